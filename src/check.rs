@@ -1,0 +1,219 @@
+//! `harness check`: validate a spec end to end without a model — compile,
+//! generate and render its instances, run its self-check examples, and
+//! compare its instances with the golden file.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Diagnostic, ErrorKind, Location};
+use crate::golden::{self, GoldenMode, GoldenStatus};
+use crate::key_path;
+use crate::prompt::Message;
+use crate::spec::Spec;
+use crate::spec::model::Example;
+
+/// Options of a check run.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Root of the golden files.
+    pub golden_dir: PathBuf,
+    /// Bless or write `.new` files.
+    pub mode: GoldenMode,
+}
+
+/// The result of checking one spec file.
+#[derive(Debug)]
+pub struct SpecCheck {
+    /// The spec file.
+    pub file: PathBuf,
+    /// The spec id, when it loaded.
+    pub id: Option<String>,
+    /// Instances generated and rendered.
+    pub instances: usize,
+    /// Examples that held.
+    pub examples_passed: usize,
+    /// Examples in the spec.
+    pub examples: usize,
+    /// Every problem found.
+    pub errors: Vec<Diagnostic>,
+    /// The golden comparison, when the spec was sound enough to make one.
+    pub golden: Option<GoldenStatus>,
+    /// Wall time of the check.
+    pub elapsed: Duration,
+}
+
+/// One line of `golden/<spec>/instances.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldenInstance {
+    /// Instance index.
+    pub index: u64,
+    /// Instance id.
+    pub id: String,
+    /// Generated variables.
+    pub vars: Map<String, Value>,
+    /// Rendered messages.
+    pub messages: Vec<Message>,
+    /// Each rule's expected value.
+    pub expected: Map<String, Value>,
+}
+
+/// The golden instances file of a spec.
+pub fn instances_path(golden_dir: &Path, spec_id: &str) -> PathBuf {
+    golden_dir.join(spec_id).join("instances.jsonl")
+}
+
+/// Checks one spec file; never panics on bad input, reports instead.
+pub fn check_file(file: &Path, options: &CheckOptions) -> SpecCheck {
+    let started = Instant::now();
+    let mut report = SpecCheck {
+        file: file.to_path_buf(),
+        id: None,
+        instances: 0,
+        examples_passed: 0,
+        examples: 0,
+        errors: Vec::new(),
+        golden: None,
+        elapsed: Duration::ZERO,
+    };
+    match Spec::load(file) {
+        Err(diags) => report.errors = diags.0,
+        Ok(spec) => check_spec(&spec, options, &mut report),
+    }
+    report.elapsed = started.elapsed();
+    report
+}
+
+fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
+    report.id = Some(spec.id.clone());
+    let mut lines = String::new();
+    let mut missing_seen = BTreeSet::new();
+    for index in 0..u64::from(spec.runs) {
+        let instance = match spec.instance(index) {
+            Ok(i) => i,
+            Err(e) => {
+                report.errors.push(e);
+                break;
+            }
+        };
+        for (rule, key, var) in spec.rules.missing_variables(&instance.vars) {
+            if missing_seen.insert((rule, key, var.clone())) {
+                report.errors.push(missing_variable(spec, rule, key, &var, &instance.vars, index));
+            }
+        }
+        let record = GoldenInstance {
+            index,
+            id: instance.id.clone(),
+            expected: spec.rules.expected(&instance.vars),
+            vars: instance.vars,
+            messages: instance.messages,
+        };
+        lines.push_str(&serde_json::to_string(&record).expect("instances serialize"));
+        lines.push('\n');
+        report.instances += 1;
+    }
+    report.examples = spec.def.examples.len();
+    for (i, example) in spec.def.examples.iter().enumerate() {
+        match run_example(spec, i, example) {
+            Ok(()) => report.examples_passed += 1,
+            Err(e) => report.errors.push(e.with_source(spec.source_map().source())),
+        }
+    }
+    if !report.errors.is_empty() {
+        return;
+    }
+    let path = instances_path(&options.golden_dir, &spec.id);
+    match golden::compare(&path, &lines, options.mode) {
+        Ok(status) => report.golden = Some(status),
+        Err(e) => report.errors.push(Diagnostic::new(
+            ErrorKind::Golden,
+            Location::file_start(&path),
+            format!("cannot update golden file: {e}"),
+        )),
+    }
+}
+
+fn missing_variable(
+    spec: &Spec,
+    rule: usize,
+    key: &str,
+    var: &str,
+    vars: &Map<String, Value>,
+    index: u64,
+) -> Diagnostic {
+    let have: Vec<&str> = vars.keys().map(String::as_str).collect();
+    let mut d = Diagnostic::new(
+        ErrorKind::Invalid,
+        spec.source_map().locate(key_path!["verify", rule, key]),
+        format!("`{key}` names variable `{var}`, which instance {index} does not set"),
+    )
+    .with_source(spec.source_map().source());
+    let root = var.split('.').next().unwrap_or(var);
+    d = match crate::error::did_you_mean(root, have.iter().copied()) {
+        Some(s) => d.with_help(format!("did you mean `{s}`? the instance sets: {}", have.join(", "))),
+        None => d.with_help(format!("the instance sets: {}", have.join(", "))),
+    };
+    d
+}
+
+fn example_vars(spec: &Spec, index: usize, example: &Example) -> Result<Map<String, Value>, Diagnostic> {
+    let at = spec.source_map().locate(key_path!["example", index]);
+    let mut vars = match example.instance {
+        Some(i) => spec.vars(u64::from(i))?,
+        None if example.vars.is_none() => {
+            return Err(Diagnostic::new(
+                ErrorKind::Invalid,
+                at,
+                "an example needs `vars = { ... }` or `instance = N`",
+            ));
+        }
+        None => Map::new(),
+    };
+    vars.extend(example.vars.clone().unwrap_or_default());
+    Ok(vars)
+}
+
+fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagnostic> {
+    let vars = example_vars(spec, index, example)?;
+    let label = match &example.name {
+        Some(name) => format!("example {} ({name})", index + 1),
+        None => format!("example {}", index + 1),
+    };
+    let at = || spec.source_map().locate(key_path!["example", index]);
+    if let Some((rule, key, var)) = spec.rules.missing_variables(&vars).into_iter().next() {
+        let rule_name = &spec.rules.rules()[rule].name;
+        return Err(Diagnostic::new(
+            ErrorKind::Example,
+            at(),
+            format!("{label}: rule `{rule_name}` reads `{var}` (its `{key}`), which the example's vars do not set"),
+        ));
+    }
+    let verdict = spec.verify(&example.response, &vars);
+    let mut problems = Vec::new();
+    if verdict.passed != example.passes {
+        problems.push(if example.passes {
+            format!("expected to pass, but failed: {}", verdict.failure_details())
+        } else {
+            "expected to fail, but passed".to_owned()
+        });
+    }
+    if let Some(score) = example.score
+        && (score - verdict.score).abs() > 1e-9
+    {
+        problems.push(format!("expected score {score}, got {}", verdict.score));
+    }
+    if let Some(detail) = &example.detail {
+        let details = verdict.failure_details();
+        if !details.contains(detail.as_str()) {
+            problems.push(format!("expected the failure detail to mention «{detail}», got «{details}»"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostic::new(ErrorKind::Example, at(), format!("{label}: {}", problems.join("; "))))
+    }
+}

@@ -1,0 +1,113 @@
+//! `harness check`: one line per spec, details for failures, diffs for
+//! changed golden files, and a summary.
+
+use std::path::{Path, PathBuf};
+
+use owo_colors::OwoColorize;
+
+use super::render;
+use crate::check::{CheckOptions, SpecCheck, check_file};
+use crate::golden::{GoldenMode, GoldenStatus, colorize_diff, is_ci};
+use crate::spec::spec_files;
+
+fn label(text: &str, color: bool, paint: fn(&str) -> String) -> String {
+    let padded = format!("{text:<5}");
+    if color { paint(&padded) } else { padded }
+}
+
+fn print_report(r: &SpecCheck, color: bool) {
+    let name = r.id.clone().unwrap_or_else(|| r.file.display().to_string());
+    let ms = r.elapsed.as_secs_f64() * 1000.0;
+    if !r.errors.is_empty() {
+        println!(
+            "{} {name}  ({} problem{})",
+            label("FAIL", color, |s| s.red().bold().to_string()),
+            r.errors.len(),
+            if r.errors.len() == 1 { "" } else { "s" }
+        );
+        for d in &r.errors {
+            for line in render::diagnostic(d, color).lines() {
+                println!("      {line}");
+            }
+        }
+        return;
+    }
+    let summary = format!(
+        "{} instances, {}/{} examples",
+        r.instances, r.examples_passed, r.examples
+    );
+    match &r.golden {
+        Some(GoldenStatus::Unchanged) | None => println!(
+            "{} {name}  {summary}, golden unchanged  {ms:.1}ms",
+            label("ok", color, |s| s.green().bold().to_string())
+        ),
+        Some(GoldenStatus::Blessed) => println!(
+            "{} {name}  {summary}, golden written  {ms:.1}ms",
+            label("bless", color, |s| s.yellow().bold().to_string())
+        ),
+        Some(GoldenStatus::New { pending }) => {
+            println!(
+                "{} {name}  {summary}, no golden file yet{}",
+                label("NEW", color, |s| s.yellow().bold().to_string()),
+                pending_note(pending.as_deref())
+            );
+        }
+        Some(GoldenStatus::Changed { diff, pending }) => {
+            println!(
+                "{} {name}  {summary}, golden instances changed{}",
+                label("DIFF", color, |s| s.yellow().bold().to_string()),
+                pending_note(pending.as_deref())
+            );
+            print!("{}", colorize_diff(diff, color));
+        }
+    }
+}
+
+fn pending_note(pending: Option<&Path>) -> String {
+    match pending {
+        Some(p) => format!(" (review {}: `harness review`, or `harness check --bless`)", p.display()),
+        None => " (run `harness check --bless` to accept)".to_owned(),
+    }
+}
+
+/// Runs `harness check`; returns the exit code.
+pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> u8 {
+    let files = match spec_files(paths) {
+        Ok(files) => files,
+        Err(d) => {
+            eprint!("{}", render::diagnostic(&d, color));
+            return 2;
+        }
+    };
+    if files.is_empty() {
+        eprintln!("error: no spec files (*.toml) under {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        return 2;
+    }
+    let options = CheckOptions {
+        golden_dir: golden.to_path_buf(),
+        mode: GoldenMode { bless, write_pending: !bless && !is_ci() },
+    };
+    let (mut failed, mut differ) = (0, 0);
+    for file in &files {
+        let report = check_file(file, &options);
+        print_report(&report, color);
+        if !report.errors.is_empty() {
+            failed += 1;
+        } else if report.golden.as_ref().is_some_and(GoldenStatus::differs) {
+            differ += 1;
+        }
+    }
+    let ok = files.len() - failed - differ;
+    println!(
+        "\n{} spec{}: {ok} ok, {differ} with golden differences, {failed} failed",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" }
+    );
+    if failed > 0 {
+        2
+    } else if differ > 0 {
+        1
+    } else {
+        0
+    }
+}

@@ -1,0 +1,89 @@
+//! The command line: parses arguments and hands each command to the library.
+//! Exit codes: 0 success, 1 golden differences, 2 bad input or other errors.
+
+mod check;
+mod render;
+mod review;
+mod show;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Test and rank LLMs with test categories written as data.
+#[derive(Debug, Parser)]
+#[command(name = "harness", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate specs: compile, generate, render, run examples, compare golden instances.
+    Check {
+        /// Spec files or directories of specs.
+        #[arg(default_value = "specs")]
+        paths: Vec<PathBuf>,
+        /// Accept the new golden state: write it over the golden files.
+        #[arg(long)]
+        bless: bool,
+        /// The golden directory.
+        #[arg(long, default_value = "golden")]
+        golden: PathBuf,
+    },
+    /// Print the instances a spec generates, for authoring.
+    Show {
+        /// The spec file.
+        spec: PathBuf,
+        /// How many instances.
+        #[arg(short = 'n', long, default_value_t = 3)]
+        count: u64,
+        /// First instance index.
+        #[arg(long, default_value_t = 0)]
+        start: u64,
+        /// Override the spec's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Print JSON lines instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of the spec format.
+    Schema,
+    /// Walk pending `.new` golden files: accept, reject or skip each.
+    Review {
+        /// The golden directory.
+        #[arg(long, default_value = "golden")]
+        golden: PathBuf,
+    },
+}
+
+/// Whether to color standard output: a terminal, and NO_COLOR unset.
+pub fn stdout_color() -> bool {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    if std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+        return true;
+    }
+    std::io::stdout().is_terminal()
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = stdout_color();
+    let code = match cli.command {
+        Command::Check { paths, bless, golden } => check::run(&paths, bless, &golden, color),
+        Command::Show { spec, count, start, seed, json } => show::run(&spec, start, count, seed, json, color),
+        Command::Schema => {
+            print!("{}", crate::schema::spec_schema_text());
+            0
+        }
+        Command::Review { golden } => review::run(&golden, color),
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,28 @@
+//! Terminal rendering of diagnostics, in the familiar compiler layout.
+
+use owo_colors::OwoColorize;
+
+use crate::error::Diagnostic;
+
+/// A diagnostic as text: message, location, source line with a caret, help.
+pub fn diagnostic(d: &Diagnostic, color: bool) -> String {
+    let head = format!("error[{}]", d.kind.label());
+    let mut out = if color {
+        format!("{}: {}\n", head.red().bold(), d.message.bold())
+    } else {
+        format!("{head}: {}\n", d.message)
+    };
+    let gutter = d.location.line.to_string().len();
+    let pad = " ".repeat(gutter);
+    out.push_str(&format!("{pad}--> {}\n", d.location));
+    if let Some(line) = &d.snippet {
+        let caret = format!("{}^", " ".repeat(d.location.column.saturating_sub(1)));
+        let caret = if color { caret.red().bold().to_string() } else { caret };
+        out.push_str(&format!("{pad} |\n{} | {line}\n{pad} | {caret}\n", d.location.line));
+    }
+    if let Some(help) = &d.help {
+        let label = if color { "help".cyan().bold().to_string() } else { "help".to_owned() };
+        out.push_str(&format!("{pad} = {label}: {}\n", help.replace('\n', &format!("\n{pad}   "))));
+    }
+    out
+}

@@ -1,0 +1,66 @@
+//! `harness review`: walk pending `.new` golden files like `cargo insta review`.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use crate::golden::{colorize_diff, golden_for_pending, pending_files, unified_diff};
+
+/// Runs `harness review`; returns the exit code.
+pub fn run(golden: &Path, color: bool) -> u8 {
+    let pending = match pending_files(golden) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", golden.display());
+            return 2;
+        }
+    };
+    if pending.is_empty() {
+        println!("no pending golden changes under {}", golden.display());
+        return 0;
+    }
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let (mut accepted, mut rejected, mut skipped) = (0, 0, 0);
+    for (i, new_path) in pending.iter().enumerate() {
+        let target = golden_for_pending(new_path);
+        let new = match std::fs::read_to_string(new_path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", new_path.display());
+                return 2;
+            }
+        };
+        let old = std::fs::read_to_string(&target).unwrap_or_default();
+        println!("[{}/{}] {}", i + 1, pending.len(), target.display());
+        print!("{}", colorize_diff(&unified_diff(&old, &new, &target), color));
+        let choice = loop {
+            print!("accept (a), reject (r), skip (s)? ");
+            let _ = std::io::stdout().flush();
+            let mut line = String::new();
+            match input.read_line(&mut line) {
+                Ok(0) | Err(_) => break 's',
+                Ok(_) => match line.trim() {
+                    "a" | "accept" => break 'a',
+                    "r" | "reject" => break 'r',
+                    "s" | "skip" => break 's',
+                    _ => continue,
+                },
+            }
+        };
+        let result = match choice {
+            'a' => std::fs::rename(new_path, &target).map(|_| accepted += 1),
+            'r' => std::fs::remove_file(new_path).map(|_| rejected += 1),
+            _ => {
+                skipped += 1;
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            eprintln!("error: {}: {e}", new_path.display());
+            return 2;
+        }
+        println!();
+    }
+    println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
+    u8::from(skipped > 0)
+}

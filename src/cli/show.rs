@@ -1,0 +1,68 @@
+//! `harness show`: a spec's instances, readable, for authoring.
+
+use std::path::Path;
+
+use owo_colors::OwoColorize;
+
+use super::render;
+use crate::check::GoldenInstance;
+use crate::spec::Spec;
+
+/// Runs `harness show`; returns the exit code.
+pub fn run(file: &Path, start: u64, count: u64, seed: Option<u64>, json: bool, color: bool) -> u8 {
+    let loaded = match seed {
+        Some(seed) => Spec::load_with_seed(file, seed),
+        None => Spec::load(file),
+    };
+    let spec = match loaded {
+        Ok(spec) => spec,
+        Err(diags) => {
+            for d in &diags.0 {
+                eprint!("{}", render::diagnostic(d, color));
+            }
+            return 2;
+        }
+    };
+    for index in start..start.saturating_add(count) {
+        let instance = match spec.instance(index) {
+            Ok(i) => i,
+            Err(d) => {
+                eprint!("{}", render::diagnostic(&d, color));
+                return 2;
+            }
+        };
+        let expected = spec.rules.expected(&instance.vars);
+        if json {
+            let record = GoldenInstance {
+                index,
+                id: instance.id,
+                vars: instance.vars,
+                messages: instance.messages,
+                expected,
+            };
+            println!("{}", serde_json::to_string(&record).expect("instances serialize"));
+            continue;
+        }
+        let title = format!("── {} ──", instance.id);
+        println!("{}", if color { title.bold().to_string() } else { title });
+        println!("vars:");
+        for (k, v) in &instance.vars {
+            println!("  {k} = {v}");
+        }
+        println!("messages:");
+        for m in &instance.messages {
+            let role = format!("[{}]", serde_json::to_value(m.role).unwrap().as_str().unwrap_or(""));
+            let role = if color { role.cyan().to_string() } else { role };
+            println!("  {role}");
+            for line in m.content.lines() {
+                println!("    {line}");
+            }
+        }
+        println!("expected:");
+        for (k, v) in &expected {
+            println!("  {k} = {v}");
+        }
+        println!();
+    }
+    0
+}

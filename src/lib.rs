@@ -1,0 +1,17 @@
+//! `harness`: test and rank LLMs with test categories written as data.
+//!
+//! A category is a TOML spec: a Rhai script makes instances, minijinja
+//! templates render prompts, declarative rules verify answers, and golden
+//! files show what changed. The binary is a thin layer over this library.
+
+pub mod check;
+pub mod cli;
+pub mod error;
+pub mod extract;
+pub mod golden;
+pub mod prompt;
+pub mod schema;
+pub mod script;
+pub mod source;
+pub mod spec;
+pub mod verify;

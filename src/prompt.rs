@@ -1,0 +1,154 @@
+//! Prompt rendering: the spec's message templates in a strict minijinja
+//! environment (undefined variables are errors, execution is fuel-bounded).
+
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::spec::model::Role;
+
+/// One rendered chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// What is said.
+    pub content: String,
+}
+
+/// A template error with its position inside the template (1-based; 0 when unknown).
+#[derive(Debug, Clone)]
+pub struct TemplateError {
+    /// Which template: `system`, `user` or `messages.N`.
+    pub template: String,
+    /// What went wrong, including minijinja's explanation.
+    pub message: String,
+    /// Line inside the template.
+    pub line: usize,
+    /// Column inside the template.
+    pub column: usize,
+}
+
+/// The compiled message templates of a spec.
+pub struct PromptSet {
+    env: Environment<'static>,
+    messages: Vec<(Role, String)>,
+}
+
+const FUEL: u64 = 200_000;
+
+impl PromptSet {
+    /// Compiles `(role, template name, source)` triples; all errors are returned.
+    pub fn new(templates: Vec<(Role, String, String)>) -> Result<PromptSet, Vec<TemplateError>> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_debug(true);
+        env.set_fuel(Some(FUEL));
+        env.add_filter("numbered", numbered);
+        env.add_filter("bullets", bullets);
+        env.add_filter("json", json);
+        let mut errors = Vec::new();
+        let mut messages = Vec::new();
+        for (role, name, source) in templates {
+            if let Err(e) = env.add_template_owned(name.clone(), source.clone()) {
+                errors.push(template_error(&name, &source, &e));
+            }
+            messages.push((role, name));
+        }
+        if errors.is_empty() {
+            Ok(PromptSet { env, messages })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Renders every message for `context` (instance variables plus `data` and `index`).
+    pub fn render(&self, context: &Value) -> Result<Vec<Message>, TemplateError> {
+        self.messages
+            .iter()
+            .map(|(role, name)| {
+                let template = self.env.get_template(name).expect("compiled in new()");
+                let content = template
+                    .render(context)
+                    .map_err(|e| template_error(name, template.source(), &e))?;
+                Ok(Message {
+                    role: *role,
+                    content,
+                })
+            })
+            .collect()
+    }
+}
+
+fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
+    let mut message = e.detail().map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
+    if e.kind() == minijinja::ErrorKind::UndefinedError {
+        message.push_str(" (a variable the instance does not set, or a misspelled name)");
+    }
+    let (line, column) = match e.range() {
+        Some(range) => {
+            let before = &source[..range.start.min(source.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() + 1;
+            (line, col)
+        }
+        None => (e.line().unwrap_or(0), 0),
+    };
+    TemplateError {
+        template: name.to_owned(),
+        message,
+        line,
+        column,
+    }
+}
+
+/// `["a", "b"] | numbered` → "1. a\n2. b".
+fn numbered(items: Vec<Value>) -> String {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{}. {v}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `["a", "b"] | bullets` → "- a\n- b".
+fn bullets(items: Vec<Value>) -> String {
+    items.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n")
+}
+
+/// Any value as compact JSON with non-ASCII text kept readable.
+fn json(value: Value) -> Result<String, minijinja::Error> {
+    serde_json::to_string(&value)
+        .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use minijinja::context;
+
+    fn set(src: &str) -> Result<PromptSet, Vec<TemplateError>> {
+        PromptSet::new(vec![(Role::User, "user".into(), src.into())])
+    }
+
+    #[test]
+    fn renders_with_filters() {
+        let p = set("{{ items | numbered }}|{{ items | join(', ') | upper }}|{{ m | json }}").unwrap();
+        let out = p.render(&context! { items => vec!["да", "нет"], m => context!{ a => 1 } }).unwrap();
+        assert_eq!(out[0].content, "1. да\n2. нет|ДА, НЕТ|{\"a\":1}");
+    }
+
+    #[test]
+    fn undefined_variables_name_their_line() {
+        let p = set("Hello\n  {{ nmae }}").unwrap();
+        let err = p.render(&context! { name => "x" }).unwrap_err();
+        assert_eq!((err.line, err.column), (2, 6), "{err:?}");
+        assert!(err.message.contains("undefined"), "{}", err.message);
+    }
+
+    #[test]
+    fn syntax_errors_are_reported_at_load() {
+        let errs = set("{% if x %}never closed").err().unwrap();
+        assert_eq!(errs[0].line, 1);
+    }
+}

@@ -1,0 +1,255 @@
+//! Reading a spec file: TOML into the model, then validation and compilation
+//! of each part, collecting every problem instead of stopping at the first.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::locate::{Key, SourceMap};
+use super::model::{ResponseFormat, Role, SpecFile};
+use super::{ScriptOrigin, Spec, template_diagnostic};
+use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location, did_you_mean};
+use crate::key_path;
+use crate::prompt::PromptSet;
+use crate::script::{DEFAULT_MAX_OPERATIONS, ScriptError};
+use crate::source::generate::Generator;
+use crate::verify::RuleSet;
+
+/// Spec files under `paths`: files as given, directories searched for `*.toml`, sorted.
+pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|e| {
+                Diagnostic::new(ErrorKind::Io, Location::file_start(path), format!("cannot list directory: {e}"))
+            })?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else if path.exists() {
+            files.push(path.clone());
+        } else {
+            return Err(Diagnostic::new(ErrorKind::Io, Location::file_start(path), "no such file or directory"));
+        }
+    }
+    Ok(files)
+}
+
+static UNKNOWN_FIELD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"unknown (?:field|variant) `([^`]*)`, expected (.*)").unwrap());
+
+/// Turns a serde/toml error into a diagnostic with a did-you-mean for unknown keys.
+fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error) -> Diagnostic {
+    let location = match err.span() {
+        Some(span) => Location::from_offset(file, source, span.start),
+        None => Location::file_start(file),
+    };
+    let message = err.message().trim_end().to_owned();
+    let at = if path.is_empty() || path == "." { String::new() } else { format!(" (at `{path}`)") };
+    if let Some(caps) = UNKNOWN_FIELD.captures(&message) {
+        let word = caps[1].to_owned();
+        let candidates: Vec<String> = caps[2]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect();
+        let is_variant = message.starts_with("unknown variant");
+        let what = if is_variant { "value" } else { "key" };
+        let mut d = Diagnostic::new(
+            if is_variant { ErrorKind::Invalid } else { ErrorKind::UnknownKey },
+            location,
+            format!("unknown {what} `{word}`{at}"),
+        );
+        d = match did_you_mean(&word, candidates.iter().map(String::as_str)) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!("expected one of: {}", candidates.join(", "))),
+        };
+        return d.with_source(source);
+    }
+    let kind = if message.contains("missing field") || message.contains("invalid") {
+        ErrorKind::Invalid
+    } else {
+        ErrorKind::Toml
+    };
+    Diagnostic::new(kind, location, format!("{message}{at}")).with_source(source)
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Loads and compiles a spec.
+pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
+    let source = std::fs::read_to_string(file).map_err(|e| {
+        Diagnostic::new(ErrorKind::Io, Location::file_start(file), format!("cannot read spec: {e}"))
+    })?;
+    let map = SourceMap::parse(file, &source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
+    let de = toml::Deserializer::parse(&source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
+    let mut def: SpecFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        toml_diagnostic(file, &source, &path, e.inner())
+    })?;
+    if seed_override.is_some() {
+        def.seed = seed_override;
+    }
+    let spec_dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut errors = Vec::new();
+    let at = |path: &[Key], kind: ErrorKind, msg: String| Diagnostic::new(kind, map.locate(path), msg).with_source(&source);
+
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let id = def.id.clone().unwrap_or(stem);
+    if !valid_id(&id) {
+        errors.push(at(
+            key_path!["id"],
+            ErrorKind::Invalid,
+            format!("id `{id}` may hold only ASCII letters, digits, `_` and `-` (it names golden directories)"),
+        ));
+    }
+    let runs = def.runs.unwrap_or(10);
+    if runs == 0 {
+        errors.push(at(key_path!["runs"], ErrorKind::Invalid, "runs must be at least 1".into()));
+    }
+    if let Some(t) = def.request.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        errors.push(at(key_path!["request", "temperature"], ErrorKind::Invalid, "temperature must be within 0..2".into()));
+    }
+    match (def.request.response_format, &def.request.schema) {
+        (Some(ResponseFormat::JsonSchema), None) => errors.push(at(
+            key_path!["request", "response_format"],
+            ErrorKind::Invalid,
+            "response_format = \"json_schema\" needs `schema = \"path/to/schema.json\"`".into(),
+        )),
+        (_, Some(schema)) => {
+            if let Err(message) = crate::verify::read_schema(&spec_dir, schema) {
+                errors.push(at(key_path!["request", "schema"], ErrorKind::Schema, message));
+            }
+        }
+        _ => {}
+    }
+    if def.verify.is_empty() {
+        errors.push(
+            Diagnostic::new(ErrorKind::Invalid, Location::file_start(file), "the spec has no [[verify]] rule")
+                .with_help("add at least one, e.g.\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\""),
+        );
+    }
+
+    let generator = compile_generator(&def, &map, &spec_dir, &source).map_err(|e| errors.push(e)).ok().flatten();
+    let prompt = compile_prompt(&def, &map).map_err(|mut e| errors.append(&mut e)).ok();
+    let rules = RuleSet::build(&def.verify, &map, &spec_dir).map_err(|mut e| errors.append(&mut e)).ok();
+    let data = minijinja::Value::from(minijinja::value::Serde(&def.data));
+
+    match (prompt, rules) {
+        (Some(prompt), Some(rules)) if errors.is_empty() => Ok(Spec {
+            id,
+            file: file.to_path_buf(),
+            runs,
+            seed: def.seed.unwrap_or(0),
+            def,
+            rules,
+            map,
+            generator,
+            prompt,
+            data,
+        }),
+        _ => {
+            for e in &mut errors {
+                if e.snippet.is_none() && e.location.file == file {
+                    *e = e.clone().with_source(&source);
+                }
+            }
+            Err(Diagnostics(errors))
+        }
+    }
+}
+
+fn compile_generator(
+    def: &SpecFile,
+    map: &SourceMap,
+    spec_dir: &Path,
+    source: &str,
+) -> Result<Option<(Generator, ScriptOrigin)>, Diagnostic> {
+    let Some(generate) = &def.generate else { return Ok(None) };
+    let data: serde_json::Map<String, serde_json::Value> =
+        def.data.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let seed = def.seed.unwrap_or(0);
+    let max_ops = generate.max_operations.unwrap_or(DEFAULT_MAX_OPERATIONS);
+    let (script, origin) = match (&generate.script, &generate.file) {
+        (Some(script), None) => (script.clone(), ScriptOrigin::Inline),
+        (None, Some(rel)) => {
+            let path = spec_dir.join(rel);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Diagnostic::new(ErrorKind::Io, map.locate(key_path!["generate", "file"]), format!("cannot read {}: {e}", path.display()))
+                    .with_source(source)
+            })?;
+            (text.clone(), ScriptOrigin::File { path, source: text })
+        }
+        _ => {
+            return Err(Diagnostic::new(
+                ErrorKind::Invalid,
+                map.locate(key_path!["generate"]),
+                "[generate] needs exactly one of `script` (inline Rhai) or `file` (a .rhai file)",
+            )
+            .with_source(source));
+        }
+    };
+    match Generator::new(&script, &data, seed, max_ops) {
+        Ok(g) => Ok(Some((g, origin))),
+        Err(e) => Err(script_diagnostic(map, &origin, &e)),
+    }
+}
+
+fn script_diagnostic(map: &SourceMap, origin: &ScriptOrigin, e: &ScriptError) -> Diagnostic {
+    let location = match origin {
+        ScriptOrigin::Inline => map.locate_in_string(key_path!["generate", "script"], e.line, e.column),
+        ScriptOrigin::File { path, .. } => Location {
+            file: path.clone(),
+            line: e.line.max(1),
+            column: e.column.max(1),
+        },
+    };
+    let d = Diagnostic::new(ErrorKind::Script, location, e.message.clone());
+    match origin {
+        ScriptOrigin::File { source, .. } => d.with_source(source),
+        ScriptOrigin::Inline => d,
+    }
+}
+
+fn compile_prompt(def: &SpecFile, map: &SourceMap) -> Result<PromptSet, Vec<Diagnostic>> {
+    let p = &def.prompt;
+    let mut templates = Vec::new();
+    match &p.messages {
+        Some(messages) => {
+            if p.system.is_some() || p.user.is_some() {
+                return Err(vec![Diagnostic::new(
+                    ErrorKind::Invalid,
+                    map.locate(key_path!["prompt", "messages"]),
+                    "use either `messages` or `system`/`user` in [prompt], not both",
+                )]);
+            }
+            for (i, m) in messages.iter().enumerate() {
+                templates.push((m.role, format!("messages.{i}"), m.content.clone()));
+            }
+        }
+        None => {
+            if let Some(system) = &p.system {
+                templates.push((Role::System, "system".into(), system.clone()));
+            }
+            if let Some(user) = &p.user {
+                templates.push((Role::User, "user".into(), user.clone()));
+            }
+        }
+    }
+    if !templates.iter().any(|(role, _, _)| *role == Role::User) {
+        return Err(vec![
+            Diagnostic::new(ErrorKind::Invalid, map.locate(key_path!["prompt"]), "[prompt] has no user message")
+                .with_help("add `user = \"...\"` or a `{ role = \"user\", content = \"...\" }` message"),
+        ]);
+    }
+    PromptSet::new(templates).map_err(|errs| errs.iter().map(|e| template_diagnostic(map, e, None)).collect())
+}

@@ -1,0 +1,165 @@
+//! Specs: loading a category's TOML file into a ready-to-run [`Spec`], with
+//! every problem reported as a [`Diagnostic`] naming file, line and column.
+
+pub mod locate;
+mod load;
+pub mod model;
+
+use std::path::{Path, PathBuf};
+
+use minijinja::Value as TemplateValue;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Diagnostic, Diagnostics, ErrorKind};
+use crate::prompt::{Message, PromptSet, TemplateError};
+use crate::source::generate::Generator;
+use crate::verify::{InstanceVerdict, RuleSet};
+use locate::{Key, SourceMap};
+use model::SpecFile;
+
+pub use load::spec_files;
+
+/// Where a spec's generation script lives, for error positions.
+enum ScriptOrigin {
+    Inline,
+    File { path: PathBuf, source: String },
+}
+
+/// A loaded, compiled spec: parse errors, script and template compile errors
+/// and rule errors have all been ruled out.
+pub struct Spec {
+    /// The spec's id (file stem unless set).
+    pub id: String,
+    /// The file it was loaded from.
+    pub file: PathBuf,
+    /// The parsed file.
+    pub def: SpecFile,
+    /// Instances per model.
+    pub runs: u32,
+    /// Generator seed.
+    pub seed: u64,
+    /// The verification rules.
+    pub rules: RuleSet,
+    map: SourceMap,
+    generator: Option<(Generator, ScriptOrigin)>,
+    prompt: PromptSet,
+    data: TemplateValue,
+}
+
+/// One test instance: its variables and rendered messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Instance {
+    /// 0-based index within the spec.
+    pub index: u64,
+    /// `<spec id>/<index>`.
+    pub id: String,
+    /// Variables made by the generator.
+    pub vars: Map<String, Value>,
+    /// The rendered chat messages.
+    pub messages: Vec<Message>,
+}
+
+impl Spec {
+    /// Loads and compiles the spec at `path`, reporting every problem found.
+    pub fn load(path: &Path) -> Result<Spec, Diagnostics> {
+        load::load(path, None)
+    }
+
+    /// Loads the spec at `path` with its seed replaced by `seed`.
+    pub fn load_with_seed(path: &Path, seed: u64) -> Result<Spec, Diagnostics> {
+        load::load(path, Some(seed))
+    }
+
+    /// Source positions of the spec file.
+    pub fn source_map(&self) -> &SourceMap {
+        &self.map
+    }
+
+    /// The variables of instance `index`.
+    pub fn vars(&self, index: u64) -> Result<Map<String, Value>, Diagnostic> {
+        let Some((generator, origin)) = &self.generator else {
+            return Ok(Map::new());
+        };
+        generator.generate(index).map_err(|e| {
+            let location = match origin {
+                ScriptOrigin::Inline => {
+                    if e.line == 0 {
+                        self.map.locate(crate::key_path!["generate", "script"])
+                    } else {
+                        self.map.locate_in_string(crate::key_path!["generate", "script"], e.line, e.column)
+                    }
+                }
+                ScriptOrigin::File { path, source } => {
+                    let mut loc = crate::error::Location::file_start(path);
+                    loc.line = e.line.max(1);
+                    loc.column = e.column.max(1);
+                    let _ = source;
+                    loc
+                }
+            };
+            Diagnostic::new(ErrorKind::Script, location, format!("instance {index}: {}", e.message))
+        })
+    }
+
+    /// The messages for an instance with `vars`.
+    pub fn render(&self, index: u64, vars: &Map<String, Value>) -> Result<Vec<Message>, Diagnostic> {
+        let context = minijinja::context! {
+            data => self.data.clone(),
+            index => index,
+            ..TemplateValue::from(minijinja::value::Serde(vars))
+        };
+        self.prompt
+            .render(&context)
+            .map_err(|e| self.template_diagnostic(&e, Some(index)))
+    }
+
+    /// Generates and renders instance `index`.
+    pub fn instance(&self, index: u64) -> Result<Instance, Diagnostic> {
+        let vars = self.vars(index)?;
+        let messages = self.render(index, &vars)?;
+        Ok(Instance {
+            index,
+            id: format!("{}/{index}", self.id),
+            vars,
+            messages,
+        })
+    }
+
+    /// Judges a response to an instance with `vars`.
+    pub fn verify(&self, response: &str, vars: &Map<String, Value>) -> InstanceVerdict {
+        self.rules.verify(response, vars)
+    }
+
+    fn template_diagnostic(&self, e: &TemplateError, index: Option<u64>) -> Diagnostic {
+        template_diagnostic(&self.map, e, index)
+    }
+}
+
+/// The key path of a template by its name in the prompt set.
+fn template_path(name: &str) -> Vec<Key<'_>> {
+    match name.strip_prefix("messages.") {
+        Some(i) => vec![
+            Key::Name("prompt"),
+            Key::Name("messages"),
+            Key::Index(i.parse().unwrap_or(0)),
+            Key::Name("content"),
+        ],
+        None => vec![Key::Name("prompt"), Key::Name(name)],
+    }
+}
+
+fn template_diagnostic(map: &SourceMap, e: &TemplateError, index: Option<u64>) -> Diagnostic {
+    let path = template_path(&e.template);
+    let location = if e.line == 0 {
+        map.locate(&path)
+    } else {
+        map.locate_in_string(&path, e.line, e.column)
+    };
+    let prefix = index.map(|i| format!("instance {i}: ")).unwrap_or_default();
+    Diagnostic::new(
+        ErrorKind::Template,
+        location,
+        format!("{prefix}template `{}`: {}", e.template, e.message),
+    )
+}

@@ -1,0 +1,225 @@
+//! The spec file format: the serde model of one category's TOML file.
+//!
+//! Every struct rejects unknown keys; `schemas/spec.schema.json` is generated
+//! from these types, so the two cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::extract::ExtractDef;
+
+/// One test category, as written in `specs/<id>.toml`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpecFile {
+    /// Unique id; defaults to the file stem.
+    pub id: Option<String>,
+    /// Human-readable title, shown in reports.
+    pub title: Option<String>,
+    /// What the category measures.
+    pub description: Option<String>,
+    /// Free-form labels for selecting specs.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Instances per model (default 10); `--runs` and `harness.toml` override.
+    pub runs: Option<u32>,
+    /// Seed of the instance generator (default 0). Instance i is a pure function of (seed, i).
+    pub seed: Option<u64>,
+    /// Plain tables readable from scripts (`data.x`) and templates (`{{ data.x }}`).
+    #[serde(default)]
+    pub data: BTreeMap<String, Value>,
+    /// How instances are made: a Rhai script.
+    pub generate: Option<Generate>,
+    /// The chat messages sent to the model, as minijinja templates.
+    pub prompt: Prompt,
+    /// Request options sent with every prompt.
+    #[serde(default)]
+    pub request: RequestOptions,
+    /// Verification rules; an instance passes when all pass.
+    #[serde(default)]
+    pub verify: Vec<RuleDef>,
+    /// Self-checks run by `harness check` without a model.
+    #[serde(default, rename = "example")]
+    pub examples: Vec<Example>,
+}
+
+/// The `[generate]` table: a Rhai script returning a map of instance variables.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Generate {
+    /// Inline Rhai source. Sees `rng`, `data`, `index`; returns a map.
+    pub script: Option<String>,
+    /// A `.rhai` file, relative to the spec file.
+    pub file: Option<String>,
+    /// Operation budget per instance (default 1,000,000).
+    pub max_operations: Option<u64>,
+}
+
+/// The `[prompt]` table.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Prompt {
+    /// System message template.
+    pub system: Option<String>,
+    /// User message template.
+    pub user: Option<String>,
+    /// Explicit message list, instead of `system`/`user`.
+    pub messages: Option<Vec<MessageTemplate>>,
+}
+
+/// One message template in `prompt.messages`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageTemplate {
+    /// `system`, `user` or `assistant`.
+    pub role: Role,
+    /// The minijinja template of the message text.
+    pub content: String,
+}
+
+/// The author of a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions to the model.
+    System,
+    /// The user's turn.
+    User,
+    /// A model turn (few-shot examples, history).
+    Assistant,
+}
+
+/// The `[request]` table: options sent with each request.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestOptions {
+    /// Sampling temperature (default 0: deterministic).
+    pub temperature: Option<f64>,
+    /// Maximum tokens to generate; every request carries one.
+    pub max_tokens: Option<u32>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Sampling seed.
+    pub seed: Option<u64>,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// `text` (default), `json`, or `json_schema` (with `schema`).
+    pub response_format: Option<ResponseFormat>,
+    /// JSON Schema file for `response_format = "json_schema"`, relative to the spec.
+    pub schema: Option<String>,
+}
+
+/// What shape of answer the model is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// Free text.
+    Text,
+    /// Any JSON object.
+    Json,
+    /// JSON constrained by `request.schema`.
+    JsonSchema,
+}
+
+/// One `[[verify]]` rule. Which keys apply depends on `rule`; `harness check`
+/// rejects keys the chosen rule does not read.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleDef {
+    /// The rule: exact, contains, not_contains, exclusive, regex, set_equal,
+    /// numeric, json_field, similarity, script.
+    pub rule: String,
+    /// A name for reports (defaults to the rule).
+    pub name: Option<String>,
+    /// Weight in the instance score (default 1).
+    pub weight: Option<f64>,
+    /// How the answer is taken from the response.
+    pub extract: Option<ExtractDef>,
+    /// The instance variable holding the expected value (dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Compare case-sensitively (default false).
+    pub case_sensitive: Option<bool>,
+    /// Match whole words only (contains family; default true).
+    pub whole_word: Option<bool>,
+    /// `all` (default) or `any` of the expected strings (contains).
+    pub mode: Option<String>,
+    /// Variable with every candidate answer (exclusive).
+    pub candidates: Option<String>,
+    /// Regular expression the answer must match (regex).
+    pub pattern: Option<String>,
+    /// Absolute tolerance (numeric).
+    pub tolerance: Option<f64>,
+    /// Relative tolerance (numeric).
+    pub relative_tolerance: Option<f64>,
+    /// Entity groups (set_equal).
+    pub entities: Option<Vec<EntityDef>>,
+    /// Score by F1 instead of all-or-nothing (set_equal).
+    pub partial: Option<bool>,
+    /// JSON Schema file the answer must satisfy (json_field), relative to the spec.
+    pub schema: Option<String>,
+    /// JSON pointer -> instance variable to compare (json_field).
+    pub fields: Option<BTreeMap<String, String>>,
+    /// `chrf` (default) or `levenshtein` (similarity).
+    pub metric: Option<String>,
+    /// Minimum score to pass (similarity, script).
+    pub threshold: Option<f64>,
+    /// Rhai expression returning a bool, a score or `#{passed, score, detail}` (script).
+    pub script: Option<String>,
+}
+
+/// One entity group of a `set_equal` rule.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntityDef {
+    /// The group's name, shown in details (`email`, `phone`, ...).
+    pub name: String,
+    /// Regex finding the entities in the answer; group 1 if present, else the whole match.
+    pub pattern: String,
+    /// Normalizers applied to found and expected values, in order.
+    #[serde(default)]
+    pub normalize: Vec<Normalizer>,
+    /// The instance variable holding the expected list.
+    pub expected: String,
+}
+
+/// A normalization applied to entities before comparing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Normalizer {
+    /// Lower-case.
+    Lowercase,
+    /// Keep digits only.
+    Digits,
+    /// Digits only, and a Russian trunk prefix 8 read as country code 7.
+    Phone,
+    /// Trim surrounding whitespace and punctuation.
+    Trim,
+    /// Dates in common formats to YYYY-MM-DD.
+    Date,
+}
+
+/// A self-check: a response and what the rules must conclude about it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// A label shown when the example fails.
+    pub name: Option<String>,
+    /// Take the variables of this generated instance.
+    pub instance: Option<u32>,
+    /// Variables given explicitly (merged over `instance`'s, if both).
+    pub vars: Option<serde_json::Map<String, Value>>,
+    /// The model response to verify.
+    pub response: String,
+    /// Whether the instance must pass.
+    pub passes: bool,
+    /// The exact score expected, if given.
+    pub score: Option<f64>,
+    /// Text the failure detail must contain.
+    pub detail: Option<String>,
+}

@@ -1,0 +1,209 @@
+//! `contains`, `not_contains` and `exclusive`: substring checks (the TZ's
+//! logic category). Case-insensitive and whole-word by default; `exclusive`
+//! passes only when the right candidate is named and no other one is, so an
+//! answer that lists everybody does not pass.
+
+use serde_json::{Map, Value};
+
+use super::expected::{Expected, as_text_list, lookup};
+use super::{BuildContext, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::spec::model::RuleDef;
+
+#[derive(Clone, Copy)]
+struct Matcher {
+    case_sensitive: bool,
+    whole_word: bool,
+}
+
+impl Matcher {
+    fn from_def(def: &RuleDef) -> Matcher {
+        Matcher {
+            case_sensitive: def.case_sensitive.unwrap_or(false),
+            whole_word: def.whole_word.unwrap_or(true),
+        }
+    }
+
+    fn normalize(&self, text: &str) -> String {
+        let text = super::exact::normalize_whitespace(text);
+        if self.case_sensitive {
+            text
+        } else {
+            text.to_lowercase().replace('ё', "е")
+        }
+    }
+
+    /// Whether `needle` occurs in `haystack` (both already normalized).
+    fn occurs(&self, haystack: &str, needle: &str) -> bool {
+        if needle.is_empty() {
+            return true;
+        }
+        haystack.match_indices(needle).any(|(start, m)| {
+            !self.whole_word || {
+                let before = haystack[..start].chars().next_back();
+                let after = haystack[start + m.len()..].chars().next();
+                !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+            }
+        })
+    }
+}
+
+enum Mode {
+    All,
+    Any,
+    None,
+}
+
+struct Contains {
+    expected: Expected,
+    matcher: Matcher,
+    mode: Mode,
+}
+
+/// Builds a `contains` rule.
+pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let mode = match def.mode.as_deref() {
+        None | Some("all") => Mode::All,
+        Some("any") => Mode::Any,
+        Some(other) => {
+            return Err(cx
+                .error(ErrorKind::Invalid, "mode", format!("unknown mode `{other}`"))
+                .with_help("mode is `all` or `any`"));
+        }
+    };
+    Ok(Box::new(Contains {
+        expected: Expected::from_def(def, cx)?,
+        matcher: Matcher::from_def(def),
+        mode,
+    }))
+}
+
+/// Builds a `not_contains` rule.
+pub fn build_not_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    Ok(Box::new(Contains {
+        expected: Expected::from_def(def, cx)?,
+        matcher: Matcher::from_def(def),
+        mode: Mode::None,
+    }))
+}
+
+impl Rule for Contains {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        self.expected.as_variables()
+    }
+
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        self.expected.resolve(vars).cloned()
+    }
+
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        let Some(expected) = self.expected.resolve(vars) else {
+            return Verdict::fail("the expected value is missing from the instance");
+        };
+        let haystack = self.matcher.normalize(answer);
+        let needles = as_text_list(expected);
+        let (present, absent): (Vec<_>, Vec<_>) = needles
+            .iter()
+            .partition(|n| self.matcher.occurs(&haystack, &self.matcher.normalize(n)));
+        let list = |v: &[&String]| v.iter().map(|s| format!("«{s}»")).collect::<Vec<_>>().join(", ");
+        match self.mode {
+            Mode::All if absent.is_empty() => Verdict::pass(),
+            Mode::All => Verdict::fail(format!("does not contain {}", list(&absent))),
+            Mode::Any if !present.is_empty() => Verdict::pass(),
+            Mode::Any => Verdict::fail(format!("contains none of {}", list(&absent))),
+            Mode::None if present.is_empty() => Verdict::pass(),
+            Mode::None => Verdict::fail(format!("contains forbidden {}", list(&present))),
+        }
+    }
+}
+
+struct Exclusive {
+    expected: Expected,
+    candidates: String,
+    matcher: Matcher,
+}
+
+/// Builds an `exclusive` rule.
+pub fn build_exclusive(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let Some(candidates) = def.candidates.clone() else {
+        return Err(cx.missing(&def.rule, "candidates", "\"names\"  # a list variable"));
+    };
+    Ok(Box::new(Exclusive {
+        expected: Expected::from_def(def, cx)?,
+        candidates,
+        matcher: Matcher::from_def(def),
+    }))
+}
+
+impl Rule for Exclusive {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        let mut vars = self.expected.as_variables();
+        vars.push(("candidates", &self.candidates));
+        vars
+    }
+
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        self.expected.resolve(vars).cloned()
+    }
+
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        let (Some(expected), Some(candidates)) =
+            (self.expected.resolve(vars), lookup(vars, &self.candidates))
+        else {
+            return Verdict::fail("the expected value or the candidates are missing from the instance");
+        };
+        let haystack = self.matcher.normalize(answer);
+        let right = as_text_list(expected);
+        let named = |c: &String| self.matcher.occurs(&haystack, &self.matcher.normalize(c));
+        let missing: Vec<_> = right.iter().filter(|r| !named(r)).collect();
+        let wrong: Vec<_> = as_text_list(candidates)
+            .into_iter()
+            .filter(|c| !right.contains(c) && named(c))
+            .collect();
+        match (missing.is_empty(), wrong.is_empty()) {
+            (true, true) => Verdict::pass(),
+            (false, _) => Verdict::fail(format!(
+                "does not name the right answer {}",
+                missing.iter().map(|s| format!("«{s}»")).collect::<Vec<_>>().join(", ")
+            )),
+            (true, false) => Verdict::fail(format!(
+                "names wrong candidates too: {}",
+                wrong.iter().map(|s| format!("«{s}»")).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars() -> Map<String, Value> {
+        serde_json::from_str(r#"{"answer": "Вера", "names": ["Анна", "Борис", "Вера", "Ян"]}"#).unwrap()
+    }
+
+    fn exclusive() -> Exclusive {
+        Exclusive {
+            expected: Expected::Var("answer".into()),
+            candidates: "names".into(),
+            matcher: Matcher { case_sensitive: false, whole_word: true },
+        }
+    }
+
+    #[test]
+    fn exclusive_rejects_answers_naming_everyone() {
+        let r = exclusive();
+        assert!(r.verify("Самая высокая — ВЕРА.", "", &vars()).passed);
+        let v = r.verify("Анна, Борис или Вера", "", &vars());
+        assert!(!v.passed && v.detail.contains("«Анна»"), "{}", v.detail);
+        assert!(!r.verify("Борис", "", &vars()).passed);
+    }
+
+    #[test]
+    fn whole_words_do_not_match_inside_longer_names() {
+        let m = Matcher { case_sensitive: false, whole_word: true };
+        assert!(!m.occurs("яна", "ян"));
+        assert!(m.occurs("это ян.", "ян"));
+        assert!(m.occurs("семен", &m.normalize("Семён")));
+    }
+}

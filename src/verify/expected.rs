@@ -1,0 +1,104 @@
+//! Expected values: a typed value taken from the instance variables
+//! (`expected = "answer"`) or written literally (`value = 14`).
+
+use serde_json::{Map, Value};
+
+use super::BuildContext;
+use crate::error::{Diagnostic, ErrorKind};
+use crate::spec::model::RuleDef;
+
+/// Where a rule's expected value comes from.
+#[derive(Debug, Clone)]
+pub enum Expected {
+    /// A dotted path into the instance variables.
+    Var(String),
+    /// A literal from the spec.
+    Literal(Value),
+}
+
+impl Expected {
+    /// Reads `expected` / `value` of a rule; exactly one must be given.
+    pub fn from_def(def: &RuleDef, cx: &BuildContext) -> Result<Expected, Diagnostic> {
+        match (&def.expected, &def.value) {
+            (Some(var), None) => {
+                if var.trim().is_empty() {
+                    return Err(cx.error(ErrorKind::Invalid, "expected", "`expected` names no variable"));
+                }
+                Ok(Expected::Var(var.clone()))
+            }
+            (None, Some(value)) => Ok(Expected::Literal(value.clone())),
+            (Some(_), Some(_)) => Err(cx.error(
+                ErrorKind::Invalid,
+                "value",
+                "give either `expected` (a variable) or `value` (a literal), not both",
+            )),
+            (None, None) => Err(cx.missing(&def.rule, "expected", "\"answer\"  # an instance variable")),
+        }
+    }
+
+    /// The variable this reads, if any.
+    pub fn variable(&self) -> Option<&str> {
+        match self {
+            Expected::Var(v) => Some(v),
+            Expected::Literal(_) => None,
+        }
+    }
+
+    /// The value for an instance.
+    pub fn resolve<'a>(&'a self, vars: &'a Map<String, Value>) -> Option<&'a Value> {
+        match self {
+            Expected::Var(path) => lookup(vars, path),
+            Expected::Literal(v) => Some(v),
+        }
+    }
+
+    /// `variables()` entry for the rule trait.
+    pub fn as_variables(&self) -> Vec<(&'static str, &str)> {
+        self.variable().map(|v| ("expected", v)).into_iter().collect()
+    }
+}
+
+/// Looks up a dotted path (`a.b.0`) in instance variables.
+pub fn lookup<'a>(vars: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('.');
+    let mut current = vars.get(parts.next()?)?;
+    for part in parts {
+        current = match current {
+            Value::Object(m) => m.get(part)?,
+            Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+/// A value as text for string comparisons: strings as is, numbers and the rest as JSON.
+pub fn as_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A value as a list of strings: a list's items, or the single value.
+pub fn as_text_list(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) => items.iter().map(as_text).collect(),
+        other => vec![as_text(other)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_paths_reach_into_maps_and_lists() {
+        let vars: Map<String, Value> =
+            serde_json::from_str(r#"{"a": {"b": [10, {"c": "x"}]}}"#).unwrap();
+        assert_eq!(lookup(&vars, "a.b.0"), Some(&Value::from(10)));
+        assert_eq!(lookup(&vars, "a.b.1.c"), Some(&Value::from("x")));
+        assert_eq!(lookup(&vars, "a.z"), None);
+        assert_eq!(lookup(&vars, "a.b.7"), None);
+    }
+}

@@ -1,0 +1,98 @@
+//! `numeric`: the answer is a number within tolerance of the expected one
+//! (the TZ's arithmetic category). `14.0` equals `14`.
+
+use serde_json::{Map, Value};
+
+use super::expected::Expected;
+use super::{BuildContext, FailureKind, Rule, Verdict, clip};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::extract::last_number;
+use crate::spec::model::RuleDef;
+
+struct Numeric {
+    expected: Expected,
+    absolute: f64,
+    relative: f64,
+}
+
+/// Builds a `numeric` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    for (key, value) in [("tolerance", def.tolerance), ("relative_tolerance", def.relative_tolerance)] {
+        if value.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+            return Err(cx.error(ErrorKind::Invalid, key, format!("`{key}` must be a non-negative number")));
+        }
+    }
+    Ok(Box::new(Numeric {
+        expected: Expected::from_def(def, cx)?,
+        absolute: def.tolerance.unwrap_or(1e-9),
+        relative: def.relative_tolerance.unwrap_or(0.0),
+    }))
+}
+
+/// A value as a number: numbers, and strings holding exactly one number.
+pub fn as_number(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => parse_number(s),
+        _ => None,
+    }
+}
+
+fn parse_number(text: &str) -> Option<f64> {
+    let trimmed = text.trim();
+    trimmed
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .or_else(|| last_number(trimmed).filter(|n| n.len() + 2 >= trimmed.len())?.parse().ok())
+}
+
+impl Rule for Numeric {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        self.expected.as_variables()
+    }
+
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        self.expected.resolve(vars).cloned()
+    }
+
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        let Some(expected) = self.expected.resolve(vars).and_then(as_number) else {
+            return Verdict::fail("the expected value is missing or not a number");
+        };
+        let Some(got) = parse_number(answer) else {
+            return Verdict::failed(FailureKind::NoAnswer, format!("«{}» is not a number", clip(answer, 80)));
+        };
+        let allowed = self.absolute.max(self.relative * expected.abs());
+        if (got - expected).abs() <= allowed {
+            Verdict::pass()
+        } else {
+            Verdict::fail(format!("expected {expected}, got {got} (allowed error {allowed})"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(absolute: f64, relative: f64) -> Numeric {
+        Numeric { expected: Expected::Var("answer".into()), absolute, relative }
+    }
+
+    #[test]
+    fn tolerances_apply() {
+        let vars: Map<String, Value> = serde_json::from_str(r#"{"answer": 14}"#).unwrap();
+        assert!(rule(1e-9, 0.0).verify("14.0", "", &vars).passed);
+        assert!(!rule(1e-9, 0.0).verify("14.5", "", &vars).passed);
+        assert!(rule(0.0, 0.05).verify("14.5", "", &vars).passed);
+        assert_eq!(rule(0.0, 0.0).verify("x", "", &vars).failure, Some(FailureKind::NoAnswer));
+    }
+
+    #[test]
+    fn expected_numbers_may_be_strings() {
+        assert_eq!(as_number(&Value::from("025")), Some(25.0));
+        assert_eq!(as_number(&Value::from("-3,5")), Some(-3.5));
+        assert_eq!(as_number(&Value::from("a 1 b 2")), None);
+    }
+}

@@ -1,0 +1,43 @@
+//! `regex`: the answer must match a pattern.
+
+use serde_json::{Map, Value};
+
+use super::{BuildContext, Rule, Verdict, clip};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::spec::model::RuleDef;
+
+struct RegexRule {
+    pattern: regex::Regex,
+}
+
+/// Builds a `regex` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let Some(pattern) = &def.pattern else {
+        return Err(cx.missing(&def.rule, "pattern", "'^\\d+$'"));
+    };
+    let pattern = regex::Regex::new(pattern)
+        .map_err(|e| cx.error(ErrorKind::Regex, "pattern", format!("the pattern does not compile: {e}")))?;
+    Ok(Box::new(RegexRule { pattern }))
+}
+
+impl Rule for RegexRule {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        Vec::new()
+    }
+
+    fn expected(&self, _vars: &Map<String, Value>) -> Option<Value> {
+        Some(Value::from(format!("/{}/", self.pattern.as_str())))
+    }
+
+    fn verify(&self, answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
+        if self.pattern.is_match(answer) {
+            Verdict::pass()
+        } else {
+            Verdict::fail(format!(
+                "«{}» does not match /{}/",
+                clip(answer, 120),
+                self.pattern.as_str()
+            ))
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! `script`: a Rhai expression judges the answer — the escape hatch that
+//! still needs no recompiling. It sees `response`, `answer` and `vars`, and
+//! returns a bool, a score in [0, 1], or `#{ passed, score, detail }`.
+
+use rhai::{AST, Dynamic, Engine, Scope};
+use serde_json::{Map, Value};
+
+use super::{BuildContext, FailureKind, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::script::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
+use crate::spec::model::RuleDef;
+
+struct ScriptRule {
+    engine: Engine,
+    ast: AST,
+    threshold: f64,
+}
+
+fn scope_for(response: &str, answer: &str, vars: Dynamic) -> Scope<'static> {
+    let mut scope = Scope::new();
+    scope.push_constant("response", response.to_owned());
+    scope.push_constant("answer", answer.to_owned());
+    scope.push_constant_dynamic("vars", vars);
+    scope
+}
+
+/// Builds a `script` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let Some(source) = &def.script else {
+        return Err(cx.missing(&def.rule, "script", "'answer.len() > 0'"));
+    };
+    let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
+    // Names only: constants in a compile-time scope would be folded into the AST.
+    let mut scope = Scope::new();
+    for name in ["response", "answer", "vars"] {
+        scope.push_dynamic(name, Dynamic::UNIT);
+    }
+    let ast = engine.compile_with_scope(&scope, source).map_err(|e| {
+        let e = ScriptError::from(e);
+        Diagnostic::new(ErrorKind::Script, cx.locate_in("script", e.line, e.column), e.message)
+    })?;
+    let threshold = def.threshold.unwrap_or(1.0);
+    Ok(Box::new(ScriptRule { engine, ast, threshold }))
+}
+
+impl ScriptRule {
+    fn run(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Result<Verdict, ScriptError> {
+        let vars = rhai::serde::to_dynamic(vars)?;
+        let mut scope = scope_for(response, answer, vars);
+        let result: Dynamic = self.engine.eval_ast_with_scope(&mut scope, &self.ast)?;
+        let as_score = |d: &Dynamic| d.as_float().ok().or_else(|| d.as_int().ok().map(|i| i as f64));
+        if let Ok(passed) = result.as_bool() {
+            return Ok(if passed { Verdict::pass() } else { Verdict::fail("the script returned false") });
+        }
+        if let Some(score) = as_score(&result) {
+            let passed = score >= self.threshold;
+            return Ok(Verdict::scored(passed, score, format!("script score {score:.3}")));
+        }
+        if let Some(map) = result.read_lock::<rhai::Map>() {
+            let score = map.get("score").and_then(as_score);
+            let passed = map
+                .get("passed")
+                .and_then(|p| p.as_bool().ok())
+                .unwrap_or_else(|| score.unwrap_or(0.0) >= self.threshold);
+            let detail = map.get("detail").map(|d| d.to_string()).unwrap_or_default();
+            return Ok(Verdict::scored(passed, score.unwrap_or(if passed { 1.0 } else { 0.0 }), detail));
+        }
+        Err(ScriptError {
+            message: format!("the script must return a bool, a number or a map, not {}", result.type_name()),
+            line: 0,
+            column: 0,
+        })
+    }
+}
+
+impl Rule for ScriptRule {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        Vec::new()
+    }
+
+    fn expected(&self, _vars: &Map<String, Value>) -> Option<Value> {
+        None
+    }
+
+    fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
+        self.run(answer, response, vars).unwrap_or_else(|e| {
+            let at = if e.line > 0 { format!(" (script line {})", e.line) } else { String::new() };
+            Verdict::failed(FailureKind::ScriptError, format!("script error: {}{at}", e.message))
+        })
+    }
+}

@@ -1,0 +1,223 @@
+//! `set_equal`: the set of entities found in the answer equals the expected
+//! set (the TZ's extraction category). Each entity group has a finding regex
+//! and normalizers applied to both sides, so `+7 (912) 345-67-89` and
+//! `8 912 345 67 89` are one phone; missing and extra entities are listed.
+
+use std::collections::BTreeSet;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::expected::{as_text_list, lookup};
+use super::{BuildContext, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::key_path;
+use crate::spec::model::{Normalizer, RuleDef};
+
+struct Group {
+    name: String,
+    pattern: Regex,
+    normalize: Vec<Normalizer>,
+    expected: String,
+}
+
+struct SetEqual {
+    groups: Vec<Group>,
+    partial: bool,
+}
+
+/// Builds a `set_equal` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let Some(entities) = def.entities.as_ref().filter(|e| !e.is_empty()) else {
+        return Err(cx.missing(
+            &def.rule,
+            "entities",
+            "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]",
+        ));
+    };
+    let mut groups = Vec::new();
+    for (i, e) in entities.iter().enumerate() {
+        let pattern = Regex::new(&e.pattern).map_err(|err| {
+            Diagnostic::new(
+                ErrorKind::Regex,
+                cx.map.locate(key_path!["verify", cx.index, "entities", i, "pattern"]),
+                format!("the pattern of entity `{}` does not compile: {err}", e.name),
+            )
+        })?;
+        groups.push(Group {
+            name: e.name.clone(),
+            pattern,
+            normalize: e.normalize.clone(),
+            expected: e.expected.clone(),
+        });
+    }
+    Ok(Box::new(SetEqual {
+        groups,
+        partial: def.partial.unwrap_or(false),
+    }))
+}
+
+impl Group {
+    fn norm(&self, raw: &str) -> String {
+        self.normalize.iter().fold(raw.to_owned(), |s, n| apply(*n, &s))
+    }
+
+    fn found(&self, answer: &str) -> BTreeSet<String> {
+        self.pattern
+            .captures_iter(answer)
+            .filter_map(|c| c.get(1).or_else(|| c.get(0)))
+            .map(|m| self.norm(m.as_str()))
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+}
+
+/// Applies one normalizer.
+pub fn apply(normalizer: Normalizer, text: &str) -> String {
+    match normalizer {
+        Normalizer::Lowercase => text.to_lowercase(),
+        Normalizer::Digits => text.chars().filter(char::is_ascii_digit).collect(),
+        Normalizer::Phone => {
+            let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+            match digits.strip_prefix('8') {
+                Some(rest) if digits.len() == 11 => format!("7{rest}"),
+                _ => digits,
+            }
+        }
+        Normalizer::Trim => text
+            .trim_matches(|c: char| c.is_whitespace() || ".,;:!?()[]<>\"'«»".contains(c))
+            .to_owned(),
+        Normalizer::Date => normalize_date(text).unwrap_or_else(|| text.trim().to_owned()),
+    }
+}
+
+const MONTHS: [(&str, &str); 24] = [
+    ("январ", "01"), ("феврал", "02"), ("март", "03"), ("апрел", "04"), ("ма", "05"),
+    ("июн", "06"), ("июл", "07"), ("август", "08"), ("сентябр", "09"), ("октябр", "10"),
+    ("ноябр", "11"), ("декабр", "12"), ("jan", "01"), ("feb", "02"), ("mar", "03"),
+    ("apr", "04"), ("may", "05"), ("jun", "06"), ("jul", "07"), ("aug", "08"),
+    ("sep", "09"), ("oct", "10"), ("nov", "11"), ("dec", "12"),
+];
+
+fn month_number(word: &str) -> Option<&'static str> {
+    let word = word.to_lowercase();
+    if word == "мая" || word == "май" {
+        return Some("05");
+    }
+    MONTHS
+        .iter()
+        .filter(|(stem, _)| *stem != "ма")
+        .find(|(stem, _)| word.starts_with(stem))
+        .map(|(_, n)| *n)
+}
+
+/// Dates like `05.03.2024`, `5/3/2024`, `2024-03-05`, `5 марта 2024`, `March 5, 2024` → `2024-03-05`.
+pub fn normalize_date(text: &str) -> Option<String> {
+    let parts: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || ".-/,".contains(c))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let [a, b, c] = parts[..] else { return None };
+    let num = |s: &str| s.parse::<u32>().ok();
+    let (year, month, day) = if a.len() == 4 {
+        (num(a)?, num(b)?, num(c)?)
+    } else if let Some(m) = month_number(b).filter(|_| num(b).is_none()) {
+        (num(c)?, m.parse().ok()?, num(a)?)
+    } else if let Some(m) = month_number(a).filter(|_| num(a).is_none()) {
+        (num(c)?, m.parse().ok()?, num(b)?)
+    } else {
+        (num(c)?, num(b)?, num(a)?)
+    };
+    let year = if year < 100 { 2000 + year } else { year };
+    ((1..=12).contains(&month) && (1..=31).contains(&day))
+        .then(|| format!("{year:04}-{month:02}-{day:02}"))
+}
+
+impl Rule for SetEqual {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        self.groups.iter().map(|g| ("entities", g.expected.as_str())).collect()
+    }
+
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        Some(Value::Object(
+            self.groups
+                .iter()
+                .map(|g| (g.name.clone(), lookup(vars, &g.expected).cloned().unwrap_or(Value::Null)))
+                .collect(),
+        ))
+    }
+
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        let (mut hits, mut found_total, mut expected_total) = (0usize, 0usize, 0usize);
+        let mut problems = Vec::new();
+        for group in &self.groups {
+            let Some(expected) = lookup(vars, &group.expected) else {
+                return Verdict::fail(format!("the instance has no `{}`", group.expected));
+            };
+            let expected: BTreeSet<String> = as_text_list(expected).iter().map(|e| group.norm(e)).collect();
+            let found = group.found(answer);
+            hits += found.intersection(&expected).count();
+            found_total += found.len();
+            expected_total += expected.len();
+            let missing: Vec<_> = expected.difference(&found).cloned().collect();
+            let extra: Vec<_> = found.difference(&expected).cloned().collect();
+            if !missing.is_empty() {
+                problems.push(format!("{}: missing {}", group.name, missing.join(", ")));
+            }
+            if !extra.is_empty() {
+                problems.push(format!("{}: extra {}", group.name, extra.join(", ")));
+            }
+        }
+        let f1 = if found_total + expected_total == 0 {
+            1.0
+        } else {
+            2.0 * hits as f64 / (found_total + expected_total) as f64
+        };
+        if problems.is_empty() {
+            Verdict::pass()
+        } else {
+            let score = if self.partial { f1 } else { 0.0 };
+            Verdict::scored(false, score, format!("{} (F1 {f1:.2})", problems.join("; ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_in_many_formats_normalize_alike() {
+        for text in ["05.03.2024", "5/3/2024", "2024-03-05", "5 марта 2024", "March 5, 2024", "5 Mar 2024"] {
+            assert_eq!(normalize_date(text).as_deref(), Some("2024-03-05"), "{text}");
+        }
+        assert_eq!(normalize_date("1 мая 2023").as_deref(), Some("2023-05-01"));
+        assert_eq!(normalize_date("not a date"), None);
+    }
+
+    #[test]
+    fn phones_written_differently_are_equal() {
+        let a = apply(Normalizer::Phone, "+7 (912) 345-67-89");
+        assert_eq!(a, apply(Normalizer::Phone, "8 912 345 67 89"));
+        assert_eq!(a, "79123456789");
+    }
+
+    #[test]
+    fn missing_and_extra_entities_are_listed_with_f1() {
+        let rule = SetEqual {
+            groups: vec![Group {
+                name: "email".into(),
+                pattern: Regex::new(r"[\w.+-]+@[\w-]+\.[\w.]+").unwrap(),
+                normalize: vec![Normalizer::Lowercase],
+                expected: "emails".into(),
+            }],
+            partial: true,
+        };
+        let vars: Map<String, Value> =
+            serde_json::from_str(r#"{"emails": ["A@x.ru", "b@y.com"]}"#).unwrap();
+        assert!(rule.verify("a@x.ru, b@y.com", "", &vars).passed);
+        let v = rule.verify("a@x.ru, c@z.org", "", &vars);
+        assert!(v.detail.contains("missing b@y.com") && v.detail.contains("extra c@z.org"), "{}", v.detail);
+        assert!((v.score - 0.5).abs() < 1e-12);
+    }
+}

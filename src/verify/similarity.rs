@@ -1,0 +1,114 @@
+//! `similarity`: a soft text match, chrF (character n-gram F-score, β = 2)
+//! or normalized Levenshtein, passing at a threshold (the TZ's soft
+//! summarization check). The score is the similarity itself.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::expected::{Expected, as_text};
+use super::{BuildContext, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::spec::model::RuleDef;
+
+#[derive(Clone, Copy)]
+enum Metric {
+    Chrf,
+    Levenshtein,
+}
+
+struct Similarity {
+    expected: Expected,
+    metric: Metric,
+    threshold: f64,
+}
+
+/// Builds a `similarity` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let metric = match def.metric.as_deref() {
+        None | Some("chrf") => Metric::Chrf,
+        Some("levenshtein") => Metric::Levenshtein,
+        Some(other) => {
+            return Err(cx
+                .error(ErrorKind::Invalid, "metric", format!("unknown metric `{other}`"))
+                .with_help("metric is `chrf` or `levenshtein`"));
+        }
+    };
+    let threshold = def.threshold.unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(cx.error(ErrorKind::Invalid, "threshold", "threshold must be within 0..1"));
+    }
+    Ok(Box::new(Similarity {
+        expected: Expected::from_def(def, cx)?,
+        metric,
+        threshold,
+    }))
+}
+
+fn char_ngrams(text: &[char], n: usize) -> HashMap<&[char], usize> {
+    let mut grams = HashMap::new();
+    for window in text.windows(n) {
+        *grams.entry(window).or_insert(0) += 1;
+    }
+    grams
+}
+
+/// chrF with n-grams 1..=6 and β = 2, whitespace ignored, as sacrebleu computes it.
+pub fn chrf(hypothesis: &str, reference: &str) -> f64 {
+    let hyp: Vec<char> = hypothesis.chars().filter(|c| !c.is_whitespace()).collect();
+    let reference: Vec<char> = reference.chars().filter(|c| !c.is_whitespace()).collect();
+    if hyp.is_empty() || reference.is_empty() {
+        return if hyp == reference { 1.0 } else { 0.0 };
+    }
+    let (mut precision, mut recall, mut orders) = (0.0, 0.0, 0);
+    for n in 1..=6 {
+        let (h, r) = (char_ngrams(&hyp, n), char_ngrams(&reference, n));
+        let (h_total, r_total): (usize, usize) = (h.values().sum(), r.values().sum());
+        if h_total == 0 || r_total == 0 {
+            continue;
+        }
+        let matches: usize = h.iter().map(|(g, c)| (*c).min(r.get(g).copied().unwrap_or(0))).sum();
+        precision += matches as f64 / h_total as f64;
+        recall += matches as f64 / r_total as f64;
+        orders += 1;
+    }
+    let (p, r) = (precision / orders as f64, recall / orders as f64);
+    let beta2 = 4.0;
+    if p + r == 0.0 { 0.0 } else { (1.0 + beta2) * p * r / (beta2 * p + r) }
+}
+
+impl Rule for Similarity {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        self.expected.as_variables()
+    }
+
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        self.expected.resolve(vars).cloned()
+    }
+
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        let Some(expected) = self.expected.resolve(vars).map(as_text) else {
+            return Verdict::fail("the expected value is missing from the instance");
+        };
+        let (name, score) = match self.metric {
+            Metric::Chrf => ("chrF", chrf(answer, &expected)),
+            Metric::Levenshtein => ("Levenshtein similarity", strsim::normalized_levenshtein(answer, &expected)),
+        };
+        let passed = score >= self.threshold;
+        Verdict::scored(passed, score, format!("{name} {score:.3} (threshold {})", self.threshold))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chrf_orders_texts_by_closeness() {
+        let reference = "Компания открыла новый офис в Казани.";
+        assert!((chrf(reference, reference) - 1.0).abs() < 1e-12);
+        let close = chrf("Компания открыла офис в Казани", reference);
+        let far = chrf("Погода была солнечной", reference);
+        assert!(close > 0.7 && far < 0.3, "{close} {far}");
+    }
+}
