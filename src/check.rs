@@ -101,7 +101,14 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
         };
         for (rule, key, var) in spec.rules.missing_variables(&instance.vars) {
             if missing_seen.insert((rule, key, var.clone())) {
-                report.errors.push(missing_variable(spec, rule, key, &var, &instance.vars, index));
+                report.errors.push(missing_variable(
+                    spec,
+                    rule,
+                    key,
+                    &var,
+                    &instance.vars,
+                    index,
+                ));
             }
         }
         let record = GoldenInstance {
@@ -119,7 +126,9 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     for (i, example) in spec.def.examples.iter().enumerate() {
         match run_example(spec, i, example) {
             Ok(()) => report.examples_passed += 1,
-            Err(e) => report.errors.push(e.with_source(spec.source_map().source())),
+            Err(e) => report
+                .errors
+                .push(e.with_source(spec.source_map().source())),
         }
     }
     if !report.errors.is_empty() {
@@ -153,13 +162,20 @@ fn missing_variable(
     .with_source(spec.source_map().source());
     let root = var.split('.').next().unwrap_or(var);
     d = match crate::error::did_you_mean(root, have.iter().copied()) {
-        Some(s) => d.with_help(format!("did you mean `{s}`? the instance sets: {}", have.join(", "))),
+        Some(s) => d.with_help(format!(
+            "did you mean `{s}`? the instance sets: {}",
+            have.join(", ")
+        )),
         None => d.with_help(format!("the instance sets: {}", have.join(", "))),
     };
     d
 }
 
-fn example_vars(spec: &Spec, index: usize, example: &Example) -> Result<Map<String, Value>, Diagnostic> {
+fn example_vars(
+    spec: &Spec,
+    index: usize,
+    example: &Example,
+) -> Result<Map<String, Value>, Diagnostic> {
     let at = spec.source_map().locate(key_path!["example", index]);
     let mut vars = match example.instance {
         Some(i) => spec.vars(u64::from(i))?,
@@ -188,14 +204,19 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
         return Err(Diagnostic::new(
             ErrorKind::Example,
             at(),
-            format!("{label}: rule `{rule_name}` reads `{var}` (its `{key}`), which the example's vars do not set"),
+            format!(
+                "{label}: rule `{rule_name}` reads `{var}` (its `{key}`), which the example's vars do not set"
+            ),
         ));
     }
     let verdict = spec.verify(&example.response, &vars);
     let mut problems = Vec::new();
     if verdict.passed != example.passes {
         problems.push(if example.passes {
-            format!("expected to pass, but failed: {}", verdict.failure_details())
+            format!(
+                "expected to pass, but failed: {}",
+                verdict.failure_details()
+            )
         } else {
             "expected to fail, but passed".to_owned()
         });
@@ -208,12 +229,18 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
     if let Some(detail) = &example.detail {
         let details = verdict.failure_details();
         if !details.contains(detail.as_str()) {
-            problems.push(format!("expected the failure detail to mention «{detail}», got «{details}»"));
+            problems.push(format!(
+                "expected the failure detail to mention «{detail}», got «{details}»"
+            ));
         }
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Diagnostic::new(ErrorKind::Example, at(), format!("{label}: {}", problems.join("; "))))
+        Err(Diagnostic::new(
+            ErrorKind::Example,
+            at(),
+            format!("{label}: {}", problems.join("; ")),
+        ))
     }
 }

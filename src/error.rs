@@ -151,7 +151,10 @@ impl From<Diagnostic> for Diagnostics {
 }
 
 /// Suggests the closest candidate to a misspelled word, if one is close enough.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(word, c), c))
@@ -174,7 +177,10 @@ mod tests {
 
     #[test]
     fn suggests_close_words_only() {
-        assert_eq!(did_you_mean("tolerence", ["tolerance", "rule"]), Some("tolerance"));
+        assert_eq!(
+            did_you_mean("tolerence", ["tolerance", "rule"]),
+            Some("tolerance")
+        );
         assert_eq!(did_you_mean("zzz", ["tolerance", "rule"]), None);
     }
 }

@@ -380,7 +380,10 @@ mod tests {
         assert_eq!(strip_think("<think>42?</think> 7").trim(), "7");
         assert_eq!(strip_think("reasoning 42</think>7"), "7");
         assert_eq!(strip_think("ok <think>unfinished 42"), "ok ");
-        assert_eq!(run(ExtractDef::of(ExtractKind::LastNumber), "<think>5</think>"), None);
+        assert_eq!(
+            run(ExtractDef::of(ExtractKind::LastNumber), "<think>5</think>"),
+            None
+        );
     }
 
     #[test]
@@ -390,15 +393,24 @@ mod tests {
             last_match: true,
             ..ExtractDef::of(ExtractKind::Text)
         };
-        assert_eq!(run(def.clone(), r"so \boxed{12} and \boxed{13}").as_deref(), Some("13"));
-        assert_eq!(run(def.clone(), r"the answer is 5, \boxed{12}").as_deref(), Some("5"));
+        assert_eq!(
+            run(def.clone(), r"so \boxed{12} and \boxed{13}").as_deref(),
+            Some("13")
+        );
+        assert_eq!(
+            run(def.clone(), r"the answer is 5, \boxed{12}").as_deref(),
+            Some("5")
+        );
         assert_eq!(run(def, "nothing"), None);
     }
 
     #[test]
     fn json_objects_are_found_in_prose_and_fences() {
         let text = "Вот ответ:\n```json\n{\"route_id\": 3, \"r\": \"{x}\"}\n```";
-        assert_eq!(first_json_object(text), Some("{\"route_id\": 3, \"r\": \"{x}\"}"));
+        assert_eq!(
+            first_json_object(text),
+            Some("{\"route_id\": 3, \"r\": \"{x}\"}")
+        );
         assert_eq!(first_json_object("{broken {\"a\":1}"), Some("{\"a\":1}"));
         assert_eq!(first_json_object("no json"), None);
     }

@@ -32,7 +32,10 @@ pub enum GoldenStatus {
 impl GoldenStatus {
     /// Whether this counts as a difference (exit code 1).
     pub fn differs(&self) -> bool {
-        matches!(self, GoldenStatus::New { .. } | GoldenStatus::Changed { .. })
+        matches!(
+            self,
+            GoldenStatus::New { .. } | GoldenStatus::Changed { .. }
+        )
     }
 }
 
@@ -47,10 +50,21 @@ pub struct GoldenMode {
 
 /// Whether we run under a CI system, where `.new` files are never written.
 pub fn is_ci() -> bool {
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
-    ["CI", "CONTINUOUS_INTEGRATION", "BUILD_NUMBER", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "TF_BUILD", "JENKINS_URL", "TEAMCITY_VERSION"]
-        .iter()
-        .any(|v| set(v))
+    let set =
+        |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    [
+        "CI",
+        "CONTINUOUS_INTEGRATION",
+        "BUILD_NUMBER",
+        "GITHUB_ACTIONS",
+        "GITLAB_CI",
+        "BUILDKITE",
+        "TF_BUILD",
+        "JENKINS_URL",
+        "TEAMCITY_VERSION",
+    ]
+    .iter()
+    .any(|v| set(v))
 }
 
 /// The review file beside a golden file.
@@ -185,14 +199,36 @@ mod tests {
     fn compare_writes_pending_files_and_blesses() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s/instances.jsonl");
-        let review = GoldenMode { bless: false, write_pending: true };
+        let review = GoldenMode {
+            bless: false,
+            write_pending: true,
+        };
         let status = compare(&path, "a\n", review).unwrap();
         assert!(matches!(status, GoldenStatus::New { pending: Some(_) }));
-        assert_eq!(pending_files(dir.path()).unwrap(), vec![pending_path(&path)]);
+        assert_eq!(
+            pending_files(dir.path()).unwrap(),
+            vec![pending_path(&path)]
+        );
         assert_eq!(golden_for_pending(&pending_path(&path)), path);
-        compare(&path, "a\n", GoldenMode { bless: true, write_pending: false }).unwrap();
+        compare(
+            &path,
+            "a\n",
+            GoldenMode {
+                bless: true,
+                write_pending: false,
+            },
+        )
+        .unwrap();
         assert!(pending_files(dir.path()).unwrap().is_empty());
-        let GoldenStatus::Changed { diff, .. } = compare(&path, "b\n", GoldenMode { bless: false, write_pending: false }).unwrap() else {
+        let GoldenStatus::Changed { diff, .. } = compare(
+            &path,
+            "b\n",
+            GoldenMode {
+                bless: false,
+                write_pending: false,
+            },
+        )
+        .unwrap() else {
             panic!("expected a change");
         };
         assert!(diff.contains("-a\n+b"), "{diff}");

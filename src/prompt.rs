@@ -80,7 +80,9 @@ impl PromptSet {
 }
 
 fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
-    let mut message = e.detail().map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
+    let mut message = e
+        .detail()
+        .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
     if e.kind() == minijinja::ErrorKind::UndefinedError {
         message.push_str(" (a variable the instance does not set, or a misspelled name)");
     }
@@ -88,7 +90,10 @@ fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateErr
         Some(range) => {
             let before = &source[..range.start.min(source.len())];
             let line = before.matches('\n').count() + 1;
-            let col = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() + 1;
+            let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+                .chars()
+                .count()
+                + 1;
             (line, col)
         }
         None => (e.line().unwrap_or(0), 0),
@@ -113,7 +118,11 @@ fn numbered(items: Vec<Value>) -> String {
 
 /// `["a", "b"] | bullets` → "- a\n- b".
 fn bullets(items: Vec<Value>) -> String {
-    items.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n")
+    items
+        .iter()
+        .map(|v| format!("- {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Any value as compact JSON with non-ASCII text kept readable.
@@ -133,8 +142,11 @@ mod tests {
 
     #[test]
     fn renders_with_filters() {
-        let p = set("{{ items | numbered }}|{{ items | join(', ') | upper }}|{{ m | json }}").unwrap();
-        let out = p.render(&context! { items => vec!["да", "нет"], m => context!{ a => 1 } }).unwrap();
+        let p =
+            set("{{ items | numbered }}|{{ items | join(', ') | upper }}|{{ m | json }}").unwrap();
+        let out = p
+            .render(&context! { items => vec!["да", "нет"], m => context!{ a => 1 } })
+            .unwrap();
         assert_eq!(out[0].content, "1. да\n2. нет|ДА, НЕТ|{\"a\":1}");
     }
 

@@ -7,7 +7,8 @@ use crate::spec::model::SpecFile;
 
 /// The JSON Schema of a spec file.
 pub fn spec_schema() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(SpecFile)).expect("schema serializes");
+    let mut schema =
+        serde_json::to_value(schemars::schema_for!(SpecFile)).expect("schema serializes");
     if let Value::Object(map) = &mut schema {
         map.insert("title".into(), Value::from("harness spec"));
         map.insert(

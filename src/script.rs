@@ -83,7 +83,9 @@ impl From<Box<EvalAltResult>> for ScriptError {
                  raise `max_operations` if the work is real"
                     .to_owned()
             }
-            EvalAltResult::ErrorStackOverflow(_) => "call depth limit exceeded (endless recursion?)".into(),
+            EvalAltResult::ErrorStackOverflow(_) => {
+                "call depth limit exceeded (endless recursion?)".into()
+            }
             EvalAltResult::ErrorRuntime(ref value, _) => runtime_text(value),
             other => strip_position(&other.to_string()),
         };
@@ -92,7 +94,10 @@ impl From<Box<EvalAltResult>> for ScriptError {
 }
 
 fn runtime_text(value: &Dynamic) -> String {
-    value.clone().into_string().unwrap_or_else(|_| value.to_string())
+    value
+        .clone()
+        .into_string()
+        .unwrap_or_else(|_| value.to_string())
 }
 
 fn strip_position(message: &str) -> String {
@@ -111,7 +116,10 @@ mod tests {
     fn endless_loops_stop_quickly_with_a_clear_error() {
         let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
         let started = Instant::now();
-        let err: ScriptError = engine.eval::<i64>("let x = 0; loop { x += 1; }").unwrap_err().into();
+        let err: ScriptError = engine
+            .eval::<i64>("let x = 0; loop { x += 1; }")
+            .unwrap_err()
+            .into();
         assert!(started.elapsed() < Duration::from_secs(1));
         assert!(err.message.contains("operation budget"), "{}", err.message);
     }

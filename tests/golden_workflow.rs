@@ -37,7 +37,10 @@ fn new_spec_is_reported_and_blessing_makes_it_pass() {
     let dir = setup();
     let (code, out) = run(harness(dir.path()).args(["check", "specs"]));
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("NEW") && out.contains("no golden file yet"), "{out}");
+    assert!(
+        out.contains("NEW") && out.contains("no golden file yet"),
+        "{out}"
+    );
     assert!(dir.path().join("golden/sum/instances.jsonl.new").exists());
 
     let (code, out) = run(harness(dir.path()).args(["check", "specs", "--bless"]));
@@ -56,20 +59,36 @@ fn new_spec_is_reported_and_blessing_makes_it_pass() {
 fn a_changed_spec_prints_a_diff_and_ci_writes_no_pending_file() {
     let dir = setup();
     run(harness(dir.path()).args(["check", "specs", "--bless"]));
-    fs::write(dir.path().join("specs/sum.toml"), SPEC.replace("seed = 1", "seed = 2")).unwrap();
+    fs::write(
+        dir.path().join("specs/sum.toml"),
+        SPEC.replace("seed = 1", "seed = 2"),
+    )
+    .unwrap();
 
-    let (code, out) = run(harness(dir.path()).args(["check", "specs"]).env("CI", "true"));
+    let (code, out) = run(harness(dir.path())
+        .args(["check", "specs"])
+        .env("CI", "true"));
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("DIFF") && out.contains("@@"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with('-')) && out.lines().any(|l| l.starts_with('+')), "{out}");
-    assert!(!dir.path().join("golden/sum/instances.jsonl.new").exists(), "CI must not write .new files");
+    assert!(
+        out.lines().any(|l| l.starts_with('-')) && out.lines().any(|l| l.starts_with('+')),
+        "{out}"
+    );
+    assert!(
+        !dir.path().join("golden/sum/instances.jsonl.new").exists(),
+        "CI must not write .new files"
+    );
 }
 
 #[test]
 fn review_accepts_and_rejects_pending_changes() {
     let dir = setup();
     run(harness(dir.path()).args(["check", "specs", "--bless"]));
-    fs::write(dir.path().join("specs/sum.toml"), SPEC.replace("seed = 1", "seed = 2")).unwrap();
+    fs::write(
+        dir.path().join("specs/sum.toml"),
+        SPEC.replace("seed = 1", "seed = 2"),
+    )
+    .unwrap();
     let golden = dir.path().join("golden/sum/instances.jsonl");
     let before = fs::read_to_string(&golden).unwrap();
 
@@ -97,9 +116,18 @@ fn review(cwd: &std::path::Path, answers: &str) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(answers.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answers.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 #[test]
@@ -108,7 +136,13 @@ fn one_broken_spec_does_not_stop_the_others() {
     fs::write(dir.path().join("specs/broken.toml"), "runs = \"many\"\n").unwrap();
     let (code, out) = run(harness(dir.path()).args(["check", "specs", "--bless"]));
     assert_eq!(code, 2, "{out}");
-    assert!(out.contains("FAIL  broken.toml") || out.contains("broken.toml"), "{out}");
-    assert!(out.contains("sum") && out.contains("1 ok") || out.contains("golden written"), "{out}");
+    assert!(
+        out.contains("FAIL  broken.toml") || out.contains("broken.toml"),
+        "{out}"
+    );
+    assert!(
+        out.contains("sum") && out.contains("1 ok") || out.contains("golden written"),
+        "{out}"
+    );
     assert!(dir.path().join("golden/sum/instances.jsonl").exists());
 }

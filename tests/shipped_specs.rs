@@ -37,7 +37,10 @@ fn every_shipped_spec_validates_against_the_schema() {
         }
         let text = std::fs::read_to_string(&path).unwrap();
         let value: serde_json::Value = toml::from_str(&text).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{}: {e}", e.instance_path()))
+            .collect();
         assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
         checked += 1;
     }
@@ -49,7 +52,8 @@ fn schema_rejects_what_the_loader_rejects() {
     let validator = jsonschema::validator_for(&harness::schema::spec_schema()).unwrap();
     let bad: serde_json::Value = toml::from_str("tittle = 1\n[prompt]\nuser = 'x'").unwrap();
     assert!(!validator.is_valid(&bad));
-    let bad: serde_json::Value = toml::from_str("[prompt]\nuser = 'x'\n[[verify]]\nrule = 'exact'\ntolerence = 1").unwrap();
+    let bad: serde_json::Value =
+        toml::from_str("[prompt]\nuser = 'x'\n[[verify]]\nrule = 'exact'\ntolerence = 1").unwrap();
     assert!(!validator.is_valid(&bad));
 }
 
@@ -62,17 +66,36 @@ fn show_renders_instances_readably() {
 
 #[test]
 fn show_json_matches_the_golden_instances() {
-    let (code, out) = run(harness(&root()).args(["show", "specs/t06_mathematics.toml", "-n", "10", "--json"]));
+    let (code, out) =
+        run(harness(&root()).args(["show", "specs/t06_mathematics.toml", "-n", "10", "--json"]));
     assert_eq!(code, 0, "{out}");
-    let golden = std::fs::read_to_string(root().join("golden/t06_mathematics/instances.jsonl")).unwrap();
+    let golden =
+        std::fs::read_to_string(root().join("golden/t06_mathematics/instances.jsonl")).unwrap();
     assert_eq!(out, golden);
 }
 
 #[test]
 fn instances_do_not_depend_on_how_many_are_asked_for() {
-    let (_, three) = run(harness(&root()).args(["show", "specs/t06_mathematics.toml", "-n", "3", "--json"]));
-    let (_, one) = run(harness(&root()).args(["show", "specs/t06_mathematics.toml", "-n", "1", "--start", "2", "--json"]));
+    let (_, three) =
+        run(harness(&root()).args(["show", "specs/t06_mathematics.toml", "-n", "3", "--json"]));
+    let (_, one) = run(harness(&root()).args([
+        "show",
+        "specs/t06_mathematics.toml",
+        "-n",
+        "1",
+        "--start",
+        "2",
+        "--json",
+    ]));
     assert_eq!(three.lines().nth(2), one.lines().next());
-    let (_, other_seed) = run(harness(&root()).args(["show", "specs/t06_mathematics.toml", "-n", "3", "--json", "--seed", "99"]));
+    let (_, other_seed) = run(harness(&root()).args([
+        "show",
+        "specs/t06_mathematics.toml",
+        "-n",
+        "3",
+        "--json",
+        "--seed",
+        "99",
+    ]));
     assert_ne!(three, other_seed);
 }

@@ -65,7 +65,10 @@ fn print_report(r: &SpecCheck, color: bool) {
 
 fn pending_note(pending: Option<&Path>) -> String {
     match pending {
-        Some(p) => format!(" (review {}: `harness review`, or `harness check --bless`)", p.display()),
+        Some(p) => format!(
+            " (review {}: `harness review`, or `harness check --bless`)",
+            p.display()
+        ),
         None => " (run `harness check --bless` to accept)".to_owned(),
     }
 }
@@ -80,12 +83,22 @@ pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> u8 {
         }
     };
     if files.is_empty() {
-        eprintln!("error: no spec files (*.toml) under {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "error: no spec files (*.toml) under {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         return 2;
     }
     let options = CheckOptions {
         golden_dir: golden.to_path_buf(),
-        mode: GoldenMode { bless, write_pending: !bless && !is_ci() },
+        mode: GoldenMode {
+            bless,
+            write_pending: !bless && !is_ci(),
+        },
     };
     let (mut failed, mut differ) = (0, 0);
     for file in &files {

@@ -77,8 +77,18 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let color = stdout_color();
     let code = match cli.command {
-        Command::Check { paths, bless, golden } => check::run(&paths, bless, &golden, color),
-        Command::Show { spec, count, start, seed, json } => show::run(&spec, start, count, seed, json, color),
+        Command::Check {
+            paths,
+            bless,
+            golden,
+        } => check::run(&paths, bless, &golden, color),
+        Command::Show {
+            spec,
+            count,
+            start,
+            seed,
+            json,
+        } => show::run(&spec, start, count, seed, json, color),
         Command::Schema => {
             print!("{}", crate::schema::spec_schema_text());
             0

@@ -17,12 +17,26 @@ pub fn diagnostic(d: &Diagnostic, color: bool) -> String {
     out.push_str(&format!("{pad}--> {}\n", d.location));
     if let Some(line) = &d.snippet {
         let caret = format!("{}^", " ".repeat(d.location.column.saturating_sub(1)));
-        let caret = if color { caret.red().bold().to_string() } else { caret };
-        out.push_str(&format!("{pad} |\n{} | {line}\n{pad} | {caret}\n", d.location.line));
+        let caret = if color {
+            caret.red().bold().to_string()
+        } else {
+            caret
+        };
+        out.push_str(&format!(
+            "{pad} |\n{} | {line}\n{pad} | {caret}\n",
+            d.location.line
+        ));
     }
     if let Some(help) = &d.help {
-        let label = if color { "help".cyan().bold().to_string() } else { "help".to_owned() };
-        out.push_str(&format!("{pad} = {label}: {}\n", help.replace('\n', &format!("\n{pad}   "))));
+        let label = if color {
+            "help".cyan().bold().to_string()
+        } else {
+            "help".to_owned()
+        };
+        out.push_str(&format!(
+            "{pad} = {label}: {}\n",
+            help.replace('\n', &format!("\n{pad}   "))
+        ));
     }
     out
 }

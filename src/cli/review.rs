@@ -32,7 +32,10 @@ pub fn run(golden: &Path, color: bool) -> u8 {
         };
         let old = std::fs::read_to_string(&target).unwrap_or_default();
         println!("[{}/{}] {}", i + 1, pending.len(), target.display());
-        print!("{}", colorize_diff(&unified_diff(&old, &new, &target), color));
+        print!(
+            "{}",
+            colorize_diff(&unified_diff(&old, &new, &target), color)
+        );
         let choice = loop {
             print!("accept (a), reject (r), skip (s)? ");
             let _ = std::io::stdout().flush();

@@ -40,18 +40,31 @@ pub fn run(file: &Path, start: u64, count: u64, seed: Option<u64>, json: bool, c
                 messages: instance.messages,
                 expected,
             };
-            println!("{}", serde_json::to_string(&record).expect("instances serialize"));
+            println!(
+                "{}",
+                serde_json::to_string(&record).expect("instances serialize")
+            );
             continue;
         }
         let title = format!("── {} ──", instance.id);
-        println!("{}", if color { title.bold().to_string() } else { title });
+        println!(
+            "{}",
+            if color {
+                title.bold().to_string()
+            } else {
+                title
+            }
+        );
         println!("vars:");
         for (k, v) in &instance.vars {
             println!("  {k} = {v}");
         }
         println!("messages:");
         for m in &instance.messages {
-            let role = format!("[{}]", serde_json::to_value(m.role).unwrap().as_str().unwrap_or(""));
+            let role = format!(
+                "[{}]",
+                serde_json::to_value(m.role).unwrap().as_str().unwrap_or("")
+            );
             let role = if color { role.cyan().to_string() } else { role };
             println!("  {role}");
             for line in m.content.lines() {

@@ -83,15 +83,29 @@ mod tests {
         let b: Vec<_> = (0..20).rev().map(|i| g.generate(i).unwrap()).collect();
         assert_eq!(a, b.into_iter().rev().collect::<Vec<_>>());
         assert_eq!(a[3]["i"], 3);
-        let distinct: std::collections::BTreeSet<_> = a.iter().map(|v| v["x"].to_string()).collect();
+        let distinct: std::collections::BTreeSet<_> =
+            a.iter().map(|v| v["x"].to_string()).collect();
         assert!(distinct.len() > 15);
+    }
+
+    #[test]
+    fn rng_passed_to_functions_shares_its_stream() {
+        let script = "fn draw(r) { r.int(1, 1000000) } let a = draw(rng); let b = draw(rng); #{ a: a, b: b, c: rng.int(1, 1000000) }";
+        let g = Generator::new(script, &data(), 3, DEFAULT_MAX_OPERATIONS).unwrap();
+        let v = g.generate(0).unwrap();
+        assert_ne!(v["a"], v["b"]);
+        assert_ne!(v["b"], v["c"]);
     }
 
     #[test]
     fn a_non_map_result_is_an_error() {
         let g = Generator::new("42", &data(), 0, DEFAULT_MAX_OPERATIONS).unwrap();
         let err = g.generate(0).unwrap_err();
-        assert!(err.message.contains("map of instance variables"), "{}", err.message);
+        assert!(
+            err.message.contains("map of instance variables"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -2,18 +2,25 @@
 //! with range and choice helpers written here so results never change with a
 //! crate's distribution code.
 
+use std::sync::{Arc, Mutex};
+
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng as _, SeedableRng};
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Position};
 
-/// A deterministic random source for one instance.
+/// A deterministic random source for one instance. Clones share one stream,
+/// so passing `rng` into a script function draws from the same sequence
+/// instead of replaying a copy.
 #[derive(Clone, Debug)]
-pub struct ScriptRng(ChaCha8Rng);
+pub struct ScriptRng(Arc<Mutex<ChaCha8Rng>>);
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
 fn script_error<T>(message: String) -> RhaiResult<T> {
-    Err(Box::new(EvalAltResult::ErrorRuntime(message.into(), Position::NONE)))
+    Err(Box::new(EvalAltResult::ErrorRuntime(
+        message.into(),
+        Position::NONE,
+    )))
 }
 
 impl ScriptRng {
@@ -21,14 +28,18 @@ impl ScriptRng {
     pub fn for_instance(seed: u64, index: u64) -> ScriptRng {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(index);
-        ScriptRng(rng)
+        ScriptRng(Arc::new(Mutex::new(rng)))
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).next_u64()
     }
 
     /// A uniform integer in `0..bound` (bound > 0), without modulo bias.
     pub fn below(&mut self, bound: u64) -> u64 {
         let zone = u64::MAX - (u64::MAX % bound);
         loop {
-            let x = self.0.next_u64();
+            let x = self.next_u64();
             if x < zone {
                 return x % bound;
             }
@@ -42,7 +53,7 @@ impl ScriptRng {
         }
         let span = hi.wrapping_sub(lo) as u64;
         let offset = if span == u64::MAX {
-            self.0.next_u64()
+            self.next_u64()
         } else {
             self.below(span + 1)
         };
@@ -51,7 +62,7 @@ impl ScriptRng {
 
     /// A uniform float in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
-        (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     fn pick(&mut self, items: Array) -> RhaiResult<Dynamic> {
@@ -97,7 +108,9 @@ impl ScriptRng {
             .or_else(|t| script_error(format!("rng.weighted: a weight is a {t}, not a number")))?;
         let total: f64 = weights.iter().sum();
         if weights.iter().any(|w| *w < 0.0) || total <= 0.0 {
-            return script_error("rng.weighted: weights must be non-negative with a positive sum".into());
+            return script_error(
+                "rng.weighted: weights must be non-negative with a positive sum".into(),
+            );
         }
         let mut target = self.unit() * total;
         for (item, w) in items.iter().zip(&weights) {

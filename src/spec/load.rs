@@ -22,7 +22,11 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
     for path in paths {
         if path.is_dir() {
             let entries = std::fs::read_dir(path).map_err(|e| {
-                Diagnostic::new(ErrorKind::Io, Location::file_start(path), format!("cannot list directory: {e}"))
+                Diagnostic::new(
+                    ErrorKind::Io,
+                    Location::file_start(path),
+                    format!("cannot list directory: {e}"),
+                )
             })?;
             let mut found: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -33,7 +37,11 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
         } else if path.exists() {
             files.push(path.clone());
         } else {
-            return Err(Diagnostic::new(ErrorKind::Io, Location::file_start(path), "no such file or directory"));
+            return Err(Diagnostic::new(
+                ErrorKind::Io,
+                Location::file_start(path),
+                "no such file or directory",
+            ));
         }
     }
     Ok(files)
@@ -49,7 +57,11 @@ fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error)
         None => Location::file_start(file),
     };
     let message = err.message().trim_end().to_owned();
-    let at = if path.is_empty() || path == "." { String::new() } else { format!(" (at `{path}`)") };
+    let at = if path.is_empty() || path == "." {
+        String::new()
+    } else {
+        format!(" (at `{path}`)")
+    };
     if let Some(caps) = UNKNOWN_FIELD.captures(&message) {
         let word = caps[1].to_owned();
         let candidates: Vec<String> = caps[2]
@@ -61,7 +73,11 @@ fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error)
         let is_variant = message.starts_with("unknown variant");
         let what = if is_variant { "value" } else { "key" };
         let mut d = Diagnostic::new(
-            if is_variant { ErrorKind::Invalid } else { ErrorKind::UnknownKey },
+            if is_variant {
+                ErrorKind::Invalid
+            } else {
+                ErrorKind::UnknownKey
+            },
             location,
             format!("unknown {what} `{word}`{at}"),
         );
@@ -80,16 +96,25 @@ fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error)
 }
 
 fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// Loads and compiles a spec.
 pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
     let source = std::fs::read_to_string(file).map_err(|e| {
-        Diagnostic::new(ErrorKind::Io, Location::file_start(file), format!("cannot read spec: {e}"))
+        Diagnostic::new(
+            ErrorKind::Io,
+            Location::file_start(file),
+            format!("cannot read spec: {e}"),
+        )
     })?;
-    let map = SourceMap::parse(file, &source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
-    let de = toml::Deserializer::parse(&source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
+    let map =
+        SourceMap::parse(file, &source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
+    let de =
+        toml::Deserializer::parse(&source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
     let mut def: SpecFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         toml_diagnostic(file, &source, &path, e.inner())
@@ -99,9 +124,14 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
     }
     let spec_dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut errors = Vec::new();
-    let at = |path: &[Key], kind: ErrorKind, msg: String| Diagnostic::new(kind, map.locate(path), msg).with_source(&source);
+    let at = |path: &[Key], kind: ErrorKind, msg: String| {
+        Diagnostic::new(kind, map.locate(path), msg).with_source(&source)
+    };
 
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let id = def.id.clone().unwrap_or(stem);
     if !valid_id(&id) {
         errors.push(at(
@@ -112,12 +142,20 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
     }
     let runs = def.runs.unwrap_or(10);
     if runs == 0 {
-        errors.push(at(key_path!["runs"], ErrorKind::Invalid, "runs must be at least 1".into()));
+        errors.push(at(
+            key_path!["runs"],
+            ErrorKind::Invalid,
+            "runs must be at least 1".into(),
+        ));
     }
     if let Some(t) = def.request.temperature
         && !(0.0..=2.0).contains(&t)
     {
-        errors.push(at(key_path!["request", "temperature"], ErrorKind::Invalid, "temperature must be within 0..2".into()));
+        errors.push(at(
+            key_path!["request", "temperature"],
+            ErrorKind::Invalid,
+            "temperature must be within 0..2".into(),
+        ));
     }
     match (def.request.response_format, &def.request.schema) {
         (Some(ResponseFormat::JsonSchema), None) => errors.push(at(
@@ -127,21 +165,38 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
         )),
         (_, Some(schema)) => {
             if let Err(message) = crate::verify::read_schema(&spec_dir, schema) {
-                errors.push(at(key_path!["request", "schema"], ErrorKind::Schema, message));
+                errors.push(at(
+                    key_path!["request", "schema"],
+                    ErrorKind::Schema,
+                    message,
+                ));
             }
         }
         _ => {}
     }
     if def.verify.is_empty() {
         errors.push(
-            Diagnostic::new(ErrorKind::Invalid, Location::file_start(file), "the spec has no [[verify]] rule")
-                .with_help("add at least one, e.g.\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\""),
+            Diagnostic::new(
+                ErrorKind::Invalid,
+                Location::file_start(file),
+                "the spec has no [[verify]] rule",
+            )
+            .with_help(
+                "add at least one, e.g.\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\"",
+            ),
         );
     }
 
-    let generator = compile_generator(&def, &map, &spec_dir, &source).map_err(|e| errors.push(e)).ok().flatten();
-    let prompt = compile_prompt(&def, &map).map_err(|mut e| errors.append(&mut e)).ok();
-    let rules = RuleSet::build(&def.verify, &map, &spec_dir).map_err(|mut e| errors.append(&mut e)).ok();
+    let generator = compile_generator(&def, &map, &spec_dir, &source)
+        .map_err(|e| errors.push(e))
+        .ok()
+        .flatten();
+    let prompt = compile_prompt(&def, &map)
+        .map_err(|mut e| errors.append(&mut e))
+        .ok();
+    let rules = RuleSet::build(&def.verify, &map, &spec_dir)
+        .map_err(|mut e| errors.append(&mut e))
+        .ok();
     let data = minijinja::Value::from(minijinja::value::Serde(&def.data));
 
     match (prompt, rules) {
@@ -174,9 +229,14 @@ fn compile_generator(
     spec_dir: &Path,
     source: &str,
 ) -> Result<Option<(Generator, ScriptOrigin)>, Diagnostic> {
-    let Some(generate) = &def.generate else { return Ok(None) };
-    let data: serde_json::Map<String, serde_json::Value> =
-        def.data.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let Some(generate) = &def.generate else {
+        return Ok(None);
+    };
+    let data: serde_json::Map<String, serde_json::Value> = def
+        .data
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let seed = def.seed.unwrap_or(0);
     let max_ops = generate.max_operations.unwrap_or(DEFAULT_MAX_OPERATIONS);
     let (script, origin) = match (&generate.script, &generate.file) {
@@ -184,8 +244,12 @@ fn compile_generator(
         (None, Some(rel)) => {
             let path = spec_dir.join(rel);
             let text = std::fs::read_to_string(&path).map_err(|e| {
-                Diagnostic::new(ErrorKind::Io, map.locate(key_path!["generate", "file"]), format!("cannot read {}: {e}", path.display()))
-                    .with_source(source)
+                Diagnostic::new(
+                    ErrorKind::Io,
+                    map.locate(key_path!["generate", "file"]),
+                    format!("cannot read {}: {e}", path.display()),
+                )
+                .with_source(source)
             })?;
             (text.clone(), ScriptOrigin::File { path, source: text })
         }
@@ -206,7 +270,9 @@ fn compile_generator(
 
 fn script_diagnostic(map: &SourceMap, origin: &ScriptOrigin, e: &ScriptError) -> Diagnostic {
     let location = match origin {
-        ScriptOrigin::Inline => map.locate_in_string(key_path!["generate", "script"], e.line, e.column),
+        ScriptOrigin::Inline => {
+            map.locate_in_string(key_path!["generate", "script"], e.line, e.column)
+        }
         ScriptOrigin::File { path, .. } => Location {
             file: path.clone(),
             line: e.line.max(1),
@@ -247,9 +313,19 @@ fn compile_prompt(def: &SpecFile, map: &SourceMap) -> Result<PromptSet, Vec<Diag
     }
     if !templates.iter().any(|(role, _, _)| *role == Role::User) {
         return Err(vec![
-            Diagnostic::new(ErrorKind::Invalid, map.locate(key_path!["prompt"]), "[prompt] has no user message")
-                .with_help("add `user = \"...\"` or a `{ role = \"user\", content = \"...\" }` message"),
+            Diagnostic::new(
+                ErrorKind::Invalid,
+                map.locate(key_path!["prompt"]),
+                "[prompt] has no user message",
+            )
+            .with_help(
+                "add `user = \"...\"` or a `{ role = \"user\", content = \"...\" }` message",
+            ),
         ]);
     }
-    PromptSet::new(templates).map_err(|errs| errs.iter().map(|e| template_diagnostic(map, e, None)).collect())
+    PromptSet::new(templates).map_err(|errs| {
+        errs.iter()
+            .map(|e| template_diagnostic(map, e, None))
+            .collect()
+    })
 }

@@ -207,7 +207,6 @@ impl SourceMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key_path;
 
     const SRC: &str = "id = \"x\"\n[[verify]]\nrule = \"exact\"\n[[verify]]\nrule = \"regex\"\npattern = '''\n(a\n'''\n";
 

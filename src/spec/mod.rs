@@ -1,8 +1,8 @@
 //! Specs: loading a category's TOML file into a ready-to-run [`Spec`], with
 //! every problem reported as a [`Diagnostic`] naming file, line and column.
 
-pub mod locate;
 mod load;
+pub mod locate;
 pub mod model;
 
 use std::path::{Path, PathBuf};
@@ -87,7 +87,11 @@ impl Spec {
                     if e.line == 0 {
                         self.map.locate(crate::key_path!["generate", "script"])
                     } else {
-                        self.map.locate_in_string(crate::key_path!["generate", "script"], e.line, e.column)
+                        self.map.locate_in_string(
+                            crate::key_path!["generate", "script"],
+                            e.line,
+                            e.column,
+                        )
                     }
                 }
                 ScriptOrigin::File { path, source } => {
@@ -98,12 +102,20 @@ impl Spec {
                     loc
                 }
             };
-            Diagnostic::new(ErrorKind::Script, location, format!("instance {index}: {}", e.message))
+            Diagnostic::new(
+                ErrorKind::Script,
+                location,
+                format!("instance {index}: {}", e.message),
+            )
         })
     }
 
     /// The messages for an instance with `vars`.
-    pub fn render(&self, index: u64, vars: &Map<String, Value>) -> Result<Vec<Message>, Diagnostic> {
+    pub fn render(
+        &self,
+        index: u64,
+        vars: &Map<String, Value>,
+    ) -> Result<Vec<Message>, Diagnostic> {
         let context = minijinja::context! {
             data => self.data.clone(),
             index => index,

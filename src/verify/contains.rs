@@ -42,7 +42,8 @@ impl Matcher {
             !self.whole_word || {
                 let before = haystack[..start].chars().next_back();
                 let after = haystack[start + m.len()..].chars().next();
-                !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+                !before.is_some_and(char::is_alphanumeric)
+                    && !after.is_some_and(char::is_alphanumeric)
             }
         })
     }
@@ -67,7 +68,11 @@ pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>,
         Some("any") => Mode::Any,
         Some(other) => {
             return Err(cx
-                .error(ErrorKind::Invalid, "mode", format!("unknown mode `{other}`"))
+                .error(
+                    ErrorKind::Invalid,
+                    "mode",
+                    format!("unknown mode `{other}`"),
+                )
                 .with_help("mode is `all` or `any`"));
         }
     };
@@ -105,7 +110,12 @@ impl Rule for Contains {
         let (present, absent): (Vec<_>, Vec<_>) = needles
             .iter()
             .partition(|n| self.matcher.occurs(&haystack, &self.matcher.normalize(n)));
-        let list = |v: &[&String]| v.iter().map(|s| format!("«{s}»")).collect::<Vec<_>>().join(", ");
+        let list = |v: &[&String]| {
+            v.iter()
+                .map(|s| format!("«{s}»"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match self.mode {
             Mode::All if absent.is_empty() => Verdict::pass(),
             Mode::All => Verdict::fail(format!("does not contain {}", list(&absent))),
@@ -150,7 +160,9 @@ impl Rule for Exclusive {
         let (Some(expected), Some(candidates)) =
             (self.expected.resolve(vars), lookup(vars, &self.candidates))
         else {
-            return Verdict::fail("the expected value or the candidates are missing from the instance");
+            return Verdict::fail(
+                "the expected value or the candidates are missing from the instance",
+            );
         };
         let haystack = self.matcher.normalize(answer);
         let right = as_text_list(expected);
@@ -164,11 +176,19 @@ impl Rule for Exclusive {
             (true, true) => Verdict::pass(),
             (false, _) => Verdict::fail(format!(
                 "does not name the right answer {}",
-                missing.iter().map(|s| format!("«{s}»")).collect::<Vec<_>>().join(", ")
+                missing
+                    .iter()
+                    .map(|s| format!("«{s}»"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
             (true, false) => Verdict::fail(format!(
                 "names wrong candidates too: {}",
-                wrong.iter().map(|s| format!("«{s}»")).collect::<Vec<_>>().join(", ")
+                wrong
+                    .iter()
+                    .map(|s| format!("«{s}»"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         }
     }
@@ -179,14 +199,18 @@ mod tests {
     use super::*;
 
     fn vars() -> Map<String, Value> {
-        serde_json::from_str(r#"{"answer": "Вера", "names": ["Анна", "Борис", "Вера", "Ян"]}"#).unwrap()
+        serde_json::from_str(r#"{"answer": "Вера", "names": ["Анна", "Борис", "Вера", "Ян"]}"#)
+            .unwrap()
     }
 
     fn exclusive() -> Exclusive {
         Exclusive {
             expected: Expected::Var("answer".into()),
             candidates: "names".into(),
-            matcher: Matcher { case_sensitive: false, whole_word: true },
+            matcher: Matcher {
+                case_sensitive: false,
+                whole_word: true,
+            },
         }
     }
 
@@ -201,7 +225,10 @@ mod tests {
 
     #[test]
     fn whole_words_do_not_match_inside_longer_names() {
-        let m = Matcher { case_sensitive: false, whole_word: true };
+        let m = Matcher {
+            case_sensitive: false,
+            whole_word: true,
+        };
         assert!(!m.occurs("яна", "ян"));
         assert!(m.occurs("это ян.", "ян"));
         assert!(m.occurs("семен", &m.normalize("Семён")));

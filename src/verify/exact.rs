@@ -30,7 +30,11 @@ pub fn normalize_whitespace(text: &str) -> String {
 impl Exact {
     fn normalize(&self, text: &str) -> String {
         let text = normalize_whitespace(text);
-        if self.case_sensitive { text } else { text.to_lowercase() }
+        if self.case_sensitive {
+            text
+        } else {
+            text.to_lowercase()
+        }
     }
 }
 

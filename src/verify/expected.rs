@@ -22,7 +22,11 @@ impl Expected {
         match (&def.expected, &def.value) {
             (Some(var), None) => {
                 if var.trim().is_empty() {
-                    return Err(cx.error(ErrorKind::Invalid, "expected", "`expected` names no variable"));
+                    return Err(cx.error(
+                        ErrorKind::Invalid,
+                        "expected",
+                        "`expected` names no variable",
+                    ));
                 }
                 Ok(Expected::Var(var.clone()))
             }
@@ -32,7 +36,9 @@ impl Expected {
                 "value",
                 "give either `expected` (a variable) or `value` (a literal), not both",
             )),
-            (None, None) => Err(cx.missing(&def.rule, "expected", "\"answer\"  # an instance variable")),
+            (None, None) => {
+                Err(cx.missing(&def.rule, "expected", "\"answer\"  # an instance variable"))
+            }
         }
     }
 
@@ -54,7 +60,10 @@ impl Expected {
 
     /// `variables()` entry for the rule trait.
     pub fn as_variables(&self) -> Vec<(&'static str, &str)> {
-        self.variable().map(|v| ("expected", v)).into_iter().collect()
+        self.variable()
+            .map(|v| ("expected", v))
+            .into_iter()
+            .collect()
     }
 }
 

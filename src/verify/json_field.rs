@@ -15,18 +15,32 @@ struct JsonField {
 }
 
 /// Reads and compiles a JSON Schema file relative to the spec directory.
-pub fn load_schema(path: &str, cx: &BuildContext, key: &str) -> Result<jsonschema::Validator, Diagnostic> {
-    super::read_schema(cx.spec_dir, path).map_err(|message| cx.error(ErrorKind::Schema, key, message))
+pub fn load_schema(
+    path: &str,
+    cx: &BuildContext,
+    key: &str,
+) -> Result<jsonschema::Validator, Diagnostic> {
+    super::read_schema(cx.spec_dir, path)
+        .map_err(|message| cx.error(ErrorKind::Schema, key, message))
 }
 
 /// Builds a `json_field` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let validator = def.schema.as_deref().map(|p| load_schema(p, cx, "schema")).transpose()?;
-    let fields: Vec<(String, String)> = def.fields.clone().unwrap_or_default().into_iter().collect();
+    let validator = def
+        .schema
+        .as_deref()
+        .map(|p| load_schema(p, cx, "schema"))
+        .transpose()?;
+    let fields: Vec<(String, String)> =
+        def.fields.clone().unwrap_or_default().into_iter().collect();
     for (pointer, _) in &fields {
         if !(pointer.is_empty() || pointer.starts_with('/')) {
             return Err(cx
-                .error(ErrorKind::Invalid, "fields", format!("`{pointer}` is not a JSON pointer"))
+                .error(
+                    ErrorKind::Invalid,
+                    "fields",
+                    format!("`{pointer}` is not a JSON pointer"),
+                )
                 .with_help(format!("write \"/{pointer}\"")));
         }
     }
@@ -40,9 +54,13 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
 pub fn typed_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| typed_eq(a, b)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| typed_eq(a, b))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| typed_eq(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| typed_eq(v, w)))
         }
         _ => a == b,
     }
@@ -61,14 +79,22 @@ fn type_name(v: &Value) -> &'static str {
 
 impl Rule for JsonField {
     fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.fields.iter().map(|(_, var)| ("fields", var.as_str())).collect()
+        self.fields
+            .iter()
+            .map(|(_, var)| ("fields", var.as_str()))
+            .collect()
     }
 
     fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
         Some(Value::Object(
             self.fields
                 .iter()
-                .map(|(ptr, var)| (ptr.clone(), lookup(vars, var).cloned().unwrap_or(Value::Null)))
+                .map(|(ptr, var)| {
+                    (
+                        ptr.clone(),
+                        lookup(vars, var).cloned().unwrap_or(Value::Null),
+                    )
+                })
                 .collect(),
         ))
     }
@@ -90,7 +116,10 @@ impl Rule for JsonField {
                 .map(|e| format!("at '{}': {e}", e.instance_path()))
                 .collect();
             if !errors.is_empty() {
-                return Verdict::failed(FailureKind::SchemaMismatch, format!("schema: {}", errors.join("; ")));
+                return Verdict::failed(
+                    FailureKind::SchemaMismatch,
+                    format!("schema: {}", errors.join("; ")),
+                );
             }
         }
         let mut problems = Vec::new();
@@ -126,16 +155,25 @@ mod tests {
     fn typed_equality_compares_numbers_by_value_only() {
         assert!(typed_eq(&serde_json::json!(3), &serde_json::json!(3.0)));
         assert!(!typed_eq(&serde_json::json!(3), &serde_json::json!("3")));
-        assert!(typed_eq(&serde_json::json!({"a": [1, 2.0]}), &serde_json::json!({"a": [1.0, 2]})));
+        assert!(typed_eq(
+            &serde_json::json!({"a": [1, 2.0]}),
+            &serde_json::json!({"a": [1.0, 2]})
+        ));
     }
 
     #[test]
     fn fields_are_compared_and_explained() {
-        let rule = JsonField { validator: None, fields: vec![("/route_id".into(), "answer_id".into())] };
+        let rule = JsonField {
+            validator: None,
+            fields: vec![("/route_id".into(), "answer_id".into())],
+        };
         let vars: Map<String, Value> = serde_json::from_str(r#"{"answer_id": 3}"#).unwrap();
         assert!(rule.verify(r#"{"route_id": 3}"#, "", &vars).passed);
         let v = rule.verify(r#"{"route_id": "3"}"#, "", &vars);
         assert!(v.detail.contains("a string"), "{}", v.detail);
-        assert_eq!(rule.verify("{oops", "", &vars).failure, Some(FailureKind::InvalidJson));
+        assert_eq!(
+            rule.verify("{oops", "", &vars).failure,
+            Some(FailureKind::InvalidJson)
+        );
     }
 }

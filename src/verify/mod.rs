@@ -113,7 +113,11 @@ pub struct BuildContext<'a> {
 impl BuildContext<'_> {
     /// A diagnostic pointing at key `key` of this rule.
     pub fn error(&self, kind: ErrorKind, key: &str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::new(kind, self.map.locate(key_path!["verify", self.index, key]), message)
+        Diagnostic::new(
+            kind,
+            self.map.locate(key_path!["verify", self.index, key]),
+            message,
+        )
     }
 
     /// A diagnostic for a key this rule needs but does not have.
@@ -166,7 +170,13 @@ const RULES: &[RuleKind] = &[
     },
     RuleKind {
         name: "exclusive",
-        keys: &["expected", "value", "candidates", "case_sensitive", "whole_word"],
+        keys: &[
+            "expected",
+            "value",
+            "candidates",
+            "case_sensitive",
+            "whole_word",
+        ],
         default_extract: ExtractKind::Text,
         build: contains::build_exclusive,
     },
@@ -266,11 +276,19 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// Builds every `[[verify]]` entry; returns all problems found.
-    pub fn build(defs: &[RuleDef], map: &SourceMap, spec_dir: &Path) -> Result<RuleSet, Vec<Diagnostic>> {
+    pub fn build(
+        defs: &[RuleDef],
+        map: &SourceMap,
+        spec_dir: &Path,
+    ) -> Result<RuleSet, Vec<Diagnostic>> {
         let mut rules = Vec::new();
         let mut errors = Vec::new();
         for (index, def) in defs.iter().enumerate() {
-            let cx = BuildContext { map, spec_dir, index };
+            let cx = BuildContext {
+                map,
+                spec_dir,
+                index,
+            };
             match build_one(def, &cx) {
                 Ok(rule) => rules.push(rule),
                 Err(mut e) => errors.append(&mut e),
@@ -298,7 +316,10 @@ impl RuleSet {
                 Some(answer) => rule.rule.verify(answer, response, vars),
                 None => Verdict::failed(
                     FailureKind::NoAnswer,
-                    format!("no answer extracted ({})", describe_extract(rule.extractor.def())),
+                    format!(
+                        "no answer extracted ({})",
+                        describe_extract(rule.extractor.def())
+                    ),
                 ),
             };
             weighted += verdict.score * rule.weight;
@@ -311,7 +332,11 @@ impl RuleSet {
         }
         InstanceVerdict {
             passed: outcomes.iter().all(|o| o.verdict.passed),
-            score: if total_weight > 0.0 { weighted / total_weight } else { 0.0 },
+            score: if total_weight > 0.0 {
+                weighted / total_weight
+            } else {
+                0.0
+            },
             rules: outcomes,
         }
     }
@@ -325,7 +350,10 @@ impl RuleSet {
     }
 
     /// `(rule index, key, variable)` for each variable a rule reads that `vars` lacks.
-    pub fn missing_variables(&self, vars: &Map<String, Value>) -> Vec<(usize, &'static str, String)> {
+    pub fn missing_variables(
+        &self,
+        vars: &Map<String, Value>,
+    ) -> Vec<(usize, &'static str, String)> {
         let mut missing = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
             for (key, var) in rule.rule.variables() {
@@ -346,16 +374,26 @@ fn describe_extract(def: &ExtractDef) -> String {
     if def.patterns.is_empty() {
         format!("extract = {kind}")
     } else {
-        format!("none of {} patterns matched, then {kind}", def.patterns.len())
+        format!(
+            "none of {} patterns matched, then {kind}",
+            def.patterns.len()
+        )
     }
 }
 
 fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnostic>> {
     let Some(kind) = RULES.iter().find(|k| k.name == def.rule) else {
-        let mut d = cx.error(ErrorKind::Invalid, "rule", format!("unknown rule `{}`", def.rule));
+        let mut d = cx.error(
+            ErrorKind::Invalid,
+            "rule",
+            format!("unknown rule `{}`", def.rule),
+        );
         d = match did_you_mean(&def.rule, rule_names()) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None => d.with_help(format!("rules: {}", rule_names().collect::<Vec<_>>().join(", "))),
+            None => d.with_help(format!(
+                "rules: {}",
+                rule_names().collect::<Vec<_>>().join(", ")
+            )),
         };
         return Err(vec![d]);
     };
@@ -365,25 +403,37 @@ fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule, Vec<Diagn
             errors.push(
                 Diagnostic::new(
                     ErrorKind::UnknownKey,
-                    cx.map.locate_key(key_path!["verify", cx.index, key.as_str()]),
+                    cx.map
+                        .locate_key(key_path!["verify", cx.index, key.as_str()]),
                     format!("rule `{}` does not read `{key}`", kind.name),
                 )
-                .with_help(format!("`{}` reads: {}", kind.name, kind.keys.join(", "))),
+                .with_help(format!(
+                    "`{}` reads: {}",
+                    kind.name,
+                    kind.keys.join(", ")
+                )),
             );
         }
     }
     if let Some(w) = def.weight
         && !(w.is_finite() && w >= 0.0)
     {
-        errors.push(cx.error(ErrorKind::Invalid, "weight", "weight must be a non-negative number"));
+        errors.push(cx.error(
+            ErrorKind::Invalid,
+            "weight",
+            "weight must be a non-negative number",
+        ));
     }
-    let extract_def = def.extract.clone().unwrap_or_else(|| ExtractDef::of(kind.default_extract));
+    let extract_def = def
+        .extract
+        .clone()
+        .unwrap_or_else(|| ExtractDef::of(kind.default_extract));
     let extractor = match Extractor::new(extract_def) {
         Ok(x) => Some(x),
         Err(e) => {
-            let loc = cx
-                .map
-                .locate(key_path!["verify", cx.index, "extract", "patterns", e.index]);
+            let loc = cx.map.locate(key_path![
+                "verify", cx.index, "extract", "patterns", e.index
+            ]);
             errors.push(Diagnostic::new(ErrorKind::Regex, loc, e.to_string()));
             None
         }
@@ -411,9 +461,16 @@ pub fn read_schema(spec_dir: &Path, path: &str) -> Result<jsonschema::Validator,
     let full = spec_dir.join(path);
     let text = std::fs::read_to_string(&full)
         .map_err(|e| format!("cannot read schema file {}: {e}", full.display()))?;
-    let schema: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}:{}:{}: not valid JSON: {e}", full.display(), e.line(), e.column()))?;
-    jsonschema::validator_for(&schema).map_err(|e| format!("{} is not a valid JSON Schema: {e}", full.display()))
+    let schema: Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}:{}:{}: not valid JSON: {e}",
+            full.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    jsonschema::validator_for(&schema)
+        .map_err(|e| format!("{} is not a valid JSON Schema: {e}", full.display()))
 }
 
 /// Quotes a value for details: strings in «», others as JSON.

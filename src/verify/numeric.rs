@@ -17,9 +17,16 @@ struct Numeric {
 
 /// Builds a `numeric` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    for (key, value) in [("tolerance", def.tolerance), ("relative_tolerance", def.relative_tolerance)] {
+    for (key, value) in [
+        ("tolerance", def.tolerance),
+        ("relative_tolerance", def.relative_tolerance),
+    ] {
         if value.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
-            return Err(cx.error(ErrorKind::Invalid, key, format!("`{key}` must be a non-negative number")));
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                key,
+                format!("`{key}` must be a non-negative number"),
+            ));
         }
     }
     Ok(Box::new(Numeric {
@@ -44,7 +51,12 @@ fn parse_number(text: &str) -> Option<f64> {
         .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite())
-        .or_else(|| last_number(trimmed).filter(|n| n.len() + 2 >= trimmed.len())?.parse().ok())
+        .or_else(|| {
+            last_number(trimmed)
+                .filter(|n| n.len() + 2 >= trimmed.len())?
+                .parse()
+                .ok()
+        })
 }
 
 impl Rule for Numeric {
@@ -61,13 +73,18 @@ impl Rule for Numeric {
             return Verdict::fail("the expected value is missing or not a number");
         };
         let Some(got) = parse_number(answer) else {
-            return Verdict::failed(FailureKind::NoAnswer, format!("«{}» is not a number", clip(answer, 80)));
+            return Verdict::failed(
+                FailureKind::NoAnswer,
+                format!("«{}» is not a number", clip(answer, 80)),
+            );
         };
         let allowed = self.absolute.max(self.relative * expected.abs());
         if (got - expected).abs() <= allowed {
             Verdict::pass()
         } else {
-            Verdict::fail(format!("expected {expected}, got {got} (allowed error {allowed})"))
+            Verdict::fail(format!(
+                "expected {expected}, got {got} (allowed error {allowed})"
+            ))
         }
     }
 }
@@ -77,7 +94,11 @@ mod tests {
     use super::*;
 
     fn rule(absolute: f64, relative: f64) -> Numeric {
-        Numeric { expected: Expected::Var("answer".into()), absolute, relative }
+        Numeric {
+            expected: Expected::Var("answer".into()),
+            absolute,
+            relative,
+        }
     }
 
     #[test]
@@ -86,7 +107,10 @@ mod tests {
         assert!(rule(1e-9, 0.0).verify("14.0", "", &vars).passed);
         assert!(!rule(1e-9, 0.0).verify("14.5", "", &vars).passed);
         assert!(rule(0.0, 0.05).verify("14.5", "", &vars).passed);
-        assert_eq!(rule(0.0, 0.0).verify("x", "", &vars).failure, Some(FailureKind::NoAnswer));
+        assert_eq!(
+            rule(0.0, 0.0).verify("x", "", &vars).failure,
+            Some(FailureKind::NoAnswer)
+        );
     }
 
     #[test]

@@ -15,8 +15,13 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
     let Some(pattern) = &def.pattern else {
         return Err(cx.missing(&def.rule, "pattern", "'^\\d+$'"));
     };
-    let pattern = regex::Regex::new(pattern)
-        .map_err(|e| cx.error(ErrorKind::Regex, "pattern", format!("the pattern does not compile: {e}")))?;
+    let pattern = regex::Regex::new(pattern).map_err(|e| {
+        cx.error(
+            ErrorKind::Regex,
+            "pattern",
+            format!("the pattern does not compile: {e}"),
+        )
+    })?;
     Ok(Box::new(RegexRule { pattern }))
 }
 

@@ -37,24 +37,49 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
     }
     let ast = engine.compile_with_scope(&scope, source).map_err(|e| {
         let e = ScriptError::from(e);
-        Diagnostic::new(ErrorKind::Script, cx.locate_in("script", e.line, e.column), e.message)
+        Diagnostic::new(
+            ErrorKind::Script,
+            cx.locate_in("script", e.line, e.column),
+            e.message,
+        )
     })?;
     let threshold = def.threshold.unwrap_or(1.0);
-    Ok(Box::new(ScriptRule { engine, ast, threshold }))
+    Ok(Box::new(ScriptRule {
+        engine,
+        ast,
+        threshold,
+    }))
 }
 
 impl ScriptRule {
-    fn run(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Result<Verdict, ScriptError> {
+    fn run(
+        &self,
+        answer: &str,
+        response: &str,
+        vars: &Map<String, Value>,
+    ) -> Result<Verdict, ScriptError> {
         let vars = rhai::serde::to_dynamic(vars)?;
         let mut scope = scope_for(response, answer, vars);
         let result: Dynamic = self.engine.eval_ast_with_scope(&mut scope, &self.ast)?;
-        let as_score = |d: &Dynamic| d.as_float().ok().or_else(|| d.as_int().ok().map(|i| i as f64));
+        let as_score = |d: &Dynamic| {
+            d.as_float()
+                .ok()
+                .or_else(|| d.as_int().ok().map(|i| i as f64))
+        };
         if let Ok(passed) = result.as_bool() {
-            return Ok(if passed { Verdict::pass() } else { Verdict::fail("the script returned false") });
+            return Ok(if passed {
+                Verdict::pass()
+            } else {
+                Verdict::fail("the script returned false")
+            });
         }
         if let Some(score) = as_score(&result) {
             let passed = score >= self.threshold;
-            return Ok(Verdict::scored(passed, score, format!("script score {score:.3}")));
+            return Ok(Verdict::scored(
+                passed,
+                score,
+                format!("script score {score:.3}"),
+            ));
         }
         if let Some(map) = result.read_lock::<rhai::Map>() {
             let score = map.get("score").and_then(as_score);
@@ -63,10 +88,17 @@ impl ScriptRule {
                 .and_then(|p| p.as_bool().ok())
                 .unwrap_or_else(|| score.unwrap_or(0.0) >= self.threshold);
             let detail = map.get("detail").map(|d| d.to_string()).unwrap_or_default();
-            return Ok(Verdict::scored(passed, score.unwrap_or(if passed { 1.0 } else { 0.0 }), detail));
+            return Ok(Verdict::scored(
+                passed,
+                score.unwrap_or(if passed { 1.0 } else { 0.0 }),
+                detail,
+            ));
         }
         Err(ScriptError {
-            message: format!("the script must return a bool, a number or a map, not {}", result.type_name()),
+            message: format!(
+                "the script must return a bool, a number or a map, not {}",
+                result.type_name()
+            ),
             line: 0,
             column: 0,
         })
@@ -84,8 +116,15 @@ impl Rule for ScriptRule {
 
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
         self.run(answer, response, vars).unwrap_or_else(|e| {
-            let at = if e.line > 0 { format!(" (script line {})", e.line) } else { String::new() };
-            Verdict::failed(FailureKind::ScriptError, format!("script error: {}{at}", e.message))
+            let at = if e.line > 0 {
+                format!(" (script line {})", e.line)
+            } else {
+                String::new()
+            };
+            Verdict::failed(
+                FailureKind::ScriptError,
+                format!("script error: {}{at}", e.message),
+            )
         })
     }
 }

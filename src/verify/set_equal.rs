@@ -40,7 +40,8 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
         let pattern = Regex::new(&e.pattern).map_err(|err| {
             Diagnostic::new(
                 ErrorKind::Regex,
-                cx.map.locate(key_path!["verify", cx.index, "entities", i, "pattern"]),
+                cx.map
+                    .locate(key_path!["verify", cx.index, "entities", i, "pattern"]),
                 format!("the pattern of entity `{}` does not compile: {err}", e.name),
             )
         })?;
@@ -59,7 +60,9 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
 
 impl Group {
     fn norm(&self, raw: &str) -> String {
-        self.normalize.iter().fold(raw.to_owned(), |s, n| apply(*n, &s))
+        self.normalize
+            .iter()
+            .fold(raw.to_owned(), |s, n| apply(*n, &s))
     }
 
     fn found(&self, answer: &str) -> BTreeSet<String> {
@@ -92,11 +95,30 @@ pub fn apply(normalizer: Normalizer, text: &str) -> String {
 }
 
 const MONTHS: [(&str, &str); 24] = [
-    ("январ", "01"), ("феврал", "02"), ("март", "03"), ("апрел", "04"), ("ма", "05"),
-    ("июн", "06"), ("июл", "07"), ("август", "08"), ("сентябр", "09"), ("октябр", "10"),
-    ("ноябр", "11"), ("декабр", "12"), ("jan", "01"), ("feb", "02"), ("mar", "03"),
-    ("apr", "04"), ("may", "05"), ("jun", "06"), ("jul", "07"), ("aug", "08"),
-    ("sep", "09"), ("oct", "10"), ("nov", "11"), ("dec", "12"),
+    ("январ", "01"),
+    ("феврал", "02"),
+    ("март", "03"),
+    ("апрел", "04"),
+    ("ма", "05"),
+    ("июн", "06"),
+    ("июл", "07"),
+    ("август", "08"),
+    ("сентябр", "09"),
+    ("октябр", "10"),
+    ("ноябр", "11"),
+    ("декабр", "12"),
+    ("jan", "01"),
+    ("feb", "02"),
+    ("mar", "03"),
+    ("apr", "04"),
+    ("may", "05"),
+    ("jun", "06"),
+    ("jul", "07"),
+    ("aug", "08"),
+    ("sep", "09"),
+    ("oct", "10"),
+    ("nov", "11"),
+    ("dec", "12"),
 ];
 
 fn month_number(word: &str) -> Option<&'static str> {
@@ -135,14 +157,22 @@ pub fn normalize_date(text: &str) -> Option<String> {
 
 impl Rule for SetEqual {
     fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.groups.iter().map(|g| ("entities", g.expected.as_str())).collect()
+        self.groups
+            .iter()
+            .map(|g| ("entities", g.expected.as_str()))
+            .collect()
     }
 
     fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
         Some(Value::Object(
             self.groups
                 .iter()
-                .map(|g| (g.name.clone(), lookup(vars, &g.expected).cloned().unwrap_or(Value::Null)))
+                .map(|g| {
+                    (
+                        g.name.clone(),
+                        lookup(vars, &g.expected).cloned().unwrap_or(Value::Null),
+                    )
+                })
                 .collect(),
         ))
     }
@@ -154,7 +184,10 @@ impl Rule for SetEqual {
             let Some(expected) = lookup(vars, &group.expected) else {
                 return Verdict::fail(format!("the instance has no `{}`", group.expected));
             };
-            let expected: BTreeSet<String> = as_text_list(expected).iter().map(|e| group.norm(e)).collect();
+            let expected: BTreeSet<String> = as_text_list(expected)
+                .iter()
+                .map(|e| group.norm(e))
+                .collect();
             let found = group.found(answer);
             hits += found.intersection(&expected).count();
             found_total += found.len();
@@ -177,7 +210,11 @@ impl Rule for SetEqual {
             Verdict::pass()
         } else {
             let score = if self.partial { f1 } else { 0.0 };
-            Verdict::scored(false, score, format!("{} (F1 {f1:.2})", problems.join("; ")))
+            Verdict::scored(
+                false,
+                score,
+                format!("{} (F1 {f1:.2})", problems.join("; ")),
+            )
         }
     }
 }
@@ -188,8 +225,19 @@ mod tests {
 
     #[test]
     fn dates_in_many_formats_normalize_alike() {
-        for text in ["05.03.2024", "5/3/2024", "2024-03-05", "5 марта 2024", "March 5, 2024", "5 Mar 2024"] {
-            assert_eq!(normalize_date(text).as_deref(), Some("2024-03-05"), "{text}");
+        for text in [
+            "05.03.2024",
+            "5/3/2024",
+            "2024-03-05",
+            "5 марта 2024",
+            "March 5, 2024",
+            "5 Mar 2024",
+        ] {
+            assert_eq!(
+                normalize_date(text).as_deref(),
+                Some("2024-03-05"),
+                "{text}"
+            );
         }
         assert_eq!(normalize_date("1 мая 2023").as_deref(), Some("2023-05-01"));
         assert_eq!(normalize_date("not a date"), None);
@@ -217,7 +265,11 @@ mod tests {
             serde_json::from_str(r#"{"emails": ["A@x.ru", "b@y.com"]}"#).unwrap();
         assert!(rule.verify("a@x.ru, b@y.com", "", &vars).passed);
         let v = rule.verify("a@x.ru, c@z.org", "", &vars);
-        assert!(v.detail.contains("missing b@y.com") && v.detail.contains("extra c@z.org"), "{}", v.detail);
+        assert!(
+            v.detail.contains("missing b@y.com") && v.detail.contains("extra c@z.org"),
+            "{}",
+            v.detail
+        );
         assert!((v.score - 0.5).abs() < 1e-12);
     }
 }

@@ -30,13 +30,21 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
         Some("levenshtein") => Metric::Levenshtein,
         Some(other) => {
             return Err(cx
-                .error(ErrorKind::Invalid, "metric", format!("unknown metric `{other}`"))
+                .error(
+                    ErrorKind::Invalid,
+                    "metric",
+                    format!("unknown metric `{other}`"),
+                )
                 .with_help("metric is `chrf` or `levenshtein`"));
         }
     };
     let threshold = def.threshold.unwrap_or(0.5);
     if !(0.0..=1.0).contains(&threshold) {
-        return Err(cx.error(ErrorKind::Invalid, "threshold", "threshold must be within 0..1"));
+        return Err(cx.error(
+            ErrorKind::Invalid,
+            "threshold",
+            "threshold must be within 0..1",
+        ));
     }
     Ok(Box::new(Similarity {
         expected: Expected::from_def(def, cx)?,
@@ -67,14 +75,21 @@ pub fn chrf(hypothesis: &str, reference: &str) -> f64 {
         if h_total == 0 || r_total == 0 {
             continue;
         }
-        let matches: usize = h.iter().map(|(g, c)| (*c).min(r.get(g).copied().unwrap_or(0))).sum();
+        let matches: usize = h
+            .iter()
+            .map(|(g, c)| (*c).min(r.get(g).copied().unwrap_or(0)))
+            .sum();
         precision += matches as f64 / h_total as f64;
         recall += matches as f64 / r_total as f64;
         orders += 1;
     }
     let (p, r) = (precision / orders as f64, recall / orders as f64);
     let beta2 = 4.0;
-    if p + r == 0.0 { 0.0 } else { (1.0 + beta2) * p * r / (beta2 * p + r) }
+    if p + r == 0.0 {
+        0.0
+    } else {
+        (1.0 + beta2) * p * r / (beta2 * p + r)
+    }
 }
 
 impl Rule for Similarity {
@@ -92,10 +107,17 @@ impl Rule for Similarity {
         };
         let (name, score) = match self.metric {
             Metric::Chrf => ("chrF", chrf(answer, &expected)),
-            Metric::Levenshtein => ("Levenshtein similarity", strsim::normalized_levenshtein(answer, &expected)),
+            Metric::Levenshtein => (
+                "Levenshtein similarity",
+                strsim::normalized_levenshtein(answer, &expected),
+            ),
         };
         let passed = score >= self.threshold;
-        Verdict::scored(passed, score, format!("{name} {score:.3} (threshold {})", self.threshold))
+        Verdict::scored(
+            passed,
+            score,
+            format!("{name} {score:.3} (threshold {})", self.threshold),
+        )
     }
 }
 

@@ -13,10 +13,20 @@ pub fn root() -> PathBuf {
 /// A `harness` command with a clean, colorless, non-CI environment.
 pub fn harness(cwd: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-    cmd.current_dir(cwd).env("NO_COLOR", "1").stdin(Stdio::null());
+    cmd.current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
     for var in [
-        "CI", "CONTINUOUS_INTEGRATION", "BUILD_NUMBER", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "TF_BUILD",
-        "JENKINS_URL", "TEAMCITY_VERSION", "CLICOLOR_FORCE",
+        "CI",
+        "CONTINUOUS_INTEGRATION",
+        "BUILD_NUMBER",
+        "GITHUB_ACTIONS",
+        "GITLAB_CI",
+        "BUILDKITE",
+        "TF_BUILD",
+        "JENKINS_URL",
+        "TEAMCITY_VERSION",
+        "CLICOLOR_FORCE",
     ] {
         cmd.env_remove(var);
     }
@@ -25,8 +35,16 @@ pub fn harness(cwd: &Path) -> Command {
 
 /// Runs a command and returns (exit code, stdout + stderr).
 pub fn run(cmd: &mut Command) -> (i32, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("the harness binary runs");
-    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("the harness binary runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&stdout),
+        String::from_utf8_lossy(&stderr)
+    );
     assert!(!text.contains("panicked"), "the binary panicked:\n{text}");
     (status.code().unwrap_or(-1), text)
 }
