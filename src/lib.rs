@@ -6,10 +6,14 @@
 
 pub mod check;
 pub mod cli;
+pub mod config;
 pub mod error;
 pub mod extract;
 pub mod golden;
 pub mod prompt;
+pub mod provider;
+pub mod report;
+pub mod run;
 pub mod schema;
 pub mod script;
 pub mod source;

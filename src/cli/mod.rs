@@ -4,7 +4,9 @@
 mod check;
 mod render;
 mod review;
+mod run;
 mod show;
+mod transcript_view;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -51,6 +53,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run specs against models: journal, reports, golden transcript diffs.
+    Run(run::RunArgs),
     /// Print the JSON Schema of the spec format.
     Schema,
     /// Walk pending `.new` golden files: accept, reject or skip each.
@@ -89,6 +93,7 @@ pub fn main() -> ExitCode {
             seed,
             json,
         } => show::run(&spec, start, count, seed, json, color),
+        Command::Run(args) => run::run(&args, color),
         Command::Schema => {
             print!("{}", crate::schema::spec_schema_text());
             0

@@ -111,6 +111,8 @@ pub struct RequestOptions {
     pub response_format: Option<ResponseFormat>,
     /// JSON Schema file for `response_format = "json_schema"`, relative to the spec.
     pub schema: Option<String>,
+    /// Asks allowed when a structured (JSON) answer does not parse (default 3).
+    pub attempts: Option<u32>,
 }
 
 /// What shape of answer the model is asked for.

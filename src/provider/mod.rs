@@ -1,0 +1,241 @@
+//! Model providers: one request/response shape, several wire formats.
+//!
+//! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
+//! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
+//! transcripts. Errors are classified so the runner knows what to retry.
+
+pub mod model_ref;
+mod ollama;
+mod openai;
+pub mod replay;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::prompt::Message;
+
+pub use model_ref::{ModelSpec, ProviderKind};
+pub use ollama::{OllamaClient, base_from_env as ollama_base_from_env};
+pub use openai::OpenAiClient;
+pub use replay::ReplayProvider;
+
+/// The shape of answer a request asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", content = "schema")]
+pub enum OutputFormat {
+    /// Free text.
+    Text,
+    /// Any JSON object.
+    Json,
+    /// JSON constrained by this schema.
+    JsonSchema(Value),
+}
+
+/// One chat request, provider-neutral.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Generation limit; every request carries one.
+    pub max_tokens: u32,
+    /// Nucleus sampling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Sampling seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Stop sequences.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub stop: Vec<String>,
+    /// Requested answer shape.
+    pub format: OutputFormat,
+    /// Context window (Ollama `num_ctx`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_ctx: Option<u32>,
+}
+
+/// Token counts reported by the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub tokens_in: Option<u64>,
+    /// Generated tokens.
+    pub tokens_out: Option<u64>,
+}
+
+/// One answer from a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The generated text.
+    pub text: String,
+    /// Token counts.
+    pub usage: Usage,
+    /// Why generation stopped (`stop`, `length`, ...), when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// The connection failed or broke.
+    #[error("connection error: {0}")]
+    Connection(String),
+    /// No complete answer within the timeout.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The server answered with an error status.
+    #[error("HTTP {status}: {body}")]
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+        /// The server's `Retry-After`, when given.
+        retry_after: Option<Duration>,
+    },
+    /// The body was not the expected JSON.
+    #[error("malformed response: {0}")]
+    Malformed(String),
+    /// The replay transcript has no answer for this request.
+    #[error("no recorded answer: {0}")]
+    NotRecorded(String),
+    /// The request could not be built (configuration).
+    #[error("{0}")]
+    Config(String),
+}
+
+impl ProviderError {
+    /// Whether a retry may succeed: connection errors, timeouts, 429, 5xx, truncated bodies.
+    pub fn retryable(&self) -> bool {
+        match self {
+            ProviderError::Connection(_)
+            | ProviderError::Timeout(_)
+            | ProviderError::Malformed(_) => true,
+            ProviderError::Status { status, .. } => {
+                *status == 429 || *status == 408 || *status >= 500
+            }
+            ProviderError::NotRecorded(_) | ProviderError::Config(_) => false,
+        }
+    }
+
+    /// The server's requested delay, for 429s.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// A stable label for reports: timeout, server_error, rate_limited, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProviderError::Connection(_) => "connection_error",
+            ProviderError::Timeout(_) => "timeout",
+            ProviderError::Status { status: 429, .. } => "rate_limited",
+            ProviderError::Status { status, .. } if *status >= 500 => "server_error",
+            ProviderError::Status { .. } => "client_error",
+            ProviderError::Malformed(_) => "malformed_response",
+            ProviderError::NotRecorded(_) => "not_recorded",
+            ProviderError::Config(_) => "config_error",
+        }
+    }
+}
+
+/// Reads `Retry-After` in its delta-seconds form.
+pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Maps a reqwest error onto our classification.
+pub fn classify(err: &reqwest::Error, timeout: Duration) -> ProviderError {
+    if err.is_timeout() {
+        ProviderError::Timeout(timeout)
+    } else if err.is_decode() || err.is_body() {
+        ProviderError::Malformed(err.to_string())
+    } else {
+        ProviderError::Connection(error_chain(err))
+    }
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Reads an error body, clipped for records.
+pub async fn error_status(response: reqwest::Response) -> ProviderError {
+    let status = response.status().as_u16();
+    let retry_after = parse_retry_after(response.headers());
+    let body = response.text().await.unwrap_or_default();
+    ProviderError::Status {
+        status,
+        body: crate::verify::clip(body.trim(), 300),
+        retry_after,
+    }
+}
+
+/// A ready client for one configured model.
+pub enum Provider {
+    /// OpenAI-compatible server.
+    OpenAi(OpenAiClient),
+    /// Ollama server.
+    Ollama(OllamaClient),
+    /// Recorded transcripts.
+    Replay(ReplayProvider),
+}
+
+/// Identifies which instance and sample a request is for (replay and logging).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestKey<'a> {
+    /// The spec id.
+    pub spec: &'a str,
+    /// Instance index.
+    pub instance: u64,
+    /// Sample index.
+    pub sample: u32,
+}
+
+impl Provider {
+    /// Sends one request.
+    pub async fn complete(
+        &self,
+        request: &ChatRequest,
+        key: RequestKey<'_>,
+    ) -> Result<Completion, ProviderError> {
+        match self {
+            Provider::OpenAi(c) => c.complete(request).await,
+            Provider::Ollama(c) => c.complete(request).await,
+            Provider::Replay(r) => r.complete(key),
+        }
+    }
+
+    /// Whether answers come from the network (and so belong in the cache).
+    pub fn is_remote(&self) -> bool {
+        !matches!(self, Provider::Replay(_))
+    }
+}
+
+/// Installs the TLS crypto provider once per process.
+pub fn install_tls() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

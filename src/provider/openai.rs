@@ -1,0 +1,174 @@
+//! The OpenAI-compatible wire format: `POST {base}/chat/completions`, as
+//! served by OpenAI, vLLM, llama.cpp's server and LiteLLM.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    ChatRequest, Completion, ModelSpec, OutputFormat, ProviderError, Usage, classify, error_status,
+};
+
+/// A client for one model on an OpenAI-compatible server.
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    endpoint: String,
+    model: String,
+    api_key: Option<String>,
+    timeout: Duration,
+}
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: ChoiceMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceMessage {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+/// The default base URL: `OPENAI_BASE_URL`, else OpenAI's.
+fn default_base_url() -> String {
+    std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".to_owned())
+}
+
+impl OpenAiClient {
+    /// A client for `spec`; reads the API key from the variable it names.
+    pub fn new(spec: &ModelSpec, http: reqwest::Client) -> Result<OpenAiClient, ProviderError> {
+        let base = spec.base_url.clone().unwrap_or_else(default_base_url);
+        let key_var = spec
+            .api_key_env
+            .clone()
+            .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+        let api_key = std::env::var(&key_var).ok().filter(|k| !k.is_empty());
+        if spec.api_key_env.is_some() && api_key.is_none() {
+            return Err(ProviderError::Config(format!(
+                "model `{}`: environment variable {key_var} (api_key_env) is not set",
+                spec.name
+            )));
+        }
+        Ok(OpenAiClient {
+            http,
+            endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
+            model: spec.model.clone(),
+            api_key,
+            timeout: Duration::from_secs_f64(spec.timeout_secs),
+        })
+    }
+
+    /// The request body in OpenAI's format, asking for `n` choices.
+    pub fn body(&self, request: &ChatRequest, n: u32) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        });
+        let map = body.as_object_mut().expect("object");
+        if let Some(top_p) = request.top_p {
+            map.insert("top_p".into(), json!(top_p));
+        }
+        if let Some(seed) = request.seed {
+            map.insert("seed".into(), json!(seed));
+        }
+        if !request.stop.is_empty() {
+            map.insert("stop".into(), json!(request.stop));
+        }
+        if n > 1 {
+            map.insert("n".into(), json!(n));
+        }
+        match &request.format {
+            OutputFormat::Text => {}
+            OutputFormat::Json => {
+                map.insert("response_format".into(), json!({"type": "json_object"}));
+            }
+            OutputFormat::JsonSchema(schema) => {
+                map.insert(
+                    "response_format".into(),
+                    json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}}),
+                );
+            }
+        }
+        body
+    }
+
+    /// Sends one request for one answer.
+    pub async fn complete(&self, request: &ChatRequest) -> Result<Completion, ProviderError> {
+        let mut all = self.complete_n(request, 1).await?;
+        Ok(all.remove(0))
+    }
+
+    /// Sends one request asking for `n` answers (OpenAI's `n`).
+    pub async fn complete_n(
+        &self,
+        request: &ChatRequest,
+        n: u32,
+    ) -> Result<Vec<Completion>, ProviderError> {
+        let mut builder = self
+            .http
+            .post(&self.endpoint)
+            .timeout(self.timeout)
+            .json(&self.body(request, n));
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| classify(&e, self.timeout))?;
+        if !response.status().is_success() {
+            return Err(error_status(response).await);
+        }
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| classify(&e, self.timeout))?;
+        let parsed: ChatResponse = serde_json::from_slice(&bytes).map_err(|e| {
+            ProviderError::Malformed(format!(
+                "{e}: {}",
+                crate::verify::clip(&String::from_utf8_lossy(&bytes), 200)
+            ))
+        })?;
+        if parsed.choices.is_empty() {
+            return Err(ProviderError::Malformed(
+                "the response has no choices".into(),
+            ));
+        }
+        let usage = parsed.usage.map_or_else(Usage::default, |u| Usage {
+            tokens_in: u.prompt_tokens,
+            tokens_out: u.completion_tokens,
+        });
+        let count = parsed.choices.len() as u64;
+        Ok(parsed
+            .choices
+            .into_iter()
+            .map(|c| Completion {
+                text: c.message.content.unwrap_or_default(),
+                // Usage covers all choices; split the output tokens evenly between them.
+                usage: Usage {
+                    tokens_in: usage.tokens_in,
+                    tokens_out: usage.tokens_out.map(|t| t / count),
+                },
+                finish_reason: c.finish_reason,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,64 @@
+//! The `replay` provider: answers from recorded golden transcripts
+//! (`golden/<spec>/<model>.jsonl`), so a fresh clone re-verifies offline.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{Completion, ProviderError, RequestKey, Usage};
+use crate::run::transcript::{TranscriptLine, read_transcript, transcript_path};
+
+/// Answers recorded for one model, loaded per spec on first use.
+pub struct ReplayProvider {
+    golden_dir: PathBuf,
+    model: String,
+    loaded: Mutex<HashMap<String, HashMap<(u64, u32), TranscriptLine>>>,
+}
+
+impl ReplayProvider {
+    /// A replay of `model`'s transcripts under `golden_dir`.
+    pub fn new(golden_dir: &Path, model: &str) -> ReplayProvider {
+        ReplayProvider {
+            golden_dir: golden_dir.to_path_buf(),
+            model: model.to_owned(),
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The recorded answer for `key`.
+    pub fn complete(&self, key: RequestKey<'_>) -> Result<Completion, ProviderError> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if !loaded.contains_key(key.spec) {
+            let path = transcript_path(&self.golden_dir, key.spec, &self.model);
+            let lines = read_transcript(&path)
+                .map_err(|e| ProviderError::NotRecorded(format!("{}: {e}", path.display())))?;
+            let by_key = lines
+                .into_iter()
+                .map(|l| ((l.instance, l.sample), l))
+                .collect();
+            loaded.insert(key.spec.to_owned(), by_key);
+        }
+        let line = loaded[key.spec]
+            .get(&(key.instance, key.sample))
+            .ok_or_else(|| {
+                ProviderError::NotRecorded(format!(
+                    "{}/{} sample {} is not in the transcript of `{}`",
+                    key.spec, key.instance, key.sample, self.model
+                ))
+            })?;
+        match &line.response {
+            Some(text) => Ok(Completion {
+                text: text.clone(),
+                usage: Usage {
+                    tokens_in: line.tokens_in,
+                    tokens_out: line.tokens_out,
+                },
+                finish_reason: None,
+            }),
+            None => Err(ProviderError::NotRecorded(format!(
+                "the recorded run failed here: {}",
+                line.error.as_deref().unwrap_or("unknown error")
+            ))),
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! One task: render the instance, ask the model (cache, pacing, retries,
+//! re-asks for unparseable structured output), verify, and make a record.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+
+use super::cache::{Cache, cache_key};
+use super::limits::{RateLimiter, backoff};
+use super::record::{Record, failure_label};
+use crate::extract::{first_json_object, strip_think};
+use crate::provider::{
+    ChatRequest, Completion, ModelSpec, OutputFormat, Provider, ProviderError, RequestKey,
+};
+use crate::spec::Spec;
+
+/// A model ready to be asked.
+pub struct ModelRuntime {
+    /// Its configuration.
+    pub spec: ModelSpec,
+    /// The client.
+    pub provider: Provider,
+    /// The resolved base URL (part of cache keys).
+    pub base_url: String,
+    /// Bounds requests in flight to the endpoint.
+    pub semaphore: Arc<Semaphore>,
+    /// Optional requests-per-minute pacing.
+    pub limiter: Option<RateLimiter>,
+}
+
+/// A spec ready to be run.
+pub struct SpecRuntime {
+    /// The loaded spec.
+    pub spec: Arc<Spec>,
+    /// Instances to run.
+    pub runs: u32,
+    /// The answer shape requested.
+    pub format: OutputFormat,
+    /// Compiled schema for checking structured answers before accepting them.
+    pub validator: Option<jsonschema::Validator>,
+    /// Total asks allowed when a structured answer does not parse (1 = no re-ask).
+    pub max_asks: u32,
+}
+
+/// Backoff bounds.
+const BACKOFF_BASE: Duration = Duration::from_millis(250);
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// Builds the provider-neutral request for an instance.
+pub fn build_request(
+    spec: &SpecRuntime,
+    model: &ModelSpec,
+    messages: Vec<crate::prompt::Message>,
+) -> ChatRequest {
+    let r = &spec.spec.def.request;
+    let o = &model.options;
+    ChatRequest {
+        messages,
+        temperature: o.temperature.or(r.temperature).unwrap_or(0.0),
+        max_tokens: o.max_tokens.or(r.max_tokens).unwrap_or(1024),
+        top_p: o.top_p.or(r.top_p),
+        seed: o.seed.or(r.seed),
+        stop: r.stop.clone(),
+        format: spec.format.clone(),
+        num_ctx: o.num_ctx,
+    }
+}
+
+fn structured_ok(spec: &SpecRuntime, text: &str) -> bool {
+    if spec.format == OutputFormat::Text {
+        return true;
+    }
+    let Some(json) = first_json_object(strip_think(text)) else {
+        return false;
+    };
+    match (
+        &spec.validator,
+        serde_json::from_str::<serde_json::Value>(json),
+    ) {
+        (_, Err(_)) => false,
+        (Some(v), Ok(value)) => v.is_valid(&value),
+        (None, Ok(_)) => true,
+    }
+}
+
+struct Asked {
+    result: Result<Completion, ProviderError>,
+    attempts: u32,
+    latency: Duration,
+    cached: bool,
+}
+
+async fn send_with_retries(
+    model: &ModelRuntime,
+    request: &ChatRequest,
+    key: RequestKey<'_>,
+) -> (Result<Completion, ProviderError>, u32, Duration) {
+    let mut attempts = 0;
+    loop {
+        if let Some(limiter) = &model.limiter {
+            limiter.acquire().await;
+        }
+        let result = {
+            let _permit = model.semaphore.acquire().await.expect("semaphore open");
+            attempts += 1;
+            let started = Instant::now();
+            let r = model.provider.complete(request, key).await;
+            (r, started.elapsed())
+        };
+        match result {
+            (Err(e), latency) if e.retryable() && attempts <= model.spec.max_retries => {
+                let _ = latency;
+                tokio::time::sleep(backoff(
+                    attempts - 1,
+                    BACKOFF_BASE,
+                    BACKOFF_CAP,
+                    e.retry_after(),
+                ))
+                .await;
+            }
+            (r, latency) => return (r, attempts, latency),
+        }
+    }
+}
+
+async fn ask(
+    model: &ModelRuntime,
+    spec: &SpecRuntime,
+    request: &ChatRequest,
+    key: RequestKey<'_>,
+    cache: Option<&Cache>,
+) -> Asked {
+    let cache_key = cache.map(|_| cache_key(&model.spec, &model.base_url, request, key.sample));
+    if let (Some(cache), Some(k)) = (cache, &cache_key)
+        && let Ok(Some(hit)) = cache.get(k)
+    {
+        return Asked {
+            result: Ok(hit),
+            attempts: 0,
+            latency: Duration::ZERO,
+            cached: true,
+        };
+    }
+    let mut total_attempts = 0;
+    let mut asks = 0;
+    loop {
+        asks += 1;
+        // Re-asks vary the seed when one is set, so a deterministic server can answer differently.
+        let mut this_request = request.clone();
+        if asks > 1 {
+            this_request.seed = request.seed.map(|s| s.wrapping_add(u64::from(asks - 1)));
+        }
+        let (result, attempts, latency) = send_with_retries(model, &this_request, key).await;
+        total_attempts += attempts;
+        let retry = matches!(&result, Ok(c) if !structured_ok(spec, &c.text))
+            && asks < spec.max_asks
+            && model.provider.is_remote();
+        if !retry {
+            if let (Some(cache), Some(k), Ok(c)) = (cache, &cache_key, &result)
+                && model.provider.is_remote()
+            {
+                let _ = cache.put(k, &model.spec, c);
+            }
+            return Asked {
+                result,
+                attempts: total_attempts,
+                latency,
+                cached: false,
+            };
+        }
+    }
+}
+
+/// Runs one task to a record; never fails (errors become records).
+pub async fn run_task(
+    model: &ModelRuntime,
+    spec: &SpecRuntime,
+    instance: u64,
+    sample: u32,
+    cache: Option<&Cache>,
+) -> Record {
+    let s = &spec.spec;
+    let mut record = Record {
+        model: model.spec.name.clone(),
+        spec: s.id.clone(),
+        instance,
+        sample,
+        instance_id: format!("{}/{instance}", s.id),
+        messages: Vec::new(),
+        vars: Default::default(),
+        expected: Default::default(),
+        response: None,
+        answer: None,
+        passed: false,
+        score: 0.0,
+        detail: String::new(),
+        rules: Vec::new(),
+        failure: None,
+        latency_ms: 0,
+        tokens_in: None,
+        tokens_out: None,
+        attempts: 0,
+        error: None,
+        cached: false,
+    };
+    let inst = match s.instance(instance) {
+        Ok(i) => i,
+        Err(d) => {
+            record.error = Some(d.to_string());
+            record.failure = Some("generation_error".into());
+            return record;
+        }
+    };
+    record.expected = s.rules.expected(&inst.vars);
+    let request = build_request(spec, &model.spec, inst.messages.clone());
+    record.messages = inst.messages;
+    let key = RequestKey {
+        spec: &s.id,
+        instance,
+        sample,
+    };
+    let asked = ask(model, spec, &request, key, cache).await;
+    record.attempts = if model.provider.is_remote() {
+        asked.attempts
+    } else {
+        0
+    };
+    record.cached = asked.cached;
+    record.latency_ms = asked.latency.as_millis() as u64;
+    match asked.result {
+        Ok(completion) => {
+            let verdict = s.verify(&completion.text, &inst.vars);
+            record.tokens_in = completion.usage.tokens_in;
+            record.tokens_out = completion.usage.tokens_out;
+            record.answer = verdict.rules.first().and_then(|r| r.answer.clone());
+            record.passed = verdict.passed;
+            record.score = verdict.score;
+            record.detail = verdict.failure_details();
+            record.failure = verdict
+                .rules
+                .iter()
+                .find_map(|r| r.verdict.failure)
+                .map(|f| failure_label(f).to_owned());
+            record.rules = verdict.rules;
+            record.response = Some(completion.text);
+        }
+        Err(e) => {
+            record.failure = Some(e.kind().to_owned());
+            record.error = Some(e.to_string());
+        }
+    }
+    record.vars = inst.vars;
+    record
+}

@@ -1,0 +1,99 @@
+//! The run journal: `results/runs/<run-id>/journal.jsonl`, append-only.
+//! A record is written and flushed to the kernel before it counts, so a
+//! killed process loses nothing it reported; `fsync` runs at most every
+//! 200 ms and at close, bounding what a power loss could take.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::record::{Record, TaskKey};
+
+/// An open journal for appending.
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    last_sync: Instant,
+}
+
+const SYNC_EVERY: Duration = Duration::from_millis(200);
+
+impl Journal {
+    /// Opens (creating) the journal at `path`, dropping a torn last line left by a crash.
+    pub fn open(path: &Path) -> io::Result<Journal> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
+        let valid_len = valid_prefix_len(path)?;
+        if valid_len < file.metadata()?.len() {
+            file.set_len(valid_len)?;
+            file.seek(SeekFrom::End(0))?;
+        }
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record as one line, in a single write.
+    pub fn append(&mut self, record: &Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.file.sync_data()?;
+            self.last_sync = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Syncs everything to disk.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// Length of the prefix made of complete, parseable lines.
+fn valid_prefix_len(path: &Path) -> io::Result<u64> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let (mut len, mut line) = (0u64, Vec::new());
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 || line.last() != Some(&b'\n') || serde_json::from_slice::<Record>(&line).is_err()
+        {
+            return Ok(len);
+        }
+        len += n as u64;
+    }
+}
+
+/// Reads every complete record; a torn last line is ignored. Later lines win on duplicate keys.
+pub fn read_journal(path: &Path) -> io::Result<BTreeMap<TaskKey, Record>> {
+    let mut records = BTreeMap::new();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(records),
+        Err(e) => return Err(e),
+    };
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line?;
+        if let Ok(record) = serde_json::from_slice::<Record>(&line) {
+            records.insert(record.key(), record);
+        }
+    }
+    Ok(records)
+}

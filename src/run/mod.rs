@@ -1,0 +1,449 @@
+//! Running specs against models: the plan, the scheduler, the journal,
+//! the cache and resume.
+//!
+//! Every model gets `concurrency` workers pulling tasks (spec, instance,
+//! sample) in plan order; a single writer appends each finished record to
+//! the journal before counting it. Ctrl-C stops new work, keeps everything
+//! finished, and `--resume` completes the plan without repeating a request.
+
+pub mod cache;
+mod execute;
+pub mod journal;
+mod limits;
+mod progress;
+pub mod record;
+pub mod transcript;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Semaphore, mpsc};
+
+pub use execute::{ModelRuntime, SpecRuntime, build_request};
+use journal::Journal;
+use progress::Progress;
+use record::TaskKey;
+
+use crate::provider::model_ref::ModelOptions;
+use crate::provider::{
+    ModelSpec, OllamaClient, OpenAiClient, OutputFormat, Provider, ProviderKind, ReplayProvider,
+};
+use crate::spec::Spec;
+use crate::spec::model::ResponseFormat;
+
+/// A model as stored in a run's plan, enough to rebuild its client on resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedModel {
+    /// Display name.
+    pub name: String,
+    /// Wire format.
+    pub provider: ProviderKind,
+    /// Model id.
+    pub model: String,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// API key variable name (never the key).
+    pub api_key_env: Option<String>,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Requests per minute.
+    pub requests_per_minute: Option<u32>,
+    /// Timeout in seconds.
+    pub timeout_secs: f64,
+    /// Retries.
+    pub max_retries: u32,
+    /// Request defaults.
+    pub options: ModelOptions,
+}
+
+impl From<&ModelSpec> for PlannedModel {
+    fn from(m: &ModelSpec) -> Self {
+        PlannedModel {
+            name: m.name.clone(),
+            provider: m.provider,
+            model: m.model.clone(),
+            base_url: m.base_url.clone(),
+            api_key_env: m.api_key_env.clone(),
+            concurrency: m.concurrency,
+            requests_per_minute: m.requests_per_minute,
+            timeout_secs: m.timeout_secs,
+            max_retries: m.max_retries,
+            options: m.options.clone(),
+        }
+    }
+}
+
+impl From<&PlannedModel> for ModelSpec {
+    fn from(p: &PlannedModel) -> Self {
+        ModelSpec {
+            name: p.name.clone(),
+            provider: p.provider,
+            model: p.model.clone(),
+            base_url: p.base_url.clone(),
+            api_key_env: p.api_key_env.clone(),
+            concurrency: p.concurrency,
+            requests_per_minute: p.requests_per_minute,
+            timeout_secs: p.timeout_secs,
+            max_retries: p.max_retries,
+            options: p.options.clone(),
+        }
+    }
+}
+
+/// `results/runs/<run-id>/plan.json`: what a run is, so it can be resumed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The run id.
+    pub run_id: String,
+    /// UTC creation time, `2026-11-21 22:30:00`.
+    pub created: String,
+    /// Spec files, in order.
+    pub spec_files: Vec<PathBuf>,
+    /// Models, in order.
+    pub models: Vec<PlannedModel>,
+    /// Instances per spec, overriding each spec's `runs`.
+    pub runs: Option<u32>,
+    /// The golden directory (replay reads transcripts from it).
+    pub golden_dir: PathBuf,
+    /// Per model, the spec ids it runs (absent: every spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<BTreeMap<String, Vec<String>>>,
+}
+
+impl Manifest {
+    /// Whether `model` runs `spec` in this plan.
+    pub fn includes(&self, model: &str, spec: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| {
+            only.get(model)
+                .is_some_and(|specs| specs.iter().any(|s| s == spec))
+        })
+    }
+}
+
+/// How a run behaves.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// Use the response cache.
+    pub use_cache: bool,
+    /// The cache database.
+    pub cache_path: PathBuf,
+    /// Show progress.
+    pub progress: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct RunOutcome {
+    /// Records written by this invocation.
+    pub written: u64,
+    /// Of those, answered from the cache.
+    pub cached: u64,
+    /// HTTP attempts made.
+    pub attempts: u64,
+    /// Stopped by Ctrl-C before the plan was complete.
+    pub interrupted: bool,
+}
+
+/// A run failure that is not about any one request.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A file could not be read or written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A model could not be set up.
+    #[error("{0}")]
+    Model(String),
+    /// The cache could not be opened.
+    #[error("cache: {0}")]
+    Cache(#[from] rusqlite::Error),
+}
+
+/// UTC now as (`2026-11-21 22:30:00`, `20261121_223000`).
+pub fn timestamps() -> (String, String) {
+    let now = time::OffsetDateTime::now_utc();
+    let human = now
+        .format(time::macros::format_description!(
+            "[year]-[month]-[day] [hour]:[minute]:[second]"
+        ))
+        .expect("formats");
+    let file = now
+        .format(time::macros::format_description!(
+            "[year][month][day]_[hour][minute][second]"
+        ))
+        .expect("formats");
+    (human, file)
+}
+
+/// A fresh run id under `runs_dir` (the file stamp, suffixed if taken).
+pub fn new_run_id(runs_dir: &Path, file_stamp: &str) -> String {
+    let mut id = file_stamp.to_owned();
+    let mut n = 1;
+    while runs_dir.join(&id).exists() {
+        n += 1;
+        id = format!("{file_stamp}-{n}");
+    }
+    id
+}
+
+/// Finds a run directory by id or `latest`.
+pub fn find_run(runs_dir: &Path, id: &str) -> Result<PathBuf, String> {
+    if id != "latest" {
+        let dir = runs_dir.join(id);
+        return if dir.join("plan.json").exists() {
+            Ok(dir)
+        } else {
+            Err(format!("no run `{id}` under {}", runs_dir.display()))
+        };
+    }
+    let mut ids: Vec<PathBuf> = std::fs::read_dir(runs_dir)
+        .map_err(|e| format!("{}: {e}", runs_dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("plan.json").exists())
+        .collect();
+    ids.sort();
+    ids.pop()
+        .ok_or_else(|| format!("no runs under {}", runs_dir.display()))
+}
+
+fn is_loopback(url: &str) -> bool {
+    let host = url.split("://").nth(1).unwrap_or(url);
+    host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
+}
+
+/// Builds the client side of each model; endpoints shared by several models share a semaphore.
+pub fn model_runtimes(
+    models: &[ModelSpec],
+    golden_dir: &Path,
+) -> Result<Vec<Arc<ModelRuntime>>, RunError> {
+    crate::provider::install_tls();
+    let build = |direct: bool| {
+        let b = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true);
+        let b = if direct { b.no_proxy() } else { b };
+        b.build()
+            .map_err(|e| RunError::Model(format!("HTTP client: {e}")))
+    };
+    let (direct, proxied) = (build(true)?, build(false)?);
+    let mut semaphores: HashMap<String, Arc<Semaphore>> = HashMap::new();
+    let mut out = Vec::new();
+    for m in models {
+        let (provider, base_url) = match m.provider {
+            ProviderKind::OpenAi => {
+                let base = m.base_url.clone().unwrap_or_else(|| {
+                    std::env::var("OPENAI_BASE_URL")
+                        .unwrap_or_else(|_| "https://api.openai.com/v1".into())
+                });
+                let mut spec = m.clone();
+                spec.base_url = Some(base.clone());
+                let http = if is_loopback(&base) {
+                    direct.clone()
+                } else {
+                    proxied.clone()
+                };
+                let client =
+                    OpenAiClient::new(&spec, http).map_err(|e| RunError::Model(e.to_string()))?;
+                (Provider::OpenAi(client), base)
+            }
+            ProviderKind::Ollama => {
+                let base = m.base_url.clone().unwrap_or_else(|| {
+                    crate::provider::ollama_base_from_env(std::env::var("OLLAMA_HOST").ok())
+                });
+                let mut spec = m.clone();
+                spec.base_url = Some(base.clone());
+                let http = if is_loopback(&base) {
+                    direct.clone()
+                } else {
+                    proxied.clone()
+                };
+                (
+                    Provider::Ollama(OllamaClient::new(&spec, http, false)),
+                    base,
+                )
+            }
+            ProviderKind::Replay => (
+                Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
+                format!("replay:{}", m.name),
+            ),
+        };
+        let semaphore = semaphores
+            .entry(base_url.clone())
+            .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
+            .clone();
+        out.push(Arc::new(ModelRuntime {
+            spec: m.clone(),
+            provider,
+            base_url,
+            semaphore,
+            limiter: m.requests_per_minute.map(limits::RateLimiter::new),
+        }));
+    }
+    Ok(out)
+}
+
+/// Prepares a spec for running: its answer format and re-ask budget.
+pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, String> {
+    let request = &spec.def.request;
+    let dir = spec.file.parent().unwrap_or(Path::new("."));
+    let (format, validator) = match request.response_format {
+        None | Some(ResponseFormat::Text) => (OutputFormat::Text, None),
+        Some(ResponseFormat::Json) => (OutputFormat::Json, None),
+        Some(ResponseFormat::JsonSchema) => {
+            let path = dir.join(request.schema.as_deref().unwrap_or_default());
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let schema: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let validator = jsonschema::validator_for(&schema)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            (OutputFormat::JsonSchema(schema), Some(validator))
+        }
+    };
+    let max_asks = if format == OutputFormat::Text {
+        1
+    } else {
+        request.attempts.unwrap_or(3).max(1)
+    };
+    Ok(SpecRuntime {
+        runs: runs.unwrap_or(spec.runs),
+        spec,
+        format,
+        validator,
+        max_asks,
+    })
+}
+
+/// Tasks of one model in plan order, skipping those already done.
+struct TaskQueue {
+    items: Vec<(usize, u64, u32)>,
+    next: usize,
+}
+
+/// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
+pub async fn execute(
+    manifest: &Manifest,
+    models: &[Arc<ModelRuntime>],
+    specs: &[Arc<SpecRuntime>],
+    journal_path: &Path,
+    settings: &RunSettings,
+) -> Result<RunOutcome, RunError> {
+    let done: HashSet<TaskKey> = journal::read_journal(journal_path)?.into_keys().collect();
+    let cache = if settings.use_cache {
+        Some(Arc::new(cache::Cache::open(&settings.cache_path)?))
+    } else {
+        None
+    };
+    let mut journal = Journal::open(journal_path)?;
+    let mut queues = Vec::new();
+    let mut progress_rows = Vec::new();
+    for model in models {
+        let mut items = Vec::new();
+        let mut total = 0u64;
+        for (si, spec) in specs.iter().enumerate() {
+            if !manifest.includes(&model.spec.name, &spec.spec.id) {
+                continue;
+            }
+            for instance in 0..u64::from(spec.runs) {
+                total += 1;
+                let key = TaskKey {
+                    model: model.spec.name.clone(),
+                    spec: spec.spec.id.clone(),
+                    instance,
+                    sample: 0,
+                };
+                if !done.contains(&key) {
+                    items.push((si, instance, 0u32));
+                }
+            }
+        }
+        progress_rows.push((model.spec.name.clone(), total - items.len() as u64, total));
+        queues.push(Arc::new(Mutex::new(TaskQueue { items, next: 0 })));
+    }
+    let mut progress = Progress::new(&progress_rows, settings.progress);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = mpsc::channel::<(usize, record::Record)>(1024);
+    let mut workers = tokio::task::JoinSet::new();
+    for (mi, model) in models.iter().enumerate() {
+        for _ in 0..model.spec.concurrency.max(1) {
+            let (model, queue, specs, tx, stop, cache) = (
+                model.clone(),
+                queues[mi].clone(),
+                specs.to_vec(),
+                tx.clone(),
+                stop.clone(),
+                cache.clone(),
+            );
+            workers.spawn(async move {
+                loop {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let next = {
+                        let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                        let item = q.items.get(q.next).copied();
+                        q.next += 1;
+                        item
+                    };
+                    let Some((si, instance, sample)) = next else {
+                        return;
+                    };
+                    let record =
+                        execute::run_task(&model, &specs[si], instance, sample, cache.as_deref())
+                            .await;
+                    if tx.send((mi, record)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    }
+    drop(tx);
+    let mut outcome = RunOutcome::default();
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    loop {
+        tokio::select! {
+            received = rx.recv() => {
+                let Some((mi, record)) = received else { break };
+                journal.append(&record)?;
+                outcome.written += 1;
+                outcome.cached += u64::from(record.cached);
+                outcome.attempts += u64::from(record.attempts);
+                progress.record(mi, record.passed);
+            }
+            _ = &mut interrupt, if !outcome.interrupted => {
+                outcome.interrupted = true;
+                stop.store(true, Ordering::SeqCst);
+                // Requests in flight are abandoned; finished ones still in the channel are kept.
+                workers.abort_all();
+            }
+        }
+    }
+    while workers.join_next().await.is_some() {}
+    journal.sync()?;
+    progress.finish();
+    Ok(outcome)
+}
+
+/// Loads a run's manifest.
+pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
+    let text = std::fs::read_to_string(run_dir.join("plan.json"))?;
+    serde_json::from_str(&text)
+        .map_err(|e| RunError::Io(std::io::Error::other(format!("plan.json: {e}"))))
+}
+
+/// Writes a run's manifest.
+pub fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunError> {
+    std::fs::create_dir_all(run_dir)?;
+    let text = serde_json::to_string_pretty(manifest).expect("manifests serialize");
+    std::fs::write(run_dir.join("plan.json"), text + "\n")?;
+    Ok(())
+}
+
+/// Every record of a journal, sorted by (model, spec, instance, sample).
+pub fn sorted_records(journal_path: &Path) -> Result<BTreeMap<TaskKey, record::Record>, RunError> {
+    Ok(journal::read_journal(journal_path)?)
+}

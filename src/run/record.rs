@@ -1,0 +1,116 @@
+//! One finished request: the unit the journal stores and every report reads.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::prompt::Message;
+use crate::verify::{FailureKind, RuleOutcome};
+
+/// Identifies one request of a run plan.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TaskKey {
+    /// The model's display name.
+    pub model: String,
+    /// The spec id.
+    pub spec: String,
+    /// Instance index.
+    pub instance: u64,
+    /// Sample index.
+    pub sample: u32,
+}
+
+/// Everything known about one answered (or failed) request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The model's display name.
+    pub model: String,
+    /// The spec id.
+    pub spec: String,
+    /// Instance index.
+    pub instance: u64,
+    /// Sample index.
+    pub sample: u32,
+    /// `<spec>/<index>`.
+    pub instance_id: String,
+    /// The rendered prompt.
+    pub messages: Vec<Message>,
+    /// The instance variables (for group-by and reports).
+    pub vars: Map<String, Value>,
+    /// Each rule's expected value.
+    pub expected: Map<String, Value>,
+    /// The model's final response, if any.
+    pub response: Option<String>,
+    /// The first rule's extracted answer.
+    pub answer: Option<String>,
+    /// All rules passed.
+    pub passed: bool,
+    /// Weighted mean rule score (0 on request errors).
+    pub score: f64,
+    /// Failure details, one per failing rule.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// Each rule's outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleOutcome>,
+    /// The failure category: a rule's (`no_answer`, `wrong_value`, `invalid_json`, ...)
+    /// or the request's (`timeout`, `server_error`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Wall time of the successful attempt, in milliseconds.
+    pub latency_ms: u64,
+    /// Prompt tokens.
+    pub tokens_in: Option<u64>,
+    /// Generated tokens.
+    pub tokens_out: Option<u64>,
+    /// HTTP attempts made (retries and re-asks included; 0 when cached).
+    pub attempts: u32,
+    /// The request error, when no response was obtained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the answer came from the cache.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+impl Record {
+    /// The plan key of this record.
+    pub fn key(&self) -> TaskKey {
+        TaskKey {
+            model: self.model.clone(),
+            spec: self.spec.clone(),
+            instance: self.instance,
+            sample: self.sample,
+        }
+    }
+
+    /// Whether a usable response was obtained (no request error).
+    pub fn has_response(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Whether the response was valid: obtained, and every rule could extract an answer.
+    pub fn is_valid(&self) -> bool {
+        self.has_response()
+            && self.rules.iter().all(|r| {
+                !matches!(
+                    r.verdict.failure,
+                    Some(
+                        FailureKind::NoAnswer
+                            | FailureKind::InvalidJson
+                            | FailureKind::SchemaMismatch
+                    )
+                )
+            })
+    }
+}
+
+/// The label of a rule failure kind.
+pub fn failure_label(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::NoAnswer => "no_answer",
+        FailureKind::WrongValue => "wrong_value",
+        FailureKind::InvalidJson => "invalid_json",
+        FailureKind::SchemaMismatch => "schema_mismatch",
+        FailureKind::ScriptError => "script_error",
+    }
+}
