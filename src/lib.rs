@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod golden;
+pub mod metrics;
 pub mod prompt;
 pub mod provider;
 pub mod report;

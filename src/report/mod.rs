@@ -1,8 +1,28 @@
 //! Reports built from run journals: raw results, Markdown, JSON, CSV, JUnit
 //! and the terminal summary table.
+//!
+//! Records are indexed first and read back one at a time ([`source`]), so
+//! memory stays bounded by the metrics, not by the journals. Every output is
+//! deterministic: ordered maps only, and no clock but `ctx`'s timestamps.
 
-use std::io;
+mod csv;
+mod json;
+mod junit;
+mod markdown;
+mod raw;
+mod source;
+mod terminal;
+mod text;
+
+use std::collections::BTreeSet;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+use crate::metrics::{MetricsBuilder, Summary};
+use crate::provider::model_ref::file_stem;
+use raw::RawWriter;
+use source::Source;
 
 /// A spec as reports name it.
 #[derive(Debug, Clone)]
@@ -59,8 +79,87 @@ pub struct ReportOutput {
     pub terminal: String,
 }
 
+/// What the renderers see: names in report order and the finished metrics.
+pub(crate) struct View<'a> {
+    /// The request.
+    pub ctx: &'a ReportContext<'a>,
+    /// Shown model names (`<run>/<model>` when a model is in several runs).
+    pub models: &'a [String],
+    /// Specs: `ctx.specs`, then any other spec found in the journals.
+    pub specs: &'a [SpecInfo],
+    /// Metrics keyed by shown model name and spec id.
+    pub summary: &'a Summary,
+}
+
 /// Builds every report for the given journals.
+///
+/// A model present in several journals is shown as `<run-id>/<model>` in
+/// each (run ids from `ctx.run_ids` when it matches `ctx.journals` one to
+/// one, else each journal's directory name); other models keep their name.
 pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
-    let _ = ctx;
-    Ok(ReportOutput::default())
+    let mut source = Source::open(ctx)?;
+    let models = std::mem::take(&mut source.models);
+    let specs = std::mem::take(&mut source.specs);
+    let raw_dir = ctx.results_dir.join("raw");
+    let reports_dir = ctx.results_dir.join("reports");
+    fs::create_dir_all(&raw_dir)?;
+    fs::create_dir_all(&reports_dir)?;
+    let mut out = ReportOutput::default();
+
+    // One pass over the records feeds both the metrics and the raw files.
+    let mut builder = MetricsBuilder::new();
+    let mut stems = BTreeSet::new();
+    for (m, name) in models.iter().enumerate() {
+        let path = raw_dir.join(format!("{}_{}.json", unique_stem(name, &mut stems), ctx.file_stamp));
+        let mut raw = RawWriter::new(BufWriter::new(File::create(&path)?));
+        for i in source.model_range(m) {
+            let record = source.read(i)?;
+            builder.add(name, &record);
+            raw.write(name, &record)?;
+        }
+        raw.finish()?;
+        out.raw.push(path);
+    }
+    let summary = builder.finish();
+    let view = View { ctx, models: &models, specs: &specs, summary: &summary };
+
+    out.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
+    fs::write(&out.markdown, markdown::render(&view))?;
+    let mut done = Vec::new();
+    for &format in ctx.formats {
+        if done.contains(&format) {
+            continue;
+        }
+        done.push(format);
+        let ext = match format {
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Junit => "xml",
+        };
+        let path = reports_dir.join(format!("report_{}.{ext}", ctx.file_stamp));
+        match format {
+            Format::Json => fs::write(&path, json::render(&view)?)?,
+            Format::Csv => fs::write(&path, csv::render(&view))?,
+            Format::Junit => {
+                let mut w = BufWriter::new(File::create(&path)?);
+                junit::write(&mut w, &view, &mut source)?;
+                w.flush()?;
+            }
+        }
+        out.extra.push(path);
+    }
+    out.terminal = terminal::render(&view);
+    Ok(out)
+}
+
+/// `name`'s file stem, suffixed `_2`, `_3`, ... when another model already took it.
+fn unique_stem(name: &str, taken: &mut BTreeSet<String>) -> String {
+    let base = file_stem(name);
+    let mut stem = base.clone();
+    let mut n = 1;
+    while !taken.insert(stem.clone()) {
+        n += 1;
+        stem = format!("{base}_{n}");
+    }
+    stem
 }

@@ -139,6 +139,8 @@ pub struct RuleDef {
     pub name: Option<String>,
     /// Weight in the instance score (default 1).
     pub weight: Option<f64>,
+    /// A gate adds nothing to the score, but when it fails the instance scores 0.
+    pub gate: Option<bool>,
     /// How the answer is taken from the response.
     pub extract: Option<ExtractDef>,
     /// The instance variable holding the expected value (dotted path).

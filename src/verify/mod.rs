@@ -147,7 +147,7 @@ struct RuleKind {
     build: Builder,
 }
 
-const COMMON_KEYS: &[&str] = &["rule", "name", "weight", "extract"];
+const COMMON_KEYS: &[&str] = &["rule", "name", "weight", "gate", "extract"];
 
 const RULES: &[RuleKind] = &[
     RuleKind {
@@ -229,6 +229,8 @@ pub struct CompiledRule {
     pub name: String,
     /// Weight in the instance score.
     pub weight: f64,
+    /// Whether the rule gates the score instead of adding to it.
+    pub gate: bool,
     /// How the answer is extracted.
     pub extractor: Extractor,
     rule: Box<dyn Rule>,
@@ -309,7 +311,7 @@ impl RuleSet {
     /// Judges `response` for an instance with `vars`.
     pub fn verify(&self, response: &str, vars: &Map<String, Value>) -> InstanceVerdict {
         let mut outcomes = Vec::with_capacity(self.rules.len());
-        let (mut weighted, mut total_weight) = (0.0, 0.0);
+        let (mut weighted, mut total_weight, mut gates_hold) = (0.0, 0.0, true);
         for rule in &self.rules {
             let answer = rule.extractor.apply(response);
             let verdict = match &answer {
@@ -322,8 +324,12 @@ impl RuleSet {
                     ),
                 ),
             };
-            weighted += verdict.score * rule.weight;
-            total_weight += rule.weight;
+            if rule.gate {
+                gates_hold &= verdict.passed;
+            } else {
+                weighted += verdict.score * rule.weight;
+                total_weight += rule.weight;
+            }
             outcomes.push(RuleOutcome {
                 name: rule.name.clone(),
                 answer,
@@ -332,10 +338,10 @@ impl RuleSet {
         }
         InstanceVerdict {
             passed: outcomes.iter().all(|o| o.verdict.passed),
-            score: if total_weight > 0.0 {
-                weighted / total_weight
-            } else {
-                0.0
+            score: match (gates_hold, total_weight > 0.0) {
+                (true, true) => weighted / total_weight,
+                (true, false) => 1.0,
+                (false, _) => 0.0,
             },
             rules: outcomes,
         }
@@ -363,6 +369,45 @@ impl RuleSet {
             }
         }
         missing
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(name: &str, weight: f64, gate: bool, passes_on: &'static str) -> CompiledRule {
+        struct Fixed(&'static str);
+        impl Rule for Fixed {
+            fn variables(&self) -> Vec<(&'static str, &str)> {
+                Vec::new()
+            }
+            fn expected(&self, _: &Map<String, Value>) -> Option<Value> {
+                None
+            }
+            fn verify(&self, answer: &str, _: &str, _: &Map<String, Value>) -> Verdict {
+                if answer.contains(self.0) { Verdict::pass() } else { Verdict::fail("no") }
+            }
+        }
+        CompiledRule {
+            name: name.into(),
+            weight,
+            gate,
+            extractor: Extractor::new(ExtractDef::text()).unwrap(),
+            rule: Box::new(Fixed(passes_on)),
+        }
+    }
+
+    #[test]
+    fn scores_are_weighted_means_and_gates_zero_them() {
+        let set = RuleSet { rules: vec![rule("a", 2.0, false, "a"), rule("b", 1.0, false, "b"), rule("g", 1.0, true, "ok")] };
+        let v = set.verify("a ok", &Map::new());
+        assert!(!v.passed);
+        assert!((v.score - 2.0 / 3.0).abs() < 1e-12);
+        let v = set.verify("a b", &Map::new());
+        assert_eq!((v.passed, v.score), (false, 0.0));
+        let v = set.verify("a b ok", &Map::new());
+        assert_eq!((v.passed, v.score), (true, 1.0));
     }
 }
 
@@ -449,6 +494,7 @@ fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule, Vec<Diagn
         (Some(rule), Some(extractor)) if errors.is_empty() => Ok(CompiledRule {
             name: def.name.clone().unwrap_or_else(|| def.rule.clone()),
             weight: def.weight.unwrap_or(1.0),
+            gate: def.gate.unwrap_or(false),
             extractor,
             rule,
         }),

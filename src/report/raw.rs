@@ -1,0 +1,130 @@
+//! `results/raw/<model>_<stamp>.json`: one JSON array per model in the
+//! format of TZ 5.2, extended with the fields a later analysis needs.
+//!
+//! `prompt` is the rendered conversation as text: each message as
+//! `<role>: <content>`, messages separated by a blank line, so a one-message
+//! prompt reads `user: <text>`. The structured messages stay in the journal.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::metrics::{expected_output, test_id};
+use crate::prompt::Message;
+use crate::run::record::Record;
+use crate::spec::model::Role;
+
+/// One element of the raw array; field order is the key order.
+#[derive(Serialize)]
+struct RawResult<'a> {
+    test_id: String,
+    model_name: &'a str,
+    prompt: String,
+    llm_response: Option<&'a str>,
+    expected_output: Value,
+    is_correct: bool,
+    execution_time_ms: u64,
+    spec: &'a str,
+    instance: u64,
+    sample: u32,
+    extracted_answer: Option<&'a str>,
+    score: f64,
+    detail: &'a str,
+    failure: Option<&'a str>,
+    tokens_in: Option<u64>,
+    tokens_out: Option<u64>,
+    attempts: u32,
+    error: Option<&'a str>,
+    cached: bool,
+}
+
+/// The prompt as text: `role: content` per message, separated by blank lines.
+pub(crate) fn prompt_text(messages: &[Message]) -> String {
+    let role = |m: &Message| match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    messages
+        .iter()
+        .map(|m| format!("{}: {}", role(m), m.content))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// Streams a JSON array element by element, so no file-sized string is built.
+pub(crate) struct RawWriter<W: Write> {
+    out: W,
+    count: u64,
+}
+
+impl<W: Write> RawWriter<W> {
+    /// Starts an array on `out`.
+    pub fn new(out: W) -> RawWriter<W> {
+        RawWriter { out, count: 0 }
+    }
+
+    /// Appends `r`, shown under the model name `model`.
+    pub fn write(&mut self, model: &str, r: &Record) -> io::Result<()> {
+        let item = RawResult {
+            test_id: test_id(r),
+            model_name: model,
+            prompt: prompt_text(&r.messages),
+            llm_response: r.response.as_deref(),
+            expected_output: expected_output(r),
+            is_correct: r.passed,
+            execution_time_ms: r.latency_ms,
+            spec: &r.spec,
+            instance: r.instance,
+            sample: r.sample,
+            extracted_answer: r.answer.as_deref(),
+            score: r.score,
+            detail: &r.detail,
+            failure: r.failure.as_deref(),
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+            attempts: r.attempts,
+            error: r.error.as_deref(),
+            cached: r.cached,
+        };
+        let json = serde_json::to_string_pretty(&item).map_err(io::Error::other)?;
+        // Strings are escaped, so every newline is between tokens and indenting is safe.
+        let sep = if self.count == 0 { "[\n  " } else { ",\n  " };
+        write!(self.out, "{sep}{}", json.replace('\n', "\n  "))?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Closes the array and returns the writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.write_all(if self.count == 0 { b"[]\n" } else { b"\n]\n" })?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::tests::{error, record};
+
+    #[test]
+    fn arrays_stream_and_parse() {
+        let empty = RawWriter::new(Vec::new()).finish().unwrap();
+        assert_eq!(String::from_utf8(empty).unwrap(), "[]\n");
+        let mut w = RawWriter::new(Vec::new());
+        let mut r = record("m", "s", 1);
+        r.response = Some("line 1\nline \"2\"".into());
+        w.write("run/m", &r).unwrap();
+        w.write("run/m", &error(record("m", "s", 2), "timeout", "slow")).unwrap();
+        let text = String::from_utf8(w.finish().unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v[0]["llm_response"], "line 1\nline \"2\"");
+        assert_eq!(v[0]["prompt"], "user: question 1");
+        assert_eq!(v[0]["model_name"], "run/m");
+        assert_eq!(v[1]["llm_response"], Value::Null);
+        assert_eq!(v[1]["error"], "slow");
+        assert!(text.starts_with("[\n  {\n    \"test_id\": \"s/1\""), "{text}");
+    }
+}
