@@ -173,7 +173,7 @@ pub struct Extractor {
 
 /// A pattern in an `extract` table that did not compile.
 #[derive(Debug, thiserror::Error)]
-#[error("pattern {index} does not compile: {source}")]
+#[error("pattern {} does not compile: {source}", index + 1)]
 pub struct PatternError {
     /// Which pattern (0-based).
     pub index: usize,

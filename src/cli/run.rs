@@ -4,8 +4,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use owo_colors::OwoColorize;
-
 use super::render;
 use crate::config::Config;
 use crate::provider::{ModelSpec, ProviderKind};

@@ -8,11 +8,14 @@ use std::sync::Mutex;
 use super::{Completion, ProviderError, RequestKey, Usage};
 use crate::run::transcript::{TranscriptLine, read_transcript, transcript_path};
 
+/// One spec's recorded lines by (instance, sample).
+type SpecLines = HashMap<(u64, u32), TranscriptLine>;
+
 /// Answers recorded for one model, loaded per spec on first use.
 pub struct ReplayProvider {
     golden_dir: PathBuf,
     model: String,
-    loaded: Mutex<HashMap<String, HashMap<(u64, u32), TranscriptLine>>>,
+    loaded: Mutex<HashMap<String, SpecLines>>,
 }
 
 impl ReplayProvider {

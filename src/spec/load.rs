@@ -87,6 +87,18 @@ fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error)
         };
         return d.with_source(source);
     }
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|m| m.split('`').next())
+    {
+        let help = match field {
+            "prompt" => "add a [prompt] table with at least `user = \"...\"`".to_owned(),
+            other => format!("add `{other} = ...`"),
+        };
+        return Diagnostic::new(ErrorKind::Invalid, location, format!("{message}{at}"))
+            .with_help(help)
+            .with_source(source);
+    }
     let kind = if message.contains("missing field") || message.contains("invalid") {
         ErrorKind::Invalid
     } else {
@@ -157,6 +169,36 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             "temperature must be within 0..2".into(),
         ));
     }
+    if let Some(p) = def.request.top_p
+        && !(p > 0.0 && p <= 1.0)
+    {
+        errors.push(at(
+            key_path!["request", "top_p"],
+            ErrorKind::Invalid,
+            "top_p must be within 0..1 (greater than 0)".into(),
+        ));
+    }
+    if def.request.max_tokens == Some(0) {
+        errors.push(at(
+            key_path!["request", "max_tokens"],
+            ErrorKind::Invalid,
+            "max_tokens must be at least 1".into(),
+        ));
+    }
+    if def.request.attempts == Some(0) {
+        errors.push(at(
+            key_path!["request", "attempts"],
+            ErrorKind::Invalid,
+            "attempts must be at least 1".into(),
+        ));
+    }
+    if def.generate.as_ref().and_then(|g| g.max_operations) == Some(0) {
+        errors.push(at(
+            key_path!["generate", "max_operations"],
+            ErrorKind::Invalid,
+            "max_operations must be at least 1 (it bounds every script run)".into(),
+        ));
+    }
     match (def.request.response_format, &def.request.schema) {
         (Some(ResponseFormat::JsonSchema), None) => errors.push(at(
             key_path!["request", "response_format"],
@@ -187,10 +229,17 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
         );
     }
 
-    let generator = compile_generator(&def, &map, &spec_dir, &source)
-        .map_err(|e| errors.push(e))
-        .ok()
-        .flatten();
+    let generator = if errors
+        .iter()
+        .any(|e| e.message.starts_with("max_operations"))
+    {
+        None
+    } else {
+        compile_generator(&def, &map, &spec_dir, &source)
+            .map_err(|e| errors.push(e))
+            .ok()
+            .flatten()
+    };
     let prompt = compile_prompt(&def, &map)
         .map_err(|mut e| errors.append(&mut e))
         .ok();

@@ -172,21 +172,54 @@ impl SourceMap {
     }
 
     /// Maps a 1-based (line, column) inside the string at `path` to a file location.
+    ///
+    /// Walks the raw TOML text decoding escapes (`\n`, `\"`, `\uXXXX`, line-ending
+    /// backslashes), so positions stay exact in basic strings too.
     pub fn locate_in_string(&self, path: &[Key], line: usize, column: usize) -> Location {
         let Some(start) = self.string_content_start(path) else {
             return self.locate(path);
         };
-        let base = self.location_at(start);
-        let line = line.max(1);
-        Location {
-            file: self.file.clone(),
-            line: base.line + line - 1,
-            column: if line == 1 {
-                base.column + column.max(1) - 1
+        let basic = self
+            .value_span(path)
+            .and_then(|span| self.source.get(span.start..span.start + 1))
+            == Some("\"");
+        let raw = &self.source[start..];
+        let (target_line, target_col) = (line.max(1), column.max(1));
+        let (mut line, mut col) = (1usize, 1usize);
+        let mut chars = raw.char_indices().peekable();
+        while let Some((offset, c)) = chars.next() {
+            if (line, col) >= (target_line, target_col) {
+                return self.location_at(start + offset);
+            }
+            if basic && c == '\\' {
+                match chars.next() {
+                    Some((_, 'u')) => {
+                        chars.nth(3);
+                    }
+                    Some((_, 'U')) => {
+                        chars.nth(7);
+                    }
+                    Some((_, 'n')) => {
+                        line += 1;
+                        col = 1;
+                        continue;
+                    }
+                    Some((_, w)) if w.is_whitespace() => {
+                        // A line-ending backslash swallows the following whitespace.
+                        while chars.next_if(|(_, w)| w.is_whitespace()).is_some() {}
+                        continue;
+                    }
+                    _ => {}
+                }
+                col += 1;
+            } else if c == '\n' {
+                line += 1;
+                col = 1;
             } else {
-                column.max(1)
-            },
+                col += 1;
+            }
         }
+        self.location_at(start + raw.len())
     }
 
     fn node(&self, path: &[Key]) -> Option<&Spanned<Node>> {
@@ -218,6 +251,15 @@ mod tests {
         let key = map.locate_key(key_path!["verify", 1, "pattern"]);
         assert_eq!((key.line, key.column), (6, 1));
         assert_eq!(map.table_keys(key_path!["verify", 0]), vec!["rule"]);
+    }
+
+    #[test]
+    fn maps_positions_across_escapes_in_basic_strings() {
+        let src = "user = \"ab\\n\\\"c{{ x }}\"\n";
+        let map = SourceMap::parse(Path::new("s.toml"), src).unwrap();
+        // Template line 2, column 3 is `{` after the escaped quote and `c`.
+        let loc = map.locate_in_string(key_path!["user"], 2, 3);
+        assert_eq!((loc.line, loc.column), (1, 16), "{src}");
     }
 
     #[test]

@@ -82,24 +82,24 @@ impl Spec {
             return Ok(Map::new());
         };
         generator.generate(index).map_err(|e| {
-            let location = match origin {
-                ScriptOrigin::Inline => {
-                    if e.line == 0 {
-                        self.map.locate(crate::key_path!["generate", "script"])
-                    } else {
-                        self.map.locate_in_string(
-                            crate::key_path!["generate", "script"],
-                            e.line,
-                            e.column,
-                        )
-                    }
-                }
+            let (location, source) = match origin {
+                ScriptOrigin::Inline if e.line == 0 => (
+                    self.map.locate(crate::key_path!["generate", "script"]),
+                    self.map.source(),
+                ),
+                ScriptOrigin::Inline => (
+                    self.map.locate_in_string(
+                        crate::key_path!["generate", "script"],
+                        e.line,
+                        e.column,
+                    ),
+                    self.map.source(),
+                ),
                 ScriptOrigin::File { path, source } => {
                     let mut loc = crate::error::Location::file_start(path);
                     loc.line = e.line.max(1);
                     loc.column = e.column.max(1);
-                    let _ = source;
-                    loc
+                    (loc, source.as_str())
                 }
             };
             Diagnostic::new(
@@ -107,6 +107,7 @@ impl Spec {
                 location,
                 format!("instance {index}: {}", e.message),
             )
+            .with_source(source)
         })
     }
 
@@ -121,9 +122,10 @@ impl Spec {
             index => index,
             ..TemplateValue::from(minijinja::value::Serde(vars))
         };
-        self.prompt
-            .render(&context)
-            .map_err(|e| self.template_diagnostic(&e, Some(index)))
+        self.prompt.render(&context).map_err(|e| {
+            self.template_diagnostic(&e, Some(index))
+                .with_source(self.map.source())
+        })
     }
 
     /// Generates and renders instance `index`.

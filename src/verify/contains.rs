@@ -61,6 +61,21 @@ struct Contains {
     mode: Mode,
 }
 
+/// The expected value, refusing a literal that names nothing to look for.
+fn needles(def: &RuleDef, cx: &BuildContext) -> Result<Expected, Diagnostic> {
+    let expected = Expected::from_def(def, cx)?;
+    if let Expected::Literal(Value::Array(items)) = &expected
+        && items.is_empty()
+    {
+        return Err(cx.error(
+            ErrorKind::Invalid,
+            "value",
+            "`value` is an empty list: there is nothing to look for",
+        ));
+    }
+    Ok(expected)
+}
+
 /// Builds a `contains` rule.
 pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     let mode = match def.mode.as_deref() {
@@ -77,7 +92,7 @@ pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>,
         }
     };
     Ok(Box::new(Contains {
-        expected: Expected::from_def(def, cx)?,
+        expected: needles(def, cx)?,
         matcher: Matcher::from_def(def),
         mode,
     }))
@@ -86,7 +101,7 @@ pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>,
 /// Builds a `not_contains` rule.
 pub fn build_not_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     Ok(Box::new(Contains {
-        expected: Expected::from_def(def, cx)?,
+        expected: needles(def, cx)?,
         matcher: Matcher::from_def(def),
         mode: Mode::None,
     }))
@@ -139,7 +154,7 @@ pub fn build_exclusive(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>
         return Err(cx.missing(&def.rule, "candidates", "\"names\"  # a list variable"));
     };
     Ok(Box::new(Exclusive {
-        expected: Expected::from_def(def, cx)?,
+        expected: needles(def, cx)?,
         candidates,
         matcher: Matcher::from_def(def),
     }))

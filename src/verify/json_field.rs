@@ -35,13 +35,18 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
         def.fields.clone().unwrap_or_default().into_iter().collect();
     for (pointer, _) in &fields {
         if !(pointer.is_empty() || pointer.starts_with('/')) {
-            return Err(cx
-                .error(
-                    ErrorKind::Invalid,
-                    "fields",
-                    format!("`{pointer}` is not a JSON pointer"),
-                )
-                .with_help(format!("write \"/{pointer}\"")));
+            let at = cx.map.locate_key(crate::key_path![
+                "verify",
+                cx.index,
+                "fields",
+                pointer.as_str()
+            ]);
+            return Err(Diagnostic::new(
+                ErrorKind::Invalid,
+                at,
+                format!("`{pointer}` is not a JSON pointer"),
+            )
+            .with_help(format!("write \"/{pointer}\"")));
         }
     }
     if validator.is_none() && fields.is_empty() {

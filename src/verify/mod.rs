@@ -372,45 +372,6 @@ impl RuleSet {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rule(name: &str, weight: f64, gate: bool, passes_on: &'static str) -> CompiledRule {
-        struct Fixed(&'static str);
-        impl Rule for Fixed {
-            fn variables(&self) -> Vec<(&'static str, &str)> {
-                Vec::new()
-            }
-            fn expected(&self, _: &Map<String, Value>) -> Option<Value> {
-                None
-            }
-            fn verify(&self, answer: &str, _: &str, _: &Map<String, Value>) -> Verdict {
-                if answer.contains(self.0) { Verdict::pass() } else { Verdict::fail("no") }
-            }
-        }
-        CompiledRule {
-            name: name.into(),
-            weight,
-            gate,
-            extractor: Extractor::new(ExtractDef::text()).unwrap(),
-            rule: Box::new(Fixed(passes_on)),
-        }
-    }
-
-    #[test]
-    fn scores_are_weighted_means_and_gates_zero_them() {
-        let set = RuleSet { rules: vec![rule("a", 2.0, false, "a"), rule("b", 1.0, false, "b"), rule("g", 1.0, true, "ok")] };
-        let v = set.verify("a ok", &Map::new());
-        assert!(!v.passed);
-        assert!((v.score - 2.0 / 3.0).abs() < 1e-12);
-        let v = set.verify("a b", &Map::new());
-        assert_eq!((v.passed, v.score), (false, 0.0));
-        let v = set.verify("a b ok", &Map::new());
-        assert_eq!((v.passed, v.score), (true, 1.0));
-    }
-}
-
 fn describe_extract(def: &ExtractDef) -> String {
     let kind = serde_json::to_value(def.kind)
         .ok()
@@ -533,5 +494,54 @@ pub fn clip(text: &str, max_chars: usize) -> String {
         text.to_owned()
     } else {
         format!("{}…", text.chars().take(max_chars).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(name: &str, weight: f64, gate: bool, passes_on: &'static str) -> CompiledRule {
+        struct Fixed(&'static str);
+        impl Rule for Fixed {
+            fn variables(&self) -> Vec<(&'static str, &str)> {
+                Vec::new()
+            }
+            fn expected(&self, _: &Map<String, Value>) -> Option<Value> {
+                None
+            }
+            fn verify(&self, answer: &str, _: &str, _: &Map<String, Value>) -> Verdict {
+                if answer.contains(self.0) {
+                    Verdict::pass()
+                } else {
+                    Verdict::fail("no")
+                }
+            }
+        }
+        CompiledRule {
+            name: name.into(),
+            weight,
+            gate,
+            extractor: Extractor::new(ExtractDef::text()).unwrap(),
+            rule: Box::new(Fixed(passes_on)),
+        }
+    }
+
+    #[test]
+    fn scores_are_weighted_means_and_gates_zero_them() {
+        let set = RuleSet {
+            rules: vec![
+                rule("a", 2.0, false, "a"),
+                rule("b", 1.0, false, "b"),
+                rule("g", 1.0, true, "ok"),
+            ],
+        };
+        let v = set.verify("a ok", &Map::new());
+        assert!(!v.passed);
+        assert!((v.score - 2.0 / 3.0).abs() < 1e-12);
+        let v = set.verify("a b", &Map::new());
+        assert_eq!((v.passed, v.score), (false, 0.0));
+        let v = set.verify("a b ok", &Map::new());
+        assert_eq!((v.passed, v.score), (true, 1.0));
     }
 }
