@@ -64,6 +64,9 @@ pub struct ModelConfig {
     /// Request defaults for this model.
     #[serde(default)]
     pub options: ModelOptions,
+    /// Stream responses (Ollama; default false).
+    #[serde(default)]
+    pub stream: bool,
 }
 
 /// `[judge]`.
@@ -133,6 +136,7 @@ impl Config {
         spec.timeout_secs = m.timeout_secs.unwrap_or(spec.timeout_secs);
         spec.max_retries = m.max_retries.unwrap_or(spec.max_retries);
         spec.options = m.options.clone();
+        spec.stream = m.stream;
         Ok(spec)
     }
 }

@@ -129,6 +129,8 @@ pub struct Metrics {
     pub errors: u64,
     /// Records answered from the cache (excluded from latency and speed).
     pub cached: u64,
+    /// Sum of every record's `latency_ms` (errors included, cached ones are 0): time spent waiting.
+    pub time_ms: u64,
     /// Latency, when any answered non-cached record exists.
     pub latency_ms: Option<Latency>,
     /// Prompt tokens.
@@ -152,6 +154,7 @@ pub struct Accumulator {
     valid: u64,
     errors: u64,
     cached: u64,
+    time_ms: u64,
     latencies: Vec<u64>,
     tokens_in: (u64, u64),
     tokens_out: (u64, u64),
@@ -169,6 +172,7 @@ impl Accumulator {
         self.valid += u64::from(r.is_valid());
         self.errors += u64::from(r.error.is_some());
         self.cached += u64::from(r.cached);
+        self.time_ms += r.latency_ms;
         // A cached answer took no time; counting its 0 ms would flatter the model.
         let timed = r.has_response() && !r.cached;
         if timed {
@@ -188,7 +192,10 @@ impl Accumulator {
             match self.failures.get_mut(label) {
                 Some(stat) => stat.count += 1,
                 None => {
-                    let stat = FailureStat { count: 1, example: Example::of(r) };
+                    let stat = FailureStat {
+                        count: 1,
+                        example: Example::of(r),
+                    };
                     self.failures.insert(label.clone(), stat);
                 }
             }
@@ -216,14 +223,20 @@ impl Accumulator {
         Metrics {
             total: self.total,
             passed: self.passed,
-            accuracy: if self.total == 0 { 0.0 } else { self.score_sum / self.total as f64 },
+            accuracy: if self.total == 0 {
+                0.0
+            } else {
+                self.score_sum / self.total as f64
+            },
             valid: self.valid,
             errors: self.errors,
             cached: self.cached,
+            time_ms: self.time_ms,
             latency_ms,
             tokens_in: tokens(self.tokens_in),
             tokens_out: tokens(self.tokens_out),
-            tokens_per_sec: (self.speed.1 > 0).then(|| self.speed.0 as f64 * 1000.0 / self.speed.1 as f64),
+            tokens_per_sec: (self.speed.1 > 0)
+                .then(|| self.speed.0 as f64 * 1000.0 / self.speed.1 as f64),
             failures: self.failures,
             failing: self.failing,
         }
@@ -276,7 +289,11 @@ impl MetricsBuilder {
                 .into_iter()
                 .map(|(m, specs)| (m, specs.into_iter().map(|(s, a)| (s, a.finish())).collect()))
                 .collect(),
-            models: self.models.into_iter().map(|(m, a)| (m, a.finish())).collect(),
+            models: self
+                .models
+                .into_iter()
+                .map(|(m, a)| (m, a.finish()))
+                .collect(),
         }
     }
 }
@@ -304,7 +321,8 @@ impl Summary {
     /// Mean of the model's category accuracies (each spec counts once, whatever its size).
     pub fn category_mean(&self, model: &str) -> Option<f64> {
         let specs = self.cells.get(model)?;
-        (!specs.is_empty()).then(|| specs.values().map(|m| m.accuracy).sum::<f64>() / specs.len() as f64)
+        (!specs.is_empty())
+            .then(|| specs.values().map(|m| m.accuracy).sum::<f64>() / specs.len() as f64)
     }
 }
 

@@ -27,7 +27,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "harness.toml")]
     pub config: PathBuf,
     /// Instances per spec (overrides the specs and harness.toml).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub runs: Option<u32>,
     /// Complete an interrupted run: its id or `latest`.
     #[arg(long)]

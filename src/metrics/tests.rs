@@ -15,7 +15,10 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         instance,
         sample: 0,
         instance_id: format!("{spec}/{instance}"),
-        messages: vec![Message { role: Role::User, content: format!("question {instance}") }],
+        messages: vec![Message {
+            role: Role::User,
+            content: format!("question {instance}"),
+        }],
         vars: Default::default(),
         expected: [("answer".to_owned(), json!("42"))].into_iter().collect(),
         response: Some("42".into()),
@@ -36,7 +39,11 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
 
 /// A rule outcome named `answer`.
 pub(crate) fn rule(verdict: Verdict) -> RuleOutcome {
-    RuleOutcome { name: "answer".into(), answer: None, verdict }
+    RuleOutcome {
+        name: "answer".into(),
+        answer: None,
+        verdict,
+    }
 }
 
 /// Makes `r` fail with a rule failure of `kind`.
@@ -65,14 +72,22 @@ pub(crate) fn error(mut r: Record, label: &str, message: &str) -> Record {
 
 fn cell() -> Vec<Record> {
     let ok = record("m", "s", 0);
-    let mut partial = fail(record("m", "s", 1), FailureKind::WrongValue, "expected 42, got 41");
+    let mut partial = fail(
+        record("m", "s", 1),
+        FailureKind::WrongValue,
+        "expected 42, got 41",
+    );
     partial.score = 0.5;
     (partial.latency_ms, partial.tokens_in, partial.tokens_out) = (300, Some(20), Some(15));
     let mut cached = record("m", "s", 2);
     (cached.cached, cached.latency_ms, cached.attempts) = (true, 0, 0);
     let mut timeout = error(record("m", "s", 3), "timeout", "timed out after 5s");
     timeout.latency_ms = 5000;
-    let mut none = fail(record("m", "s", 4), FailureKind::NoAnswer, "no number found");
+    let mut none = fail(
+        record("m", "s", 4),
+        FailureKind::NoAnswer,
+        "no number found",
+    );
     (none.latency_ms, none.tokens_in, none.tokens_out) = (200, Some(30), None);
     vec![ok, partial, cached, timeout, none]
 }
@@ -86,20 +101,47 @@ fn cell_metrics_match_hand_computed_values() {
     assert_eq!((m.total, m.passed, m.accuracy), (5, 2, 0.5));
     // The timeout has no response; no_answer is not a valid response.
     assert_eq!((m.valid, m.errors, m.cached), (3, 1, 1));
+    // 100 + 300 + 0 + 5000 + 200.
+    assert_eq!(m.time_ms, 5600);
     // Timed: 100, 300, 200 (cached and the error excluded) → sorted 100, 200, 300.
     // p50: rank ceil(1.5) = 2 → 200; p95: rank ceil(2.85) = 3 → 300.
-    assert_eq!(m.latency_ms, Some(Latency { count: 3, mean: 200.0, p50: 200, p95: 300 }));
+    assert_eq!(
+        m.latency_ms,
+        Some(Latency {
+            count: 3,
+            mean: 200.0,
+            p50: 200,
+            p95: 300
+        })
+    );
     // In: 10 + 20 + 10 + 30; out: 5 + 15 + 5.
-    assert_eq!(m.tokens_in, Tokens { count: 4, sum: 70, mean: Some(17.5) });
+    assert_eq!(
+        m.tokens_in,
+        Tokens {
+            count: 4,
+            sum: 70,
+            mean: Some(17.5)
+        }
+    );
     assert_eq!((m.tokens_out.count, m.tokens_out.sum), (3, 25));
     // Speed: (5 + 15) tokens over (100 + 300) ms, the cached record left out.
     assert_eq!(m.tokens_per_sec, Some(50.0));
-    let counts: Vec<_> = m.failures.iter().map(|(k, v)| (k.as_str(), v.count)).collect();
-    assert_eq!(counts, [("no_answer", 1), ("timeout", 1), ("wrong_value", 1)]);
+    let counts: Vec<_> = m
+        .failures
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.count))
+        .collect();
+    assert_eq!(
+        counts,
+        [("no_answer", 1), ("timeout", 1), ("wrong_value", 1)]
+    );
     let ex = &m.failures["timeout"].example;
     assert_eq!((ex.id.as_str(), ex.response.as_deref()), ("s/3", None));
     assert_eq!(ex.error.as_deref(), Some("timed out after 5s"));
-    assert_eq!(m.failures["wrong_value"].example.detail, "expected 42, got 41");
+    assert_eq!(
+        m.failures["wrong_value"].example.detail,
+        "expected 42, got 41"
+    );
     let failing: Vec<_> = m.failing.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(failing, ["s/1", "s/3", "s/4"]);
 }
@@ -107,7 +149,10 @@ fn cell_metrics_match_hand_computed_values() {
 #[test]
 fn empty_metrics_have_no_averages() {
     let m = Accumulator::default().finish();
-    assert_eq!((m.total, m.accuracy, m.latency_ms, m.tokens_per_sec), (0, 0.0, None, None));
+    assert_eq!(
+        (m.total, m.accuracy, m.latency_ms, m.tokens_per_sec),
+        (0, 0.0, None, None)
+    );
     assert_eq!(m.tokens_in.mean, None);
 }
 
@@ -115,7 +160,11 @@ fn empty_metrics_have_no_averages() {
 fn examples_are_bounded_and_first_wins() {
     let mut acc = Accumulator::default();
     for i in 0..25 {
-        acc.add(&fail(record("m", "s", i), FailureKind::WrongValue, &format!("miss {i}")));
+        acc.add(&fail(
+            record("m", "s", i),
+            FailureKind::WrongValue,
+            &format!("miss {i}"),
+        ));
     }
     let m = acc.finish();
     assert_eq!(m.failing.len(), FAILING_EXAMPLES);
@@ -142,7 +191,10 @@ fn model_totals_and_category_mean() {
     let mut b = MetricsBuilder::new();
     b.add("m", &record("m", "a", 0));
     for i in 0..3 {
-        b.add("m", &fail(record("m", "b", i), FailureKind::WrongValue, "x"));
+        b.add(
+            "m",
+            &fail(record("m", "b", i), FailureKind::WrongValue, "x"),
+        );
     }
     b.add("run2/m", &record("m", "a", 0));
     let s = b.finish();

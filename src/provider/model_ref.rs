@@ -66,6 +66,8 @@ pub struct ModelSpec {
     pub max_retries: u32,
     /// Request defaults.
     pub options: ModelOptions,
+    /// Ask for streamed responses (Ollama).
+    pub stream: bool,
 }
 
 /// Default requests in flight per endpoint.
@@ -85,6 +87,7 @@ impl ModelSpec {
             timeout_secs: 300.0,
             max_retries: 4,
             options: ModelOptions::default(),
+            stream: false,
         }
     }
 

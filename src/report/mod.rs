@@ -110,7 +110,11 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let mut builder = MetricsBuilder::new();
     let mut stems = BTreeSet::new();
     for (m, name) in models.iter().enumerate() {
-        let path = raw_dir.join(format!("{}_{}.json", unique_stem(name, &mut stems), ctx.file_stamp));
+        let path = raw_dir.join(format!(
+            "{}_{}.json",
+            unique_stem(name, &mut stems),
+            ctx.file_stamp
+        ));
         let mut raw = RawWriter::new(BufWriter::new(File::create(&path)?));
         for i in source.model_range(m) {
             let record = source.read(i)?;
@@ -121,7 +125,12 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
         out.raw.push(path);
     }
     let summary = builder.finish();
-    let view = View { ctx, models: &models, specs: &specs, summary: &summary };
+    let view = View {
+        ctx,
+        models: &models,
+        specs: &specs,
+        summary: &summary,
+    };
 
     out.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
     fs::write(&out.markdown, markdown::render(&view))?;

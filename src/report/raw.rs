@@ -98,7 +98,8 @@ impl<W: Write> RawWriter<W> {
 
     /// Closes the array and returns the writer.
     pub fn finish(mut self) -> io::Result<W> {
-        self.out.write_all(if self.count == 0 { b"[]\n" } else { b"\n]\n" })?;
+        self.out
+            .write_all(if self.count == 0 { b"[]\n" } else { b"\n]\n" })?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -117,7 +118,8 @@ mod tests {
         let mut r = record("m", "s", 1);
         r.response = Some("line 1\nline \"2\"".into());
         w.write("run/m", &r).unwrap();
-        w.write("run/m", &error(record("m", "s", 2), "timeout", "slow")).unwrap();
+        w.write("run/m", &error(record("m", "s", 2), "timeout", "slow"))
+            .unwrap();
         let text = String::from_utf8(w.finish().unwrap()).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v[0]["llm_response"], "line 1\nline \"2\"");
@@ -125,6 +127,9 @@ mod tests {
         assert_eq!(v[0]["model_name"], "run/m");
         assert_eq!(v[1]["llm_response"], Value::Null);
         assert_eq!(v[1]["error"], "slow");
-        assert!(text.starts_with("[\n  {\n    \"test_id\": \"s/1\""), "{text}");
+        assert!(
+            text.starts_with("[\n  {\n    \"test_id\": \"s/1\""),
+            "{text}"
+        );
     }
 }

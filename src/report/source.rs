@@ -9,7 +9,8 @@
 //! Model names: a model found in one journal keeps its name; a model found
 //! in several is shown as `<run-id>/<model>` in each, so the runs stay apart.
 //! Models are ordered as `ctx.models`, then the unlisted ones by name, each
-//! model's runs in journal order. Specs: `ctx.specs`, then the others by id.
+//! model's runs in journal order; a name that would repeat (one journal
+//! given twice) gets `#2`, `#3`. Specs: `ctx.specs`, then the others by id.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -71,7 +72,12 @@ impl Source {
         let mut models: Vec<String> = Vec::new();
         let mut shown: BTreeMap<(usize, usize), usize> = BTreeMap::new();
         let mut listed: Vec<&str> = ctx.models.iter().map(String::as_str).collect();
-        let mut unlisted: Vec<&str> = raw_models.names.iter().map(String::as_str).filter(|m| !listed.contains(m)).collect();
+        let mut unlisted: Vec<&str> = raw_models
+            .names
+            .iter()
+            .map(String::as_str)
+            .filter(|m| !listed.contains(m))
+            .collect();
         unlisted.sort_unstable();
         listed.extend(unlisted);
         for (i, name) in listed.iter().enumerate() {
@@ -83,27 +89,66 @@ impl Source {
                 continue;
             };
             for &j in &runs_of[raw] {
+                let mut shown_name = if runs_of[raw].len() > 1 {
+                    format!("{}/{name}", run_id(ctx, j))
+                } else {
+                    (*name).to_owned()
+                };
+                // Two journals with one run id (the same path given twice) must not merge.
+                let base = shown_name.clone();
+                for n in 2.. {
+                    if !models.contains(&shown_name) {
+                        break;
+                    }
+                    shown_name = format!("{base}#{n}");
+                }
                 shown.insert((raw, j), models.len());
-                models.push(if runs_of[raw].len() > 1 { format!("{}/{name}", run_id(ctx, j)) } else { (*name).to_owned() });
+                models.push(shown_name);
             }
         }
-        let spec_ids: Vec<String> = spec_names.names.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect();
-        let rank: Vec<usize> = spec_names.names.iter().map(|s| spec_ids.binary_search(s).unwrap_or(0)).collect();
+        let spec_ids: Vec<String> = spec_names
+            .names
+            .iter()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let rank: Vec<usize> = spec_names
+            .names
+            .iter()
+            .map(|s| spec_ids.binary_search(s).unwrap_or(0))
+            .collect();
         let mut entries = Vec::new();
         for (j, index) in indexes.into_iter().enumerate() {
             for ((raw, spec, instance, sample), offset) in index {
                 let model = shown[&(raw, j)];
-                entries.push(Entry { model, spec: rank[spec], instance, sample, journal: j, offset });
+                entries.push(Entry {
+                    model,
+                    spec: rank[spec],
+                    instance,
+                    sample,
+                    journal: j,
+                    offset,
+                });
             }
         }
         entries.sort_by_key(|e| (e.model, e.spec, e.instance, e.sample));
         let mut specs: Vec<SpecInfo> = ctx.specs.to_vec();
         for id in &spec_ids {
             if !specs.iter().any(|s| &s.id == id) {
-                specs.push(SpecInfo { id: id.clone(), title: id.clone() });
+                specs.push(SpecInfo {
+                    id: id.clone(),
+                    title: id.clone(),
+                });
             }
         }
-        Ok(Source { models, specs, spec_ids, entries, readers })
+        Ok(Source {
+            models,
+            specs,
+            spec_ids,
+            entries,
+            readers,
+        })
     }
 
     /// The positions in [`Source::entries`] of one shown model's records.
@@ -117,14 +162,20 @@ impl Source {
         let Ok(s) = self.spec_ids.binary_search_by(|x| x.as_str().cmp(spec)) else {
             return 0..0;
         };
-        let lo = self.entries.partition_point(|e| (e.model, e.spec) < (model, s));
-        lo..self.entries.partition_point(|e| (e.model, e.spec) <= (model, s))
+        let lo = self
+            .entries
+            .partition_point(|e| (e.model, e.spec) < (model, s));
+        lo..self
+            .entries
+            .partition_point(|e| (e.model, e.spec) <= (model, s))
     }
 
     /// Reads the record at position `i` of [`Source::entries`].
     pub fn read(&mut self, i: usize) -> io::Result<Record> {
         let e = self.entries[i];
-        let reader = self.readers[e.journal].as_mut().ok_or_else(|| io::Error::other("journal vanished"))?;
+        let reader = self.readers[e.journal]
+            .as_mut()
+            .ok_or_else(|| io::Error::other("journal vanished"))?;
         reader.seek(SeekFrom::Start(e.offset))?;
         let mut line = Vec::new();
         reader.read_until(b'\n', &mut line)?;
@@ -138,7 +189,10 @@ fn run_id(ctx: &ReportContext, j: usize) -> String {
         return ctx.run_ids[j].clone();
     }
     let dir = ctx.journals[j].parent().and_then(Path::file_name);
-    dir.map_or_else(|| format!("run{}", j + 1), |d| d.to_string_lossy().into_owned())
+    dir.map_or_else(
+        || format!("run{}", j + 1),
+        |d| d.to_string_lossy().into_owned(),
+    )
 }
 
 /// Names to small indices, so the index keeps one copy of each name.
@@ -183,10 +237,72 @@ fn index_journal(
         }
         // Parse the whole record, not just its key, so exactly the lines read_journal accepts count.
         if let Ok(r) = serde_json::from_slice::<Record>(&line) {
-            let key = (models.intern(&r.model), specs.intern(&r.spec), r.instance, r.sample);
+            let key = (
+                models.intern(&r.model),
+                specs.intern(&r.spec),
+                r.instance,
+                r.sample,
+            );
             index.insert(key, offset);
         }
         offset += n as u64;
     }
     Ok((index, Some(reader)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn listed_models_first_then_the_rest_by_name() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/journals/two_models.jsonl");
+        // Run ids do not match the journals one to one: directory names are used.
+        let journals = [fixture.clone(), fixture];
+        let models = ["planned".to_owned(), "gpt-4o-mini".to_owned()];
+        let ctx = ReportContext {
+            run_ids: &[],
+            timestamp: "t",
+            file_stamp: "f",
+            results_dir: Path::new("."),
+            models: &models,
+            specs: &[],
+            formats: &[],
+            journals: &journals,
+            color: false,
+        };
+        let mut s = Source::open(&ctx).unwrap();
+        assert_eq!(
+            s.models,
+            [
+                "planned",
+                "journals/gpt-4o-mini",
+                "journals/gpt-4o-mini#2",
+                "journals/qwen3:8b",
+                "journals/qwen3:8b#2"
+            ]
+        );
+        let ids: Vec<&str> = s.specs.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["t01_simple_logic", "t04_data_extraction"]);
+        assert_eq!(
+            (
+                s.model_range(0),
+                s.model_range(1).len(),
+                s.model_range(3).len()
+            ),
+            (0..0, 7, 9)
+        );
+        assert_eq!(s.cell_range(3, "t01_simple_logic").len(), 5);
+        assert_eq!(s.cell_range(3, "nope"), 0..0);
+        let r = s
+            .read(s.cell_range(3, "t01_simple_logic").start + 2)
+            .unwrap();
+        assert_eq!(
+            (r.instance, r.response.as_deref()),
+            (1, Some("Самый высокий — Борис."))
+        );
+    }
 }

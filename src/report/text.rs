@@ -31,7 +31,21 @@ pub(crate) fn pad(s: &str, width: usize, align: Align) -> String {
 /// `text` on one line (whitespace runs become one space), cut to `max` characters.
 pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::metrics::excerpt(&flat, max)
+    visible(&crate::metrics::excerpt(&flat, max))
+}
+
+/// Control characters other than tab and newline as `\uXXXX` text, so a
+/// model's escape sequences cannot garble a terminal showing the report.
+pub(crate) fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.push_str(&format!("\\u{:04X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Text safe inside a Markdown table cell: pipes escaped, newlines as spaces.
@@ -43,14 +57,21 @@ pub(crate) fn md_cell(text: &str) -> String {
 pub(crate) fn inline_code(text: &str) -> String {
     let ticks = "`".repeat(longest_run(text, '`') + 1);
     // A space keeps a leading or trailing backtick from merging with the delimiter.
-    let space = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
+    let space = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
     format!("{ticks}{space}{text}{space}{ticks}")
 }
 
 /// A fenced code block whose fence is longer than any backtick run in `text`.
 pub(crate) fn code_block(text: &str) -> String {
     let fence = "`".repeat((longest_run(text, '`') + 1).max(3));
-    format!("{fence}text\n{}\n{fence}\n", text.trim_end_matches('\n'))
+    format!(
+        "{fence}text\n{}\n{fence}\n",
+        visible(text.trim_end_matches('\n'))
+    )
 }
 
 fn longest_run(text: &str, c: char) -> usize {
@@ -85,5 +106,6 @@ mod tests {
         assert_eq!(code_block("x\n"), "```text\nx\n```\n");
         assert_eq!(code_block("```\ny"), "````text\n```\ny\n````\n");
         assert_eq!(one_line(" a \n\t b ", 10), "a b");
+        assert_eq!(visible("a\u{1b}[1m\r\n\tb"), "a\\u001B[1m\\u000D\n\tb");
     }
 }

@@ -66,22 +66,26 @@ impl Journal {
     }
 }
 
-/// Length of the prefix made of complete, parseable lines.
+/// Length of the file without a torn last line: one with no newline (a crash
+/// mid-write) or that does not parse. Bad lines elsewhere are left alone —
+/// cutting there would delete the good records after them.
 fn valid_prefix_len(path: &Path) -> io::Result<u64> {
     let mut reader = BufReader::new(File::open(path)?);
-    let (mut len, mut line) = (0u64, Vec::new());
+    let (mut len, mut last_start, mut last_ok, mut line) = (0u64, 0u64, true, Vec::new());
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line)?;
-        if n == 0 || line.last() != Some(&b'\n') || serde_json::from_slice::<Record>(&line).is_err()
-        {
-            return Ok(len);
+        if n == 0 {
+            break;
         }
+        last_start = len;
         len += n as u64;
+        last_ok = line.last() == Some(&b'\n') && serde_json::from_slice::<Record>(&line).is_ok();
     }
+    Ok(if last_ok { len } else { last_start })
 }
 
-/// Reads every complete record; a torn last line is ignored. Later lines win on duplicate keys.
+/// Reads every complete record; unparseable lines are skipped. Later lines win on duplicate keys.
 pub fn read_journal(path: &Path) -> io::Result<BTreeMap<TaskKey, Record>> {
     let mut records = BTreeMap::new();
     let file = match File::open(path) {

@@ -57,6 +57,9 @@ pub struct PlannedModel {
     pub max_retries: u32,
     /// Request defaults.
     pub options: ModelOptions,
+    /// Streamed responses (Ollama).
+    #[serde(default)]
+    pub stream: bool,
 }
 
 impl From<&ModelSpec> for PlannedModel {
@@ -72,6 +75,7 @@ impl From<&ModelSpec> for PlannedModel {
             timeout_secs: m.timeout_secs,
             max_retries: m.max_retries,
             options: m.options.clone(),
+            stream: m.stream,
         }
     }
 }
@@ -89,6 +93,7 @@ impl From<&PlannedModel> for ModelSpec {
             timeout_secs: p.timeout_secs,
             max_retries: p.max_retries,
             options: p.options.clone(),
+            stream: p.stream,
         }
     }
 }
@@ -203,7 +208,17 @@ pub fn find_run(runs_dir: &Path, id: &str) -> Result<PathBuf, String> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("plan.json").exists())
         .collect();
-    ids.sort();
+    // Ids are `<stamp>` or `<stamp>-<n>`: order by stamp, then n as a number (`-10` after `-9`).
+    ids.sort_by_key(|p| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match name.split_once('-') {
+            Some((stamp, n)) => (stamp.to_owned(), n.parse::<u64>().unwrap_or(0)),
+            None => (name, 1),
+        }
+    });
     ids.pop()
         .ok_or_else(|| format!("no runs under {}", runs_dir.display()))
 }
@@ -260,7 +275,7 @@ pub fn model_runtimes(
                     proxied.clone()
                 };
                 (
-                    Provider::Ollama(OllamaClient::new(&spec, http, false)),
+                    Provider::Ollama(OllamaClient::new(&spec, http, m.stream)),
                     base,
                 )
             }
@@ -330,13 +345,14 @@ pub async fn execute(
     journal_path: &Path,
     settings: &RunSettings,
 ) -> Result<RunOutcome, RunError> {
+    // Open first: it drops a torn last line, so `done` only counts records that stay.
+    let mut journal = Journal::open(journal_path)?;
     let done: HashSet<TaskKey> = journal::read_journal(journal_path)?.into_keys().collect();
     let cache = if settings.use_cache {
         Some(Arc::new(cache::Cache::open(&settings.cache_path)?))
     } else {
         None
     };
-    let mut journal = Journal::open(journal_path)?;
     let mut queues = Vec::new();
     let mut progress_rows = Vec::new();
     for model in models {

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod fake_server;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

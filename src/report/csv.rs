@@ -1,0 +1,97 @@
+//! `results/reports/report_<stamp>.csv`: one row per model × spec with
+//! records, RFC 4180 quoting and CRLF line ends. Fractions stay fractions
+//! (accuracy 0..1) so spreadsheets can format them; empty means unknown.
+
+use super::View;
+use super::text::num;
+
+const HEADER: [&str; 19] = [
+    "model",
+    "spec",
+    "title",
+    "total",
+    "passed",
+    "accuracy",
+    "valid",
+    "errors",
+    "cached",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "tokens_in_sum",
+    "tokens_in_mean",
+    "tokens_out_sum",
+    "tokens_out_mean",
+    "tokens_per_sec",
+    "model_category_mean",
+    "failures",
+];
+
+/// A field quoted when it holds a comma, quote, CR or LF; quotes doubled.
+pub(crate) fn field(s: &str) -> String {
+    if s.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// The CSV report.
+pub(crate) fn render(v: &View) -> String {
+    let mut out = HEADER.join(",");
+    out.push_str("\r\n");
+    for m in v.models {
+        let mean = num(v.summary.category_mean(m), 4, "");
+        for s in v.specs {
+            let Some(c) = v.summary.cell(m, &s.id) else {
+                continue;
+            };
+            let lat = c.latency_ms;
+            // `label=count` pairs in label order: one cell, still easy to split.
+            let failures: Vec<String> = c
+                .failures
+                .iter()
+                .map(|(k, f)| format!("{k}={}", f.count))
+                .collect();
+            let row = [
+                m.clone(),
+                s.id.clone(),
+                s.title.clone(),
+                c.total.to_string(),
+                c.passed.to_string(),
+                format!("{:.4}", c.accuracy),
+                c.valid.to_string(),
+                c.errors.to_string(),
+                c.cached.to_string(),
+                num(lat.map(|l| l.mean), 1, ""),
+                lat.map_or(String::new(), |l| l.p50.to_string()),
+                lat.map_or(String::new(), |l| l.p95.to_string()),
+                c.tokens_in.sum.to_string(),
+                num(c.tokens_in.mean, 1, ""),
+                c.tokens_out.sum.to_string(),
+                num(c.tokens_out.mean, 1, ""),
+                num(c.tokens_per_sec, 2, ""),
+                mean.clone(),
+                failures.join(";"),
+            ];
+            let fields: Vec<String> = row.iter().map(|f| field(f)).collect();
+            out.push_str(&fields.join(","));
+            out.push_str("\r\n");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn rfc4180_quoting() {
+        assert_eq!(field("plain"), "plain");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(field("Логика"), "Логика");
+    }
+}

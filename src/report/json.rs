@@ -1,0 +1,79 @@
+//! `results/reports/report_<stamp>.json`: every metric, machine-readable.
+//! Key order is fixed by the struct fields and the ordered maps inside.
+
+use std::io;
+
+use serde::Serialize;
+
+use crate::metrics::Metrics;
+
+use super::View;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    timestamp: &'a str,
+    runs: &'a [String],
+    specs: Vec<Spec<'a>>,
+    models: Vec<Model<'a>>,
+}
+
+#[derive(Serialize)]
+struct Spec<'a> {
+    id: &'a str,
+    title: &'a str,
+}
+
+#[derive(Serialize)]
+struct Model<'a> {
+    name: &'a str,
+    /// Mean of the category accuracies: the report's ИТОГО.
+    category_mean: Option<f64>,
+    /// Over all the model's records.
+    total: Option<&'a Metrics>,
+    /// Only specs with records, in report order.
+    specs: Vec<Cell<'a>>,
+}
+
+#[derive(Serialize)]
+struct Cell<'a> {
+    spec: &'a str,
+    metrics: &'a Metrics,
+}
+
+/// The JSON report, pretty-printed with a trailing newline.
+pub(crate) fn render(v: &View) -> io::Result<String> {
+    let report = Report {
+        timestamp: v.ctx.timestamp,
+        runs: v.ctx.run_ids,
+        specs: v
+            .specs
+            .iter()
+            .map(|s| Spec {
+                id: &s.id,
+                title: &s.title,
+            })
+            .collect(),
+        models: v
+            .models
+            .iter()
+            .map(|m| Model {
+                name: m,
+                category_mean: v.summary.category_mean(m),
+                total: v.summary.model(m),
+                specs: v
+                    .specs
+                    .iter()
+                    .filter_map(|s| {
+                        Some(Cell {
+                            spec: &s.id,
+                            metrics: v.summary.cell(m, &s.id)?,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&report).map_err(io::Error::other)?;
+    text.push('\n');
+    Ok(text)
+}

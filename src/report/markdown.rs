@@ -1,0 +1,337 @@
+//! `results/reports/report_<stamp>.md`: the report of TZ 5.3, headings
+//! verbatim, followed by per-model tables, the analysis and failing instances.
+
+use std::fmt::Write as _;
+
+use crate::metrics::{Example, Metrics};
+
+use super::View;
+use super::text::{Align, code_block, inline_code, md_cell, num, one_line, pad, percent};
+
+/// Shown for cells without records.
+const NONE: &str = "—";
+/// Characters of a response or detail quoted inline in the analysis.
+const INLINE_CHARS: usize = 80;
+
+/// The whole Markdown report.
+pub(crate) fn render(v: &View) -> String {
+    let mut s = String::new();
+    let models: Vec<String> = v.models.iter().map(|m| inline_code(m)).collect();
+    let runs: Vec<String> = v.ctx.run_ids.iter().map(|r| inline_code(r)).collect();
+    s.push_str("# Отчет о Тестировании LLM\n\n");
+    // Separate paragraphs, so renderers keep the TZ's one-fact-per-line look.
+    let _ = writeln!(s, "**Дата и время:** {}\n", v.ctx.timestamp);
+    let _ = writeln!(s, "**Протестированные модели:** {}\n", models.join(", "));
+    let _ = writeln!(s, "**Запуски:** {}\n", runs.join(", "));
+    s.push_str("## Сводная Таблица Результатов\n\n");
+    s.push_str(&summary_table(v));
+    s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
+    s.push_str("\n## Результаты по Моделям\n");
+    for m in v.models {
+        details(&mut s, v, m);
+    }
+    s.push_str("\n## Детальный Анализ\n");
+    for m in v.models {
+        analysis(&mut s, v, m);
+    }
+    s.push_str("\n## Непройденные Задания\n");
+    let before = s.len();
+    for m in v.models {
+        failing(&mut s, v, m);
+    }
+    if s.len() == before {
+        s.push_str("\nВсе задания пройдены.\n");
+    }
+    s
+}
+
+/// A Markdown table padded to character widths, so the source reads as a table too.
+fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].chars().count(), 3])
+                .max()
+                .unwrap_or(3)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| pad(c, *w, Align::Left))
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let rule: Vec<String> = widths
+        .iter()
+        .zip(center)
+        .map(|(w, c)| {
+            if *c {
+                format!(":{}:", "-".repeat(w - 2))
+            } else {
+                format!(":{}", "-".repeat(w - 1))
+            }
+        })
+        .collect();
+    let mut s = line(header);
+    s.push_str(&line(&rule));
+    rows.iter().for_each(|r| s.push_str(&line(r)));
+    s
+}
+
+fn summary_table(v: &View) -> String {
+    let mut header = vec!["Модель / Категория".to_owned()];
+    header.extend(v.specs.iter().map(|s| md_cell(&s.title)));
+    header.push("**ИТОГО**".to_owned());
+    let mut center = vec![true; header.len()];
+    center[0] = false;
+    let rows: Vec<Vec<String>> = v
+        .models
+        .iter()
+        .map(|m| {
+            let mut row = vec![format!("**{}**", md_cell(m))];
+            row.extend(v.specs.iter().map(|s| {
+                v.summary
+                    .cell(m, &s.id)
+                    .map_or(NONE.into(), |c| percent(c.accuracy))
+            }));
+            row.push(
+                v.summary
+                    .category_mean(m)
+                    .map_or(NONE.into(), |a| format!("**{}**", percent(a))),
+            );
+            row
+        })
+        .collect();
+    table(&header, &center, &rows)
+}
+
+/// One table row of metrics.
+fn metric_row(label: String, c: &Metrics) -> Vec<String> {
+    let lat = c.latency_ms;
+    vec![
+        label,
+        percent(c.accuracy),
+        format!("{}/{}", c.passed, c.total),
+        format!("{}/{}", c.valid, c.total),
+        c.errors.to_string(),
+        c.cached.to_string(),
+        num(lat.map(|l| l.mean), 0, NONE),
+        num(lat.map(|l| l.p50 as f64), 0, NONE),
+        num(lat.map(|l| l.p95 as f64), 0, NONE),
+        num(c.tokens_in.mean, 1, NONE),
+        num(c.tokens_out.mean, 1, NONE),
+        num(c.tokens_per_sec, 1, NONE),
+    ]
+}
+
+fn details(s: &mut String, v: &View, model: &str) {
+    let _ = writeln!(s, "\n### {}\n", inline_code(model));
+    let Some(total) = v.summary.model(model) else {
+        s.push_str("Нет записей.\n");
+        return;
+    };
+    let header: Vec<String> = [
+        "Категория",
+        "Точность",
+        "Верно",
+        "Валидные",
+        "Ошибки",
+        "Кэш",
+        "Время ср., мс",
+        "p50, мс",
+        "p95, мс",
+        "Токены вх., ср.",
+        "Токены вых., ср.",
+        "Токенов/с",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut center = vec![true; header.len()];
+    center[0] = false;
+    let mut rows: Vec<Vec<String>> = v
+        .specs
+        .iter()
+        .filter_map(|spec| {
+            Some(metric_row(
+                md_cell(&spec.title),
+                v.summary.cell(model, &spec.id)?,
+            ))
+        })
+        .collect();
+    rows.push(metric_row("**Всего**".into(), total));
+    s.push_str(&table(&header, &center, &rows));
+}
+
+/// How an example went wrong, on one line: the response and detail, or the request error.
+fn example_line(e: &Example) -> String {
+    let mut line = inline_code(&e.id);
+    if let Some(err) = &e.error {
+        let _ = write!(
+            line,
+            ": ошибка {}",
+            inline_code(&one_line(err, INLINE_CHARS))
+        );
+        return line;
+    }
+    let response = e.response.as_deref().unwrap_or_default();
+    let _ = write!(
+        line,
+        ": ответ {}",
+        inline_code(&one_line(response, INLINE_CHARS))
+    );
+    if !e.detail.is_empty() {
+        let _ = write!(
+            line,
+            " — {}",
+            inline_code(&one_line(&e.detail, INLINE_CHARS))
+        );
+    }
+    line
+}
+
+fn analysis(s: &mut String, v: &View, model: &str) {
+    let (Some(cells), Some(total)) = (v.summary.cells.get(model), v.summary.model(model)) else {
+        return;
+    };
+    let name = inline_code(model);
+    // Report order, so ties list categories as the tables do.
+    let scored: Vec<(&str, f64)> = v
+        .specs
+        .iter()
+        .filter_map(|sp| Some((sp.title.as_str(), cells.get(&sp.id)?.accuracy)))
+        .collect();
+    let best = scored.iter().map(|x| x.1).fold(f64::MIN, f64::max);
+    let worst = scored.iter().map(|x| x.1).fold(f64::MAX, f64::min);
+    let list = |target: f64| {
+        let picked: Vec<String> = scored
+            .iter()
+            .filter(|x| x.1 == target)
+            .map(|(t, a)| format!("{} ({})", md_cell(t), percent(*a)))
+            .collect();
+        picked.join(", ")
+    };
+    let _ = writeln!(s, "\n*   **Сильные стороны модели {name}:** {}", list(best));
+    if worst < best {
+        let _ = writeln!(s, "*   **Слабые стороны модели {name}:** {}", list(worst));
+    } else {
+        let _ = writeln!(
+            s,
+            "*   **Слабые стороны модели {name}:** нет, все категории на одном уровне"
+        );
+    }
+    if total.failures.is_empty() {
+        let _ = writeln!(s, "*   **Типичные ошибки модели {name}:** нет");
+        return;
+    }
+    let _ = writeln!(s, "*   **Типичные ошибки модели {name}:**");
+    let mut kinds: Vec<_> = total.failures.iter().collect();
+    kinds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    for (label, stat) in kinds {
+        let _ = writeln!(
+            s,
+            "    *   {} — {}; пример {}",
+            inline_code(label),
+            stat.count,
+            example_line(&stat.example)
+        );
+    }
+}
+
+fn failing(s: &mut String, v: &View, model: &str) {
+    for spec in v.specs {
+        let Some(c) = v.summary.cell(model, &spec.id) else {
+            continue;
+        };
+        if c.failing.is_empty() {
+            continue;
+        }
+        let failed = c.total - c.passed;
+        let _ = writeln!(
+            s,
+            "\n### {} — {}: не пройдено {failed} из {}",
+            inline_code(model),
+            md_cell(&spec.title),
+            c.total
+        );
+        for e in &c.failing {
+            let kind = e
+                .failure
+                .as_deref()
+                .map_or(String::new(), |f| format!(" — {}", inline_code(f)));
+            let _ = writeln!(s, "\n#### {}{kind}\n", inline_code(&e.id));
+            if let Some(err) = &e.error {
+                let _ = writeln!(s, "Ошибка запроса: {}", inline_code(&one_line(err, 300)));
+                continue;
+            }
+            let answer = match e.answer.as_deref().map(str::trim) {
+                Some(a) if !a.is_empty() => inline_code(&one_line(a, INLINE_CHARS)),
+                _ => "нет".to_owned(),
+            };
+            let _ = writeln!(
+                s,
+                "Ожидалось: {}; извлечено: {answer}\n",
+                inline_code(&one_line(&e.expected, 200))
+            );
+            if !e.detail.is_empty() {
+                let _ = writeln!(s, "Причина: {}\n", inline_code(&one_line(&e.detail, 300)));
+            }
+            s.push_str(&code_block(e.response.as_deref().unwrap_or_default()));
+        }
+        if failed > c.failing.len() as u64 {
+            let _ = writeln!(s, "\n…и ещё {}.", failed - c.failing.len() as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::MetricsBuilder;
+    use crate::metrics::tests::{fail, record};
+    use crate::report::{ReportContext, SpecInfo};
+    use crate::verify::FailureKind;
+
+    #[test]
+    fn failing_lists_are_capped_and_ties_named() {
+        let mut b = MetricsBuilder::new();
+        for i in 0..12 {
+            b.add(
+                "m",
+                &fail(record("m", "s", i), FailureKind::WrongValue, "wrong"),
+            );
+        }
+        let summary = b.finish();
+        let (models, specs) = (
+            vec!["m".to_owned()],
+            vec![SpecInfo {
+                id: "s".into(),
+                title: "S".into(),
+            }],
+        );
+        let ctx = ReportContext {
+            run_ids: &[],
+            timestamp: "t",
+            file_stamp: "f",
+            results_dir: std::path::Path::new("."),
+            models: &models,
+            specs: &specs,
+            formats: &[],
+            journals: &[],
+            color: false,
+        };
+        let md = render(&View {
+            ctx: &ctx,
+            models: &models,
+            specs: &specs,
+            summary: &summary,
+        });
+        assert_eq!(md.matches("\n#### `s/").count(), 10, "{md}");
+        assert!(md.contains("\n…и ещё 2.\n"), "{md}");
+        assert!(md.contains("не пройдено 12 из 12"), "{md}");
+        assert!(md.contains("нет, все категории на одном уровне"), "{md}");
+        assert!(md.contains("`wrong_value` — 12; пример `s/0`"), "{md}");
+    }
+}

@@ -1,0 +1,284 @@
+//! Reports built from the fixture journal `tests/fixtures/journals/two_models.jsonl`:
+//! 2 models × 2 specs with every rule failure kind, request errors, a cached
+//! record, a second sample, a duplicate key and a torn last line.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use harness::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
+use serde_json::Value;
+
+const STAMP: &str = "20261121_223000";
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journals/two_models.jsonl")
+}
+
+fn specs() -> Vec<SpecInfo> {
+    [
+        ("t01_simple_logic", "Простая логика"),
+        ("t04_data_extraction", "Извлечение \"JSON\", поля"),
+        ("t06_mathematics", "Арифметика"),
+    ]
+    .map(|(id, title)| SpecInfo {
+        id: id.into(),
+        title: title.into(),
+    })
+    .to_vec()
+}
+
+/// Builds every format from `journals` (run ids `runs`) into a fresh directory.
+fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let run_ids: Vec<String> = runs.iter().map(|r| r.to_string()).collect();
+    let models = vec!["qwen3:8b".to_owned(), "gpt-4o-mini".to_owned()];
+    let specs = specs();
+    let ctx = ReportContext {
+        run_ids: &run_ids,
+        timestamp: "2026-11-21 22:30:00",
+        file_stamp: STAMP,
+        results_dir: dir.path(),
+        models: &models,
+        specs: &specs,
+        formats: &[Format::Json, Format::Csv, Format::Junit, Format::Csv],
+        journals: &journals,
+        color,
+    };
+    (write_reports(&ctx).unwrap(), dir)
+}
+
+fn one_run() -> (ReportOutput, tempfile::TempDir) {
+    build(&["r1"], vec![fixture()], false)
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn extra(out: &ReportOutput, ext: &str) -> String {
+    let path = out
+        .extra
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == ext))
+        .unwrap();
+    assert_eq!(
+        path.file_name().unwrap().to_str().unwrap(),
+        format!("report_{STAMP}.{ext}")
+    );
+    read(path)
+}
+
+#[test]
+fn files_land_where_the_tz_says() {
+    let (out, dir) = one_run();
+    assert_eq!(
+        out.markdown,
+        dir.path().join(format!("reports/report_{STAMP}.md"))
+    );
+    let raw: Vec<_> = out
+        .raw
+        .iter()
+        .map(|p| p.strip_prefix(dir.path()).unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        raw,
+        [
+            format!("raw/qwen3_8b_{STAMP}.json"),
+            format!("raw/gpt-4o-mini_{STAMP}.json")
+        ]
+        .map(PathBuf::from)
+    );
+    // The repeated Csv format is written once.
+    assert_eq!(out.extra.len(), 3);
+}
+
+#[test]
+fn markdown_report() {
+    let (out, _dir) = one_run();
+    insta::assert_snapshot!(read(&out.markdown));
+}
+
+#[test]
+fn csv_report() {
+    let (out, _dir) = one_run();
+    let csv = extra(&out, "csv");
+    assert!(!csv.replace("\r\n", "").contains('\n'), "CRLF line ends");
+    insta::assert_snapshot!(csv.replace("\r\n", "⏎\n"));
+}
+
+#[test]
+fn junit_report() {
+    let (out, _dir) = one_run();
+    insta::assert_snapshot!(extra(&out, "xml"));
+}
+
+#[test]
+fn json_report() {
+    let (out, _dir) = one_run();
+    let text = extra(&out, "json");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["models"][0]["name"], "qwen3:8b");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn terminal_table() {
+    let (out, _dir) = one_run();
+    insta::assert_snapshot!(out.terminal);
+}
+
+#[test]
+fn terminal_colors_do_not_shift_columns() {
+    let (plain, _a) = one_run();
+    let (colored, _b) = build(&["r1"], vec![fixture()], true);
+    assert!(colored.terminal.contains("\u{1b}[33m"), "yellow from 50 %");
+    assert!(colored.terminal.contains("\u{1b}[31m"), "red below 50 %");
+    let stripped = regex::Regex::new("\u{1b}\\[[0-9;]*m")
+        .unwrap()
+        .replace_all(&colored.terminal, "");
+    assert_eq!(stripped, plain.terminal);
+}
+
+#[test]
+fn raw_json_has_the_tz_keys_in_key_order() {
+    let (out, _dir) = one_run();
+    let v: Value = serde_json::from_str(&read(&out.raw[0])).unwrap();
+    let items = v.as_array().unwrap();
+    let ids: Vec<&str> = items
+        .iter()
+        .map(|i| i["test_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "t01_simple_logic/0",
+            "t01_simple_logic/0#1",
+            "t01_simple_logic/1",
+            "t01_simple_logic/2",
+            "t01_simple_logic/3",
+            "t04_data_extraction/0",
+            "t04_data_extraction/1",
+            "t04_data_extraction/2",
+            "t04_data_extraction/3"
+        ]
+    );
+    for key in [
+        "test_id",
+        "model_name",
+        "prompt",
+        "llm_response",
+        "expected_output",
+        "is_correct",
+        "execution_time_ms",
+    ] {
+        assert!(items.iter().all(|i| i.get(key).is_some()), "{key}");
+    }
+    let first = &items[0];
+    assert_eq!(first["model_name"], "qwen3:8b");
+    assert_eq!(
+        first["prompt"],
+        "system: Отвечай одним словом.\n\nuser: Задача 0: кто выше всех?"
+    );
+    assert_eq!(first["expected_output"], "Вера");
+    assert_eq!(
+        (
+            first["is_correct"].as_bool(),
+            first["execution_time_ms"].as_u64()
+        ),
+        (Some(true), Some(1200))
+    );
+    // The later journal line for instance 1 wins over the earlier one.
+    assert_eq!(items[2]["llm_response"], "Самый высокий — Борис.");
+    assert_eq!(items[8]["error"], "request timed out after 30 s");
+    let gpt: Value = serde_json::from_str(&read(&out.raw[1])).unwrap();
+    assert_eq!(
+        gpt[5]["expected_output"]["format"], "object",
+        "several rules: the map"
+    );
+}
+
+#[test]
+fn a_model_in_several_runs_is_shown_per_run() {
+    let (out, dir) = build(&["r1", "r2"], vec![fixture(), fixture()], false);
+    let names: Vec<_> = out
+        .raw
+        .iter()
+        .map(|p| p.strip_prefix(dir.path().join("raw")).unwrap().to_owned())
+        .collect();
+    let want = [
+        "r1_qwen3_8b",
+        "r2_qwen3_8b",
+        "r1_gpt-4o-mini",
+        "r2_gpt-4o-mini",
+    ]
+    .map(|s| PathBuf::from(format!("{s}_{STAMP}.json")));
+    assert_eq!(names, want);
+    assert!(
+        out.terminal
+            .lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("r1/qwen3:8b "),
+        "{}",
+        out.terminal
+    );
+    let raw: Value = serde_json::from_str(&read(&out.raw[1])).unwrap();
+    assert_eq!(raw[0]["model_name"], "r2/qwen3:8b");
+}
+
+#[test]
+fn no_journals_still_make_a_report() {
+    let (out, _dir) = build(&[], Vec::new(), false);
+    let md = read(&out.markdown);
+    assert!(md.contains("| **qwen3:8b**"), "{md}");
+    assert!(md.contains("Нет записей."), "{md}");
+    assert_eq!(read(&out.raw[0]), "[]\n");
+}
+
+/// Peak resident memory of this process, in KiB (Linux).
+fn peak_rss_kib() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .unwrap_or("VmHWM: 0 kB");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// 100,000 records with 2 KB prompts: the report reads them one at a time, so
+/// memory stays far below the journal's size. Slow in debug builds: run with
+/// `cargo test --release --test reports -- --ignored`.
+#[test]
+#[ignore]
+fn large_journals_stay_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let lines: Vec<Value> = read(&fixture())
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mut out = std::io::BufWriter::new(fs::File::create(&journal).unwrap());
+    for i in 0..100_000u64 {
+        let mut r = lines[(i % lines.len() as u64) as usize].clone();
+        r["instance"] = i.into();
+        r["instance_id"] = format!("{}/{i}", r["spec"].as_str().unwrap()).into();
+        r["messages"][0]["content"] = "x".repeat(2000).into();
+        serde_json::to_writer(&mut out, &r).unwrap();
+        std::io::Write::write_all(&mut out, b"\n").unwrap();
+    }
+    drop(out);
+    let size_kib = fs::metadata(&journal).unwrap().len() / 1024;
+    let before = peak_rss_kib();
+    let start = std::time::Instant::now();
+    let (report, _out) = build(&["r1"], vec![journal], false);
+    let grew = peak_rss_kib().saturating_sub(before);
+    eprintln!(
+        "journal {size_kib} KiB, peak RSS grew {grew} KiB, {:?}",
+        start.elapsed()
+    );
+    assert!(
+        grew < size_kib / 4,
+        "grew {grew} KiB for a {size_kib} KiB journal"
+    );
+    assert!(report.terminal.contains("qwen3:8b"));
+}

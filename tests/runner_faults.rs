@@ -1,0 +1,368 @@
+//! The scheduler under faults, through the real binary against a fake
+//! server: retries (honoring Retry-After), explicit error records, the
+//! per-endpoint concurrency limit, and the response cache.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::fake_server::{FakeServer, Reply, Request, Workspace, eval, expression, model_toml};
+use serde_json::Value;
+
+/// A workspace with t06 and one model `fake` on `fake`'s OpenAI endpoint.
+fn setup(fake: &FakeServer, settings: &str) -> Workspace {
+    let ws = Workspace::new();
+    ws.copy_spec("t06_mathematics.toml");
+    ws.write(
+        "harness.toml",
+        &model_toml(
+            "fake",
+            "openai",
+            "fake-model",
+            &fake.openai_base(),
+            settings,
+        ),
+    );
+    ws
+}
+
+/// Runs t06 against `fake` with `runs` instances; the run must exit normally.
+fn run(ws: &Workspace, runs: u32, extra: &[&str]) -> (String, Vec<Value>) {
+    let runs = runs.to_string();
+    let mut args = vec!["specs/t06_mathematics.toml", "-m", "fake", "--runs", &runs];
+    args.extend_from_slice(extra);
+    let (code, out) = ws.run(&args);
+    assert_eq!(code, 0, "request failures must not fail the run:\n{out}");
+    (out, ws.last_journal())
+}
+
+/// Asserts one error record per instance with this failure label and error text.
+fn assert_error_records(records: &[Value], n: usize, failure: &str, error: &str, attempts: u64) {
+    assert_eq!(records.len(), n, "{records:#?}");
+    for r in records {
+        assert_eq!(r["passed"], false, "{r:#}");
+        assert_eq!(r["failure"], failure, "{r:#}");
+        assert!(
+            r["error"].as_str().unwrap_or_default().contains(error),
+            "{r:#}"
+        );
+        assert_eq!(r["attempts"], attempts, "{r:#}");
+        assert!(r["response"].is_null(), "{r:#}");
+        assert_eq!(r["score"].as_f64(), Some(0.0), "{r:#}");
+    }
+}
+
+fn prompts(requests: &[Request]) -> BTreeSet<String> {
+    requests.iter().map(|r| r.prompt.clone()).collect()
+}
+
+#[test]
+fn rate_limit_retry_after_is_honored_then_the_answer_counts() {
+    let fake = FakeServer::start(|r: &Request| {
+        if r.attempt == 0 {
+            Reply::Status(429, Some(1))
+        } else {
+            Reply::Correct
+        }
+    });
+    let ws = setup(&fake, "max_retries = 3\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 1, &[]);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    // Own backoff for a first retry is at most 250 ms; only Retry-After explains a 1 s gap.
+    let gap = requests[1].at - requests[0].at;
+    assert!(
+        gap >= Duration::from_millis(950),
+        "Retry-After: 1 ignored: retried after {gap:?}"
+    );
+    assert!(gap < Duration::from_secs(5), "{gap:?}");
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["passed"], true, "{:#}", records[0]);
+    assert_eq!(records[0]["attempts"], 2);
+    assert!(records[0].get("error").is_none());
+}
+
+#[test]
+fn server_errors_are_retried_until_success() {
+    let fake = FakeServer::start(|r: &Request| {
+        if r.attempt < 2 {
+            Reply::Status(500, None)
+        } else {
+            Reply::Correct
+        }
+    });
+    let ws = setup(&fake, "max_retries = 3\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 2, &[]);
+    assert_eq!(fake.count(), 6, "three attempts per instance");
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        assert_eq!(
+            (r["passed"].as_bool(), r["attempts"].as_u64()),
+            (Some(true), Some(3)),
+            "{r:#}"
+        );
+    }
+}
+
+#[test]
+fn permanent_server_error_becomes_an_explicit_error_record() {
+    let fake = FakeServer::start(|_| Reply::Status(500, None));
+    let ws = setup(&fake, "max_retries = 2\ntimeout_secs = 5");
+    let (out, records) = run(&ws, 2, &[]);
+    assert_eq!(
+        fake.count(),
+        6,
+        "max_retries + 1 attempts per instance, no more"
+    );
+    assert_error_records(&records, 2, "server_error", "HTTP 500", 3);
+    assert!(out.contains("2 records written"), "{out}");
+}
+
+#[test]
+fn persistent_rate_limiting_is_reported_as_such() {
+    let fake = FakeServer::start(|_| Reply::Status(429, Some(0)));
+    let ws = setup(&fake, "max_retries = 1\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 1, &[]);
+    assert_eq!(fake.count(), 2);
+    assert_error_records(&records, 1, "rate_limited", "HTTP 429", 2);
+}
+
+#[test]
+fn requests_per_minute_spaces_request_starts() {
+    // 240 rpm = one start every 250 ms, whatever the concurrency allows.
+    let fake = FakeServer::healthy();
+    let ws = setup(
+        &fake,
+        "concurrency = 4\nrequests_per_minute = 240\ntimeout_secs = 5",
+    );
+    let (_, records) = run(&ws, 4, &[]);
+    assert_eq!(records.len(), 4);
+    let requests = fake.requests();
+    for pair in requests.windows(2) {
+        let gap = pair[1].at - pair[0].at;
+        assert!(gap >= Duration::from_millis(200), "starts {gap:?} apart");
+    }
+}
+
+#[test]
+fn client_errors_are_not_retried() {
+    let fake = FakeServer::start(|_| Reply::Status(400, None));
+    let ws = setup(&fake, "max_retries = 3\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 2, &[]);
+    assert_eq!(fake.count(), 2);
+    assert_error_records(&records, 2, "client_error", "HTTP 400", 1);
+}
+
+#[test]
+fn a_hung_server_gives_timeout_records() {
+    let fake = FakeServer::start(|_| Reply::Hang);
+    let ws = setup(&fake, "max_retries = 1\ntimeout_secs = 0.5");
+    let (_, records) = run(&ws, 1, &[]);
+    assert_eq!(fake.count(), 2);
+    assert_error_records(&records, 1, "timeout", "timed out", 2);
+}
+
+#[test]
+fn a_body_that_stalls_midway_gives_timeout_records() {
+    // Headers and half the body arrive, then nothing: the timeout covers the body too.
+    let fake = FakeServer::start(|_| Reply::Stall);
+    let ws = setup(&fake, "max_retries = 1\ntimeout_secs = 0.5");
+    let (_, records) = run(&ws, 1, &[]);
+    assert_eq!(fake.count(), 2);
+    assert_error_records(&records, 1, "timeout", "timed out", 2);
+}
+
+#[test]
+fn truncated_bodies_are_retried_then_reported_as_malformed() {
+    let flaky = FakeServer::start(|r: &Request| {
+        if r.attempt == 0 {
+            Reply::Truncated
+        } else {
+            Reply::Correct
+        }
+    });
+    let ws = setup(&flaky, "max_retries = 2\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 2, &[]);
+    assert_eq!(flaky.count(), 4);
+    for r in &records {
+        assert_eq!(
+            (r["passed"].as_bool(), r["attempts"].as_u64()),
+            (Some(true), Some(2)),
+            "{r:#}"
+        );
+    }
+
+    let broken = FakeServer::start(|_| Reply::Truncated);
+    let ws = setup(&broken, "max_retries = 1\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 2, &[]);
+    assert_eq!(broken.count(), 4);
+    assert_error_records(&records, 2, "malformed_response", "", 2);
+}
+
+#[test]
+fn garbage_bodies_are_retried_then_reported_as_malformed() {
+    let flaky = FakeServer::start(|r: &Request| {
+        if r.attempt == 0 {
+            Reply::Garbage
+        } else {
+            Reply::Correct
+        }
+    });
+    let ws = setup(&flaky, "max_retries = 2\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 2, &[]);
+    assert_eq!(flaky.count(), 4);
+    for r in &records {
+        assert_eq!(
+            (r["passed"].as_bool(), r["attempts"].as_u64()),
+            (Some(true), Some(2)),
+            "{r:#}"
+        );
+    }
+
+    let broken = FakeServer::start(|_| Reply::Garbage);
+    let ws = setup(&broken, "max_retries = 1\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 2, &[]);
+    assert_eq!(broken.count(), 4);
+    assert_error_records(&records, 2, "malformed_response", "malformed response", 2);
+}
+
+#[test]
+fn concurrency_limit_is_reached_and_never_exceeded() {
+    let fake = FakeServer::start(|_| Reply::slow(300, Reply::Correct));
+    let ws = setup(&fake, "concurrency = 3\nmax_retries = 0\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 9, &["--no-cache"]);
+    assert_eq!(records.len(), 9);
+    assert_eq!(
+        fake.max_in_flight(),
+        3,
+        "9 slow requests with concurrency 3"
+    );
+
+    // Two models on one endpoint share its limit: still 3 in flight, not 6.
+    let shared = FakeServer::start(|_| Reply::slow(300, Reply::Correct));
+    let ws = Workspace::new();
+    ws.copy_spec("t06_mathematics.toml");
+    let settings = "concurrency = 3\nmax_retries = 0\ntimeout_secs = 5";
+    let config = [
+        model_toml("a", "openai", "model-a", &shared.openai_base(), settings),
+        model_toml("b", "openai", "model-b", &shared.openai_base(), settings),
+    ];
+    ws.write("harness.toml", &config.concat());
+    let (code, out) = ws.run(&["specs", "-m", "a", "-m", "b", "--runs", "6", "--no-cache"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(shared.count(), 12);
+    assert_eq!(
+        shared.max_in_flight(),
+        3,
+        "the endpoint's limit is shared by its models"
+    );
+}
+
+#[test]
+fn a_rerun_is_served_from_the_cache_and_no_cache_asks_again() {
+    let fake = FakeServer::healthy();
+    let ws = setup(&fake, "timeout_secs = 5");
+    let (_, first) = run(&ws, 3, &[]);
+    assert_eq!(fake.count(), 3);
+    assert!(
+        first
+            .iter()
+            .all(|r| r["passed"] == true && r["cached"] == false)
+    );
+
+    let (out, second) = run(&ws, 3, &[]);
+    assert_eq!(
+        fake.count(),
+        3,
+        "a rerun of the same plan makes no HTTP request"
+    );
+    assert_eq!(second.len(), 3);
+    for r in &second {
+        assert_eq!(
+            (r["cached"].as_bool(), r["attempts"].as_u64()),
+            (Some(true), Some(0)),
+            "{r:#}"
+        );
+        assert_eq!(r["passed"], true);
+    }
+    assert!(out.contains("3 from cache, 0 HTTP attempts"), "{out}");
+
+    let (_, third) = run(&ws, 3, &["--no-cache"]);
+    assert_eq!(fake.count(), 6, "--no-cache asks the server again");
+    assert!(
+        third
+            .iter()
+            .all(|r| r["cached"] == false && r["attempts"] == 1)
+    );
+}
+
+#[test]
+fn wrong_answers_are_verdicts_not_errors() {
+    // A wrong answer is a valid response: scored, not retried, and cached like any other.
+    let fake = FakeServer::start(|_| Reply::Wrong);
+    let ws = setup(&fake, "max_retries = 3\ntimeout_secs = 5");
+    let (_, records) = run(&ws, 2, &[]);
+    assert_eq!(fake.count(), 2);
+    for r in &records {
+        assert_eq!(r["passed"], false, "{r:#}");
+        assert_eq!(r["failure"], "wrong_value", "{r:#}");
+        assert!(r.get("error").is_none() && r["attempts"] == 1, "{r:#}");
+    }
+    let (_, again) = run(&ws, 2, &[]);
+    assert_eq!(fake.count(), 2);
+    assert!(
+        again
+            .iter()
+            .all(|r| r["cached"] == true && r["failure"] == "wrong_value")
+    );
+}
+
+#[test]
+fn errors_are_never_cached() {
+    // While unhealthy, prompts whose answer is odd get a 500; then the server recovers.
+    let healthy = Arc::new(AtomicBool::new(false));
+    let flag = healthy.clone();
+    let odd = |prompt: &str| expression(prompt).and_then(|e| eval(&e)).unwrap() % 2 != 0;
+    let fake = FakeServer::start(move |r: &Request| {
+        if !flag.load(Ordering::SeqCst) && odd(&r.prompt) {
+            Reply::Status(500, None)
+        } else {
+            Reply::Correct
+        }
+    });
+    let ws = setup(&fake, "max_retries = 0\ntimeout_secs = 5");
+    let (_, first) = run(&ws, 10, &[]);
+    let failed: BTreeSet<String> = first
+        .iter()
+        .filter(|r| r["failure"] == "server_error")
+        .map(|r| r["messages"][1]["content"].as_str().unwrap().to_owned())
+        .collect();
+    let failed_records = first
+        .iter()
+        .filter(|r| r["failure"] == "server_error")
+        .count();
+    assert!(
+        failed_records > 0 && failed_records < 10,
+        "t06 seed 6 mixes odd and even answers"
+    );
+    let before = fake.count();
+
+    healthy.store(true, Ordering::SeqCst);
+    let (_, second) = run(&ws, 10, &[]);
+    let retried = &fake.requests()[before..];
+    assert_eq!(
+        retried.len(),
+        failed_records,
+        "only the failed instances are asked again"
+    );
+    assert_eq!(prompts(retried), failed);
+    assert_eq!(second.len(), 10);
+    for r in &second {
+        let was_failed = failed.contains(r["messages"][1]["content"].as_str().unwrap());
+        assert_eq!(r["passed"], true, "{r:#}");
+        assert_eq!(r["cached"], !was_failed, "{r:#}");
+    }
+}
