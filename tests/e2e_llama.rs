@@ -27,24 +27,15 @@ fn server(var: &str) -> Option<String> {
     }
 }
 
-fn workspace(models: &[(&str, &str)]) -> tempfile::TempDir {
+/// A temp directory with the shipped specs, schemas and the CI models' harness.toml.
+fn workspace(smol: &str, gemma: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("specs")).unwrap();
-    for entry in fs::read_dir(root().join("specs")).unwrap() {
-        let path = entry.unwrap().path();
-        fs::copy(
-            &path,
-            dir.path().join("specs").join(path.file_name().unwrap()),
-        )
-        .unwrap();
-    }
+    copy_dir(&root().join("specs"), &dir.path().join("specs"));
     copy_dir(&root().join("schemas"), &dir.path().join("schemas"));
-    let mut config = String::new();
-    for (name, url) in models {
-        config.push_str(&format!(
-            "[models.{name}]\nprovider = \"openai\"\nmodel = \"{name}\"\nbase_url = \"{url}/v1\"\nconcurrency = 4\ntimeout_secs = 120\n\n"
-        ));
-    }
+    let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
+    let config = template
+        .replace("__SMOL__", smol)
+        .replace("__GEMMA__", gemma.unwrap_or("http://127.0.0.1:9"));
     fs::write(dir.path().join("harness.toml"), config).unwrap();
     dir
 }
@@ -75,21 +66,21 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
     let Some(smol) = server("HARNESS_LLAMA_URL") else {
         return;
     };
-    let dir = workspace(&[("smollm2", &smol)]);
+    let dir = workspace(&smol, None);
     let (code, out) = run(harness(dir.path()).args([
         "run",
         "specs",
         "-m",
         "smollm2",
         "--runs",
-        "4",
+        "2",
         "--no-progress",
         "--format",
         "junit",
     ]));
     assert!(code == 0 || code == 1, "{out}");
     let records = journal(dir.path());
-    assert_eq!(records.len(), 5 * 4, "{out}");
+    assert_eq!(records.len(), 5 * 2, "{out}");
     for r in &records {
         assert!(r["error"].is_null(), "request failed: {r}");
         assert!(r["response"].is_string());
@@ -121,11 +112,11 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
         "-m",
         "smollm2",
         "--runs",
-        "4",
+        "2",
         "--no-progress",
     ]));
     let again = journal(dir.path());
-    assert_eq!(again.len(), 20);
+    assert_eq!(again.len(), 10);
     assert!(
         again
             .iter()
@@ -140,18 +131,23 @@ fn temperature_zero_is_deterministic_and_golden_transcripts_match() {
     let Some(smol) = server("HARNESS_LLAMA_URL") else {
         return;
     };
-    let dir = workspace(&[("smollm2", &smol)]);
+    let Some(gemma) = server("HARNESS_GEMMA_URL") else {
+        return;
+    };
+    let dir = workspace(&smol, Some(&gemma));
     copy_dir(
         &root().join("golden/t06_mathematics"),
         &dir.path().join("golden/t06_mathematics"),
     );
-    // The committed transcript was recorded from this server and model: a live
-    // run must reproduce it exactly.
+    // The committed transcripts were recorded from these servers with this
+    // harness.toml: a live run at temperature 0 must reproduce them exactly.
     let (code, out) = run(harness(dir.path()).args([
         "run",
         "specs/t06_mathematics.toml",
         "-m",
         "smollm2",
+        "-m",
+        "gemma3",
         "--no-cache",
         "--no-progress",
         "-v",
@@ -167,7 +163,7 @@ fn structured_output_with_a_json_schema_over_the_real_wire() {
     let Some(smol) = server("HARNESS_LLAMA_URL") else {
         return;
     };
-    let dir = workspace(&[("smollm2", &smol)]);
+    let dir = workspace(&smol, None);
     fs::write(
         dir.path().join("specs/route.schema.json"),
         r#"{"type":"object","properties":{"reasoning":{"type":"string","maxLength":200},"route_id":{"type":"integer"}},"required":["reasoning","route_id"],"additionalProperties":false}"#,

@@ -3,6 +3,7 @@
 
 mod check;
 mod render;
+mod report;
 mod review;
 mod run;
 mod show;
@@ -55,6 +56,8 @@ enum Command {
     },
     /// Run specs against models: journal, reports, golden transcript diffs.
     Run(run::RunArgs),
+    /// Rebuild reports from the journals of one or more runs, side by side.
+    Report(report::ReportArgs),
     /// Print the JSON Schema of the spec format.
     Schema,
     /// Walk pending `.new` golden files: accept, reject or skip each.
@@ -94,6 +97,7 @@ pub fn main() -> ExitCode {
             json,
         } => show::run(&spec, start, count, seed, json, color),
         Command::Run(args) => run::run(&args, color),
+        Command::Report(args) => report::run(&args, color),
         Command::Schema => {
             print!("{}", crate::schema::spec_schema_text());
             0

@@ -34,6 +34,7 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         attempts: 1,
         error: None,
         cached: false,
+        retries: Vec::new(),
     }
 }
 

@@ -89,12 +89,16 @@ struct Asked {
     attempts: u32,
     latency: Duration,
     cached: bool,
+    /// Why earlier attempts were not accepted, in order.
+    retries: Vec<String>,
 }
 
-async fn send_with_retries(
+/// Sends with retries on retryable errors, logging each failed attempt into `retries`.
+async fn send_logged(
     model: &ModelRuntime,
     request: &ChatRequest,
     key: RequestKey<'_>,
+    retries: &mut Vec<String>,
 ) -> (Result<Completion, ProviderError>, u32, Duration) {
     let mut attempts = 0;
     loop {
@@ -109,8 +113,8 @@ async fn send_with_retries(
             (r, started.elapsed())
         };
         match result {
-            (Err(e), latency) if e.retryable() && attempts <= model.spec.max_retries => {
-                let _ = latency;
+            (Err(e), _) if e.retryable() && attempts <= model.spec.max_retries => {
+                retries.push(format!("attempt {attempts}: {} ({e})", e.kind()));
                 tokio::time::sleep(backoff(
                     attempts - 1,
                     BACKOFF_BASE,
@@ -140,10 +144,12 @@ async fn ask(
             attempts: 0,
             latency: Duration::ZERO,
             cached: true,
+            retries: Vec::new(),
         };
     }
     let mut total_attempts = 0;
     let mut asks = 0;
+    let mut retries = Vec::new();
     loop {
         asks += 1;
         // Re-asks vary the seed when one is set, so a deterministic server can answer differently.
@@ -151,12 +157,17 @@ async fn ask(
         if asks > 1 {
             this_request.seed = request.seed.map(|s| s.wrapping_add(u64::from(asks - 1)));
         }
-        let (result, attempts, latency) = send_with_retries(model, &this_request, key).await;
-        total_attempts += attempts;
+        let (result, attempts, latency) =
+            send_logged(model, &this_request, key, &mut retries).await;
         let retry = matches!(&result, Ok(c) if !structured_ok(spec, &c.text))
             && asks < spec.max_asks
             && model.provider.is_remote();
-        if !retry {
+        total_attempts += attempts;
+        if retry {
+            retries.push(format!(
+                "ask {asks}: the answer is not valid structured JSON; asking again"
+            ));
+        } else {
             if let (Some(cache), Some(k), Ok(c)) = (cache, &cache_key, &result)
                 && model.provider.is_remote()
             {
@@ -167,6 +178,7 @@ async fn ask(
                 attempts: total_attempts,
                 latency,
                 cached: false,
+                retries,
             };
         }
     }
@@ -203,6 +215,7 @@ pub async fn run_task(
         attempts: 0,
         error: None,
         cached: false,
+        retries: Vec::new(),
     };
     let inst = match s.instance(instance) {
         Ok(i) => i,
@@ -227,6 +240,7 @@ pub async fn run_task(
         0
     };
     record.cached = asked.cached;
+    record.retries = asked.retries;
     record.latency_ms = asked.latency.as_millis() as u64;
     match asked.result {
         Ok(completion) => {

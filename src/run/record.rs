@@ -70,6 +70,9 @@ pub struct Record {
     /// Whether the answer came from the cache.
     #[serde(default)]
     pub cached: bool,
+    /// Why earlier attempts were retried or re-asked, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<String>,
 }
 
 impl Record {

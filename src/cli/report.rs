@@ -1,0 +1,100 @@
+//! `harness report RUN...`: rebuild reports from run journals, several runs side by side.
+
+use std::path::PathBuf;
+
+use crate::report::{Format, ReportContext, SpecInfo, write_reports};
+use crate::run;
+use crate::spec::Spec;
+
+/// Arguments of `harness report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Run ids (or `latest`), one or more.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// Extra report formats.
+    #[arg(long = "format", value_enum)]
+    pub formats: Vec<Format>,
+    /// Results directory.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+/// Runs `harness report`; returns the exit code.
+pub fn run(args: &ReportArgs, color: bool) -> u8 {
+    let runs_dir = args.results.join("runs");
+    let (mut run_ids, mut journals, mut models, mut specs) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::<String>::new(),
+        Vec::<SpecInfo>::new(),
+    );
+    for id in &args.runs {
+        let dir = match run::find_run(&runs_dir, id) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        };
+        let manifest = match run::read_manifest(&dir) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("error: {}: {e}", dir.display());
+                return 2;
+            }
+        };
+        for m in &manifest.models {
+            if !models.contains(&m.name) {
+                models.push(m.name.clone());
+            }
+        }
+        for file in &manifest.spec_files {
+            // Titles come from the spec when it still loads; the id (file stem) otherwise.
+            let (id, title) = match Spec::load(file) {
+                Ok(s) => (
+                    s.id.clone(),
+                    s.def.title.clone().unwrap_or_else(|| s.id.clone()),
+                ),
+                Err(_) => {
+                    let stem = file
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    (stem.clone(), stem)
+                }
+            };
+            if !specs.iter().any(|s| s.id == id) {
+                specs.push(SpecInfo { id, title });
+            }
+        }
+        journals.push(dir.join("journal.jsonl"));
+        run_ids.push(manifest.run_id);
+    }
+    let (timestamp, file_stamp) = run::timestamps();
+    let ctx = ReportContext {
+        run_ids: &run_ids,
+        timestamp: &timestamp,
+        file_stamp: &file_stamp,
+        results_dir: &args.results,
+        models: &models,
+        specs: &specs,
+        formats: &args.formats,
+        journals: &journals,
+        color,
+    };
+    match write_reports(&ctx) {
+        Ok(out) => {
+            print!("{}", out.terminal);
+            println!("report: {}", out.markdown.display());
+            for extra in &out.extra {
+                println!("        {}", extra.display());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: writing reports: {e}");
+            2
+        }
+    }
+}
