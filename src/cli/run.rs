@@ -236,8 +236,8 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
-    let records = match run::sorted_records(&journal_path) {
-        Ok(r) => r,
+    let transcripts = match run::transcripts(&journal_path) {
+        Ok(t) => t,
         Err(e) => return fail(e),
     };
     let spec_infos: Vec<SpecInfo> = specs
@@ -285,11 +285,10 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
             if !manifest.includes(&model.name, &spec.id) {
                 continue;
             }
-            let lines: Vec<TranscriptLine> = records
-                .values()
-                .filter(|r| r.model == model.name && r.spec == spec.id)
-                .map(TranscriptLine::from_record)
-                .collect();
+            let lines: Vec<TranscriptLine> = transcripts
+                .get(&(model.name.clone(), spec.id.clone()))
+                .map(|by_key| by_key.values().cloned().collect())
+                .unwrap_or_default();
             let path = transcript_path(&args.golden, &spec.id, &model.name);
             if args.bless {
                 if let Some(dir) = path.parent()

@@ -85,19 +85,26 @@ fn valid_prefix_len(path: &Path) -> io::Result<u64> {
     Ok(if last_ok { len } else { last_start })
 }
 
-/// Reads every complete record; unparseable lines are skipped. Later lines win on duplicate keys.
-pub fn read_journal(path: &Path) -> io::Result<BTreeMap<TaskKey, Record>> {
-    let mut records = BTreeMap::new();
+/// Calls `f` with each complete record in file order; unparseable lines are skipped.
+pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> io::Result<()> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(records),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
     for line in BufReader::new(file).split(b'\n') {
-        let line = line?;
-        if let Ok(record) = serde_json::from_slice::<Record>(&line) {
-            records.insert(record.key(), record);
+        if let Ok(record) = serde_json::from_slice::<Record>(&line?) {
+            f(record);
         }
     }
+    Ok(())
+}
+
+/// Reads every complete record; unparseable lines are skipped. Later lines win on duplicate keys.
+pub fn read_journal(path: &Path) -> io::Result<BTreeMap<TaskKey, Record>> {
+    let mut records = BTreeMap::new();
+    for_each_record(path, |r| {
+        records.insert(r.key(), r);
+    })?;
     Ok(records)
 }

@@ -347,7 +347,10 @@ pub async fn execute(
 ) -> Result<RunOutcome, RunError> {
     // Open first: it drops a torn last line, so `done` only counts records that stay.
     let mut journal = Journal::open(journal_path)?;
-    let done: HashSet<TaskKey> = journal::read_journal(journal_path)?.into_keys().collect();
+    let mut done: HashSet<TaskKey> = HashSet::new();
+    journal::for_each_record(journal_path, |r| {
+        done.insert(r.key());
+    })?;
     let cache = if settings.use_cache {
         Some(Arc::new(cache::Cache::open(&settings.cache_path)?))
     } else {
@@ -459,7 +462,20 @@ pub fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunErro
     Ok(())
 }
 
-/// Every record of a journal, sorted by (model, spec, instance, sample).
-pub fn sorted_records(journal_path: &Path) -> Result<BTreeMap<TaskKey, record::Record>, RunError> {
-    Ok(journal::read_journal(journal_path)?)
+/// Transcript lines by (model, spec), then (instance, sample), read one record
+/// at a time so memory holds answers, not prompts (flat at 100,000 records).
+pub type Transcripts = BTreeMap<(String, String), BTreeMap<(u64, u32), transcript::TranscriptLine>>;
+
+/// The transcript lines of a journal; later lines win on duplicate keys.
+pub fn transcripts(journal_path: &Path) -> Result<Transcripts, RunError> {
+    let mut out = Transcripts::new();
+    journal::for_each_record(journal_path, |r| {
+        out.entry((r.model.clone(), r.spec.clone()))
+            .or_default()
+            .insert(
+                (r.instance, r.sample),
+                transcript::TranscriptLine::from_record(&r),
+            );
+    })?;
+    Ok(out)
 }
