@@ -56,6 +56,18 @@ pub struct ChatRequest {
     /// Context window (Ollama `num_ctx`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_ctx: Option<u32>,
+    /// Extra body fields from the model's `options.extra_body`.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// Merges a request's extra fields into a wire body.
+pub fn merge_extra(body: &mut Value, request: &ChatRequest) {
+    if let Some(map) = body.as_object_mut() {
+        for (k, v) in &request.extra {
+            map.insert(k.clone(), v.clone());
+        }
+    }
 }
 
 /// Token counts reported by the server.
@@ -238,4 +250,33 @@ pub fn install_tls() {
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_body_fields_reach_the_wire_and_the_cache_key() {
+        let mut request = ChatRequest {
+            messages: vec![],
+            temperature: 0.0,
+            max_tokens: 8,
+            top_p: None,
+            seed: None,
+            stop: vec![],
+            format: OutputFormat::Text,
+            num_ctx: None,
+            extra: serde_json::Map::new(),
+        };
+        let spec = ModelSpec::new(ProviderKind::OpenAi, "m");
+        let plain = crate::run::cache::cache_key(&spec, "u", &request, 0);
+        request
+            .extra
+            .insert("cache_prompt".into(), Value::Bool(false));
+        let mut body = serde_json::json!({"model": "m"});
+        merge_extra(&mut body, &request);
+        assert_eq!(body["cache_prompt"], Value::Bool(false));
+        assert_ne!(plain, crate::run::cache::cache_key(&spec, "u", &request, 0));
+    }
 }

@@ -41,6 +41,10 @@ pub struct ModelOptions {
     pub seed: Option<u64>,
     /// Ollama context window.
     pub num_ctx: Option<u32>,
+    /// Extra top-level fields merged into every request body, for server
+    /// options outside the common API (llama.cpp's `cache_prompt`, vLLM's
+    /// `top_k`, ...).
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Everything needed to talk to one model.

@@ -111,6 +111,7 @@ impl OllamaClient {
                 body["format"] = schema.clone();
             }
         }
+        super::merge_extra(&mut body, request);
         body
     }
 

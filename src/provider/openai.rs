@@ -107,6 +107,7 @@ impl OpenAiClient {
                 );
             }
         }
+        super::merge_extra(&mut body, request);
         body
     }
 

@@ -114,6 +114,7 @@ mod tests {
             stop: vec![],
             format: OutputFormat::Text,
             num_ctx: None,
+            extra: Default::default(),
         }
     }
 

@@ -64,6 +64,7 @@ pub fn build_request(
         stop: r.stop.clone(),
         format: spec.format.clone(),
         num_ctx: o.num_ctx,
+        extra: o.extra_body.clone().unwrap_or_default(),
     }
 }
 
