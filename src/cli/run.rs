@@ -12,7 +12,7 @@ use crate::run::transcript::{
     TranscriptLine, compare_transcripts, read_transcript, recorded_models, render_transcript,
     transcript_path,
 };
-use crate::run::{self, Manifest, PlannedModel, RunSettings};
+use crate::run::{self, Manifest, RunSettings};
 use crate::spec::{Spec, spec_files};
 
 /// Arguments of `harness run`.
@@ -103,7 +103,7 @@ fn plan_new(
         for name in by_model.keys() {
             let mut m = ModelSpec::new(ProviderKind::Replay, name);
             m.concurrency = 64;
-            models.push(PlannedModel::from(&m));
+            models.push(m);
         }
         only = Some(by_model);
     } else {
@@ -112,10 +112,10 @@ fn plan_new(
             if m.provider == ProviderKind::Replay {
                 m.concurrency = 64;
             }
-            if models.iter().any(|p: &PlannedModel| p.name == m.name) {
+            if models.iter().any(|p: &ModelSpec| p.name == m.name) {
                 return Err(format!("model `{}` is given twice", m.name));
             }
-            models.push(PlannedModel::from(&m));
+            models.push(m);
         }
     }
     let runs_dir = args.results.join("runs");
@@ -212,7 +212,7 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     if let Err(e) = run::write_manifest(&run_dir, &manifest) {
         return fail(e);
     }
-    let model_specs: Vec<ModelSpec> = manifest.models.iter().map(ModelSpec::from).collect();
+    let model_specs: Vec<ModelSpec> = manifest.models.clone();
     let models = match run::model_runtimes(&model_specs, &manifest.golden_dir) {
         Ok(m) => m,
         Err(e) => return fail(e),

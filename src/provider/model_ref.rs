@@ -47,8 +47,9 @@ pub struct ModelOptions {
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// Everything needed to talk to one model.
-#[derive(Debug, Clone, PartialEq)]
+/// Everything needed to talk to one model; stored in a run's plan so resume
+/// rebuilds the same clients (it holds the API key variable's name, never the key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
     /// Display name: reports, raw files, golden transcripts.
     pub name: String,
@@ -71,6 +72,7 @@ pub struct ModelSpec {
     /// Request defaults.
     pub options: ModelOptions,
     /// Ask for streamed responses (Ollama).
+    #[serde(default)]
     pub stream: bool,
 }
 

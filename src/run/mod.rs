@@ -27,76 +27,11 @@ use journal::Journal;
 use progress::Progress;
 use record::TaskKey;
 
-use crate::provider::model_ref::ModelOptions;
 use crate::provider::{
     ModelSpec, OllamaClient, OpenAiClient, OutputFormat, Provider, ProviderKind, ReplayProvider,
 };
 use crate::spec::Spec;
 use crate::spec::model::ResponseFormat;
-
-/// A model as stored in a run's plan, enough to rebuild its client on resume.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlannedModel {
-    /// Display name.
-    pub name: String,
-    /// Wire format.
-    pub provider: ProviderKind,
-    /// Model id.
-    pub model: String,
-    /// Base URL.
-    pub base_url: Option<String>,
-    /// API key variable name (never the key).
-    pub api_key_env: Option<String>,
-    /// Requests in flight.
-    pub concurrency: usize,
-    /// Requests per minute.
-    pub requests_per_minute: Option<u32>,
-    /// Timeout in seconds.
-    pub timeout_secs: f64,
-    /// Retries.
-    pub max_retries: u32,
-    /// Request defaults.
-    pub options: ModelOptions,
-    /// Streamed responses (Ollama).
-    #[serde(default)]
-    pub stream: bool,
-}
-
-impl From<&ModelSpec> for PlannedModel {
-    fn from(m: &ModelSpec) -> Self {
-        PlannedModel {
-            name: m.name.clone(),
-            provider: m.provider,
-            model: m.model.clone(),
-            base_url: m.base_url.clone(),
-            api_key_env: m.api_key_env.clone(),
-            concurrency: m.concurrency,
-            requests_per_minute: m.requests_per_minute,
-            timeout_secs: m.timeout_secs,
-            max_retries: m.max_retries,
-            options: m.options.clone(),
-            stream: m.stream,
-        }
-    }
-}
-
-impl From<&PlannedModel> for ModelSpec {
-    fn from(p: &PlannedModel) -> Self {
-        ModelSpec {
-            name: p.name.clone(),
-            provider: p.provider,
-            model: p.model.clone(),
-            base_url: p.base_url.clone(),
-            api_key_env: p.api_key_env.clone(),
-            concurrency: p.concurrency,
-            requests_per_minute: p.requests_per_minute,
-            timeout_secs: p.timeout_secs,
-            max_retries: p.max_retries,
-            options: p.options.clone(),
-            stream: p.stream,
-        }
-    }
-}
 
 /// `results/runs/<run-id>/plan.json`: what a run is, so it can be resumed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,7 +43,7 @@ pub struct Manifest {
     /// Spec files, in order.
     pub spec_files: Vec<PathBuf>,
     /// Models, in order.
-    pub models: Vec<PlannedModel>,
+    pub models: Vec<ModelSpec>,
     /// Instances per spec, overriding each spec's `runs`.
     pub runs: Option<u32>,
     /// The golden directory (replay reads transcripts from it).
