@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use owo_colors::OwoColorize;
-use similar::{ChangeTag, TextDiff};
+use similar::TextDiff;
 
 /// What comparing a golden file found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,23 +48,24 @@ pub struct GoldenMode {
     pub write_pending: bool,
 }
 
+/// Environment variables that mark a CI system.
+pub const CI_VARIABLES: &[&str] = &[
+    "CI",
+    "CONTINUOUS_INTEGRATION",
+    "BUILD_NUMBER",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "BUILDKITE",
+    "TF_BUILD",
+    "JENKINS_URL",
+    "TEAMCITY_VERSION",
+];
+
 /// Whether we run under a CI system, where `.new` files are never written.
 pub fn is_ci() -> bool {
     let set =
         |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
-    [
-        "CI",
-        "CONTINUOUS_INTEGRATION",
-        "BUILD_NUMBER",
-        "GITHUB_ACTIONS",
-        "GITLAB_CI",
-        "BUILDKITE",
-        "TF_BUILD",
-        "JENKINS_URL",
-        "TEAMCITY_VERSION",
-    ]
-    .iter()
-    .any(|v| set(v))
+    CI_VARIABLES.iter().any(|v| set(v))
 }
 
 /// The review file beside a golden file.
@@ -149,20 +150,6 @@ pub fn colorize_diff(diff: &str, color: bool) -> String {
         .collect::<Vec<_>>()
         .join("\n")
         + "\n"
-}
-
-/// Counts of changed lines in a diff, for summaries.
-pub fn change_counts(old: &str, new: &str) -> (usize, usize) {
-    let diff = TextDiff::from_lines(old, new);
-    let mut counts = (0, 0);
-    for change in diff.iter_all_changes() {
-        match change.tag() {
-            ChangeTag::Delete => counts.0 += 1,
-            ChangeTag::Insert => counts.1 += 1,
-            ChangeTag::Equal => {}
-        }
-    }
-    counts
 }
 
 /// Every pending `.new` file under `dir`, sorted.

@@ -204,7 +204,7 @@ fn sigint_stops_cleanly_and_resume_finishes() {
     assert!(sent.success());
     let output = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&output.stderr).into_owned()
-        + &String::from_utf8_lossy(&output.stdout);
+        + String::from_utf8_lossy(&output.stdout).as_ref();
     assert_eq!(output.status.code(), Some(130), "{text}");
     assert!(text.contains("--resume"), "{text}");
     let first = ws.last_journal();

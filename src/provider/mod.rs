@@ -18,7 +18,7 @@ use crate::prompt::Message;
 
 pub use model_ref::{ModelSpec, ProviderKind};
 pub use ollama::{OllamaClient, base_from_env as ollama_base_from_env};
-pub use openai::OpenAiClient;
+pub use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub use replay::ReplayProvider;
 
 /// The shape of answer a request asks for.

@@ -46,7 +46,7 @@ struct WireUsage {
 }
 
 /// The default base URL: `OPENAI_BASE_URL`, else OpenAI's.
-fn default_base_url() -> String {
+pub fn default_base_url() -> String {
     std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".to_owned())
 }
 

@@ -181,43 +181,30 @@ pub fn model_runtimes(
     let mut semaphores: HashMap<String, Arc<Semaphore>> = HashMap::new();
     let mut out = Vec::new();
     for m in models {
-        let (provider, base_url) = match m.provider {
-            ProviderKind::OpenAi => {
-                let base = m.base_url.clone().unwrap_or_else(|| {
-                    std::env::var("OPENAI_BASE_URL")
-                        .unwrap_or_else(|_| "https://api.openai.com/v1".into())
-                });
-                let mut spec = m.clone();
-                spec.base_url = Some(base.clone());
-                let http = if is_loopback(&base) {
-                    direct.clone()
-                } else {
-                    proxied.clone()
-                };
-                let client =
-                    OpenAiClient::new(&spec, http).map_err(|e| RunError::Model(e.to_string()))?;
-                (Provider::OpenAi(client), base)
-            }
-            ProviderKind::Ollama => {
-                let base = m.base_url.clone().unwrap_or_else(|| {
-                    crate::provider::ollama_base_from_env(std::env::var("OLLAMA_HOST").ok())
-                });
-                let mut spec = m.clone();
-                spec.base_url = Some(base.clone());
-                let http = if is_loopback(&base) {
-                    direct.clone()
-                } else {
-                    proxied.clone()
-                };
-                (
-                    Provider::Ollama(OllamaClient::new(&spec, http, m.stream)),
-                    base,
-                )
-            }
-            ProviderKind::Replay => (
-                Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
-                format!("replay:{}", m.name),
+        // Resolve the base URL once: clients, the endpoint semaphore and cache keys share it.
+        let base_url = match m.provider {
+            ProviderKind::OpenAi => m
+                .base_url
+                .clone()
+                .unwrap_or_else(crate::provider::openai_default_base_url),
+            ProviderKind::Ollama => m.base_url.clone().unwrap_or_else(|| {
+                crate::provider::ollama_base_from_env(std::env::var("OLLAMA_HOST").ok())
+            }),
+            ProviderKind::Replay => format!("replay:{}", m.name),
+        };
+        let mut resolved = m.clone();
+        resolved.base_url = Some(base_url.clone());
+        let http = if is_loopback(&base_url) {
+            direct.clone()
+        } else {
+            proxied.clone()
+        };
+        let provider = match m.provider {
+            ProviderKind::OpenAi => Provider::OpenAi(
+                OpenAiClient::new(&resolved, http).map_err(|e| RunError::Model(e.to_string()))?,
             ),
+            ProviderKind::Ollama => Provider::Ollama(OllamaClient::new(&resolved, http, m.stream)),
+            ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
         };
         let semaphore = semaphores
             .entry(base_url.clone())

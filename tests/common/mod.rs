@@ -18,18 +18,10 @@ pub fn harness(cwd: &Path) -> Command {
     cmd.current_dir(cwd)
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
-    for var in [
-        "CI",
-        "CONTINUOUS_INTEGRATION",
-        "BUILD_NUMBER",
-        "GITHUB_ACTIONS",
-        "GITLAB_CI",
-        "BUILDKITE",
-        "TF_BUILD",
-        "JENKINS_URL",
-        "TEAMCITY_VERSION",
-        "CLICOLOR_FORCE",
-    ] {
+    for var in harness::golden::CI_VARIABLES
+        .iter()
+        .chain(&["CLICOLOR_FORCE"])
+    {
         cmd.env_remove(var);
     }
     cmd
