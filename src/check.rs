@@ -123,6 +123,17 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
         report.instances += 1;
     }
     report.examples = spec.def.examples.len();
+    if spec.rules.needs_sandbox()
+        && !spec.def.examples.is_empty()
+        && let Err(e) = crate::sandbox::shared()
+    {
+        report.errors.push(Diagnostic::new(
+            ErrorKind::Io,
+            spec.source_map().locate(key_path!["verify"]),
+            format!("cannot run this spec's examples: {e}"),
+        ));
+        return;
+    }
     for (i, example) in spec.def.examples.iter().enumerate() {
         match run_example(spec, i, example) {
             Ok(()) => report.examples_passed += 1,

@@ -15,6 +15,7 @@ pub mod prompt;
 pub mod provider;
 pub mod report;
 pub mod run;
+pub mod sandbox;
 pub mod schema;
 pub mod script;
 pub mod source;

@@ -21,6 +21,9 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Run model-written code WITHOUT isolation (for kernels that cannot isolate; unsafe).
+    #[arg(long, global = true)]
+    unsandboxed: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +86,10 @@ pub fn stdout_color() -> bool {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let color = stdout_color();
+    if cli.unsandboxed {
+        crate::sandbox::allow_unsandboxed();
+        eprintln!("{}", crate::sandbox::UNSANDBOXED_WARNING);
+    }
     let code = match cli.command {
         Command::Check {
             paths,

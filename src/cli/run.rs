@@ -208,6 +208,11 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
             Err(e) => return fail(e),
         }
     };
+    if specs.iter().any(|s| s.rules.needs_sandbox())
+        && let Err(e) = crate::sandbox::shared()
+    {
+        return fail(e);
+    }
     let run_dir = runs_dir.join(&manifest.run_id);
     if let Err(e) = run::write_manifest(&run_dir, &manifest) {
         return fail(e);

@@ -245,7 +245,16 @@ pub async fn run_task(
     record.latency_ms = asked.latency.as_millis() as u64;
     match asked.result {
         Ok(completion) => {
-            let verdict = s.verify(&completion.text, &inst.vars);
+            let verdict = if s.rules.needs_sandbox() {
+                // Running code blocks for up to its time limit: not on a runtime worker.
+                let (spec, text, vars) = (s.clone(), completion.text.clone(), inst.vars.clone());
+                match tokio::task::spawn_blocking(move || spec.verify(&text, &vars)).await {
+                    Ok(verdict) => verdict,
+                    Err(e) => std::panic::resume_unwind(e.into_panic()),
+                }
+            } else {
+                s.verify(&completion.text, &inst.vars)
+            };
             record.tokens_in = completion.usage.tokens_in;
             record.tokens_out = completion.usage.tokens_out;
             record.answer = verdict.rules.first().and_then(|r| r.answer.clone());

@@ -115,5 +115,9 @@ pub fn failure_label(kind: FailureKind) -> &'static str {
         FailureKind::InvalidJson => "invalid_json",
         FailureKind::SchemaMismatch => "schema_mismatch",
         FailureKind::ScriptError => "script_error",
+        FailureKind::RuntimeError => "runtime_error",
+        FailureKind::Timeout => "timeout",
+        FailureKind::ResourceLimit => "resource_limit",
+        FailureKind::SandboxError => "sandbox_error",
     }
 }

@@ -133,7 +133,7 @@ pub enum ResponseFormat {
 #[serde(deny_unknown_fields)]
 pub struct RuleDef {
     /// The rule: exact, contains, not_contains, exclusive, regex, set_equal,
-    /// numeric, json_field, similarity, script.
+    /// numeric, json_field, similarity, script, code.
     pub rule: String,
     /// A name for reports (defaults to the rule).
     pub name: Option<String>,
@@ -175,6 +175,24 @@ pub struct RuleDef {
     pub threshold: Option<f64>,
     /// Rhai expression returning a bool, a score or `#{passed, score, detail}` (script).
     pub script: Option<String>,
+    /// The instance variable holding the tests: a list of snippets or one snippet (code).
+    pub tests: Option<String>,
+    /// minijinja template making each test's source from `test` (code); `| py` writes Python literals.
+    pub test_template: Option<String>,
+    /// The solution's language: fence to extract and runtime (code; default python).
+    pub language: Option<String>,
+    /// `all` (default: every test must pass) or `fraction` of tests passed (code).
+    pub score: Option<String>,
+    /// Wall-clock and CPU limit in seconds (code; default 10).
+    pub timeout_secs: Option<f64>,
+    /// Address-space limit in MiB (code; default 512).
+    pub memory_mb: Option<u64>,
+    /// Command line of a custom runtime, run in the working directory (code).
+    pub command: Option<Vec<String>>,
+    /// A custom runtime's runner file, relative to the spec (code).
+    pub runner: Option<String>,
+    /// File name the solution is written to (code; default `solution.py`).
+    pub solution_file: Option<String>,
 }
 
 /// One entity group of a `set_equal` rule.

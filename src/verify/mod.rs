@@ -5,6 +5,7 @@
 //! registry below maps `rule = "..."` names to builders and to the keys each
 //! rule reads, so a key the chosen rule ignores is an error, not a silent no-op.
 
+mod code;
 mod contains;
 mod exact;
 mod expected;
@@ -42,6 +43,14 @@ pub enum FailureKind {
     SchemaMismatch,
     /// A `script` rule failed to run.
     ScriptError,
+    /// A program raised an error or crashed.
+    RuntimeError,
+    /// A program ran out of time (wall clock or CPU).
+    Timeout,
+    /// A program hit a memory, recursion or output limit.
+    ResourceLimit,
+    /// The sandbox could not run the program.
+    SandboxError,
 }
 
 /// One rule's judgement.
@@ -98,6 +107,10 @@ pub trait Rule: Send + Sync {
     fn expected(&self, vars: &Map<String, Value>) -> Option<Value>;
     /// Judges `answer` (extracted from `response`) for an instance with `vars`.
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict;
+    /// Whether verifying runs model-written code (and so needs the sandbox).
+    fn needs_sandbox(&self) -> bool {
+        false
+    }
 }
 
 /// What a rule builder may look at.
@@ -211,6 +224,22 @@ const RULES: &[RuleKind] = &[
         build: similarity::build,
     },
     RuleKind {
+        name: "code",
+        keys: &[
+            "tests",
+            "test_template",
+            "language",
+            "score",
+            "timeout_secs",
+            "memory_mb",
+            "command",
+            "runner",
+            "solution_file",
+        ],
+        default_extract: ExtractKind::CodeBlock,
+        build: code::build,
+    },
+    RuleKind {
         name: "script",
         keys: &["script", "threshold"],
         default_extract: ExtractKind::Text,
@@ -301,6 +330,11 @@ impl RuleSet {
         } else {
             Err(errors)
         }
+    }
+
+    /// Whether any rule runs model-written code.
+    pub fn needs_sandbox(&self) -> bool {
+        self.rules.iter().any(|r| r.rule.needs_sandbox())
     }
 
     /// The rules, in spec order.
@@ -430,10 +464,14 @@ fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule, Vec<Diagn
             "weight must be a non-negative number",
         ));
     }
-    let extract_def = def
+    let mut extract_def = def
         .extract
         .clone()
         .unwrap_or_else(|| ExtractDef::of(kind.default_extract));
+    if extract_def.kind == ExtractKind::CodeBlock && extract_def.language.is_none() {
+        // A code rule's fence language follows its runtime's language.
+        extract_def.language = Some(def.language.clone().unwrap_or_else(|| "python".into()));
+    }
     let extractor = match Extractor::new(extract_def) {
         Ok(x) => Some(x),
         Err(e) => {

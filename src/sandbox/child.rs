@@ -1,0 +1,248 @@
+//! What the sandboxed child does between `fork` and `exec`.
+//!
+//! This code runs in a child forked from a multi-threaded process, so it may
+//! only make raw system calls: no allocation, no locks, no panics. Everything
+//! it needs (paths, file contents, the seccomp program, the Landlock ruleset)
+//! is prepared by the parent in a [`ChildPlan`] before the fork.
+//!
+//! The order matters:
+//! 1. rlimits, then the uid change (done by `std` before us), then
+//!    `unshare` of user, mount, network, IPC, UTS and PID namespaces as that
+//!    unprivileged uid, which maps only itself: no root exists inside;
+//! 2. a fork, because only children of the `unshare` caller enter the new
+//!    PID namespace; the first process waits and mirrors the exit status;
+//! 3. in the namespace's init: a private `/proc`, a size-capped tmpfs as the
+//!    working directory holding the program's files, Landlock, seccomp, exec.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+
+/// Everything the child needs, prepared before the fork.
+pub(super) struct ChildPlan {
+    /// `(resource, limit)` pairs for `setrlimit`.
+    pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    /// Contents of `/proc/self/uid_map`.
+    pub uid_map: Vec<u8>,
+    /// Contents of `/proc/self/gid_map`.
+    pub gid_map: Vec<u8>,
+    /// The working directory (a mount point for the tmpfs).
+    pub workdir: CString,
+    /// Options of the working directory's tmpfs.
+    pub tmpfs_options: CString,
+    /// Files to create in the working directory: absolute path and contents.
+    pub files: Vec<(CString, Vec<u8>)>,
+    /// The Landlock ruleset to enforce, if any.
+    pub landlock: Option<RawFd>,
+    /// The Landlock access rights granted in the working directory.
+    pub workdir_access: u64,
+    /// The seccomp programs to install, in order.
+    pub seccomp: Vec<seccompiler::BpfProgram>,
+    /// Where a failing step writes its name, for the parent's error message.
+    pub report: RawFd,
+}
+
+/// The kernel's `struct landlock_path_beneath_attr`.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
+    | libc::CLONE_NEWNS
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWPID;
+
+/// Sets up isolation in the forked child; returning `Ok` lets `std` exec the program.
+///
+/// # Safety
+/// Must only be called between `fork` and `exec` (from `pre_exec`).
+pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
+    unsafe {
+        for &(resource, limit) in &plan.rlimits {
+            let rl = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            check(plan, b"setrlimit", libc::setrlimit(resource, &rl))?;
+        }
+        // The uid change made the process non-dumpable, which makes its
+        // /proc files root-owned; the uid map below must be writable by us.
+        check(
+            plan,
+            b"prctl(PR_SET_DUMPABLE)",
+            libc::prctl(libc::PR_SET_DUMPABLE, 1),
+        )?;
+        check(
+            plan,
+            b"unshare(user, mount, net, ipc, uts, pid namespaces)",
+            libc::unshare(NAMESPACES),
+        )?;
+        write_file(plan, c"/proc/self/setgroups", b"deny")?;
+        write_file(plan, c"/proc/self/uid_map", &plan.uid_map)?;
+        write_file(plan, c"/proc/self/gid_map", &plan.gid_map)?;
+        // If the harness dies, so does the sandbox.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        let pid = libc::fork();
+        check(plan, b"fork", pid)?;
+        if pid > 0 {
+            mirror_exit(pid);
+        }
+        // PID 1 of the new namespace: when it dies the kernel kills the rest.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        check(
+            plan,
+            b"mount(/, MS_PRIVATE)",
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ),
+        )?;
+        check(
+            plan,
+            b"mount(/proc)",
+            libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ),
+        )?;
+        check(
+            plan,
+            b"mount(tmpfs on the working directory)",
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                plan.workdir.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                plan.tmpfs_options.as_ptr().cast(),
+            ),
+        )?;
+        for (path, contents) in &plan.files {
+            create_file(plan, path, contents)?;
+        }
+        check(plan, b"chdir", libc::chdir(plan.workdir.as_ptr()))?;
+        let name = b"sandbox";
+        check(
+            plan,
+            b"sethostname",
+            libc::sethostname(name.as_ptr().cast(), name.len()),
+        )?;
+        check(
+            plan,
+            b"prctl(PR_SET_NO_NEW_PRIVS)",
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+        )?;
+        if let Some(fd) = plan.landlock {
+            let dir = libc::open(
+                plan.workdir.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
+            check(plan, b"open the working directory", dir)?;
+            let rule = PathBeneathAttr {
+                allowed_access: plan.workdir_access,
+                parent_fd: dir,
+            };
+            const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+            let rc = libc::syscall(
+                libc::SYS_landlock_add_rule,
+                fd,
+                LANDLOCK_RULE_PATH_BENEATH,
+                &rule as *const PathBeneathAttr,
+                0,
+            ) as libc::c_int;
+            check(plan, b"landlock_add_rule(working directory)", rc)?;
+            libc::close(dir);
+            let rc = libc::syscall(libc::SYS_landlock_restrict_self, fd, 0) as libc::c_int;
+            check(plan, b"landlock_restrict_self", rc)?;
+            libc::close(fd);
+        }
+        for program in &plan.seccomp {
+            let prog = libc::sock_fprog {
+                len: program.len() as libc::c_ushort,
+                // Same layout: both mirror the kernel's `struct sock_filter`.
+                filter: program.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+            };
+            let rc = libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &prog as *const libc::sock_fprog,
+            ) as libc::c_int;
+            check(plan, b"seccomp", rc)?;
+        }
+        Ok(())
+    }
+}
+
+/// The first process: close everything, wait for the namespace's init, exit as it did.
+unsafe fn mirror_exit(pid: libc::pid_t) -> ! {
+    unsafe {
+        // Holding std's exec-status pipe open would make `spawn` wait for the whole run.
+        libc::syscall(libc::SYS_close_range, 0, libc::c_uint::MAX, 0);
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                libc::_exit(125);
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+        libc::_exit(libc::WEXITSTATUS(status));
+    }
+}
+
+/// Fails with the current errno after naming `step` on the report pipe.
+unsafe fn check(plan: &ChildPlan, step: &[u8], rc: libc::c_int) -> io::Result<()> {
+    if rc >= 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    unsafe {
+        libc::write(plan.report, step.as_ptr().cast(), step.len());
+    }
+    Err(err)
+}
+
+unsafe fn write_file(plan: &ChildPlan, path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        check(plan, path.to_bytes(), fd)?;
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        libc::close(fd);
+        check(plan, path.to_bytes(), if written < 0 { -1 } else { 0 })
+    }
+}
+
+unsafe fn create_file(plan: &ChildPlan, path: &CString, mut data: &[u8]) -> io::Result<()> {
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o644,
+        );
+        check(plan, b"create a program file", fd)?;
+        while !data.is_empty() {
+            let n = libc::write(fd, data.as_ptr().cast(), data.len());
+            if n < 0 {
+                libc::close(fd);
+                return check(plan, b"write a program file", -1);
+            }
+            data = &data[n as usize..];
+        }
+        libc::close(fd);
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+//! Running model-written programs in isolation, without Docker.
+//!
+//! Each run gets fresh user, PID, network, mount, IPC and UTS namespaces, an
+//! unprivileged uid of its own, a size-capped tmpfs as its working
+//! directory, a Landlock ruleset hiding everything but system directories,
+//! a seccomp deny-list, rlimits, an empty environment and a wall-clock
+//! deadline that takes the whole process tree down. See `child.rs` for the
+//! order of the steps and why.
+
+mod capture;
+mod child;
+mod fs_policy;
+pub mod python;
+mod seccomp;
+mod spawn;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+pub use spawn::Sandbox;
+
+/// Resource limits of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Wall-clock time before the whole process tree is killed.
+    pub wall: Duration,
+    /// CPU seconds (RLIMIT_CPU).
+    pub cpu_secs: u64,
+    /// Address space in bytes (RLIMIT_AS).
+    pub memory_bytes: u64,
+    /// Processes and threads of the run's uid (RLIMIT_NPROC).
+    pub processes: u64,
+    /// Largest file the program may write (RLIMIT_FSIZE).
+    pub file_size_bytes: u64,
+    /// Open file descriptors (RLIMIT_NOFILE).
+    pub open_files: u64,
+    /// Captured stdout plus stderr; more kills the run.
+    pub output_bytes: usize,
+    /// Size of the working directory's tmpfs.
+    pub disk_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            wall: Duration::from_secs(10),
+            cpu_secs: 10,
+            memory_bytes: 512 << 20,
+            processes: 32,
+            file_size_bytes: 16 << 20,
+            open_files: 256,
+            output_bytes: 1 << 20,
+            disk_bytes: 64 << 20,
+        }
+    }
+}
+
+/// A program to run: its command line and the files it needs.
+#[derive(Debug, Clone, Default)]
+pub struct Program {
+    /// The command; the first element is an absolute path.
+    pub argv: Vec<String>,
+    /// Files created in the working directory before the run: name and contents.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Environment variables beyond the minimal PATH, LANG, HOME and TMPDIR.
+    pub env: Vec<(String, String)>,
+    /// Bytes fed to standard input.
+    pub stdin: Vec<u8>,
+    /// Extra directories the program may read (an interpreter outside `/usr`).
+    pub read_paths: Vec<PathBuf>,
+    /// Resource limits.
+    pub limits: Limits,
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// It exited with a status code.
+    Exited(i32),
+    /// A signal killed it.
+    Signaled(i32),
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// How it ended.
+    pub termination: Termination,
+    /// The wall-clock deadline passed.
+    pub timed_out: bool,
+    /// The output exceeded its cap.
+    pub output_limited: bool,
+    /// Standard output (capped).
+    pub stdout: Vec<u8>,
+    /// Standard error (capped).
+    pub stderr: Vec<u8>,
+    /// CPU time, user plus system.
+    pub cpu: Duration,
+    /// Peak resident memory in KiB.
+    pub max_rss_kib: u64,
+    /// Wall-clock time.
+    pub wall: Duration,
+}
+
+impl Outcome {
+    /// Exited with status 0 within every limit.
+    pub fn success(&self) -> bool {
+        self.termination == Termination::Exited(0) && !self.timed_out && !self.output_limited
+    }
+
+    /// Killed for using its CPU seconds.
+    pub fn cpu_exhausted(&self, limits: &Limits) -> bool {
+        match self.termination {
+            Termination::Signaled(libc::SIGXCPU) => true,
+            Termination::Signaled(libc::SIGKILL) => self.cpu.as_secs() >= limits.cpu_secs,
+            _ => false,
+        }
+    }
+
+    /// A one-line account of how the run ended, for verdict details.
+    pub fn describe(&self, limits: &Limits) -> String {
+        if self.timed_out {
+            format!("timed out after {:.1} s", limits.wall.as_secs_f64())
+        } else if self.output_limited {
+            format!("killed: output over {} bytes", limits.output_bytes)
+        } else if self.cpu_exhausted(limits) {
+            format!("killed: CPU limit of {} s", limits.cpu_secs)
+        } else {
+            match self.termination {
+                Termination::Exited(code) => format!("exited with status {code}"),
+                Termination::Signaled(sig) => format!("killed by signal {}", signal_name(sig)),
+            }
+        }
+    }
+}
+
+/// A signal's conventional name.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGSYS => "SIGSYS",
+        _ => return sig.to_string(),
+    };
+    name.to_owned()
+}
+
+/// Why a program could not be run.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel cannot isolate a program.
+    #[error(
+        "cannot isolate model-written code: {0}\n  \
+         the sandbox needs Linux user namespaces, Landlock and seccomp; \
+         pass --unsandboxed to run such code without isolation (unsafe)"
+    )]
+    Unsupported(String),
+    /// Setting up a run failed.
+    #[error("sandbox setup failed: {0}")]
+    Setup(String),
+    /// The interpreter could not be found or used.
+    #[error("{0}")]
+    Interpreter(String),
+}
+
+static UNSANDBOXED: AtomicBool = AtomicBool::new(false);
+static SHARED: OnceLock<Result<Sandbox, SandboxError>> = OnceLock::new();
+
+/// Lets code run without isolation (`--unsandboxed`); call before [`shared`].
+pub fn allow_unsandboxed() {
+    UNSANDBOXED.store(true, Ordering::SeqCst);
+}
+
+/// Whether `--unsandboxed` is in effect.
+pub fn is_unsandboxed() -> bool {
+    UNSANDBOXED.load(Ordering::SeqCst)
+}
+
+/// The warning printed on every unsandboxed run.
+pub const UNSANDBOXED_WARNING: &str = "warning: --unsandboxed: model-written code runs WITHOUT \
+     isolation, with access to this machine's files and network";
+
+/// The process-wide sandbox, probed once.
+pub fn shared() -> Result<&'static Sandbox, SandboxError> {
+    SHARED
+        .get_or_init(|| {
+            if is_unsandboxed() {
+                Ok(Sandbox::unsandboxed())
+            } else {
+                Sandbox::isolated()
+            }
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}

@@ -1,0 +1,419 @@
+//! `code`: the answer is a program; it runs in the sandbox against the
+//! instance's tests, and the verdict names the first failing test and why.
+//!
+//! The run's working directory holds the solution, `tests.json` (the test
+//! snippets, rendered through `test_template` if the spec has one) and a
+//! runner. The runner reads a nonce from stdin and prints one line per test,
+//! `<nonce> {"test": i, "status": "pass"|"fail"|"error", "kind", "error"}`;
+//! Python's runner is built in, other languages bring theirs (`runner`,
+//! `command`) without recompiling.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{BuildContext, FailureKind, Rule, Verdict, clip};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::sandbox::{self, Limits, Outcome, Program};
+use crate::spec::model::RuleDef;
+
+/// How test results become a score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scoring {
+    All,
+    Fraction,
+}
+
+/// Where the program comes from.
+enum Runtime {
+    /// The built-in Python runner and the resolved interpreter.
+    Python,
+    /// A spec-provided runner file and command line.
+    Custom {
+        command: Vec<String>,
+        runner_name: String,
+        runner: Vec<u8>,
+    },
+}
+
+struct CodeRule {
+    tests: String,
+    template: Option<Environment<'static>>,
+    scoring: Scoring,
+    solution_file: String,
+    runtime: Runtime,
+    limits: Limits,
+}
+
+/// One line of the runner's report.
+#[derive(Debug, Deserialize)]
+struct TestReport {
+    test: Option<usize>,
+    status: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    error: String,
+}
+
+/// Builds a `code` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let Some(tests) = def.tests.clone() else {
+        return Err(cx.missing(&def.rule, "tests", "\"tests\""));
+    };
+    let scoring = match def.score.as_deref() {
+        None | Some("all") => Scoring::All,
+        Some("fraction") => Scoring::Fraction,
+        Some(other) => {
+            return Err(cx
+                .error(
+                    ErrorKind::Invalid,
+                    "score",
+                    format!("unknown score `{other}`"),
+                )
+                .with_help("use \"all\" (every test must pass) or \"fraction\""));
+        }
+    };
+    let template = match &def.test_template {
+        Some(source) => {
+            let mut env = Environment::new();
+            env.set_undefined_behavior(UndefinedBehavior::Strict);
+            env.add_filter("py", python_literal);
+            env.add_template_owned("test", source.clone())
+                .map_err(|e| {
+                    let (line, column) = (e.line().unwrap_or(0), 1);
+                    Diagnostic::new(
+                        ErrorKind::Template,
+                        cx.locate_in("test_template", line, column),
+                        e.to_string(),
+                    )
+                })?;
+            Some(env)
+        }
+        None => None,
+    };
+    let mut limits = Limits::default();
+    if let Some(secs) = def.timeout_secs {
+        if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "timeout_secs",
+                "timeout_secs must be within (0, 3600]",
+            ));
+        }
+        limits.wall = Duration::from_secs_f64(secs);
+        limits.cpu_secs = secs.ceil() as u64;
+    }
+    if let Some(mb) = def.memory_mb {
+        if mb < 16 {
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "memory_mb",
+                "memory_mb must be at least 16",
+            ));
+        }
+        limits.memory_bytes = mb << 20;
+    }
+    let language = def.language.as_deref().unwrap_or("python");
+    let runtime = match (&def.command, &def.runner) {
+        (None, None) if language == "python" => Runtime::Python,
+        (Some(command), Some(runner)) if !command.is_empty() => {
+            let path = cx.spec_dir.join(runner);
+            let bytes = std::fs::read(&path).map_err(|e| {
+                cx.error(
+                    ErrorKind::Io,
+                    "runner",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            let runner_name = PathBuf::from(runner)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "main".into());
+            Runtime::Custom {
+                command: command.clone(),
+                runner_name,
+                runner: bytes,
+            }
+        }
+        _ => {
+            return Err(cx
+                .error(
+                    ErrorKind::Invalid,
+                    "language",
+                    format!("no built-in runtime for `{language}`"),
+                )
+                .with_help(
+                    "give both `command` (e.g. [\"/usr/bin/node\", \"main.js\"]) and `runner` \
+                     (a file that runs the tests and reports each one)",
+                ));
+        }
+    };
+    let solution_file = def.solution_file.clone().unwrap_or_else(|| match language {
+        "python" => "solution.py".into(),
+        other => format!("solution.{other}"),
+    });
+    Ok(Box::new(CodeRule {
+        tests,
+        template,
+        scoring,
+        solution_file,
+        runtime,
+        limits,
+    }))
+}
+
+impl Rule for CodeRule {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        vec![("tests", &self.tests)]
+    }
+
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        self.test_sources(vars).ok().map(Value::from)
+    }
+
+    fn needs_sandbox(&self) -> bool {
+        true
+    }
+
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        let tests = match self.test_sources(vars) {
+            Ok(tests) => tests,
+            Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
+        };
+        let program = match self.program(answer, &tests) {
+            Ok(program) => program,
+            Err(e) => return Verdict::failed(FailureKind::SandboxError, e),
+        };
+        let outcome = match sandbox::shared().and_then(|s| s.run(&program)) {
+            Ok(outcome) => outcome,
+            Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
+        };
+        let nonce = String::from_utf8_lossy(&program.stdin).trim().to_owned();
+        self.judge(&tests, &outcome, &nonce)
+    }
+}
+
+impl CodeRule {
+    /// The test snippets of an instance, rendered through the template if any.
+    fn test_sources(&self, vars: &Map<String, Value>) -> Result<Vec<String>, String> {
+        let value = super::lookup(vars, &self.tests)
+            .ok_or_else(|| format!("variable `{}` is not set", self.tests))?;
+        let items: Vec<&Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            single => vec![single],
+        };
+        items
+            .into_iter()
+            .map(|item| match (&self.template, item) {
+                (Some(env), item) => env
+                    .get_template("test")
+                    .and_then(|t| {
+                        t.render(minijinja::context! {
+                            test => minijinja::Value::from(minijinja::value::Serde(item)),
+                            vars => minijinja::Value::from(minijinja::value::Serde(vars)),
+                        })
+                    })
+                    .map_err(|e| format!("test_template: {e}")),
+                (None, Value::String(s)) => Ok(s.clone()),
+                (None, other) => Err(format!(
+                    "tests must be strings without a test_template, found {other}"
+                )),
+            })
+            .collect()
+    }
+
+    fn program(&self, answer: &str, tests: &[String]) -> Result<Program, String> {
+        let tests_json = serde_json::to_vec(tests).map_err(|e| e.to_string())?;
+        let nonce = nonce();
+        let mut program = Program {
+            files: vec![
+                (self.solution_file.clone(), answer.as_bytes().to_vec()),
+                ("tests.json".into(), tests_json),
+            ],
+            stdin: format!("{nonce}\n").into_bytes(),
+            limits: self.limits.clone(),
+            ..Program::default()
+        };
+        match &self.runtime {
+            Runtime::Python => {
+                let python = sandbox::python::interpreter().map_err(|e| e.to_string())?;
+                program.argv = python.argv();
+                program.read_paths = python.read_paths.clone();
+                program.env = sandbox::python::ENV
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                program.files.push((
+                    "main.py".into(),
+                    sandbox::python::RUNNER.as_bytes().to_vec(),
+                ));
+            }
+            Runtime::Custom {
+                command,
+                runner_name,
+                runner,
+            } => {
+                program.argv = command.clone();
+                program.files.push((runner_name.clone(), runner.clone()));
+            }
+        }
+        Ok(program)
+    }
+
+    fn judge(&self, tests: &[String], outcome: &Outcome, nonce: &str) -> Verdict {
+        let stdout = String::from_utf8_lossy(&outcome.stdout);
+        let prefix = format!("{nonce} ");
+        let reports: Vec<TestReport> = stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .filter_map(|json| serde_json::from_str(json).ok())
+            .collect();
+        let total = tests.len().max(1);
+        if let Some(load) = reports.iter().find(|r| r.status == "error") {
+            let kind = failure_of(&load.kind);
+            return Verdict::failed(
+                kind,
+                format!(
+                    "0/{total} tests ran: the solution failed to load: {}",
+                    load.error
+                ),
+            );
+        }
+        let mut passed = 0;
+        let mut first_failure: Option<(usize, String, FailureKind)> = None;
+        for (i, test) in tests.iter().enumerate() {
+            match reports.iter().find(|r| r.test == Some(i)) {
+                Some(r) if r.status == "pass" => passed += 1,
+                Some(r) => {
+                    first_failure.get_or_insert((
+                        i,
+                        format!("{}: {}", r.kind, r.error),
+                        failure_of(&r.kind),
+                    ));
+                }
+                None => {
+                    let (why, kind) = unfinished(outcome, &self.limits);
+                    first_failure.get_or_insert((i, why, kind));
+                    let _ = test;
+                    break;
+                }
+            }
+        }
+        let score = match self.scoring {
+            Scoring::All => f64::from(u8::from(first_failure.is_none())),
+            Scoring::Fraction => passed as f64 / total as f64,
+        };
+        match first_failure {
+            None => Verdict::scored(true, 1.0, format!("{passed}/{total} tests passed")),
+            Some((i, why, kind)) => {
+                let mut verdict = Verdict::scored(
+                    false,
+                    score,
+                    format!(
+                        "{passed}/{total} tests passed; test {} `{}` failed: {why}",
+                        i + 1,
+                        clip(tests[i].lines().last().unwrap_or("").trim(), 80)
+                    ),
+                );
+                verdict.failure = Some(kind);
+                verdict
+            }
+        }
+    }
+}
+
+/// Why the run stopped before reporting a test.
+fn unfinished(outcome: &Outcome, limits: &Limits) -> (String, FailureKind) {
+    let kind = if outcome.timed_out || outcome.cpu_exhausted(limits) {
+        FailureKind::Timeout
+    } else if outcome.output_limited {
+        FailureKind::ResourceLimit
+    } else {
+        FailureKind::RuntimeError
+    };
+    let stderr = String::from_utf8_lossy(&outcome.stderr);
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    let why = match last {
+        Some(line) if !outcome.timed_out => {
+            format!("{} ({})", outcome.describe(limits), clip(line.trim(), 120))
+        }
+        _ => outcome.describe(limits),
+    };
+    (why, kind)
+}
+
+fn failure_of(kind: &str) -> FailureKind {
+    match kind {
+        "assertion" => FailureKind::WrongValue,
+        "memory" | "recursion" => FailureKind::ResourceLimit,
+        _ => FailureKind::RuntimeError,
+    }
+}
+
+/// A fresh nonce from the OS, so neither the solution nor the tests can predict it.
+fn nonce() -> String {
+    let mut bytes = [0u8; 16];
+    // SAFETY: getrandom fills the buffer it is given.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        bytes[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `{{ value | py }}`: a JSON value as a Python literal.
+fn python_literal(value: minijinja::Value) -> Result<String, minijinja::Error> {
+    let json: Value = serde_json::to_value(&value).map_err(|e| {
+        minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string())
+    })?;
+    Ok(to_python(&json))
+}
+
+fn to_python(value: &Value) -> String {
+    match value {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => serde_json::to_string(s).unwrap_or_default(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(to_python).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", to_python(&Value::String(k.clone())), to_python(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_literals() {
+        let v = serde_json::json!([1, 2.5, "a\"b", true, null, {"k": [false]}]);
+        assert_eq!(
+            to_python(&v),
+            r#"[1, 2.5, "a\"b", True, None, {"k": [False]}]"#
+        );
+    }
+
+    #[test]
+    fn failure_kinds() {
+        assert_eq!(failure_of("assertion"), FailureKind::WrongValue);
+        assert_eq!(failure_of("memory"), FailureKind::ResourceLimit);
+        assert_eq!(failure_of("exception"), FailureKind::RuntimeError);
+    }
+}
