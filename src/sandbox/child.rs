@@ -12,7 +12,8 @@
 //! 2. a fork, because only children of the `unshare` caller enter the new
 //!    PID namespace; the first process waits and mirrors the exit status;
 //! 3. in the namespace's init: a private `/proc`, a size-capped tmpfs as the
-//!    working directory holding the program's files, Landlock, seccomp, exec.
+//!    working directory holding the program's files, Landlock, seccomp;
+//! 4. a last fork: init stays behind to reap, the program execs as PID 2.
 
 use std::ffi::CString;
 use std::io;
@@ -34,8 +35,9 @@ pub(super) struct ChildPlan {
     pub files: Vec<(CString, Vec<u8>)>,
     /// The Landlock ruleset to enforce, if any.
     pub landlock: Option<RawFd>,
-    /// The Landlock access rights granted in the working directory.
-    pub workdir_access: u64,
+    /// Landlock rules for paths mounted after the fork (the working
+    /// directory, `/proc`): a rule names an inode, and those are new ones.
+    pub late_rules: Vec<(CString, u64)>,
     /// The seccomp programs to install, in order.
     pub seccomp: Vec<seccompiler::BpfProgram>,
     /// Where a failing step writes its name, for the parent's error message.
@@ -86,10 +88,23 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
         write_file(plan, c"/proc/self/gid_map", &plan.gid_map)?;
         // If the harness dies, so does the sandbox.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // Where the namespace's init leaves the program's wait status.
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if page == libc::MAP_FAILED {
+            return check(plan, b"mmap", -1);
+        }
+        let status = page.cast::<[libc::c_int; 2]>();
         let pid = libc::fork();
         check(plan, b"fork", pid)?;
         if pid > 0 {
-            mirror_exit(pid);
+            mirror_exit(pid, status);
         }
         // PID 1 of the new namespace: when it dies the kernel kills the rest.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -142,25 +157,9 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
         )?;
         if let Some(fd) = plan.landlock {
-            let dir = libc::open(
-                plan.workdir.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            );
-            check(plan, b"open the working directory", dir)?;
-            let rule = PathBeneathAttr {
-                allowed_access: plan.workdir_access,
-                parent_fd: dir,
-            };
-            const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
-            let rc = libc::syscall(
-                libc::SYS_landlock_add_rule,
-                fd,
-                LANDLOCK_RULE_PATH_BENEATH,
-                &rule as *const PathBeneathAttr,
-                0,
-            ) as libc::c_int;
-            check(plan, b"landlock_add_rule(working directory)", rc)?;
-            libc::close(dir);
+            for (path, access) in &plan.late_rules {
+                add_path_rule(plan, fd, path, *access)?;
+            }
             let rc = libc::syscall(libc::SYS_landlock_restrict_self, fd, 0) as libc::c_int;
             check(plan, b"landlock_restrict_self", rc)?;
             libc::close(fd);
@@ -179,12 +178,68 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
             ) as libc::c_int;
             check(plan, b"seccomp", rc)?;
         }
+        // The program runs as PID 2, under an init of ours: PID 1 ignores
+        // signals it has no handler for, which would change how programs die.
+        let pid = libc::fork();
+        check(plan, b"fork", pid)?;
+        if pid > 0 {
+            init(pid, status);
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         Ok(())
     }
 }
 
-/// The first process: close everything, wait for the namespace's init, exit as it did.
-unsafe fn mirror_exit(pid: libc::pid_t) -> ! {
+/// Lets the process see and use `path` (mounted after the ruleset was made).
+unsafe fn add_path_rule(
+    plan: &ChildPlan,
+    ruleset: RawFd,
+    path: &std::ffi::CStr,
+    access: u64,
+) -> io::Result<()> {
+    unsafe {
+        let dir = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        check(plan, b"open a path for Landlock", dir)?;
+        let rule = PathBeneathAttr {
+            allowed_access: access,
+            parent_fd: dir,
+        };
+        const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+        let rc = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0,
+        ) as libc::c_int;
+        libc::close(dir);
+        check(plan, b"landlock_add_rule", rc)
+    }
+}
+
+/// The namespace's init: reap everything until the program exits, leave its
+/// status for the first process, and exit, which ends the namespace.
+unsafe fn init(program: libc::pid_t, status: *mut [libc::c_int; 2]) -> ! {
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0, libc::c_uint::MAX, 0);
+        loop {
+            let mut wstatus = 0;
+            let pid = libc::waitpid(-1, &mut wstatus, 0);
+            if pid == program {
+                (*status)[1] = wstatus;
+                (*status)[0] = 1;
+                libc::_exit(0);
+            }
+            if pid < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(125);
+            }
+        }
+    }
+}
+
+/// The first process: close everything, wait for the namespace's init, and
+/// exit as the program did (or as init did, if it failed before the program).
+unsafe fn mirror_exit(pid: libc::pid_t, program: *const [libc::c_int; 2]) -> ! {
     unsafe {
         // Holding std's exec-status pipe open would make `spawn` wait for the whole run.
         libc::syscall(libc::SYS_close_range, 0, libc::c_uint::MAX, 0);
@@ -193,6 +248,9 @@ unsafe fn mirror_exit(pid: libc::pid_t) -> ! {
             if *libc::__errno_location() != libc::EINTR {
                 libc::_exit(125);
             }
+        }
+        if (*program)[0] == 1 {
+            status = (*program)[1];
         }
         if libc::WIFSIGNALED(status) {
             let sig = libc::WTERMSIG(status);

@@ -21,7 +21,7 @@ const TARGET_ABI: ABI = ABI::V6;
 
 /// Directories a program may read and execute from.
 pub(super) const SYSTEM_DIRS: &[&str] = &[
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc",
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
 ];
 
 /// Device files a program may read and write.
@@ -70,8 +70,8 @@ pub(super) fn ruleset(extra_read: &[PathBuf]) -> Result<OwnedFd, SandboxError> {
     fd.ok_or_else(|| SandboxError::Unsupported("this kernel does not enforce Landlock".into()))
 }
 
-/// The access rights (as kernel bits) the working directory grants: all this kernel knows.
-pub(super) fn workdir_access() -> u64 {
+/// Access rights as kernel bits: everything this kernel knows, or reading only.
+pub(super) fn access_bits(write: bool) -> u64 {
     let abi = match kernel_abi() {
         1 => ABI::V1,
         2 => ABI::V2,
@@ -80,5 +80,10 @@ pub(super) fn workdir_access() -> u64 {
         5 => ABI::V5,
         _ => TARGET_ABI,
     };
-    AccessFs::from_all(abi.min(TARGET_ABI)).bits()
+    let abi = abi.min(TARGET_ABI);
+    if write {
+        AccessFs::from_all(abi).bits()
+    } else {
+        AccessFs::from_read(abi).bits()
+    }
 }

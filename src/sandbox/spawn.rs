@@ -245,7 +245,10 @@ impl Sandbox {
             files,
             // The child inherits the descriptor; the parent's copy closes with the plan.
             landlock: Some(landlock.into_raw_fd()),
-            workdir_access: fs_policy::workdir_access(),
+            late_rules: vec![
+                (path_cstring(workdir)?, fs_policy::access_bits(true)),
+                (c"/proc".to_owned(), fs_policy::access_bits(false)),
+            ],
             seccomp: self.seccomp.clone(),
             report,
         })

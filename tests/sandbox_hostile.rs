@@ -1,0 +1,269 @@
+//! The hostile-code suite: every snippet in `tests/fixtures/hostile/` tries
+//! to break out of the sandbox. Each must be contained, and the harness
+//! (this process) must keep running and keep sandboxing afterwards.
+//!
+//! One test in this binary on purpose: it puts a fake API key into its own
+//! environment, which is only sound while no other test runs beside it.
+
+use std::fmt::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use harness::sandbox::{self, Limits, Outcome, Program, Termination};
+
+const FAKE_KEY: &str = "sk-fake-hostile-suite-0123456789";
+
+/// What a snippet's `# expect:` line asks for.
+#[derive(Debug, PartialEq)]
+enum Expect {
+    /// Exits normally after printing at least one CONTAINED line.
+    Contained,
+    /// Killed by the wall-clock or CPU limit.
+    Killed,
+    /// Killed for too much output.
+    OutputLimit,
+    /// Dies by a signal of its own.
+    KilledBySignal,
+}
+
+struct World {
+    project: PathBuf,
+    canary_dir: tempfile::TempDir,
+    listener: TcpListener,
+}
+
+impl World {
+    fn canary(&self) -> PathBuf {
+        self.canary_dir.path().join("canary.txt")
+    }
+
+    fn substitute(&self, text: &str, run: usize) -> String {
+        text.replace("{project_dir}", &self.project.display().to_string())
+            .replace(
+                "{canary_dir}",
+                &self.canary_dir.path().display().to_string(),
+            )
+            .replace("{canary}", &self.canary().display().to_string())
+            .replace(
+                "{listener_port}",
+                &self.listener.local_addr().unwrap().port().to_string(),
+            )
+            .replace("{harness_pid}", &std::process::id().to_string())
+            .replace("{run}", &run.to_string())
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        wall: Duration::from_secs(3),
+        cpu_secs: 3,
+        memory_bytes: 256 << 20,
+        processes: 32,
+        output_bytes: 256 << 10,
+        disk_bytes: 16 << 20,
+        ..Limits::default()
+    }
+}
+
+fn python_program(source: String) -> Program {
+    let python = sandbox::python::interpreter().expect("a python3 the sandbox can run");
+    Program {
+        argv: python.argv(),
+        files: vec![("main.py".into(), source.into_bytes())],
+        read_paths: python.read_paths.clone(),
+        limits: limits(),
+        ..Program::default()
+    }
+}
+
+fn expectation(source: &str) -> Expect {
+    let line = source.lines().next().unwrap_or_default();
+    match line.strip_prefix("# expect: ").map(str::trim) {
+        Some("contained") => Expect::Contained,
+        Some("killed") => Expect::Killed,
+        Some("output_limit") => Expect::OutputLimit,
+        Some("killed_by_signal") => Expect::KilledBySignal,
+        other => panic!("snippet needs a `# expect:` first line, found {other:?}"),
+    }
+}
+
+/// Problems with one outcome, empty when it is as expected.
+fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    let mut problems: Vec<String> = stdout
+        .lines()
+        .filter(|l| l.starts_with("ESCAPED"))
+        .map(str::to_owned)
+        .collect();
+    if outcome.wall > limits.wall + Duration::from_secs(2) {
+        problems.push(format!("took {:?}, past the deadline", outcome.wall));
+    }
+    let ok = match expect {
+        Expect::Contained => outcome.success() && stdout.contains("CONTAINED"),
+        Expect::Killed => outcome.timed_out || outcome.cpu_exhausted(limits),
+        Expect::OutputLimit => {
+            outcome.output_limited && outcome.stdout.len() <= limits.output_bytes
+        }
+        Expect::KilledBySignal => outcome.termination == Termination::Signaled(libc::SIGSEGV),
+    };
+    if !ok {
+        problems.push(format!(
+            "expected {expect:?}, got {} (timed out: {}, stderr: {})",
+            outcome.describe(limits),
+            outcome.timed_out,
+            String::from_utf8_lossy(&outcome.stderr)
+                .chars()
+                .take(400)
+                .collect::<String>()
+        ));
+    }
+    problems
+}
+
+/// Processes of sandbox uids still alive (root only: other users keep their uid).
+fn leftover_processes() -> Vec<String> {
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let status = entry.path().join("status");
+        let Ok(text) = std::fs::read_to_string(status) else {
+            continue;
+        };
+        let uid: u32 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        if (200_000..300_000).contains(&uid) {
+            left.push(format!(
+                "{} (uid {uid})",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    left
+}
+
+fn no_leftovers_within(limit: Duration) -> Result<(), String> {
+    let start = Instant::now();
+    loop {
+        let left = leftover_processes();
+        if left.is_empty() {
+            return Ok(());
+        }
+        if start.elapsed() > limit {
+            return Err(format!("processes outlived their sandbox: {left:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn escape_files(run: usize, project: &Path) -> Vec<PathBuf> {
+    [
+        format!("/tmp/harness-escape-{run}"),
+        format!("/var/tmp/harness-escape-{run}"),
+        format!("/dev/shm/harness-escape-{run}"),
+        format!("/etc/harness-escape-{run}"),
+        format!("/harness-escape-{run}"),
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .chain([project.join(format!("harness-escape-{run}"))])
+    .filter(|p| p.exists())
+    .collect()
+}
+
+#[test]
+fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
+    // SAFETY: the only test in this binary; nothing else reads the environment now.
+    unsafe { std::env::set_var("OPENAI_API_KEY", FAKE_KEY) };
+    let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    let world = World {
+        project: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        canary_dir: tempfile::tempdir().unwrap(),
+        listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+    };
+    world.listener.set_nonblocking(true).unwrap();
+    std::fs::write(world.canary(), "canary").unwrap();
+    let prelude = std::fs::read_to_string(dir.join("_prelude.py")).unwrap();
+    let mut snippets: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('_'))
+        .collect();
+    snippets.sort();
+    assert!(
+        snippets.len() >= 20,
+        "the suite has {} snippets",
+        snippets.len()
+    );
+
+    let mut report = String::new();
+    for (run, path) in snippets.iter().enumerate() {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let source = std::fs::read_to_string(path).unwrap();
+        let expect = expectation(&source);
+        let program = python_program(world.substitute(&format!("{prelude}\n{source}"), run));
+        let mut problems = match sandbox.run(&program) {
+            Ok(outcome) => {
+                let stdout = String::from_utf8_lossy(&outcome.stdout);
+                if std::env::var_os("HOSTILE_VERBOSE").is_some() {
+                    eprintln!("── {name}: {}\n{stdout}", outcome.describe(&program.limits));
+                }
+                if stdout.contains(FAKE_KEY) || outcome.stderr.windows(8).any(|w| w == b"sk-fake-")
+                {
+                    vec!["the fake API key reached the program".to_owned()]
+                } else {
+                    judge(&expect, &outcome, &program.limits)
+                }
+            }
+            Err(e) => vec![format!("the sandbox failed: {e}")],
+        };
+        // Containment left no trace: canary intact, no escaped files, no
+        // connection reached the listener, no process survived.
+        if std::fs::read_to_string(world.canary()).ok().as_deref() != Some("canary") {
+            problems.push("the canary file was changed or deleted".into());
+            std::fs::write(world.canary(), "canary").unwrap();
+        }
+        for file in escape_files(run, &world.project) {
+            problems.push(format!("wrote {}", file.display()));
+            let _ = std::fs::remove_file(file);
+        }
+        if world.listener.accept().is_ok() {
+            problems.push("connected to the loopback listener".into());
+        }
+        if unsafe { libc::geteuid() } == 0
+            && let Err(e) = no_leftovers_within(Duration::from_secs(2))
+        {
+            problems.push(e);
+        }
+        // And the harness still sandboxes the next program.
+        let sanity = python_program("print('still here')".into());
+        match sandbox.run(&sanity) {
+            Ok(o) if o.success() && o.stdout == b"still here\n" => {}
+            other => problems.push(format!("the next run failed: {other:?}")),
+        }
+        if !problems.is_empty() {
+            writeln!(report, "{name}:\n  {}", problems.join("\n  ")).unwrap();
+        }
+    }
+    let scratch = std::env::temp_dir().join("harness-sandbox");
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    let name = p.file_name().unwrap().to_string_lossy();
+                    name.starts_with(&format!("{}-", std::process::id()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "working directories left behind: {left:?}");
+    assert!(
+        report.is_empty(),
+        "hostile snippets not contained:\n{report}"
+    );
+}
