@@ -6,9 +6,10 @@
 //! is prepared by the parent in a [`ChildPlan`] before the fork.
 //!
 //! The order matters:
-//! 1. rlimits, then the uid change (done by `std` before us), then
-//!    `unshare` of user, mount, network, IPC, UTS and PID namespaces as that
-//!    unprivileged uid, which maps only itself: no root exists inside;
+//! 1. rlimits, the network namespace (a shared empty one, see `spawn.rs`,
+//!    or a new one), the uid change, then `unshare` of user, mount, IPC, UTS
+//!    and PID namespaces as that unprivileged uid, which maps only itself:
+//!    no root exists inside;
 //! 2. a fork, because only children of the `unshare` caller enter the new
 //!    PID namespace; the first process waits and mirrors the exit status;
 //! 3. in the namespace's init: a private `/proc`, a size-capped tmpfs as the
@@ -23,6 +24,10 @@ use std::os::fd::RawFd;
 pub(super) struct ChildPlan {
     /// `(resource, limit)` pairs for `setrlimit`.
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    /// A shared empty network namespace to join instead of making one.
+    pub netns: Option<RawFd>,
+    /// The uid and gid to become, when the harness runs as root.
+    pub ids: Option<(libc::uid_t, libc::gid_t)>,
     /// Contents of `/proc/self/uid_map`.
     pub uid_map: Vec<u8>,
     /// Contents of `/proc/self/gid_map`.
@@ -53,7 +58,6 @@ struct PathBeneathAttr {
 
 const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
     | libc::CLONE_NEWNS
-    | libc::CLONE_NEWNET
     | libc::CLONE_NEWIPC
     | libc::CLONE_NEWUTS
     | libc::CLONE_NEWPID;
@@ -71,6 +75,21 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
             };
             check(plan, b"setrlimit", libc::setrlimit(resource, &rl))?;
         }
+        // Joining the shared network namespace needs root, so it comes first.
+        let mut namespaces = NAMESPACES;
+        match plan.netns {
+            Some(fd) => check(
+                plan,
+                b"setns(network namespace)",
+                libc::setns(fd, libc::CLONE_NEWNET),
+            )?,
+            None => namespaces |= libc::CLONE_NEWNET,
+        }
+        if let Some((uid, gid)) = plan.ids {
+            check(plan, b"setgroups", libc::setgroups(0, std::ptr::null()))?;
+            check(plan, b"setgid", libc::setgid(gid))?;
+            check(plan, b"setuid", libc::setuid(uid))?;
+        }
         // The uid change made the process non-dumpable, which makes its
         // /proc files root-owned; the uid map below must be writable by us.
         check(
@@ -81,7 +100,7 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
         check(
             plan,
             b"unshare(user, mount, net, ipc, uts, pid namespaces)",
-            libc::unshare(NAMESPACES),
+            libc::unshare(namespaces),
         )?;
         write_file(plan, c"/proc/self/setgroups", b"deny")?;
         write_file(plan, c"/proc/self/uid_map", &plan.uid_map)?;
