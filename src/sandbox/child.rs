@@ -6,14 +6,15 @@
 //! is prepared by the parent in a [`ChildPlan`] before the fork.
 //!
 //! The order matters:
-//! 1. rlimits, the network namespace (a shared empty one, see `spawn.rs`,
+//! 1. the network namespace (a shared empty one, see `spawn.rs`,
 //!    or a new one), the uid change, then `unshare` of user, mount, IPC, UTS
 //!    and PID namespaces as that unprivileged uid, which maps only itself:
 //!    no root exists inside;
 //! 2. a fork, because only children of the `unshare` caller enter the new
 //!    PID namespace; the first process waits and mirrors the exit status;
 //! 3. in the namespace's init: a private `/proc`, a size-capped tmpfs as the
-//!    working directory holding the program's files, Landlock, seccomp;
+//!    working directory holding the program's files, Landlock, seccomp,
+//!    rlimits;
 //! 4. a last fork: init stays behind to reap, the program execs as PID 2.
 
 use std::ffi::CString;
@@ -68,13 +69,6 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
 /// Must only be called between `fork` and `exec` (from `pre_exec`).
 pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
     unsafe {
-        for &(resource, limit) in &plan.rlimits {
-            let rl = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            check(plan, b"setrlimit", libc::setrlimit(resource, &rl))?;
-        }
         // Joining the shared network namespace needs root, so it comes first.
         let mut namespaces = NAMESPACES;
         match plan.netns {
@@ -196,6 +190,15 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
                 &prog as *const libc::sock_fprog,
             ) as libc::c_int;
             check(plan, b"seccomp", rc)?;
+        }
+        // Limits last: the address-space limit binds this copy of the
+        // harness too, whose mappings may already exceed it until exec.
+        for &(resource, limit) in &plan.rlimits {
+            let rl = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            check(plan, b"setrlimit", libc::setrlimit(resource, &rl))?;
         }
         // The program runs as PID 2, under an init of ours: PID 1 ignores
         // signals it has no handler for, which would change how programs die.

@@ -105,7 +105,8 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
             ));
         }
         limits.wall = Duration::from_secs_f64(secs);
-        limits.cpu_secs = secs.ceil() as u64;
+        // A second more of CPU than wall: the wall clock is what the detail names.
+        limits.cpu_secs = secs.ceil() as u64 + 1;
     }
     if let Some(mb) = def.memory_mb {
         if mb < 16 {
