@@ -179,6 +179,8 @@ pub struct RuleDef {
     pub tests: Option<String>,
     /// minijinja template making each test's source from `test` (code); `| py` writes Python literals.
     pub test_template: Option<String>,
+    /// Instance variable with code put before the answer: the task's imports and helpers (code).
+    pub prelude: Option<String>,
     /// The solution's language: fence to extract and runtime (code; default python).
     pub language: Option<String>,
     /// `all` (default: every test must pass) or `fraction` of tests passed (code).
