@@ -9,13 +9,18 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::error::{DatasetError, Origin};
-use super::read::{Row, object_row};
+use super::read::{Row, json_message, object_row};
 use crate::error::Location;
 
 /// Parses `text`, read from `file`; `key` names the list inside a top-level object.
 pub fn parse(text: &str, file: &Arc<Path>, key: Option<&str>) -> Result<Vec<Row>, DatasetError> {
     let invalid = |e: serde_json::Error| {
-        DatasetError::in_file(file, e.line(), e.column(), format!("not valid JSON: {e}"))
+        DatasetError::in_file(
+            file,
+            e.line(),
+            e.column(),
+            format!("not valid JSON: {}", json_message(&e)),
+        )
     };
     let top: &RawValue = serde_json::from_str(text).map_err(invalid)?;
     let list = match (top.get().trim_start().starts_with('{'), key) {
@@ -60,7 +65,12 @@ pub fn parse(text: &str, file: &Arc<Path>, key: Option<&str>) -> Result<Vec<Row>
         .map(|item| {
             let at = offset_location(file, text, item);
             let value: Value = serde_json::from_str(item.get()).map_err(|e| {
-                DatasetError::in_file(file, at.line, at.column, format!("not valid JSON: {e}"))
+                DatasetError::in_file(
+                    file,
+                    at.line,
+                    at.column,
+                    format!("not valid JSON: {}", json_message(&e)),
+                )
             })?;
             let origin = Origin {
                 file: file.clone(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::error::{DatasetError, Origin};
-use super::read::{Row, object_row};
+use super::read::{Row, json_message, object_row};
 
 /// Parses every line of `text`, read from `file`.
 pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
@@ -20,7 +20,7 @@ pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
                 file,
                 i + 1,
                 e.column(),
-                format!("row is not valid JSON: {e}"),
+                format!("row is not valid JSON: {}", json_message(&e)),
             )
         })?;
         let origin = Origin {

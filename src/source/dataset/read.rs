@@ -37,6 +37,15 @@ pub fn object_row(value: Value, origin: Origin) -> Result<Row, DatasetError> {
     }
 }
 
+/// A JSON parse error without serde's own `at line L column C`, which the location states.
+pub fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}
+
 /// A JSON value's kind, for messages.
 pub fn kind(value: &Value) -> &'static str {
     match value {
