@@ -75,6 +75,8 @@ pub enum ErrorKind {
     Example,
     /// A golden file could not be read or written.
     Golden,
+    /// A dataset file, row or field is missing or malformed.
+    Dataset,
 }
 
 impl ErrorKind {
@@ -91,6 +93,7 @@ impl ErrorKind {
             ErrorKind::Schema => "schema",
             ErrorKind::Example => "example",
             ErrorKind::Golden => "golden",
+            ErrorKind::Dataset => "dataset",
         }
     }
 }

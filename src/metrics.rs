@@ -253,11 +253,27 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank - 1])
 }
 
+/// Per variable, per value: the breakdown of one cell by `group_by`.
+pub type Groups<T> = BTreeMap<String, BTreeMap<String, T>>;
+
+/// The group a record falls in for `var`: strings as is, other values as JSON, `-` when unset.
+pub fn group_value(r: &Record, var: &str) -> String {
+    match crate::verify::lookup(&r.vars, var) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "-".to_owned(),
+    }
+}
+
 /// Accumulators for every (model, spec) cell and every model, keyed by shown model name.
 #[derive(Debug, Default)]
 pub struct MetricsBuilder {
     cells: BTreeMap<String, BTreeMap<String, Accumulator>>,
     models: BTreeMap<String, Accumulator>,
+    /// Spec id → the variables its cells are broken down by.
+    group_by: BTreeMap<String, Vec<String>>,
+    /// Model → spec → breakdown.
+    groups: BTreeMap<String, BTreeMap<String, Groups<Accumulator>>>,
 }
 
 impl MetricsBuilder {
@@ -266,8 +282,32 @@ impl MetricsBuilder {
         MetricsBuilder::default()
     }
 
+    /// Also breaks the cells of spec `spec` down by each of the variables `vars`.
+    pub fn group_by(mut self, spec: &str, vars: &[String]) -> MetricsBuilder {
+        if !vars.is_empty() {
+            self.group_by.insert(spec.to_owned(), vars.to_vec());
+        }
+        self
+    }
+
     /// Counts `r` under the model name `model` (which may differ from `r.model`) and `r.spec`.
     pub fn add(&mut self, model: &str, r: &Record) {
+        if let Some(vars) = self.group_by.get(&r.spec) {
+            let groups = self
+                .groups
+                .entry(model.to_owned())
+                .or_default()
+                .entry(r.spec.clone())
+                .or_default();
+            for var in vars {
+                groups
+                    .entry(var.clone())
+                    .or_default()
+                    .entry(group_value(r, var))
+                    .or_default()
+                    .add(r);
+            }
+        }
         // Look up by &str first so the common case allocates nothing.
         if !self.models.contains_key(model) {
             self.models.insert(model.to_owned(), Accumulator::default());
@@ -294,8 +334,28 @@ impl MetricsBuilder {
                 .into_iter()
                 .map(|(m, a)| (m, a.finish()))
                 .collect(),
+            groups: self
+                .groups
+                .into_iter()
+                .map(|(m, specs)| {
+                    let specs = specs
+                        .into_iter()
+                        .map(|(s, vars)| (s, finish_groups(vars)))
+                        .collect();
+                    (m, specs)
+                })
+                .collect(),
         }
     }
+}
+
+fn finish_groups(vars: Groups<Accumulator>) -> Groups<Metrics> {
+    vars.into_iter()
+        .map(|(var, values)| {
+            let values = values.into_iter().map(|(v, a)| (v, a.finish())).collect();
+            (var, values)
+        })
+        .collect()
 }
 
 /// Finished metrics: model → spec → cell, and model → totals.
@@ -305,12 +365,19 @@ pub struct Summary {
     pub cells: BTreeMap<String, BTreeMap<String, Metrics>>,
     /// Per model, over all its records.
     pub models: BTreeMap<String, Metrics>,
+    /// Per (model, spec), the `group_by` breakdowns: variable → value → metrics.
+    pub groups: BTreeMap<String, BTreeMap<String, Groups<Metrics>>>,
 }
 
 impl Summary {
     /// The metrics of one cell, when it has records.
     pub fn cell(&self, model: &str, spec: &str) -> Option<&Metrics> {
         self.cells.get(model)?.get(spec)
+    }
+
+    /// The `group_by` breakdowns of one cell, when the spec asks for them and has records.
+    pub fn groups(&self, model: &str, spec: &str) -> Option<&Groups<Metrics>> {
+        self.groups.get(model)?.get(spec)
     }
 
     /// The model's totals, when it has records.

@@ -106,6 +106,37 @@ fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateErr
     }
 }
 
+/// Chat turns from a list of `{role, content}` objects; only user and
+/// assistant turns are accepted, since the spec owns the system prompt.
+pub fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, String> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| "expected a list of {role, content} turns".to_owned())?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let field = |name: &str| item.get(name).and_then(serde_json::Value::as_str);
+            let role = match field("role") {
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                Some(other) => {
+                    return Err(format!(
+                        "turn {i}: role `{other}` is not allowed (only user and assistant)"
+                    ));
+                }
+                None => return Err(format!("turn {i}: needs a string `role`")),
+            };
+            let content =
+                field("content").ok_or_else(|| format!("turn {i}: needs a string `content`"))?;
+            Ok(Message {
+                role,
+                content: content.to_owned(),
+            })
+        })
+        .collect()
+}
+
 /// `["a", "b"] | numbered` → "1. a\n2. b".
 fn numbered(items: Vec<Value>) -> String {
     items
@@ -156,6 +187,28 @@ mod tests {
         let err = p.render(&context! { name => "x" }).unwrap_err();
         assert_eq!((err.line, err.column), (2, 6), "{err:?}");
         assert!(err.message.contains("undefined"), "{}", err.message);
+    }
+
+    #[test]
+    fn history_accepts_user_and_assistant_turns_only() {
+        let ok = serde_json::json!([{"role": "assistant", "content": "Здравствуйте!"}, {"role": "user", "content": "Где офис?"}]);
+        let turns = history_turns(&ok).unwrap();
+        assert_eq!(
+            (turns[0].role, turns[1].content.as_str()),
+            (Role::Assistant, "Где офис?")
+        );
+        let bad = serde_json::json!([{"role": "user", "content": "a"}, {"role": "system", "content": "b"}]);
+        assert_eq!(
+            history_turns(&bad).unwrap_err(),
+            "turn 1: role `system` is not allowed (only user and assistant)"
+        );
+        let no_content = serde_json::json!([{"role": "user"}]);
+        assert!(
+            history_turns(&no_content)
+                .unwrap_err()
+                .contains("turn 0: needs a string `content`")
+        );
+        assert!(history_turns(&serde_json::json!("x")).is_err());
     }
 
     #[test]

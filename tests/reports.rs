@@ -21,8 +21,8 @@ fn specs() -> Vec<SpecInfo> {
         ("t06_mathematics", "Арифметика"),
     ]
     .map(|(id, title)| SpecInfo {
-        id: id.into(),
         title: title.into(),
+        ..SpecInfo::plain(id)
     })
     .to_vec()
 }

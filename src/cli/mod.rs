@@ -19,6 +19,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "harness", version, about)]
 pub struct Cli {
+    /// Read hf:// datasets only from the local cache (like HF_HUB_OFFLINE=1).
+    #[arg(long, global = true)]
+    offline: bool,
     #[command(subcommand)]
     command: Command,
     /// Run model-written code WITHOUT isolation (for kernels that cannot isolate; unsafe).
@@ -85,6 +88,9 @@ pub fn stdout_color() -> bool {
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.offline {
+        crate::source::dataset::hf::set_offline(true);
+    }
     let color = stdout_color();
     if cli.unsandboxed {
         crate::sandbox::allow_unsandboxed();

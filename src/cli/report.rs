@@ -50,22 +50,16 @@ pub fn run(args: &ReportArgs, color: bool) -> u8 {
             }
         }
         for file in &manifest.spec_files {
-            // Titles come from the spec when it still loads; the id (file stem) otherwise.
-            let (id, title) = match Spec::load(file) {
-                Ok(s) => (
-                    s.id.clone(),
-                    s.def.title.clone().unwrap_or_else(|| s.id.clone()),
-                ),
+            // Titles and breakdowns come from the spec when it still loads; the file stem otherwise.
+            let info = match Spec::load(file) {
+                Ok(s) => SpecInfo::of(&s),
                 Err(_) => {
-                    let stem = file
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    (stem.clone(), stem)
+                    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
+                    SpecInfo::plain(&stem.unwrap_or_default())
                 }
             };
-            if !specs.iter().any(|s| s.id == id) {
-                specs.push(SpecInfo { id, title });
+            if !specs.iter().any(|s| s.id == info.id) {
+                specs.push(info);
             }
         }
         journals.push(dir.join("journal.jsonl"));

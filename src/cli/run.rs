@@ -245,13 +245,7 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let spec_infos: Vec<SpecInfo> = specs
-        .iter()
-        .map(|s| SpecInfo {
-            id: s.id.clone(),
-            title: s.def.title.clone().unwrap_or_else(|| s.id.clone()),
-        })
-        .collect();
+    let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
     let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
     let ctx = ReportContext {
         run_ids: std::slice::from_ref(&manifest.run_id),

@@ -23,7 +23,12 @@ pub fn run(file: &Path, start: u64, count: u64, seed: Option<u64>, json: bool, c
             return 2;
         }
     };
-    for index in start..start.saturating_add(count) {
+    let mut end = start.saturating_add(count);
+    if let Some(dataset) = spec.dataset() {
+        // A dataset has only so many rows; asking for more shows them all.
+        end = end.min(dataset.len() as u64);
+    }
+    for index in start..end {
         let instance = match spec.instance(index) {
             Ok(i) => i,
             Err(d) => {

@@ -1,11 +1,14 @@
 //! `results/reports/report_<stamp>.csv`: one row per model × spec with
-//! records, RFC 4180 quoting and CRLF line ends. Fractions stay fractions
+//! records, then one per `group_by` group (the `group` column says
+//! `var=value`), RFC 4180 quoting and CRLF line ends. Fractions stay fractions
 //! (accuracy 0..1) so spreadsheets can format them; empty means unknown.
 
 use super::View;
 use super::text::num;
 
-const HEADER: [&str; 19] = [
+use crate::metrics::Metrics;
+
+const HEADER: [&str; 20] = [
     "model",
     "spec",
     "title",
@@ -25,6 +28,7 @@ const HEADER: [&str; 19] = [
     "tokens_per_sec",
     "model_category_mean",
     "failures",
+    "group",
 ];
 
 /// A field quoted when it holds a comma, quote, CR or LF; quotes doubled.
@@ -46,40 +50,51 @@ pub(crate) fn render(v: &View) -> String {
             let Some(c) = v.summary.cell(m, &s.id) else {
                 continue;
             };
-            let lat = c.latency_ms;
-            // `label=count` pairs in label order: one cell, still easy to split.
-            let failures: Vec<String> = c
-                .failures
-                .iter()
-                .map(|(k, f)| format!("{k}={}", f.count))
-                .collect();
-            let row = [
-                m.clone(),
-                s.id.clone(),
-                s.title.clone(),
-                c.total.to_string(),
-                c.passed.to_string(),
-                format!("{:.4}", c.accuracy),
-                c.valid.to_string(),
-                c.errors.to_string(),
-                c.cached.to_string(),
-                num(lat.map(|l| l.mean), 1, ""),
-                lat.map_or(String::new(), |l| l.p50.to_string()),
-                lat.map_or(String::new(), |l| l.p95.to_string()),
-                c.tokens_in.sum.to_string(),
-                num(c.tokens_in.mean, 1, ""),
-                c.tokens_out.sum.to_string(),
-                num(c.tokens_out.mean, 1, ""),
-                num(c.tokens_per_sec, 2, ""),
-                mean.clone(),
-                failures.join(";"),
-            ];
-            let fields: Vec<String> = row.iter().map(|f| field(f)).collect();
-            out.push_str(&fields.join(","));
-            out.push_str("\r\n");
+            push_row(&mut out, m, s, c, &mean, "");
+            let groups = v.summary.groups(m, &s.id).into_iter().flatten();
+            for (var, values) in groups {
+                for (value, g) in values {
+                    push_row(&mut out, m, s, g, &mean, &format!("{var}={value}"));
+                }
+            }
         }
     }
     out
+}
+
+fn push_row(out: &mut String, m: &str, s: &super::SpecInfo, c: &Metrics, mean: &str, group: &str) {
+    let lat = c.latency_ms;
+    // `label=count` pairs in label order: one cell, still easy to split.
+    let failures: Vec<String> = c
+        .failures
+        .iter()
+        .map(|(k, f)| format!("{k}={}", f.count))
+        .collect();
+    let row = [
+        m.to_owned(),
+        s.id.clone(),
+        s.title.clone(),
+        c.total.to_string(),
+        c.passed.to_string(),
+        format!("{:.4}", c.accuracy),
+        c.valid.to_string(),
+        c.errors.to_string(),
+        c.cached.to_string(),
+        num(lat.map(|l| l.mean), 1, ""),
+        lat.map_or(String::new(), |l| l.p50.to_string()),
+        lat.map_or(String::new(), |l| l.p95.to_string()),
+        c.tokens_in.sum.to_string(),
+        num(c.tokens_in.mean, 1, ""),
+        c.tokens_out.sum.to_string(),
+        num(c.tokens_out.mean, 1, ""),
+        num(c.tokens_per_sec, 2, ""),
+        mean.to_owned(),
+        failures.join(";"),
+        group.to_owned(),
+    ];
+    let fields: Vec<String> = row.iter().map(|f| field(f)).collect();
+    out.push_str(&fields.join(","));
+    out.push_str("\r\n");
 }
 
 #[cfg(test)]

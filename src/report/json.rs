@@ -5,7 +5,7 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Groups, Metrics};
 
 use super::View;
 
@@ -38,6 +38,9 @@ struct Model<'a> {
 struct Cell<'a> {
     spec: &'a str,
     metrics: &'a Metrics,
+    /// `group_by` breakdowns: variable → value → metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    groups: Option<&'a Groups<Metrics>>,
 }
 
 /// The JSON report, pretty-printed with a trailing newline.
@@ -67,6 +70,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
                         Some(Cell {
                             spec: &s.id,
                             metrics: v.summary.cell(m, &s.id)?,
+                            groups: v.summary.groups(m, &s.id),
                         })
                     })
                     .collect(),

@@ -26,6 +26,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str("## Сводная Таблица Результатов\n\n");
     s.push_str(&summary_table(v));
     s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
+    groups(&mut s, v);
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);
@@ -106,6 +107,53 @@ fn summary_table(v: &View) -> String {
         })
         .collect();
     table(&header, &center, &rows)
+}
+
+/// `group_by` breakdowns: per spec and variable, models × values.
+fn groups(s: &mut String, v: &View) {
+    let mut heading = false;
+    for spec in v.specs {
+        for var in &spec.group_by {
+            let values: std::collections::BTreeSet<&String> = v
+                .models
+                .iter()
+                .filter_map(|m| v.summary.groups(m, &spec.id)?.get(var))
+                .flat_map(|g| g.keys())
+                .collect();
+            if values.is_empty() {
+                continue;
+            }
+            if !heading {
+                s.push_str("\n## Результаты по Группам\n");
+                heading = true;
+            }
+            let _ = writeln!(
+                s,
+                "\n### {} — по {}\n",
+                md_cell(&spec.title),
+                inline_code(var)
+            );
+            let mut header = vec!["Модель".to_owned()];
+            header.extend(values.iter().map(|k| md_cell(k)));
+            let mut center = vec![true; header.len()];
+            center[0] = false;
+            let rows: Vec<Vec<String>> = v
+                .models
+                .iter()
+                .filter_map(|m| {
+                    let g = v.summary.groups(m, &spec.id)?.get(var)?;
+                    let mut row = vec![format!("**{}**", md_cell(m))];
+                    row.extend(values.iter().map(|k| {
+                        g.get(*k).map_or(NONE.into(), |c| {
+                            format!("{} ({}/{})", percent(c.accuracy), c.passed, c.total)
+                        })
+                    }));
+                    Some(row)
+                })
+                .collect();
+            s.push_str(&table(&header, &center, &rows));
+        }
+    }
 }
 
 /// One table row of metrics.
@@ -307,8 +355,8 @@ mod tests {
         let (models, specs) = (
             vec!["m".to_owned()],
             vec![SpecInfo {
-                id: "s".into(),
                 title: "S".into(),
+                ..SpecInfo::plain("s")
             }],
         );
         let ctx = ReportContext {

@@ -9,7 +9,9 @@ mod csv;
 mod json;
 mod junit;
 mod markdown;
+pub mod model_tag;
 mod raw;
+mod rrr;
 mod source;
 mod terminal;
 mod text;
@@ -25,12 +27,45 @@ use raw::RawWriter;
 use source::Source;
 
 /// A spec as reports name it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SpecInfo {
     /// The spec id.
     pub id: String,
     /// Its human title (the id when unset).
     pub title: String,
+    /// Instance variables accuracy is broken down by (`[report] group_by`).
+    pub group_by: Vec<String>,
+    /// `Some(dataset name)` when the spec asks for the RRR CSV.
+    pub rrr: Option<String>,
+}
+
+impl SpecInfo {
+    /// A spec known only by its id.
+    pub fn plain(id: &str) -> SpecInfo {
+        SpecInfo {
+            id: id.to_owned(),
+            title: id.to_owned(),
+            ..SpecInfo::default()
+        }
+    }
+
+    /// How reports show a loaded spec.
+    pub fn of(spec: &crate::spec::Spec) -> SpecInfo {
+        let report = &spec.def.report;
+        let rrr = (report.csv == Some(crate::spec::model::CsvKind::Rrr)).then(|| {
+            report
+                .dataset_name
+                .clone()
+                .or_else(|| spec.dataset().map(|d| d.name().to_owned()))
+                .unwrap_or_else(|| spec.id.clone())
+        });
+        SpecInfo {
+            id: spec.id.clone(),
+            title: spec.def.title.clone().unwrap_or_else(|| spec.id.clone()),
+            group_by: report.group_by(),
+            rrr,
+        }
+    }
 }
 
 /// Extra report formats besides Markdown and raw JSON.
@@ -108,6 +143,9 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
 
     // One pass over the records feeds both the metrics and the raw files.
     let mut builder = MetricsBuilder::new();
+    for s in &specs {
+        builder = builder.group_by(&s.id, &s.group_by);
+    }
     let mut stems = BTreeSet::new();
     for (m, name) in models.iter().enumerate() {
         let path = raw_dir.join(format!(
@@ -155,6 +193,11 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
                 w.flush()?;
             }
         }
+        out.extra.push(path);
+    }
+    for (model, text) in rrr::render(&view) {
+        let path = reports_dir.join(format!("rrr_{}_{}.csv", file_stem(&model), ctx.file_stamp));
+        fs::write(&path, text)?;
         out.extra.push(path);
     }
     out.terminal = terminal::render(&view);

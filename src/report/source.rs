@@ -136,10 +136,7 @@ impl Source {
         let mut specs: Vec<SpecInfo> = ctx.specs.to_vec();
         for id in &spec_ids {
             if !specs.iter().any(|s| &s.id == id) {
-                specs.push(SpecInfo {
-                    id: id.clone(),
-                    title: id.clone(),
-                });
+                specs.push(SpecInfo::plain(id));
             }
         }
         Ok(Source {

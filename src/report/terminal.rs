@@ -46,6 +46,46 @@ pub(crate) fn render(v: &View) -> String {
             row
         })
         .collect();
+    let mut out = grid(&header, &rows, v.ctx.color);
+    for spec in v.specs {
+        for var in &spec.group_by {
+            out += &groups_table(v, &spec.title, &spec.id, var);
+        }
+    }
+    out
+}
+
+/// Accuracy per value of `var` for each model with records in the spec.
+fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
+    let values: std::collections::BTreeSet<&String> = v
+        .models
+        .iter()
+        .filter_map(|m| v.summary.groups(m, spec)?.get(var))
+        .flat_map(|g| g.keys())
+        .collect();
+    if values.is_empty() {
+        return String::new();
+    }
+    let mut header = vec![format!("{title} by {var}")];
+    header.extend(values.iter().map(|k| (*k).clone()));
+    let rows: Vec<Vec<(String, Option<f64>)>> = v
+        .models
+        .iter()
+        .filter_map(|m| {
+            let groups = v.summary.groups(m, spec)?.get(var)?;
+            let mut row = vec![(m.clone(), None)];
+            for value in &values {
+                let acc = groups.get(*value).map(|g| g.accuracy);
+                row.push((acc.map_or(NONE.into(), percent), acc));
+            }
+            Some(row)
+        })
+        .collect();
+    format!("\n{}", grid(&header, &rows, v.ctx.color))
+}
+
+/// A table: first column left-aligned, the rest right-aligned, cells colored by their accuracy.
+fn grid(header: &[String], rows: &[Vec<(String, Option<f64>)>], color: bool) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()
@@ -69,7 +109,7 @@ pub(crate) fn render(v: &View) -> String {
         let cells = row.iter().enumerate().map(|(c, (text, acc))| {
             let padded = pad(text, widths[c], align(c));
             match acc {
-                Some(a) if v.ctx.color => paint(&padded, *a),
+                Some(a) if color => paint(&padded, *a),
                 _ => padded,
             }
         });

@@ -63,7 +63,7 @@ pub fn build_request(
         seed: o.seed.or(r.seed),
         stop: r.stop.clone(),
         format: spec.format.clone(),
-        num_ctx: o.num_ctx,
+        num_ctx: o.num_ctx.or(r.num_ctx),
         extra: o.extra_body.clone().unwrap_or_default(),
     }
 }

@@ -245,7 +245,7 @@ pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, S
         request.attempts.unwrap_or(3).max(1)
     };
     Ok(SpecRuntime {
-        runs: runs.unwrap_or(spec.runs),
+        runs: spec.runs_for(runs),
         spec,
         format,
         validator,

@@ -15,6 +15,9 @@ pub struct Generator {
     seed: u64,
 }
 
+/// The names every generation script may read; `row` is unit unless the spec has a `[dataset]`.
+const SCOPE_NAMES: [&str; 5] = ["data", "index", "seed", "rng", "row"];
+
 impl Generator {
     /// Compiles `script`; `data` is the spec's `[data]` table, visible as `data`.
     pub fn new(
@@ -27,7 +30,7 @@ impl Generator {
         let data = rhai::serde::to_dynamic(data)?;
         // Names only: constants in a compile-time scope would be folded into the AST.
         let mut scope = Scope::new();
-        for name in ["data", "index", "seed", "rng"] {
+        for name in SCOPE_NAMES {
             scope.push_dynamic(name, Dynamic::UNIT);
         }
         let ast = engine.compile_with_scope(&scope, script)?;
@@ -39,17 +42,22 @@ impl Generator {
         })
     }
 
-    fn fill_scope(scope: &mut Scope, data: &Dynamic, seed: u64, index: u64) {
-        scope.push_constant_dynamic("data", data.clone());
-        scope.push_constant("index", index as i64);
-        scope.push_constant("seed", seed as i64);
-        scope.push("rng", ScriptRng::for_instance(seed, index));
-    }
-
-    /// The variables of instance `index`.
-    pub fn generate(&self, index: u64) -> Result<Map<String, Value>, ScriptError> {
+    /// The variables of instance `index`; `row` is the dataset row's variables, when there is one.
+    pub fn generate(
+        &self,
+        index: u64,
+        row: Option<&Map<String, Value>>,
+    ) -> Result<Map<String, Value>, ScriptError> {
         let mut scope = Scope::new();
-        Self::fill_scope(&mut scope, &self.data, self.seed, index);
+        scope.push_constant_dynamic("data", self.data.clone());
+        scope.push_constant("index", index as i64);
+        scope.push_constant("seed", self.seed as i64);
+        scope.push("rng", ScriptRng::for_instance(self.seed, index));
+        let row = match row {
+            Some(r) => rhai::serde::to_dynamic(r)?,
+            None => Dynamic::UNIT,
+        };
+        scope.push_constant_dynamic("row", row);
         let result: Dynamic = self.engine.eval_ast_with_scope(&mut scope, &self.ast)?;
         let type_name = result.type_name();
         match rhai::serde::from_dynamic::<Value>(&result)? {
@@ -79,8 +87,11 @@ mod tests {
     fn instances_are_pure_functions_of_seed_and_index() {
         let script = "let n = rng.pick(data.names); #{ name: n, x: rng.int(1, 1000), i: index }";
         let g = Generator::new(script, &data(), 42, DEFAULT_MAX_OPERATIONS).unwrap();
-        let a: Vec<_> = (0..20).map(|i| g.generate(i).unwrap()).collect();
-        let b: Vec<_> = (0..20).rev().map(|i| g.generate(i).unwrap()).collect();
+        let a: Vec<_> = (0..20).map(|i| g.generate(i, None).unwrap()).collect();
+        let b: Vec<_> = (0..20)
+            .rev()
+            .map(|i| g.generate(i, None).unwrap())
+            .collect();
         assert_eq!(a, b.into_iter().rev().collect::<Vec<_>>());
         assert_eq!(a[3]["i"], 3);
         let distinct: std::collections::BTreeSet<_> =
@@ -92,15 +103,32 @@ mod tests {
     fn rng_passed_to_functions_shares_its_stream() {
         let script = "fn draw(r) { r.int(1, 1000000) } let a = draw(rng); let b = draw(rng); #{ a: a, b: b, c: rng.int(1, 1000000) }";
         let g = Generator::new(script, &data(), 3, DEFAULT_MAX_OPERATIONS).unwrap();
-        let v = g.generate(0).unwrap();
+        let v = g.generate(0, None).unwrap();
         assert_ne!(v["a"], v["b"]);
         assert_ne!(v["b"], v["c"]);
     }
 
     #[test]
+    fn scripts_post_process_dataset_rows() {
+        let g = Generator::new(
+            "#{ q: row.q + \"?\", i: index }",
+            &data(),
+            0,
+            DEFAULT_MAX_OPERATIONS,
+        )
+        .unwrap();
+        let row: Map<String, Value> = serde_json::from_str(r#"{"q": "Где офис"}"#).unwrap();
+        let v = g.generate(4, Some(&row)).unwrap();
+        assert_eq!(
+            (v["q"].as_str(), v["i"].as_i64()),
+            (Some("Где офис?"), Some(4))
+        );
+    }
+
+    #[test]
     fn a_non_map_result_is_an_error() {
         let g = Generator::new("42", &data(), 0, DEFAULT_MAX_OPERATIONS).unwrap();
-        let err = g.generate(0).unwrap_err();
+        let err = g.generate(0, None).unwrap_err();
         assert!(
             err.message.contains("map of instance variables"),
             "{}",
@@ -111,7 +139,7 @@ mod tests {
     #[test]
     fn runtime_errors_carry_positions() {
         let g = Generator::new("let a = [];\nlet b = rng.pick(a);\n#{}", &data(), 0, 1000).unwrap();
-        let err = g.generate(0).unwrap_err();
+        let err = g.generate(0, None).unwrap_err();
         assert_eq!(err.line, 2, "{err:?}");
         assert!(err.message.contains("empty"), "{}", err.message);
     }

@@ -1,4 +1,5 @@
-//! Where instances come from: procedural generation (Rhai) today, datasets next.
+//! Where instances come from: procedural generation (Rhai) and datasets.
 
+pub mod dataset;
 pub mod generate;
 pub mod rng;

@@ -8,11 +8,12 @@ use regex::Regex;
 
 use super::locate::{Key, SourceMap};
 use super::model::{ResponseFormat, Role, SpecFile};
-use super::{ScriptOrigin, Spec, template_diagnostic};
+use super::{ScriptOrigin, Spec, dataset_diagnostic, template_diagnostic};
 use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location, did_you_mean};
 use crate::key_path;
 use crate::prompt::PromptSet;
 use crate::script::{DEFAULT_MAX_OPERATIONS, ScriptError};
+use crate::source::dataset::Dataset;
 use crate::source::generate::Generator;
 use crate::verify::RuleSet;
 
@@ -240,6 +241,35 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             .ok()
             .flatten()
     };
+    let dataset = def.dataset.as_ref().and_then(|d| {
+        let data: serde_json::Map<String, serde_json::Value> = def
+            .data
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        match Dataset::load(d, &spec_dir, &data, def.seed.unwrap_or(0)) {
+            Ok(ds) if ds.is_empty() => {
+                errors.push(at(
+                    key_path!["dataset"],
+                    ErrorKind::Dataset,
+                    "the dataset has no rows left after `filter`, `sample` and `limit`".into(),
+                ));
+                None
+            }
+            Ok(ds) => Some(ds),
+            Err(e) => {
+                errors.push(dataset_diagnostic(&map, &e, None));
+                None
+            }
+        }
+    });
+    let runs = match &dataset {
+        Some(ds) => {
+            let rows = u32::try_from(ds.len()).unwrap_or(u32::MAX);
+            def.runs.map_or(rows, |r| r.min(rows))
+        }
+        None => runs,
+    };
     let prompt = compile_prompt(&def, &map)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
@@ -257,6 +287,7 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             def,
             rules,
             map,
+            dataset,
             generator,
             prompt,
             data,
@@ -360,7 +391,8 @@ fn compile_prompt(def: &SpecFile, map: &SourceMap) -> Result<PromptSet, Vec<Diag
             }
         }
     }
-    if !templates.iter().any(|(role, _, _)| *role == Role::User) {
+    // With a history, the dataset's turns carry the user's words.
+    if p.history.is_none() && !templates.iter().any(|(role, _, _)| *role == Role::User) {
         return Err(vec![
             Diagnostic::new(
                 ErrorKind::Invalid,

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, Diagnostics, ErrorKind};
 use crate::prompt::{Message, PromptSet, TemplateError};
+use crate::source::dataset::{At, Dataset, DatasetError};
 use crate::source::generate::Generator;
 use crate::verify::{InstanceVerdict, RuleSet};
 use locate::{Key, SourceMap};
@@ -42,6 +43,7 @@ pub struct Spec {
     /// The verification rules.
     pub rules: RuleSet,
     map: SourceMap,
+    dataset: Option<Dataset>,
     generator: Option<(Generator, ScriptOrigin)>,
     prompt: PromptSet,
     data: TemplateValue,
@@ -76,12 +78,34 @@ impl Spec {
         &self.map
     }
 
+    /// The spec's dataset, when instances come from one.
+    pub fn dataset(&self) -> Option<&Dataset> {
+        self.dataset.as_ref()
+    }
+
+    /// Instances to run when `requested` (else the spec's `runs`) is asked for:
+    /// never more than a dataset has rows.
+    pub fn runs_for(&self, requested: Option<u32>) -> u32 {
+        let runs = requested.unwrap_or(self.runs);
+        match &self.dataset {
+            Some(ds) => runs.min(u32::try_from(ds.len()).unwrap_or(u32::MAX)),
+            None => runs,
+        }
+    }
+
     /// The variables of instance `index`.
     pub fn vars(&self, index: u64) -> Result<Map<String, Value>, Diagnostic> {
-        let Some((generator, origin)) = &self.generator else {
-            return Ok(Map::new());
+        let row = match &self.dataset {
+            Some(ds) => Some(
+                ds.vars(index)
+                    .map_err(|e| dataset_diagnostic(&self.map, &e, Some(index)))?,
+            ),
+            None => None,
         };
-        generator.generate(index).map_err(|e| {
+        let Some((generator, origin)) = &self.generator else {
+            return Ok(row.unwrap_or_default());
+        };
+        generator.generate(index, row.as_ref()).map_err(|e| {
             let (location, source) = match origin {
                 ScriptOrigin::Inline if e.line == 0 => (
                     self.map.locate(crate::key_path!["generate", "script"]),
@@ -122,10 +146,36 @@ impl Spec {
             index => index,
             ..TemplateValue::from(minijinja::value::Serde(vars))
         };
-        self.prompt.render(&context).map_err(|e| {
+        let mut messages = self.prompt.render(&context).map_err(|e| {
             self.template_diagnostic(&e, Some(index))
                 .with_source(self.map.source())
-        })
+        })?;
+        if let Some(var) = &self.def.prompt.history {
+            let turns = crate::verify::lookup(vars, var)
+                .ok_or_else(|| format!("the instance has no variable `{var}`"))
+                .and_then(crate::prompt::history_turns)
+                .map_err(|message| self.history_diagnostic(index, var, &message))?;
+            let at = messages
+                .iter()
+                .position(|m| m.role != model::Role::System)
+                .unwrap_or(messages.len());
+            messages.splice(at..at, turns);
+        }
+        Ok(messages)
+    }
+
+    /// A history error, at the dataset row when there is one, else at `prompt.history`.
+    fn history_diagnostic(&self, index: u64, var: &str, message: &str) -> Diagnostic {
+        let message = format!("instance {index}: history `{var}`: {message}");
+        match self.dataset.as_ref().and_then(|d| d.row(index)) {
+            Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
+            None => Diagnostic::new(
+                ErrorKind::Invalid,
+                self.map.locate(crate::key_path!["prompt", "history"]),
+                message,
+            )
+            .with_source(self.map.source()),
+        }
     }
 
     /// Generates and renders instance `index`.
@@ -147,6 +197,28 @@ impl Spec {
 
     fn template_diagnostic(&self, e: &TemplateError, index: Option<u64>) -> Diagnostic {
         template_diagnostic(&self.map, e, index)
+    }
+}
+
+/// A dataset error as a diagnostic: at the row in its file, or at the `[dataset]` key.
+pub(crate) fn dataset_diagnostic(
+    map: &SourceMap,
+    e: &DatasetError,
+    index: Option<u64>,
+) -> Diagnostic {
+    let prefix = index.map(|i| format!("instance {i}: ")).unwrap_or_default();
+    let message = format!("{prefix}{}", e.message);
+    match &e.at {
+        At::File(location) => Diagnostic::new(ErrorKind::Dataset, location.clone(), message),
+        At::Key(key, line, column) => {
+            let path = crate::key_path!["dataset", *key];
+            let location = if *line == 0 {
+                map.locate(path)
+            } else {
+                map.locate_in_string(path, *line, *column)
+            };
+            Diagnostic::new(ErrorKind::Dataset, location, message).with_source(map.source())
+        }
     }
 }
 

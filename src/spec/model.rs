@@ -31,7 +31,9 @@ pub struct SpecFile {
     /// Plain tables readable from scripts (`data.x`) and templates (`{{ data.x }}`).
     #[serde(default)]
     pub data: BTreeMap<String, Value>,
-    /// How instances are made: a Rhai script.
+    /// Instances read from a dataset file or the Hugging Face hub, one per row.
+    pub dataset: Option<Dataset>,
+    /// How instances are made: a Rhai script (with `[dataset]`: run on each row, as `row`).
     pub generate: Option<Generate>,
     /// The chat messages sent to the model, as minijinja templates.
     pub prompt: Prompt,
@@ -44,6 +46,117 @@ pub struct SpecFile {
     /// Self-checks run by `harness check` without a model.
     #[serde(default, rename = "example")]
     pub examples: Vec<Example>,
+    /// How reports break the results down.
+    #[serde(default)]
+    pub report: ReportOptions,
+}
+
+/// The `[dataset]` table: one instance per row of a file or a hub dataset.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Dataset {
+    /// A file relative to the spec (`{split}` is replaced by each split), or `hf://owner/name`.
+    pub path: String,
+    /// `jsonl`, `json`, `csv` or `parquet`; default from the extension (`.gz` is unpacked).
+    pub format: Option<DatasetFormat>,
+    /// JSON only: the key of the row list when the file is an object.
+    pub key: Option<String>,
+    /// One split: the hub split, or the `{split}` of `path`; instances get a `split` variable.
+    pub split: Option<String>,
+    /// Several splits, interleaved row by row so any `runs` cap keeps them balanced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub splits: Vec<String>,
+    /// The hub dataset's configuration (default `default`).
+    pub config: Option<String>,
+    /// Rhai expression over `row`; rows for which it is false are dropped.
+    pub filter: Option<String>,
+    /// Keep a seeded random sample of this many rows per split (after `filter`).
+    pub sample: Option<u64>,
+    /// Keep at most this many rows per split (after `filter` and `sample`).
+    pub limit: Option<u64>,
+    /// Instance variables taken from the row: name -> dotted path, or a list of paths (first present wins).
+    pub fields: Option<BTreeMap<String, FieldSource>>,
+    /// Rhai script over `row` (after `fields`) returning the instance variables as a map.
+    pub map: Option<String>,
+    /// Operation budget of `filter` and `map` per row (default 1,000,000).
+    pub max_operations: Option<u64>,
+}
+
+/// Where a dataset field comes from.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum FieldSource {
+    /// A dotted path into the row (`a.b.0`).
+    Path(String),
+    /// Paths tried in order; the first present is used (`["answer_id", "rightStepId"]`).
+    FirstOf(Vec<String>),
+}
+
+impl FieldSource {
+    /// The paths to try, in order.
+    pub fn paths(&self) -> &[String] {
+        match self {
+            FieldSource::Path(p) => std::slice::from_ref(p),
+            FieldSource::FirstOf(ps) => ps,
+        }
+    }
+}
+
+/// A dataset file format.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetFormat {
+    /// One JSON object per line.
+    Jsonl,
+    /// A JSON array of objects, or an object holding one (see `key`).
+    Json,
+    /// Comma-separated values with a header row.
+    Csv,
+    /// Apache Parquet, the format the Hugging Face hub serves.
+    Parquet,
+}
+
+/// The `[report]` table: breakdowns and extra outputs of a spec's results.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportOptions {
+    /// Instance variables to break accuracy down by (`"split"` or `["split", "topic"]`).
+    pub group_by: Option<OneOrMany>,
+    /// An extra per-model CSV in a published benchmark's format: `rrr`.
+    pub csv: Option<CsvKind>,
+    /// The dataset name written in that CSV (default: the hub id or the data directory's name).
+    pub dataset_name: Option<String>,
+}
+
+impl ReportOptions {
+    /// The `group_by` variables, in order.
+    pub fn group_by(&self) -> Vec<String> {
+        match &self.group_by {
+            None => Vec::new(),
+            Some(OneOrMany::One(s)) => vec![s.clone()],
+            Some(OneOrMany::Many(v)) => v.clone(),
+        }
+    }
+}
+
+/// A string or a list of strings.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+/// Benchmark-specific CSV layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CsvKind {
+    /// Russian Router Ranking: one file per model, one row per split.
+    Rrr,
 }
 
 /// The `[generate]` table: a Rhai script returning a map of instance variables.
@@ -68,6 +181,8 @@ pub struct Prompt {
     pub user: Option<String>,
     /// Explicit message list, instead of `system`/`user`.
     pub messages: Option<Vec<MessageTemplate>>,
+    /// A variable holding chat turns (`[{role, content}]`, user/assistant) sent after the system messages.
+    pub history: Option<String>,
 }
 
 /// One message template in `prompt.messages`.
@@ -113,6 +228,8 @@ pub struct RequestOptions {
     pub schema: Option<String>,
     /// Asks allowed when a structured (JSON) answer does not parse (default 3).
     pub attempts: Option<u32>,
+    /// Context window, for servers that take one per request (Ollama's `num_ctx`).
+    pub num_ctx: Option<u32>,
 }
 
 /// What shape of answer the model is asked for.

@@ -1,0 +1,288 @@
+//! `hf://owner/name`: the Parquet files the Hugging Face hub serves for one
+//! (config, split), downloaded once into a local cache and read from there.
+//!
+//! Layout: `<cache>/<owner>/<name>/<config>/<split>/<file>.parquet` plus
+//! `files.json`, written last, listing the files of a complete download.
+//! `<cache>` is `$HARNESS_CACHE/datasets`, else `~/.cache/harness/datasets`.
+//! Offline (`HF_HUB_OFFLINE=1` or `--offline`) only the cache is read: a
+//! `files.json`, else any `*.parquet` placed there by hand.
+//!
+//! Online, the file list comes from the datasets server's
+//! `/parquet?dataset=&config=&split=` listing (`$HARNESS_HF_DATASETS_SERVER`,
+//! default `https://datasets-server.huggingface.co`); each file's `url` is
+//! fetched to `<file>.part` and renamed when complete. `HF_TOKEN`, when set,
+//! is sent as a bearer token and never written anywhere.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Deserialize;
+
+use super::error::DatasetError;
+
+static OFFLINE: AtomicBool = AtomicBool::new(false);
+
+/// Forces offline mode for this process (`--offline`).
+pub fn set_offline(offline: bool) {
+    OFFLINE.store(offline, Ordering::SeqCst);
+}
+
+/// Whether only the cache may be read.
+pub fn offline() -> bool {
+    OFFLINE.load(Ordering::SeqCst)
+        || std::env::var("HF_HUB_OFFLINE")
+            .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"))
+}
+
+/// The dataset cache directory.
+pub fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HARNESS_CACHE").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("datasets");
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".cache/harness/datasets")
+}
+
+/// One split of a hub dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubSplit {
+    /// `owner/name`.
+    pub repo: String,
+    /// The configuration (subset).
+    pub config: String,
+    /// The split.
+    pub split: String,
+}
+
+impl HubSplit {
+    /// Parses `hf://owner/name`; `None` when `path` is not a hub address.
+    pub fn parse(
+        path: &str,
+        config: Option<&str>,
+        split: &str,
+    ) -> Option<Result<HubSplit, String>> {
+        let repo = path.strip_prefix("hf://")?;
+        let valid = |s: &str| {
+            !s.is_empty()
+                && s != ".."
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        let parts: Vec<&str> = repo.split('/').collect();
+        if parts.len() != 2 || !parts.iter().all(|p| valid(p)) {
+            return Some(Err(format!("`{path}` is not `hf://owner/name`")));
+        }
+        let config = config.unwrap_or("default");
+        if !valid(config) || !valid(split) {
+            return Some(Err(format!(
+                "config `{config}` and split `{split}` may hold only letters, digits, `-`, `_` and `.`"
+            )));
+        }
+        Some(Ok(HubSplit {
+            repo: repo.to_owned(),
+            config: config.to_owned(),
+            split: split.to_owned(),
+        }))
+    }
+
+    /// The cache directory of this split.
+    pub fn dir(&self, root: &Path) -> PathBuf {
+        root.join(&self.repo).join(&self.config).join(&self.split)
+    }
+
+    /// `hf://owner/name` (config, split), for messages.
+    fn label(&self) -> String {
+        format!(
+            "hf://{} (config `{}`, split `{}`)",
+            self.repo, self.config, self.split
+        )
+    }
+}
+
+/// The local Parquet files of `split`, downloading them first unless cached or offline.
+pub fn split_files(split: &HubSplit) -> Result<Vec<PathBuf>, DatasetError> {
+    let dir = split.dir(&cache_root());
+    if let Some(files) = cached_files(&dir)? {
+        return Ok(files);
+    }
+    if offline() {
+        return Err(DatasetError::key(
+            "path",
+            format!(
+                "{} is not in the cache at {} and the hub may not be reached (offline); \
+                 run once online, or put the split's .parquet files there",
+                split.label(),
+                dir.display()
+            ),
+        ));
+    }
+    download(split, &dir)?;
+    cached_files(&dir)?.ok_or_else(|| {
+        DatasetError::key(
+            "path",
+            format!("{}: the download left no files", split.label()),
+        )
+    })
+}
+
+/// The files of a complete download (`files.json`), else hand-placed `*.parquet`, else `None`.
+fn cached_files(dir: &Path) -> Result<Option<Vec<PathBuf>>, DatasetError> {
+    let manifest = dir.join("files.json");
+    if let Ok(text) = std::fs::read_to_string(&manifest) {
+        let names: Vec<String> = serde_json::from_str(&text)
+            .map_err(|e| DatasetError::file(&manifest, format!("bad cache manifest: {e}")))?;
+        return Ok(Some(names.iter().map(|n| dir.join(n)).collect()));
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    Ok((!files.is_empty()).then_some(files))
+}
+
+#[derive(Deserialize)]
+struct Listing {
+    parquet_files: Vec<ListedFile>,
+}
+
+#[derive(Deserialize)]
+struct ListedFile {
+    config: String,
+    split: String,
+    url: String,
+    filename: String,
+}
+
+/// The datasets server's base URL.
+fn server() -> String {
+    std::env::var("HARNESS_HF_DATASETS_SERVER")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "https://datasets-server.huggingface.co".to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// Downloads the split into `dir` on a thread of its own, so spec loading
+/// stays synchronous even when called from inside an async runtime.
+fn download(split: &HubSplit, dir: &Path) -> Result<(), DatasetError> {
+    let (split, dir) = (split.clone(), dir.to_path_buf());
+    let err = |m: String| DatasetError::key("path", m);
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| err(format!("cannot start a download: {e}")))?;
+        runtime
+            .block_on(fetch_split(&split, &dir))
+            .map_err(|m| err(format!("{}: {m}", split.label())))
+    })
+    .join()
+    .unwrap_or_else(|_| Err(err("the download thread panicked".into())))
+}
+
+async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
+    crate::provider::install_tls();
+    let base = server();
+    let mut builder = reqwest::Client::builder();
+    if base.starts_with("http://127.0.0.1") || base.starts_with("http://localhost") {
+        builder = builder.no_proxy();
+    }
+    let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+    let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+    let get = |url: &str| {
+        let request = client.get(url);
+        match &token {
+            Some(t) => request.bearer_auth(t),
+            None => request,
+        }
+    };
+    let listing_url = format!(
+        "{base}/parquet?dataset={}&config={}&split={}",
+        split.repo, split.config, split.split
+    );
+    let response = get(&listing_url)
+        .send()
+        .await
+        .map_err(|e| format!("cannot list the Parquet files: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!(
+            "listing the Parquet files: HTTP {}",
+            response.status()
+        ));
+    }
+    let listing: Listing = response
+        .json()
+        .await
+        .map_err(|e| format!("unexpected Parquet listing: {e}"))?;
+    let files: Vec<&ListedFile> = listing
+        .parquet_files
+        .iter()
+        .filter(|f| f.config == split.config && f.split == split.split)
+        .collect();
+    if files.is_empty() {
+        return Err("the hub lists no Parquet files for this config and split".into());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for file in files {
+        let name = Path::new(&file.filename)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".parquet"))
+            .ok_or_else(|| format!("unexpected file name `{}`", file.filename))?;
+        let response = get(&file.url)
+            .send()
+            .await
+            .map_err(|e| format!("downloading {name}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("downloading {name}: HTTP {}", response.status()));
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| format!("downloading {name}: {e}"))?;
+        let part = dir.join(format!("{name}.part"));
+        std::fs::write(&part, &body).map_err(|e| format!("{}: {e}", part.display()))?;
+        std::fs::rename(&part, dir.join(&name)).map_err(|e| format!("{}: {e}", part.display()))?;
+        names.push(name);
+    }
+    let manifest = serde_json::to_string(&names).expect("names serialize");
+    std::fs::write(dir.join("files.json"), manifest).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hub_addresses_parse_and_reject_traversal() {
+        assert_eq!(HubSplit::parse("data/x.jsonl", None, "train"), None);
+        let s = HubSplit::parse("hf://evilfreelancer/rrr-benchmark", None, "routes_3")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.config.as_str(), s.split.as_str()),
+            ("default", "routes_3")
+        );
+        assert_eq!(
+            s.dir(Path::new("/c")),
+            Path::new("/c/evilfreelancer/rrr-benchmark/default/routes_3")
+        );
+        assert!(HubSplit::parse("hf://a/../b", None, "t").unwrap().is_err());
+        assert!(
+            HubSplit::parse("hf://onlyname", None, "t")
+                .unwrap()
+                .is_err()
+        );
+        assert!(
+            HubSplit::parse("hf://a/b", Some("x/y"), "t")
+                .unwrap()
+                .is_err()
+        );
+    }
+}

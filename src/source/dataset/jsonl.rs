@@ -1,0 +1,33 @@
+//! JSON Lines: one object per line; blank lines are skipped.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::error::{DatasetError, Origin};
+use super::read::{Row, json_message, object_row};
+
+/// Parses every line of `text`, read from `file`.
+pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            DatasetError::in_file(
+                file,
+                i + 1,
+                e.column(),
+                format!("row is not valid JSON: {}", json_message(&e)),
+            )
+        })?;
+        let origin = Origin {
+            file: file.clone(),
+            line: i + 1,
+        };
+        rows.push(object_row(value, origin)?);
+    }
+    Ok(rows)
+}
