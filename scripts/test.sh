@@ -7,6 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The code rule runs model-written Python in the sandbox as an unprivileged
+# uid, which cannot enter a home-directory interpreter (pyenv under /root):
+# make sure a system python3 exists.
+if [ ! -x /usr/bin/python3 ] && [ -z "${HARNESS_PYTHON:-}" ] && command -v apt-get >/dev/null; then
+  echo "installing python3 for the sandbox tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3) >/dev/null
+fi
 scripts/llama-server.sh ensure >/dev/null
 trap 'scripts/llama-server.sh stop all >/dev/null 2>&1 || true' EXIT
 # One thread each: the golden transcripts were recorded so, and thread count can change greedy output.
