@@ -139,8 +139,31 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
         ));
         return;
     }
-    for (i, example) in spec.def.examples.iter().enumerate() {
-        match run_example(spec, i, example) {
+    let outcomes: Vec<Result<(), Diagnostic>> = if spec.rules.needs_sandbox() {
+        // Each example is a program run that may wait for its time limit: overlap them.
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = spec
+                .def
+                .examples
+                .iter()
+                .enumerate()
+                .map(|(i, example)| scope.spawn(move || run_example(spec, i, example)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("an example panicked"))
+                .collect()
+        })
+    } else {
+        spec.def
+            .examples
+            .iter()
+            .enumerate()
+            .map(|(i, example)| run_example(spec, i, example))
+            .collect()
+    };
+    for outcome in outcomes {
+        match outcome {
             Ok(()) => report.examples_passed += 1,
             Err(e) => report
                 .errors

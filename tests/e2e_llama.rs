@@ -9,7 +9,7 @@
 mod common;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{harness, root, run};
 
@@ -35,11 +35,29 @@ fn server(var: &str) -> Option<String> {
     }
 }
 
-/// A temp directory with the shipped specs, schemas and the CI models' harness.toml.
-fn workspace(smol: &str, gemma: Option<&str>) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&root().join("specs"), &dir.path().join("specs"));
-    copy_dir(&root().join("schemas"), &dir.path().join("schemas"));
+/// A repository-shaped temp directory: the shipped specs and schemas, our
+/// datasets and `../shared` linked in at the same relative places (so dataset
+/// paths resolve), and the CI models' harness.toml.
+struct Workspace {
+    _tmp: tempfile::TempDir,
+    repo: PathBuf,
+}
+
+impl Workspace {
+    fn path(&self) -> &Path {
+        &self.repo
+    }
+}
+
+fn workspace(smol: &str, gemma: Option<&str>) -> Workspace {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    copy_dir(&root().join("specs"), &repo.join("specs"));
+    copy_dir(&root().join("schemas"), &repo.join("schemas"));
+    std::os::unix::fs::symlink(root().join("datasets"), repo.join("datasets")).unwrap();
+    let shared = root().join("../shared").canonicalize().unwrap();
+    std::os::unix::fs::symlink(shared, tmp.path().join("shared")).unwrap();
+    let dir = Workspace { _tmp: tmp, repo };
     let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
     let config = template
         .replace("__SMOL__", smol)

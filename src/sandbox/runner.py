@@ -3,6 +3,7 @@
 Reports one line per test on stdout: "<nonce> <json>". The nonce arrives on
 stdin, so the solution's own prints cannot pose as results by accident.
 """
+import ast
 import json
 import sys
 import traceback
@@ -36,6 +37,22 @@ def describe(error, filename, source):
     return text
 
 
+def got(test, namespace):
+    """For a one-line `assert EXPR == WANT`, what EXPR actually is."""
+    try:
+        tree = ast.parse(test)
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+            return None
+        compare = tree.body[0].test
+        if not (isinstance(compare, ast.Compare) and len(compare.ops) == 1
+                and isinstance(compare.ops[0], ast.Eq)):
+            return None
+        value = eval(compile(ast.Expression(compare.left), "test", "eval"), namespace)
+        return "got " + repr(value)[:200]
+    except BaseException:
+        return None
+
+
 def main():
     nonce = sys.stdin.readline().strip()
     out = sys.stdout
@@ -60,8 +77,11 @@ def main():
         try:
             exec(compile(test, name, "exec"), namespace)
         except BaseException as error:
-            report(test=i, status="fail", kind=kind_of(error),
-                   error=describe(error, name, test)[:500])
+            kind = kind_of(error)
+            text = describe(error, name, test)
+            if kind == "assertion":
+                text = got(test, namespace) or text
+            report(test=i, status="fail", kind=kind, error=text[:500])
         else:
             report(test=i, status="pass")
 

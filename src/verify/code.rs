@@ -315,11 +315,7 @@ impl CodeRule {
             match reports.iter().find(|r| r.test == Some(i)) {
                 Some(r) if r.status == "pass" => passed += 1,
                 Some(r) => {
-                    first_failure.get_or_insert((
-                        i,
-                        format!("{}: {}", r.kind, r.error),
-                        failure_of(&r.kind),
-                    ));
+                    first_failure.get_or_insert((i, r.error.clone(), failure_of(&r.kind)));
                 }
                 None => {
                     let (why, kind) = unfinished(outcome, &self.limits);
