@@ -14,7 +14,7 @@ use crate::golden::{self, GoldenMode, GoldenStatus};
 use crate::key_path;
 use crate::prompt::Message;
 use crate::spec::Spec;
-use crate::spec::model::Example;
+use crate::spec::model::{Example, GoldenInstances};
 
 /// Options of a check run.
 #[derive(Debug, Clone)]
@@ -118,7 +118,12 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
             vars: instance.vars,
             messages: instance.messages,
         };
-        lines.push_str(&serde_json::to_string(&record).expect("instances serialize"));
+        let line = serde_json::to_string(&record).expect("instances serialize");
+        if spec.def.golden_instances == Some(GoldenInstances::Digest) {
+            lines.push_str(&digest_line(&record, &line));
+        } else {
+            lines.push_str(&line);
+        }
         lines.push('\n');
         report.instances += 1;
     }
@@ -154,6 +159,15 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
             format!("cannot update golden file: {e}"),
         )),
     }
+}
+
+/// A golden line that pins an instance without holding its content: for
+/// specs over third-party datasets, which must stay out of the repository.
+fn digest_line(record: &GoldenInstance, full: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(full.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    serde_json::json!({ "index": record.index, "id": record.id, "sha256": hex }).to_string()
 }
 
 fn missing_variable(

@@ -6,13 +6,15 @@
 //! is prepared by the parent in a [`ChildPlan`] before the fork.
 //!
 //! The order matters:
-//! 1. rlimits, then the uid change (done by `std` before us), then
-//!    `unshare` of user, mount, network, IPC, UTS and PID namespaces as that
-//!    unprivileged uid, which maps only itself: no root exists inside;
+//! 1. the network namespace (a shared empty one, see `spawn.rs`,
+//!    or a new one), the uid change, then `unshare` of user, mount, IPC, UTS
+//!    and PID namespaces as that unprivileged uid, which maps only itself:
+//!    no root exists inside;
 //! 2. a fork, because only children of the `unshare` caller enter the new
 //!    PID namespace; the first process waits and mirrors the exit status;
 //! 3. in the namespace's init: a private `/proc`, a size-capped tmpfs as the
-//!    working directory holding the program's files, Landlock, seccomp;
+//!    working directory holding the program's files, Landlock, seccomp,
+//!    rlimits;
 //! 4. a last fork: init stays behind to reap, the program execs as PID 2.
 
 use std::ffi::CString;
@@ -23,6 +25,10 @@ use std::os::fd::RawFd;
 pub(super) struct ChildPlan {
     /// `(resource, limit)` pairs for `setrlimit`.
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    /// A shared empty network namespace to join instead of making one.
+    pub netns: Option<RawFd>,
+    /// The uid and gid to become, when the harness runs as root.
+    pub ids: Option<(libc::uid_t, libc::gid_t)>,
     /// Contents of `/proc/self/uid_map`.
     pub uid_map: Vec<u8>,
     /// Contents of `/proc/self/gid_map`.
@@ -53,7 +59,6 @@ struct PathBeneathAttr {
 
 const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
     | libc::CLONE_NEWNS
-    | libc::CLONE_NEWNET
     | libc::CLONE_NEWIPC
     | libc::CLONE_NEWUTS
     | libc::CLONE_NEWPID;
@@ -64,12 +69,20 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
 /// Must only be called between `fork` and `exec` (from `pre_exec`).
 pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
     unsafe {
-        for &(resource, limit) in &plan.rlimits {
-            let rl = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            check(plan, b"setrlimit", libc::setrlimit(resource, &rl))?;
+        // Joining the shared network namespace needs root, so it comes first.
+        let mut namespaces = NAMESPACES;
+        match plan.netns {
+            Some(fd) => check(
+                plan,
+                b"setns(network namespace)",
+                libc::setns(fd, libc::CLONE_NEWNET),
+            )?,
+            None => namespaces |= libc::CLONE_NEWNET,
+        }
+        if let Some((uid, gid)) = plan.ids {
+            check(plan, b"setgroups", libc::setgroups(0, std::ptr::null()))?;
+            check(plan, b"setgid", libc::setgid(gid))?;
+            check(plan, b"setuid", libc::setuid(uid))?;
         }
         // The uid change made the process non-dumpable, which makes its
         // /proc files root-owned; the uid map below must be writable by us.
@@ -81,7 +94,7 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
         check(
             plan,
             b"unshare(user, mount, net, ipc, uts, pid namespaces)",
-            libc::unshare(NAMESPACES),
+            libc::unshare(namespaces),
         )?;
         write_file(plan, c"/proc/self/setgroups", b"deny")?;
         write_file(plan, c"/proc/self/uid_map", &plan.uid_map)?;
@@ -177,6 +190,15 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
                 &prog as *const libc::sock_fprog,
             ) as libc::c_int;
             check(plan, b"seccomp", rc)?;
+        }
+        // Limits last: the address-space limit binds this copy of the
+        // harness too, whose mappings may already exceed it until exec.
+        for &(resource, limit) in &plan.rlimits {
+            let rl = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            check(plan, b"setrlimit", libc::setrlimit(resource, &rl))?;
         }
         // The program runs as PID 2, under an init of ours: PID 1 ignores
         // signals it has no handler for, which would change how programs die.

@@ -27,8 +27,8 @@ def describe(error, filename, source):
     message = str(error)
     if message:
         text += ": " + message
-    if isinstance(error, SyntaxError) and error.lineno:
-        return "%s (line %d)" % (text, error.lineno)
+    if isinstance(error, SyntaxError):
+        return text
     lines = source.splitlines()
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         if frame.filename == filename and frame.lineno and frame.lineno <= len(lines):

@@ -28,6 +28,9 @@ pub struct SpecFile {
     pub runs: Option<u32>,
     /// Seed of the instance generator (default 0). Instance i is a pure function of (seed, i).
     pub seed: Option<u64>,
+    /// What `golden/<id>/instances.jsonl` holds: `full` instances (default) or
+    /// a `digest` of each, for datasets that must not be copied into the repository.
+    pub golden_instances: Option<GoldenInstances>,
     /// Plain tables readable from scripts (`data.x`) and templates (`{{ data.x }}`).
     #[serde(default)]
     pub data: BTreeMap<String, Value>,
@@ -157,6 +160,16 @@ pub enum OneOrMany {
 pub enum CsvKind {
     /// Russian Router Ranking: one file per model, one row per split.
     Rrr,
+}
+
+/// What golden instance files hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GoldenInstances {
+    /// Variables, messages and expected values.
+    Full,
+    /// A SHA-256 of each instance: changes show, content stays out.
+    Digest,
 }
 
 /// The `[generate]` table: a Rhai script returning a map of instance variables.
@@ -296,6 +309,8 @@ pub struct RuleDef {
     pub tests: Option<String>,
     /// minijinja template making each test's source from `test` (code); `| py` writes Python literals.
     pub test_template: Option<String>,
+    /// Instance variable with code put before the answer: the task's imports and helpers (code).
+    pub prelude: Option<String>,
     /// The solution's language: fence to extract and runtime (code; default python).
     pub language: Option<String>,
     /// `all` (default: every test must pass) or `fraction` of tests passed (code).

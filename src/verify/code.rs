@@ -41,6 +41,7 @@ enum Runtime {
 
 struct CodeRule {
     tests: String,
+    prelude: Option<String>,
     template: Option<Environment<'static>>,
     scoring: Scoring,
     solution_file: String,
@@ -105,7 +106,8 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
             ));
         }
         limits.wall = Duration::from_secs_f64(secs);
-        limits.cpu_secs = secs.ceil() as u64;
+        // A second more of CPU than wall: the wall clock is what the detail names.
+        limits.cpu_secs = secs.ceil() as u64 + 1;
     }
     if let Some(mb) = def.memory_mb {
         if mb < 16 {
@@ -158,6 +160,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
     });
     Ok(Box::new(CodeRule {
         tests,
+        prelude: def.prelude.clone(),
         template,
         scoring,
         solution_file,
@@ -168,7 +171,11 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
 
 impl Rule for CodeRule {
     fn variables(&self) -> Vec<(&'static str, &str)> {
-        vec![("tests", &self.tests)]
+        let mut vars = vec![("tests", self.tests.as_str())];
+        if let Some(prelude) = &self.prelude {
+            vars.push(("prelude", prelude));
+        }
+        vars
     }
 
     fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
@@ -184,7 +191,11 @@ impl Rule for CodeRule {
             Ok(tests) => tests,
             Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
         };
-        let program = match self.program(answer, &tests) {
+        let solution = match self.solution(answer, vars) {
+            Ok(solution) => solution,
+            Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
+        };
+        let program = match self.program(&solution, &tests) {
             Ok(program) => program,
             Err(e) => return Verdict::failed(FailureKind::SandboxError, e),
         };
@@ -224,6 +235,21 @@ impl CodeRule {
                 )),
             })
             .collect()
+    }
+
+    /// The answer, after the prelude (imports and helpers the task gave) if any.
+    fn solution(&self, answer: &str, vars: &Map<String, Value>) -> Result<String, String> {
+        let Some(name) = &self.prelude else {
+            return Ok(answer.to_owned());
+        };
+        match super::lookup(vars, name) {
+            Some(Value::String(prelude)) if prelude.ends_with('\n') => {
+                Ok(format!("{prelude}{answer}"))
+            }
+            Some(Value::String(prelude)) => Ok(format!("{prelude}\n{answer}")),
+            Some(other) => Err(format!("prelude `{name}` must be a string, found {other}")),
+            None => Err(format!("variable `{name}` is not set")),
+        }
     }
 
     fn program(&self, answer: &str, tests: &[String]) -> Result<Program, String> {

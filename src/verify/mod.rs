@@ -228,6 +228,7 @@ const RULES: &[RuleKind] = &[
         keys: &[
             "tests",
             "test_template",
+            "prelude",
             "language",
             "score",
             "timeout_secs",
