@@ -70,7 +70,9 @@ fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
         let path = entry.unwrap().path();
-        fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        if path.is_file() {
+            fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
     }
 }
 
@@ -87,6 +89,39 @@ fn journal(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `harness run TARGET -m smollm2 --runs RUNS --no-progress EXTRA...`: the
+/// output and the journal, each record checked to be a real answer with usage.
+fn run_smollm2(
+    dir: &Path,
+    target: &str,
+    runs: &str,
+    extra: &[&str],
+) -> (String, Vec<serde_json::Value>) {
+    let (code, out) = run(harness(dir)
+        .args([
+            "run",
+            target,
+            "-m",
+            "smollm2",
+            "--runs",
+            runs,
+            "--no-progress",
+        ])
+        .args(extra));
+    assert!(code == 0 || code == 1, "{out}");
+    let records = journal(dir);
+    for r in &records {
+        assert!(r["error"].is_null(), "request failed: {r}");
+        assert!(r["response"].is_string());
+        assert!(
+            r["tokens_out"].as_u64().unwrap() > 0,
+            "usage tokens missing: {r}"
+        );
+        assert!(r["attempts"].as_u64().unwrap() >= 1);
+    }
+    (out, records)
+}
+
 #[test]
 fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
     let _one_at_a_time = exclusive();
@@ -94,19 +129,7 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
         return;
     };
     let dir = workspace(&smol, None);
-    let (code, out) = run(harness(dir.path()).args([
-        "run",
-        "specs",
-        "-m",
-        "smollm2",
-        "--runs",
-        "2",
-        "--no-progress",
-        "--format",
-        "junit",
-    ]));
-    assert!(code == 0 || code == 1, "{out}");
-    let records = journal(dir.path());
+    let (out, records) = run_smollm2(dir.path(), "specs", "2", &["--format", "junit"]);
     let specs = fs::read_dir(dir.path().join("specs"))
         .unwrap()
         .filter(|e| {
@@ -118,15 +141,6 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
         })
         .count();
     assert_eq!(records.len(), specs * 2, "{out}");
-    for r in &records {
-        assert!(r["error"].is_null(), "request failed: {r}");
-        assert!(r["response"].is_string());
-        assert!(
-            r["tokens_out"].as_u64().unwrap() > 0,
-            "usage tokens missing: {r}"
-        );
-        assert!(r["attempts"].as_u64().unwrap() >= 1);
-    }
     assert!(
         fs::read_dir(dir.path().join("results/reports"))
             .unwrap()
@@ -242,5 +256,50 @@ fields = { "/route_id" = "right" }
             failure != "invalid_json" && failure != "schema_mismatch",
             "the server's constrained output must parse and satisfy the schema: {r}"
         );
+    }
+}
+
+#[test]
+fn rrr_reports_per_split_accuracy_and_the_rrr_csv_from_the_real_server() {
+    let _one_at_a_time = exclusive();
+    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+        return;
+    };
+    let dir = workspace(&smol, None);
+    // Two rows per split: instances interleave the splits, so 8 covers all four.
+    let (out, records) = run_smollm2(dir.path(), "specs/rrr.toml", "8", &[]);
+    assert_eq!(records.len(), 8, "{out}");
+    assert!(out.contains(" by split "), "{out}");
+    let reports = dir.path().join("results/reports");
+    let rrr = fs::read_dir(&reports)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("rrr_smollm2_")
+        })
+        .expect("the RRR CSV");
+    let text = fs::read_to_string(rrr).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 4, "{text}");
+    for (line, split) in lines[1..]
+        .iter()
+        .zip(["routes_3", "routes_5", "routes_7", "routes_9"])
+    {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), 12, "{line}");
+        assert!(
+            cells.iter().all(|c| !c.is_empty()),
+            "every column filled: {line}"
+        );
+        assert_eq!(
+            (cells[4], cells[5], cells[6]),
+            ("rrr_ru", split, "2"),
+            "{line}"
+        );
+        assert!(cells[10].parse::<f64>().unwrap() > 0.0, "{line}");
+        assert!(cells[11].parse::<f64>().unwrap() > 0.0, "{line}");
     }
 }

@@ -40,13 +40,11 @@ pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
             .zip(record.iter())
             .map(|(h, cell)| (h.clone(), typed(cell)))
             .collect();
-        rows.push(Row {
-            value,
-            origin: Origin {
-                file: file.clone(),
-                line,
-            },
-        });
+        let origin = Origin {
+            file: file.clone(),
+            line,
+        };
+        rows.push(Row::new(&value, origin));
     }
     Ok(rows)
 }

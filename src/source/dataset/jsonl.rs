@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde::de::IgnoredAny;
 
 use super::error::{DatasetError, Origin};
 use super::read::{Row, json_message, object_row};
@@ -15,7 +15,8 @@ pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
         if line.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(line).map_err(|e| {
+        // Checked, not kept: rows stay text until an instance needs them.
+        serde_json::from_str::<IgnoredAny>(line).map_err(|e| {
             DatasetError::in_file(
                 file,
                 i + 1,
@@ -27,7 +28,7 @@ pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
             file: file.clone(),
             line: i + 1,
         };
-        rows.push(object_row(value, origin)?);
+        rows.push(object_row(line, origin)?);
     }
     Ok(rows)
 }

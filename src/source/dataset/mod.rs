@@ -3,8 +3,8 @@
 //! filtered, sampled and limited per split, interleaved across splits, and
 //! mapped to instance variables when an instance is made.
 //!
-//! Rows stay as parsed in shared `Arc`s (see [`read::read_rows`]); an
-//! instance costs one row clone plus its mapping.
+//! Rows stay as compact JSON text in shared `Arc`s (see [`read::read_rows`]);
+//! an instance costs one row parse plus its mapping.
 
 mod csv;
 pub mod error;
@@ -126,7 +126,7 @@ impl Dataset {
         };
         let row = &self.splits[s as usize][r as usize];
         let mut vars = match &self.fields {
-            None => row.value.clone(),
+            None => row.value(),
             Some(fields) => pick_fields(row, fields)?,
         };
         if let Some(map) = &self.map {
@@ -220,10 +220,11 @@ fn pick_fields(
     fields: &[(String, Vec<String>)],
 ) -> Result<Map<String, Value>, DatasetError> {
     let mut vars = Map::new();
+    let fields_of_row = row.value();
     for (name, paths) in fields {
-        let found = paths.iter().find_map(|p| select::lookup(&row.value, p));
+        let found = paths.iter().find_map(|p| select::lookup(&fields_of_row, p));
         let Some(value) = found else {
-            let keys: Vec<&str> = row.value.keys().map(String::as_str).collect();
+            let keys: Vec<&str> = fields_of_row.keys().map(String::as_str).collect();
             return Err(DatasetError::row(
                 &row.origin,
                 format!(

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::error::{DatasetError, Origin};
-use super::read::{Row, object_row};
+use serde_json::Value;
+
+use super::read::Row;
 
 /// Parses the Parquet file `data`, read from `file`.
 pub fn parse(data: Vec<u8>, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
@@ -24,7 +26,10 @@ pub fn parse(data: Vec<u8>, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> 
             line: i + 1,
         };
         let row = row.map_err(|e| DatasetError::row(&origin, format!("row {}: {e}", i + 1)))?;
-        rows.push(object_row(row.to_json_value(), origin)?);
+        match row.to_json_value() {
+            Value::Object(fields) => rows.push(Row::new(&fields, origin)),
+            _ => unreachable!("a Parquet row converts to a JSON object"),
+        }
     }
     Ok(rows)
 }

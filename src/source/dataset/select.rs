@@ -26,7 +26,7 @@ pub fn select(rows: &[Row], sel: &Selection, split: u64) -> Result<Vec<u32>, Dat
     let mut kept: Vec<u32> = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         let keep = match sel.filter {
-            Some(f) => f.eval_bool(&row.value, &row.origin)?,
+            Some(f) => f.eval_bool(&row.value(), &row.origin)?,
             None => true,
         };
         if keep {
