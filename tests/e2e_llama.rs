@@ -294,6 +294,12 @@ fn rrr_reports_per_split_accuracy_and_the_rrr_csv_from_the_real_server() {
             cells.iter().all(|c| !c.is_empty()),
             "every column filled: {line}"
         );
+        // Size and quantization come from the model id in harness.toml.
+        assert_eq!(
+            (cells[0], cells[1], cells[2], cells[3]),
+            ("smollm2", "smollm2", "135M", "Q4_1"),
+            "{line}"
+        );
         assert_eq!(
             (cells[4], cells[5], cells[6]),
             ("rrr_ru", split, "2"),

@@ -39,6 +39,7 @@ fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, t
         file_stamp: STAMP,
         results_dir: dir.path(),
         models: &models,
+        model_ids: &Default::default(),
         specs: &specs,
         formats: &[Format::Json, Format::Csv, Format::Junit, Format::Csv],
         journals: &journals,

@@ -29,6 +29,7 @@ pub fn run(args: &ReportArgs, color: bool) -> u8 {
         Vec::<String>::new(),
         Vec::<SpecInfo>::new(),
     );
+    let mut model_ids = std::collections::BTreeMap::new();
     for id in &args.runs {
         let dir = match run::find_run(&runs_dir, id) {
             Ok(d) => d,
@@ -48,6 +49,9 @@ pub fn run(args: &ReportArgs, color: bool) -> u8 {
             if !models.contains(&m.name) {
                 models.push(m.name.clone());
             }
+            model_ids
+                .entry(m.name.clone())
+                .or_insert_with(|| m.model.clone());
         }
         for file in &manifest.spec_files {
             // Titles and breakdowns come from the spec when it still loads; the file stem otherwise.
@@ -72,6 +76,7 @@ pub fn run(args: &ReportArgs, color: bool) -> u8 {
         file_stamp: &file_stamp,
         results_dir: &args.results,
         models: &models,
+        model_ids: &model_ids,
         specs: &specs,
         formats: &args.formats,
         journals: &journals,

@@ -247,12 +247,18 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     };
     let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
     let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
+    let model_ids = manifest
+        .models
+        .iter()
+        .map(|m| (m.name.clone(), m.model.clone()))
+        .collect();
     let ctx = ReportContext {
         run_ids: std::slice::from_ref(&manifest.run_id),
         timestamp: &created,
         file_stamp: &file_stamp,
         results_dir: &args.results,
         models: &model_names,
+        model_ids: &model_ids,
         specs: &spec_infos,
         formats: &args.formats,
         journals: std::slice::from_ref(&journal_path),

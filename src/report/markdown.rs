@@ -365,6 +365,7 @@ mod tests {
             file_stamp: "f",
             results_dir: std::path::Path::new("."),
             models: &models,
+            model_ids: &Default::default(),
             specs: &specs,
             formats: &[],
             journals: &[],

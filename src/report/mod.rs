@@ -91,6 +91,9 @@ pub struct ReportContext<'a> {
     pub results_dir: &'a Path,
     /// Models in display order.
     pub models: &'a [String],
+    /// The model id each model sends (`SmolLM2-135M-Instruct.Q4_1`), by display name:
+    /// reports that name size and quantization read it when the name does not say.
+    pub model_ids: &'a std::collections::BTreeMap<String, String>,
     /// Specs in display order.
     pub specs: &'a [SpecInfo],
     /// Extra formats.

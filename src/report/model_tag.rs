@@ -29,6 +29,22 @@ static QUANT: LazyLock<Regex> = LazyLock::new(|| {
 static SIZE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)^(?:\d+x)?\d+(?:\.\d+)?[bmk]$|^e\d+b$").unwrap());
 
+/// Reads the display name `tag`, taking the size and quantization it does not
+/// state from the model id it sends (`smollm2` serving `SmolLM2-135M-Instruct.Q4_1`).
+pub fn parse_with_id(tag: &str, id: Option<&str>) -> ModelTag {
+    let mut parsed = parse(tag);
+    if let Some(id) = id {
+        let from_id = parse(id);
+        if parsed.size == UNKNOWN {
+            parsed.size = from_id.size;
+        }
+        if parsed.quant == UNKNOWN {
+            parsed.quant = from_id.quant;
+        }
+    }
+    parsed
+}
+
 /// Reads `tag`: an optional provider prefix (`ollama:`) and `@url` are ignored.
 pub fn parse(tag: &str) -> ModelTag {
     let tag = tag.split('@').next().unwrap_or(tag);
@@ -95,6 +111,17 @@ fn pieces(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn size_and_quant_from_the_model_id_when_the_name_is_bare() {
+        let t = parse_with_id("smollm2", Some("SmolLM2-135M-Instruct.Q4_1"));
+        assert_eq!(
+            (t.name.as_str(), t.size.as_str(), t.quant.as_str()),
+            ("smollm2", "135M", "Q4_1")
+        );
+        let t = parse_with_id("qwen3:8b-q4_K_M", Some("other-1b-q8_0"));
+        assert_eq!((t.size.as_str(), t.quant.as_str()), ("8b", "q4_K_M"));
+    }
 
     const U: &str = UNKNOWN;
 

@@ -28,7 +28,7 @@ const HEADER: [&str; 12] = [
 pub(crate) fn render(v: &View) -> Vec<(String, String)> {
     let mut files = Vec::new();
     for model in v.models {
-        let tag = model_tag::parse(model);
+        let tag = model_tag::parse_with_id(model, v.ctx.model_ids.get(model).map(String::as_str));
         let mut rows = Vec::new();
         for spec in v.specs {
             let Some(dataset) = &spec.rrr else { continue };

@@ -266,6 +266,7 @@ mod tests {
             file_stamp: "f",
             results_dir: Path::new("."),
             models: &models,
+            model_ids: &Default::default(),
             specs: &[],
             formats: &[],
             journals: &journals,

@@ -24,7 +24,8 @@ pub use spawn::Sandbox;
 /// Resource limits of one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    /// Wall-clock time before the whole process tree is killed.
+    /// Wall-clock time from start before the whole process tree is killed
+    /// (time waiting for a free CPU before the start does not count).
     pub wall: Duration,
     /// CPU seconds (RLIMIT_CPU).
     pub cpu_secs: u64,
@@ -45,7 +46,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            wall: Duration::from_secs(10),
+            wall: Duration::from_secs(21),
             cpu_secs: 10,
             memory_bytes: 512 << 20,
             processes: 32,

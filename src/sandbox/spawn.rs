@@ -9,6 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use seccompiler::BpfProgram;
@@ -87,7 +88,11 @@ impl Sandbox {
     }
 
     /// Runs `program` to completion or to its limits.
+    ///
+    /// At most one run per CPU at a time (more wait their turn): programs
+    /// then get a CPU each, so their time limits mean the same on any load.
     pub fn run(&self, program: &Program) -> Result<Outcome, SandboxError> {
+        let _slot = CpuSlot::take();
         let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
         let workdir = self.scratch.join(format!("{}-{n}", std::process::id()));
         let result = self.run_in(program, &workdir, n);
@@ -262,6 +267,39 @@ impl Drop for ChildPlan {
             // SAFETY: the descriptor was made for this plan and is closed once.
             drop(unsafe { OwnedFd::from_raw_fd(fd) });
         }
+    }
+}
+
+/// A permit to run one program; the number of permits is the CPU count
+/// (`HARNESS_SANDBOX_JOBS` overrides).
+struct CpuSlot;
+
+static SLOTS: Mutex<usize> = Mutex::new(0);
+static SLOT_FREED: Condvar = Condvar::new();
+
+impl CpuSlot {
+    fn take() -> CpuSlot {
+        static LIMIT: OnceLock<usize> = OnceLock::new();
+        let limit = *LIMIT.get_or_init(|| {
+            std::env::var("HARNESS_SANDBOX_JOBS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        });
+        let mut busy = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+        while *busy >= limit {
+            busy = SLOT_FREED.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy += 1;
+        CpuSlot
+    }
+}
+
+impl Drop for CpuSlot {
+    fn drop(&mut self) {
+        *SLOTS.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        SLOT_FREED.notify_one();
     }
 }
 

@@ -105,9 +105,11 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
                 "timeout_secs must be within (0, 3600]",
             ));
         }
-        limits.wall = Duration::from_secs_f64(secs);
-        // A second more of CPU than wall: the wall clock is what the detail names.
-        limits.cpu_secs = secs.ceil() as u64 + 1;
+        // The limit is CPU time, which a busy machine does not eat into, so a
+        // verdict does not depend on load; the wall clock, generous, catches
+        // programs that wait instead of compute.
+        limits.cpu_secs = secs.ceil() as u64;
+        limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
     }
     if let Some(mb) = def.memory_mb {
         if mb < 16 {
