@@ -102,10 +102,18 @@ pub fn parse(tag: &str) -> ModelTag {
 /// `-`/`.gguf`-separated pieces of a name, keeping `q4_K_M` and `1.0` whole.
 fn pieces(s: &str) -> Vec<String> {
     let s = s.strip_suffix(".gguf").unwrap_or(s);
-    s.split('-')
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned)
-        .collect()
+    let mut out = Vec::new();
+    for piece in s.split('-').filter(|p| !p.is_empty()) {
+        // GGUF file names put the quantization after a dot: `Instruct.Q4_1`.
+        match piece.rsplit_once('.') {
+            Some((head, quant)) if !head.is_empty() && QUANT.is_match(quant) => {
+                out.push(head.to_owned());
+                out.push(quant.to_owned());
+            }
+            _ => out.push(piece.to_owned()),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
