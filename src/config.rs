@@ -67,6 +67,8 @@ pub struct ModelConfig {
     /// Stream responses (Ollama; default false).
     #[serde(default)]
     pub stream: bool,
+    /// Samples per request via OpenAI's `n` (default 1; llama-server allows up to its slot count).
+    pub max_n: Option<u32>,
 }
 
 /// `[judge]`.
@@ -137,6 +139,7 @@ impl Config {
         spec.max_retries = m.max_retries.unwrap_or(spec.max_retries);
         spec.options = m.options.clone();
         spec.stream = m.stream;
+        spec.max_n = m.max_n.unwrap_or(1).max(1);
         Ok(spec)
     }
 }

@@ -14,6 +14,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::run::record::Record;
+pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
+
+mod sampling;
 
 /// Characters of a response, detail or expected value kept in an example.
 pub const EXCERPT_CHARS: usize = 400;
@@ -143,6 +146,9 @@ pub struct Metrics {
     pub failures: BTreeMap<String, FailureStat>,
     /// The first [`FAILING_EXAMPLES`] records that did not pass.
     pub failing: Vec<Example>,
+    /// pass@k and friends, when the spec samples or an instance has several samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampledMetrics>,
 }
 
 /// Running totals for one cell or model.
@@ -161,6 +167,8 @@ pub struct Accumulator {
     speed: (u64, u64),
     failures: BTreeMap<String, FailureStat>,
     failing: Vec<Example>,
+    /// (spec, instance) → its samples' outcomes.
+    problems: BTreeMap<(String, u64), sampling::Problem>,
 }
 
 impl Accumulator {
@@ -203,10 +211,41 @@ impl Accumulator {
         if !r.passed && self.failing.len() < FAILING_EXAMPLES {
             self.failing.push(Example::of(r));
         }
+        // Votes compare answers; a long one is cut so memory stays bounded.
+        let answer = r.answer.as_deref().map(|a| excerpt(a, 64));
+        self.problems
+            .entry((r.spec.clone(), r.instance))
+            .or_default()
+            .add(r.sample, answer, r.passed);
     }
 
-    /// The finished metrics.
-    pub fn finish(mut self) -> Metrics {
+    /// The finished metrics, without per-problem lines and with pass@1 only for sampled instances.
+    pub fn finish(self) -> Metrics {
+        self.finish_with(None, false)
+    }
+
+    /// The finished metrics: sampled metrics follow `plan` (else pass@1 and pass@n when an
+    /// instance has several samples); `keep_problems` lists per-problem counts.
+    pub fn finish_with(mut self, plan: Option<&SamplingPlan>, keep_problems: bool) -> Metrics {
+        let n = self
+            .problems
+            .values()
+            .map(sampling::Problem::n_total)
+            .max()
+            .unwrap_or(0);
+        let default_plan = SamplingPlan {
+            ks: if n > 1 { vec![1, n as u32] } else { vec![1] },
+            maj: false,
+        };
+        let sampled = match plan {
+            Some(plan) => Some(sampling::sampled(&self.problems, plan, keep_problems)),
+            None if n > 1 => Some(sampling::sampled(
+                &self.problems,
+                &default_plan,
+                keep_problems,
+            )),
+            None => None,
+        };
         self.latencies.sort_unstable();
         let v = &self.latencies;
         let latency_ms = (!v.is_empty()).then(|| Latency {
@@ -239,6 +278,7 @@ impl Accumulator {
                 .then(|| self.speed.0 as f64 * 1000.0 / self.speed.1 as f64),
             failures: self.failures,
             failing: self.failing,
+            sampled,
         }
     }
 }
@@ -274,6 +314,8 @@ pub struct MetricsBuilder {
     group_by: BTreeMap<String, Vec<String>>,
     /// Model → spec → breakdown.
     groups: BTreeMap<String, BTreeMap<String, Groups<Accumulator>>>,
+    /// Spec id → what its `[sampling]` asks to report.
+    sampling: BTreeMap<String, SamplingPlan>,
 }
 
 impl MetricsBuilder {
@@ -287,6 +329,12 @@ impl MetricsBuilder {
         if !vars.is_empty() {
             self.group_by.insert(spec.to_owned(), vars.to_vec());
         }
+        self
+    }
+
+    /// Reports pass@k for `plan.ks` (and maj@n when asked) on spec `spec`.
+    pub fn sampling(mut self, spec: &str, plan: SamplingPlan) -> MetricsBuilder {
+        self.sampling.insert(spec.to_owned(), plan);
         self
     }
 
@@ -323,16 +371,37 @@ impl MetricsBuilder {
 
     /// The finished metrics of every cell and model.
     pub fn finish(self) -> Summary {
+        let plans = self.sampling;
+        // A model's totals span specs: report every k any spec asks for (problems with fewer
+        // samples than k are left out of that k's mean).
+        let merged = (!plans.is_empty()).then(|| {
+            let mut ks: Vec<u32> = plans.values().flat_map(|p| p.ks.clone()).collect();
+            ks.sort_unstable();
+            ks.dedup();
+            SamplingPlan {
+                ks,
+                maj: plans.values().any(|p| p.maj),
+            }
+        });
         Summary {
             cells: self
                 .cells
                 .into_iter()
-                .map(|(m, specs)| (m, specs.into_iter().map(|(s, a)| (s, a.finish())).collect()))
+                .map(|(m, specs)| {
+                    let specs = specs
+                        .into_iter()
+                        .map(|(s, a)| {
+                            let metrics = a.finish_with(plans.get(&s), true);
+                            (s, metrics)
+                        })
+                        .collect();
+                    (m, specs)
+                })
                 .collect(),
             models: self
                 .models
                 .into_iter()
-                .map(|(m, a)| (m, a.finish()))
+                .map(|(m, a)| (m, a.finish_with(merged.as_ref(), false)))
                 .collect(),
             groups: self
                 .groups
@@ -340,7 +409,10 @@ impl MetricsBuilder {
                 .map(|(m, specs)| {
                     let specs = specs
                         .into_iter()
-                        .map(|(s, vars)| (s, finish_groups(vars)))
+                        .map(|(s, vars)| {
+                            let groups = finish_groups(vars, plans.get(&s));
+                            (s, groups)
+                        })
                         .collect();
                     (m, specs)
                 })
@@ -349,10 +421,13 @@ impl MetricsBuilder {
     }
 }
 
-fn finish_groups(vars: Groups<Accumulator>) -> Groups<Metrics> {
+fn finish_groups(vars: Groups<Accumulator>, plan: Option<&SamplingPlan>) -> Groups<Metrics> {
     vars.into_iter()
         .map(|(var, values)| {
-            let values = values.into_iter().map(|(v, a)| (v, a.finish())).collect();
+            let values = values
+                .into_iter()
+                .map(|(v, a)| (v, a.finish_with(plan, false)))
+                .collect();
             (var, values)
         })
         .collect()

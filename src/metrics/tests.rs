@@ -31,6 +31,7 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         latency_ms: 100,
         tokens_in: Some(10),
         tokens_out: Some(5),
+        shared: None,
         attempts: 1,
         error: None,
         cached: false,
@@ -222,4 +223,135 @@ fn ids_expected_values_and_excerpts() {
     assert_eq!(excerpt("Привет, мир", 6), "Привет…");
     assert_eq!(excerpt("Привет", 6), "Привет");
     assert_eq!(excerpt("", 0), "");
+}
+
+/// Exact binomial coefficient, for checking the product forms against the closed ones.
+fn binomial(n: u64, k: u64) -> u128 {
+    if k > n {
+        return 0;
+    }
+    let mut value: u128 = 1;
+    for i in 0..k {
+        // Exact at every step: the product of i+1 consecutive integers divides by (i+1)!.
+        value = value * u128::from(n - i) / u128::from(i + 1);
+    }
+    value
+}
+
+#[test]
+fn pass_at_k_and_pass_hat_k_match_the_closed_forms() {
+    use crate::metrics::{pass_at_k, pass_hat_k};
+    let table: &[(u64, u64, u64)] = &[
+        (1, 0, 1),
+        (1, 1, 1),
+        (2, 1, 1),
+        (2, 1, 2),
+        (4, 0, 1),
+        (4, 4, 4),
+        (4, 2, 4),
+        (8, 0, 8),
+        (8, 1, 1),
+        (8, 1, 8),
+        (8, 3, 1),
+        (8, 3, 2),
+        (8, 3, 5),
+        (8, 3, 6),
+        (8, 8, 1),
+        (8, 8, 8),
+        (10, 5, 3),
+        (16, 7, 4),
+        (50, 1, 10),
+        (50, 25, 25),
+        (64, 63, 64),
+        (100, 37, 20),
+    ];
+    for &(n, c, k) in table {
+        let closed = 1.0 - binomial(n - c, k) as f64 / binomial(n, k) as f64;
+        let got = pass_at_k(n, c, k);
+        assert!(
+            (got - closed).abs() < 1e-12,
+            "pass@{k} with n={n}, c={c}: got {got}, closed form {closed}"
+        );
+        let closed_hat = binomial(c, k) as f64 / binomial(n, k) as f64;
+        let got_hat = pass_hat_k(n, c, k);
+        assert!(
+            (got_hat - closed_hat).abs() < 1e-12,
+            "pass^{k} with n={n}, c={c}: got {got_hat}, closed form {closed_hat}"
+        );
+    }
+    // Edge cases by name: nothing passes, everything passes, k = n.
+    assert_eq!(pass_at_k(8, 0, 3), 0.0);
+    assert_eq!(pass_at_k(8, 8, 3), 1.0);
+    assert_eq!(pass_at_k(8, 1, 8), 1.0);
+    assert_eq!(pass_hat_k(8, 7, 8), 0.0);
+    assert!((pass_at_k(8, 3, 1) - 3.0 / 8.0).abs() < 1e-15);
+}
+
+fn sampled_record(instance: u64, sample: u32, answer: &str, passed: bool) -> Record {
+    let mut r = record("m", "s", instance);
+    r.sample = sample;
+    r.answer = Some(answer.to_owned());
+    r.passed = passed;
+    r.score = f64::from(u8::from(passed));
+    r
+}
+
+#[test]
+fn sampled_cells_report_pass_at_k_mean_accuracy_majority_and_problems() {
+    // Problem 0: 1 of 4 pass (majority answer 7 is wrong); problem 1: 3 of 4 pass.
+    let outcomes = [
+        (0, ["7", "7", "5", "9"], [false, false, true, false]),
+        (1, ["2", "2", "2", "3"], [true, true, true, false]),
+    ];
+    let plan = crate::metrics::SamplingPlan {
+        ks: vec![1, 2, 4],
+        maj: true,
+    };
+    let mut builder = MetricsBuilder::new()
+        .sampling("s", plan)
+        .group_by("s", &["kind".to_owned()]);
+    for (instance, answers, passed) in outcomes {
+        for sample in 0..4 {
+            let mut r = sampled_record(
+                instance,
+                sample,
+                answers[sample as usize],
+                passed[sample as usize],
+            );
+            r.vars
+                .insert("kind".into(), Value::String(format!("k{instance}")));
+            builder.add("m", &r);
+        }
+    }
+    let summary = builder.finish();
+    let s = summary.cell("m", "s").unwrap().sampled.clone().unwrap();
+    assert_eq!((s.problems, s.n), (2, 4));
+    assert!(
+        (s.mean_accuracy - 0.5).abs() < 1e-12,
+        "got {}",
+        s.mean_accuracy
+    );
+    assert!((s.pass_at_k[&1] - 0.5).abs() < 1e-12);
+    // pass@2: problem 0: 1 - C(3,2)/C(4,2) = 0.5; problem 1: 1 - 0 = 1.
+    assert!(
+        (s.pass_at_k[&2] - 0.75).abs() < 1e-12,
+        "got {}",
+        s.pass_at_k[&2]
+    );
+    assert_eq!(s.pass_at_k[&4], 1.0);
+    // pass^2: problem 0: 0; problem 1: C(3,2)/C(4,2) = 0.5.
+    assert!(
+        (s.pass_hat_k[&2] - 0.25).abs() < 1e-12,
+        "got {}",
+        s.pass_hat_k[&2]
+    );
+    assert_eq!(s.maj, Some(0.5));
+    let counts: Vec<(u64, u64)> = s
+        .per_problem
+        .iter()
+        .map(|p| (p.n_correct, p.n_total))
+        .collect();
+    assert_eq!(counts, vec![(1, 4), (3, 4)]);
+    let group = &summary.groups("m", "s").unwrap()["kind"]["k1"];
+    assert_eq!(group.sampled.as_ref().unwrap().pass_at_k[&1], 0.75);
 }

@@ -89,6 +89,21 @@ pub struct Completion {
     /// Why generation stopped (`stop`, `length`, ...), when reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// Set when this answer was one of several choices of one request (OpenAI `n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedUsage>,
+}
+
+/// Usage of a request that returned several choices. Servers disagree on what
+/// `completion_tokens` then counts (OpenAI: all choices; llama-server: one), so
+/// no per-choice output count is invented: `usage.tokens_out` stays unset and
+/// the request's own figure is kept here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedUsage {
+    /// Choices the request returned.
+    pub choices: u32,
+    /// The `completion_tokens` the server reported for the whole request.
+    pub tokens_out: Option<u64>,
 }
 
 /// Why a request failed.
@@ -235,6 +250,25 @@ impl Provider {
             Provider::OpenAi(c) => c.complete(request).await,
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
+        }
+    }
+
+    /// Whether several samples can be asked in one request (OpenAI's `n`).
+    pub fn supports_n(&self) -> bool {
+        matches!(self, Provider::OpenAi(_))
+    }
+
+    /// Sends one request for `n` answers; providers without `n` get a config error.
+    pub async fn complete_n(
+        &self,
+        request: &ChatRequest,
+        n: u32,
+    ) -> Result<Vec<Completion>, ProviderError> {
+        match self {
+            Provider::OpenAi(c) => c.complete_n(request, n).await,
+            _ => Err(ProviderError::Config(
+                "this provider cannot return several choices per request".into(),
+            )),
         }
     }
 

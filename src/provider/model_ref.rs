@@ -74,6 +74,13 @@ pub struct ModelSpec {
     /// Ask for streamed responses (Ollama).
     #[serde(default)]
     pub stream: bool,
+    /// Most samples asked in one request with OpenAI's `n` (1: one request per sample).
+    #[serde(default = "one")]
+    pub max_n: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Default requests in flight per endpoint.
@@ -94,6 +101,7 @@ impl ModelSpec {
             max_retries: 4,
             options: ModelOptions::default(),
             stream: false,
+            max_n: 1,
         }
     }
 

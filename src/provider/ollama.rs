@@ -205,6 +205,7 @@ fn finish(text: String, last: ChatChunk) -> Result<Completion, ProviderError> {
             tokens_out: last.eval_count,
         },
         finish_reason: last.done_reason,
+        shared: None,
     })
 }
 

@@ -157,18 +157,28 @@ impl OpenAiClient {
             tokens_in: u.prompt_tokens,
             tokens_out: u.completion_tokens,
         });
-        let count = parsed.choices.len() as u64;
+        let count = parsed.choices.len() as u32;
+        // With several choices the server's output count is not per choice (OpenAI sums them,
+        // llama-server counts one): keep the request's figure aside instead of guessing.
+        let shared = (count > 1).then_some(super::SharedUsage {
+            choices: count,
+            tokens_out: usage.tokens_out,
+        });
         Ok(parsed
             .choices
             .into_iter()
             .map(|c| Completion {
                 text: c.message.content.unwrap_or_default(),
-                // Usage covers all choices; split the output tokens evenly between them.
                 usage: Usage {
                     tokens_in: usage.tokens_in,
-                    tokens_out: usage.tokens_out.map(|t| t / count),
+                    tokens_out: if shared.is_some() {
+                        None
+                    } else {
+                        usage.tokens_out
+                    },
                 },
                 finish_reason: c.finish_reason,
+                shared,
             })
             .collect())
     }

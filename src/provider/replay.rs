@@ -57,6 +57,7 @@ impl ReplayProvider {
                     tokens_out: line.tokens_out,
                 },
                 finish_reason: None,
+                shared: None,
             }),
             None => Err(ProviderError::NotRecorded(format!(
                 "the recorded run failed here: {}",

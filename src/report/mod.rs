@@ -37,6 +37,8 @@ pub struct SpecInfo {
     pub group_by: Vec<String>,
     /// `Some(dataset name)` when the spec asks for the RRR CSV.
     pub rrr: Option<String>,
+    /// The pass@k values and maj@n the spec's `[sampling]` asks for.
+    pub sampling: Option<crate::metrics::SamplingPlan>,
 }
 
 impl SpecInfo {
@@ -64,6 +66,14 @@ impl SpecInfo {
             title: spec.def.title.clone().unwrap_or_else(|| spec.id.clone()),
             group_by: report.group_by(),
             rrr,
+            sampling: spec
+                .def
+                .sampling
+                .as_ref()
+                .map(|s| crate::metrics::SamplingPlan {
+                    ks: s.ks(),
+                    maj: s.maj,
+                }),
         }
     }
 }
@@ -148,6 +158,9 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let mut builder = MetricsBuilder::new();
     for s in &specs {
         builder = builder.group_by(&s.id, &s.group_by);
+        if let Some(plan) = &s.sampling {
+            builder = builder.sampling(&s.id, plan.clone());
+        }
     }
     let mut stems = BTreeSet::new();
     for (m, name) in models.iter().enumerate() {

@@ -140,6 +140,7 @@ mod tests {
             text: "hi".into(),
             usage: Usage::default(),
             finish_reason: None,
+            shared: None,
         };
         cache.put(&k0, &model, &c).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), Some(c));

@@ -55,17 +55,35 @@ pub fn build_request(
 ) -> ChatRequest {
     let r = &spec.spec.def.request;
     let o = &model.options;
+    let default = Default::default();
+    let s = spec.spec.def.sampling.as_ref().unwrap_or(&default);
     ChatRequest {
         messages,
-        temperature: o.temperature.or(r.temperature).unwrap_or(0.0),
-        max_tokens: o.max_tokens.or(r.max_tokens).unwrap_or(1024),
-        top_p: o.top_p.or(r.top_p),
-        seed: o.seed.or(r.seed),
+        temperature: o
+            .temperature
+            .or(s.temperature)
+            .or(r.temperature)
+            .unwrap_or(0.0),
+        max_tokens: o
+            .max_tokens
+            .or(s.max_tokens)
+            .or(r.max_tokens)
+            .unwrap_or(1024),
+        top_p: o.top_p.or(s.top_p).or(r.top_p),
+        seed: o.seed.or(s.seed).or(r.seed),
         stop: r.stop.clone(),
         format: spec.format.clone(),
         num_ctx: o.num_ctx.or(r.num_ctx),
         extra: o.extra_body.clone().unwrap_or_default(),
     }
+}
+
+/// The request of sample `sample`: the seed, when set, becomes `seed + sample`, so
+/// samples differ on a seeded server yet every sample reproduces (sample 0 keeps the seed).
+pub fn sample_request(base: &ChatRequest, sample: u32) -> ChatRequest {
+    let mut request = base.clone();
+    request.seed = base.seed.map(|s| s.wrapping_add(u64::from(sample)));
+    request
 }
 
 fn structured_ok(spec: &SpecRuntime, text: &str) -> bool {
@@ -129,6 +147,103 @@ async fn send_logged(
     }
 }
 
+/// Sends one request for `n` choices, with the same retries as [`send_logged`].
+async fn send_batch(
+    model: &ModelRuntime,
+    request: &ChatRequest,
+    n: u32,
+    retries: &mut Vec<String>,
+) -> (Result<Vec<Completion>, ProviderError>, u32, Duration) {
+    let mut attempts = 0;
+    loop {
+        if let Some(limiter) = &model.limiter {
+            limiter.acquire().await;
+        }
+        let result = {
+            let _permit = model.semaphore.acquire().await.expect("semaphore open");
+            attempts += 1;
+            let started = Instant::now();
+            let r = model.provider.complete_n(request, n).await;
+            (r, started.elapsed())
+        };
+        match result {
+            (Err(e), _) if e.retryable() && attempts <= model.spec.max_retries => {
+                retries.push(format!("attempt {attempts}: {} ({e})", e.kind()));
+                tokio::time::sleep(backoff(
+                    attempts - 1,
+                    BACKOFF_BASE,
+                    BACKOFF_CAP,
+                    e.retry_after(),
+                ))
+                .await;
+            }
+            (r, latency) => return (r, attempts, latency),
+        }
+    }
+}
+
+/// Asks for several samples of one instance: cached ones come from the cache, the
+/// rest in one request with OpenAI's `n` (asked with the first missing sample's seed).
+/// Each answer is cached under its own sample's key, so no sample can receive another's.
+async fn ask_batch(
+    model: &ModelRuntime,
+    requests: &[(u32, ChatRequest)],
+    cache: Option<&Cache>,
+) -> Vec<Asked> {
+    let keys: Vec<Option<String>> = requests
+        .iter()
+        .map(|(sample, r)| cache.map(|_| cache_key(&model.spec, &model.base_url, r, *sample)))
+        .collect();
+    let mut out: Vec<Option<Asked>> = keys
+        .iter()
+        .map(|k| {
+            let hit = cache.zip(k.as_ref())?.0.get(k.as_ref()?).ok()??;
+            Some(Asked {
+                result: Ok(hit),
+                attempts: 0,
+                latency: Duration::ZERO,
+                cached: true,
+                retries: Vec::new(),
+            })
+        })
+        .collect();
+    let missing: Vec<usize> = (0..requests.len()).filter(|&i| out[i].is_none()).collect();
+    if let Some(&first) = missing.first() {
+        let mut retries = Vec::new();
+        let n = missing.len() as u32;
+        let (result, attempts, latency) =
+            send_batch(model, &requests[first].1, n, &mut retries).await;
+        let mut choices = match result {
+            Ok(list) => list.into_iter().map(Ok).collect::<Vec<_>>(),
+            Err(e) => vec![Err(e); missing.len()],
+        };
+        for (j, &i) in missing.iter().enumerate() {
+            let result = if j < choices.len() {
+                std::mem::replace(&mut choices[j], Err(ProviderError::Config(String::new())))
+            } else {
+                Err(ProviderError::Malformed(format!(
+                    "asked for {n} choices, the server returned {}",
+                    choices.len()
+                )))
+            };
+            if let (Some(cache), Some(k), Ok(c)) = (cache, &keys[i], &result) {
+                let _ = cache.put(k, &model.spec, c);
+            }
+            // The request's attempts are counted once, on its first sample.
+            out[i] = Some(Asked {
+                result,
+                attempts: if j == 0 { attempts } else { 0 },
+                latency,
+                cached: false,
+                retries: if j == 0 { retries.clone() } else { Vec::new() },
+            });
+        }
+    }
+    out.into_iter()
+        .map(|a| a.expect("every sample asked"))
+        .collect()
+}
+
 async fn ask(
     model: &ModelRuntime,
     spec: &SpecRuntime,
@@ -185,16 +300,16 @@ async fn ask(
     }
 }
 
-/// Runs one task to a record; never fails (errors become records).
+/// Runs one instance's `samples` to one record each; never fails (errors become records).
 pub async fn run_task(
     model: &ModelRuntime,
     spec: &SpecRuntime,
     instance: u64,
-    sample: u32,
+    samples: &[u32],
     cache: Option<&Cache>,
-) -> Record {
+) -> Vec<Record> {
     let s = &spec.spec;
-    let mut record = Record {
+    let blank = |sample: u32| Record {
         model: model.spec.name.clone(),
         spec: s.id.clone(),
         instance,
@@ -213,6 +328,7 @@ pub async fn run_task(
         latency_ms: 0,
         tokens_in: None,
         tokens_out: None,
+        shared: None,
         attempts: 0,
         error: None,
         cached: false,
@@ -221,20 +337,59 @@ pub async fn run_task(
     let inst = match s.instance(instance) {
         Ok(i) => i,
         Err(d) => {
-            record.error = Some(d.to_string());
-            record.failure = Some("generation_error".into());
-            return record;
+            return samples
+                .iter()
+                .map(|&sample| {
+                    let mut record = blank(sample);
+                    record.error = Some(d.to_string());
+                    record.failure = Some("generation_error".into());
+                    record
+                })
+                .collect();
         }
     };
-    record.expected = s.rules.expected(&inst.vars);
-    let request = build_request(spec, &model.spec, inst.messages.clone());
-    record.messages = inst.messages;
-    let key = RequestKey {
-        spec: &s.id,
-        instance,
-        sample,
+    let base = build_request(spec, &model.spec, inst.messages.clone());
+    let requests: Vec<(u32, ChatRequest)> = samples
+        .iter()
+        .map(|&sample| (sample, sample_request(&base, sample)))
+        .collect();
+    // Structured answers may need re-asks one by one, so only free text is batched.
+    let batched =
+        requests.len() > 1 && model.provider.supports_n() && spec.format == OutputFormat::Text;
+    let asked = if batched {
+        ask_batch(model, &requests, cache).await
+    } else {
+        let mut all = Vec::new();
+        for (sample, request) in &requests {
+            let key = RequestKey {
+                spec: &s.id,
+                instance,
+                sample: *sample,
+            };
+            all.push(ask(model, spec, request, key, cache).await);
+        }
+        all
     };
-    let asked = ask(model, spec, &request, key, cache).await;
+    let mut records = Vec::new();
+    for (&sample, asked) in samples.iter().zip(asked) {
+        let mut record = blank(sample);
+        record.expected = s.rules.expected(&inst.vars);
+        record.messages = inst.messages.clone();
+        record.vars = inst.vars.clone();
+        finish(model, s, &inst.vars, asked, &mut record).await;
+        records.push(record);
+    }
+    records
+}
+
+/// Fills `record` from the answer: verdict, tokens, timing.
+async fn finish(
+    model: &ModelRuntime,
+    s: &Arc<Spec>,
+    vars: &serde_json::Map<String, serde_json::Value>,
+    asked: Asked,
+    record: &mut Record,
+) {
     record.attempts = if model.provider.is_remote() {
         asked.attempts
     } else {
@@ -247,16 +402,17 @@ pub async fn run_task(
         Ok(completion) => {
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
-                let (spec, text, vars) = (s.clone(), completion.text.clone(), inst.vars.clone());
+                let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
                 match tokio::task::spawn_blocking(move || spec.verify(&text, &vars)).await {
                     Ok(verdict) => verdict,
                     Err(e) => std::panic::resume_unwind(e.into_panic()),
                 }
             } else {
-                s.verify(&completion.text, &inst.vars)
+                s.verify(&completion.text, vars)
             };
             record.tokens_in = completion.usage.tokens_in;
             record.tokens_out = completion.usage.tokens_out;
+            record.shared = completion.shared;
             record.answer = verdict.rules.first().and_then(|r| r.answer.clone());
             record.passed = verdict.passed;
             record.score = verdict.score;
@@ -274,6 +430,4 @@ pub async fn run_task(
             record.error = Some(e.to_string());
         }
     }
-    record.vars = inst.vars;
-    record
 }

@@ -253,9 +253,9 @@ pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, S
     })
 }
 
-/// Tasks of one model in plan order, skipping those already done.
+/// Tasks of one model in plan order, skipping samples already done: (spec, instance, samples).
 struct TaskQueue {
-    items: Vec<(usize, u64, u32)>,
+    items: Vec<(usize, u64, Vec<u32>)>,
     next: usize,
 }
 
@@ -283,24 +283,37 @@ pub async fn execute(
     for model in models {
         let mut items = Vec::new();
         let mut total = 0u64;
+        let mut pending = 0u64;
         for (si, spec) in specs.iter().enumerate() {
             if !manifest.includes(&model.spec.name, &spec.spec.id) {
                 continue;
             }
+            // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
+            let per_request = if model.provider.supports_n() {
+                model.spec.max_n.max(1) as usize
+            } else {
+                1
+            };
             for instance in 0..u64::from(spec.runs) {
-                total += 1;
-                let key = TaskKey {
-                    model: model.spec.name.clone(),
-                    spec: spec.spec.id.clone(),
-                    instance,
-                    sample: 0,
-                };
-                if !done.contains(&key) {
-                    items.push((si, instance, 0u32));
+                let samples = spec.spec.samples();
+                total += u64::from(samples);
+                let missing: Vec<u32> = (0..samples)
+                    .filter(|&sample| {
+                        !done.contains(&TaskKey {
+                            model: model.spec.name.clone(),
+                            spec: spec.spec.id.clone(),
+                            instance,
+                            sample,
+                        })
+                    })
+                    .collect();
+                for chunk in missing.chunks(per_request) {
+                    pending += chunk.len() as u64;
+                    items.push((si, instance, chunk.to_vec()));
                 }
             }
         }
-        progress_rows.push((model.spec.name.clone(), total - items.len() as u64, total));
+        progress_rows.push((model.spec.name.clone(), total - pending, total));
         queues.push(Arc::new(Mutex::new(TaskQueue { items, next: 0 })));
     }
     let mut progress = Progress::new(&progress_rows, settings.progress);
@@ -324,18 +337,20 @@ pub async fn execute(
                     }
                     let next = {
                         let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-                        let item = q.items.get(q.next).copied();
+                        let item = q.items.get(q.next).cloned();
                         q.next += 1;
                         item
                     };
-                    let Some((si, instance, sample)) = next else {
+                    let Some((si, instance, samples)) = next else {
                         return;
                     };
-                    let record =
-                        execute::run_task(&model, &specs[si], instance, sample, cache.as_deref())
+                    let records =
+                        execute::run_task(&model, &specs[si], instance, &samples, cache.as_deref())
                             .await;
-                    if tx.send((mi, record)).await.is_err() {
-                        return;
+                    for record in records {
+                        if tx.send((mi, record)).await.is_err() {
+                            return;
+                        }
                     }
                 }
             });

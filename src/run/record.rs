@@ -60,8 +60,11 @@ pub struct Record {
     pub latency_ms: u64,
     /// Prompt tokens.
     pub tokens_in: Option<u64>,
-    /// Generated tokens.
+    /// Generated tokens (unset when the answer shared a request with other samples).
     pub tokens_out: Option<u64>,
+    /// Set when the answer was one choice of a multi-choice request: the request's usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<crate::provider::SharedUsage>,
     /// HTTP attempts made (retries and re-asks included; 0 when cached).
     pub attempts: u32,
     /// The request error, when no response was obtained.

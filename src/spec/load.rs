@@ -186,6 +186,48 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             "max_tokens must be at least 1".into(),
         ));
     }
+    if let Some(sampling) = &def.sampling {
+        let n = sampling.n();
+        if sampling.n == Some(0) {
+            errors.push(at(
+                key_path!["sampling", "n"],
+                ErrorKind::Invalid,
+                "n must be at least 1".into(),
+            ));
+        }
+        if let Some(&k) = sampling.k.iter().find(|&&k| k == 0 || k > n) {
+            errors.push(at(
+                key_path!["sampling", "k"],
+                ErrorKind::Invalid,
+                format!("k = {k} is outside 1..={n}: pass@k needs k samples of the n drawn"),
+            ));
+        }
+        if let Some(t) = sampling.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            errors.push(at(
+                key_path!["sampling", "temperature"],
+                ErrorKind::Invalid,
+                "temperature must be within 0..2".into(),
+            ));
+        }
+        if let Some(p) = sampling.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            errors.push(at(
+                key_path!["sampling", "top_p"],
+                ErrorKind::Invalid,
+                "top_p must be within 0..1 (greater than 0)".into(),
+            ));
+        }
+        if sampling.max_tokens == Some(0) {
+            errors.push(at(
+                key_path!["sampling", "max_tokens"],
+                ErrorKind::Invalid,
+                "max_tokens must be at least 1".into(),
+            ));
+        }
+    }
     if def.request.attempts == Some(0) {
         errors.push(at(
             key_path!["request", "attempts"],

@@ -83,8 +83,12 @@ impl Spec {
         self.dataset.as_ref()
     }
 
-    /// Instances to run when `requested` (else the spec's `runs`) is asked for:
-    /// never more than a dataset has rows.
+    /// Samples per instance (`[sampling] n`, default 1).
+    pub fn samples(&self) -> u32 {
+        self.def.sampling.as_ref().map_or(1, |s| s.n())
+    }
+
+    /// Instances to run: `requested` (or the spec's `runs`), capped by the dataset's rows.
     pub fn runs_for(&self, requested: Option<u32>) -> u32 {
         let runs = requested.unwrap_or(self.runs);
         match &self.dataset {

@@ -43,6 +43,8 @@ pub struct SpecFile {
     /// Request options sent with every prompt.
     #[serde(default)]
     pub request: RequestOptions,
+    /// Several answers per instance, and the pass@k family of metrics over them.
+    pub sampling: Option<Sampling>,
     /// Verification rules; an instance passes when all pass.
     #[serde(default)]
     pub verify: Vec<RuleDef>,
@@ -243,6 +245,49 @@ pub struct RequestOptions {
     pub attempts: Option<u32>,
     /// Context window, for servers that take one per request (Ollama's `num_ctx`).
     pub num_ctx: Option<u32>,
+}
+
+/// The `[sampling]` table: `n` answers per instance, each its own record.
+///
+/// Its request options override `[request]`'s; a model's options override both.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sampling {
+    /// Samples per instance (default 1).
+    pub n: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Base seed: sample `s` is asked with `seed + s`, so samples differ yet reproduce.
+    pub seed: Option<u64>,
+    /// Maximum tokens to generate per sample.
+    pub max_tokens: Option<u32>,
+    /// The k of pass@k and pass^k, each at most `n` (default `[1, n]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub k: Vec<u32>,
+    /// Also report maj@n: the majority extracted answer per instance is scored.
+    #[serde(default)]
+    pub maj: bool,
+}
+
+impl Sampling {
+    /// Samples per instance.
+    pub fn n(&self) -> u32 {
+        self.n.unwrap_or(1).max(1)
+    }
+
+    /// The k values reported, ascending and distinct (default `[1, n]`).
+    pub fn ks(&self) -> Vec<u32> {
+        let mut ks = if self.k.is_empty() {
+            vec![1, self.n()]
+        } else {
+            self.k.clone()
+        };
+        ks.sort_unstable();
+        ks.dedup();
+        ks
+    }
 }
 
 /// What shape of answer the model is asked for.

@@ -334,7 +334,10 @@ async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8
     let model = request.body["model"].clone();
     let cut = matches!(reply, Reply::Truncated | Reply::Stall);
     let body = match (request.path.as_str(), request.body["stream"] == json!(true)) {
-        ("/v1/chat/completions", false) => openai_body(&model, &content, request.index),
+        ("/v1/chat/completions", false) => {
+            let n = request.body["n"].as_u64().unwrap_or(1);
+            openai_body(&model, &content, request.index, n)
+        }
         ("/api/chat", false) => ollama_final(&model, &content),
         ("/api/chat", true) => return ollama_stream(stream, &model, &content, cut).await,
         _ => return plain(stream, "404 Not Found", b"no such endpoint").await,
@@ -379,19 +382,25 @@ async fn write(
     stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body).await.is_ok()
 }
 
-/// `/v1/chat/completions` response, shaped like llama.cpp's server output.
-fn openai_body(model: &Value, content: &str, index: usize) -> Value {
+/// `/v1/chat/completions` response, shaped like llama.cpp's server output: `n` choices
+/// of the same content, and (as llama-server does) usage counting one choice only.
+fn openai_body(model: &Value, content: &str, index: usize, n: u64) -> Value {
+    let choices: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "index": i,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop"
+            })
+        })
+        .collect();
     json!({
         "id": format!("chatcmpl-fake{index}"),
         "object": "chat.completion",
         "created": 1_767_225_600,
         "model": model,
         "system_fingerprint": "b0000-fake",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": "stop"
-        }],
+        "choices": choices,
         "usage": {
             "prompt_tokens": PROMPT_TOKENS,
             "completion_tokens": COMPLETION_TOKENS,

@@ -1,0 +1,186 @@
+//! Metrics over several samples per instance: pass@k, pass^k, mean accuracy,
+//! maj@n and per-problem counts.
+//!
+//! pass@k is the unbiased estimator of Chen et al. 2021: for a problem with
+//! `n` samples of which `c` pass, `1 - C(n-c, k) / C(n, k)`, computed as the
+//! product `prod_{i=n-c+1}^{n} (1 - k / i)` so no binomial ever overflows.
+//! pass^k (all k samples pass) is `C(c, k) / C(n, k)`, the same way.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Unbiased pass@k of one problem with `n` samples, `c` of them passing (`k <= n`).
+pub fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
+    if n < k || n - c < k {
+        // Fewer than k failures: every k-subset holds a pass.
+        return if c == 0 { 0.0 } else { 1.0 };
+    }
+    let product: f64 = (n - c + 1..=n).map(|i| 1.0 - k as f64 / i as f64).product();
+    1.0 - product
+}
+
+/// pass^k of one problem: the chance that k samples drawn without replacement all pass.
+pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
+    if c < k || n < k {
+        return 0.0;
+    }
+    // C(c, k) / C(n, k) = prod_{i=0}^{k-1} (c - i) / (n - i).
+    (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
+}
+
+/// One problem's samples, in sample order.
+#[derive(Debug, Clone, Default)]
+pub struct Problem {
+    /// (sample, extracted answer, passed), sorted by sample when finished.
+    samples: Vec<(u32, Option<String>, bool)>,
+}
+
+impl Problem {
+    /// Adds one sample's outcome.
+    pub fn add(&mut self, sample: u32, answer: Option<String>, passed: bool) {
+        self.samples.push((sample, answer, passed));
+    }
+
+    /// Samples seen.
+    pub fn n_total(&self) -> u64 {
+        self.samples.len() as u64
+    }
+
+    /// Samples that passed.
+    pub fn n_correct(&self) -> u64 {
+        self.samples.iter().filter(|s| s.2).count() as u64
+    }
+
+    /// Whether the majority answer passed: the most frequent extracted answer
+    /// (ties to the one seen at the lowest sample) is taken; no answer never wins.
+    pub fn majority_passed(&self) -> bool {
+        let mut sorted = self.samples.clone();
+        sorted.sort_by_key(|s| s.0);
+        let mut votes: Vec<(&str, u64, bool)> = Vec::new();
+        for (_, answer, passed) in &sorted {
+            let Some(a) = answer.as_deref().map(str::trim) else {
+                continue;
+            };
+            match votes.iter_mut().find(|v| v.0 == a) {
+                Some(v) => {
+                    v.1 += 1;
+                    v.2 |= *passed;
+                }
+                None => votes.push((a, 1, *passed)),
+            }
+        }
+        let mut best: Option<&(&str, u64, bool)> = None;
+        for v in &votes {
+            if best.is_none_or(|b| v.1 > b.1) {
+                best = Some(v);
+            }
+        }
+        best.is_some_and(|b| b.2)
+    }
+}
+
+/// One problem's line in reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProblemStat {
+    /// `<spec>/<instance>`.
+    pub id: String,
+    /// Samples that passed.
+    pub n_correct: u64,
+    /// Samples drawn.
+    pub n_total: u64,
+    /// Extracted answers in sample order (null when none was found).
+    pub answers: Vec<Option<String>>,
+}
+
+/// The sampled metrics of one cell, model or group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SampledMetrics {
+    /// Problems (instances) seen.
+    pub problems: u64,
+    /// The largest number of samples of any problem.
+    pub n: u64,
+    /// Mean over problems of the fraction of their samples that passed.
+    pub mean_accuracy: f64,
+    /// k → mean over problems of unbiased pass@k (problems with fewer than k samples skipped).
+    pub pass_at_k: BTreeMap<u32, f64>,
+    /// k → mean over problems of pass^k.
+    pub pass_hat_k: BTreeMap<u32, f64>,
+    /// maj@n: the fraction of problems whose majority answer passed, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maj: Option<f64>,
+    /// Per problem, in (spec, instance) order; only kept for single-spec cells.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_problem: Vec<ProblemStat>,
+}
+
+/// What a spec asks of sampled metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SamplingPlan {
+    /// The k values of pass@k and pass^k.
+    pub ks: Vec<u32>,
+    /// Whether maj@n is reported.
+    pub maj: bool,
+}
+
+/// Sampled metrics of `problems`, keyed by (spec, instance).
+pub fn sampled(
+    problems: &BTreeMap<(String, u64), Problem>,
+    plan: &SamplingPlan,
+    keep_problems: bool,
+) -> SampledMetrics {
+    let count = problems.len() as u64;
+    let mean = |f: &dyn Fn(&Problem) -> Option<f64>| {
+        let values: Vec<f64> = problems.values().filter_map(f).collect();
+        if values.is_empty() {
+            0.0
+        } else {
+            values.iter().sum::<f64>() / values.len() as f64
+        }
+    };
+    let ks_of = |hat: bool| {
+        plan.ks
+            .iter()
+            .map(|&k| {
+                let value = mean(&|p| {
+                    let (n, c, k) = (p.n_total(), p.n_correct(), u64::from(k));
+                    (n >= k).then(|| {
+                        if hat {
+                            pass_hat_k(n, c, k)
+                        } else {
+                            pass_at_k(n, c, k)
+                        }
+                    })
+                });
+                (k, value)
+            })
+            .collect()
+    };
+    SampledMetrics {
+        problems: count,
+        n: problems.values().map(Problem::n_total).max().unwrap_or(0),
+        mean_accuracy: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
+        pass_at_k: ks_of(false),
+        pass_hat_k: ks_of(true),
+        maj: plan
+            .maj
+            .then(|| mean(&|p| Some(f64::from(u8::from(p.majority_passed()))))),
+        per_problem: if keep_problems {
+            problems
+                .iter()
+                .map(|((spec, instance), p)| {
+                    let mut samples = p.samples.clone();
+                    samples.sort_by_key(|s| s.0);
+                    ProblemStat {
+                        id: format!("{spec}/{instance}"),
+                        n_correct: p.n_correct(),
+                        n_total: p.n_total(),
+                        answers: samples.into_iter().map(|s| s.1).collect(),
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
