@@ -44,6 +44,7 @@ fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, t
         formats: &[Format::Json, Format::Csv, Format::Junit, Format::Csv],
         journals: &journals,
         color,
+        baseline: None,
     };
     (write_reports(&ctx).unwrap(), dir)
 }

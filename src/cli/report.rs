@@ -18,6 +18,9 @@ pub struct ReportArgs {
     /// Results directory.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
+    /// Compare every model against this one on sampled specs (a model name).
+    #[arg(long)]
+    pub baseline: Option<String>,
 }
 
 /// Runs `harness report`; returns the exit code.
@@ -81,6 +84,7 @@ pub fn run(args: &ReportArgs, color: bool) -> u8 {
         formats: &args.formats,
         journals: &journals,
         color,
+        baseline: args.baseline.as_deref(),
     };
     match write_reports(&ctx) {
         Ok(out) => {

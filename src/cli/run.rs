@@ -53,6 +53,9 @@ pub struct RunArgs {
     /// No progress bars or progress lines.
     #[arg(long)]
     pub no_progress: bool,
+    /// Compare every model against this one on sampled specs.
+    #[arg(long)]
+    pub baseline: Option<String>,
 }
 
 fn fail(message: impl std::fmt::Display) -> u8 {
@@ -263,6 +266,7 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         formats: &args.formats,
         journals: std::slice::from_ref(&journal_path),
         color,
+        baseline: args.baseline.as_deref(),
     };
     let report = match write_reports(&ctx) {
         Ok(r) => r,

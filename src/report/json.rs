@@ -15,6 +15,9 @@ struct Report<'a> {
     runs: &'a [String],
     specs: Vec<Spec<'a>>,
     models: Vec<Model<'a>>,
+    /// Sampled specs: models compared on mean accuracy and pass@k.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    comparisons: Vec<super::comparison::Comparison>,
 }
 
 #[derive(Serialize)]
@@ -56,6 +59,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
                 title: &s.title,
             })
             .collect(),
+        comparisons: super::comparison::build(v),
         models: v
             .models
             .iter()

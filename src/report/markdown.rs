@@ -27,6 +27,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&summary_table(v));
     s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
     groups(&mut s, v);
+    comparisons(&mut s, v);
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);
@@ -157,6 +158,99 @@ fn groups(s: &mut String, v: &View) {
 }
 
 /// One table row of metrics.
+/// Sampled specs: mean accuracy, pass@k, maj@n, tier and change against the baseline
+/// per model, then per group; the best model named under each table.
+fn comparisons(s: &mut String, v: &View) {
+    let all = super::comparison::build(v);
+    if all.is_empty() {
+        return;
+    }
+    s.push_str("\n## Сравнение Моделей (сэмплирование)\n");
+    for c in &all {
+        let _ = writeln!(s, "\n### {}\n", md_cell(&c.title));
+        let has_maj = c.models.iter().any(|l| l.maj.is_some());
+        let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
+        header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+        if has_maj {
+            header.push("maj@n".to_owned());
+        }
+        header.push("Уровень".to_owned());
+        if c.baseline.is_some() {
+            header.push("Против базовой".to_owned());
+        }
+        let mut center = vec![true; header.len()];
+        center[0] = false;
+        let rows: Vec<Vec<String>> = c
+            .models
+            .iter()
+            .map(|l| {
+                let mut row = vec![format!("**{}**", md_cell(&l.model)), percent(l.accuracy)];
+                row.extend(
+                    c.ks.iter()
+                        .map(|k| l.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
+                );
+                if has_maj {
+                    row.push(l.maj.map_or(NONE.into(), percent));
+                }
+                row.push(l.tier.to_owned());
+                if c.baseline.is_some() {
+                    row.push(l.vs_baseline.map_or(NONE.into(), super::comparison::points));
+                }
+                row
+            })
+            .collect();
+        s.push_str(&table(&header, &center, &rows));
+        if let Some(best) = &c.best {
+            let _ = write!(s, "\n**Лучшая модель:** {}", inline_code(best));
+            if let Some(base) = &c.baseline {
+                let _ = write!(s, "; базовая: {}", inline_code(base));
+            }
+            s.push('\n');
+        }
+        let top = c.ks.last().copied();
+        let vars: std::collections::BTreeSet<&String> =
+            c.models.iter().flat_map(|l| l.groups.keys()).collect();
+        for var in vars {
+            let values: std::collections::BTreeSet<&String> = c
+                .models
+                .iter()
+                .filter_map(|l| l.groups.get(var))
+                .flat_map(|g| g.keys())
+                .collect();
+            let label = top.map_or(String::new(), |k| format!(" / pass@{k}"));
+            let _ = writeln!(
+                s,
+                "\n#### По {} (средняя точность{label})\n",
+                inline_code(var)
+            );
+            let mut header = vec!["Модель".to_owned()];
+            header.extend(values.iter().map(|v| md_cell(v)));
+            let mut center = vec![true; header.len()];
+            center[0] = false;
+            let rows: Vec<Vec<String>> = c
+                .models
+                .iter()
+                .map(|l| {
+                    let mut row = vec![format!("**{}**", md_cell(&l.model))];
+                    row.extend(values.iter().map(|value| {
+                        l.groups
+                            .get(var)
+                            .and_then(|g| g.get(*value))
+                            .map_or(NONE.into(), |g| {
+                                match top.and_then(|k| g.pass_at_k.get(&k)) {
+                                    Some(p) => format!("{} / {}", percent(g.accuracy), percent(*p)),
+                                    None => percent(g.accuracy),
+                                }
+                            })
+                    }));
+                    row
+                })
+                .collect();
+            s.push_str(&table(&header, &center, &rows));
+        }
+    }
+}
+
 fn metric_row(label: String, c: &Metrics) -> Vec<String> {
     let lat = c.latency_ms;
     vec![
@@ -370,6 +464,7 @@ mod tests {
             formats: &[],
             journals: &[],
             color: false,
+            baseline: None,
         };
         let md = render(&View {
             ctx: &ctx,

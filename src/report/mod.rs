@@ -5,6 +5,7 @@
 //! memory stays bounded by the metrics, not by the journals. Every output is
 //! deterministic: ordered maps only, and no clock but `ctx`'s timestamps.
 
+pub mod comparison;
 mod csv;
 mod json;
 mod junit;
@@ -112,6 +113,8 @@ pub struct ReportContext<'a> {
     pub journals: &'a [PathBuf],
     /// Color the terminal table.
     pub color: bool,
+    /// The model sampled specs compare every model against (`--baseline`).
+    pub baseline: Option<&'a str>,
 }
 
 /// The files written and the terminal table.

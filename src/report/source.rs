@@ -271,6 +271,7 @@ mod tests {
             formats: &[],
             journals: &journals,
             color: false,
+            baseline: None,
         };
         let mut s = Source::open(&ctx).unwrap();
         assert_eq!(

@@ -52,6 +52,90 @@ pub(crate) fn render(v: &View) -> String {
             out += &groups_table(v, &spec.title, &spec.id, var);
         }
     }
+    for c in super::comparison::build(v) {
+        out += &comparison_table(&c, v.ctx.color);
+    }
+    out
+}
+
+/// A sampled spec's comparison: mean accuracy, pass@k, maj@n, tier and change
+/// against the baseline per model, then mean accuracy / pass@(largest k) per group.
+fn comparison_table(c: &super::comparison::Comparison, color: bool) -> String {
+    let has_maj = c.models.iter().any(|l| l.maj.is_some());
+    let mut header = vec![format!("{} (sampled)", c.title), "mean acc".to_owned()];
+    header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+    if has_maj {
+        header.push("maj".to_owned());
+    }
+    header.push("tier".to_owned());
+    if c.baseline.is_some() {
+        header.push("vs baseline".to_owned());
+    }
+    let rows: Vec<Vec<(String, Option<f64>)>> = c
+        .models
+        .iter()
+        .map(|l| {
+            let mut row = vec![
+                (l.model.clone(), None),
+                (percent(l.accuracy), Some(l.accuracy)),
+            ];
+            for k in &c.ks {
+                let p = l.pass_at_k.get(k).copied();
+                row.push((p.map_or(NONE.into(), percent), p));
+            }
+            if has_maj {
+                row.push((l.maj.map_or(NONE.into(), percent), l.maj));
+            }
+            row.push((l.tier.to_owned(), None));
+            if c.baseline.is_some() {
+                let delta = l.vs_baseline.map(super::comparison::points);
+                row.push((delta.unwrap_or_else(|| NONE.into()), None));
+            }
+            row
+        })
+        .collect();
+    let mut out = format!("\n{}", grid(&header, &rows, color));
+    if let Some(best) = &c.best {
+        out += &format!("best: {best}");
+        if let Some(base) = &c.baseline {
+            out += &format!(" (baseline: {base})");
+        }
+        out.push('\n');
+    }
+    let top = c.ks.last().copied();
+    let vars: std::collections::BTreeSet<&String> =
+        c.models.iter().flat_map(|l| l.groups.keys()).collect();
+    for var in vars {
+        let values: std::collections::BTreeSet<&String> = c
+            .models
+            .iter()
+            .filter_map(|l| l.groups.get(var))
+            .flat_map(|g| g.keys())
+            .collect();
+        let label = top.map_or("mean acc".to_owned(), |k| format!("mean acc / pass@{k}"));
+        let mut header = vec![format!("{} by {var}: {label}", c.title)];
+        header.extend(values.iter().map(|v| (*v).clone()));
+        let rows: Vec<Vec<(String, Option<f64>)>> = c
+            .models
+            .iter()
+            .map(|l| {
+                let mut row = vec![(l.model.clone(), None)];
+                for value in &values {
+                    let g = l.groups.get(var).and_then(|g| g.get(*value));
+                    let text = g.map_or(NONE.into(), |g| {
+                        let pass = top.and_then(|k| g.pass_at_k.get(&k)).copied();
+                        match pass {
+                            Some(p) => format!("{} / {}", percent(g.accuracy), percent(p)),
+                            None => percent(g.accuracy),
+                        }
+                    });
+                    row.push((text, g.map(|g| g.accuracy)));
+                }
+                row
+            })
+            .collect();
+        out += &format!("\n{}", grid(&header, &rows, color));
+    }
     out
 }
 

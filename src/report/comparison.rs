@@ -1,0 +1,183 @@
+//! Model comparison on sampled specs: mean accuracy and pass@k per model and
+//! group, the best model, each model's change against a baseline, and a tier.
+//!
+//! Built from the finished [`Summary`](crate::metrics::Summary) only, so the
+//! terminal, Markdown and JSON show the same numbers.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::View;
+
+/// Tier thresholds on mean accuracy, highest first (the AIME seed's labels).
+const TIERS: &[(f64, &str)] = &[
+    (0.50, "exceptional"),
+    (0.30, "excellent"),
+    (0.20, "very good"),
+    (0.10, "good"),
+    (0.05, "fair"),
+];
+
+/// The tier label of a mean accuracy in [0, 1].
+pub fn tier(accuracy: f64) -> &'static str {
+    TIERS
+        .iter()
+        .find(|(min, _)| accuracy >= *min)
+        .map_or("needs improvement", |(_, label)| label)
+}
+
+/// One model's line of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelLine {
+    /// The shown model name.
+    pub model: String,
+    /// Mean accuracy over samples (the expected pass@1).
+    pub accuracy: f64,
+    /// k → pass@k.
+    pub pass_at_k: BTreeMap<u32, f64>,
+    /// maj@n, when the spec asks for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maj: Option<f64>,
+    /// [`tier`] of `accuracy`.
+    pub tier: &'static str,
+    /// `accuracy` minus the baseline's, when a baseline is set and found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_baseline: Option<f64>,
+    /// Group variable → value → (mean accuracy, pass@k).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, BTreeMap<String, GroupLine>>,
+}
+
+/// One group's numbers for one model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupLine {
+    /// Mean accuracy over samples.
+    pub accuracy: f64,
+    /// k → pass@k.
+    pub pass_at_k: BTreeMap<u32, f64>,
+}
+
+/// The comparison of every model on one sampled spec.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The spec id.
+    pub spec: String,
+    /// Its title.
+    pub title: String,
+    /// The k values shown.
+    pub ks: Vec<u32>,
+    /// Models in report order.
+    pub models: Vec<ModelLine>,
+    /// The model with the highest mean accuracy (the first on ties).
+    pub best: Option<String>,
+    /// The baseline model's shown name, when set and found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+}
+
+/// Whether shown name `shown` is the model `wanted` (also `<run>/<wanted>`).
+fn names(shown: &str, wanted: &str) -> bool {
+    shown == wanted || shown.rsplit_once('/').is_some_and(|(_, m)| m == wanted)
+}
+
+/// Comparisons of every spec whose cells have sampled metrics.
+pub(crate) fn build(v: &View) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for spec in v.specs {
+        let mut models = Vec::new();
+        for m in v.models {
+            let Some(sampled) = v.summary.cell(m, &spec.id).and_then(|c| c.sampled.as_ref()) else {
+                continue;
+            };
+            let mut groups: BTreeMap<String, BTreeMap<String, GroupLine>> = BTreeMap::new();
+            for (var, values) in v.summary.groups(m, &spec.id).into_iter().flatten() {
+                for (value, metrics) in values {
+                    if let Some(s) = &metrics.sampled {
+                        groups.entry(var.clone()).or_default().insert(
+                            value.clone(),
+                            GroupLine {
+                                accuracy: s.mean_accuracy,
+                                pass_at_k: s.pass_at_k.clone(),
+                            },
+                        );
+                    }
+                }
+            }
+            models.push(ModelLine {
+                model: m.clone(),
+                accuracy: sampled.mean_accuracy,
+                pass_at_k: sampled.pass_at_k.clone(),
+                maj: sampled.maj,
+                tier: tier(sampled.mean_accuracy),
+                vs_baseline: None,
+                groups,
+            });
+        }
+        if models.is_empty() {
+            continue;
+        }
+        let baseline = v
+            .ctx
+            .baseline
+            .and_then(|b| models.iter().find(|l| names(&l.model, b)))
+            .map(|l| (l.model.clone(), l.accuracy));
+        if let Some((_, base)) = &baseline {
+            for line in &mut models {
+                line.vs_baseline = Some(line.accuracy - base);
+            }
+        }
+        let mut best: Option<&ModelLine> = None;
+        for line in &models {
+            if best.is_none_or(|b| line.accuracy > b.accuracy) {
+                best = Some(line);
+            }
+        }
+        let mut ks: Vec<u32> = models
+            .iter()
+            .flat_map(|l| l.pass_at_k.keys().copied())
+            .collect();
+        ks.sort_unstable();
+        ks.dedup();
+        out.push(Comparison {
+            spec: spec.id.clone(),
+            title: spec.title.clone(),
+            ks,
+            best: best.map(|b| b.model.clone()),
+            baseline: baseline.map(|(name, _)| name),
+            models,
+        });
+    }
+    out
+}
+
+/// A signed difference of fractions in percentage points: `+12.5 pp`.
+pub(crate) fn points(delta: f64) -> String {
+    format!("{:+.1} pp", delta * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_follow_the_seed_thresholds() {
+        let cases = [
+            (0.75, "exceptional"),
+            (0.50, "exceptional"),
+            (0.4999, "excellent"),
+            (0.30, "excellent"),
+            (0.20, "very good"),
+            (0.10, "good"),
+            (0.05, "fair"),
+            (0.0499, "needs improvement"),
+            (0.0, "needs improvement"),
+        ];
+        for (accuracy, label) in cases {
+            assert_eq!(tier(accuracy), label, "accuracy {accuracy}");
+        }
+        assert_eq!(points(0.125), "+12.5 pp");
+        assert_eq!(points(-0.05), "-5.0 pp");
+        assert!(names("run1/m", "m") && names("m", "m") && !names("mm", "m"));
+    }
+}

@@ -1,0 +1,217 @@
+//! `[sampling]` through the real binary against the fake server: n samples
+//! per instance as n journal lines with derived seeds, OpenAI `n` batching with
+//! honest token accounting, per-sample cache keys, per-sample resume, and
+//! pass@k in the reports.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::fake_server::{FakeServer, Reply, Request, Workspace, expression, model_toml};
+use serde_json::Value;
+
+/// Arithmetic instances `index + 1`, four samples each, seeded from 5.
+const SPEC: &str = r#"
+id = "sampled"
+title = "Sampled sums"
+runs = 3
+
+[generate]
+script = '''
+let parity = if index % 2 == 0 { "even" } else { "odd" };
+#{ expr: `${index} + 1`, answer: index + 1, parity: parity }
+'''
+
+[prompt]
+user = "Вычисли значение выражения: {{ expr }}"
+
+[sampling]
+n = 4
+temperature = 0.7
+seed = 5
+k = [1, 2, 4]
+maj = true
+
+[[verify]]
+rule = "numeric"
+extract = "last_number"
+expected = "answer"
+
+[report]
+group_by = "parity"
+"#;
+
+/// Answers carry the request's seed, so a record shows which request produced it;
+/// sample 0 (seed 5) answers wrong, every other sample right.
+fn seeded(request: &Request) -> Reply {
+    let seed = request.body["seed"].as_u64().unwrap_or(0);
+    let value: i64 = expression(&request.prompt)
+        .and_then(|e| common::fake_server::eval(&e))
+        .unwrap_or(0);
+    let answer = if seed == 5 { value + 10 } else { value };
+    Reply::Text(format!("seed {seed}: the answer is {answer}"))
+}
+
+fn setup(fake: &FakeServer, extra: &str) -> Workspace {
+    let ws = Workspace::new();
+    ws.write("specs/sampled.toml", SPEC);
+    ws.write(
+        "harness.toml",
+        &model_toml("fake", "openai", "fake-model", &fake.openai_base(), extra),
+    );
+    ws
+}
+
+fn run(ws: &Workspace, extra: &[&str]) -> (String, Vec<Value>) {
+    let mut args = vec!["specs/sampled.toml", "-m", "fake"];
+    args.extend_from_slice(extra);
+    let (code, out) = ws.run(&args);
+    assert_eq!(code, 0, "{out}");
+    (out, ws.last_journal())
+}
+
+/// (instance, sample) of every record, asserting none repeats.
+fn keys(records: &[Value]) -> BTreeSet<(u64, u64)> {
+    let keys: BTreeSet<(u64, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["instance"].as_u64().unwrap(),
+                r["sample"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), records.len(), "a key is repeated: {records:#?}");
+    keys
+}
+
+#[test]
+fn separate_requests_give_one_record_per_sample_with_derived_seeds_and_a_cached_rerun() {
+    let fake = FakeServer::start(seeded);
+    let ws = setup(&fake, "timeout_secs = 5");
+    let (out, records) = run(&ws, &[]);
+    assert_eq!(records.len(), 12, "3 instances x 4 samples");
+    assert_eq!(keys(&records).len(), 12);
+    assert_eq!(fake.count(), 12, "max_n = 1: one request per sample");
+    assert!(fake.requests().iter().all(|r| r.body.get("n").is_none()));
+    for r in &records {
+        let sample = r["sample"].as_u64().unwrap();
+        let response = r["response"].as_str().unwrap();
+        assert!(
+            response.starts_with(&format!("seed {}:", 5 + sample)),
+            "sample {sample} must be asked with seed {}: got {response}",
+            5 + sample
+        );
+        assert_eq!(r["passed"], sample != 0, "{r:#}");
+        assert_eq!(
+            r["tokens_out"], 5,
+            "one choice per request: usage is its own"
+        );
+    }
+    // mean accuracy 3/4; pass@1 = 0.75, pass@2 = 1 - C(1,2)/C(4,2) = 1; maj@4 = 1 (3 votes for the right one).
+    assert!(out.contains("pass@1"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| {
+            l.starts_with("fake") && l.contains("very good")
+                || l.starts_with("fake") && l.contains("exceptional")
+        })
+        .unwrap_or_else(|| panic!("a comparison line for fake: {out}"));
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        &cells[..6],
+        ["fake", "75.0%", "75.0%", "100.0%", "100.0%", "100.0%"],
+        "{out}"
+    );
+    assert!(out.contains("best: fake"), "{out}");
+
+    let (out, again) = run(&ws, &[]);
+    assert_eq!(fake.count(), 12, "a rerun makes zero requests");
+    assert!(again.iter().all(|r| r["cached"] == true), "{out}");
+    // The cache gave every sample its own answer, never sample 0's.
+    for r in &again {
+        let sample = r["sample"].as_u64().unwrap();
+        assert!(
+            r["response"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("seed {}:", 5 + sample))
+        );
+    }
+}
+
+#[test]
+fn max_n_asks_samples_in_one_request_and_keeps_shared_usage_apart() {
+    let fake = FakeServer::start(seeded);
+    let ws = setup(&fake, "timeout_secs = 5\nmax_n = 4");
+    let (_, records) = run(&ws, &[]);
+    assert_eq!(records.len(), 12);
+    assert_eq!(keys(&records).len(), 12);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3, "one request of n = 4 per instance");
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.body["n"] == 4 && r.body["seed"] == 5)
+    );
+    for r in &records {
+        assert_eq!(
+            r["tokens_out"],
+            Value::Null,
+            "no per-choice count is invented: {r:#}"
+        );
+        assert_eq!(r["shared"]["choices"], 4);
+        assert_eq!(
+            r["shared"]["tokens_out"], 5,
+            "the server's figure is kept as reported"
+        );
+        assert_eq!(r["tokens_in"], 17);
+    }
+    let attempts: u64 = records
+        .iter()
+        .map(|r| r["attempts"].as_u64().unwrap())
+        .sum();
+    assert_eq!(attempts, 3, "a request's attempts are counted once");
+
+    let (_, again) = run(&ws, &[]);
+    assert_eq!(fake.count(), 3, "a rerun makes zero requests");
+    assert_eq!(again.len(), 12);
+}
+
+#[test]
+fn resume_asks_only_the_missing_samples() {
+    let fake = FakeServer::start(seeded);
+    let ws = setup(&fake, "timeout_secs = 5\nmax_n = 4");
+    run(&ws, &[]);
+    assert_eq!(fake.count(), 3);
+    // Drop samples 1 and 3 of instance 2 from the journal, as an interrupted run would lack them.
+    let dir = ws.run_dirs().pop().unwrap();
+    let journal = dir.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            !(r["instance"] == 2 && (r["sample"] == 1 || r["sample"] == 3))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&journal, kept).unwrap();
+
+    let (code, out) = ws.run(&["--resume", "latest", "--no-cache"]);
+    assert_eq!(code, 0, "{out}");
+    let requests = fake.requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "one more request, for instance 2 only: {out}"
+    );
+    let last = &requests[3];
+    assert_eq!(
+        (last.body["n"].as_u64(), last.body["seed"].as_u64()),
+        (Some(2), Some(6)),
+        "the two missing samples, asked with the first one's seed"
+    );
+    let records = ws.journal(&dir);
+    assert_eq!(keys(&records).len(), 12);
+}
