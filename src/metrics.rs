@@ -146,7 +146,7 @@ pub struct Metrics {
     pub failures: BTreeMap<String, FailureStat>,
     /// The first [`FAILING_EXAMPLES`] records that did not pass.
     pub failing: Vec<Example>,
-    /// pass@k and friends, when the spec samples or an instance has several samples.
+    /// pass@k and friends, for cells and groups of specs with `[sampling]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<SampledMetrics>,
 }
@@ -219,33 +219,15 @@ impl Accumulator {
             .add(r.sample, answer, r.passed);
     }
 
-    /// The finished metrics, without per-problem lines and with pass@1 only for sampled instances.
+    /// The finished metrics, without sampled metrics.
     pub fn finish(self) -> Metrics {
         self.finish_with(None, false)
     }
 
-    /// The finished metrics: sampled metrics follow `plan` (else pass@1 and pass@n when an
-    /// instance has several samples); `keep_problems` lists per-problem counts.
+    /// The finished metrics, with pass@k and friends when `plan` is given (the spec has
+    /// `[sampling]`); `keep_problems` also lists per-problem counts.
     pub fn finish_with(mut self, plan: Option<&SamplingPlan>, keep_problems: bool) -> Metrics {
-        let n = self
-            .problems
-            .values()
-            .map(sampling::Problem::n_total)
-            .max()
-            .unwrap_or(0);
-        let default_plan = SamplingPlan {
-            ks: if n > 1 { vec![1, n as u32] } else { vec![1] },
-            maj: false,
-        };
-        let sampled = match plan {
-            Some(plan) => Some(sampling::sampled(&self.problems, plan, keep_problems)),
-            None if n > 1 => Some(sampling::sampled(
-                &self.problems,
-                &default_plan,
-                keep_problems,
-            )),
-            None => None,
-        };
+        let sampled = plan.map(|plan| sampling::sampled(&self.problems, plan, keep_problems));
         self.latencies.sort_unstable();
         let v = &self.latencies;
         let latency_ms = (!v.is_empty()).then(|| Latency {
@@ -372,17 +354,6 @@ impl MetricsBuilder {
     /// The finished metrics of every cell and model.
     pub fn finish(self) -> Summary {
         let plans = self.sampling;
-        // A model's totals span specs: report every k any spec asks for (problems with fewer
-        // samples than k are left out of that k's mean).
-        let merged = (!plans.is_empty()).then(|| {
-            let mut ks: Vec<u32> = plans.values().flat_map(|p| p.ks.clone()).collect();
-            ks.sort_unstable();
-            ks.dedup();
-            SamplingPlan {
-                ks,
-                maj: plans.values().any(|p| p.maj),
-            }
-        });
         Summary {
             cells: self
                 .cells
@@ -401,7 +372,8 @@ impl MetricsBuilder {
             models: self
                 .models
                 .into_iter()
-                .map(|(m, a)| (m, a.finish_with(merged.as_ref(), false)))
+                // Totals span specs with and without samples: pass@k is per spec only.
+                .map(|(m, a)| (m, a.finish()))
                 .collect(),
             groups: self
                 .groups

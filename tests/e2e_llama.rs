@@ -140,7 +140,10 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
                 .is_some_and(|x| x == "toml")
         })
         .count();
-    assert_eq!(records.len(), specs * 2, "{out}");
+    // Two instances per spec; the sampled AIME spec asks 8 samples of each.
+    let aime = records.iter().filter(|r| r["spec"] == "aime").count();
+    assert_eq!(aime, 2 * 8, "{out}");
+    assert_eq!(records.len() - aime, (specs - 1) * 2, "{out}");
     assert!(
         fs::read_dir(dir.path().join("results/reports"))
             .unwrap()
@@ -167,7 +170,7 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
         "--no-progress",
     ]));
     let again = journal(dir.path());
-    assert_eq!(again.len(), specs * 2);
+    assert_eq!(again.len(), records.len());
     assert!(
         again
             .iter()
@@ -308,4 +311,84 @@ fn rrr_reports_per_split_accuracy_and_the_rrr_csv_from_the_real_server() {
         assert!(cells[10].parse::<f64>().unwrap() > 0.0, "{line}");
         assert!(cells[11].parse::<f64>().unwrap() > 0.0, "{line}");
     }
+}
+
+#[test]
+fn sampled_aime_with_n_4_in_one_request_records_four_samples_and_reruns_from_cache() {
+    let _one_at_a_time = exclusive();
+    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+        return;
+    };
+    let dir = workspace(&smol, None);
+    // Four samples, asked as one request of n = 4 (CI's llama-server has 4 slots).
+    let spec = fs::read_to_string(dir.path().join("specs/aime.toml"))
+        .unwrap()
+        .replace("n = 8\n", "n = 4\n")
+        .replace("k = [1, 8]", "k = [1, 4]");
+    fs::write(dir.path().join("specs/aime.toml"), spec).unwrap();
+    let config = fs::read_to_string(dir.path().join("harness.toml")).unwrap()
+        + &*format!(
+            "\n[models.smollm2_n4]\nprovider = \"openai\"\nmodel = \"SmolLM2-135M-Instruct.Q4_1\"\n\
+             base_url = \"{smol}/v1\"\nconcurrency = 1\nmax_n = 4\ntimeout_secs = 300\n\
+             options = {{ max_tokens = 64, extra_body = {{ cache_prompt = false }} }}\n"
+        );
+    fs::write(dir.path().join("harness.toml"), config).unwrap();
+    let args = [
+        "run",
+        "specs/aime.toml",
+        "-m",
+        "smollm2_n4",
+        "--runs",
+        "2",
+        "--no-progress",
+    ];
+    let (code, out) = run(harness(dir.path()).args(args));
+    assert!(code == 0 || code == 1, "{out}");
+    let records = journal(dir.path());
+    assert_eq!(records.len(), 2 * 4, "{out}");
+    let keys: std::collections::BTreeSet<(u64, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["instance"].as_u64().unwrap(),
+                r["sample"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), 8, "4 distinct journal lines per problem: {out}");
+    for r in &records {
+        assert!(r["error"].is_null(), "request failed: {r}");
+        // llama-server's usage counts one choice: it is kept as the request's, not split.
+        assert_eq!(r["shared"]["choices"], 4, "{r}");
+        assert!(r["shared"]["tokens_out"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["tokens_out"].is_null(), "{r}");
+        assert!(r["tokens_in"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert!(
+        out.contains("8 records written (0 from cache, 2 HTTP attempts)"),
+        "{out}"
+    );
+    for instance in 0..2u64 {
+        let responses: std::collections::BTreeSet<&str> = records
+            .iter()
+            .filter(|r| r["instance"] == instance)
+            .map(|r| r["response"].as_str().unwrap())
+            .collect();
+        assert!(
+            responses.len() > 1,
+            "samples at temperature 0.3 differ: {responses:#?}"
+        );
+    }
+    assert!(out.contains("pass@4"), "{out}");
+
+    let (_, out) = run(harness(dir.path()).args(args));
+    let again = journal(dir.path());
+    assert_eq!(again.len(), 8);
+    assert!(
+        again
+            .iter()
+            .all(|r| r["cached"] == true && r["attempts"] == 0),
+        "{out}"
+    );
+    assert!(out.contains("0 HTTP attempts"), "{out}");
 }
