@@ -215,3 +215,78 @@ fn resume_asks_only_the_missing_samples() {
     let records = ws.journal(&dir);
     assert_eq!(keys(&records).len(), 12);
 }
+
+#[test]
+fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
+    // `base` answers right only on samples with an even seed (5 + 1, 5 + 3): 50 %;
+    // `good` always answers right: 100 %.
+    let fake = FakeServer::start(|request| {
+        let seed = request.body["seed"].as_u64().unwrap_or(0);
+        if request.body["model"] == "good-model" || seed % 2 == 0 {
+            Reply::Correct
+        } else {
+            Reply::Wrong
+        }
+    });
+    let ws = Workspace::new();
+    ws.write("specs/sampled.toml", SPEC);
+    ws.write(
+        "harness.toml",
+        &(model_toml("base", "openai", "base-model", &fake.openai_base(), "")
+            + &*model_toml("good", "openai", "good-model", &fake.openai_base(), "")),
+    );
+    let (code, out) = ws.run(&["specs/sampled.toml", "-m", "base", "-m", "good"]);
+    assert_eq!(code, 0, "{out}");
+    let mut cmd = common::harness(ws.path());
+    cmd.args(["report", "latest", "--baseline", "base", "--format", "json"]);
+    let (code, out) = common::run(&mut cmd);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("best: good (baseline: base)"), "{out}");
+    let good = out
+        .lines()
+        .find(|l| l.starts_with("good ") && l.contains("pp"))
+        .unwrap();
+    assert!(
+        good.contains("exceptional") && good.ends_with("+50.0 pp"),
+        "{good}"
+    );
+
+    let reports = ws.path().join("results/reports");
+    let file = |ext: &str| {
+        let path = std::fs::read_dir(&reports)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .max()
+            .unwrap();
+        std::fs::read_to_string(path).unwrap()
+    };
+    let json: Value = serde_json::from_str(&file("json")).unwrap();
+    let c = &json["comparisons"][0];
+    assert_eq!(
+        (
+            c["spec"].as_str(),
+            c["best"].as_str(),
+            c["baseline"].as_str()
+        ),
+        (Some("sampled"), Some("good"), Some("base"))
+    );
+    let lines = c["models"].as_array().unwrap();
+    assert_eq!(lines[0]["model"], "base");
+    assert_eq!(lines[0]["accuracy"], 0.5);
+    // pass@2 of 2 right out of 4: 1 - C(2,2)/C(4,2) = 5/6.
+    assert!((lines[0]["pass_at_k"]["2"].as_f64().unwrap() - 5.0 / 6.0).abs() < 1e-12);
+    assert_eq!(lines[0]["vs_baseline"], 0.0);
+    assert_eq!(lines[1]["tier"], "exceptional");
+    assert_eq!(lines[1]["vs_baseline"], 0.5);
+    assert_eq!(lines[1]["groups"]["parity"]["even"]["pass_at_k"]["4"], 1.0);
+    let cell = &json["models"][0]["specs"][0]["metrics"]["sampled"];
+    assert_eq!(cell["per_problem"][0]["n_correct"], 2);
+    assert_eq!(cell["per_problem"][0]["n_total"], 4);
+    let md = file("md");
+    assert!(
+        md.contains("**Лучшая модель:** `good`; базовая: `base`"),
+        "{md}"
+    );
+    assert!(md.contains("+50.0 pp"), "{md}");
+}
