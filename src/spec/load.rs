@@ -195,9 +195,14 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
                 "n must be at least 1".into(),
             ));
         }
-        if let Some(&k) = sampling.k.iter().find(|&&k| k == 0 || k > n) {
+        if let Some((i, &k)) = sampling
+            .k
+            .iter()
+            .enumerate()
+            .find(|(_, k)| **k == 0 || **k > n)
+        {
             errors.push(at(
-                key_path!["sampling", "k"],
+                key_path!["sampling", "k", i],
                 ErrorKind::Invalid,
                 format!("k = {k} is outside 1..={n}: pass@k needs k samples of the n drawn"),
             ));
