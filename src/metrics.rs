@@ -146,6 +146,9 @@ pub struct Metrics {
     pub failures: BTreeMap<String, FailureStat>,
     /// The first [`FAILING_EXAMPLES`] records that did not pass.
     pub failing: Vec<Example>,
+    /// Rule name → its accuracy, for rules with `report_only = true`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub report_only: BTreeMap<String, f64>,
     /// pass@k and friends, for cells and groups of specs with `[sampling]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<SampledMetrics>,
@@ -169,6 +172,8 @@ pub struct Accumulator {
     failing: Vec<Example>,
     /// (spec, instance) → its samples' outcomes.
     problems: BTreeMap<(String, u64), sampling::Problem>,
+    /// Report-only rule → (spec, instance) → its samples' outcomes by that rule.
+    side: BTreeMap<String, BTreeMap<(String, u64), sampling::Problem>>,
 }
 
 impl Accumulator {
@@ -217,6 +222,15 @@ impl Accumulator {
             .entry((r.spec.clone(), r.instance))
             .or_default()
             .add(r.sample, answer, r.passed);
+        for rule in r.rules.iter().filter(|o| o.report_only) {
+            let answer = rule.answer.as_deref().map(|a| excerpt(a, 64));
+            self.side
+                .entry(rule.name.clone())
+                .or_default()
+                .entry((r.spec.clone(), r.instance))
+                .or_default()
+                .add(r.sample, answer, rule.verdict.passed);
+        }
     }
 
     /// The finished metrics, without sampled metrics.
@@ -227,7 +241,25 @@ impl Accumulator {
     /// The finished metrics, with pass@k and friends when `plan` is given (the spec has
     /// `[sampling]`); `keep_problems` also lists per-problem counts.
     pub fn finish_with(mut self, plan: Option<&SamplingPlan>, keep_problems: bool) -> Metrics {
-        let sampled = plan.map(|plan| sampling::sampled(&self.problems, plan, keep_problems));
+        let sampled = plan.map(|plan| {
+            let mut metrics = sampling::sampled(&self.problems, plan, keep_problems);
+            metrics.alongside = self
+                .side
+                .iter()
+                .map(|(name, problems)| (name.clone(), sampling::sampled(problems, plan, false)))
+                .collect();
+            metrics
+        });
+        let report_only = self
+            .side
+            .iter()
+            .map(|(name, problems)| {
+                let (passed, total) = problems
+                    .values()
+                    .fold((0, 0), |(p, t), pr| (p + pr.n_correct(), t + pr.n_total()));
+                (name.clone(), passed as f64 / total.max(1) as f64)
+            })
+            .collect();
         self.latencies.sort_unstable();
         let v = &self.latencies;
         let latency_ms = (!v.is_empty()).then(|| Latency {
@@ -260,6 +292,7 @@ impl Accumulator {
                 .then(|| self.speed.0 as f64 * 1000.0 / self.speed.1 as f64),
             failures: self.failures,
             failing: self.failing,
+            report_only,
             sampled,
         }
     }

@@ -37,6 +37,13 @@ rule = "numeric"
 extract = "last_number"
 expected = "answer"
 
+# Judged and reported, never part of pass or score: only sample 1 (seed 6) says it.
+[[verify]]
+rule = "contains"
+name = "says_seed_6"
+report_only = true
+value = "seed 6"
+
 [report]
 group_by = "parity"
 "#;
@@ -222,11 +229,12 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
     // `good` always answers right: 100 %.
     let fake = FakeServer::start(|request| {
         let seed = request.body["seed"].as_u64().unwrap_or(0);
-        if request.body["model"] == "good-model" || seed % 2 == 0 {
-            Reply::Correct
-        } else {
-            Reply::Wrong
-        }
+        let value: i64 = expression(&request.prompt)
+            .and_then(|e| common::fake_server::eval(&e))
+            .unwrap_or(0);
+        let right = request.body["model"] == "good-model" || seed % 2 == 0;
+        let answer = if right { value } else { value + 1 };
+        Reply::Text(format!("seed {seed}: {answer}"))
     });
     let ws = Workspace::new();
     ws.write("specs/sampled.toml", SPEC);
@@ -280,6 +288,18 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
     assert_eq!(lines[1]["tier"], "exceptional");
     assert_eq!(lines[1]["vs_baseline"], 0.5);
     assert_eq!(lines[1]["groups"]["parity"]["even"]["pass_at_k"]["4"], 1.0);
+    // The report-only rule: one sample in four, whatever the model's answers.
+    for line in lines {
+        assert_eq!(
+            line["alongside"]["says_seed_6"]["accuracy"], 0.25,
+            "{line:#}"
+        );
+        assert_eq!(
+            line["alongside"]["says_seed_6"]["pass_at_k"]["4"], 1.0,
+            "{line:#}"
+        );
+    }
+    assert!(out.contains("says_seed_6 (report only)"), "{out}");
     let cell = &json["models"][0]["specs"][0]["metrics"]["sampled"];
     assert_eq!(cell["per_problem"][0]["n_correct"], 2);
     assert_eq!(cell["per_problem"][0]["n_total"], 4);

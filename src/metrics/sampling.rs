@@ -109,6 +109,10 @@ pub struct SampledMetrics {
     /// maj@n: the fraction of problems whose majority answer passed, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maj: Option<f64>,
+    /// Report-only rules (`report_only = true`, e.g. a flexible extraction beside a strict
+    /// one): the same metrics by that rule's verdicts alone.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub alongside: BTreeMap<String, SampledMetrics>,
     /// Per problem, in (spec, instance) order; only kept for single-spec cells.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_problem: Vec<ProblemStat>,
@@ -162,6 +166,7 @@ pub fn sampled(
         mean_accuracy: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
         pass_at_k: ks_of(false),
         pass_hat_k: ks_of(true),
+        alongside: BTreeMap::new(),
         maj: plan
             .maj
             .then(|| mean(&|p| Some(f64::from(u8::from(p.majority_passed()))))),

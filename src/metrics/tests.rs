@@ -44,6 +44,7 @@ pub(crate) fn rule(verdict: Verdict) -> RuleOutcome {
     RuleOutcome {
         name: "answer".into(),
         answer: None,
+        report_only: false,
         verdict,
     }
 }

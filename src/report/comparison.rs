@@ -44,6 +44,9 @@ pub struct ModelLine {
     /// `accuracy` minus the baseline's, when a baseline is set and found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_baseline: Option<f64>,
+    /// Report-only rule (a flexible extraction beside the strict one) → its numbers.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub alongside: BTreeMap<String, GroupLine>,
     /// Group variable → value → (mean accuracy, pass@k).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, BTreeMap<String, GroupLine>>,
@@ -111,6 +114,17 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
                 maj: sampled.maj,
                 tier: tier(sampled.mean_accuracy),
                 vs_baseline: None,
+                alongside: sampled
+                    .alongside
+                    .iter()
+                    .map(|(name, s)| {
+                        let line = GroupLine {
+                            accuracy: s.mean_accuracy,
+                            pass_at_k: s.pass_at_k.clone(),
+                        };
+                        (name.clone(), line)
+                    })
+                    .collect(),
                 groups,
             });
         }
@@ -147,6 +161,17 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
             baseline: baseline.map(|(name, _)| name),
             models,
         });
+    }
+    out
+}
+
+/// Report-only rule names of a comparison, each with (model, its numbers) in model order.
+pub(crate) fn alongside(c: &Comparison) -> BTreeMap<&str, Vec<(&str, &GroupLine)>> {
+    let mut out: BTreeMap<&str, Vec<(&str, &GroupLine)>> = BTreeMap::new();
+    for line in &c.models {
+        for (rule, numbers) in &line.alongside {
+            out.entry(rule).or_default().push((&line.model, numbers));
+        }
     }
     out
 }

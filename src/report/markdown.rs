@@ -207,6 +207,29 @@ fn comparisons(s: &mut String, v: &View) {
             }
             s.push('\n');
         }
+        for (rule, lines) in super::comparison::alongside(c) {
+            let _ = writeln!(
+                s,
+                "\n#### Правило {} (только для отчета)\n",
+                inline_code(rule)
+            );
+            let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
+            header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+            let mut center = vec![true; header.len()];
+            center[0] = false;
+            let rows: Vec<Vec<String>> = lines
+                .iter()
+                .map(|(model, g)| {
+                    let mut row = vec![format!("**{}**", md_cell(model)), percent(g.accuracy)];
+                    row.extend(
+                        c.ks.iter()
+                            .map(|k| g.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
+                    );
+                    row
+                })
+                .collect();
+            s.push_str(&table(&header, &center, &rows));
+        }
         let top = c.ks.last().copied();
         let vars: std::collections::BTreeSet<&String> =
             c.models.iter().flat_map(|l| l.groups.keys()).collect();

@@ -102,6 +102,28 @@ fn comparison_table(c: &super::comparison::Comparison, color: bool) -> String {
         }
         out.push('\n');
     }
+    for (rule, lines) in super::comparison::alongside(c) {
+        let mut header = vec![
+            format!("{}: {rule} (report only)", c.title),
+            "mean acc".to_owned(),
+        ];
+        header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+        let rows: Vec<Vec<(String, Option<f64>)>> = lines
+            .iter()
+            .map(|(model, g)| {
+                let mut row = vec![
+                    ((*model).to_owned(), None),
+                    (percent(g.accuracy), Some(g.accuracy)),
+                ];
+                for k in &c.ks {
+                    let p = g.pass_at_k.get(k).copied();
+                    row.push((p.map_or(NONE.into(), percent), p));
+                }
+                row
+            })
+            .collect();
+        out += &format!("\n{}", grid(&header, &rows, color));
+    }
     let top = c.ks.last().copied();
     let vars: std::collections::BTreeSet<&String> =
         c.models.iter().flat_map(|l| l.groups.keys()).collect();

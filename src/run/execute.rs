@@ -413,13 +413,18 @@ async fn finish(
             record.tokens_in = completion.usage.tokens_in;
             record.tokens_out = completion.usage.tokens_out;
             record.shared = completion.shared;
-            record.answer = verdict.rules.first().and_then(|r| r.answer.clone());
+            record.answer = verdict
+                .rules
+                .iter()
+                .find(|r| !r.report_only)
+                .and_then(|r| r.answer.clone());
             record.passed = verdict.passed;
             record.score = verdict.score;
             record.detail = verdict.failure_details();
             record.failure = verdict
                 .rules
                 .iter()
+                .filter(|r| !r.report_only)
                 .find_map(|r| r.verdict.failure)
                 .map(|f| failure_label(f).to_owned());
             record.rules = verdict.rules;

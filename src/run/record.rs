@@ -97,7 +97,7 @@ impl Record {
     /// Whether the response was valid: obtained, and every rule could extract an answer.
     pub fn is_valid(&self) -> bool {
         self.has_response()
-            && self.rules.iter().all(|r| {
+            && self.rules.iter().filter(|r| !r.report_only).all(|r| {
                 !matches!(
                     r.verdict.failure,
                     Some(

@@ -316,6 +316,9 @@ pub struct RuleDef {
     pub weight: Option<f64>,
     /// A gate adds nothing to the score, but when it fails the instance scores 0.
     pub gate: Option<bool>,
+    /// Judged and reported beside the other rules (a flexible extraction beside a strict
+    /// one), but not part of the instance's pass or score.
+    pub report_only: Option<bool>,
     /// How the answer is taken from the response.
     pub extract: Option<ExtractDef>,
     /// The instance variable holding the expected value (dotted path).

@@ -160,7 +160,7 @@ struct RuleKind {
     build: Builder,
 }
 
-const COMMON_KEYS: &[&str] = &["rule", "name", "weight", "gate", "extract"];
+const COMMON_KEYS: &[&str] = &["rule", "name", "weight", "gate", "report_only", "extract"];
 
 const RULES: &[RuleKind] = &[
     RuleKind {
@@ -261,6 +261,8 @@ pub struct CompiledRule {
     pub weight: f64,
     /// Whether the rule gates the score instead of adding to it.
     pub gate: bool,
+    /// Reported beside the others, outside the instance's pass and score.
+    pub report_only: bool,
     /// How the answer is extracted.
     pub extractor: Extractor,
     rule: Box<dyn Rule>,
@@ -273,6 +275,9 @@ pub struct RuleOutcome {
     pub name: String,
     /// The extracted answer, if any.
     pub answer: Option<String>,
+    /// Reported beside the other rules, outside the instance's pass and score.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub report_only: bool,
     /// The judgement.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -294,7 +299,7 @@ impl InstanceVerdict {
     pub fn failure_details(&self) -> String {
         self.rules
             .iter()
-            .filter(|r| !r.verdict.passed)
+            .filter(|r| !r.verdict.passed && !r.report_only)
             .map(|r| format!("{}: {}", r.name, r.verdict.detail))
             .collect::<Vec<_>>()
             .join("; ")
@@ -359,7 +364,9 @@ impl RuleSet {
                     ),
                 ),
             };
-            if rule.gate {
+            if rule.report_only {
+                // Judged for the reports only.
+            } else if rule.gate {
                 gates_hold &= verdict.passed;
             } else {
                 weighted += verdict.score * rule.weight;
@@ -368,11 +375,12 @@ impl RuleSet {
             outcomes.push(RuleOutcome {
                 name: rule.name.clone(),
                 answer,
+                report_only: rule.report_only,
                 verdict,
             });
         }
         InstanceVerdict {
-            passed: outcomes.iter().all(|o| o.verdict.passed),
+            passed: outcomes.iter().all(|o| o.report_only || o.verdict.passed),
             score: match (gates_hold, total_weight > 0.0) {
                 (true, true) => weighted / total_weight,
                 (true, false) => 1.0,
@@ -495,6 +503,7 @@ fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule, Vec<Diagn
             name: def.name.clone().unwrap_or_else(|| def.rule.clone()),
             weight: def.weight.unwrap_or(1.0),
             gate: def.gate.unwrap_or(false),
+            report_only: def.report_only.unwrap_or(false),
             extractor,
             rule,
         }),
@@ -561,6 +570,7 @@ mod tests {
             name: name.into(),
             weight,
             gate,
+            report_only: false,
             extractor: Extractor::new(ExtractDef::text()).unwrap(),
             rule: Box::new(Fixed(passes_on)),
         }
@@ -582,5 +592,26 @@ mod tests {
         assert_eq!((v.passed, v.score), (false, 0.0));
         let v = set.verify("a b ok", &Map::new());
         assert_eq!((v.passed, v.score), (true, 1.0));
+    }
+
+    #[test]
+    fn report_only_rules_are_judged_but_leave_pass_score_and_details_alone() {
+        let mut flexible = rule("flexible", 1.0, false, "x");
+        flexible.report_only = true;
+        let set = RuleSet {
+            rules: vec![rule("strict", 1.0, false, "a"), flexible],
+        };
+        let v = set.verify("a", &Map::new());
+        assert_eq!((v.passed, v.score), (true, 1.0));
+        assert!(!v.rules[1].verdict.passed && v.rules[1].report_only);
+        assert_eq!(v.failure_details(), "");
+        let v = set.verify("x", &Map::new());
+        assert_eq!((v.passed, v.score), (false, 0.0));
+        assert!(v.rules[1].verdict.passed);
+        assert!(
+            v.failure_details().starts_with("strict:"),
+            "got {}",
+            v.failure_details()
+        );
     }
 }
