@@ -309,4 +309,13 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
         "{md}"
     );
     assert!(md.contains("+50.0 pp"), "{md}");
+    let mut cmd = common::harness(ws.path());
+    cmd.args(["report", "latest", "--baseline", "nobody"]);
+    let (code, out) = common::run(&mut cmd);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("baseline `nobody` has no sampled results for sampled"),
+        "{out}"
+    );
+    assert!(!out.contains("vs baseline"), "{out}");
 }

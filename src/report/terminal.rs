@@ -54,6 +54,12 @@ pub(crate) fn render(v: &View) -> String {
     }
     for c in super::comparison::build(v) {
         out += &comparison_table(&c, v.ctx.color);
+        if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {
+            out += &format!(
+                "baseline `{wanted}` has no sampled results for {}\n",
+                c.spec
+            );
+        }
     }
     out
 }
