@@ -23,8 +23,8 @@ use std::os::fd::RawFd;
 
 /// Everything the child needs, prepared before the fork.
 pub(super) struct ChildPlan {
-    /// `(resource, limit)` pairs for `setrlimit`.
-    pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlim_t)>,
+    /// `(resource, limits)` pairs for `setrlimit`.
+    pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
     /// A shared empty network namespace to join instead of making one.
     pub netns: Option<RawFd>,
     /// The uid and gid to become, when the harness runs as root.
@@ -193,12 +193,8 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
         }
         // Limits last: the address-space limit binds this copy of the
         // harness too, whose mappings may already exceed it until exec.
-        for &(resource, limit) in &plan.rlimits {
-            let rl = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            check(plan, b"setrlimit", libc::setrlimit(resource, &rl))?;
+        for (resource, rl) in &plan.rlimits {
+            check(plan, b"setrlimit", libc::setrlimit(*resource, rl))?;
         }
         // The program runs as PID 2, under an init of ours: PID 1 ignores
         // signals it has no handler for, which would change how programs die.

@@ -115,7 +115,10 @@ impl Outcome {
     pub fn cpu_exhausted(&self, limits: &Limits) -> bool {
         match self.termination {
             Termination::Signaled(libc::SIGXCPU) => true,
-            Termination::Signaled(libc::SIGKILL) => self.cpu.as_secs() >= limits.cpu_secs,
+            // Killed at the hard limit (a second past the soft one) after ignoring SIGXCPU.
+            Termination::Signaled(libc::SIGKILL) => {
+                self.cpu.as_secs_f64() + 0.05 >= limits.cpu_secs as f64
+            }
             _ => false,
         }
     }

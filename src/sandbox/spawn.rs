@@ -144,12 +144,8 @@ impl Sandbox {
             // SAFETY: setrlimit is async-signal-safe.
             unsafe {
                 command.pre_exec(move || {
-                    for &(resource, limit) in &rlimits {
-                        let rl = libc::rlimit {
-                            rlim_cur: limit,
-                            rlim_max: limit,
-                        };
-                        if libc::setrlimit(resource, &rl) != 0 {
+                    for (resource, rl) in &rlimits {
+                        if libc::setrlimit(*resource, rl) != 0 {
                             return Err(std::io::Error::last_os_error());
                         }
                     }
@@ -326,20 +322,31 @@ fn shared_netns() -> Option<OwnedFd> {
     .flatten()
 }
 
-fn rlimits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::rlim_t)> {
+fn rlimits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::rlimit)> {
     let mut processes = limits.processes;
     if !is_root() {
         // RLIMIT_NPROC counts every process of the real uid, and without
         // root the run keeps ours: leave room for what is already running.
         processes += running_processes();
     }
+    let both = |n: u64| libc::rlimit {
+        rlim_cur: n,
+        rlim_max: n,
+    };
     vec![
-        (libc::RLIMIT_CPU, limits.cpu_secs),
-        (libc::RLIMIT_AS, limits.memory_bytes),
-        (libc::RLIMIT_NPROC, processes),
-        (libc::RLIMIT_FSIZE, limits.file_size_bytes),
-        (libc::RLIMIT_NOFILE, limits.open_files),
-        (libc::RLIMIT_CORE, 0),
+        // SIGXCPU at the limit names the cause; SIGKILL a second later if ignored.
+        (
+            libc::RLIMIT_CPU,
+            libc::rlimit {
+                rlim_cur: limits.cpu_secs,
+                rlim_max: limits.cpu_secs + 1,
+            },
+        ),
+        (libc::RLIMIT_AS, both(limits.memory_bytes)),
+        (libc::RLIMIT_NPROC, both(processes)),
+        (libc::RLIMIT_FSIZE, both(limits.file_size_bytes)),
+        (libc::RLIMIT_NOFILE, both(limits.open_files)),
+        (libc::RLIMIT_CORE, both(0)),
     ]
 }
 
