@@ -79,6 +79,26 @@ pub struct Comparison {
     pub baseline: Option<String>,
 }
 
+impl Comparison {
+    /// Each grouping variable with every value any model has for it, in order:
+    /// the columns of the per-group tables.
+    pub fn group_columns(&self) -> Vec<(&String, Vec<&String>)> {
+        let vars: std::collections::BTreeSet<&String> =
+            self.models.iter().flat_map(|l| l.groups.keys()).collect();
+        vars.into_iter()
+            .map(|var| {
+                let values: std::collections::BTreeSet<&String> = self
+                    .models
+                    .iter()
+                    .filter_map(|l| l.groups.get(var))
+                    .flat_map(|g| g.keys())
+                    .collect();
+                (var, values.into_iter().collect())
+            })
+            .collect()
+    }
+}
+
 /// Whether shown name `shown` is the model `wanted` (also `<run>/<wanted>`).
 fn names(shown: &str, wanted: &str) -> bool {
     shown == wanted || shown.rsplit_once('/').is_some_and(|(_, m)| m == wanted)

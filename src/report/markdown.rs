@@ -231,15 +231,7 @@ fn comparisons(s: &mut String, v: &View) {
             s.push_str(&table(&header, &center, &rows));
         }
         let top = c.ks.last().copied();
-        let vars: std::collections::BTreeSet<&String> =
-            c.models.iter().flat_map(|l| l.groups.keys()).collect();
-        for var in vars {
-            let values: std::collections::BTreeSet<&String> = c
-                .models
-                .iter()
-                .filter_map(|l| l.groups.get(var))
-                .flat_map(|g| g.keys())
-                .collect();
+        for (var, values) in c.group_columns() {
             let label = top.map_or(String::new(), |k| format!(" / pass@{k}"));
             let _ = writeln!(
                 s,

@@ -131,15 +131,7 @@ fn comparison_table(c: &super::comparison::Comparison, color: bool) -> String {
         out += &format!("\n{}", grid(&header, &rows, color));
     }
     let top = c.ks.last().copied();
-    let vars: std::collections::BTreeSet<&String> =
-        c.models.iter().flat_map(|l| l.groups.keys()).collect();
-    for var in vars {
-        let values: std::collections::BTreeSet<&String> = c
-            .models
-            .iter()
-            .filter_map(|l| l.groups.get(var))
-            .flat_map(|g| g.keys())
-            .collect();
+    for (var, values) in c.group_columns() {
         let label = top.map_or("mean acc".to_owned(), |k| format!("mean acc / pass@{k}"));
         let mut header = vec![format!("{} by {var}: {label}", c.title)];
         header.extend(values.iter().map(|v| (*v).clone()));

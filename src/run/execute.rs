@@ -119,32 +119,7 @@ async fn send_logged(
     key: RequestKey<'_>,
     retries: &mut Vec<String>,
 ) -> (Result<Completion, ProviderError>, u32, Duration) {
-    let mut attempts = 0;
-    loop {
-        if let Some(limiter) = &model.limiter {
-            limiter.acquire().await;
-        }
-        let result = {
-            let _permit = model.semaphore.acquire().await.expect("semaphore open");
-            attempts += 1;
-            let started = Instant::now();
-            let r = model.provider.complete(request, key).await;
-            (r, started.elapsed())
-        };
-        match result {
-            (Err(e), _) if e.retryable() && attempts <= model.spec.max_retries => {
-                retries.push(format!("attempt {attempts}: {} ({e})", e.kind()));
-                tokio::time::sleep(backoff(
-                    attempts - 1,
-                    BACKOFF_BASE,
-                    BACKOFF_CAP,
-                    e.retry_after(),
-                ))
-                .await;
-            }
-            (r, latency) => return (r, attempts, latency),
-        }
-    }
+    with_retries(model, retries, || model.provider.complete(request, key)).await
 }
 
 /// Sends one request for `n` choices, with the same retries as [`send_logged`].
@@ -154,6 +129,20 @@ async fn send_batch(
     n: u32,
     retries: &mut Vec<String>,
 ) -> (Result<Vec<Completion>, ProviderError>, u32, Duration) {
+    with_retries(model, retries, || model.provider.complete_n(request, n)).await
+}
+
+/// Pacing, the endpoint's concurrency limit and bounded retries with backoff
+/// around one kind of request; returns the result, attempts and last latency.
+async fn with_retries<T, F, Fut>(
+    model: &ModelRuntime,
+    retries: &mut Vec<String>,
+    send: F,
+) -> (Result<T, ProviderError>, u32, Duration)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
     let mut attempts = 0;
     loop {
         if let Some(limiter) = &model.limiter {
@@ -163,7 +152,7 @@ async fn send_batch(
             let _permit = model.semaphore.acquire().await.expect("semaphore open");
             attempts += 1;
             let started = Instant::now();
-            let r = model.provider.complete_n(request, n).await;
+            let r = send().await;
             (r, started.elapsed())
         };
         match result {
