@@ -11,10 +11,12 @@ use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::golden::{self, GoldenMode, GoldenStatus};
+use crate::judge::{JudgeOutcome, JudgeSample, combine};
 use crate::key_path;
 use crate::prompt::Message;
 use crate::spec::Spec;
 use crate::spec::model::{Example, GoldenInstances};
+use crate::verify::Judged;
 
 /// Options of a check run.
 #[derive(Debug, Clone)]
@@ -257,7 +259,9 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
             ),
         ));
     }
-    let verdict = spec.verify(&example.response, &vars);
+    let judged = example_judgements(spec, example, &vars)
+        .map_err(|e| Diagnostic::new(ErrorKind::Example, at(), format!("{label}: {e}")))?;
+    let verdict = spec.verify_judged(&example.response, &vars, &judged);
     let mut problems = Vec::new();
     if verdict.passed != example.passes {
         problems.push(if example.passes {
@@ -291,4 +295,59 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
             format!("{label}: {}", problems.join("; ")),
         ))
     }
+}
+
+/// Judge rules' verdicts from an example's fixed judge responses (`judge = [...]`):
+/// the judge's prompt must render for the example, and the responses are read and
+/// combined exactly as a live judge's would be.
+fn example_judgements(
+    spec: &Spec,
+    example: &Example,
+    vars: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Judged, String> {
+    let mut judged = Judged::new();
+    let tasks = spec.rules.judge_tasks(&example.response);
+    if example.judge.is_empty() {
+        return Ok(judged);
+    }
+    if tasks.is_empty() && !spec.rules.needs_judge() {
+        return Err("`judge` responses are given, but the spec has no `judge` rule".into());
+    }
+    let messages = spec
+        .render(example.instance.map_or(0, u64::from), vars)
+        .map_err(|d| d.to_string())?;
+    let task = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::spec::model::Role::User)
+        .map_or("", |m| m.content.as_str());
+    for (rule_index, name, rule, answer) in tasks {
+        rule.prompt(task, &answer, vars)
+            .map_err(|e| format!("rule `{name}`: {e}"))?;
+        if example.judge.len() != rule.samples as usize {
+            return Err(format!(
+                "{} judge responses given; rule `{name}` takes {} (its `samples`)",
+                example.judge.len(),
+                rule.samples
+            ));
+        }
+        let samples = example
+            .judge
+            .iter()
+            .map(|r| JudgeSample {
+                response: Some(r.clone()),
+                result: rule.read(r),
+            })
+            .collect();
+        let outcome = JudgeOutcome {
+            judge: "example".into(),
+            rubric: rule.hash.clone(),
+            ..JudgeOutcome::default()
+        };
+        judged.insert(
+            rule_index,
+            combine(&rule.rubric, rule.threshold, samples, outcome),
+        );
+    }
+    Ok(judged)
 }

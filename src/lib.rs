@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod golden;
+pub mod judge;
 pub mod metrics;
 pub mod prompt;
 pub mod provider;

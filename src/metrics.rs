@@ -152,6 +152,33 @@ pub struct Metrics {
     /// pass@k and friends, for cells and groups of specs with `[sampling]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<SampledMetrics>,
+    /// Judge rules' statistics, one entry per (rule, judge model, rubric hash): judgements
+    /// under different judges or rubrics are never pooled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<JudgeStats>,
+}
+
+/// What one judge said about one rule's answers, over a cell or model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct JudgeStats {
+    /// The judge rule's name.
+    pub rule: String,
+    /// The judge model.
+    pub judge: String,
+    /// The rubric hash.
+    pub rubric: String,
+    /// Answers the judge gave a level to.
+    pub judged: u64,
+    /// Answers left without a level (judge errors); they score 0 in `accuracy`.
+    pub errors: u64,
+    /// Mean normalized score over judged answers only.
+    pub mean_score: Option<f64>,
+    /// Mean spread (highest minus lowest sampled level) over judged answers.
+    pub mean_spread: Option<f64>,
+    /// Judged answers whose judge samples disagreed (spread > 0).
+    pub disagreements: u64,
+    /// HTTP attempts the judge made.
+    pub attempts: u64,
 }
 
 /// Running totals for one cell or model.
@@ -174,6 +201,8 @@ pub struct Accumulator {
     problems: BTreeMap<(String, u64), sampling::Problem>,
     /// Report-only rule → (spec, instance) → its samples' outcomes by that rule.
     side: BTreeMap<String, BTreeMap<(String, u64), sampling::Problem>>,
+    /// (rule, judge, rubric) → stats, with the score and spread sums in the mean fields.
+    judges: BTreeMap<(String, String, String), JudgeStats>,
 }
 
 impl Accumulator {
@@ -222,6 +251,23 @@ impl Accumulator {
             .entry((r.spec.clone(), r.instance))
             .or_default()
             .add(r.sample, answer, r.passed);
+        for rule in &r.rules {
+            let Some(j) = &rule.judge else { continue };
+            let stat = self
+                .judges
+                .entry((rule.name.clone(), j.judge.clone(), j.rubric.clone()))
+                .or_default();
+            stat.attempts += u64::from(j.attempts);
+            match (j.level, j.spread) {
+                (Some(_), Some(spread)) => {
+                    stat.judged += 1;
+                    *stat.mean_score.get_or_insert(0.0) += rule.verdict.score;
+                    *stat.mean_spread.get_or_insert(0.0) += spread as f64;
+                    stat.disagreements += u64::from(spread > 0);
+                }
+                _ => stat.errors += 1,
+            }
+        }
         for rule in r.rules.iter().filter(|o| o.report_only) {
             let answer = rule.answer.as_deref().map(|a| excerpt(a, 64));
             self.side
@@ -268,6 +314,20 @@ impl Accumulator {
             p50: percentile(v, 50.0).unwrap_or(0),
             p95: percentile(v, 95.0).unwrap_or(0),
         });
+        let judges = std::mem::take(&mut self.judges)
+            .into_iter()
+            .map(|((rule, judge, rubric), mut stat)| {
+                let n = stat.judged.max(1) as f64;
+                stat.mean_score = stat.mean_score.map(|sum| sum / n);
+                stat.mean_spread = stat.mean_spread.map(|sum| sum / n);
+                JudgeStats {
+                    rule,
+                    judge,
+                    rubric,
+                    ..stat
+                }
+            })
+            .collect();
         let tokens = |(count, sum): (u64, u64)| Tokens {
             count,
             sum,
@@ -294,6 +354,7 @@ impl Accumulator {
             failing: self.failing,
             report_only,
             sampled,
+            judges,
         }
     }
 }

@@ -55,6 +55,10 @@ fn workspace(smol: &str, gemma: Option<&str>) -> Workspace {
     copy_dir(&root().join("specs"), &repo.join("specs"));
     copy_dir(&root().join("schemas"), &repo.join("schemas"));
     std::os::unix::fs::symlink(root().join("datasets"), repo.join("datasets")).unwrap();
+    // The judged variant of t05 reads t05's generated instances.
+    let t05 = "golden/t05_summarization/instances.jsonl";
+    fs::create_dir_all(repo.join(t05).parent().unwrap()).unwrap();
+    fs::copy(root().join(t05), repo.join(t05)).unwrap();
     let shared = root().join("../shared").canonicalize().unwrap();
     std::os::unix::fs::symlink(shared, tmp.path().join("shared")).unwrap();
     let dir = Workspace { _tmp: tmp, repo };
@@ -70,8 +74,11 @@ fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
         let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
         if path.is_file() {
-            fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+            fs::copy(&path, target).unwrap();
+        } else if path.is_dir() {
+            copy_dir(&path, &target);
         }
     }
 }
@@ -391,4 +398,48 @@ fn sampled_aime_with_n_4_in_one_request_records_four_samples_and_reruns_from_cac
         "{out}"
     );
     assert!(out.contains("0 HTTP attempts"), "{out}");
+}
+
+#[test]
+fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_reruns_from_cache()
+{
+    let _one_at_a_time = exclusive();
+    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+        return;
+    };
+    let dir = workspace(&smol, None);
+    let (out, records) = run_smollm2(dir.path(), "specs/rubric_quality.toml", "4", &[]);
+    assert_eq!(records.len(), 4, "{out}");
+    for r in &records {
+        let judge = &r["rules"][0]["judge"];
+        assert_eq!(judge["judge"], "judge", "{r}");
+        // The schema is enforced by the server's grammar: every sample is JSON with a
+        // rubric level, or the record says why not. Nothing is scored silently.
+        match judge["level"].as_f64() {
+            Some(level) => {
+                assert!((1.0..=5.0).contains(&level), "{r}");
+                assert_eq!(r["score"].as_f64().unwrap(), (level - 1.0) / 4.0, "{r}");
+                assert!(judge["attempts"].as_u64().unwrap() >= 1, "{r}");
+            }
+            None => assert_eq!(r["failure"], "judge_error", "{r}"),
+        }
+    }
+    assert!(
+        records
+            .iter()
+            .any(|r| r["rules"][0]["judge"]["level"].is_number()),
+        "the real judge never gave a level: {records:#?}"
+    );
+    // Again: model and judge answers both from the cache.
+    let (_, out) = run(harness(dir.path()).args([
+        "run",
+        "specs/rubric_quality.toml",
+        "-m",
+        "smollm2",
+        "--runs",
+        "4",
+        "--no-progress",
+    ]));
+    assert!(out.contains("0 HTTP attempts"), "{out}");
+    assert!(journal(dir.path()).iter().all(|r| r["cached"] == true));
 }

@@ -212,7 +212,7 @@ fn a_run_reports_accuracy_per_split_and_writes_the_rrr_csv() {
     assert!(md.contains("## Результаты по Группам"), "{md}");
     assert!(md.contains("| **llama3.1:8b-instruct-q4_K_M** | 66.7% (2/3) | 100.0% (2/2) | 50.0% (1/2) | 0.0% (0/1) |"), "{md}");
     let csv = file("report_", ".csv");
-    assert!(csv.contains(",split=routes_5\r\n"), "{csv}");
+    assert!(csv.contains(",split=routes_5,\r\n"), "{csv}");
     let report: Value = serde_json::from_str(&file("report_", ".json")).unwrap();
     let cell = &report["models"][0]["specs"][0];
     assert_eq!(cell["groups"]["split"]["routes_9"]["valid"], 0);

@@ -56,6 +56,9 @@ pub struct RunArgs {
     /// Compare every model against this one on sampled specs.
     #[arg(long)]
     pub baseline: Option<String>,
+    /// The judge model for `judge` rules (default: harness.toml's [judge]).
+    #[arg(long, conflicts_with = "resume")]
+    pub judge: Option<String>,
 }
 
 fn fail(message: impl std::fmt::Display) -> u8 {
@@ -121,6 +124,23 @@ fn plan_new(
             models.push(m);
         }
     }
+    let judge = match args
+        .judge
+        .as_ref()
+        .or(config.judge.as_ref().map(|j| &j.model))
+    {
+        Some(name) => Some(config.resolve_model(name)?),
+        None => None,
+    };
+    if judge.is_none()
+        && let Some(spec) = specs.iter().find(|s| s.rules.needs_judge())
+        && models.iter().any(|m| m.provider != ProviderKind::Replay)
+    {
+        return Err(format!(
+            "spec `{}` has a `judge` rule: name the judge model with --judge MODEL or [judge] model = \"...\" in harness.toml",
+            spec.id
+        ));
+    }
     let runs_dir = args.results.join("runs");
     Ok(Manifest {
         run_id: run::new_run_id(&runs_dir, file_stamp),
@@ -130,6 +150,7 @@ fn plan_new(
         runs: args.runs.or(config.run.runs),
         golden_dir: args.golden.clone(),
         only,
+        judge,
     })
 }
 
@@ -220,11 +241,14 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     if let Err(e) = run::write_manifest(&run_dir, &manifest) {
         return fail(e);
     }
-    let model_specs: Vec<ModelSpec> = manifest.models.clone();
-    let models = match run::model_runtimes(&model_specs, &manifest.golden_dir) {
+    // The judge is built with the models, so a judge on a tested model's endpoint shares its limit.
+    let mut model_specs: Vec<ModelSpec> = manifest.models.clone();
+    model_specs.extend(manifest.judge.clone());
+    let mut models = match run::model_runtimes(&model_specs, &manifest.golden_dir) {
         Ok(m) => m,
         Err(e) => return fail(e),
     };
+    let judge = manifest.judge.as_ref().and_then(|_| models.pop());
     let mut runtimes = Vec::new();
     for spec in &specs {
         match run::spec_runtime(spec.clone(), manifest.runs) {
@@ -239,7 +263,15 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         progress: !args.no_progress,
     };
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
-    let outcome = match run::execute(&manifest, &models, &runtimes, &journal_path, &settings).await
+    let outcome = match run::execute(
+        &manifest,
+        &models,
+        judge.as_ref(),
+        &runtimes,
+        &journal_path,
+        &settings,
+    )
+    .await
     {
         Ok(o) => o,
         Err(e) => return fail(e),

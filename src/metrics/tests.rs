@@ -36,6 +36,7 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         error: None,
         cached: false,
         retries: Vec::new(),
+        judge_attempts: 0,
     }
 }
 
@@ -46,6 +47,7 @@ pub(crate) fn rule(verdict: Verdict) -> RuleOutcome {
         answer: None,
         report_only: false,
         verdict,
+        judge: None,
     }
 }
 

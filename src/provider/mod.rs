@@ -237,6 +237,8 @@ pub struct RequestKey<'a> {
     pub instance: u64,
     /// Sample index.
     pub sample: u32,
+    /// For a judge's request: the judged rule's name and the judge sample.
+    pub judge: Option<(&'a str, u32)>,
 }
 
 impl Provider {

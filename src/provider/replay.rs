@@ -49,6 +49,9 @@ impl ReplayProvider {
                     key.spec, key.instance, key.sample, self.model
                 ))
             })?;
+        if let Some((rule, k)) = key.judge {
+            return Self::judge_response(line, rule, k);
+        }
         match &line.response {
             Some(text) => Ok(Completion {
                 text: text.clone(),
@@ -62,6 +65,44 @@ impl ReplayProvider {
             None => Err(ProviderError::NotRecorded(format!(
                 "the recorded run failed here: {}",
                 line.error.as_deref().unwrap_or("unknown error")
+            ))),
+        }
+    }
+
+    /// The judge that graded rule `rule` of `key`'s recorded answer.
+    pub fn recorded_judge(&self, key: RequestKey<'_>, rule: &str) -> Option<String> {
+        let loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        let line = loaded.get(key.spec)?.get(&(key.instance, key.sample))?;
+        line.judge.get(rule).map(|j| j.judge.clone())
+    }
+
+    fn judge_response(
+        line: &TranscriptLine,
+        rule: &str,
+        k: u32,
+    ) -> Result<Completion, ProviderError> {
+        let recorded = line.judge.get(rule).ok_or_else(|| {
+            ProviderError::NotRecorded(format!(
+                "{} has no recorded judgement of rule `{rule}`",
+                line.id
+            ))
+        })?;
+        match recorded.responses.get(k as usize) {
+            Some(Some(text)) => Ok(Completion {
+                text: text.clone(),
+                usage: Usage::default(),
+                finish_reason: None,
+                shared: None,
+            }),
+            Some(None) => Err(ProviderError::NotRecorded(format!(
+                "the recorded judge request of {} failed here",
+                line.id
+            ))),
+            None => Err(ProviderError::NotRecorded(format!(
+                "{} has {} recorded judge samples of rule `{rule}`, not {}",
+                line.id,
+                recorded.responses.len(),
+                k + 1
             ))),
         }
     }

@@ -2,13 +2,14 @@
 //! records, then one per `group_by` group (the `group` column says
 //! `var=value`), RFC 4180 quoting and CRLF line ends. Fractions stay fractions
 //! (accuracy 0..1) so spreadsheets can format them; empty means unknown.
+//! The last column names each judge rule's judge and rubric hash.
 
 use super::View;
 use super::text::num;
 
 use crate::metrics::Metrics;
 
-const HEADER: [&str; 20] = [
+const HEADER: [&str; 21] = [
     "model",
     "spec",
     "title",
@@ -29,6 +30,7 @@ const HEADER: [&str; 20] = [
     "model_category_mean",
     "failures",
     "group",
+    "judges",
 ];
 
 /// A field quoted when it holds a comma, quote, CR or LF; quotes doubled.
@@ -70,6 +72,17 @@ fn push_row(out: &mut String, m: &str, s: &super::SpecInfo, c: &Metrics, mean: &
         .iter()
         .map(|(k, f)| format!("{k}={}", f.count))
         .collect();
+    // `rule:judge@rubric=judged/errors`: who judged, under which rubric, with what yield.
+    let judges: Vec<String> = c
+        .judges
+        .iter()
+        .map(|j| {
+            format!(
+                "{}:{}@{}={}/{}",
+                j.rule, j.judge, j.rubric, j.judged, j.errors
+            )
+        })
+        .collect();
     let row = [
         m.to_owned(),
         s.id.clone(),
@@ -91,6 +104,7 @@ fn push_row(out: &mut String, m: &str, s: &super::SpecInfo, c: &Metrics, mean: &
         mean.to_owned(),
         failures.join(";"),
         group.to_owned(),
+        judges.join(";"),
     ];
     let fields: Vec<String> = row.iter().map(|f| field(f)).collect();
     out.push_str(&fields.join(","));

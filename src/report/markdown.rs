@@ -28,6 +28,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
     groups(&mut s, v);
     comparisons(&mut s, v);
+    s.push_str(&super::judges::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);

@@ -8,6 +8,7 @@
 pub mod comparison;
 mod csv;
 mod json;
+mod judges;
 mod junit;
 mod markdown;
 pub mod model_tag;

@@ -52,6 +52,7 @@ pub(crate) fn render(v: &View) -> String {
             out += &groups_table(v, &spec.title, &spec.id, var);
         }
     }
+    out += &super::judges::terminal(v);
     for c in super::comparison::build(v) {
         out += &comparison_table(&c, v.ctx.color);
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {

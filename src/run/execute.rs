@@ -103,13 +103,13 @@ fn structured_ok(spec: &SpecRuntime, text: &str) -> bool {
     }
 }
 
-struct Asked {
-    result: Result<Completion, ProviderError>,
-    attempts: u32,
-    latency: Duration,
-    cached: bool,
+pub(crate) struct Asked {
+    pub result: Result<Completion, ProviderError>,
+    pub attempts: u32,
+    pub latency: Duration,
+    pub cached: bool,
     /// Why earlier attempts were not accepted, in order.
-    retries: Vec<String>,
+    pub retries: Vec<String>,
 }
 
 /// Sends with retries on retryable errors, logging each failed attempt into `retries`.
@@ -233,14 +233,20 @@ async fn ask_batch(
         .collect()
 }
 
-async fn ask(
+/// Asks `model` once, from the cache when possible, re-asking (up to `max_asks`
+/// in all, varying the seed) while `accept` rejects the answer; the last answer
+/// is kept either way and cached. Used for models under test and for judges.
+pub(crate) async fn ask_checked(
     model: &ModelRuntime,
-    spec: &SpecRuntime,
     request: &ChatRequest,
     key: RequestKey<'_>,
     cache: Option<&Cache>,
+    max_asks: u32,
+    accept: impl Fn(&str) -> Result<(), String>,
 ) -> Asked {
-    let cache_key = cache.map(|_| cache_key(&model.spec, &model.base_url, request, key.sample));
+    // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
+    let sample = key.judge.map_or(key.sample, |(_, k)| k);
+    let cache_key = cache.map(|_| cache_key(&model.spec, &model.base_url, request, sample));
     if let (Some(cache), Some(k)) = (cache, &cache_key)
         && let Ok(Some(hit)) = cache.get(k)
     {
@@ -264,14 +270,13 @@ async fn ask(
         }
         let (result, attempts, latency) =
             send_logged(model, &this_request, key, &mut retries).await;
-        let retry = matches!(&result, Ok(c) if !structured_ok(spec, &c.text))
-            && asks < spec.max_asks
-            && model.provider.is_remote();
         total_attempts += attempts;
-        if retry {
-            retries.push(format!(
-                "ask {asks}: the answer is not valid structured JSON; asking again"
-            ));
+        let rejected = match &result {
+            Ok(c) if asks < max_asks && model.provider.is_remote() => accept(&c.text).err(),
+            _ => None,
+        };
+        if let Some(why) = rejected {
+            retries.push(format!("ask {asks}: {why}; asking again"));
         } else {
             if let (Some(cache), Some(k), Ok(c)) = (cache, &cache_key, &result)
                 && model.provider.is_remote()
@@ -289,9 +294,27 @@ async fn ask(
     }
 }
 
+async fn ask(
+    model: &ModelRuntime,
+    spec: &SpecRuntime,
+    request: &ChatRequest,
+    key: RequestKey<'_>,
+    cache: Option<&Cache>,
+) -> Asked {
+    ask_checked(model, request, key, cache, spec.max_asks, |text| {
+        if structured_ok(spec, text) {
+            Ok(())
+        } else {
+            Err("the answer is not valid structured JSON".into())
+        }
+    })
+    .await
+}
+
 /// Runs one instance's `samples` to one record each; never fails (errors become records).
 pub async fn run_task(
     model: &ModelRuntime,
+    judge: Option<&ModelRuntime>,
     spec: &SpecRuntime,
     instance: u64,
     samples: &[u32],
@@ -322,6 +345,7 @@ pub async fn run_task(
         error: None,
         cached: false,
         retries: Vec::new(),
+        judge_attempts: 0,
     };
     let inst = match s.instance(instance) {
         Ok(i) => i,
@@ -354,6 +378,7 @@ pub async fn run_task(
                 spec: &s.id,
                 instance,
                 sample: *sample,
+                judge: None,
             };
             all.push(ask(model, spec, request, key, cache).await);
         }
@@ -365,20 +390,29 @@ pub async fn run_task(
         record.expected = s.rules.expected(&inst.vars);
         record.messages = inst.messages.clone();
         record.vars = inst.vars.clone();
-        finish(model, s, &inst.vars, asked, &mut record).await;
+        let key = RequestKey {
+            spec: &s.id,
+            instance,
+            sample,
+            judge: None,
+        };
+        finish(model, judge, s, key, asked, cache, &mut record).await;
         records.push(record);
     }
     records
 }
 
-/// Fills `record` from the answer: verdict, tokens, timing.
+/// Fills `record` from the answer: the judge's verdicts, the verdict, tokens, timing.
 async fn finish(
     model: &ModelRuntime,
+    judge: Option<&ModelRuntime>,
     s: &Arc<Spec>,
-    vars: &serde_json::Map<String, serde_json::Value>,
+    key: RequestKey<'_>,
     asked: Asked,
+    cache: Option<&Cache>,
     record: &mut Record,
 ) {
+    let vars = &record.vars;
     record.attempts = if model.provider.is_remote() {
         asked.attempts
     } else {
@@ -389,15 +423,37 @@ async fn finish(
     record.latency_ms = asked.latency.as_millis() as u64;
     match asked.result {
         Ok(completion) => {
+            // A replayed model's recorded judgements replay too, unless a judge is named.
+            let judge = judge.or((!model.provider.is_remote()).then_some(model));
+            let judged = match judge {
+                Some(judge) if s.rules.needs_judge() => {
+                    let j = super::judge::judge_response(
+                        judge,
+                        s,
+                        &record.messages,
+                        &completion.text,
+                        vars,
+                        key,
+                        cache,
+                    )
+                    .await;
+                    record.retries.extend(j.retries);
+                    record.judge_attempts = j.attempts;
+                    j.judged
+                }
+                _ => Default::default(),
+            };
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
-                match tokio::task::spawn_blocking(move || spec.verify(&text, &vars)).await {
+                match tokio::task::spawn_blocking(move || spec.verify_judged(&text, &vars, &judged))
+                    .await
+                {
                     Ok(verdict) => verdict,
                     Err(e) => std::panic::resume_unwind(e.into_panic()),
                 }
             } else {
-                s.verify(&completion.text, vars)
+                s.verify_judged(&completion.text, vars, &judged)
             };
             record.tokens_in = completion.usage.tokens_in;
             record.tokens_out = completion.usage.tokens_out;

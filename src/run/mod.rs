@@ -9,6 +9,7 @@
 pub mod cache;
 mod execute;
 pub mod journal;
+mod judge;
 mod limits;
 mod progress;
 pub mod record;
@@ -51,6 +52,9 @@ pub struct Manifest {
     /// Per model, the spec ids it runs (absent: every spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub only: Option<BTreeMap<String, Vec<String>>>,
+    /// The judge model of `judge` rules, when one is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<ModelSpec>,
 }
 
 impl Manifest {
@@ -263,6 +267,7 @@ struct TaskQueue {
 pub async fn execute(
     manifest: &Manifest,
     models: &[Arc<ModelRuntime>],
+    judge: Option<&Arc<ModelRuntime>>,
     specs: &[Arc<SpecRuntime>],
     journal_path: &Path,
     settings: &RunSettings,
@@ -322,8 +327,9 @@ pub async fn execute(
     let mut workers = tokio::task::JoinSet::new();
     for (mi, model) in models.iter().enumerate() {
         for _ in 0..model.spec.concurrency.max(1) {
-            let (model, queue, specs, tx, stop, cache) = (
+            let (model, judge, queue, specs, tx, stop, cache) = (
                 model.clone(),
+                judge.cloned(),
                 queues[mi].clone(),
                 specs.to_vec(),
                 tx.clone(),
@@ -344,9 +350,15 @@ pub async fn execute(
                     let Some((si, instance, samples)) = next else {
                         return;
                     };
-                    let records =
-                        execute::run_task(&model, &specs[si], instance, &samples, cache.as_deref())
-                            .await;
+                    let records = execute::run_task(
+                        &model,
+                        judge.as_deref(),
+                        &specs[si],
+                        instance,
+                        &samples,
+                        cache.as_deref(),
+                    )
+                    .await;
                     for record in records {
                         if tx.send((mi, record)).await.is_err() {
                             return;
@@ -367,7 +379,7 @@ pub async fn execute(
                 journal.append(&record)?;
                 outcome.written += 1;
                 outcome.cached += u64::from(record.cached);
-                outcome.attempts += u64::from(record.attempts);
+                outcome.attempts += u64::from(record.attempts) + u64::from(record.judge_attempts);
                 progress.record(mi, record.passed);
             }
             _ = &mut interrupt, if !outcome.interrupted => {

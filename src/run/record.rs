@@ -76,6 +76,13 @@ pub struct Record {
     /// Why earlier attempts were retried or re-asked, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retries: Vec<String>,
+    /// HTTP attempts the judge made for this answer (0 when cached or unjudged).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judge_attempts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Record {
@@ -122,5 +129,6 @@ pub fn failure_label(kind: FailureKind) -> &'static str {
         FailureKind::Timeout => "timeout",
         FailureKind::ResourceLimit => "resource_limit",
         FailureKind::SandboxError => "sandbox_error",
+        FailureKind::JudgeError => "judge_error",
     }
 }

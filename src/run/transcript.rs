@@ -1,6 +1,7 @@
 //! Golden transcripts: `golden/<spec>/<model>.jsonl`, one line per instance
 //! and sample with the response, extracted answer, verdict and score.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,20 @@ pub struct TranscriptLine {
     /// The request error, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Judge rules' recorded judgements by rule name: replay answers the judge with them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub judge: BTreeMap<String, JudgeTranscript>,
+}
+
+/// What a judge said about one answer, as much as replay needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeTranscript {
+    /// The judge model's display name.
+    pub judge: String,
+    /// The rubric hash.
+    pub rubric: String,
+    /// Each judge sample's raw response (`null` when its request failed).
+    pub responses: Vec<Option<String>>,
 }
 
 impl TranscriptLine {
@@ -58,6 +73,21 @@ impl TranscriptLine {
             tokens_in: r.tokens_in,
             tokens_out: r.tokens_out,
             error: r.error.clone(),
+            judge: r
+                .rules
+                .iter()
+                .filter_map(|rule| {
+                    let j = rule.judge.as_ref()?;
+                    Some((
+                        rule.name.clone(),
+                        JudgeTranscript {
+                            judge: j.judge.clone(),
+                            rubric: j.rubric.clone(),
+                            responses: j.responses.clone(),
+                        },
+                    ))
+                })
+                .collect(),
         }
     }
 }
@@ -214,6 +244,7 @@ mod tests {
             tokens_in: None,
             tokens_out: None,
             error: None,
+            judge: BTreeMap::new(),
         }
     }
 

@@ -199,6 +199,16 @@ impl Spec {
         self.rules.verify(response, vars)
     }
 
+    /// Verifies `response` with judge rules' verdicts already obtained.
+    pub fn verify_judged(
+        &self,
+        response: &str,
+        vars: &Map<String, Value>,
+        judged: &crate::verify::Judged,
+    ) -> InstanceVerdict {
+        self.rules.verify_judged(response, vars, judged)
+    }
+
     fn template_diagnostic(&self, e: &TemplateError, index: Option<u64>) -> Diagnostic {
         template_diagnostic(&self.map, e, index)
     }

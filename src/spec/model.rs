@@ -321,7 +321,7 @@ pub struct RuleDef {
     pub report_only: Option<bool>,
     /// How the answer is taken from the response.
     pub extract: Option<ExtractDef>,
-    /// The instance variable holding the expected value (dotted path).
+    /// The instance variable holding the expected value (dotted path); the judge's reference answer.
     pub expected: Option<String>,
     /// A literal expected value, instead of `expected`.
     pub value: Option<Value>,
@@ -349,7 +349,7 @@ pub struct RuleDef {
     pub fields: Option<BTreeMap<String, String>>,
     /// `chrf` (default) or `levenshtein` (similarity).
     pub metric: Option<String>,
-    /// Minimum score to pass (similarity, script).
+    /// Minimum score to pass (similarity, script, judge; default 0.5).
     pub threshold: Option<f64>,
     /// Rhai expression returning a bool, a score or `#{passed, score, detail}` (script).
     pub script: Option<String>,
@@ -359,7 +359,8 @@ pub struct RuleDef {
     pub test_template: Option<String>,
     /// Instance variable with code put before the answer: the task's imports and helpers (code).
     pub prelude: Option<String>,
-    /// The solution's language: fence to extract and runtime (code; default python).
+    /// The solution's language: fence to extract and runtime (code; default python);
+    /// the built-in judge prompt's language, `ru` or `en` (judge; default ru).
     pub language: Option<String>,
     /// `all` (default: every test must pass) or `fraction` of tests passed (code).
     pub score: Option<String>,
@@ -373,6 +374,21 @@ pub struct RuleDef {
     pub runner: Option<String>,
     /// File name the solution is written to (code; default `solution.py`).
     pub solution_file: Option<String>,
+    /// The rubric's levels (judge).
+    pub rubric: Option<Vec<crate::judge::Level>>,
+    /// A rubric file of `[[level]]` tables, relative to the spec (judge).
+    pub rubric_file: Option<String>,
+    /// The judge's prompt, a minijinja template over `task`, `reference`, `answer`, `levels`,
+    /// `min_level`, `max_level` and `vars` (judge; default: a built-in prompt in `language`).
+    pub template: Option<String>,
+    /// Judge samples per answer; the median level counts and the spread is reported (judge; default 1).
+    pub samples: Option<u32>,
+    /// The judge's temperature (judge; default 0, or 0.7 with several samples).
+    pub temperature: Option<f64>,
+    /// The judge's generation limit (judge; default 512).
+    pub max_tokens: Option<u32>,
+    /// Asks per judge sample when its answer does not parse (judge; default 3).
+    pub attempts: Option<u32>,
 }
 
 /// One entity group of a `set_equal` rule.
@@ -424,4 +440,7 @@ pub struct Example {
     pub score: Option<f64>,
     /// Text the failure detail must contain.
     pub detail: Option<String>,
+    /// Fixed judge responses, one per judge sample, for specs with a `judge` rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge: Vec<String>,
 }

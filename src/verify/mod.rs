@@ -10,6 +10,7 @@ mod contains;
 mod exact;
 mod expected;
 mod json_field;
+mod judge;
 mod numeric;
 mod regex;
 mod script;
@@ -28,6 +29,9 @@ use crate::spec::locate::SourceMap;
 use crate::spec::model::RuleDef;
 
 pub use expected::lookup;
+pub use judge::JudgeRule;
+
+use crate::judge::JudgeOutcome;
 
 /// Why an answer failed, for reports that group failures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +55,8 @@ pub enum FailureKind {
     ResourceLimit,
     /// The sandbox could not run the program.
     SandboxError,
+    /// The judge model gave no usable level (request failed, bad JSON, level out of range).
+    JudgeError,
 }
 
 /// One rule's judgement.
@@ -111,6 +117,10 @@ pub trait Rule: Send + Sync {
     fn needs_sandbox(&self) -> bool {
         false
     }
+    /// The rule as a judge rule, when an LLM judges it.
+    fn judge(&self) -> Option<&JudgeRule> {
+        None
+    }
 }
 
 /// What a rule builder may look at.
@@ -141,6 +151,20 @@ impl BuildContext<'_> {
             format!("rule `{rule}` needs `{key}`"),
         )
         .with_help(format!("add, for example: {key} = {example}"))
+    }
+
+    /// The rule's `threshold` (or `default`), which must lie within 0..1.
+    pub fn threshold(&self, def: &RuleDef, default: f64) -> Result<f64, Diagnostic> {
+        let threshold = def.threshold.unwrap_or(default);
+        if (0.0..=1.0).contains(&threshold) {
+            Ok(threshold)
+        } else {
+            Err(self.error(
+                ErrorKind::Invalid,
+                "threshold",
+                "threshold must be within 0..1",
+            ))
+        }
     }
 
     /// The location of a position inside the string value of `key`.
@@ -241,6 +265,24 @@ const RULES: &[RuleKind] = &[
         build: code::build,
     },
     RuleKind {
+        name: "judge",
+        keys: &[
+            "rubric",
+            "rubric_file",
+            "template",
+            "language",
+            "expected",
+            "value",
+            "threshold",
+            "samples",
+            "temperature",
+            "max_tokens",
+            "attempts",
+        ],
+        default_extract: ExtractKind::Text,
+        build: judge::build,
+    },
+    RuleKind {
         name: "script",
         keys: &["script", "threshold"],
         default_extract: ExtractKind::Text,
@@ -281,6 +323,9 @@ pub struct RuleOutcome {
     /// The judgement.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// For judge rules: levels, reasoning and who judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeOutcome>,
 }
 
 /// The judgement of one response to one instance.
@@ -305,6 +350,9 @@ impl InstanceVerdict {
             .join("; ")
     }
 }
+
+/// Judge rules' verdicts and outcomes by rule index, filled in by whoever asked the judge.
+pub type Judged = std::collections::BTreeMap<usize, (Verdict, JudgeOutcome)>;
 
 /// The rules of a spec.
 pub struct RuleSet {
@@ -348,13 +396,50 @@ impl RuleSet {
         &self.rules
     }
 
+    /// Whether any rule is graded by an LLM judge.
+    pub fn needs_judge(&self) -> bool {
+        self.rules.iter().any(|r| r.rule.judge().is_some())
+    }
+
+    /// The judge rules with the answer each extracts from `response`:
+    /// `(rule index, rule name, rule, answer)`; rules that extract nothing are left out.
+    pub fn judge_tasks<'a>(
+        &'a self,
+        response: &str,
+    ) -> Vec<(usize, &'a str, &'a JudgeRule, String)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let judge = r.rule.judge()?;
+                Some((i, r.name.as_str(), judge, r.extractor.apply(response)?))
+            })
+            .collect()
+    }
+
     /// Judges `response` for an instance with `vars`.
     pub fn verify(&self, response: &str, vars: &Map<String, Value>) -> InstanceVerdict {
+        self.verify_judged(response, vars, &Judged::new())
+    }
+
+    /// Judges `response`, taking judge rules' verdicts from `judged` (by rule index).
+    pub fn verify_judged(
+        &self,
+        response: &str,
+        vars: &Map<String, Value>,
+        judged: &Judged,
+    ) -> InstanceVerdict {
         let mut outcomes = Vec::with_capacity(self.rules.len());
         let (mut weighted, mut total_weight, mut gates_hold) = (0.0, 0.0, true);
-        for rule in &self.rules {
+        for (index, rule) in self.rules.iter().enumerate() {
             let answer = rule.extractor.apply(response);
+            let mut judge = None;
             let verdict = match &answer {
+                Some(_) if judged.contains_key(&index) => {
+                    let (verdict, outcome) = judged[&index].clone();
+                    judge = Some(outcome);
+                    verdict
+                }
                 Some(answer) => rule.rule.verify(answer, response, vars),
                 None => Verdict::failed(
                     FailureKind::NoAnswer,
@@ -377,6 +462,7 @@ impl RuleSet {
                 answer,
                 report_only: rule.report_only,
                 verdict,
+                judge,
             });
         }
         InstanceVerdict {

@@ -43,14 +43,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
             e.message,
         )
     })?;
-    let threshold = def.threshold.unwrap_or(1.0);
-    if !(0.0..=1.0).contains(&threshold) {
-        return Err(cx.error(
-            ErrorKind::Invalid,
-            "threshold",
-            "threshold must be within 0..1",
-        ));
-    }
+    let threshold = cx.threshold(def, 1.0)?;
     Ok(Box::new(ScriptRule {
         engine,
         ast,

@@ -38,14 +38,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
                 .with_help("metric is `chrf` or `levenshtein`"));
         }
     };
-    let threshold = def.threshold.unwrap_or(0.5);
-    if !(0.0..=1.0).contains(&threshold) {
-        return Err(cx.error(
-            ErrorKind::Invalid,
-            "threshold",
-            "threshold must be within 0..1",
-        ));
-    }
+    let threshold = cx.threshold(def, 0.5)?;
     Ok(Box::new(Similarity {
         expected: Expected::from_def(def, cx)?,
         metric,

@@ -1,0 +1,206 @@
+//! Rubrics: levels with a name and criteria, and the seed's normalization
+//! `score = (level - min_level) / (max_level - min_level)`.
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// One level of a rubric.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Level {
+    /// The level's number (any integers; the lowest scores 0, the highest 1).
+    pub level: i64,
+    /// A short name: `Отлично`, `Good`.
+    pub name: String,
+    /// What an answer at this level looks like.
+    pub criteria: String,
+}
+
+/// A validated rubric: at least two distinct levels, sorted from highest to lowest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rubric {
+    levels: Vec<Level>,
+}
+
+/// A rubric file: `[[level]]` tables.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RubricFile {
+    level: Vec<Level>,
+}
+
+impl Rubric {
+    /// Checks the levels: two or more, no number repeated, no empty name.
+    pub fn new(mut levels: Vec<Level>) -> Result<Rubric, String> {
+        if levels.len() < 2 {
+            return Err(format!(
+                "a rubric needs at least two levels, this one has {}",
+                levels.len()
+            ));
+        }
+        levels.sort_by_key(|l| std::cmp::Reverse(l.level));
+        if let Some(w) = levels.windows(2).find(|w| w[0].level == w[1].level) {
+            return Err(format!("level {} appears twice", w[0].level));
+        }
+        if let Some(l) = levels.iter().find(|l| l.name.trim().is_empty()) {
+            return Err(format!("level {} has no name", l.level));
+        }
+        Ok(Rubric { levels })
+    }
+
+    /// Reads a rubric file of `[[level]]` tables.
+    pub fn read(path: &Path) -> Result<Rubric, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read rubric file {}: {e}", path.display()))?;
+        let file: RubricFile = toml::from_str(&text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|s| {
+                    let (line, col) = line_col(&text, s.start);
+                    format!(":{line}:{col}")
+                })
+                .unwrap_or_default();
+            format!("{}{at}: {}", path.display(), e.message())
+        })?;
+        Rubric::new(file.level).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Levels from highest to lowest.
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// The lowest level's number.
+    pub fn min(&self) -> i64 {
+        self.levels.last().expect("two or more levels").level
+    }
+
+    /// The highest level's number.
+    pub fn max(&self) -> i64 {
+        self.levels[0].level
+    }
+
+    /// The level with this number.
+    pub fn get(&self, level: i64) -> Option<&Level> {
+        self.levels.iter().find(|l| l.level == level)
+    }
+
+    /// `(level - min) / (max - min)`: the lowest level is 0, the highest 1.
+    /// Takes a fractional level too (the median of an even number of judge samples).
+    pub fn normalize(&self, level: f64) -> f64 {
+        let (min, max) = (self.min() as f64, self.max() as f64);
+        ((level - min) / (max - min)).clamp(0.0, 1.0)
+    }
+
+    /// The numbers of every level, highest first.
+    pub fn numbers(&self) -> Vec<i64> {
+        self.levels.iter().map(|l| l.level).collect()
+    }
+
+    /// A short digest of the levels and the judge prompt template: judgements under
+    /// different hashes are different measurements and reports keep them apart.
+    pub fn hash(&self, template: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(serde_json::to_vec(&self.levels).expect("levels serialize"));
+        h.update([0]);
+        h.update(template.as_bytes());
+        h.finalize()[..6]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// A rubric with levels `range`, named `L<n>`, for tests.
+#[cfg(test)]
+pub(crate) fn numbered(range: impl Iterator<Item = i64>) -> Rubric {
+    Rubric::new(
+        range
+            .map(|level| Level {
+                level,
+                name: format!("L{level}"),
+                criteria: String::new(),
+            })
+            .collect(),
+    )
+    .unwrap()
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use numbered as rubric;
+
+    #[test]
+    fn the_seed_table_normalizes_exactly() {
+        let r = rubric(1..=5);
+        let scores: Vec<f64> = (1..=5).rev().map(|l| r.normalize(l as f64)).collect();
+        assert_eq!(scores, [1.0, 0.75, 0.5, 0.25, 0.0]);
+    }
+
+    #[test]
+    fn other_ranges_normalize_from_their_own_bounds() {
+        let r = rubric(0..=3);
+        let scores: Vec<f64> = (0..=3).map(|l| r.normalize(l as f64)).collect();
+        assert_eq!(scores, [0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0]);
+        let r = rubric(1..=10);
+        assert_eq!(r.normalize(1.0), 0.0);
+        assert_eq!(r.normalize(10.0), 1.0);
+        assert!((r.normalize(7.0) - 6.0 / 9.0).abs() < 1e-15);
+        assert_eq!(r.normalize(5.5), 0.5);
+        // Gaps are allowed: only the bounds matter.
+        let r = Rubric::new(vec![
+            Level {
+                level: 0,
+                name: "no".into(),
+                criteria: String::new(),
+            },
+            Level {
+                level: 10,
+                name: "yes".into(),
+                criteria: String::new(),
+            },
+        ])
+        .unwrap();
+        assert_eq!(r.normalize(10.0), 1.0);
+        assert_eq!((r.min(), r.max()), (0, 10));
+    }
+
+    #[test]
+    fn bad_rubrics_are_refused() {
+        assert!(Rubric::new(vec![]).unwrap_err().contains("at least two"));
+        let twice = vec![
+            Level {
+                level: 1,
+                name: "a".into(),
+                criteria: String::new(),
+            },
+            Level {
+                level: 1,
+                name: "b".into(),
+                criteria: String::new(),
+            },
+        ];
+        assert!(Rubric::new(twice).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn the_hash_follows_levels_and_template() {
+        let r = rubric(1..=5);
+        assert_eq!(r.hash("t"), rubric(1..=5).hash("t"));
+        assert_ne!(r.hash("t"), r.hash("u"));
+        assert_ne!(r.hash("t"), rubric(1..=4).hash("t"));
+        assert_eq!(r.hash("t").len(), 12);
+    }
+}
