@@ -74,7 +74,13 @@ fn judged_run_scores_levels_reasks_and_records_judge_errors_then_reruns_from_cac
         "--runs",
         "4",
     ];
-    let (code, out) = ws.run(&[&args[..], &["--format", "csv"]].concat());
+    let (code, out) = ws.run(
+        &[
+            &args[..],
+            &["--format", "csv", "--format", "junit", "--format", "json"],
+        ]
+        .concat(),
+    );
     assert_eq!(code, 0, "{out}");
     let records = ws.last_journal();
     assert_eq!(records.len(), 4);
@@ -142,6 +148,15 @@ fn judged_run_scores_levels_reasks_and_records_judge_errors_then_reruns_from_cac
     let csv = std::fs::read_to_string(csv).unwrap();
     assert!(csv.contains(&format!("рубрика:j@{hash}=3/1")), "{csv}");
     assert!(out.contains("judge j on m / "), "{out}");
+    let xml = report
+        .iter()
+        .find(|p| p.extension().unwrap() == "xml")
+        .unwrap();
+    let xml = std::fs::read_to_string(xml).unwrap();
+    assert!(
+        xml.contains(&format!(r#"name="judge:рубрика" value="j rubric {hash}""#)),
+        "{xml}"
+    );
 
     // A rerun is a new run answered entirely from the cache: no request at all.
     let before = fake.count();

@@ -4,6 +4,7 @@
 //! sample, named by its test id. Failing answers get `<failure>`, request
 //! errors `<error>`. The classname is `<model>.<spec>` with the model's dots
 //! replaced by `_`, because Jenkins splits classnames into packages at dots.
+//! Judged suites list each judge rule's judge and rubric hash as properties.
 //! Times are seconds. Testcases are streamed, one record read at a time.
 
 use std::fmt::Write as _;
@@ -77,6 +78,19 @@ pub(crate) fn write(w: &mut impl Write, v: &View, source: &mut Source) -> io::Re
                 c.errors,
                 secs(c.time_ms),
             )?;
+            if !c.judges.is_empty() {
+                // Who judged, under which rubric: scores of different judges are different measurements.
+                writeln!(w, "    <properties>")?;
+                for j in &c.judges {
+                    writeln!(
+                        w,
+                        r#"      <property name="{}" value="{}"/>"#,
+                        escape(&format!("judge:{}", j.rule), true),
+                        escape(&format!("{} rubric {}", j.judge, j.rubric), true),
+                    )?;
+                }
+                writeln!(w, "    </properties>")?;
+            }
             let classname = escape(&format!("{}.{}", model.replace('.', "_"), spec.id), true);
             for i in source.cell_range(mi, &spec.id) {
                 testcase(w, &classname, &source.read(i)?)?;

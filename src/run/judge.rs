@@ -88,7 +88,10 @@ pub(crate) async fn judge_response(
                 rule.read(text).map(|_| ())
             })
             .await;
-            outcome.attempts += asked.attempts;
+            // Replayed answers cost no request.
+            if judge.provider.is_remote() {
+                outcome.attempts += asked.attempts;
+            }
             outcome.cached += u32::from(asked.cached);
             out.retries.extend(
                 asked
