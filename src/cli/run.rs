@@ -12,7 +12,7 @@ use crate::run::transcript::{
     TranscriptLine, compare_transcripts, read_transcript, recorded_models, render_transcript,
     transcript_path,
 };
-use crate::run::{self, Manifest, RunSettings};
+use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 
 /// Arguments of `harness run`.
@@ -220,11 +220,6 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     if let Err(e) = run::write_manifest(&run_dir, &manifest) {
         return fail(e);
     }
-    let model_specs: Vec<ModelSpec> = manifest.models.clone();
-    let models = match run::model_runtimes(&model_specs, &manifest.golden_dir) {
-        Ok(m) => m,
-        Err(e) => return fail(e),
-    };
     let mut runtimes = Vec::new();
     for spec in &specs {
         match run::spec_runtime(spec.clone(), manifest.runs) {
@@ -239,9 +234,17 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         progress: !args.no_progress,
     };
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
-    let outcome = match run::execute(&manifest, &models, &runtimes, &journal_path, &settings).await
-    {
+    let outcome = match run::execute_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
+        Err(e @ (RunError::ServerStart(_) | RunError::ServerDied(_))) => {
+            eprintln!("error: {e}");
+            eprintln!(
+                "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
+                journal_path.display(),
+                manifest.run_id
+            );
+            return 3;
+        }
         Err(e) => return fail(e),
     };
     let transcripts = match run::transcripts(&journal_path) {

@@ -1,0 +1,83 @@
+//! A whole plan: models with fixed endpoints run together, then each managed
+//! model (`llamacpp`, `vllm`) with its own server, one after another, so only
+//! one set of weights is in memory at a time.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{
+    Manifest, RunError, RunOutcome, RunSettings, SpecRuntime, execute, managed_runtime,
+    model_runtimes, pending_samples,
+};
+use crate::provider::managed::ManagedServer;
+
+impl RunOutcome {
+    fn add(&mut self, other: RunOutcome) {
+        self.written += other.written;
+        self.cached += other.cached;
+        self.attempts += other.attempts;
+        self.interrupted |= other.interrupted;
+    }
+}
+
+/// Runs every model of the plan. A managed model's server is started (its
+/// output appended to `<run_dir>/server.log`) only when the journal lacks some
+/// of its answers, serves all its specs, and is stopped when its part ends,
+/// fails or is interrupted.
+pub async fn execute_plan(
+    manifest: &Manifest,
+    specs: &[Arc<SpecRuntime>],
+    run_dir: &Path,
+    settings: &RunSettings,
+) -> Result<RunOutcome, RunError> {
+    let journal_path = run_dir.join("journal.jsonl");
+    let (managed, fixed): (Vec<_>, Vec<_>) = manifest
+        .models
+        .iter()
+        .cloned()
+        .partition(|m| m.provider.is_managed());
+    let mut outcome = RunOutcome::default();
+    if !fixed.is_empty() {
+        let models = model_runtimes(&fixed, &manifest.golden_dir)?;
+        outcome.add(execute(manifest, &models, specs, &journal_path, settings).await?);
+    }
+    let log = run_dir.join("server.log");
+    for model in &managed {
+        if outcome.interrupted {
+            break;
+        }
+        if pending_samples(manifest, &model.name, specs, &journal_path)? == 0 {
+            continue;
+        }
+        eprintln!(
+            "model {}: starting its {} server (log: {})",
+            model.name,
+            model.provider.prefix(),
+            log.display()
+        );
+        let started = Instant::now();
+        let server = tokio::select! {
+            server = ManagedServer::start(model, &log) => server?,
+            // Dropping the start stops the half-started server.
+            _ = tokio::signal::ctrl_c() => {
+                outcome.interrupted = true;
+                break;
+            }
+        };
+        eprintln!(
+            "model {}: ready at {} after {:.1} s (pid {})",
+            model.name,
+            server.base_url(),
+            started.elapsed().as_secs_f64(),
+            server.pid()
+        );
+        let result = match managed_runtime(model, &server, &manifest.golden_dir) {
+            Ok(runtime) => execute(manifest, &[runtime], specs, &journal_path, settings).await,
+            Err(e) => Err(e),
+        };
+        server.stop();
+        outcome.add(result?);
+    }
+    Ok(outcome)
+}
