@@ -236,7 +236,11 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
     let outcome = match run::execute_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
-        Err(e @ (RunError::ServerStart(_) | RunError::ServerDied(_))) => {
+        Err(e @ RunError::ServerStart(_)) => {
+            eprintln!("error: {e}");
+            return 3;
+        }
+        Err(e @ RunError::ServerDied(_)) => {
             eprintln!("error: {e}");
             eprintln!(
                 "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",

@@ -79,16 +79,21 @@ impl ServerOptions {
 
     /// Makes relative paths absolute against `base` (the config file's directory);
     /// a bare `binary` name (`llama-server`) stays for the OS to find on PATH.
+    /// Absolute, so a resume from another directory finds the same files.
     pub fn resolve_paths(&mut self, base: &Path) {
+        let absolute = |p: &mut PathBuf| {
+            let joined = base.join(&*p);
+            *p = std::path::absolute(&joined).unwrap_or(joined);
+        };
         if let Some(p) = self.chat_template.as_mut().filter(|p| p.is_relative()) {
-            *p = base.join(&*p);
+            absolute(p);
         }
         if let Some(p) = self
             .binary
             .as_mut()
             .filter(|p| p.is_relative() && p.components().count() > 1)
         {
-            *p = base.join(&*p);
+            absolute(p);
         }
     }
 }
