@@ -171,10 +171,16 @@ fn a_run_starts_uses_and_stops_the_server_and_a_rerun_hits_the_cache() {
     )));
     eprintln!("start + 3 requests + stop: {elapsed:.1?}");
 
-    // Another run on another port: the cache identity is the model file, not the URL.
+    // The cache identity is the model file, not the URL with its random port:
+    // a rerun finds every answer cached and starts no server at all.
     let (code, out) = common::run(&mut cmd(&ws, &bin, &["specs", "-m", "smol", "--runs", "3"]));
     assert!(code == 0 || code == 1, "{out}");
     assert!(out.contains("3 from cache, 0 HTTP attempts"), "{out}");
+    assert!(!out.contains("starting its llamacpp server"), "{out}");
+    // One more instance: the server starts again, on another port, and the three cached stay cached.
+    let (code, out) = common::run(&mut cmd(&ws, &bin, &["specs", "-m", "smol", "--runs", "4"]));
+    assert!(code == 0 || code == 1, "{out}");
+    assert!(out.contains("3 from cache, 1 HTTP attempts"), "{out}");
     assert!(guard.survivors().is_empty());
 }
 

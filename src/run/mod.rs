@@ -218,13 +218,7 @@ pub fn model_runtimes(
             ProviderKind::Ollama => Provider::Ollama(OllamaClient::new(&resolved, http, m.stream)),
             ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
         };
-        // A managed server's port changes with every start: its cache identity is
-        // the model file or id instead, so a rerun finds its answers.
-        let identity = if m.provider.is_managed() {
-            format!("{}:{}", m.provider.prefix(), m.model)
-        } else {
-            base_url
-        };
+        let identity = cache_identity(m, &base_url);
         let semaphore = semaphores
             .entry(identity.clone())
             .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
@@ -335,21 +329,66 @@ fn model_queue(
     (items, total, pending)
 }
 
-/// How many of `model`'s samples the journal at `journal_path` still lacks
-/// (a managed server is started only when there is something to ask).
-pub fn pending_samples(
+/// What a managed model still needs before its server is worth starting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pending {
+    /// The journal has every answer.
+    Nothing,
+    /// Every missing answer is in the response cache.
+    Cached,
+    /// Some answers must be asked.
+    Requests,
+}
+
+/// What `model`'s part of the plan still needs: the journal at `journal_path`
+/// is read for finished samples and, with `cache`, the cache for the rest
+/// (a request is cached under the same key [`execute`] would look up).
+pub fn pending(
     manifest: &Manifest,
-    model: &str,
+    model: &ModelSpec,
     specs: &[Arc<SpecRuntime>],
     journal_path: &Path,
-) -> Result<u64, RunError> {
+    cache: Option<&Path>,
+) -> Result<Pending, RunError> {
     let mut done: HashSet<TaskKey> = HashSet::new();
     if journal_path.exists() {
         journal::for_each_record(journal_path, |r| {
             done.insert(r.key());
         })?;
     }
-    Ok(model_queue(manifest, model, 1, specs, &done).2)
+    let items = model_queue(manifest, &model.name, 1, specs, &done).0;
+    if items.is_empty() {
+        return Ok(Pending::Nothing);
+    }
+    let Some(cache) = cache else {
+        return Ok(Pending::Requests);
+    };
+    let cache = cache::Cache::open(cache)?;
+    let identity = cache_identity(model, "");
+    for (si, instance, samples) in items {
+        let Ok(inst) = specs[si].spec.instance(instance) else {
+            return Ok(Pending::Requests);
+        };
+        let base = build_request(&specs[si], model, inst.messages);
+        for sample in samples {
+            let request = execute::sample_request(&base, sample);
+            let key = cache::cache_key(model, &identity, &request, sample);
+            if cache.get(&key)?.is_none() {
+                return Ok(Pending::Requests);
+            }
+        }
+    }
+    Ok(Pending::Cached)
+}
+
+/// What stands for the endpoint in cache keys: the base URL, except for a
+/// managed server, whose port changes with every start: its model file or id.
+fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
+    if model.provider.is_managed() {
+        format!("{}:{}", model.provider.prefix(), model.model)
+    } else {
+        base_url.to_owned()
+    }
 }
 
 /// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.

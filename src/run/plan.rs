@@ -7,9 +7,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    Manifest, RunError, RunOutcome, RunSettings, SpecRuntime, execute, managed_runtime,
-    model_runtimes, pending_samples,
+    Manifest, Pending, RunError, RunOutcome, RunSettings, SpecRuntime, execute, managed_runtime,
+    model_runtimes, pending,
 };
+
+/// The URL of a managed model answered wholly from the cache: port 9 (discard),
+/// which nothing on loopback serves, so a request would fail loudly, not hang.
+const NO_SERVER: &str = "http://127.0.0.1:9/v1";
 use crate::provider::managed::ManagedServer;
 
 impl RunOutcome {
@@ -22,9 +26,9 @@ impl RunOutcome {
 }
 
 /// Runs every model of the plan. A managed model's server is started (its
-/// output appended to `<run_dir>/server.log`) only when the journal lacks some
-/// of its answers, serves all its specs, and is stopped when its part ends,
-/// fails or is interrupted.
+/// output appended to `<run_dir>/server.log`) only when some of its answers
+/// are in neither the journal nor the cache, serves all its specs, and is
+/// stopped when its part ends, fails or is interrupted.
 pub async fn execute_plan(
     manifest: &Manifest,
     specs: &[Arc<SpecRuntime>],
@@ -47,8 +51,18 @@ pub async fn execute_plan(
         if outcome.interrupted {
             break;
         }
-        if pending_samples(manifest, &model.name, specs, &journal_path)? == 0 {
-            continue;
+        let cache = settings.use_cache.then_some(settings.cache_path.as_path());
+        match pending(manifest, model, specs, &journal_path, cache)? {
+            Pending::Nothing => continue,
+            Pending::Cached => {
+                // Every answer is cached: no server, no memory, no start-up wait.
+                let mut offline = model.clone();
+                offline.base_url = Some(NO_SERVER.to_owned());
+                let models = model_runtimes(&[offline], &manifest.golden_dir)?;
+                outcome.add(execute(manifest, &models, specs, &journal_path, settings).await?);
+                continue;
+            }
+            Pending::Requests => {}
         }
         eprintln!(
             "model {}: starting its {} server (log: {})",
