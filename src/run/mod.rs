@@ -25,7 +25,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 pub use execute::{ModelRuntime, SpecRuntime, build_request};
 use journal::Journal;
-pub use plan::execute_plan;
+pub use plan::{Pending, execute_plan, managed_runtime, pending};
 use progress::Progress;
 use record::TaskKey;
 
@@ -235,23 +235,6 @@ pub fn model_runtimes(
     Ok(out)
 }
 
-/// The runtime of a managed model whose server is up: an `openai` client at
-/// the server's URL that also watches the server, so its death stops the run.
-pub fn managed_runtime(
-    model: &ModelSpec,
-    server: &crate::provider::managed::ManagedServer,
-    golden_dir: &Path,
-) -> Result<Arc<ModelRuntime>, RunError> {
-    let mut live = model.clone();
-    live.base_url = Some(server.base_url().to_owned());
-    let runtime = model_runtimes(std::slice::from_ref(&live), golden_dir)?
-        .pop()
-        .expect("one model in, one runtime out");
-    let mut runtime = Arc::into_inner(runtime).expect("not shared yet");
-    runtime.server = Some(server.watch());
-    Ok(Arc::new(runtime))
-}
-
 /// Prepares a spec for running: its answer format and re-ask budget.
 pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, String> {
     let request = &spec.def.request;
@@ -327,58 +310,6 @@ fn model_queue(
         }
     }
     (items, total, pending)
-}
-
-/// What a managed model still needs before its server is worth starting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pending {
-    /// The journal has every answer.
-    Nothing,
-    /// Every missing answer is in the response cache.
-    Cached,
-    /// Some answers must be asked.
-    Requests,
-}
-
-/// What `model`'s part of the plan still needs: the journal at `journal_path`
-/// is read for finished samples and, with `cache`, the cache for the rest
-/// (a request is cached under the same key [`execute`] would look up).
-pub fn pending(
-    manifest: &Manifest,
-    model: &ModelSpec,
-    specs: &[Arc<SpecRuntime>],
-    journal_path: &Path,
-    cache: Option<&Path>,
-) -> Result<Pending, RunError> {
-    let mut done: HashSet<TaskKey> = HashSet::new();
-    if journal_path.exists() {
-        journal::for_each_record(journal_path, |r| {
-            done.insert(r.key());
-        })?;
-    }
-    let items = model_queue(manifest, &model.name, 1, specs, &done).0;
-    if items.is_empty() {
-        return Ok(Pending::Nothing);
-    }
-    let Some(cache) = cache else {
-        return Ok(Pending::Requests);
-    };
-    let cache = cache::Cache::open(cache)?;
-    let identity = cache_identity(model, "");
-    for (si, instance, samples) in items {
-        let Ok(inst) = specs[si].spec.instance(instance) else {
-            return Ok(Pending::Requests);
-        };
-        let base = build_request(&specs[si], model, inst.messages);
-        for sample in samples {
-            let request = execute::sample_request(&base, sample);
-            let key = cache::cache_key(model, &identity, &request, sample);
-            if cache.get(&key)?.is_none() {
-                return Ok(Pending::Requests);
-            }
-        }
-    }
-    Ok(Pending::Cached)
 }
 
 /// What stands for the endpoint in cache keys: the base URL, except for a

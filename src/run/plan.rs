@@ -2,19 +2,22 @@
 //! model (`llamacpp`, `vllm`) with its own server, one after another, so only
 //! one set of weights is in memory at a time.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::record::TaskKey;
 use super::{
-    Manifest, Pending, RunError, RunOutcome, RunSettings, SpecRuntime, execute, managed_runtime,
-    model_runtimes, pending,
+    Manifest, ModelRuntime, RunError, RunOutcome, RunSettings, SpecRuntime, build_request, cache,
+    cache_identity, execute, journal, model_queue, model_runtimes,
 };
+use crate::provider::ModelSpec;
+use crate::provider::managed::ManagedServer;
 
 /// The URL of a managed model answered wholly from the cache: port 9 (discard),
 /// which nothing on loopback serves, so a request would fail loudly, not hang.
 const NO_SERVER: &str = "http://127.0.0.1:9/v1";
-use crate::provider::managed::ManagedServer;
 
 impl RunOutcome {
     fn add(&mut self, other: RunOutcome) {
@@ -94,4 +97,73 @@ pub async fn execute_plan(
         outcome.add(result?);
     }
     Ok(outcome)
+}
+
+/// The runtime of a managed model whose server is up: an `openai` client at
+/// the server's URL that also watches the server, so its death stops the run.
+pub fn managed_runtime(
+    model: &ModelSpec,
+    server: &ManagedServer,
+    golden_dir: &Path,
+) -> Result<Arc<ModelRuntime>, RunError> {
+    let mut live = model.clone();
+    live.base_url = Some(server.base_url().to_owned());
+    let runtime = model_runtimes(std::slice::from_ref(&live), golden_dir)?
+        .pop()
+        .expect("one model in, one runtime out");
+    let mut runtime = Arc::into_inner(runtime).expect("not shared yet");
+    runtime.server = Some(server.watch());
+    Ok(Arc::new(runtime))
+}
+
+/// What a managed model still needs before its server is worth starting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pending {
+    /// The journal has every answer.
+    Nothing,
+    /// Every missing answer is in the response cache.
+    Cached,
+    /// Some answers must be asked.
+    Requests,
+}
+
+/// What `model`'s part of the plan still needs: the journal at `journal_path`
+/// is read for finished samples and, with `cache`, the cache for the rest
+/// (a request is cached under the same key [`execute`] would look up).
+pub fn pending(
+    manifest: &Manifest,
+    model: &ModelSpec,
+    specs: &[Arc<SpecRuntime>],
+    journal_path: &Path,
+    cache: Option<&Path>,
+) -> Result<Pending, RunError> {
+    let mut done: HashSet<TaskKey> = HashSet::new();
+    if journal_path.exists() {
+        journal::for_each_record(journal_path, |r| {
+            done.insert(r.key());
+        })?;
+    }
+    let items = model_queue(manifest, &model.name, 1, specs, &done).0;
+    if items.is_empty() {
+        return Ok(Pending::Nothing);
+    }
+    let Some(cache) = cache else {
+        return Ok(Pending::Requests);
+    };
+    let cache = cache::Cache::open(cache)?;
+    let identity = cache_identity(model, "");
+    for (si, instance, samples) in items {
+        let Ok(inst) = specs[si].spec.instance(instance) else {
+            return Ok(Pending::Requests);
+        };
+        let base = build_request(&specs[si], model, inst.messages);
+        for sample in samples {
+            let request = super::execute::sample_request(&base, sample);
+            let key = cache::cache_key(model, &identity, &request, sample);
+            if cache.get(&key)?.is_none() {
+                return Ok(Pending::Requests);
+            }
+        }
+    }
+    Ok(Pending::Cached)
 }
