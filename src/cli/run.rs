@@ -20,7 +20,7 @@ use crate::spec::{Spec, spec_files};
 pub struct RunArgs {
     /// Spec files or directories (default: harness.toml's run.specs, else `specs/`).
     pub paths: Vec<PathBuf>,
-    /// Models: `ollama:NAME`, `openai:NAME[@URL]`, `replay:NAME`, or names from harness.toml.
+    /// Models: `ollama:NAME`, `openai:NAME[@URL]`, `llamacpp:FILE.gguf`, `vllm:MODEL`, `replay:NAME`, or names from harness.toml.
     #[arg(short = 'm', long = "model")]
     pub models: Vec<String>,
     /// The configuration file.

@@ -128,7 +128,7 @@ impl ModelSpec {
     /// Parses `provider:model[@base_url]`.
     pub fn parse(reference: &str) -> Result<ModelSpec, String> {
         let (prefix, rest) = reference.split_once(':').ok_or_else(|| {
-            format!("`{reference}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, replay:NAME) or a name from harness.toml")
+            format!("`{reference}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, llamacpp:FILE.gguf, vllm:MODEL, replay:NAME) or a name from harness.toml")
         })?;
         let provider = match prefix {
             "openai" => ProviderKind::OpenAi,
