@@ -21,6 +21,11 @@ HARNESS_LLAMA_URL="$(scripts/llama-server.sh start smollm2 -t 1)"
 HARNESS_GEMMA_URL="$(scripts/llama-server.sh start gemma3 -t 1)"
 export HARNESS_LLAMA_URL HARNESS_GEMMA_URL HARNESS_E2E=1
 echo "llama-server: smollm2 at $HARNESS_LLAMA_URL, gemma3 at $HARNESS_GEMMA_URL"
+# The managed-server tests (tests/managed_llama.rs) start their own llama-server
+# from the binary and model file.
+LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=//p')"
+SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
+export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
 cargo test --locked
 cargo run --quiet --locked -- check specs/

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Diagnostic, ErrorKind, Location};
-use crate::provider::model_ref::{DEFAULT_CONCURRENCY, ModelOptions};
+use crate::provider::model_ref::{
+    DEFAULT_CONCURRENCY, ModelOptions, ServerOptions, managed_model_path,
+};
 use crate::provider::{ModelSpec, ProviderKind};
 
 /// The parsed configuration file.
@@ -45,9 +47,11 @@ pub struct RunDefaults {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
-    /// `ollama` or `openai`.
+    /// `ollama`, `openai`, or a server the harness runs: `llamacpp`, `vllm`.
     pub provider: ProviderKind,
-    /// The model id sent to the server (default: the table name).
+    /// The model id sent to the server (default: the table name); for
+    /// `llamacpp` the GGUF file, for `vllm` a hub id or a local path (relative
+    /// paths are relative to this file).
     pub model: Option<String>,
     /// Server base URL.
     pub base_url: Option<String>,
@@ -69,6 +73,8 @@ pub struct ModelConfig {
     pub stream: bool,
     /// Samples per request via OpenAI's `n` (default 1; llama-server allows up to its slot count).
     pub max_n: Option<u32>,
+    /// How the harness starts a `llamacpp` or `vllm` server.
+    pub server: Option<ServerOptions>,
 }
 
 /// `[judge]`.
@@ -128,6 +134,13 @@ impl Config {
         }
         let mut spec = ModelSpec::new(m.provider, m.model.as_deref().unwrap_or(name));
         spec.name = name.to_owned();
+        if m.provider.is_managed() {
+            self.managed_settings(name, m, &mut spec)?;
+        } else if m.server.is_some() {
+            return Err(format!(
+                "model `{name}`: [server] options are for the servers the harness runs (provider llamacpp or vllm)"
+            ));
+        }
         spec.base_url = m
             .base_url
             .clone()
@@ -141,6 +154,40 @@ impl Config {
         spec.stream = m.stream;
         spec.max_n = m.max_n.unwrap_or(1).max(1);
         Ok(spec)
+    }
+
+    /// A managed model's file (relative to this config) and server options.
+    fn managed_settings(
+        &self,
+        name: &str,
+        m: &ModelConfig,
+        spec: &mut ModelSpec,
+    ) -> Result<(), String> {
+        if m.base_url.is_some() {
+            return Err(format!(
+                "model `{name}`: a {} model has no base_url: the harness starts its server on a free port",
+                m.provider.prefix()
+            ));
+        }
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        let model = Path::new(m.model.as_deref().unwrap_or(name));
+        // A hub id (`Qwen/Qwen2.5-0.5B`) looks like a relative path: only files are joined.
+        let model = if model.is_relative()
+            && (m.provider == ProviderKind::LlamaCpp || base.join(model).exists())
+        {
+            base.join(model)
+        } else {
+            model.to_path_buf()
+        };
+        spec.model = managed_model_path(&model, m.provider).0;
+        let mut server = m.server.clone().unwrap_or_default();
+        server.resolve_paths(base);
+        spec.server = Some(server);
+        Ok(())
     }
 }
 
@@ -172,5 +219,60 @@ mod tests {
         assert_eq!(m.options.temperature, Some(0.2));
         assert!(config.resolve_model("ollama:x").is_ok());
         assert!(config.resolve_model("nope").unwrap_err().contains("fast"));
+    }
+
+    #[test]
+    fn managed_models_resolve_paths_against_the_config_file() {
+        let mut config: Config = toml::from_str(
+            r#"
+            [models.smol]
+            provider = "llamacpp"
+            model = "models/smol.gguf"
+            concurrency = 2
+            [models.smol.server]
+            ctx_size = 2048
+            threads = 1
+            chat_template = "templates/chat.jinja"
+            binary = "bin/llama-server"
+            extra_args = ["--seed", "1"]
+            [models.hub]
+            provider = "vllm"
+            model = "Qwen/Qwen2.5-0.5B-Instruct"
+            [models.bad]
+            provider = "llamacpp"
+            base_url = "http://127.0.0.1:1/v1"
+            [models.odd]
+            provider = "openai"
+            server = { threads = 1 }
+            "#,
+        )
+        .unwrap();
+        config.path = Some(PathBuf::from("/etc/h/harness.toml"));
+        let m = config.resolve_model("smol").unwrap();
+        assert_eq!(m.model, "/etc/h/models/smol.gguf");
+        let server = m.server.unwrap();
+        assert_eq!(
+            server.chat_template.as_deref(),
+            Some(Path::new("/etc/h/templates/chat.jinja"))
+        );
+        assert_eq!(
+            server.binary.as_deref(),
+            Some(Path::new("/etc/h/bin/llama-server"))
+        );
+        assert_eq!((server.ctx_size, server.threads), (Some(2048), Some(1)));
+        let m = config.resolve_model("hub").unwrap();
+        assert_eq!(m.model, "Qwen/Qwen2.5-0.5B-Instruct");
+        assert!(
+            config
+                .resolve_model("bad")
+                .unwrap_err()
+                .contains("free port")
+        );
+        assert!(
+            config
+                .resolve_model("odd")
+                .unwrap_err()
+                .contains("llamacpp or vllm")
+        );
     }
 }

@@ -12,7 +12,7 @@ use crate::run::transcript::{
     TranscriptLine, compare_transcripts, read_transcript, recorded_models, render_transcript,
     transcript_path,
 };
-use crate::run::{self, Manifest, RunSettings};
+use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 
 /// Arguments of `harness run`.
@@ -20,7 +20,7 @@ use crate::spec::{Spec, spec_files};
 pub struct RunArgs {
     /// Spec files or directories (default: harness.toml's run.specs, else `specs/`).
     pub paths: Vec<PathBuf>,
-    /// Models: `ollama:NAME`, `openai:NAME[@URL]`, `replay:NAME`, or names from harness.toml.
+    /// Models: `ollama:NAME`, `openai:NAME[@URL]`, `llamacpp:FILE.gguf`, `vllm:MODEL`, `replay:NAME`, or names from harness.toml.
     #[arg(short = 'm', long = "model")]
     pub models: Vec<String>,
     /// The configuration file.
@@ -241,14 +241,6 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     if let Err(e) = run::write_manifest(&run_dir, &manifest) {
         return fail(e);
     }
-    // The judge is built with the models, so a judge on a tested model's endpoint shares its limit.
-    let mut model_specs: Vec<ModelSpec> = manifest.models.clone();
-    model_specs.extend(manifest.judge.clone());
-    let mut models = match run::model_runtimes(&model_specs, &manifest.golden_dir) {
-        Ok(m) => m,
-        Err(e) => return fail(e),
-    };
-    let judge = manifest.judge.as_ref().and_then(|_| models.pop());
     let mut runtimes = Vec::new();
     for spec in &specs {
         match run::spec_runtime(spec.clone(), manifest.runs) {
@@ -263,17 +255,21 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         progress: !args.no_progress,
     };
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
-    let outcome = match run::execute(
-        &manifest,
-        &models,
-        judge.as_ref(),
-        &runtimes,
-        &journal_path,
-        &settings,
-    )
-    .await
-    {
+    let outcome = match run::execute_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
+        Err(e @ RunError::ServerStart(_)) => {
+            eprintln!("error: {e}");
+            return 3;
+        }
+        Err(e @ RunError::ServerDied(_)) => {
+            eprintln!("error: {e}");
+            eprintln!(
+                "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
+                journal_path.display(),
+                manifest.run_id
+            );
+            return 3;
+        }
         Err(e) => return fail(e),
     };
     let transcripts = match run::transcripts(&journal_path) {

@@ -3,7 +3,10 @@
 //! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
 //! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
 //! transcripts. Errors are classified so the runner knows what to retry.
+//! `llamacpp` and `vllm` models are servers the harness runs itself
+//! ([`managed`]); once ready they are asked through the `openai` client.
 
+pub mod managed;
 pub mod model_ref;
 mod ollama;
 mod openai;

@@ -1,8 +1,13 @@
 //! Model references: `ollama:qwen3:8b`, `openai:gpt-4o-mini`,
-//! `openai:my-model@http://gpu-box:8000/v1`, `replay:<model>`, or a name
-//! defined in `harness.toml`.
+//! `openai:my-model@http://gpu-box:8000/v1`, `replay:<model>`, the managed
+//! local servers `llamacpp:<gguf file>` and `vllm:<model id or path>`, or a
+//! name defined in `harness.toml`.
+
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+pub use super::managed::ServerOptions;
 
 /// Which wire format a model speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,6 +19,10 @@ pub enum ProviderKind {
     Ollama,
     /// Recorded golden transcripts.
     Replay,
+    /// A llama.cpp `llama-server` the harness starts and stops itself.
+    LlamaCpp,
+    /// A vLLM server the harness starts and stops itself.
+    Vllm,
 }
 
 impl ProviderKind {
@@ -23,7 +32,14 @@ impl ProviderKind {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Ollama => "ollama",
             ProviderKind::Replay => "replay",
+            ProviderKind::LlamaCpp => "llamacpp",
+            ProviderKind::Vllm => "vllm",
         }
+    }
+
+    /// Whether the harness runs the server itself (`llamacpp`, `vllm`).
+    pub fn is_managed(self) -> bool {
+        matches!(self, ProviderKind::LlamaCpp | ProviderKind::Vllm)
     }
 }
 
@@ -77,6 +93,9 @@ pub struct ModelSpec {
     /// Most samples asked in one request with OpenAI's `n` (1: one request per sample).
     #[serde(default = "one")]
     pub max_n: u32,
+    /// How a managed server (`llamacpp`, `vllm`) is started; unset for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerOptions>,
 }
 
 fn one() -> u32 {
@@ -102,21 +121,23 @@ impl ModelSpec {
             options: ModelOptions::default(),
             stream: false,
             max_n: 1,
+            server: provider.is_managed().then(ServerOptions::default),
         }
     }
 
     /// Parses `provider:model[@base_url]`.
     pub fn parse(reference: &str) -> Result<ModelSpec, String> {
         let (prefix, rest) = reference.split_once(':').ok_or_else(|| {
-            format!("`{reference}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, replay:NAME) or a name from harness.toml")
+            format!("`{reference}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, llamacpp:FILE.gguf, vllm:MODEL, replay:NAME) or a name from harness.toml")
         })?;
         let provider = match prefix {
             "openai" => ProviderKind::OpenAi,
             "ollama" => ProviderKind::Ollama,
             "replay" => ProviderKind::Replay,
+            "llamacpp" | "vllm" => return managed_reference(prefix, rest, reference),
             other => {
                 return Err(format!(
-                    "unknown provider `{other}` in `{reference}`: use ollama, openai or replay"
+                    "unknown provider `{other}` in `{reference}`: use ollama, openai, replay, llamacpp or vllm"
                 ));
             }
         };
@@ -138,6 +159,45 @@ impl ModelSpec {
     pub fn file_stem(&self) -> String {
         file_stem(&self.name)
     }
+}
+
+/// `llamacpp:<gguf file>` / `vllm:<model id or path>`: no `@URL` (the harness
+/// picks the port). A path that exists is made absolute, so the plan, a resume
+/// from another directory and the cache all name the same file; the display
+/// name is the file name without `.gguf`.
+fn managed_reference(prefix: &str, rest: &str, reference: &str) -> Result<ModelSpec, String> {
+    if rest.is_empty() {
+        return Err(format!("`{reference}` names no model"));
+    }
+    let provider = if prefix == "vllm" {
+        ProviderKind::Vllm
+    } else {
+        ProviderKind::LlamaCpp
+    };
+    let (model, name) = managed_model_path(Path::new(rest), provider);
+    let mut spec = ModelSpec::new(provider, &model);
+    spec.name = name;
+    Ok(spec)
+}
+
+/// A managed model's id and display name: an existing path (or any llama.cpp
+/// path: a missing file is reported by the server itself) becomes absolute.
+pub fn managed_model_path(path: &Path, provider: ProviderKind) -> (String, String) {
+    let is_path = provider == ProviderKind::LlamaCpp || path.exists();
+    if !is_path {
+        let id = path.to_string_lossy().into_owned();
+        return (id.clone(), id);
+    }
+    let absolute = path
+        .canonicalize()
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    let file = absolute
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| absolute.to_string_lossy().into_owned());
+    let name = file.strip_suffix(".gguf").unwrap_or(&file).to_owned();
+    (absolute.to_string_lossy().into_owned(), name)
 }
 
 /// A model name as a file-name-safe slug.
@@ -175,5 +235,27 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown provider")
         );
+    }
+
+    #[test]
+    fn managed_references_name_absolute_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tiny.Q4.gguf");
+        std::fs::write(&file, b"x").unwrap();
+        let m = ModelSpec::parse(&format!("llamacpp:{}", file.display())).unwrap();
+        assert_eq!(m.provider, ProviderKind::LlamaCpp);
+        assert_eq!(m.name, "tiny.Q4");
+        assert_eq!(Path::new(&m.model), file.canonicalize().unwrap());
+        assert!(m.server.is_some() && m.base_url.is_none());
+        // A missing GGUF still parses: llama-server reports it with its own words.
+        let m = ModelSpec::parse("llamacpp:models/missing.gguf").unwrap();
+        assert!(Path::new(&m.model).is_absolute());
+        // A hub id stays an id.
+        let m = ModelSpec::parse("vllm:Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+        assert_eq!(
+            (m.provider, m.model.as_str()),
+            (ProviderKind::Vllm, "Qwen/Qwen2.5-0.5B-Instruct")
+        );
+        assert!(ModelSpec::parse("llamacpp:").is_err());
     }
 }

@@ -58,7 +58,10 @@ impl OpenAiClient {
             .api_key_env
             .clone()
             .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
-        let api_key = std::env::var(&key_var).ok().filter(|k| !k.is_empty());
+        // A server the harness started itself needs no key: never send one to it.
+        let api_key = std::env::var(&key_var)
+            .ok()
+            .filter(|k| !k.is_empty() && !spec.provider.is_managed());
         if spec.api_key_env.is_some() && api_key.is_none() {
             return Err(ProviderError::Config(format!(
                 "model `{}`: environment variable {key_var} (api_key_env) is not set",

@@ -21,12 +21,14 @@ pub struct ModelRuntime {
     pub spec: ModelSpec,
     /// The client.
     pub provider: Provider,
-    /// The resolved base URL (part of cache keys).
+    /// The resolved base URL, or a managed model's `llamacpp:<file>` (part of cache keys).
     pub base_url: String,
     /// Bounds requests in flight to the endpoint.
     pub semaphore: Arc<Semaphore>,
     /// Optional requests-per-minute pacing.
     pub limiter: Option<RateLimiter>,
+    /// The managed server behind this model, watched for its death.
+    pub server: Option<crate::provider::managed::ServerWatch>,
 }
 
 /// A spec ready to be run.

@@ -11,6 +11,7 @@ mod execute;
 pub mod journal;
 mod judge;
 mod limits;
+mod plan;
 mod progress;
 pub mod record;
 pub mod transcript;
@@ -25,6 +26,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 pub use execute::{ModelRuntime, SpecRuntime, build_request};
 use journal::Journal;
+pub use plan::{Pending, execute_plan, managed_runtime, pending};
 use progress::Progress;
 use record::TaskKey;
 
@@ -103,6 +105,12 @@ pub enum RunError {
     /// The cache could not be opened.
     #[error("cache: {0}")]
     Cache(#[from] rusqlite::Error),
+    /// A managed model server could not start.
+    #[error("{0}")]
+    ServerStart(#[from] crate::provider::managed::ManagedError),
+    /// A managed model server died mid-run; the journal keeps what finished.
+    #[error("{0}")]
+    ServerDied(String),
 }
 
 /// UTC now as (`2026-11-21 22:30:00`, `20261121_223000`).
@@ -187,6 +195,10 @@ pub fn model_runtimes(
     for m in models {
         // Resolve the base URL once: clients, the endpoint semaphore and cache keys share it.
         let base_url = match m.provider {
+            // Set by the caller to the started server's URL (see `managed_runtime`).
+            ProviderKind::LlamaCpp | ProviderKind::Vllm => m.base_url.clone().ok_or_else(|| {
+                RunError::Model(format!("model `{}`: its server is not running", m.name))
+            })?,
             ProviderKind::OpenAi => m
                 .base_url
                 .clone()
@@ -204,22 +216,24 @@ pub fn model_runtimes(
             proxied.clone()
         };
         let provider = match m.provider {
-            ProviderKind::OpenAi => Provider::OpenAi(
+            ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm => Provider::OpenAi(
                 OpenAiClient::new(&resolved, http).map_err(|e| RunError::Model(e.to_string()))?,
             ),
             ProviderKind::Ollama => Provider::Ollama(OllamaClient::new(&resolved, http, m.stream)),
             ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
         };
+        let identity = cache_identity(m, &base_url);
         let semaphore = semaphores
-            .entry(base_url.clone())
+            .entry(identity.clone())
             .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
             .clone();
         out.push(Arc::new(ModelRuntime {
             spec: m.clone(),
             provider,
-            base_url,
+            base_url: identity,
             semaphore,
             limiter: m.requests_per_minute.map(limits::RateLimiter::new),
+            server: None,
         }));
     }
     Ok(out)
@@ -259,11 +273,62 @@ pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, S
 
 /// Tasks of one model in plan order, skipping samples already done: (spec, instance, samples).
 struct TaskQueue {
-    items: Vec<(usize, u64, Vec<u32>)>,
+    items: Vec<QueueItem>,
     next: usize,
 }
 
+type QueueItem = (usize, u64, Vec<u32>);
+
+/// One model's tasks not yet in the journal (`done`), in plan order, as
+/// requests of up to `per_request` samples; with the total and pending sample counts.
+fn model_queue(
+    manifest: &Manifest,
+    model: &str,
+    per_request: usize,
+    specs: &[Arc<SpecRuntime>],
+    done: &HashSet<TaskKey>,
+) -> (Vec<QueueItem>, u64, u64) {
+    let mut items = Vec::new();
+    let (mut total, mut pending) = (0u64, 0u64);
+    for (si, spec) in specs.iter().enumerate() {
+        if !manifest.includes(model, &spec.spec.id) {
+            continue;
+        }
+        let samples = spec.spec.samples();
+        for instance in 0..u64::from(spec.runs) {
+            total += u64::from(samples);
+            let missing: Vec<u32> = (0..samples)
+                .filter(|&sample| {
+                    !done.contains(&TaskKey {
+                        model: model.to_owned(),
+                        spec: spec.spec.id.clone(),
+                        instance,
+                        sample,
+                    })
+                })
+                .collect();
+            for chunk in missing.chunks(per_request) {
+                pending += chunk.len() as u64;
+                items.push((si, instance, chunk.to_vec()));
+            }
+        }
+    }
+    (items, total, pending)
+}
+
+/// What stands for the endpoint in cache keys: the base URL, except for a
+/// managed server, whose port changes with every start: its model file or id.
+fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
+    if model.provider.is_managed() {
+        format!("{}:{}", model.provider.prefix(), model.model)
+    } else {
+        base_url.to_owned()
+    }
+}
+
 /// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
+/// A watched managed server that dies stops the run with [`RunError::ServerDied`]
+/// after every record finished before its death is safely in the journal.
 pub async fn execute(
     manifest: &Manifest,
     models: &[Arc<ModelRuntime>],
@@ -286,38 +351,14 @@ pub async fn execute(
     let mut queues = Vec::new();
     let mut progress_rows = Vec::new();
     for model in models {
-        let mut items = Vec::new();
-        let mut total = 0u64;
-        let mut pending = 0u64;
-        for (si, spec) in specs.iter().enumerate() {
-            if !manifest.includes(&model.spec.name, &spec.spec.id) {
-                continue;
-            }
-            // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
-            let per_request = if model.provider.supports_n() {
-                model.spec.max_n.max(1) as usize
-            } else {
-                1
-            };
-            for instance in 0..u64::from(spec.runs) {
-                let samples = spec.spec.samples();
-                total += u64::from(samples);
-                let missing: Vec<u32> = (0..samples)
-                    .filter(|&sample| {
-                        !done.contains(&TaskKey {
-                            model: model.spec.name.clone(),
-                            spec: spec.spec.id.clone(),
-                            instance,
-                            sample,
-                        })
-                    })
-                    .collect();
-                for chunk in missing.chunks(per_request) {
-                    pending += chunk.len() as u64;
-                    items.push((si, instance, chunk.to_vec()));
-                }
-            }
-        }
+        // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
+        let per_request = if model.provider.supports_n() {
+            model.spec.max_n.max(1) as usize
+        } else {
+            1
+        };
+        let (items, total, pending) =
+            model_queue(manifest, &model.spec.name, per_request, specs, &done);
         progress_rows.push((model.spec.name.clone(), total - pending, total));
         queues.push(Arc::new(Mutex::new(TaskQueue { items, next: 0 })));
     }
@@ -359,6 +400,15 @@ pub async fn execute(
                         cache.as_deref(),
                     )
                     .await;
+                    // A request that failed because the server died is not an answer:
+                    // leave it out of the journal, so `--resume` asks it again.
+                    if let Some(server) = &model.server
+                        && records.iter().any(server_failure)
+                        && server.dies_within(SERVER_EXIT_GRACE).await
+                    {
+                        stop.store(true, Ordering::SeqCst);
+                        return;
+                    }
                     for record in records {
                         if tx.send((mi, record)).await.is_err() {
                             return;
@@ -372,8 +422,22 @@ pub async fn execute(
     let mut outcome = RunOutcome::default();
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
+    let (died_tx, mut died_rx) = mpsc::channel::<String>(models.len().max(1));
+    let mut watchers = tokio::task::JoinSet::new();
+    for server in models.iter().filter_map(|m| m.server.clone()) {
+        let died_tx = died_tx.clone();
+        watchers.spawn(async move {
+            let _ = died_tx.send(server.died().await).await;
+        });
+    }
+    let mut server_died: Option<String> = None;
     loop {
         tokio::select! {
+            Some(message) = died_rx.recv(), if server_died.is_none() => {
+                server_died = Some(message);
+                stop.store(true, Ordering::SeqCst);
+                workers.abort_all();
+            }
             received = rx.recv() => {
                 let Some((mi, record)) = received else { break };
                 journal.append(&record)?;
@@ -391,9 +455,33 @@ pub async fn execute(
         }
     }
     while workers.join_next().await.is_some() {}
+    watchers.abort_all();
+    // Workers that saw the death may all have quit before the watcher's message arrived.
+    if server_died.is_none()
+        && let Some(server) = models
+            .iter()
+            .filter_map(|m| m.server.as_ref())
+            .find(|s| s.has_died())
+    {
+        server_died = Some(server.died().await);
+    }
     journal.sync()?;
     progress.finish();
-    Ok(outcome)
+    match server_died {
+        Some(message) => Err(RunError::ServerDied(message)),
+        None => Ok(outcome),
+    }
+}
+
+/// How long a failed request waits for its server's exit notice.
+const SERVER_EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a record failed the way a dead server fails requests.
+fn server_failure(record: &record::Record) -> bool {
+    matches!(
+        record.failure.as_deref(),
+        Some("connection_error" | "timeout" | "server_error" | "malformed_response")
+    ) && record.error.is_some()
 }
 
 /// Loads a run's manifest.

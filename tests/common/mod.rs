@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_server;
+pub mod managed;
 pub mod parquet_file;
 
 use std::path::{Path, PathBuf};

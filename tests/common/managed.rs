@@ -1,0 +1,102 @@
+//! Helpers for the managed-server tests: server pids from `server.log`,
+//! liveness from /proc, and a guard that leaves no server behind.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The pids the harness logged as `[harness] started pid N` in `log`.
+pub fn started_pids(log: &Path) -> Vec<i32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("[harness] started pid ")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+            state != Some(Some('Z'))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held.
+pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+/// The `server.log` of each run under `results`.
+pub fn server_logs(results: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(results.join("runs"))
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path().join("server.log")))
+                .filter(|p| p.exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    logs.sort();
+    logs
+}
+
+/// On drop (also when a test fails), SIGKILLs every server the harness logged
+/// under `results` that is still alive, so a failing test leaves no orphan.
+pub struct NoOrphans(pub PathBuf);
+
+impl NoOrphans {
+    /// Server pids logged under the results directory that are still alive.
+    pub fn survivors(&self) -> Vec<i32> {
+        server_logs(&self.0)
+            .iter()
+            .flat_map(|log| started_pids(log))
+            .filter(|&pid| alive(pid))
+            .collect()
+    }
+}
+
+impl Drop for NoOrphans {
+    fn drop(&mut self) {
+        for pid in self.survivors() {
+            // SAFETY: a process our harness child started and logged.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The real llama-server and SmolLM2 GGUF from `scripts/test.sh`
+/// (`LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`); `None` to skip, a failure under `HARNESS_E2E=1`.
+pub fn llama_paths() -> Option<(PathBuf, PathBuf)> {
+    let get = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    match (get("LLAMA_SERVER_BIN"), get("SMOLLM2_MODEL")) {
+        (Some(bin), Some(model)) => Some((bin, model)),
+        _ => {
+            assert!(
+                std::env::var("HARNESS_E2E").is_err(),
+                "HARNESS_E2E is set but LLAMA_SERVER_BIN / SMOLLM2_MODEL are not: run scripts/test.sh"
+            );
+            eprintln!(
+                "skipping: LLAMA_SERVER_BIN / SMOLLM2_MODEL not set (scripts/test.sh sets them)"
+            );
+            None
+        }
+    }
+}
