@@ -103,13 +103,18 @@ fn structured_ok(spec: &SpecRuntime, text: &str) -> bool {
     }
 }
 
-struct Asked {
-    result: Result<Completion, ProviderError>,
-    attempts: u32,
-    latency: Duration,
-    cached: bool,
+/// What asking produced: the answer or error, and how it was obtained.
+pub(crate) struct Asked {
+    /// The last answer, or the error that ended the asks.
+    pub(crate) result: Result<Completion, ProviderError>,
+    /// HTTP attempts made (0 for a cache hit).
+    pub(crate) attempts: u32,
+    /// The last attempt's latency.
+    pub(crate) latency: Duration,
+    /// Answered from the cache.
+    pub(crate) cached: bool,
     /// Why earlier attempts were not accepted, in order.
-    retries: Vec<String>,
+    pub(crate) retries: Vec<String>,
 }
 
 /// Sends with retries on retryable errors, logging each failed attempt into `retries`.
@@ -240,6 +245,22 @@ async fn ask(
     key: RequestKey<'_>,
     cache: Option<&Cache>,
 ) -> Asked {
+    ask_until(model, request, key, cache, spec.max_asks, |text| {
+        structured_ok(spec, text)
+    })
+    .await
+}
+
+/// Asks once through the cache, with retries, re-asking while `accept` rejects the
+/// answer, up to `max_asks` asks; the last answer is returned (and cached) either way.
+pub(crate) async fn ask_until(
+    model: &ModelRuntime,
+    request: &ChatRequest,
+    key: RequestKey<'_>,
+    cache: Option<&Cache>,
+    max_asks: u32,
+    accept: impl Fn(&str) -> bool,
+) -> Asked {
     let cache_key = cache.map(|_| cache_key(&model.spec, &model.base_url, request, key.sample));
     if let (Some(cache), Some(k)) = (cache, &cache_key)
         && let Ok(Some(hit)) = cache.get(k)
@@ -264,8 +285,8 @@ async fn ask(
         }
         let (result, attempts, latency) =
             send_logged(model, &this_request, key, &mut retries).await;
-        let retry = matches!(&result, Ok(c) if !structured_ok(spec, &c.text))
-            && asks < spec.max_asks
+        let retry = matches!(&result, Ok(c) if !accept(&c.text))
+            && asks < max_asks
             && model.provider.is_remote();
         total_attempts += attempts;
         if retry {

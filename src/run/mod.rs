@@ -10,7 +10,7 @@ pub mod cache;
 mod execute;
 pub mod journal;
 mod limits;
-mod progress;
+pub(crate) mod progress;
 pub mod record;
 pub mod transcript;
 
@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Semaphore, mpsc};
 
+pub(crate) use execute::ask_until;
 pub use execute::{ModelRuntime, SpecRuntime, build_request};
 use journal::Journal;
 use progress::Progress;
