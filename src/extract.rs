@@ -333,11 +333,20 @@ pub fn first_number(text: &str) -> Option<String> {
 
 /// The first complete JSON object in `text`, wherever it starts.
 pub fn first_json_object(text: &str) -> Option<&str> {
-    text.match_indices('{').find_map(|(start, _)| {
+    first_json_where(text, &['{'])
+}
+
+/// The first complete JSON object or array in the text (a bare `[...]` answer, or one inside prose).
+pub fn first_json_value(text: &str) -> Option<&str> {
+    first_json_where(text, &['{', '['])
+}
+
+fn first_json_where<'t>(text: &'t str, openers: &[char]) -> Option<&'t str> {
+    text.match_indices(openers).find_map(|(start, _)| {
         let mut stream =
             serde_json::Deserializer::from_str(&text[start..]).into_iter::<serde_json::Value>();
         match stream.next() {
-            Some(Ok(serde_json::Value::Object(_))) => {
+            Some(Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_))) => {
                 Some(&text[start..start + stream.byte_offset()])
             }
             _ => None,

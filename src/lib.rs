@@ -21,4 +21,5 @@ pub mod schema;
 pub mod script;
 pub mod source;
 pub mod spec;
+pub mod synth;
 pub mod verify;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::fake_server::{FakeServer, Reply, Workspace, model_toml};
+use common::fake_server::{FakeServer, Reply, Workspace, interrupt_after, model_toml};
 use serde_json::Value;
 
 const RUNS: u64 = 20;
@@ -178,34 +178,20 @@ fn sigint_stops_cleanly_and_resume_finishes() {
     let fake = FakeServer::start(|_| Reply::slow(150, Reply::Correct));
     let ws = setup(&fake);
     let runs = RUNS.to_string();
-    let child = ws
-        .run_cmd(&[
+    // Ctrl-C: the harness keeps what finished and exits 130 with a resume hint.
+    let (code, text) = interrupt_after(
+        &mut ws.run_cmd(&[
             "specs/t06_mathematics.toml",
             "-m",
             "fake",
             "--runs",
             &runs,
             "--no-cache",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while fake.count() < 4 {
-        assert!(Instant::now() < deadline, "no requests arrived");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // Ctrl-C: the harness keeps what finished and exits 130 with a resume hint.
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let output = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&output.stderr).into_owned()
-        + String::from_utf8_lossy(&output.stdout).as_ref();
-    assert_eq!(output.status.code(), Some(130), "{text}");
+        ]),
+        &fake,
+        4,
+    );
+    assert_eq!(code, Some(130), "{text}");
     assert!(text.contains("--resume"), "{text}");
     let first = ws.last_journal();
     assert!(

@@ -7,6 +7,7 @@ mod report;
 mod review;
 mod run;
 mod show;
+mod synth;
 mod transcript_view;
 
 use std::io::IsTerminal;
@@ -64,6 +65,8 @@ enum Command {
     Run(run::RunArgs),
     /// Rebuild reports from the journals of one or more runs, side by side.
     Report(report::ReportArgs),
+    /// Turn documents into a rated, filtered QA dataset (JSONL).
+    Synth(synth::SynthArgs),
     /// Print the JSON Schema of the spec format.
     Schema,
     /// Walk pending `.new` golden files: accept, reject or skip each.
@@ -111,6 +114,7 @@ pub fn main() -> ExitCode {
         } => show::run(&spec, start, count, seed, json, color),
         Command::Run(args) => run::run(&args, color),
         Command::Report(args) => report::run(&args, color),
+        Command::Synth(args) => synth::run(&args),
         Command::Schema => {
             print!("{}", crate::schema::spec_schema_text());
             0

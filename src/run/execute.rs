@@ -105,13 +105,18 @@ fn structured_ok(spec: &SpecRuntime, text: &str) -> bool {
     }
 }
 
+/// What asking produced: the answer or error, and how it was obtained.
 pub(crate) struct Asked {
-    pub result: Result<Completion, ProviderError>,
-    pub attempts: u32,
-    pub latency: Duration,
-    pub cached: bool,
+    /// The last answer, or the error that ended the asks.
+    pub(crate) result: Result<Completion, ProviderError>,
+    /// HTTP attempts made (0 for a cache hit).
+    pub(crate) attempts: u32,
+    /// The last attempt's latency.
+    pub(crate) latency: Duration,
+    /// Answered from the cache.
+    pub(crate) cached: bool,
     /// Why earlier attempts were not accepted, in order.
-    pub retries: Vec<String>,
+    pub(crate) retries: Vec<String>,
 }
 
 /// Sends with retries on retryable errors, logging each failed attempt into `retries`.

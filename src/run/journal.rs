@@ -23,6 +23,12 @@ const SYNC_EVERY: Duration = Duration::from_millis(200);
 impl Journal {
     /// Opens (creating) the journal at `path`, dropping a torn last line left by a crash.
     pub fn open(path: &Path) -> io::Result<Journal> {
+        Journal::open_lines::<Record>(path)
+    }
+
+    /// Opens (creating) a journal of `T` lines, dropping a torn last line (one that
+    /// does not parse as `T`), so other append-only logs share the crash safety.
+    pub fn open_lines<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<Journal> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -31,7 +37,7 @@ impl Journal {
             .read(true)
             .append(true)
             .open(path)?;
-        let valid_len = valid_prefix_len(path)?;
+        let valid_len = valid_prefix_len::<T>(path)?;
         if valid_len < file.metadata()?.len() {
             file.set_len(valid_len)?;
             file.seek(SeekFrom::End(0))?;
@@ -50,7 +56,12 @@ impl Journal {
 
     /// Appends one record as one line, in a single write.
     pub fn append(&mut self, record: &Record) -> io::Result<()> {
-        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+        self.append_line(record)
+    }
+
+    /// Appends any value as one JSON line, in a single write.
+    pub fn append_line<T: serde::Serialize>(&mut self, value: &T) -> io::Result<()> {
+        let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
         if self.last_sync.elapsed() >= SYNC_EVERY {
@@ -69,7 +80,7 @@ impl Journal {
 /// Length of the file without a torn last line: one with no newline (a crash
 /// mid-write) or that does not parse. Bad lines elsewhere are left alone —
 /// cutting there would delete the good records after them.
-fn valid_prefix_len(path: &Path) -> io::Result<u64> {
+fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u64> {
     let mut reader = BufReader::new(File::open(path)?);
     let (mut len, mut last_start, mut last_ok, mut line) = (0u64, 0u64, true, Vec::new());
     loop {
@@ -80,20 +91,28 @@ fn valid_prefix_len(path: &Path) -> io::Result<u64> {
         }
         last_start = len;
         len += n as u64;
-        last_ok = line.last() == Some(&b'\n') && serde_json::from_slice::<Record>(&line).is_ok();
+        last_ok = line.last() == Some(&b'\n') && serde_json::from_slice::<T>(&line).is_ok();
     }
     Ok(if last_ok { len } else { last_start })
 }
 
 /// Calls `f` with each complete record in file order; unparseable lines are skipped.
-pub fn for_each_record(path: &Path, mut f: impl FnMut(Record)) -> io::Result<()> {
+pub fn for_each_record(path: &Path, f: impl FnMut(Record)) -> io::Result<()> {
+    for_each_line(path, f)
+}
+
+/// Calls `f` with each line that parses as `T`, in file order; other lines are skipped.
+pub fn for_each_line<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut f: impl FnMut(T),
+) -> io::Result<()> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
     for line in BufReader::new(file).split(b'\n') {
-        if let Ok(record) = serde_json::from_slice::<Record>(&line?) {
+        if let Ok(record) = serde_json::from_slice::<T>(&line?) {
             f(record);
         }
     }

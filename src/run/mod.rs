@@ -12,7 +12,7 @@ pub mod journal;
 mod judge;
 mod limits;
 mod plan;
-mod progress;
+pub(crate) mod progress;
 pub mod record;
 pub mod transcript;
 
@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Semaphore, mpsc};
 
+pub(crate) use execute::ask_checked;
 pub use execute::{ModelRuntime, SpecRuntime, build_request};
 use journal::Journal;
 pub use plan::{Pending, execute_plan, managed_runtime, pending};

@@ -643,3 +643,31 @@ pub fn model_toml(name: &str, provider: &str, model: &str, base_url: &str, extra
         "[models.{name}]\nprovider = \"{provider}\"\nmodel = \"{model}\"\nbase_url = \"{base_url}\"\n{extra}\n"
     )
 }
+
+/// Starts `cmd` with piped output, sends it SIGINT (Ctrl-C) once the server has
+/// seen `requests` requests, and returns its exit code and output (stderr, then stdout).
+pub fn interrupt_after(
+    cmd: &mut Command,
+    fake: &FakeServer,
+    requests: usize,
+) -> (Option<i32>, String) {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fake.count() < requests {
+        assert!(Instant::now() < deadline, "no requests arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stderr).into_owned()
+        + String::from_utf8_lossy(&output.stdout).as_ref();
+    (output.status.code(), text)
+}

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod documents;
 pub mod fake_server;
 pub mod managed;
 pub mod parquet_file;

@@ -1,0 +1,137 @@
+//! `harness synth`: documents → rated, filtered QA pairs as JSONL.
+
+use std::path::PathBuf;
+
+use crate::config::Config;
+use crate::synth::{SynthOptions, SynthReport};
+
+/// Arguments of `harness synth`.
+#[derive(Debug, clap::Args)]
+pub struct SynthArgs {
+    /// Documents: files or folders, read recursively (txt, md, html, pdf, docx).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The model that writes and rates the pairs: a reference or a name from harness.toml.
+    #[arg(short = 'm', long)]
+    pub model: String,
+    /// The final JSONL file.
+    #[arg(short = 'o', long)]
+    pub out: PathBuf,
+    /// The work folder (output/ generated/ cleaned/ final/, journal); default `<out stem>.synth/` beside --out.
+    #[arg(long)]
+    pub work: Option<PathBuf>,
+    /// A pipeline file (prompts, schemas, settings) replacing the shipped pipelines/synth_qa.toml.
+    #[arg(long)]
+    pub pipeline: Option<PathBuf>,
+    /// Add metadata to each line: model, pipeline hash, chunk offsets.
+    #[arg(long)]
+    pub metadata: bool,
+    /// Pairs asked per chunk (overrides the pipeline).
+    #[arg(long)]
+    pub num_pairs: Option<u32>,
+    /// Lowest rating kept, 1-10 (overrides the pipeline).
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Summarize each document first and give the summary to QA generation.
+    #[arg(long)]
+    pub summary: bool,
+    /// The configuration file.
+    #[arg(long, default_value = "harness.toml")]
+    pub config: PathBuf,
+    /// Ask the model even when the cache has the answer.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Results directory (holds the response cache).
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// No progress bars or progress lines.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Runs `harness synth`; returns the exit code (0 done, 2 bad input, 130 interrupted).
+pub fn run(args: &SynthArgs) -> u8 {
+    let fail = |message: String| {
+        eprintln!("error: {message}");
+        2
+    };
+    let config = match Config::load(&args.config, args.config.as_os_str() != "harness.toml") {
+        Ok(c) => c,
+        Err(d) => return fail(d.to_string()),
+    };
+    let model = match config.resolve_model(&args.model) {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    let opts = SynthOptions {
+        inputs: args.inputs.clone(),
+        model,
+        out: args.out.clone(),
+        work: args.work.clone(),
+        pipeline: args.pipeline.clone(),
+        metadata: args.metadata,
+        cache: (!args.no_cache).then(|| args.results.join("cache.sqlite")),
+        progress: !args.no_progress,
+        num_pairs: args.num_pairs,
+        threshold: args.threshold,
+        summary: args.summary,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(crate::synth::run(&opts)) {
+        Ok(report) => summarize(&report),
+        Err(e) => fail(e.to_string()),
+    }
+}
+
+fn summarize(r: &SynthReport) -> u8 {
+    for e in r.errors.iter().take(10) {
+        eprintln!("error: {e}");
+    }
+    if r.errors.len() > 10 {
+        eprintln!(
+            "... {} more errors in {}",
+            r.errors.len() - 10,
+            r.work.join("report.json").display()
+        );
+    }
+    let requests: Vec<String> = r
+        .stages
+        .iter()
+        .map(|(name, s)| {
+            format!(
+                "{name} {} ({} cached, {} from the journal)",
+                s.finished, s.cached, s.resumed
+            )
+        })
+        .collect();
+    println!("requests: {}", requests.join(", "));
+    if r.interrupted {
+        eprintln!(
+            "interrupted: finished requests are in {}; run the same command again to resume",
+            r.work.join("journal.jsonl").display()
+        );
+        return 130;
+    }
+    println!(
+        "synth: {} documents ({} skipped), {} chunks, {} pairs generated, {} errors, {} unrated, {} below {}, {} duplicates → {} pairs in {}",
+        r.documents,
+        r.skipped.len(),
+        r.chunks,
+        r.generated,
+        r.errors.len(),
+        r.unrated,
+        r.below_threshold,
+        r.threshold,
+        r.duplicates,
+        r.kept,
+        r.out.display()
+    );
+    println!("work folder: {}", r.work.display());
+    0
+}

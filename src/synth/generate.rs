@@ -1,0 +1,101 @@
+//! QA generation: the answer's pairs, read leniently in shape (a `pairs`
+//! object, any object holding one list, or a bare list) and strictly in
+//! content (each pair a non-empty question and answer).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::extract::{first_json_value, strip_think};
+
+/// One question with its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QaPair {
+    /// The question.
+    pub question: String,
+    /// The reference answer.
+    pub answer: String,
+}
+
+/// The JSON value of an answer: the first object or array in it, after any `<think>` block.
+pub fn answer_json(text: &str) -> Result<Value, String> {
+    let json = first_json_value(strip_think(text)).ok_or("no JSON in the answer")?;
+    serde_json::from_str(json).map_err(|e| format!("the answer's JSON does not parse: {e}"))
+}
+
+/// The list an answer carries: itself, its `key` field, or its only list field.
+pub fn answer_list(value: Value, key: &str) -> Result<Vec<Value>, String> {
+    match value {
+        Value::Array(items) => Ok(items),
+        Value::Object(mut map) => {
+            if let Some(Value::Array(items)) = map.remove(key) {
+                return Ok(items);
+            }
+            let mut lists = map.into_iter().filter_map(|(_, v)| match v {
+                Value::Array(items) => Some(items),
+                _ => None,
+            });
+            match (lists.next(), lists.next()) {
+                (Some(items), None) => Ok(items),
+                _ => Err(format!("the answer has no `{key}` list")),
+            }
+        }
+        _ => Err("the answer is not a JSON object or list".into()),
+    }
+}
+
+/// The pairs of a generation answer, and how many list items were not pairs.
+/// No usable pair at all is an error, so the answer is asked again.
+pub fn parse_pairs(text: &str) -> Result<(Vec<QaPair>, usize), String> {
+    let items = answer_list(answer_json(text)?, "pairs")?;
+    let total = items.len();
+    let pairs: Vec<QaPair> = items
+        .into_iter()
+        .filter_map(|item| {
+            let field = |k: &str| Some(item.get(k)?.as_str()?.trim().to_owned());
+            let (question, answer) = (field("question")?, field("answer")?);
+            (!question.is_empty() && !answer.is_empty()).then_some(QaPair { question, answer })
+        })
+        .collect();
+    if pairs.is_empty() {
+        return Err(format!(
+            "none of the {total} items is a question-answer pair"
+        ));
+    }
+    Ok((pairs.clone(), total - pairs.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_in_every_accepted_shape() {
+        let pair = QaPair {
+            question: "Что такое X?".into(),
+            answer: "Буква.".into(),
+        };
+        for text in [
+            r#"{"pairs": [{"question": "Что такое X?", "answer": "Буква."}]}"#,
+            r#"[{"question": " Что такое X? ", "answer": "Буква."}]"#,
+            "<think>hmm</think>```json\n{\"qa\": [{\"question\": \"Что такое X?\", \"answer\": \"Буква.\"}]}\n```",
+        ] {
+            assert_eq!(parse_pairs(text), Ok((vec![pair.clone()], 0)), "{text}");
+        }
+        let mixed =
+            r#"{"pairs": [{"question": "Что такое X?", "answer": "Буква."}, {"question": ""}, 3]}"#;
+        assert_eq!(parse_pairs(mixed), Ok((vec![pair], 2)));
+    }
+
+    #[test]
+    fn malformed_answers_are_errors() {
+        for text in [
+            "Sure! Here are your pairs.",
+            r#"{"pairs": [{"question": "q", "answer": "a"}"#,
+            r#"{"pairs": []}"#,
+            r#"{"a": [], "b": []}"#,
+            r#"{"pairs": [{"q": "x"}]}"#,
+        ] {
+            assert!(parse_pairs(text).is_err(), "{text}");
+        }
+    }
+}

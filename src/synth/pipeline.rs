@@ -1,0 +1,296 @@
+//! The synth pipeline as data: a TOML file with the chunking settings, the
+//! summary, generation and rating prompts (minijinja templates), their
+//! sampling and JSON schemas, and the filters. The default ships as
+//! `pipelines/synth_qa.toml`, embedded in the binary; `--pipeline FILE`
+//! replaces it without recompiling.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::chunk::ChunkConfig;
+use crate::prompt::{Message, PromptSet};
+use crate::provider::{ChatRequest, ModelSpec, OutputFormat};
+use crate::spec::model::Role;
+
+/// The shipped default pipeline's text.
+pub const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
+
+/// A pipeline file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct PipelineError {
+    /// The pipeline file (`<default>` for the embedded one).
+    pub path: PathBuf,
+    /// What is wrong, with the TOML line when known.
+    pub message: String,
+}
+
+/// One LLM step: its prompts, schema and sampling. Keys that belong to one
+/// step only (`num_pairs`, `batch_size`, `threshold`, `enabled`) are refused elsewhere.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageDef {
+    /// System prompt template.
+    #[serde(default)]
+    pub system: String,
+    /// User prompt template.
+    pub user: String,
+    /// JSON Schema template for the answer (`response_format` json_schema); none: free text.
+    pub schema: Option<String>,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Generation limit.
+    pub max_tokens: u32,
+    /// Asks allowed when the answer is not the JSON asked for (default 3).
+    pub attempts: Option<u32>,
+    /// Summary only: whether to summarize each document first.
+    pub enabled: Option<bool>,
+    /// Generation only: pairs asked per chunk.
+    pub num_pairs: Option<u32>,
+    /// Rating only: pairs rated per request.
+    pub batch_size: Option<usize>,
+    /// Rating only: the lowest rating kept.
+    pub threshold: Option<f64>,
+}
+
+/// `[dedup]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DedupDef {
+    /// Normalized Levenshtein similarity at which two questions are one.
+    pub threshold: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PipelineDef {
+    #[serde(default)]
+    chunking: ChunkConfig,
+    summary: StageDef,
+    generation: StageDef,
+    rating: StageDef,
+    dedup: DedupDef,
+}
+
+/// One step ready to render requests.
+pub struct Stage {
+    /// Its definition.
+    pub def: StageDef,
+    prompts: PromptSet,
+}
+
+/// A loaded, checked pipeline.
+pub struct Pipeline {
+    /// Chunking settings.
+    pub chunking: ChunkConfig,
+    /// The optional summary step.
+    pub summary: Stage,
+    /// QA generation.
+    pub generation: Stage,
+    /// Rating.
+    pub rating: Stage,
+    /// De-duplication.
+    pub dedup: DedupDef,
+    /// SHA-256 of the pipeline text (recorded in metadata).
+    pub sha256: String,
+}
+
+impl Pipeline {
+    /// Loads `path`, or the embedded default when `None`.
+    pub fn load(path: Option<&Path>) -> Result<Pipeline, PipelineError> {
+        match path {
+            None => Pipeline::parse(DEFAULT_PIPELINE, Path::new("<default pipeline>")),
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| PipelineError {
+                    path: p.to_path_buf(),
+                    message: e.to_string(),
+                })?;
+                Pipeline::parse(&text, p)
+            }
+        }
+    }
+
+    /// Parses and checks a pipeline's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Pipeline, PipelineError> {
+        let err = |message: String| PipelineError {
+            path: path.to_path_buf(),
+            message,
+        };
+        let def: PipelineDef = toml::from_str(text).map_err(|e| {
+            let at = e.span().map_or(String::new(), |s| {
+                format!("line {}: ", text[..s.start].lines().count().max(1))
+            });
+            err(format!("{at}{}", e.message().trim_end()))
+        })?;
+        def.chunking.max_tokens().map_err(|e| err(e.to_string()))?;
+        def.chunking.tokenizer().map_err(|e| err(e.to_string()))?;
+        let checks = [
+            ("summary", &def.summary, ["enabled"].as_slice()),
+            ("generation", &def.generation, &["num_pairs"]),
+            ("rating", &def.rating, &["batch_size", "threshold"]),
+        ];
+        for (name, stage, allowed) in checks {
+            let extra = [
+                ("enabled", stage.enabled.is_some()),
+                ("num_pairs", stage.num_pairs.is_some()),
+                ("batch_size", stage.batch_size.is_some()),
+                ("threshold", stage.threshold.is_some()),
+            ];
+            if let Some((key, _)) = extra.iter().find(|(k, set)| *set && !allowed.contains(k)) {
+                return Err(err(format!("[{name}] takes no `{key}`")));
+            }
+        }
+        if def.rating.batch_size == Some(0) || def.generation.num_pairs == Some(0) {
+            return Err(err("batch_size and num_pairs must be at least 1".into()));
+        }
+        let stage = |name: &str, def: StageDef| -> Result<Stage, PipelineError> {
+            let prompts = PromptSet::new(vec![
+                (Role::System, format!("{name}.system"), def.system.clone()),
+                (Role::User, format!("{name}.user"), def.user.clone()),
+            ])
+            .map_err(|errors| {
+                err(errors
+                    .iter()
+                    .map(|e| format!("{}:{}:{}: {}", e.template, e.line, e.column, e.message))
+                    .collect::<Vec<_>>()
+                    .join("; "))
+            })?;
+            Ok(Stage { def, prompts })
+        };
+        Ok(Pipeline {
+            chunking: def.chunking,
+            summary: stage("summary", def.summary)?,
+            generation: stage("generation", def.generation)?,
+            rating: stage("rating", def.rating)?,
+            dedup: def.dedup,
+            sha256: Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        })
+    }
+
+    /// Pairs asked per chunk (default 25).
+    pub fn num_pairs(&self) -> u32 {
+        self.generation.def.num_pairs.unwrap_or(25)
+    }
+
+    /// Pairs per rating request (default 4).
+    pub fn batch_size(&self) -> usize {
+        self.rating.def.batch_size.unwrap_or(4)
+    }
+
+    /// The lowest rating kept (default 1.0, the seed's `cleanup_threshold`).
+    pub fn threshold(&self) -> f64 {
+        self.rating.def.threshold.unwrap_or(1.0)
+    }
+
+    /// Whether documents are summarized first.
+    pub fn summarize(&self) -> bool {
+        self.summary.def.enabled.unwrap_or(false)
+    }
+}
+
+impl Stage {
+    /// Asks allowed per request when the answer is not the JSON asked for.
+    pub fn attempts(&self) -> u32 {
+        self.def.attempts.unwrap_or(3).max(1)
+    }
+
+    /// Renders this step's request for `context`. The model's `seed`, `num_ctx`
+    /// and `extra_body` apply; the sampling is the pipeline's, which is what it is about.
+    pub fn request(&self, context: &Value, model: &ModelSpec) -> Result<ChatRequest, String> {
+        let messages: Vec<Message> = self
+            .prompts
+            .render(context)
+            .map_err(|e| format!("{}:{}:{}: {}", e.template, e.line, e.column, e.message))?
+            .into_iter()
+            .filter(|m| !(m.role == Role::System && m.content.trim().is_empty()))
+            .collect();
+        let format = match &self.def.schema {
+            None => OutputFormat::Text,
+            Some(template) => OutputFormat::JsonSchema(render_schema(template, context)?),
+        };
+        let o = &model.options;
+        Ok(ChatRequest {
+            messages,
+            temperature: self.def.temperature,
+            max_tokens: self.def.max_tokens,
+            top_p: self.def.top_p,
+            seed: o.seed,
+            stop: Vec::new(),
+            format,
+            num_ctx: o.num_ctx,
+            extra: o.extra_body.clone().unwrap_or_default(),
+        })
+    }
+}
+
+fn render_schema(template: &str, context: &Value) -> Result<serde_json::Value, String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    let text = env
+        .render_str(template, context)
+        .map_err(|e| format!("schema: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("schema is not JSON: {e}\n{text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ProviderKind;
+
+    #[test]
+    fn the_default_pipeline_has_the_seed_defaults() {
+        let p = Pipeline::load(None).unwrap();
+        assert_eq!(p.chunking.max_tokens(), Ok(896));
+        assert_eq!(p.chunking.overlap, 64);
+        assert_eq!(p.num_pairs(), 25);
+        assert_eq!(p.generation.def.temperature, 0.7);
+        assert_eq!(p.generation.def.top_p, Some(0.95));
+        assert_eq!(p.generation.def.max_tokens, 512);
+        assert_eq!(p.batch_size(), 4);
+        assert_eq!(p.rating.def.temperature, 0.3);
+        assert_eq!(p.threshold(), 1.0);
+        assert!(!p.summarize());
+        let model = ModelSpec::new(ProviderKind::OpenAi, "m");
+        let ctx = minijinja::context! { text => "Текст.", num_pairs => 3, summary => "", document => "d", chunk => 0 };
+        let r = p.generation.request(&ctx, &model).unwrap();
+        assert!(r.messages[1].content.contains("Составь 3 пар"));
+        let OutputFormat::JsonSchema(schema) = r.format else {
+            panic!("a schema")
+        };
+        assert_eq!(schema["properties"]["pairs"]["maxItems"], 3);
+        let pairs = vec![serde_json::json!({"question": "q", "answer": "a"}); 2];
+        let ctx = minijinja::context! { pairs => minijinja::Value::from(minijinja::value::Serde(&pairs)), document => "d" };
+        let r = p.rating.request(&ctx, &model).unwrap();
+        let OutputFormat::JsonSchema(schema) = r.format else {
+            panic!("a schema")
+        };
+        assert_eq!(schema["properties"]["ratings"]["minItems"], 2);
+    }
+
+    #[test]
+    fn bad_pipelines_name_the_file_and_the_problem() {
+        let bad = DEFAULT_PIPELINE.replace("batch_size = 4", "batch_sise = 4");
+        let e = Pipeline::parse(&bad, Path::new("p.toml")).err().unwrap();
+        assert!(e.to_string().starts_with("p.toml: line "), "{e}");
+        assert!(e.to_string().contains("batch_sise"), "{e}");
+        let bad = DEFAULT_PIPELINE.replace("num_pairs = 25", "num_pairs = 25\nthreshold = 3");
+        let e = Pipeline::parse(&bad, Path::new("p.toml")).err().unwrap();
+        assert!(
+            e.to_string().contains("[generation] takes no `threshold`"),
+            "{e}"
+        );
+        let bad = DEFAULT_PIPELINE.replace("{{ num_pairs }} пар", "{{ num_pairs }");
+        let e = Pipeline::parse(&bad, Path::new("p.toml")).err().unwrap();
+        assert!(e.to_string().contains("generation.user"), "{e}");
+        let bad = DEFAULT_PIPELINE.replace("max_seq_length = 2048", "max_seq_length = 1000");
+        assert!(Pipeline::parse(&bad, Path::new("p.toml")).is_err());
+    }
+}
