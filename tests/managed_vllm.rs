@@ -171,3 +171,83 @@ fn managed_models_run_one_after_another() {
     assert_eq!(ws.last_journal().len(), 4);
     assert!(guard.survivors().is_empty());
 }
+
+#[test]
+fn a_managed_judge_serves_the_whole_run_beside_the_model_and_stops_after_it() {
+    let (ws, guard) = setup("");
+    ws.copy_spec("rubric_quality.toml");
+    std::fs::create_dir(ws.path().join("specs/rubrics")).unwrap();
+    std::fs::copy(
+        common::root().join("specs/rubrics/quality_5.toml"),
+        ws.path().join("specs/rubrics/quality_5.toml"),
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(ws.path().join("harness.toml")).unwrap();
+    let fake = common::root().join("tests/fixtures/managed/fake_vllm.py");
+    let judge = format!(
+        "[models.judge]\nprovider = \"vllm\"\nmodel = \"org/judge\"\nmax_retries = 0\n\
+         [models.judge.server]\nbinary = \"{}\"\nready_timeout_secs = 30\n",
+        fake.display()
+    );
+    ws.write("harness.toml", &format!("{judge}\n{config}"));
+    let (code, out) = common::run(
+        ws.run_cmd(&[
+            "specs/rubric_quality.toml",
+            "-m",
+            "tiny",
+            "--judge",
+            "judge",
+            "--runs",
+            "2",
+        ])
+        .env("FAKE_VLLM_REPLY", r#"{"reasoning": "ok", "level": 4}"#),
+    );
+    assert_eq!(code, 0, "{out}");
+    let records = ws.last_journal();
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        assert_eq!(r["score"], 0.75, "{r}");
+        assert_eq!(r["rules"][0]["judge"]["judge"], "judge", "{r}");
+    }
+    // Two servers: the judge's first, for the whole run, then the model's; both stopped.
+    let (log, pids) = server_log(&ws);
+    assert_eq!(pids.len(), 2, "{log}");
+    assert!(log.contains("\"serve\", \"org/judge\""), "{log}");
+    for pid in &pids {
+        assert!(
+            log.contains(&format!("[harness] stopped pid {pid}")),
+            "{log}"
+        );
+        assert!(!alive(*pid));
+    }
+    assert!(guard.survivors().is_empty());
+}
+
+#[test]
+fn synth_starts_stops_and_logs_a_managed_model() {
+    let (ws, guard) = setup("");
+    std::fs::create_dir(ws.path().join("docs")).unwrap();
+    ws.write(
+        "docs/a.txt",
+        "Фотосинтез — процесс, в котором растения на свету превращают углекислый газ и воду в глюкозу и кислород.",
+    );
+    let pairs = r#"[{"question": "Что дает фотосинтез?", "answer": "Глюкозу и кислород."}]"#;
+    let (code, out) = common::run(
+        common::harness(ws.path())
+            .args(["synth", "docs", "--model", "tiny", "--out", "data/qa.jsonl"])
+            .env("FAKE_VLLM_REPLY", pairs),
+    );
+    // The stand-in answers the same to every step, so rating fails; the lifecycle is what counts.
+    assert!(code == 0 || code == 1, "{out}");
+    let log_path = ws.path().join("data/qa.synth/server.log");
+    let log = std::fs::read_to_string(&log_path)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{out}", log_path.display()));
+    let pids = started_pids(&log_path);
+    assert_eq!(pids.len(), 1, "{log}");
+    assert!(
+        log.contains(&format!("[harness] stopped pid {}", pids[0])),
+        "{log}"
+    );
+    assert!(!alive(pids[0]));
+    drop(guard);
+}

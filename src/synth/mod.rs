@@ -172,8 +172,29 @@ pub async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> {
     let docs = assemble::chunk_documents(documents, &pipeline, &work)?;
     report.chunks = docs.iter().map(|d| d.chunks.len()).sum();
 
-    let models = crate::run::model_runtimes(std::slice::from_ref(&opts.model), Path::new("golden"))
-        .map_err(|e| SynthError::Model(e.to_string()))?;
+    // A managed model (`llamacpp:`, `vllm:`) gets its server for the whole pipeline, with
+    // the run's lifecycle: own process group, parent-death signal, SIGTERM then SIGKILL on
+    // drop, its log in the work folder.
+    let (models, _server) = if opts.model.provider.is_managed() {
+        let log = work_root.join("server.log");
+        eprintln!(
+            "model {}: starting its {} server (log: {})",
+            opts.model.name,
+            opts.model.provider.prefix(),
+            log.display()
+        );
+        let started = crate::provider::managed::ManagedServer::start(&opts.model, &log)
+            .await
+            .map_err(|e| SynthError::Model(e.to_string()))?;
+        let runtime = crate::run::managed_runtime(&opts.model, &started, Path::new("golden"))
+            .map_err(|e| SynthError::Model(e.to_string()))?;
+        (vec![runtime], Some(started))
+    } else {
+        let runtimes =
+            crate::run::model_runtimes(std::slice::from_ref(&opts.model), Path::new("golden"))
+                .map_err(|e| SynthError::Model(e.to_string()))?;
+        (runtimes, None)
+    };
     let cache = match &opts.cache {
         Some(path) => Some(Arc::new(Cache::open(path).map_err(|source| {
             SynthError::Cache {
