@@ -124,7 +124,12 @@ fn run_smollm2(
             r["tokens_out"].as_u64().unwrap() > 0,
             "usage tokens missing: {r}"
         );
-        assert!(r["attempts"].as_u64().unwrap() >= 1);
+        // A request another spec already made (t05 and its judged variant ask the
+        // same prompts) is answered from the cache, with no attempt.
+        assert!(
+            r["attempts"].as_u64().unwrap() >= 1 || r["cached"] == true,
+            "{r}"
+        );
     }
     (out, records)
 }
@@ -408,8 +413,8 @@ fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_
         return;
     };
     let dir = workspace(&smol, None);
-    let (out, records) = run_smollm2(dir.path(), "specs/rubric_quality.toml", "4", &[]);
-    assert_eq!(records.len(), 4, "{out}");
+    let (out, records) = run_smollm2(dir.path(), "specs/rubric_quality.toml", "2", &[]);
+    assert_eq!(records.len(), 2, "{out}");
     for r in &records {
         let judge = &r["rules"][0]["judge"];
         assert_eq!(judge["judge"], "judge", "{r}");
@@ -437,7 +442,7 @@ fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_
         "-m",
         "smollm2",
         "--runs",
-        "4",
+        "2",
         "--no-progress",
     ]));
     assert!(out.contains("0 HTTP attempts"), "{out}");
