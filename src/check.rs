@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::golden::{self, GoldenMode, GoldenStatus};
-use crate::judge::{JudgeOutcome, JudgeSample, combine};
+use crate::judge::{JudgeOutcome, combine};
 use crate::key_path;
 use crate::prompt::Message;
 use crate::spec::Spec;
@@ -316,11 +316,7 @@ fn example_judgements(
     let messages = spec
         .render(example.instance.map_or(0, u64::from), vars)
         .map_err(|d| d.to_string())?;
-    let task = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == crate::spec::model::Role::User)
-        .map_or("", |m| m.content.as_str());
+    let task = crate::judge::task_of(&messages);
     for (rule_index, name, rule, answer) in tasks {
         rule.prompt(task, &answer, vars)
             .map_err(|e| format!("rule `{name}`: {e}"))?;
@@ -334,10 +330,7 @@ fn example_judgements(
         let samples = example
             .judge
             .iter()
-            .map(|r| JudgeSample {
-                response: Some(r.clone()),
-                result: rule.read(r),
-            })
+            .map(|r| rule.sample(r.clone()))
             .collect();
         let outcome = JudgeOutcome {
             judge: "example".into(),

@@ -159,7 +159,7 @@ pub struct Metrics {
 }
 
 /// What one judge said about one rule's answers, over a cell or model.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JudgeStats {
     /// The judge rule's name.
     pub rule: String,
@@ -179,6 +179,17 @@ pub struct JudgeStats {
     pub disagreements: u64,
     /// HTTP attempts the judge made.
     pub attempts: u64,
+}
+
+/// Running totals of one (rule, judge, rubric).
+#[derive(Debug, Default)]
+struct JudgeTotals {
+    judged: u64,
+    errors: u64,
+    score_sum: f64,
+    spread_sum: u64,
+    disagreements: u64,
+    attempts: u64,
 }
 
 /// Running totals for one cell or model.
@@ -201,8 +212,8 @@ pub struct Accumulator {
     problems: BTreeMap<(String, u64), sampling::Problem>,
     /// Report-only rule → (spec, instance) → its samples' outcomes by that rule.
     side: BTreeMap<String, BTreeMap<(String, u64), sampling::Problem>>,
-    /// (rule, judge, rubric) → stats, with the score and spread sums in the mean fields.
-    judges: BTreeMap<(String, String, String), JudgeStats>,
+    /// (rule, judge, rubric) → running totals.
+    judges: BTreeMap<(String, String, String), JudgeTotals>,
 }
 
 impl Accumulator {
@@ -261,8 +272,8 @@ impl Accumulator {
             match (j.level, j.spread) {
                 (Some(_), Some(spread)) => {
                     stat.judged += 1;
-                    *stat.mean_score.get_or_insert(0.0) += rule.verdict.score;
-                    *stat.mean_spread.get_or_insert(0.0) += spread as f64;
+                    stat.score_sum += rule.verdict.score;
+                    stat.spread_sum += spread.unsigned_abs();
                     stat.disagreements += u64::from(spread > 0);
                 }
                 _ => stat.errors += 1,
@@ -316,15 +327,18 @@ impl Accumulator {
         });
         let judges = std::mem::take(&mut self.judges)
             .into_iter()
-            .map(|((rule, judge, rubric), mut stat)| {
-                let n = stat.judged.max(1) as f64;
-                stat.mean_score = stat.mean_score.map(|sum| sum / n);
-                stat.mean_spread = stat.mean_spread.map(|sum| sum / n);
+            .map(|((rule, judge, rubric), t)| {
+                let n = t.judged as f64;
                 JudgeStats {
                     rule,
                     judge,
                     rubric,
-                    ..stat
+                    judged: t.judged,
+                    errors: t.errors,
+                    mean_score: (t.judged > 0).then(|| t.score_sum / n),
+                    mean_spread: (t.judged > 0).then(|| t.spread_sum as f64 / n),
+                    disagreements: t.disagreements,
+                    attempts: t.attempts,
                 }
             })
             .collect();

@@ -96,6 +96,20 @@ fn journal(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Runs `args` again: `expected` records, every one from the cache, zero HTTP requests.
+fn rerun_from_cache(dir: &Path, args: &[&str], expected: usize) {
+    let (_, out) = run(harness(dir).args(args));
+    let again = journal(dir);
+    assert_eq!(again.len(), expected, "{out}");
+    assert!(
+        again
+            .iter()
+            .all(|r| r["cached"] == true && r["attempts"] == 0),
+        "{out}"
+    );
+    assert!(out.contains("0 HTTP attempts"), "{out}");
+}
+
 /// `harness run TARGET -m smollm2 --runs RUNS --no-progress EXTRA...`: the
 /// output and the journal, each record checked to be a real answer with usage.
 fn run_smollm2(
@@ -172,24 +186,19 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
     );
 
     // The same plan again: every answer from the cache, zero HTTP requests.
-    let (_, out) = run(harness(dir.path()).args([
-        "run",
-        "specs",
-        "-m",
-        "smollm2",
-        "--runs",
-        "2",
-        "--no-progress",
-    ]));
-    let again = journal(dir.path());
-    assert_eq!(again.len(), records.len());
-    assert!(
-        again
-            .iter()
-            .all(|r| r["cached"] == true && r["attempts"] == 0),
-        "{out}"
+    rerun_from_cache(
+        dir.path(),
+        &[
+            "run",
+            "specs",
+            "-m",
+            "smollm2",
+            "--runs",
+            "2",
+            "--no-progress",
+        ],
+        records.len(),
     );
-    assert!(out.contains("0 HTTP attempts"), "{out}");
 }
 
 #[test]
@@ -393,16 +402,7 @@ fn sampled_aime_with_n_4_in_one_request_records_four_samples_and_reruns_from_cac
     }
     assert!(out.contains("pass@4"), "{out}");
 
-    let (_, out) = run(harness(dir.path()).args(args));
-    let again = journal(dir.path());
-    assert_eq!(again.len(), 8);
-    assert!(
-        again
-            .iter()
-            .all(|r| r["cached"] == true && r["attempts"] == 0),
-        "{out}"
-    );
-    assert!(out.contains("0 HTTP attempts"), "{out}");
+    rerun_from_cache(dir.path(), &args, 8);
 }
 
 #[test]
@@ -436,17 +436,19 @@ fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_
         "the real judge never gave a level: {records:#?}"
     );
     // Again: model and judge answers both from the cache.
-    let (_, out) = run(harness(dir.path()).args([
-        "run",
-        "specs/rubric_quality.toml",
-        "-m",
-        "smollm2",
-        "--runs",
-        "2",
-        "--no-progress",
-    ]));
-    assert!(out.contains("0 HTTP attempts"), "{out}");
-    assert!(journal(dir.path()).iter().all(|r| r["cached"] == true));
+    rerun_from_cache(
+        dir.path(),
+        &[
+            "run",
+            "specs/rubric_quality.toml",
+            "-m",
+            "smollm2",
+            "--runs",
+            "2",
+            "--no-progress",
+        ],
+        records.len(),
+    );
 }
 
 /// `harness synth` on three documents the test makes (TXT, PDF, DOCX): the

@@ -57,6 +57,19 @@ fn workspace(fake: &FakeServer) -> Workspace {
     ws
 }
 
+/// `harness run` arguments: the rubric spec, model `m` judged by `j`, `runs` instances.
+fn judged_run(runs: &str) -> [&str; 7] {
+    [
+        "specs/rubric_quality.toml",
+        "-m",
+        "m",
+        "--judge",
+        "j",
+        "--runs",
+        runs,
+    ]
+}
+
 fn judge_of(record: &Value) -> &Value {
     &record["rules"][0]["judge"]
 }
@@ -65,15 +78,7 @@ fn judge_of(record: &Value) -> &Value {
 fn judged_run_scores_levels_reasks_and_records_judge_errors_then_reruns_from_cache() {
     let fake = FakeServer::start(script);
     let ws = workspace(&fake);
-    let args = [
-        "specs/rubric_quality.toml",
-        "-m",
-        "m",
-        "--judge",
-        "j",
-        "--runs",
-        "4",
-    ];
+    let args = judged_run("4");
     let (code, out) = ws.run(
         &[
             &args[..],
@@ -197,15 +202,7 @@ fn a_killed_judged_run_resumes_without_repeating_an_answered_request() {
     let fake = FakeServer::start(|r| Reply::slow(150, script(r)));
     let ws = workspace(&fake);
     let mut child = ws
-        .run_cmd(&[
-            "specs/rubric_quality.toml",
-            "-m",
-            "m",
-            "--judge",
-            "j",
-            "--runs",
-            "6",
-        ])
+        .run_cmd(&judged_run("6"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

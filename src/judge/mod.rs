@@ -65,6 +65,15 @@ pub struct JudgeOutcome {
     pub tokens_out: Option<u64>,
 }
 
+/// The task a judge sees: the last user message of the conversation the model answered.
+pub fn task_of(messages: &[crate::prompt::Message]) -> &str {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::spec::model::Role::User)
+        .map_or("", |m| m.content.as_str())
+}
+
 /// The median of sorted levels; the mean of the middle two for an even count.
 fn median(sorted: &[i64]) -> f64 {
     let n = sorted.len();

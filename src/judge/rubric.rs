@@ -56,14 +56,11 @@ impl Rubric {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read rubric file {}: {e}", path.display()))?;
         let file: RubricFile = toml::from_str(&text).map_err(|e| {
-            let at = e
-                .span()
-                .map(|s| {
-                    let (line, col) = line_col(&text, s.start);
-                    format!(":{line}:{col}")
-                })
-                .unwrap_or_default();
-            format!("{}{at}: {}", path.display(), e.message())
+            let at = match e.span() {
+                Some(span) => crate::error::Location::from_offset(path, &text, span.start),
+                None => crate::error::Location::file_start(path),
+            };
+            format!("{at}: {}", e.message())
         })?;
         Rubric::new(file.level).map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -129,13 +126,6 @@ pub(crate) fn numbered(range: impl Iterator<Item = i64>) -> Rubric {
     .unwrap()
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +183,19 @@ mod tests {
             },
         ];
         assert!(Rubric::new(twice).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn a_bad_rubric_file_is_reported_at_its_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.toml");
+        std::fs::write(
+            &path,
+            "[[level]]\nlevel = 1\nname = \"a\"\ncriteria = \"x\"\n\n[[level]]\nlevel = \"two\"\n",
+        )
+        .unwrap();
+        let e = Rubric::read(&path).unwrap_err();
+        assert!(e.starts_with(&format!("{}:7:9: ", path.display())), "{e}");
     }
 
     #[test]

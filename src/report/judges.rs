@@ -65,12 +65,25 @@ pub(crate) fn markdown(v: &View) -> String {
         return String::new();
     }
     let mut s = String::from("\n## Оценки Судьи\n\n");
-    s.push_str("| Модель | Категория | Правило | Судья | Рубрика | Оценено | Ошибки судьи | Средний скор | Средний разброс | Расхождения |\n");
-    s.push_str("|---|---|---|---|---|:---:|:---:|:---:|:---:|:---:|\n");
-    for r in &rows {
-        let cells = cells(r).map(|c| md_cell(&c));
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-    }
+    let header = [
+        "Модель",
+        "Категория",
+        "Правило",
+        "Судья",
+        "Рубрика",
+        "Оценено",
+        "Ошибки судьи",
+        "Средний скор",
+        "Средний разброс",
+        "Расхождения",
+    ]
+    .map(str::to_owned);
+    let center: Vec<bool> = (0..header.len()).map(|i| i >= 5).collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| cells(r).map(|c| md_cell(&c)).to_vec())
+        .collect();
+    s.push_str(&super::markdown::table(&header, &center, &cells));
     s.push_str("\nСредний скор — по ответам, получившим уровень; ошибки судьи в нём не участвуют (в сводной таблице они считаются нулём). Рубрика — хэш уровней и шаблона промпта судьи.\n");
     for r in rows.iter().filter(|r| r.mixed) {
         let _ = writeln!(

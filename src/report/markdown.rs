@@ -49,7 +49,7 @@ pub(crate) fn render(v: &View) -> String {
 }
 
 /// A Markdown table padded to character widths, so the source reads as a table too.
-fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::cache::Cache;
 use super::execute::{ModelRuntime, ask_checked, sample_request};
-use crate::judge::{JudgeOutcome, JudgeSample, combine, prompt::answer_schema};
+use crate::judge::{JudgeOutcome, JudgeSample, combine, prompt::answer_schema, task_of};
 use crate::prompt::Message;
 use crate::provider::{ChatRequest, OutputFormat, Provider, RequestKey};
 use crate::spec::Spec;
@@ -52,11 +52,7 @@ pub(crate) async fn judge_response(
     key: RequestKey<'_>,
     cache: Option<&Cache>,
 ) -> Judgement {
-    let task = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::User)
-        .map_or("", |m| m.content.as_str());
+    let task = task_of(messages);
     let mut out = Judgement {
         judged: Judged::new(),
         retries: Vec::new(),
@@ -103,10 +99,7 @@ pub(crate) async fn judge_response(
                 Ok(c) => {
                     add(&mut outcome.tokens_in, c.usage.tokens_in);
                     add(&mut outcome.tokens_out, c.usage.tokens_out);
-                    JudgeSample {
-                        result: rule.read(&c.text),
-                        response: Some(c.text),
-                    }
+                    rule.sample(c.text)
                 }
                 Err(e) => JudgeSample {
                     response: None,

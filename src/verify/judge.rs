@@ -8,7 +8,7 @@ use super::expected::{Expected, as_text};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::judge::prompt::{self, PromptInput};
-use crate::judge::{Rubric, parse_answer};
+use crate::judge::{JudgeSample, Rubric, parse_answer};
 use crate::spec::model::RuleDef;
 
 /// A compiled `judge` rule.
@@ -130,6 +130,14 @@ impl JudgeRule {
     /// Reads one judge response; the error says why it gives no level.
     pub fn read(&self, response: &str) -> Result<crate::judge::JudgeAnswer, String> {
         parse_answer(response, &self.rubric)
+    }
+
+    /// One judge sample from the judge's response.
+    pub fn sample(&self, response: String) -> JudgeSample {
+        JudgeSample {
+            result: self.read(&response),
+            response: Some(response),
+        }
     }
 }
 
