@@ -6,17 +6,17 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind, Location};
+use crate::format::{Example, GoldenInstances};
+use crate::golden::instances::{GoldenInstance, instances_path};
 use crate::golden::{self, GoldenMode, GoldenStatus};
-use crate::judge::{JudgeOutcome, combine};
 use crate::key_path;
-use crate::prompt::Message;
 use crate::spec::Spec;
-use crate::spec::model::{Example, GoldenInstances};
+use crate::verify::JudgeOutcome;
 use crate::verify::Judged;
+use crate::verify::judge::combine;
 
 /// Options of a check run.
 #[derive(Debug, Clone)]
@@ -46,26 +46,6 @@ pub struct SpecCheck {
     pub golden: Option<GoldenStatus>,
     /// Wall time of the check.
     pub elapsed: Duration,
-}
-
-/// One line of `golden/<spec>/instances.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GoldenInstance {
-    /// Instance index.
-    pub index: u64,
-    /// Instance id.
-    pub id: String,
-    /// Generated variables.
-    pub vars: Map<String, Value>,
-    /// Rendered messages.
-    pub messages: Vec<Message>,
-    /// Each rule's expected value.
-    pub expected: Map<String, Value>,
-}
-
-/// The golden instances file of a spec.
-pub fn instances_path(golden_dir: &Path, spec_id: &str) -> PathBuf {
-    golden_dir.join(spec_id).join("instances.jsonl")
 }
 
 /// Checks one spec file; never panics on bad input, reports instead.
@@ -316,7 +296,7 @@ fn example_judgements(
     let messages = spec
         .render(example.instance.map_or(0, u64::from), vars)
         .map_err(|d| d.to_string())?;
-    let task = crate::judge::task_of(&messages);
+    let task = crate::verify::judge::task_of(&messages);
     for (rule_index, name, rule, answer) in tasks {
         rule.prompt(task, &answer, vars)
             .map_err(|e| format!("rule `{name}`: {e}"))?;

@@ -6,20 +6,23 @@
 
 pub mod check;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod error;
 pub mod extract;
+pub mod files;
+pub mod format;
 pub mod golden;
-pub mod judge;
 pub mod metrics;
+pub mod progress;
 pub mod prompt;
 pub mod provider;
 pub mod report;
 pub mod run;
 pub mod sandbox;
-pub mod schema;
-pub mod script;
+pub mod scripting;
 pub mod source;
 pub mod spec;
 pub mod synth;
+pub mod text;
 pub mod verify;

@@ -163,7 +163,7 @@ fn every_format_becomes_rated_filtered_deduplicated_pairs() {
         .filter(|r| r.prompt.contains("MALFORMED"))
         .count();
     assert_eq!(malformed_asks, 3);
-    // Generation used the seed's sampling and the JSON schema; rating its lower temperature.
+    // Generation used the pipeline's sampling and the JSON schema; rating its lower temperature.
     let bodies: Vec<Value> = fake.requests().into_iter().map(|r| r.body).collect();
     let generation = bodies
         .iter()

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use owo_colors::OwoColorize;
 
+use super::exit::{Exit, fail};
 use super::render;
 use crate::check::{CheckOptions, SpecCheck, check_file};
 use crate::golden::{GoldenMode, GoldenStatus, colorize_diff, is_ci};
@@ -73,25 +74,18 @@ fn pending_note(pending: Option<&Path>) -> String {
     }
 }
 
-/// Runs `harness check`; returns the exit code.
-pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> u8 {
+/// Runs `harness check`.
+pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
     let files = match spec_files(paths) {
         Ok(files) => files,
         Err(d) => {
             eprint!("{}", render::diagnostic(&d, color));
-            return 2;
+            return Exit::BadInput;
         }
     };
     if files.is_empty() {
-        eprintln!(
-            "error: no spec files (*.toml) under {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        return 2;
+        let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return fail(format!("no spec files (*.toml) under {}", paths.join(", ")));
     }
     let options = CheckOptions {
         golden_dir: golden.to_path_buf(),
@@ -117,10 +111,8 @@ pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> u8 {
         if files.len() == 1 { "" } else { "s" }
     );
     if failed > 0 {
-        2
-    } else if differ > 0 {
-        1
+        Exit::BadInput
     } else {
-        0
+        Exit::differences_if(differ > 0)
     }
 }

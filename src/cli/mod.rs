@@ -1,7 +1,10 @@
-//! The command line: parses arguments and hands each command to the library.
-//! Exit codes: 0 success, 1 golden differences, 2 bad input or other errors.
+//! The command line: parses arguments, hands each command to the library,
+//! and maps the outcome to one message and a named exit code ([`Exit`]).
+//!
+//! The top layer: it may import every module; nothing imports it.
 
 mod check;
+mod exit;
 mod render;
 mod report;
 mod review;
@@ -13,6 +16,8 @@ mod transcript_view;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+pub use exit::Exit;
 
 use clap::{Parser, Subcommand};
 
@@ -99,7 +104,7 @@ pub fn main() -> ExitCode {
         crate::sandbox::allow_unsandboxed();
         eprintln!("{}", crate::sandbox::UNSANDBOXED_WARNING);
     }
-    let code = match cli.command {
+    let exit = match cli.command {
         Command::Check {
             paths,
             bless,
@@ -116,10 +121,10 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(&args, color),
         Command::Synth(args) => synth::run(&args),
         Command::Schema => {
-            print!("{}", crate::schema::spec_schema_text());
-            0
+            print!("{}", crate::format::spec_schema_text());
+            Exit::Success
         }
         Command::Review { golden } => review::run(&golden, color),
     };
-    ExitCode::from(code)
+    exit.into()
 }

@@ -4,14 +4,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::exit::{Exit, either, fail};
 use super::render;
 use crate::config::Config;
-use crate::provider::{ModelSpec, ProviderKind};
-use crate::report::{Format, ReportContext, SpecInfo, write_reports};
-use crate::run::transcript::{
+use crate::golden::transcript::{
     TranscriptLine, compare_transcripts, read_transcript, recorded_models, render_transcript,
     transcript_path,
 };
+use crate::provider::{ModelSpec, ProviderKind};
+use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 
@@ -61,13 +62,8 @@ pub struct RunArgs {
     pub judge: Option<String>,
 }
 
-fn fail(message: impl std::fmt::Display) -> u8 {
-    eprintln!("error: {message}");
-    2
-}
-
-/// Runs `harness run`; returns the exit code.
-pub fn run(args: &RunArgs, color: bool) -> u8 {
+/// Runs `harness run`.
+pub fn run(args: &RunArgs, color: bool) -> Exit {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -75,7 +71,7 @@ pub fn run(args: &RunArgs, color: bool) -> u8 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
-    runtime.block_on(run_async(args, color))
+    either(runtime.block_on(run_async(args, color)))
 }
 
 fn plan_new(
@@ -84,7 +80,7 @@ fn plan_new(
     specs: &[Arc<Spec>],
     file_stamp: &str,
     created: &str,
-) -> Result<Manifest, String> {
+) -> Result<Manifest, Exit> {
     let names: Vec<String> = if args.models.is_empty() {
         config.run.models.clone()
     } else {
@@ -101,10 +97,9 @@ fn plan_new(
             }
         }
         if by_model.is_empty() {
-            return Err(
-                "no model given (-m), none in harness.toml, and no golden transcripts to replay"
-                    .into(),
-            );
+            return Err(fail(
+                "no model given (-m), none in harness.toml, and no golden transcripts to replay",
+            ));
         }
         for name in by_model.keys() {
             let mut m = ModelSpec::new(ProviderKind::Replay, name);
@@ -114,12 +109,12 @@ fn plan_new(
         only = Some(by_model);
     } else {
         for name in &names {
-            let mut m = config.resolve_model(name)?;
+            let mut m = config.resolve_model(name).map_err(fail)?;
             if m.provider == ProviderKind::Replay {
                 m.concurrency = 64;
             }
             if models.iter().any(|p: &ModelSpec| p.name == m.name) {
-                return Err(format!("model `{}` is given twice", m.name));
+                return Err(fail(format!("model `{}` is given twice", m.name)));
             }
             models.push(m);
         }
@@ -129,17 +124,17 @@ fn plan_new(
         .as_ref()
         .or(config.judge.as_ref().map(|j| &j.model))
     {
-        Some(name) => Some(config.resolve_model(name)?),
+        Some(name) => Some(config.resolve_model(name).map_err(fail)?),
         None => None,
     };
     if judge.is_none()
         && let Some(spec) = specs.iter().find(|s| s.rules.needs_judge())
         && models.iter().any(|m| m.provider != ProviderKind::Replay)
     {
-        return Err(format!(
+        return Err(fail(format!(
             "spec `{}` has a `judge` rule: name the judge model with --judge MODEL or [judge] model = \"...\" in harness.toml",
             spec.id
-        ));
+        )));
     }
     let runs_dir = args.results.join("runs");
     Ok(Manifest {
@@ -193,60 +188,64 @@ fn spec_paths(args: &RunArgs, config: &Config) -> Vec<PathBuf> {
         .collect()
 }
 
-async fn run_async(args: &RunArgs, color: bool) -> u8 {
-    let config = match Config::load(&args.config, args.config != Path::new("harness.toml")) {
-        Ok(c) => c,
-        Err(d) => {
-            eprint!("{}", render::diagnostic(&d, color));
-            return 2;
-        }
-    };
+/// A plan ready to run: its manifest, its loaded specs and when it was made.
+struct Prepared {
+    manifest: Manifest,
+    specs: Vec<Arc<Spec>>,
+    /// UTC creation time for reports.
+    created: String,
+    /// The same time for file names.
+    file_stamp: String,
+}
+
+/// Loads the configuration, then the plan: a new one, or the resumed run's.
+fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
+    let config = Config::load(&args.config, args.config != Path::new("harness.toml"))
+        .map_err(|d| diagnostic(&d, color))?;
     let (created, file_stamp) = run::timestamps();
     let runs_dir = args.results.join("runs");
     let (manifest, specs) = if let Some(id) = &args.resume {
-        let dir = match run::find_run(&runs_dir, id) {
-            Ok(d) => d,
-            Err(e) => return fail(e),
-        };
-        let manifest = match run::read_manifest(&dir) {
-            Ok(m) => m,
-            Err(e) => return fail(e),
-        };
-        let Some(specs) = load_specs(&manifest.spec_files, color) else {
-            return 2;
-        };
+        let dir = run::find_run(&runs_dir, id).map_err(fail)?;
+        let manifest = run::read_manifest(&dir).map_err(fail)?;
+        let specs = load_specs(&manifest.spec_files, color).ok_or(Exit::BadInput)?;
         (manifest, specs)
     } else {
-        let files = match spec_files(&spec_paths(args, &config)) {
-            Ok(f) => f,
-            Err(d) => {
-                eprint!("{}", render::diagnostic(&d, color));
-                return 2;
-            }
-        };
-        let Some(specs) = load_specs(&files, color) else {
-            return 2;
-        };
-        match plan_new(args, &config, &specs, &file_stamp, &created) {
-            Ok(m) => (m, specs),
-            Err(e) => return fail(e),
-        }
+        let files = spec_files(&spec_paths(args, &config)).map_err(|d| diagnostic(&d, color))?;
+        let specs = load_specs(&files, color).ok_or(Exit::BadInput)?;
+        let manifest = plan_new(args, &config, &specs, &file_stamp, &created)?;
+        (manifest, specs)
     };
-    if specs.iter().any(|s| s.rules.needs_sandbox())
-        && let Err(e) = crate::sandbox::shared()
-    {
-        return fail(e);
+    Ok(Prepared {
+        manifest,
+        specs,
+        created,
+        file_stamp,
+    })
+}
+
+/// Prints a diagnostic and returns [`Exit::BadInput`].
+fn diagnostic(d: &crate::error::Diagnostic, color: bool) -> Exit {
+    eprint!("{}", render::diagnostic(d, color));
+    Exit::BadInput
+}
+
+async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
+    let Prepared {
+        manifest,
+        specs,
+        created,
+        file_stamp,
+    } = prepare(args, color)?;
+    if specs.iter().any(|s| s.rules.needs_sandbox()) {
+        crate::sandbox::shared().map_err(fail)?;
     }
-    let run_dir = runs_dir.join(&manifest.run_id);
-    if let Err(e) = run::write_manifest(&run_dir, &manifest) {
-        return fail(e);
-    }
+    let run_dir = args.results.join("runs").join(&manifest.run_id);
+    run::write_manifest(&run_dir, &manifest).map_err(fail)?;
     let mut runtimes = Vec::new();
     for spec in &specs {
-        match run::spec_runtime(spec.clone(), manifest.runs) {
-            Ok(r) => runtimes.push(Arc::new(r)),
-            Err(e) => return fail(format!("{}: {e}", spec.file.display())),
-        }
+        let runtime = run::spec_runtime(spec.clone(), manifest.runs)
+            .map_err(|e| fail(format!("{}: {e}", spec.file.display())))?;
+        runtimes.push(Arc::new(runtime));
     }
     let journal_path = run_dir.join("journal.jsonl");
     let settings = RunSettings {
@@ -255,11 +254,11 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         progress: !args.no_progress,
     };
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
-    let outcome = match run::execute_plan(&manifest, &runtimes, &run_dir, &settings).await {
+    let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
         Err(e @ RunError::ServerStart(_)) => {
             eprintln!("error: {e}");
-            return 3;
+            return Err(Exit::ServerFailed);
         }
         Err(e @ RunError::ServerDied(_)) => {
             eprintln!("error: {e}");
@@ -268,38 +267,20 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
                 journal_path.display(),
                 manifest.run_id
             );
-            return 3;
+            return Err(Exit::ServerFailed);
         }
-        Err(e) => return fail(e),
+        Err(e) => return Err(fail(e)),
     };
-    let transcripts = match run::transcripts(&journal_path) {
-        Ok(t) => t,
-        Err(e) => return fail(e),
-    };
-    let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
-    let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
-    let model_ids = manifest
-        .models
-        .iter()
-        .map(|m| (m.name.clone(), m.model.clone()))
-        .collect();
-    let ctx = ReportContext {
-        run_ids: std::slice::from_ref(&manifest.run_id),
-        timestamp: &created,
-        file_stamp: &file_stamp,
-        results_dir: &args.results,
-        models: &model_names,
-        model_ids: &model_ids,
-        specs: &spec_infos,
-        formats: &args.formats,
-        journals: std::slice::from_ref(&journal_path),
+    let transcripts = run::transcripts(&journal_path).map_err(fail)?;
+    let report = reports(
+        args,
+        &manifest,
+        &specs,
+        &journal_path,
+        &created,
+        &file_stamp,
         color,
-        baseline: args.baseline.as_deref(),
-    };
-    let report = match write_reports(&ctx) {
-        Ok(r) => r,
-        Err(e) => return fail(format!("writing reports: {e}")),
-    };
+    )?;
     print!("{}", report.terminal);
     println!(
         "{} records written ({} from cache, {} HTTP attempts); report: {}",
@@ -313,12 +294,58 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
             "interrupted: finished answers are saved; continue with `harness run --resume {}`",
             manifest.run_id
         );
-        return 130;
+        return Ok(Exit::Interrupted);
     }
-    // Golden transcripts: compare each (model, spec) pair, or record them with --bless.
+    let differ = golden_transcripts(args, &manifest, &specs, &transcripts, color)?;
+    Ok(Exit::differences_if(differ))
+}
+
+/// Writes the run's reports.
+fn reports(
+    args: &RunArgs,
+    manifest: &Manifest,
+    specs: &[Arc<Spec>],
+    journal_path: &Path,
+    created: &str,
+    file_stamp: &str,
+    color: bool,
+) -> Result<ReportOutput, Exit> {
+    let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
+    let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
+    let model_ids = manifest
+        .models
+        .iter()
+        .map(|m| (m.name.clone(), m.model.clone()))
+        .collect();
+    let journals = [journal_path.to_path_buf()];
+    let ctx = ReportContext {
+        run_ids: std::slice::from_ref(&manifest.run_id),
+        timestamp: created,
+        file_stamp,
+        results_dir: &args.results,
+        models: &model_names,
+        model_ids: &model_ids,
+        specs: &spec_infos,
+        formats: &args.formats,
+        journals: &journals,
+        color,
+        baseline: args.baseline.as_deref(),
+    };
+    write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
+}
+
+/// Compares each (model, spec) pair with its golden transcript, or records it
+/// with `--bless`; returns whether anything differs.
+fn golden_transcripts(
+    args: &RunArgs,
+    manifest: &Manifest,
+    specs: &[Arc<Spec>],
+    transcripts: &run::Transcripts,
+    color: bool,
+) -> Result<bool, Exit> {
     let mut differ = false;
     for model in &manifest.models {
-        for spec in &specs {
+        for spec in specs {
             if !manifest.includes(&model.name, &spec.id) {
                 continue;
             }
@@ -328,14 +355,11 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
                 .unwrap_or_default();
             let path = transcript_path(&args.golden, &spec.id, &model.name);
             if args.bless {
-                if let Some(dir) = path.parent()
-                    && let Err(e) = std::fs::create_dir_all(dir)
-                {
-                    return fail(e);
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).map_err(fail)?;
                 }
-                if let Err(e) = std::fs::write(&path, render_transcript(lines)) {
-                    return fail(format!("{}: {e}", path.display()));
-                }
+                std::fs::write(&path, render_transcript(lines))
+                    .map_err(|e| fail(format!("{}: {e}", path.display())))?;
                 continue;
             }
             let golden = read_transcript(&path).ok();
@@ -347,5 +371,5 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     if args.bless {
         println!("golden transcripts written under {}", args.golden.display());
     }
-    u8::from(differ)
+    Ok(differ)
 }

@@ -3,14 +3,20 @@
 //! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
 //! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
 //! transcripts. Errors are classified so the runner knows what to retry.
-//! `llamacpp` and `vllm` models are servers the harness runs itself
-//! ([`managed`]); once ready they are asked through the `openai` client.
+//! `llamacpp` and `vllm` models are servers the harness runs itself (the
+//! client layer's `managed`); once ready they are asked through the `openai`
+//! client. [`ModelSpec`] is a model's whole configuration, parsed from a
+//! reference (`openai:NAME@URL`) or from `harness.toml`.
+//!
+//! Imports go down only: `prompt` (messages), `golden` (replayed
+//! transcripts) and `text`. No cache, retries or limits here: those are the
+//! client layer's.
 
-pub mod managed;
 pub mod model_ref;
 mod ollama;
 mod openai;
 pub mod replay;
+mod server_options;
 
 use std::time::Duration;
 
@@ -19,7 +25,7 @@ use serde_json::Value;
 
 use crate::prompt::Message;
 
-pub use model_ref::{ModelSpec, ProviderKind};
+pub use model_ref::{ModelRefError, ModelSpec, ProviderKind, ServerOptions};
 pub use ollama::{OllamaClient, base_from_env as ollama_base_from_env};
 pub use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub use replay::ReplayProvider;
@@ -62,6 +68,16 @@ pub struct ChatRequest {
     /// Extra body fields from the model's `options.extra_body`.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub extra: serde_json::Map<String, Value>,
+}
+
+impl ChatRequest {
+    /// The request of sample `sample`: the seed, when set, becomes `seed + sample`, so
+    /// samples differ on a seeded server yet every sample reproduces (sample 0 keeps the seed).
+    pub fn for_sample(&self, sample: u32) -> ChatRequest {
+        let mut request = self.clone();
+        request.seed = self.seed.map(|s| s.wrapping_add(u64::from(sample)));
+        request
+    }
 }
 
 /// Merges a request's extra fields into a wire body.
@@ -216,7 +232,7 @@ pub async fn error_status(response: reqwest::Response) -> ProviderError {
     let body = response.text().await.unwrap_or_default();
     ProviderError::Status {
         status,
-        body: crate::verify::clip(body.trim(), 300),
+        body: crate::text::clip(body.trim(), 300),
         retry_after,
     }
 }
@@ -296,7 +312,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn extra_body_fields_reach_the_wire_and_the_cache_key() {
+    fn extra_body_fields_reach_the_wire() {
         let mut request = ChatRequest {
             messages: vec![],
             temperature: 0.0,
@@ -308,14 +324,11 @@ mod tests {
             num_ctx: None,
             extra: serde_json::Map::new(),
         };
-        let spec = ModelSpec::new(ProviderKind::OpenAi, "m");
-        let plain = crate::run::cache::cache_key(&spec, "u", &request, 0);
         request
             .extra
             .insert("cache_prompt".into(), Value::Bool(false));
         let mut body = serde_json::json!({"model": "m"});
         merge_extra(&mut body, &request);
         assert_eq!(body["cache_prompt"], Value::Bool(false));
-        assert_ne!(plain, crate::run::cache::cache_key(&spec, "u", &request, 0));
     }
 }

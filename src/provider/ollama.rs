@@ -181,7 +181,7 @@ fn parse_chunk(bytes: &[u8]) -> Result<ChatChunk, ProviderError> {
     let chunk: ChatChunk = serde_json::from_slice(bytes).map_err(|e| {
         ProviderError::Malformed(format!(
             "{e}: {}",
-            crate::verify::clip(&String::from_utf8_lossy(bytes), 200)
+            crate::text::clip(&String::from_utf8_lossy(bytes), 200)
         ))
     })?;
     if let Some(error) = &chunk.error {

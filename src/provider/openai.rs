@@ -148,7 +148,7 @@ impl OpenAiClient {
         let parsed: ChatResponse = serde_json::from_slice(&bytes).map_err(|e| {
             ProviderError::Malformed(format!(
                 "{e}: {}",
-                crate::verify::clip(&String::from_utf8_lossy(&bytes), 200)
+                crate::text::clip(&String::from_utf8_lossy(&bytes), 200)
             ))
         })?;
         if parsed.choices.is_empty() {

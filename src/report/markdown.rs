@@ -1,12 +1,12 @@
-//! `results/reports/report_<stamp>.md`: the report of TZ 5.3, headings
-//! verbatim, followed by per-model tables, the analysis and failing instances.
+//! `results/reports/report_<stamp>.md`: the Russian report users of the
+//! «Базовый Контроль» checks expect (its headings fixed), followed by per-model tables, the analysis and failing instances.
 
 use std::fmt::Write as _;
 
 use crate::metrics::{Example, Metrics};
 
 use super::View;
-use super::text::{Align, code_block, inline_code, md_cell, num, one_line, pad, percent};
+use crate::text::{code_block, inline_code, md_cell, num, one_line, percent, table};
 
 /// Shown for cells without records.
 const NONE: &str = "—";
@@ -19,7 +19,7 @@ pub(crate) fn render(v: &View) -> String {
     let models: Vec<String> = v.models.iter().map(|m| inline_code(m)).collect();
     let runs: Vec<String> = v.ctx.run_ids.iter().map(|r| inline_code(r)).collect();
     s.push_str("# Отчет о Тестировании LLM\n\n");
-    // Separate paragraphs, so renderers keep the TZ's one-fact-per-line look.
+    // Separate paragraphs, so renderers keep one fact per line.
     let _ = writeln!(s, "**Дата и время:** {}\n", v.ctx.timestamp);
     let _ = writeln!(s, "**Протестированные модели:** {}\n", models.join(", "));
     let _ = writeln!(s, "**Запуски:** {}\n", runs.join(", "));
@@ -28,7 +28,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
     groups(&mut s, v);
     comparisons(&mut s, v);
-    s.push_str(&super::judges::markdown(v));
+    s.push_str(&super::judge_stats::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);
@@ -45,42 +45,6 @@ pub(crate) fn render(v: &View) -> String {
     if s.len() == before {
         s.push_str("\nВсе задания пройдены.\n");
     }
-    s
-}
-
-/// A Markdown table padded to character widths, so the source reads as a table too.
-pub(crate) fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([header[c].chars().count(), 3])
-                .max()
-                .unwrap_or(3)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| pad(c, *w, Align::Left))
-            .collect();
-        format!("| {} |\n", padded.join(" | "))
-    };
-    let rule: Vec<String> = widths
-        .iter()
-        .zip(center)
-        .map(|(w, c)| {
-            if *c {
-                format!(":{}:", "-".repeat(w - 2))
-            } else {
-                format!(":{}", "-".repeat(w - 1))
-            }
-        })
-        .collect();
-    let mut s = line(header);
-    s.push_str(&line(&rule));
-    rows.iter().for_each(|r| s.push_str(&line(r)));
     s
 }
 

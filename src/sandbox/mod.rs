@@ -6,6 +6,9 @@
 //! a seccomp deny-list, rlimits, an empty environment and a wall-clock
 //! deadline that takes the whole process tree down. See `child.rs` for the
 //! order of the steps and why.
+//!
+//! A leaf: it imports nothing from the rest of the crate. The `code` rule
+//! (in `verify`) decides what runs here and reads the outcome.
 
 mod capture;
 mod child;

@@ -6,13 +6,13 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::locate::{Key, SourceMap};
-use super::model::{ResponseFormat, Role, SpecFile};
 use super::{ScriptOrigin, Spec, dataset_diagnostic, template_diagnostic};
 use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location, did_you_mean};
+use crate::format::locate::{Key, SourceMap};
+use crate::format::{ResponseFormat, Role, SpecFile};
 use crate::key_path;
 use crate::prompt::PromptSet;
-use crate::script::{DEFAULT_MAX_OPERATIONS, ScriptError};
+use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError};
 use crate::source::dataset::Dataset;
 use crate::source::generate::Generator;
 use crate::verify::RuleSet;
@@ -116,7 +116,8 @@ fn valid_id(id: &str) -> bool {
 }
 
 /// Loads and compiles a spec.
-pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
+/// Reads and parses the spec file: its text, source map and serde model.
+fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
     let source = std::fs::read_to_string(file).map_err(|e| {
         Diagnostic::new(
             ErrorKind::Io,
@@ -128,10 +129,16 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
         SourceMap::parse(file, &source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
     let de =
         toml::Deserializer::parse(&source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
-    let mut def: SpecFile = serde_path_to_error::deserialize(de).map_err(|e| {
+    let def: SpecFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         toml_diagnostic(file, &source, &path, e.inner())
     })?;
+    Ok((source, map, def))
+}
+
+/// Loads and compiles a spec.
+pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
+    let (source, map, mut def) = parse(file)?;
     if seed_override.is_some() {
         def.seed = seed_override;
     }
@@ -154,98 +161,8 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
         ));
     }
     let runs = def.runs.unwrap_or(10);
-    if runs == 0 {
-        errors.push(at(
-            key_path!["runs"],
-            ErrorKind::Invalid,
-            "runs must be at least 1".into(),
-        ));
-    }
-    if let Some(t) = def.request.temperature
-        && !(0.0..=2.0).contains(&t)
-    {
-        errors.push(at(
-            key_path!["request", "temperature"],
-            ErrorKind::Invalid,
-            "temperature must be within 0..2".into(),
-        ));
-    }
-    if let Some(p) = def.request.top_p
-        && !(p > 0.0 && p <= 1.0)
-    {
-        errors.push(at(
-            key_path!["request", "top_p"],
-            ErrorKind::Invalid,
-            "top_p must be within 0..1 (greater than 0)".into(),
-        ));
-    }
-    if def.request.max_tokens == Some(0) {
-        errors.push(at(
-            key_path!["request", "max_tokens"],
-            ErrorKind::Invalid,
-            "max_tokens must be at least 1".into(),
-        ));
-    }
-    if let Some(sampling) = &def.sampling {
-        let n = sampling.n();
-        if sampling.n == Some(0) {
-            errors.push(at(
-                key_path!["sampling", "n"],
-                ErrorKind::Invalid,
-                "n must be at least 1".into(),
-            ));
-        }
-        if let Some((i, &k)) = sampling
-            .k
-            .iter()
-            .enumerate()
-            .find(|(_, k)| **k == 0 || **k > n)
-        {
-            errors.push(at(
-                key_path!["sampling", "k", i],
-                ErrorKind::Invalid,
-                format!("k = {k} is outside 1..={n}: pass@k needs k samples of the n drawn"),
-            ));
-        }
-        if let Some(t) = sampling.temperature
-            && !(0.0..=2.0).contains(&t)
-        {
-            errors.push(at(
-                key_path!["sampling", "temperature"],
-                ErrorKind::Invalid,
-                "temperature must be within 0..2".into(),
-            ));
-        }
-        if let Some(p) = sampling.top_p
-            && !(p > 0.0 && p <= 1.0)
-        {
-            errors.push(at(
-                key_path!["sampling", "top_p"],
-                ErrorKind::Invalid,
-                "top_p must be within 0..1 (greater than 0)".into(),
-            ));
-        }
-        if sampling.max_tokens == Some(0) {
-            errors.push(at(
-                key_path!["sampling", "max_tokens"],
-                ErrorKind::Invalid,
-                "max_tokens must be at least 1".into(),
-            ));
-        }
-    }
-    if def.request.attempts == Some(0) {
-        errors.push(at(
-            key_path!["request", "attempts"],
-            ErrorKind::Invalid,
-            "attempts must be at least 1".into(),
-        ));
-    }
-    if def.generate.as_ref().and_then(|g| g.max_operations) == Some(0) {
-        errors.push(at(
-            key_path!["generate", "max_operations"],
-            ErrorKind::Invalid,
-            "max_operations must be at least 1 (it bounds every script run)".into(),
-        ));
+    for (path, message) in super::validate::value_errors(&def) {
+        errors.push(at(&path, ErrorKind::Invalid, message));
     }
     match (def.request.response_format, &def.request.schema) {
         (Some(ResponseFormat::JsonSchema), None) => errors.push(at(
@@ -254,11 +171,11 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             "response_format = \"json_schema\" needs `schema = \"path/to/schema.json\"`".into(),
         )),
         (_, Some(schema)) => {
-            if let Err(message) = crate::verify::read_schema(&spec_dir, schema) {
+            if let Err(e) = crate::verify::read_schema(&spec_dir, schema) {
                 errors.push(at(
                     key_path!["request", "schema"],
                     ErrorKind::Schema,
-                    message,
+                    e.to_string(),
                 ));
             }
         }
@@ -288,28 +205,10 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             .ok()
             .flatten()
     };
-    let dataset = def.dataset.as_ref().and_then(|d| {
-        let data: serde_json::Map<String, serde_json::Value> = def
-            .data
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        match Dataset::load(d, &spec_dir, &data, def.seed.unwrap_or(0)) {
-            Ok(ds) if ds.is_empty() => {
-                errors.push(at(
-                    key_path!["dataset"],
-                    ErrorKind::Dataset,
-                    "the dataset has no rows left after `filter`, `sample` and `limit`".into(),
-                ));
-                None
-            }
-            Ok(ds) => Some(ds),
-            Err(e) => {
-                errors.push(dataset_diagnostic(&map, &e, None));
-                None
-            }
-        }
-    });
+    let dataset = def
+        .dataset
+        .as_ref()
+        .and_then(|d| load_dataset(d, &def, &spec_dir, &map, &source, &mut errors));
     let runs = match &dataset {
         Some(ds) => {
             let rows = u32::try_from(ds.len()).unwrap_or(u32::MAX);
@@ -456,4 +355,38 @@ fn compile_prompt(def: &SpecFile, map: &SourceMap) -> Result<PromptSet, Vec<Diag
             .map(|e| template_diagnostic(map, e, None))
             .collect()
     })
+}
+
+/// The spec's dataset, or `None` with the problem added to `errors`.
+fn load_dataset(
+    d: &crate::format::Dataset,
+    def: &SpecFile,
+    spec_dir: &Path,
+    map: &SourceMap,
+    source: &str,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<Dataset> {
+    let data: serde_json::Map<String, serde_json::Value> = def
+        .data
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    match Dataset::load(d, spec_dir, &data, def.seed.unwrap_or(0)) {
+        Ok(ds) if ds.is_empty() => {
+            errors.push(
+                Diagnostic::new(
+                    ErrorKind::Dataset,
+                    map.locate(key_path!["dataset"]),
+                    "the dataset has no rows left after `filter`, `sample` and `limit`",
+                )
+                .with_source(source),
+            );
+            None
+        }
+        Ok(ds) => Some(ds),
+        Err(e) => {
+            errors.push(dataset_diagnostic(map, &e, None));
+            None
+        }
+    }
 }

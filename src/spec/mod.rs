@@ -1,9 +1,17 @@
 //! Specs: loading a category's TOML file into a ready-to-run [`Spec`], with
 //! every problem reported as a [`Diagnostic`] naming file, line and column.
+//!
+//! Data flow: the file's text → `format::SpecFile` (serde, with a source map
+//! for positions) → range checks (`validate`) → a compiled [`Spec`]: its
+//! generator or dataset (`source`), prompt templates (`prompt`) and rules
+//! (`verify`). A spec then makes an [`Instance`] per index (variables and
+//! rendered messages) and verifies responses to it.
+//!
+//! The glue of the spec path: it imports `format`, `source`, `prompt`,
+//! `verify`, `scripting` and `error`; the run, check and report layers import it.
 
 mod load;
-pub mod locate;
-pub mod model;
+mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -12,12 +20,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, Diagnostics, ErrorKind};
+use crate::format::SpecFile;
+use crate::format::locate::{Key, SourceMap};
 use crate::prompt::{Message, PromptSet, TemplateError};
 use crate::source::dataset::{At, Dataset, DatasetError};
 use crate::source::generate::Generator;
 use crate::verify::{InstanceVerdict, RuleSet};
-use locate::{Key, SourceMap};
-use model::SpecFile;
 
 pub use load::spec_files;
 
@@ -157,11 +165,11 @@ impl Spec {
         if let Some(var) = &self.def.prompt.history {
             let turns = crate::verify::lookup(vars, var)
                 .ok_or_else(|| format!("the instance has no variable `{var}`"))
-                .and_then(crate::prompt::history_turns)
+                .and_then(|v| crate::prompt::history_turns(v).map_err(|e| e.to_string()))
                 .map_err(|message| self.history_diagnostic(index, var, &message))?;
             let at = messages
                 .iter()
-                .position(|m| m.role != model::Role::System)
+                .position(|m| m.role != crate::format::Role::System)
                 .unwrap_or(messages.len());
             messages.splice(at..at, turns);
         }

@@ -15,10 +15,11 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{BuildContext, FailureKind, Rule, Verdict, clip};
+use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
+use crate::format::RuleDef;
 use crate::sandbox::{self, Limits, Outcome, Program};
-use crate::spec::model::RuleDef;
+use crate::text::clip;
 
 /// How test results become a score.
 #[derive(Debug, Clone, Copy, PartialEq)]

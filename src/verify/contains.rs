@@ -1,5 +1,5 @@
-//! `contains`, `not_contains` and `exclusive`: substring checks (the TZ's
-//! logic category). Case-insensitive and whole-word by default; `exclusive`
+//! `contains`, `not_contains` and `exclusive`: substring checks (the logic
+//! category's answers). Case-insensitive and whole-word by default; `exclusive`
 //! passes only when the right candidate is named and no other one is, so an
 //! answer that lists everybody does not pass.
 
@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::expected::{Expected, as_text_list, lookup};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
 
 #[derive(Clone, Copy)]
 struct Matcher {

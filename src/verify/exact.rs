@@ -1,13 +1,14 @@
 //! `exact`: the answer equals the expected string after whitespace
-//! normalization (the TZ's instruction-following check). Case-sensitive by
+//! normalization (the instruction-following check). Case-sensitive by
 //! default, because case is often what the instructions asked for.
 
 use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text_list};
-use super::{BuildContext, Rule, Verdict, clip};
+use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::text::clip;
 
 struct Exact {
     expected: Expected,

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::BuildContext;
 use crate::error::{Diagnostic, ErrorKind};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
 
 /// Where a rule's expected value comes from.
 #[derive(Debug, Clone)]

@@ -1,13 +1,14 @@
 //! `numeric`: the answer is a number within tolerance of the expected one
-//! (the TZ's arithmetic category). `14.0` equals `14`.
+//! (the arithmetic category). `14.0` equals `14`.
 
 use serde_json::{Map, Value};
 
 use super::expected::Expected;
-use super::{BuildContext, FailureKind, Rule, Verdict, clip};
+use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::extract::last_number;
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::text::clip;
 
 struct Numeric {
     expected: Expected,

@@ -2,9 +2,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{BuildContext, Rule, Verdict, clip};
+use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::text::clip;
 
 struct RegexRule {
     pattern: regex::Regex,

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::script::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
 
 struct ScriptRule {
     engine: Engine,

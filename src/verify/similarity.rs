@@ -1,5 +1,5 @@
 //! `similarity`: a soft text match, chrF (character n-gram F-score, β = 2)
-//! or normalized Levenshtein, passing at a threshold (the TZ's soft
+//! or normalized Levenshtein, passing at a threshold (the soft
 //! summarization check). The score is the similarity itself.
 
 use std::collections::HashMap;
@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::expected::{Expected, as_text};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
 
 #[derive(Clone, Copy)]
 enum Metric {

@@ -2,9 +2,9 @@
 //! until it is ready, hands out its OpenAI-compatible base URL, and stops it.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), harness::provider::managed::ManagedError> {
+//! # async fn demo() -> Result<(), harness::client::managed::ManagedError> {
 //! use harness::provider::ModelSpec;
-//! use harness::provider::managed::ManagedServer;
+//! use harness::client::managed::ManagedServer;
 //! let spec = ModelSpec::parse("llamacpp:models/smollm2.gguf").unwrap();
 //! let server = ManagedServer::start(&spec, "results/runs/x/server.log".as_ref()).await?;
 //! let url = server.base_url(); // http://127.0.0.1:<port>/v1, for an `openai` client
@@ -16,6 +16,8 @@
 //! `llamacpp` runs `llama-server`, `vllm` runs `vllm serve`; both on a free
 //! port of 127.0.0.1 picked by the harness, in their own process group, with
 //! a parent-death signal, output appended to the log (see [`process`]).
+//!
+//! Imports go down only: `provider` (the model's configuration).
 
 mod llamacpp;
 pub mod process;
@@ -25,78 +27,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use super::{ModelSpec, ProviderKind};
+use crate::provider::model_ref::DEFAULT_READY_TIMEOUT_SECS;
+use crate::provider::{ModelSpec, ProviderKind, ServerOptions};
 use process::ServerProcess;
-
-/// Seconds to wait for readiness by default (the seed's vLLM start-up timeout).
-pub const DEFAULT_READY_TIMEOUT_SECS: f64 = 1200.0;
 
 /// Log lines quoted in start-up and crash errors.
 const QUOTED_LINES: usize = 20;
-
-/// How a managed server is started: `[models.<name>.server]` in harness.toml.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerOptions {
-    /// The server executable (default: found on PATH, then in the harness cache).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binary: Option<PathBuf>,
-    /// Context tokens per request slot (llama.cpp: `-c` is this times the slots;
-    /// vLLM: `--max-model-len`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ctx_size: Option<u32>,
-    /// CPU threads (llama.cpp `--threads`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threads: Option<u32>,
-    /// Parallel slots (default: the model's `concurrency` × `max_n`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parallel: Option<u32>,
-    /// A Jinja chat template file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chat_template: Option<PathBuf>,
-    /// Fraction of GPU memory vLLM may take (`--gpu-memory-utilization`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu_memory_utilization: Option<f64>,
-    /// Arguments appended after the harness's own.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extra_args: Vec<String>,
-    /// Seconds to wait for readiness (default 1200).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_timeout_secs: Option<f64>,
-}
-
-impl ServerOptions {
-    /// Request slots: `parallel`, else one per request in flight and choice.
-    pub fn slots(&self, spec: &ModelSpec) -> u32 {
-        self.parallel.unwrap_or_else(|| {
-            let in_flight = u32::try_from(spec.concurrency.max(1)).unwrap_or(u32::MAX);
-            in_flight.saturating_mul(spec.max_n.max(1))
-        })
-    }
-
-    /// Makes relative paths absolute against `base` (the config file's directory);
-    /// a bare `binary` name (`llama-server`) stays for the OS to find on PATH.
-    /// Absolute, so a resume from another directory finds the same files.
-    pub fn resolve_paths(&mut self, base: &Path) {
-        let absolute = |p: &mut PathBuf| {
-            let joined = base.join(&*p);
-            *p = std::path::absolute(&joined).unwrap_or(joined);
-        };
-        if let Some(p) = self.chat_template.as_mut().filter(|p| p.is_relative()) {
-            absolute(p);
-        }
-        if let Some(p) = self
-            .binary
-            .as_mut()
-            .filter(|p| p.is_relative() && p.components().count() > 1)
-        {
-            absolute(p);
-        }
-    }
-}
 
 /// Why a managed server could not serve.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,17 @@
 //! Golden files: reviewed expectations kept in `golden/`, compared on every
 //! check, with colored unified diffs and an insta-style review loop (a `.new`
 //! file beside a changed golden file; `harness review` accepts or rejects).
+//!
+//! Two stores live here: golden instances (`<spec>/instances.jsonl`, what a
+//! spec generates; [`instances`]) and golden transcripts (`<spec>/<model>.jsonl`,
+//! what a model answered and how it scored; [`transcript`]). The replay
+//! provider answers from the transcripts.
+//!
+//! A store, low in the layers: it imports only `prompt` (the message type)
+//! and `text`.
+
+pub mod instances;
+pub mod transcript;
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -25,9 +25,9 @@ use super::{ReportContext, SpecInfo};
 /// Where one record lives, with its sort key (shown model, spec id, instance, sample).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    /// Index into [`Source::models`].
+    /// Index into [`Journals::models`].
     model: usize,
-    /// Index into `Source::spec_ids` (sorted, so comparing indices compares ids).
+    /// Index into `Journals::spec_ids` (sorted, so comparing indices compares ids).
     spec: usize,
     instance: u64,
     sample: u32,
@@ -36,7 +36,7 @@ struct Entry {
 }
 
 /// The indexed records of every journal in a report.
-pub(crate) struct Source {
+pub(crate) struct Journals {
     /// Shown model names, in report order.
     pub models: Vec<String>,
     /// Specs in report order.
@@ -51,9 +51,9 @@ pub(crate) struct Source {
 /// One journal's records: (model name, spec id, instance, sample) → offset.
 type JournalIndex = BTreeMap<(usize, usize, u64, u32), u64>;
 
-impl Source {
+impl Journals {
     /// Indexes every journal of `ctx`.
-    pub fn open(ctx: &ReportContext) -> io::Result<Source> {
+    pub fn open(ctx: &ReportContext) -> io::Result<Journals> {
         let (mut raw_models, mut spec_names) = (Interner::default(), Interner::default());
         let mut indexes = Vec::new();
         let mut readers = Vec::new();
@@ -139,7 +139,7 @@ impl Source {
                 specs.push(SpecInfo::plain(id));
             }
         }
-        Ok(Source {
+        Ok(Journals {
             models,
             specs,
             spec_ids,
@@ -148,13 +148,13 @@ impl Source {
         })
     }
 
-    /// The positions in [`Source::entries`] of one shown model's records.
+    /// The positions in [`Journals::entries`] of one shown model's records.
     pub fn model_range(&self, model: usize) -> Range<usize> {
         let lo = self.entries.partition_point(|e| e.model < model);
         lo..self.entries.partition_point(|e| e.model <= model)
     }
 
-    /// The positions in [`Source::entries`] of one shown model's records of `spec`.
+    /// The positions in [`Journals::entries`] of one shown model's records of `spec`.
     pub fn cell_range(&self, model: usize, spec: &str) -> Range<usize> {
         let Ok(s) = self.spec_ids.binary_search_by(|x| x.as_str().cmp(spec)) else {
             return 0..0;
@@ -167,7 +167,7 @@ impl Source {
             .partition_point(|e| (e.model, e.spec) <= (model, s))
     }
 
-    /// Reads the record at position `i` of [`Source::entries`].
+    /// Reads the record at position `i` of [`Journals::entries`].
     pub fn read(&mut self, i: usize) -> io::Result<Record> {
         let e = self.entries[i];
         let reader = self.readers[e.journal]
@@ -273,7 +273,7 @@ mod tests {
             color: false,
             baseline: None,
         };
-        let mut s = Source::open(&ctx).unwrap();
+        let mut s = Journals::open(&ctx).unwrap();
         assert_eq!(
             s.models,
             [
@@ -300,7 +300,7 @@ mod tests {
             .read(s.cell_range(3, "t01_simple_logic").start + 2)
             .unwrap();
         assert_eq!(
-            (r.instance, r.response.as_deref()),
+            (r.instance, r.scored.response.as_deref()),
             (1, Some("Самый высокий — Борис."))
         );
     }

@@ -4,17 +4,18 @@
 
 use serde_json::{Map, Value};
 
-use super::cache::Cache;
-use super::execute::{ModelRuntime, ask_checked, sample_request};
-use crate::judge::{JudgeOutcome, JudgeSample, combine, prompt::answer_schema, task_of};
+use crate::client::cache::Cache;
+use crate::client::{ModelClient, ask};
+use crate::format::Role;
 use crate::prompt::Message;
 use crate::provider::{ChatRequest, OutputFormat, Provider, RequestKey};
 use crate::spec::Spec;
-use crate::spec::model::Role;
+use crate::verify::JudgeOutcome;
+use crate::verify::judge::{JudgeSample, combine, prompt::answer_schema, task_of};
 use crate::verify::{FailureKind, JudgeRule, Judged, Verdict};
 
 /// What judging one answer produced: verdicts by rule index and the judge's retry log.
-pub(crate) struct Judgement {
+pub(super) struct Judgement {
     /// Verdicts and outcomes of the judge rules.
     pub judged: Judged,
     /// Why judge requests were retried or re-asked, prefixed with the rule.
@@ -24,7 +25,7 @@ pub(crate) struct Judgement {
 }
 
 /// The request of judge sample 0 for `prompt`: the rule's settings, overridden by the judge model's options.
-fn judge_request(judge: &ModelRuntime, rule: &JudgeRule, prompt: String) -> ChatRequest {
+fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatRequest {
     let o = &judge.spec.options;
     ChatRequest {
         messages: vec![Message {
@@ -43,8 +44,8 @@ fn judge_request(judge: &ModelRuntime, rule: &JudgeRule, prompt: String) -> Chat
 }
 
 /// Judges `response` (the answer to `messages`) by every judge rule of `spec`.
-pub(crate) async fn judge_response(
-    judge: &ModelRuntime,
+pub(super) async fn ask_judge(
+    judge: &ModelClient,
     spec: &Spec,
     messages: &[Message],
     response: &str,
@@ -79,8 +80,8 @@ pub(crate) async fn judge_response(
                 judge: Some((name, k)),
                 ..key
             };
-            let request = sample_request(&base, k);
-            let asked = ask_checked(judge, &request, judge_key, cache, rule.attempts, |text| {
+            let request = base.for_sample(k);
+            let asked = ask(judge, &request, judge_key, cache, rule.attempts, |text| {
                 rule.read(text).map(|_| ())
             })
             .await;

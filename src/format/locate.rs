@@ -33,7 +33,7 @@ impl From<usize> for Key<'_> {
 /// Builds a `&[Key]` path from mixed names and indices.
 #[macro_export]
 macro_rules! key_path {
-    ($($k:expr),* $(,)?) => { &[$($crate::spec::locate::Key::from($k)),*][..] };
+    ($($k:expr),* $(,)?) => { &[$($crate::format::locate::Key::from($k)),*][..] };
 }
 
 /// A span-carrying outline of a TOML document: structure and positions, no values.

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::View;
-use super::text::{md_cell, num, percent};
+use crate::text::{md_cell, num, percent, table};
 
 /// One row: model, spec title, and the stats.
 struct Row<'a> {
@@ -83,7 +83,7 @@ pub(crate) fn markdown(v: &View) -> String {
         .iter()
         .map(|r| cells(r).map(|c| md_cell(&c)).to_vec())
         .collect();
-    s.push_str(&super::markdown::table(&header, &center, &cells));
+    s.push_str(&table(&header, &center, &cells));
     s.push_str("\nСредний скор — по ответам, получившим уровень; ошибки судьи в нём не участвуют (в сводной таблице они считаются нулём). Рубрика — хэш уровней и шаблона промпта судьи.\n");
     for r in rows.iter().filter(|r| r.mixed) {
         let _ = writeln!(

@@ -5,7 +5,7 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::error::{At, DatasetError, Origin};
-use crate::script::{ScriptError, sandboxed_engine};
+use crate::scripting::{ScriptError, sandboxed_engine};
 
 /// A compiled per-row script.
 pub struct RowScript {

@@ -1,15 +1,28 @@
-//! `judge`: an LLM grades the answer against a rubric (seed 003). The rule
-//! holds the rubric, the prompt and the sampling of the judge; the runner
-//! asks the judge model and hands the judgements back to the rule set.
+//! The `judge` rule: an LLM reads an answer, compares it with every level of
+//! a rubric and picks one; the level is normalized to 0..1.
+//!
+//! The rule owns the pure part: the rubric ([`rubric`]), the judge's prompt
+//! and answer schema ([`prompt`]), reading its answer ([`parse`]) and combining
+//! k judge samples into one verdict ([`combine`]). Whoever asks the judge model
+//! (the run layer, through the same cache, retries and journal as any other
+//! request; or `harness check`, with fixed answers) hands the samples back.
 
 use serde_json::{Map, Value};
+
+pub mod combine;
+pub mod parse;
+pub mod prompt;
+pub mod rubric;
 
 use super::expected::{Expected, as_text};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::judge::prompt::{self, PromptInput};
-use crate::judge::{JudgeSample, Rubric, parse_answer};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+pub use combine::{JudgeSample, combine};
+pub use parse::{JudgeAnswer, parse_answer};
+use prompt::PromptInput;
+pub use prompt::task_of;
+pub use rubric::Rubric;
 
 /// A compiled `judge` rule.
 pub struct JudgeRule {
@@ -34,11 +47,10 @@ pub struct JudgeRule {
 /// Builds a `judge` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     let rubric = match (&def.rubric, &def.rubric_file) {
-        (Some(levels), None) => {
-            Rubric::new(levels.clone()).map_err(|e| cx.error(ErrorKind::Invalid, "rubric", e))?
-        }
+        (Some(levels), None) => Rubric::new(levels.clone())
+            .map_err(|e| cx.error(ErrorKind::Invalid, "rubric", e.to_string()))?,
         (None, Some(file)) => Rubric::read(&cx.spec_dir.join(file))
-            .map_err(|e| cx.error(ErrorKind::Invalid, "rubric_file", e))?,
+            .map_err(|e| cx.error(ErrorKind::Invalid, "rubric_file", e.to_string()))?,
         (Some(_), Some(_)) => {
             return Err(cx.error(
                 ErrorKind::Invalid,
@@ -128,7 +140,7 @@ impl JudgeRule {
     }
 
     /// Reads one judge response; the error says why it gives no level.
-    pub fn read(&self, response: &str) -> Result<crate::judge::JudgeAnswer, String> {
+    pub fn read(&self, response: &str) -> Result<JudgeAnswer, String> {
         parse_answer(response, &self.rubric)
     }
 

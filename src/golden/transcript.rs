@@ -7,10 +7,35 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::provider::model_ref::file_stem;
-use crate::run::record::Record;
+use crate::text::file_stem;
 
-/// One recorded answer.
+/// What a model answered to one instance and sample, and how it scored: the
+/// part of a run's record that golden transcripts keep.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScoredAnswer {
+    /// The response, when the request succeeded.
+    pub response: Option<String>,
+    /// The first scoring rule's extracted answer.
+    pub answer: Option<String>,
+    /// Whether the instance passed.
+    pub passed: bool,
+    /// The instance score (0 on request errors).
+    pub score: f64,
+    /// Failure details, one per failing rule.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// Prompt tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_in: Option<u64>,
+    /// Generated tokens (unset when the answer shared a request with other samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_out: Option<u64>,
+    /// The request error, when no response was obtained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One recorded answer: a line of a golden transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TranscriptLine {
     /// Instance id.
@@ -21,26 +46,9 @@ pub struct TranscriptLine {
     pub sample: u32,
     /// The model's display name.
     pub model: String,
-    /// The response, when the request succeeded.
-    pub response: Option<String>,
-    /// The first rule's extracted answer.
-    pub answer: Option<String>,
-    /// Whether the instance passed.
-    pub passed: bool,
-    /// The instance score.
-    pub score: f64,
-    /// Failure details.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub detail: String,
-    /// Prompt tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens_in: Option<u64>,
-    /// Generated tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens_out: Option<u64>,
-    /// The request error, when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    /// The answer and its score.
+    #[serde(flatten)]
+    pub scored: ScoredAnswer,
     /// Judge rules' recorded judgements by rule name: replay answers the judge with them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub judge: BTreeMap<String, JudgeTranscript>,
@@ -55,41 +63,6 @@ pub struct JudgeTranscript {
     pub rubric: String,
     /// Each judge sample's raw response (`null` when its request failed).
     pub responses: Vec<Option<String>>,
-}
-
-impl TranscriptLine {
-    /// The transcript line of a record.
-    pub fn from_record(r: &Record) -> TranscriptLine {
-        TranscriptLine {
-            id: r.instance_id.clone(),
-            instance: r.instance,
-            sample: r.sample,
-            model: r.model.clone(),
-            response: r.response.clone(),
-            answer: r.answer.clone(),
-            passed: r.passed,
-            score: r.score,
-            detail: r.detail.clone(),
-            tokens_in: r.tokens_in,
-            tokens_out: r.tokens_out,
-            error: r.error.clone(),
-            judge: r
-                .rules
-                .iter()
-                .filter_map(|rule| {
-                    let j = rule.judge.as_ref()?;
-                    Some((
-                        rule.name.clone(),
-                        JudgeTranscript {
-                            judge: j.judge.clone(),
-                            rubric: j.rubric.clone(),
-                            responses: j.responses.clone(),
-                        },
-                    ))
-                })
-                .collect(),
-        }
-    }
 }
 
 /// Where a model's transcript for a spec lives.
@@ -195,22 +168,26 @@ pub fn compare_transcripts(
             diff.membership.push((label(n), false));
             continue;
         };
-        match (o.passed, n.passed) {
+        match (o.scored.passed, n.scored.passed) {
             (true, false) => diff.regressions.push((
                 label(n),
-                n.error.clone().unwrap_or_else(|| n.detail.clone()),
+                n.scored
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| n.scored.detail.clone()),
             )),
             (false, true) => diff.fixes.push(label(n)),
-            _ if (o.score - n.score).abs() > 1e-9 => {
-                diff.score_changes.push((label(n), o.score, n.score))
+            _ if (o.scored.score - n.scored.score).abs() > 1e-9 => {
+                diff.score_changes
+                    .push((label(n), o.scored.score, n.scored.score))
             }
             _ => {}
         }
-        if o.response != n.response {
+        if o.scored.response != n.scored.response {
             diff.response_changes.push((
                 label(n),
-                o.response.clone().unwrap_or_default(),
-                n.response.clone().unwrap_or_default(),
+                o.scored.response.clone().unwrap_or_default(),
+                n.scored.response.clone().unwrap_or_default(),
             ));
         }
     }
@@ -232,18 +209,17 @@ mod tests {
             instance,
             sample: 0,
             model: "m".into(),
-            response: Some(response.into()),
-            answer: None,
-            passed,
-            score,
-            detail: if passed {
-                String::new()
-            } else {
-                "wrong".into()
+            scored: ScoredAnswer {
+                response: Some(response.into()),
+                passed,
+                score,
+                detail: if passed {
+                    String::new()
+                } else {
+                    "wrong".into()
+                },
+                ..ScoredAnswer::default()
             },
-            tokens_in: None,
-            tokens_out: None,
-            error: None,
             judge: BTreeMap::new(),
         }
     }

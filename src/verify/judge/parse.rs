@@ -60,7 +60,7 @@ mod tests {
     use super::*;
 
     fn five() -> Rubric {
-        crate::judge::rubric::numbered(1..=5)
+        crate::verify::judge::rubric::numbered(1..=5)
     }
 
     #[test]

@@ -1,7 +1,5 @@
-//! The spec file format: the serde model of one category's TOML file.
-//!
-//! Every struct rejects unknown keys; `schemas/spec.schema.json` is generated
-//! from these types, so the two cannot drift apart.
+//! The top-level tables of a spec file: `[generate]`, `[prompt]`, `[request]`,
+//! `[sampling]`, `[report]` and `[[example]]`.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::extract::ExtractDef;
+use super::dataset::Dataset;
+use super::rule::RuleDef;
 
 /// One test category, as written in `specs/<id>.toml`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -54,73 +53,6 @@ pub struct SpecFile {
     /// How reports break the results down.
     #[serde(default)]
     pub report: ReportOptions,
-}
-
-/// The `[dataset]` table: one instance per row of a file or a hub dataset.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Dataset {
-    /// A file relative to the spec (`{split}` is replaced by each split), or `hf://owner/name`.
-    pub path: String,
-    /// `jsonl`, `json`, `csv` or `parquet`; default from the extension (`.gz` is unpacked).
-    pub format: Option<DatasetFormat>,
-    /// JSON only: the key of the row list when the file is an object.
-    pub key: Option<String>,
-    /// One split: the hub split, or the `{split}` of `path`; instances get a `split` variable.
-    pub split: Option<String>,
-    /// Several splits, interleaved row by row so any `runs` cap keeps them balanced.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub splits: Vec<String>,
-    /// The hub dataset's configuration (default `default`).
-    pub config: Option<String>,
-    /// Rhai expression over `row`; rows for which it is false are dropped.
-    pub filter: Option<String>,
-    /// Keep a seeded random sample of this many rows per split (after `filter`).
-    pub sample: Option<u64>,
-    /// Keep at most this many rows per split (after `filter` and `sample`).
-    pub limit: Option<u64>,
-    /// Instance variables taken from the row: name -> dotted path, or a list of paths (first present wins).
-    pub fields: Option<BTreeMap<String, FieldSource>>,
-    /// Rhai script over `row` (after `fields`) returning the instance variables as a map.
-    pub map: Option<String>,
-    /// Operation budget of `filter` and `map` per row (default 1,000,000).
-    pub max_operations: Option<u64>,
-}
-
-/// Where a dataset field comes from.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum FieldSource {
-    /// A dotted path into the row (`a.b.0`).
-    Path(String),
-    /// Paths tried in order; the first present is used (`["answer_id", "rightStepId"]`).
-    FirstOf(Vec<String>),
-}
-
-impl FieldSource {
-    /// The paths to try, in order.
-    pub fn paths(&self) -> &[String] {
-        match self {
-            FieldSource::Path(p) => std::slice::from_ref(p),
-            FieldSource::FirstOf(ps) => ps,
-        }
-    }
-}
-
-/// A dataset file format.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum DatasetFormat {
-    /// One JSON object per line.
-    Jsonl,
-    /// A JSON array of objects, or an object holding one (see `key`).
-    Json,
-    /// Comma-separated values with a header row.
-    Csv,
-    /// Apache Parquet, the format the Hugging Face hub serves.
-    Parquet,
 }
 
 /// The `[report]` table: breakdowns and extra outputs of a spec's results.
@@ -300,126 +232,6 @@ pub enum ResponseFormat {
     Json,
     /// JSON constrained by `request.schema`.
     JsonSchema,
-}
-
-/// One `[[verify]]` rule. Which keys apply depends on `rule`; `harness check`
-/// rejects keys the chosen rule does not read.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RuleDef {
-    /// The rule: exact, contains, not_contains, exclusive, regex, set_equal,
-    /// numeric, json_field, similarity, script, code.
-    pub rule: String,
-    /// A name for reports (defaults to the rule).
-    pub name: Option<String>,
-    /// Weight in the instance score (default 1).
-    pub weight: Option<f64>,
-    /// A gate adds nothing to the score, but when it fails the instance scores 0.
-    pub gate: Option<bool>,
-    /// Judged and reported beside the other rules (a flexible extraction beside a strict
-    /// one), but not part of the instance's pass or score.
-    pub report_only: Option<bool>,
-    /// How the answer is taken from the response.
-    pub extract: Option<ExtractDef>,
-    /// The instance variable holding the expected value (dotted path); the judge's reference answer.
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
-    /// Compare case-sensitively (default false).
-    pub case_sensitive: Option<bool>,
-    /// Match whole words only (contains family; default true).
-    pub whole_word: Option<bool>,
-    /// `all` (default) or `any` of the expected strings (contains).
-    pub mode: Option<String>,
-    /// Variable with every candidate answer (exclusive).
-    pub candidates: Option<String>,
-    /// Regular expression the answer must match (regex).
-    pub pattern: Option<String>,
-    /// Absolute tolerance (numeric).
-    pub tolerance: Option<f64>,
-    /// Relative tolerance (numeric).
-    pub relative_tolerance: Option<f64>,
-    /// Entity groups (set_equal).
-    pub entities: Option<Vec<EntityDef>>,
-    /// Score by F1 instead of all-or-nothing (set_equal).
-    pub partial: Option<bool>,
-    /// JSON Schema file the answer must satisfy (json_field), relative to the spec.
-    pub schema: Option<String>,
-    /// JSON pointer -> instance variable to compare (json_field).
-    pub fields: Option<BTreeMap<String, String>>,
-    /// `chrf` (default) or `levenshtein` (similarity).
-    pub metric: Option<String>,
-    /// Minimum score to pass (similarity, script, judge; default 0.5).
-    pub threshold: Option<f64>,
-    /// Rhai expression returning a bool, a score or `#{passed, score, detail}` (script).
-    pub script: Option<String>,
-    /// The instance variable holding the tests: a list of snippets or one snippet (code).
-    pub tests: Option<String>,
-    /// minijinja template making each test's source from `test` (code); `| py` writes Python literals.
-    pub test_template: Option<String>,
-    /// Instance variable with code put before the answer: the task's imports and helpers (code).
-    pub prelude: Option<String>,
-    /// The solution's language: fence to extract and runtime (code; default python);
-    /// the built-in judge prompt's language, `ru` or `en` (judge; default ru).
-    pub language: Option<String>,
-    /// `all` (default: every test must pass) or `fraction` of tests passed (code).
-    pub score: Option<String>,
-    /// Wall-clock and CPU limit in seconds (code; default 10).
-    pub timeout_secs: Option<f64>,
-    /// Address-space limit in MiB (code; default 512).
-    pub memory_mb: Option<u64>,
-    /// Command line of a custom runtime, run in the working directory (code).
-    pub command: Option<Vec<String>>,
-    /// A custom runtime's runner file, relative to the spec (code).
-    pub runner: Option<String>,
-    /// File name the solution is written to (code; default `solution.py`).
-    pub solution_file: Option<String>,
-    /// The rubric's levels (judge).
-    pub rubric: Option<Vec<crate::judge::Level>>,
-    /// A rubric file of `[[level]]` tables, relative to the spec (judge).
-    pub rubric_file: Option<String>,
-    /// The judge's prompt, a minijinja template over `task`, `reference`, `answer`, `levels`,
-    /// `min_level`, `max_level` and `vars` (judge; default: a built-in prompt in `language`).
-    pub template: Option<String>,
-    /// Judge samples per answer; the median level counts and the spread is reported (judge; default 1).
-    pub samples: Option<u32>,
-    /// The judge's temperature (judge; default 0, or 0.7 with several samples).
-    pub temperature: Option<f64>,
-    /// The judge's generation limit (judge; default 512).
-    pub max_tokens: Option<u32>,
-    /// Asks per judge sample when its answer does not parse (judge; default 3).
-    pub attempts: Option<u32>,
-}
-
-/// One entity group of a `set_equal` rule.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EntityDef {
-    /// The group's name, shown in details (`email`, `phone`, ...).
-    pub name: String,
-    /// Regex finding the entities in the answer; group 1 if present, else the whole match.
-    pub pattern: String,
-    /// Normalizers applied to found and expected values, in order.
-    #[serde(default)]
-    pub normalize: Vec<Normalizer>,
-    /// The instance variable holding the expected list.
-    pub expected: String,
-}
-
-/// A normalization applied to entities before comparing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Normalizer {
-    /// Lower-case.
-    Lowercase,
-    /// Keep digits only.
-    Digits,
-    /// Digits only, and a Russian trunk prefix 8 read as country code 7.
-    Phone,
-    /// Trim surrounding whitespace and punctuation.
-    Trim,
-    /// Dates in common formats to YYYY-MM-DD.
-    Date,
 }
 
 /// A self-check: a response and what the rules must conclude about it.

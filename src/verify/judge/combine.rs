@@ -1,20 +1,10 @@
-//! LLM-as-judge: a model reads an answer, compares it with every level of a
-//! rubric and picks one; the level is normalized to 0..1 (seed 003).
-//!
-//! This module is the pure part: rubrics, the judge's prompt and schema,
-//! parsing its answer and combining k judge samples into one verdict. The
-//! runner (`run::judge`) asks the judge model through the same cache,
-//! retries and journal as any other request.
+//! Combining k judge samples into one verdict: the median level counts, the
+//! spread is recorded, and too few usable samples make a judge error.
 
-pub mod parse;
-pub mod prompt;
-pub mod rubric;
-
-use serde::{Deserialize, Serialize};
-
-use crate::verify::{FailureKind, Verdict, clip};
-pub use parse::{JudgeAnswer, parse_answer};
-pub use rubric::{Level, Rubric};
+use super::parse::JudgeAnswer;
+use super::rubric::Rubric;
+use crate::text::clip;
+use crate::verify::{FailureKind, JudgeOutcome, Verdict};
 
 /// One judge sample: the raw response (when the request succeeded) and its reading.
 #[derive(Debug, Clone)]
@@ -23,55 +13,6 @@ pub struct JudgeSample {
     pub response: Option<String>,
     /// The parsed judgement, or why there is none (request error, bad JSON, level out of range).
     pub result: Result<JudgeAnswer, String>,
-}
-
-/// What a judged rule records beside its verdict: who judged, under which
-/// rubric, every sample's level and reasoning, and the judge's own costs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct JudgeOutcome {
-    /// The judge model's display name.
-    pub judge: String,
-    /// [`Rubric::hash`] of the rubric and template used.
-    pub rubric: String,
-    /// The median level, when enough samples parsed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level: Option<f64>,
-    /// Each parsed sample's level, in sample order.
-    #[serde(default)]
-    pub levels: Vec<i64>,
-    /// Highest minus lowest sampled level (0: the samples agree).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spread: Option<i64>,
-    /// Each parsed sample's reasoning.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reasoning: Vec<String>,
-    /// Each sample's raw response (`null` when its request failed): what replay answers with.
-    #[serde(default)]
-    pub responses: Vec<Option<String>>,
-    /// Why samples gave no level, one per failed sample.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-    /// HTTP attempts the judge made for this answer (0 when all came from the cache).
-    #[serde(default)]
-    pub attempts: u32,
-    /// Samples answered from the cache.
-    #[serde(default)]
-    pub cached: u32,
-    /// The judge's prompt tokens, summed over samples.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens_in: Option<u64>,
-    /// The judge's generated tokens, summed over samples.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens_out: Option<u64>,
-}
-
-/// The task a judge sees: the last user message of the conversation the model answered.
-pub fn task_of(messages: &[crate::prompt::Message]) -> &str {
-    messages
-        .iter()
-        .rev()
-        .find(|m| m.role == crate::spec::model::Role::User)
-        .map_or("", |m| m.content.as_str())
 }
 
 /// The median of sorted levels; the mean of the middle two for an even count.
@@ -153,7 +94,7 @@ mod tests {
     use super::*;
 
     fn five() -> Rubric {
-        crate::judge::rubric::numbered(1..=5)
+        crate::verify::judge::rubric::numbered(1..=5)
     }
 
     fn sample(level: Option<i64>) -> JudgeSample {

@@ -133,6 +133,13 @@ mod tests {
             )
         );
         assert_ne!(k0, cache_key(&model, "http://y", &request(), 0));
+        let mut extra = request();
+        extra.extra.insert("cache_prompt".into(), false.into());
+        assert_ne!(
+            k0,
+            cache_key(&model, "http://x", &extra, 0),
+            "extra body fields are part of the key"
+        );
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), None);

@@ -1,18 +1,52 @@
-//! Small text helpers shared by the renderers.
+//! Small text helpers shared by every layer: clipping, quoting, padding,
+//! tables, Markdown escaping and control-character escaping.
+//!
+//! A leaf: it imports nothing from the rest of the crate.
+
+use serde_json::Value;
+
+/// Quotes a value for details: strings in «», others as JSON.
+pub fn quote(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("«{s}»"),
+        other => other.to_string(),
+    }
+}
+
+/// Shortens long text for details: at most `max_chars` characters, then `…`.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// `name` as a file stem: characters outside `[A-Za-z0-9._-]` become `_`.
+pub fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
 
 /// A fraction in [0, 1] as a percentage with one decimal: `0.6667` → `66.7%`.
-pub(crate) fn percent(fraction: f64) -> String {
+pub fn percent(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
 }
 
 /// An optional number with `decimals` decimals, or `none`.
-pub(crate) fn num(value: Option<f64>, decimals: usize, none: &str) -> String {
+pub fn num(value: Option<f64>, decimals: usize, none: &str) -> String {
     value.map_or_else(|| none.to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 /// Column alignment.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Align {
+pub enum Align {
     /// Pad on the right.
     Left,
     /// Pad on the left.
@@ -20,7 +54,7 @@ pub(crate) enum Align {
 }
 
 /// Pads `s` to `width` characters (not bytes, so Cyrillic lines up).
-pub(crate) fn pad(s: &str, width: usize, align: Align) -> String {
+pub fn pad(s: &str, width: usize, align: Align) -> String {
     let fill = " ".repeat(width.saturating_sub(s.chars().count()));
     match align {
         Align::Left => format!("{s}{fill}"),
@@ -29,14 +63,14 @@ pub(crate) fn pad(s: &str, width: usize, align: Align) -> String {
 }
 
 /// `text` on one line (whitespace runs become one space), cut to `max` characters.
-pub(crate) fn one_line(text: &str, max: usize) -> String {
+pub fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    visible(&crate::metrics::excerpt(&flat, max))
+    visible(&clip(&flat, max))
 }
 
 /// Control characters other than tab and newline as `\uXXXX` text, so a
 /// model's escape sequences cannot garble a terminal showing the report.
-pub(crate) fn visible(text: &str) -> String {
+pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_control() && c != '\n' && c != '\t' {
@@ -49,12 +83,12 @@ pub(crate) fn visible(text: &str) -> String {
 }
 
 /// Text safe inside a Markdown table cell: pipes escaped, newlines as spaces.
-pub(crate) fn md_cell(text: &str) -> String {
+pub fn md_cell(text: &str) -> String {
     one_line(text, usize::MAX).replace('|', "\\|")
 }
 
 /// Inline code that survives backticks in `text`: the delimiter is longer than any run inside.
-pub(crate) fn inline_code(text: &str) -> String {
+pub fn inline_code(text: &str) -> String {
     let ticks = "`".repeat(longest_run(text, '`') + 1);
     // A space keeps a leading or trailing backtick from merging with the delimiter.
     let space = if text.starts_with('`') || text.ends_with('`') {
@@ -66,7 +100,7 @@ pub(crate) fn inline_code(text: &str) -> String {
 }
 
 /// A fenced code block whose fence is longer than any backtick run in `text`.
-pub(crate) fn code_block(text: &str) -> String {
+pub fn code_block(text: &str) -> String {
     let fence = "`".repeat((longest_run(text, '`') + 1).max(3));
     format!(
         "{fence}text\n{}\n{fence}\n",
@@ -81,6 +115,42 @@ fn longest_run(text: &str, c: char) -> usize {
         best = best.max(run);
     }
     best
+}
+
+/// A Markdown table padded to character widths, so the source reads as a table too.
+pub fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].chars().count(), 3])
+                .max()
+                .unwrap_or(3)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| pad(c, *w, Align::Left))
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let rule: Vec<String> = widths
+        .iter()
+        .zip(center)
+        .map(|(w, c)| {
+            if *c {
+                format!(":{}:", "-".repeat(w - 2))
+            } else {
+                format!(":{}", "-".repeat(w - 1))
+            }
+        })
+        .collect();
+    let mut s = line(header);
+    s.push_str(&line(&rule));
+    rows.iter().for_each(|r| s.push_str(&line(r)));
+    s
 }
 
 #[cfg(test)]

@@ -1,22 +1,50 @@
-//! Rubrics: levels with a name and criteria, and the seed's normalization
+//! Rubrics: levels with a name and criteria, normalized to 0..1 as
 //! `score = (level - min_level) / (max_level - min_level)`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// One level of a rubric.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Level {
-    /// The level's number (any integers; the lowest scores 0, the highest 1).
-    pub level: i64,
-    /// A short name: `Отлично`, `Good`.
-    pub name: String,
-    /// What an answer at this level looks like.
-    pub criteria: String,
+use crate::error::Location;
+pub use crate::format::Level;
+
+/// Why a rubric cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RubricError {
+    /// Fewer than two levels.
+    #[error("a rubric needs at least two levels, this one has {0}")]
+    TooFewLevels(usize),
+    /// A level number given twice.
+    #[error("level {0} appears twice")]
+    Repeated(i64),
+    /// A level with an empty name.
+    #[error("level {0} has no name")]
+    Unnamed(i64),
+    /// The rubric file could not be read.
+    #[error("cannot read rubric file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The rubric file is not valid TOML of `[[level]]` tables.
+    #[error("{at}: {message}")]
+    Toml {
+        /// Where.
+        at: Location,
+        /// What the TOML parser said.
+        message: String,
+    },
+    /// The levels of a rubric file are not a valid rubric.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its levels.
+        source: Box<RubricError>,
+    },
 }
 
 /// A validated rubric: at least two distinct levels, sorted from highest to lowest.
@@ -34,35 +62,40 @@ struct RubricFile {
 
 impl Rubric {
     /// Checks the levels: two or more, no number repeated, no empty name.
-    pub fn new(mut levels: Vec<Level>) -> Result<Rubric, String> {
+    pub fn new(mut levels: Vec<Level>) -> Result<Rubric, RubricError> {
         if levels.len() < 2 {
-            return Err(format!(
-                "a rubric needs at least two levels, this one has {}",
-                levels.len()
-            ));
+            return Err(RubricError::TooFewLevels(levels.len()));
         }
         levels.sort_by_key(|l| std::cmp::Reverse(l.level));
         if let Some(w) = levels.windows(2).find(|w| w[0].level == w[1].level) {
-            return Err(format!("level {} appears twice", w[0].level));
+            return Err(RubricError::Repeated(w[0].level));
         }
         if let Some(l) = levels.iter().find(|l| l.name.trim().is_empty()) {
-            return Err(format!("level {} has no name", l.level));
+            return Err(RubricError::Unnamed(l.level));
         }
         Ok(Rubric { levels })
     }
 
     /// Reads a rubric file of `[[level]]` tables.
-    pub fn read(path: &Path) -> Result<Rubric, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read rubric file {}: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Rubric, RubricError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RubricError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let file: RubricFile = toml::from_str(&text).map_err(|e| {
             let at = match e.span() {
-                Some(span) => crate::error::Location::from_offset(path, &text, span.start),
-                None => crate::error::Location::file_start(path),
+                Some(span) => Location::from_offset(path, &text, span.start),
+                None => Location::file_start(path),
             };
-            format!("{at}: {}", e.message())
+            RubricError::Toml {
+                at,
+                message: e.message().to_owned(),
+            }
         })?;
-        Rubric::new(file.level).map_err(|e| format!("{}: {e}", path.display()))
+        Rubric::new(file.level).map_err(|e| RubricError::InFile {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
     }
 
     /// Levels from highest to lowest.
@@ -169,7 +202,12 @@ mod tests {
 
     #[test]
     fn bad_rubrics_are_refused() {
-        assert!(Rubric::new(vec![]).unwrap_err().contains("at least two"));
+        assert!(
+            Rubric::new(vec![])
+                .unwrap_err()
+                .to_string()
+                .contains("at least two")
+        );
         let twice = vec![
             Level {
                 level: 1,
@@ -182,7 +220,12 @@ mod tests {
                 criteria: String::new(),
             },
         ];
-        assert!(Rubric::new(twice).unwrap_err().contains("twice"));
+        assert!(
+            Rubric::new(twice)
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
     }
 
     #[test]
@@ -194,7 +237,7 @@ mod tests {
             "[[level]]\nlevel = 1\nname = \"a\"\ncriteria = \"x\"\n\n[[level]]\nlevel = \"two\"\n",
         )
         .unwrap();
-        let e = Rubric::read(&path).unwrap_err();
+        let e = Rubric::read(&path).unwrap_err().to_string();
         assert!(e.starts_with(&format!("{}:7:9: ", path.display())), "{e}");
     }
 

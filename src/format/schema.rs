@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::spec::model::SpecFile;
+use super::SpecFile;
 
 /// The JSON Schema of a spec file.
 pub fn spec_schema() -> Value {

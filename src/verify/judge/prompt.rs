@@ -112,10 +112,19 @@ pub fn answer_schema(rubric: &Rubric) -> Value {
     })
 }
 
+/// The task a judge sees: the last user message of the conversation the model answered.
+pub fn task_of(messages: &[crate::prompt::Message]) -> &str {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::format::Role::User)
+        .map_or("", |m| m.content.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::rubric::Level;
+    use crate::format::Level;
 
     #[test]
     fn the_default_prompts_show_task_reference_answer_and_every_level() {

@@ -1,8 +1,11 @@
-//! The sandboxed Rhai engine shared by generation scripts and `script` rules.
+//! The sandboxed Rhai engine shared by generation scripts, dataset `map`
+//! scripts and `script` rules, and the seeded RNG those scripts call.
 //!
 //! Built from `Engine::new_raw()` with only pure packages: no file, network,
 //! process, module loading or clock access, and hard limits on operations,
 //! call depth and value sizes so a runaway script fails fast.
+//!
+//! A leaf of the spec path: it imports nothing from the rest of the crate.
 
 use rhai::packages::{
     ArithmeticPackage, BasicArrayPackage, BasicFnPackage, BasicIteratorPackage, BasicMapPackage,
@@ -11,7 +14,9 @@ use rhai::packages::{
 };
 use rhai::{Dynamic, Engine, EvalAltResult, ParseError, Position};
 
-use crate::source::rng::ScriptRng;
+pub mod rng;
+
+use rng::ScriptRng;
 
 /// Default operation budget per script run: about 50 ms of work in a release build.
 pub const DEFAULT_MAX_OPERATIONS: u64 = 1_000_000;
