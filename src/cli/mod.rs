@@ -5,6 +5,7 @@
 
 mod check;
 mod exit;
+mod new;
 mod render;
 mod report;
 mod review;
@@ -74,6 +75,22 @@ enum Command {
     Synth(synth::SynthArgs),
     /// Print the JSON Schema of the spec format.
     Schema,
+    /// Write a commented starter spec `<dir>/<ID>.toml` and its golden instances.
+    New {
+        /// The new spec's id (its file name and golden directory).
+        id: String,
+        /// Where specs live.
+        #[arg(long, default_value = "specs")]
+        dir: PathBuf,
+        /// The golden directory.
+        #[arg(long, default_value = "golden")]
+        golden: PathBuf,
+    },
+    /// Print shell completions: `harness completions bash > ~/.local/share/bash-completion/completions/harness`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Walk pending `.new` golden files: accept, reject or skip each.
     Review {
         /// The golden directory.
@@ -125,6 +142,12 @@ pub fn main() -> ExitCode {
             Exit::Success
         }
         Command::Review { golden } => review::run(&golden, color),
+        Command::New { id, dir, golden } => new::run(&id, &dir, &golden),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "harness", &mut std::io::stdout());
+            Exit::Success
+        }
     };
     exit.into()
 }

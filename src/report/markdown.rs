@@ -52,13 +52,11 @@ fn summary_table(v: &View) -> String {
     let mut header = vec!["Модель / Категория".to_owned()];
     header.extend(v.specs.iter().map(|s| md_cell(&s.title)));
     header.push("**ИТОГО**".to_owned());
-    let mut center = vec![true; header.len()];
-    center[0] = false;
     let rows: Vec<Vec<String>> = v
         .models
         .iter()
         .map(|m| {
-            let mut row = vec![format!("**{}**", md_cell(m))];
+            let mut row = vec![bold(m)];
             row.extend(v.specs.iter().map(|s| {
                 v.summary
                     .cell(m, &s.id)
@@ -72,7 +70,7 @@ fn summary_table(v: &View) -> String {
             row
         })
         .collect();
-    table(&header, &center, &rows)
+    label_table(&header, &rows)
 }
 
 /// `group_by` breakdowns: per spec and variable, models × values.
@@ -101,14 +99,12 @@ fn groups(s: &mut String, v: &View) {
             );
             let mut header = vec!["Модель".to_owned()];
             header.extend(values.iter().map(|k| md_cell(k)));
-            let mut center = vec![true; header.len()];
-            center[0] = false;
             let rows: Vec<Vec<String>> = v
                 .models
                 .iter()
                 .filter_map(|m| {
                     let g = v.summary.groups(m, &spec.id)?.get(var)?;
-                    let mut row = vec![format!("**{}**", md_cell(m))];
+                    let mut row = vec![bold(m)];
                     row.extend(values.iter().map(|k| {
                         g.get(*k).map_or(NONE.into(), |c| {
                             format!("{} ({}/{})", percent(c.accuracy), c.passed, c.total)
@@ -117,7 +113,7 @@ fn groups(s: &mut String, v: &View) {
                     Some(row)
                 })
                 .collect();
-            s.push_str(&table(&header, &center, &rows));
+            s.push_str(&label_table(&header, &rows));
         }
     }
 }
@@ -143,13 +139,11 @@ fn comparisons(s: &mut String, v: &View) {
         if c.baseline.is_some() {
             header.push("Против базовой".to_owned());
         }
-        let mut center = vec![true; header.len()];
-        center[0] = false;
         let rows: Vec<Vec<String>> = c
             .models
             .iter()
             .map(|l| {
-                let mut row = vec![format!("**{}**", md_cell(&l.model)), percent(l.accuracy)];
+                let mut row = vec![bold(&l.model), percent(l.accuracy)];
                 row.extend(
                     c.ks.iter()
                         .map(|k| l.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
@@ -164,7 +158,7 @@ fn comparisons(s: &mut String, v: &View) {
                 row
             })
             .collect();
-        s.push_str(&table(&header, &center, &rows));
+        s.push_str(&label_table(&header, &rows));
         if let Some(best) = &c.best {
             let _ = write!(s, "\n**Лучшая модель:** {}", inline_code(best));
             if let Some(base) = &c.baseline {
@@ -180,12 +174,10 @@ fn comparisons(s: &mut String, v: &View) {
             );
             let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
             header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
-            let mut center = vec![true; header.len()];
-            center[0] = false;
             let rows: Vec<Vec<String>> = lines
                 .iter()
                 .map(|(model, g)| {
-                    let mut row = vec![format!("**{}**", md_cell(model)), percent(g.accuracy)];
+                    let mut row = vec![bold(model), percent(g.accuracy)];
                     row.extend(
                         c.ks.iter()
                             .map(|k| g.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
@@ -193,7 +185,7 @@ fn comparisons(s: &mut String, v: &View) {
                     row
                 })
                 .collect();
-            s.push_str(&table(&header, &center, &rows));
+            s.push_str(&label_table(&header, &rows));
         }
         let top = c.ks.last().copied();
         for (var, values) in c.group_columns() {
@@ -205,13 +197,11 @@ fn comparisons(s: &mut String, v: &View) {
             );
             let mut header = vec!["Модель".to_owned()];
             header.extend(values.iter().map(|v| md_cell(v)));
-            let mut center = vec![true; header.len()];
-            center[0] = false;
             let rows: Vec<Vec<String>> = c
                 .models
                 .iter()
                 .map(|l| {
-                    let mut row = vec![format!("**{}**", md_cell(&l.model))];
+                    let mut row = vec![bold(&l.model)];
                     row.extend(values.iter().map(|value| {
                         l.groups
                             .get(var)
@@ -226,9 +216,21 @@ fn comparisons(s: &mut String, v: &View) {
                     row
                 })
                 .collect();
-            s.push_str(&table(&header, &center, &rows));
+            s.push_str(&label_table(&header, &rows));
         }
     }
+}
+
+/// A table whose first column (labels) is left-aligned and the rest centered.
+fn label_table(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut center = vec![true; header.len()];
+    center[0] = false;
+    table(header, &center, rows)
+}
+
+/// A model name in bold, escaped for a table cell.
+fn bold(name: &str) -> String {
+    format!("**{}**", md_cell(name))
 }
 
 fn metric_row(label: String, c: &Metrics) -> Vec<String> {
@@ -271,8 +273,6 @@ fn details(s: &mut String, v: &View, model: &str) {
     ]
     .map(str::to_owned)
     .to_vec();
-    let mut center = vec![true; header.len()];
-    center[0] = false;
     let mut rows: Vec<Vec<String>> = v
         .specs
         .iter()
@@ -284,7 +284,7 @@ fn details(s: &mut String, v: &View, model: &str) {
         })
         .collect();
     rows.push(metric_row("**Всего**".into(), total));
-    s.push_str(&table(&header, &center, &rows));
+    s.push_str(&label_table(&header, &rows));
 }
 
 /// How an example went wrong, on one line: the response and detail, or the request error.

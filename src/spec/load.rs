@@ -108,7 +108,9 @@ fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error)
     Diagnostic::new(kind, location, format!("{message}{at}")).with_source(source)
 }
 
-fn valid_id(id: &str) -> bool {
+/// Whether `id` can name a spec (and so golden directories): ASCII letters,
+/// digits, `_` and `-`.
+pub fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id
             .chars()

@@ -27,7 +27,7 @@ use crate::source::dataset::{At, Dataset, DatasetError};
 use crate::source::generate::Generator;
 use crate::verify::{InstanceVerdict, RuleSet};
 
-pub use load::spec_files;
+pub use load::{spec_files, valid_id};
 
 /// Where a spec's generation script lives, for error positions.
 enum ScriptOrigin {

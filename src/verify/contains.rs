@@ -108,12 +108,8 @@ pub fn build_not_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Ru
 }
 
 impl Rule for Contains {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.expected.as_variables()
-    }
-
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.expected.resolve(vars).cloned()
+    fn reference(&self) -> Option<&Expected> {
+        Some(&self.expected)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
@@ -161,14 +157,14 @@ pub fn build_exclusive(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>
 }
 
 impl Rule for Exclusive {
+    fn reference(&self) -> Option<&Expected> {
+        Some(&self.expected)
+    }
+
     fn variables(&self) -> Vec<(&'static str, &str)> {
         let mut vars = self.expected.as_variables();
         vars.push(("candidates", &self.candidates));
         vars
-    }
-
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.expected.resolve(vars).cloned()
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
@@ -191,22 +187,22 @@ impl Rule for Exclusive {
             (true, true) => Verdict::pass(),
             (false, _) => Verdict::fail(format!(
                 "does not name the right answer {}",
-                missing
-                    .iter()
-                    .map(|s| format!("«{s}»"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                quoted(&missing)
             )),
-            (true, false) => Verdict::fail(format!(
-                "names wrong candidates too: {}",
-                wrong
-                    .iter()
-                    .map(|s| format!("«{s}»"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            (true, false) => {
+                Verdict::fail(format!("names wrong candidates too: {}", quoted(&wrong)))
+            }
         }
     }
+}
+
+/// `«a», «b»`.
+fn quoted(items: &[impl std::fmt::Display]) -> String {
+    items
+        .iter()
+        .map(|s| format!("«{s}»"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

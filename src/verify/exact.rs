@@ -40,12 +40,8 @@ impl Exact {
 }
 
 impl Rule for Exact {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.expected.as_variables()
-    }
-
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.expected.resolve(vars).cloned()
+    fn reference(&self) -> Option<&Expected> {
+        Some(&self.expected)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {

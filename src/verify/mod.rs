@@ -40,7 +40,7 @@ use crate::format::RuleDef;
 use crate::format::locate::SourceMap;
 use crate::key_path;
 
-pub use expected::lookup;
+pub use expected::{Expected, lookup};
 pub use judge::JudgeRule;
 pub use registry::CompiledRule;
 pub use registry::rule_names;
@@ -49,10 +49,20 @@ pub use verdict::{FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcom
 
 /// The behavior every rule implements.
 pub trait Rule: Send + Sync {
+    /// Where the expected value comes from, for rules that compare with one.
+    fn reference(&self) -> Option<&Expected> {
+        None
+    }
     /// Instance variables the rule reads; `harness check` makes sure each instance sets them.
-    fn variables(&self) -> Vec<(&'static str, &str)>;
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        self.reference()
+            .map(Expected::as_variables)
+            .unwrap_or_default()
+    }
     /// The expected value for golden files, if the rule has one.
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value>;
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        self.reference()?.resolve(vars).cloned()
+    }
     /// Judges `answer` (extracted from `response`) for an instance with `vars`.
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict;
     /// Whether verifying runs model-written code (and so needs the sandbox).

@@ -61,12 +61,8 @@ fn parse_number(text: &str) -> Option<f64> {
 }
 
 impl Rule for Numeric {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.expected.as_variables()
-    }
-
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.expected.resolve(vars).cloned()
+    fn reference(&self) -> Option<&Expected> {
+        Some(&self.expected)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {

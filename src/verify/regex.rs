@@ -27,10 +27,6 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
 }
 
 impl Rule for RegexRule {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        Vec::new()
-    }
-
     fn expected(&self, _vars: &Map<String, Value>) -> Option<Value> {
         Some(Value::from(format!("/{}/", self.pattern.as_str())))
     }

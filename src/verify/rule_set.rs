@@ -184,12 +184,6 @@ mod tests {
     fn rule(name: &str, weight: f64, gate: bool, passes_on: &'static str) -> CompiledRule {
         struct Fixed(&'static str);
         impl Rule for Fixed {
-            fn variables(&self) -> Vec<(&'static str, &str)> {
-                Vec::new()
-            }
-            fn expected(&self, _: &Map<String, Value>) -> Option<Value> {
-                None
-            }
             fn verify(&self, answer: &str, _: &str, _: &Map<String, Value>) -> Verdict {
                 if answer.contains(self.0) {
                     Verdict::pass()

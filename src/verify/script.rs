@@ -106,14 +106,6 @@ impl ScriptRule {
 }
 
 impl Rule for ScriptRule {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        Vec::new()
-    }
-
-    fn expected(&self, _vars: &Map<String, Value>) -> Option<Value> {
-        None
-    }
-
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
         self.run(answer, response, vars).unwrap_or_else(|e| {
             let at = if e.line > 0 {

@@ -86,12 +86,8 @@ pub fn chrf(hypothesis: &str, reference: &str) -> f64 {
 }
 
 impl Rule for Similarity {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.expected.as_variables()
-    }
-
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.expected.resolve(vars).cloned()
+    fn reference(&self) -> Option<&Expected> {
+        Some(&self.expected)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {

@@ -154,17 +154,8 @@ impl JudgeRule {
 }
 
 impl Rule for JudgeRule {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.reference
-            .as_ref()
-            .and_then(Expected::variable)
-            .map(|v| ("expected", v))
-            .into_iter()
-            .collect()
-    }
-
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.reference.as_ref()?.resolve(vars).cloned()
+    fn reference(&self) -> Option<&Expected> {
+        self.reference.as_ref()
     }
 
     fn verify(&self, _: &str, _: &str, _: &Map<String, Value>) -> Verdict {
