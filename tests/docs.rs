@@ -119,7 +119,10 @@ fn toml_blocks(doc: &Path) -> Vec<TomlBlock> {
 }
 
 fn all_toml_blocks() -> Vec<TomlBlock> {
-    markdown_files().iter().flat_map(|f| toml_blocks(f)).collect()
+    markdown_files()
+        .iter()
+        .flat_map(|f| toml_blocks(f))
+        .collect()
 }
 
 /// Where the docs show `example` (a path relative to the root), for messages.
@@ -187,7 +190,9 @@ fn block_problem(block: &TomlBlock) -> Option<String> {
             block.doc.display(),
             block.line,
             start + 1,
-            file.get(start + best_len).copied().unwrap_or("<end of file>")
+            file.get(start + best_len)
+                .copied()
+                .unwrap_or("<end of file>")
         ),
     })
 }
@@ -321,8 +326,14 @@ fn every_spec_example_passes_harness_check() {
         }
     };
     for (round, args) in [
-        ("--bless", vec!["check", &specs_dir, "--bless", "--golden", &golden_dir]),
-        ("the golden compare", vec!["check", &specs_dir, "--golden", &golden_dir]),
+        (
+            "--bless",
+            vec!["check", &specs_dir, "--bless", "--golden", &golden_dir],
+        ),
+        (
+            "the golden compare",
+            vec!["check", &specs_dir, "--golden", &golden_dir],
+        ),
     ] {
         let (code, output) = harness(tmp.path(), &args);
         assert_eq!(
