@@ -17,6 +17,7 @@ use crate::run::record::Record;
 pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
 
 mod sampling;
+pub mod stats;
 
 /// Characters of a response, detail or expected value kept in an example.
 pub const EXCERPT_CHARS: usize = 400;
