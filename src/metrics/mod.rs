@@ -26,6 +26,7 @@ pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_ha
 mod accumulate;
 mod builder;
 mod sampling;
+pub mod stats;
 
 /// Characters of a response, detail or expected value kept in an example.
 pub const EXCERPT_CHARS: usize = 400;
