@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -31,11 +33,40 @@ struct World {
     project: PathBuf,
     canary_dir: tempfile::TempDir,
     listener: TcpListener,
+    /// A pathname Unix socket in the canary directory, as a host service's.
+    unix: UnixListener,
+    /// An abstract Unix socket of the host's network namespace.
+    abstract_unix: UnixListener,
+    /// Whether cgroups bound each run's process tree here.
+    tree_limits: bool,
 }
 
 impl World {
     fn canary(&self) -> PathBuf {
         self.canary_dir.path().join("canary.txt")
+    }
+
+    fn unix_path(&self) -> PathBuf {
+        self.canary_dir.path().join("host.sock")
+    }
+
+    fn abstract_name() -> String {
+        format!("harness-hostile-{}", std::process::id())
+    }
+
+    /// Any connection that reached a listener of the host's.
+    fn connections(&self) -> Vec<&'static str> {
+        let mut reached = Vec::new();
+        if self.listener.accept().is_ok() {
+            reached.push("connected to the loopback listener");
+        }
+        if self.unix.accept().is_ok() {
+            reached.push("connected to the host's Unix socket");
+        }
+        if self.abstract_unix.accept().is_ok() {
+            reached.push("connected to the host's abstract Unix socket");
+        }
+        reached
     }
 
     fn substitute(&self, text: &str, run: usize) -> String {
@@ -50,6 +81,12 @@ impl World {
                 &self.listener.local_addr().unwrap().port().to_string(),
             )
             .replace("{harness_pid}", &std::process::id().to_string())
+            .replace("{unix_socket}", &self.unix_path().display().to_string())
+            .replace("{abstract_socket}", &World::abstract_name())
+            .replace(
+                "{tree_limits}",
+                if self.tree_limits { "True" } else { "False" },
+            )
             .replace("{run}", &run.to_string())
     }
 }
@@ -121,8 +158,11 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
     problems
 }
 
-/// Processes of sandbox uids still alive (root only: other users keep their uid).
+/// Processes of this process's sandbox uids still alive (root only: other
+/// users keep their uid). Other harness processes' runs, such as other
+/// tests running at the same time, take other uids and are not counted.
 fn leftover_processes() -> Vec<String> {
+    let ours = sandbox::own_uids();
     let mut left = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let status = entry.path().join("status");
@@ -134,7 +174,7 @@ fn leftover_processes() -> Vec<String> {
             .find_map(|l| l.strip_prefix("Uid:"))
             .and_then(|l| l.split_whitespace().next()?.parse().ok())
             .unwrap_or(0);
-        if (200_000..300_000).contains(&uid) {
+        if ours.contains(&uid) {
             left.push(format!(
                 "{} (uid {uid})",
                 entry.file_name().to_string_lossy()
@@ -179,12 +219,31 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
     unsafe { std::env::set_var("OPENAI_API_KEY", FAKE_KEY) };
     let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    let canary_dir = tempfile::tempdir().unwrap();
+    let unix = UnixListener::bind(canary_dir.path().join("host.sock")).unwrap();
+    // Reachable by any uid, as a careless host service's socket would be.
+    std::fs::set_permissions(
+        canary_dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        canary_dir.path().join("host.sock"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let abstract_addr = SocketAddr::from_abstract_name(World::abstract_name()).unwrap();
     let world = World {
         project: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-        canary_dir: tempfile::tempdir().unwrap(),
+        canary_dir,
         listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+        unix,
+        abstract_unix: UnixListener::bind_addr(&abstract_addr).unwrap(),
+        tree_limits: sandbox.isolation().tree_limits.is_some(),
     };
     world.listener.set_nonblocking(true).unwrap();
+    world.unix.set_nonblocking(true).unwrap();
+    world.abstract_unix.set_nonblocking(true).unwrap();
     std::fs::write(world.canary(), "canary").unwrap();
     let prelude = std::fs::read_to_string(dir.join("_prelude.py")).unwrap();
     let mut snippets: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -195,7 +254,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
         .collect();
     snippets.sort();
     assert!(
-        snippets.len() >= 20,
+        snippets.len() >= 25,
         "the suite has {} snippets",
         snippets.len()
     );
@@ -231,9 +290,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
             problems.push(format!("wrote {}", file.display()));
             let _ = std::fs::remove_file(file);
         }
-        if world.listener.accept().is_ok() {
-            problems.push("connected to the loopback listener".into());
-        }
+        problems.extend(world.connections().into_iter().map(str::to_owned));
         if unsafe { libc::geteuid() } == 0
             && let Err(e) = no_leftovers_within(Duration::from_secs(2))
         {
