@@ -106,7 +106,7 @@ fn limits() -> Limits {
 fn python_program(source: String) -> Program {
     let python = sandbox::python::interpreter().expect("a python3 the sandbox can run");
     Program {
-        argv: python.argv(),
+        argv: python.argv("main.py"),
         files: vec![("main.py".into(), source.into_bytes())],
         read_paths: python.read_paths.clone(),
         limits: limits(),

@@ -142,9 +142,11 @@ pub(super) fn capture(
                     leader_exited |= leader == Some(i);
                 }
             }
-            if p.streams.iter().map(|s| s.data.len()).sum::<usize>() > cap && !p.exited {
+            let over = p.streams.iter().map(|s| s.data.len()).sum::<usize>() > cap;
+            if over && !p.exited && !p.out.output_limited {
                 p.end(|c| c.output_limited = true);
-                p.streams.iter_mut().for_each(|s| s.file = None);
+                // Read on until it dies: a closed pipe would let it see EPIPE and act on it.
+                p.streams.iter_mut().for_each(|s| s.discard = true);
             }
         }
         if leader_exited {
@@ -178,6 +180,8 @@ fn pollfd(fd: libc::c_int) -> libc::pollfd {
 struct Stream {
     file: Option<std::fs::File>,
     data: Vec<u8>,
+    /// Past the cap: read and drop.
+    discard: bool,
 }
 
 impl Stream {
@@ -185,6 +189,7 @@ impl Stream {
         Stream {
             file: Some(file),
             data: Vec::new(),
+            discard: false,
         }
     }
 
@@ -192,6 +197,7 @@ impl Stream {
         let mut buf = [0u8; 16 * 1024];
         match self.file.as_mut().map(|f| f.read(&mut buf)) {
             Some(Ok(0)) | Some(Err(_)) => self.file = None,
+            Some(Ok(_)) if self.discard => {}
             Some(Ok(n)) => self.data.extend_from_slice(&buf[..n]),
             None => {}
         }

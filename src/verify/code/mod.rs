@@ -1,25 +1,37 @@
-//! `code`: the answer is a program; it runs in the sandbox against the
-//! instance's tests, and the verdict names the first failing test and why.
+//! `code`: the answer is a program; the instance's tests run against it, and
+//! the verdict names the first failing test and why.
 //!
-//! The run's working directory holds the solution, `tests.json` (the test
-//! snippets, rendered through `test_template` if the spec has one) and a
-//! runner. The runner reads a nonce from stdin and prints one line per test,
-//! `<nonce> {"test": i, "status": "pass"|"fail"|"error", "kind", "error"}`;
-//! Python's runner is built in, other languages bring theirs (`runner`,
-//! `command`) without recompiling.
+//! Two sandboxed processes, joined by nothing but a pair of pipes
+//! ([`crate::sandbox::Sandbox::run_pair`]). The program holds the model's
+//! code and a server (`serve.py`, or a spec's `runner` for another language)
+//! answering calls of its functions. The checker (`check.py`) holds the
+//! tests and the task's prelude; each call of the program's functions in a
+//! test crosses as data (`wire.py`), so the expected values never enter the
+//! program's process and a test passes only on values it computed, compared
+//! by the checker's own built-in types. The checker reads a nonce from its
+//! stdin and reports one line per test, `<nonce> {"test": i, "status":
+//! "pass"|"fail"|"gone"|"error", "kind", "error"}`; the program can write
+//! to neither.
+
+mod judge;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use minijinja::{Environment, UndefinedBehavior};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::RuleDef;
-use crate::sandbox::{self, Limits, Outcome, Program};
-use crate::text::clip;
+use crate::sandbox::{self, Limits, Program};
+
+/// The checker: runs the tests and reports each result.
+const CHECKER: &str = include_str!("check.py");
+/// The Python program's server: loads the solution and answers calls.
+const SERVER: &str = include_str!("serve.py");
+/// Values on the wire, shared by both.
+const WIRE: &str = include_str!("wire.py");
 
 /// How test results become a score.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,17 +60,6 @@ struct CodeRule {
     solution_file: String,
     runtime: Runtime,
     limits: Limits,
-}
-
-/// One line of the runner's report.
-#[derive(Debug, Deserialize)]
-struct TestReport {
-    test: Option<usize>,
-    status: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    error: String,
 }
 
 /// Builds a `code` rule.
@@ -194,20 +195,27 @@ impl Rule for CodeRule {
             Ok(tests) => tests,
             Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
         };
-        let solution = match self.solution(answer, vars) {
-            Ok(solution) => solution,
+        let (solution, prelude) = match self.solution(answer, vars) {
+            Ok(parts) => parts,
             Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
         };
-        let program = match self.program(&solution, &tests) {
-            Ok(program) => program,
+        let nonce = judge::nonce();
+        let (program, checker) = match self.programs(&solution, prelude, &tests, &nonce) {
+            Ok(programs) => programs,
             Err(e) => return Verdict::failed(FailureKind::SandboxError, e),
         };
-        let outcome = match sandbox::shared().and_then(|s| s.run(&program)) {
-            Ok(outcome) => outcome,
+        let outcomes = sandbox::shared().and_then(|s| s.run_pair(&program, &checker));
+        let (program, checker) = match outcomes {
+            Ok(outcomes) => outcomes,
             Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
         };
-        let nonce = String::from_utf8_lossy(&program.stdin).trim().to_owned();
-        self.judge(&tests, &outcome, &nonce)
+        let ran = judge::Ran {
+            program: &program,
+            checker: &checker,
+            nonce: &nonce,
+            limits: &self.limits,
+        };
+        judge::verdict(&tests, &ran, self.scoring == Scoring::Fraction)
     }
 }
 
@@ -240,46 +248,54 @@ impl CodeRule {
             .collect()
     }
 
-    /// The answer, after the prelude (imports and helpers the task gave) if any.
-    fn solution(&self, answer: &str, vars: &Map<String, Value>) -> Result<String, String> {
+    /// The program's code (the answer after the task's prelude, if any) and
+    /// the prelude alone, for the checker.
+    fn solution<'a>(
+        &self,
+        answer: &str,
+        vars: &'a Map<String, Value>,
+    ) -> Result<(String, Option<&'a str>), String> {
         let Some(name) = &self.prelude else {
-            return Ok(answer.to_owned());
+            return Ok((answer.to_owned(), None));
         };
         match super::lookup(vars, name) {
             Some(Value::String(prelude)) if prelude.ends_with('\n') => {
-                Ok(format!("{prelude}{answer}"))
+                Ok((format!("{prelude}{answer}"), Some(prelude)))
             }
-            Some(Value::String(prelude)) => Ok(format!("{prelude}\n{answer}")),
+            Some(Value::String(prelude)) => Ok((format!("{prelude}\n{answer}"), Some(prelude))),
             Some(other) => Err(format!("prelude `{name}` must be a string, found {other}")),
             None => Err(format!("variable `{name}` is not set")),
         }
     }
 
-    fn program(&self, answer: &str, tests: &[String]) -> Result<Program, String> {
-        let tests_json = serde_json::to_vec(tests).map_err(|e| e.to_string())?;
-        let nonce = nonce();
+    /// The program (the model's code and its server) and the checker (the
+    /// tests, the prelude and the nonce), each for a sandbox of its own.
+    fn programs(
+        &self,
+        solution: &str,
+        prelude: Option<&str>,
+        tests: &[String],
+        nonce: &str,
+    ) -> Result<(Program, Program), String> {
+        let python = sandbox::python::interpreter().map_err(|e| e.to_string())?;
+        let env: Vec<(String, String)> = sandbox::python::ENV
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let file = |name: &str, text: &str| (name.to_owned(), text.as_bytes().to_vec());
         let mut program = Program {
-            files: vec![
-                (self.solution_file.clone(), answer.as_bytes().to_vec()),
-                ("tests.json".into(), tests_json),
-            ],
-            stdin: format!("{nonce}\n").into_bytes(),
+            files: vec![file(&self.solution_file, solution)],
             limits: self.limits.clone(),
             ..Program::default()
         };
         match &self.runtime {
             Runtime::Python => {
-                let python = sandbox::python::interpreter().map_err(|e| e.to_string())?;
-                program.argv = python.argv();
+                program.argv = python.argv("serve.py");
                 program.read_paths = python.read_paths.clone();
-                program.env = sandbox::python::ENV
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect();
-                program.files.push((
-                    "main.py".into(),
-                    sandbox::python::RUNNER.as_bytes().to_vec(),
-                ));
+                program.env = env.clone();
+                program
+                    .files
+                    .extend([file("serve.py", SERVER), file("wire.py", WIRE)]);
             }
             Runtime::Custom {
                 command,
@@ -290,107 +306,27 @@ impl CodeRule {
                 program.files.push((runner_name.clone(), runner.clone()));
             }
         }
-        Ok(program)
-    }
-
-    fn judge(&self, tests: &[String], outcome: &Outcome, nonce: &str) -> Verdict {
-        let stdout = String::from_utf8_lossy(&outcome.stdout);
-        let prefix = format!("{nonce} ");
-        let reports: Vec<TestReport> = stdout
-            .lines()
-            .filter_map(|l| l.strip_prefix(&prefix))
-            .filter_map(|json| serde_json::from_str(json).ok())
-            .collect();
-        let total = tests.len().max(1);
-        if let Some(load) = reports.iter().find(|r| r.status == "error") {
-            let kind = failure_of(&load.kind);
-            return Verdict::failed(
-                kind,
-                format!(
-                    "0/{total} tests ran: the solution failed to load: {}",
-                    load.error
-                ),
-            );
-        }
-        let mut passed = 0;
-        let mut first_failure: Option<(usize, String, FailureKind)> = None;
-        for (i, test) in tests.iter().enumerate() {
-            match reports.iter().find(|r| r.test == Some(i)) {
-                Some(r) if r.status == "pass" => passed += 1,
-                Some(r) => {
-                    first_failure.get_or_insert((i, r.error.clone(), failure_of(&r.kind)));
-                }
-                None => {
-                    let (why, kind) = unfinished(outcome, &self.limits);
-                    first_failure.get_or_insert((i, why, kind));
-                    let _ = test;
-                    break;
-                }
-            }
-        }
-        let score = match self.scoring {
-            Scoring::All => f64::from(u8::from(first_failure.is_none())),
-            Scoring::Fraction => passed as f64 / total as f64,
+        let tests_json = serde_json::to_string(tests).map_err(|e| e.to_string())?;
+        let mut checker = Program {
+            argv: python.argv("check.py"),
+            files: vec![
+                file("check.py", CHECKER),
+                file("wire.py", WIRE),
+                file("tests.json", &tests_json),
+            ],
+            env,
+            stdin: format!("{nonce}\n").into_bytes(),
+            read_paths: python.read_paths.clone(),
+            limits: self.limits.clone(),
         };
-        match first_failure {
-            None => Verdict::scored(true, 1.0, format!("{passed}/{total} tests passed")),
-            Some((i, why, kind)) => {
-                let mut verdict = Verdict::scored(
-                    false,
-                    score,
-                    format!(
-                        "{passed}/{total} tests passed; test {} `{}` failed: {why}",
-                        i + 1,
-                        clip(tests[i].lines().last().unwrap_or("").trim(), 80)
-                    ),
-                );
-                verdict.failure = Some(kind);
-                verdict
-            }
+        // The tests' own work is not the program's: the checker keeps at least the default memory.
+        let default_memory = Limits::default().memory_bytes;
+        checker.limits.memory_bytes = checker.limits.memory_bytes.max(default_memory);
+        if let Some(prelude) = prelude {
+            checker.files.push(file("prelude.py", prelude));
         }
+        Ok((program, checker))
     }
-}
-
-/// Why the run stopped before reporting a test.
-fn unfinished(outcome: &Outcome, limits: &Limits) -> (String, FailureKind) {
-    let kind = if outcome.timed_out || outcome.cpu_exhausted(limits) {
-        FailureKind::Timeout
-    } else if outcome.output_limited {
-        FailureKind::ResourceLimit
-    } else {
-        FailureKind::RuntimeError
-    };
-    let stderr = String::from_utf8_lossy(&outcome.stderr);
-    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-    let why = match last {
-        Some(line) if !outcome.timed_out => {
-            format!("{} ({})", outcome.describe(limits), clip(line.trim(), 120))
-        }
-        _ => outcome.describe(limits),
-    };
-    (why, kind)
-}
-
-fn failure_of(kind: &str) -> FailureKind {
-    match kind {
-        "assertion" => FailureKind::WrongValue,
-        "memory" | "recursion" => FailureKind::ResourceLimit,
-        _ => FailureKind::RuntimeError,
-    }
-}
-
-/// A fresh nonce from the OS, so neither the solution nor the tests can predict it.
-fn nonce() -> String {
-    let mut bytes = [0u8; 16];
-    // SAFETY: getrandom fills the buffer it is given.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        bytes[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `{{ value | py }}`: a JSON value as a Python literal.
@@ -433,12 +369,5 @@ mod tests {
             to_python(&v),
             r#"[1, 2.5, "a\"b", True, None, {"k": [False]}]"#
         );
-    }
-
-    #[test]
-    fn failure_kinds() {
-        assert_eq!(failure_of("assertion"), FailureKind::WrongValue);
-        assert_eq!(failure_of("memory"), FailureKind::ResourceLimit);
-        assert_eq!(failure_of("exception"), FailureKind::RuntimeError);
     }
 }
