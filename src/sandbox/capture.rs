@@ -42,6 +42,8 @@ struct Watched<'a> {
     pidfd: Option<OwnedFd>,
     exited: bool,
     drain_until: Option<Instant>,
+    /// When to stop it, the leader having ended.
+    stop_at: Option<Instant>,
     kill: &'a dyn Fn(),
     out: Captured,
 }
@@ -65,8 +67,8 @@ impl Watched<'_> {
 }
 
 /// Reads every process's output until all have exited; kills all at
-/// `deadline`, one whose output passes `cap` bytes, and the others once
-/// `leader` has exited.
+/// `deadline`, one whose output passes `cap` bytes, and the others if they
+/// still run a moment after `leader` has exited.
 pub(super) fn capture(
     watches: Vec<Watch>,
     deadline: Instant,
@@ -80,6 +82,7 @@ pub(super) fn capture(
             streams: [Stream::new(w.stdout), Stream::new(w.stderr)],
             exited: false,
             drain_until: None,
+            stop_at: None,
             kill: w.kill,
             out: Captured::default(),
         })
@@ -113,6 +116,7 @@ pub(super) fn capture(
                 }
                 _ => wake = wake.min(p.drain_until.unwrap_or(deadline)),
             }
+            wake = wake.min(p.stop_at.unwrap_or(deadline));
         }
         let timeout = wake
             .saturating_duration_since(now)
@@ -150,9 +154,20 @@ pub(super) fn capture(
             }
         }
         if leader_exited {
-            for p in &mut procs {
-                p.end(|c| c.stopped = true);
+            // The others usually end by themselves once the leader has (their
+            // input closes); those still running after the grace are stopped.
+            let stop_at = Instant::now() + DRAIN_GRACE;
+            for p in procs.iter_mut().filter(|p| !p.exited) {
+                p.stop_at = Some(stop_at);
             }
+        }
+        let now = Instant::now();
+        for p in procs
+            .iter_mut()
+            .filter(|p| p.stop_at.is_some_and(|t| now >= t))
+        {
+            p.stop_at = None;
+            p.end(|c| c.stopped = true);
         }
     }
     procs

@@ -180,7 +180,7 @@ impl Outcome {
         } else if self.cpu_exhausted(limits) {
             format!("killed: CPU limit of {} s", limits.cpu_secs)
         } else if self.stopped {
-            "stopped when its checker finished".to_owned()
+            "stopped after the program it was paired with had ended".to_owned()
         } else {
             let tree = self.tree_memory_exceeded.then(|| {
                 format!(

@@ -22,7 +22,6 @@ import importlib
 import json
 import os
 import sys
-import traceback
 
 import wire
 
@@ -194,20 +193,6 @@ def stubs_of(prelude):
             and all(idle(s) for s in node.body)]
 
 
-def describe(error, filename, source):
-    text = type(error).__name__
-    message = str(error)
-    if message:
-        text += ": " + message
-    if isinstance(error, SyntaxError):
-        return text
-    lines = source.splitlines()
-    for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        if frame.filename == filename and frame.lineno and frame.lineno <= len(lines):
-            return "%s at line %d: %s" % (text, frame.lineno, lines[frame.lineno - 1].strip())
-    return text
-
-
 def got(test, namespace):
     """For a one-line `assert EXPR == WANT`, what EXPR actually is."""
     try:
@@ -234,7 +219,7 @@ def run_tests(tests, namespace, program, report):
             if program.gone:
                 return report(test=i, status="gone")
             kind = kind_of(error)
-            text = describe(error, name, test)
+            text = wire.describe(error, name, test)
             if kind == "assertion":
                 text = got(test, namespace) or text
             report(test=i, status="fail", kind=kind, error=text[:500])
@@ -270,7 +255,7 @@ def main():
             exec(compile(prelude, "prelude.py", "exec"), namespace)
         except BaseException as error:
             return report(test=None, status="error", kind="prelude",
-                          error=describe(error, "prelude.py", prelude)[:500])
+                          error=wire.describe(error, "prelude.py", prelude)[:500])
         for stub in stubs:
             namespace.pop(stub, None)
     try:

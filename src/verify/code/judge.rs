@@ -48,7 +48,7 @@ pub(super) fn verdict(tests: &[String], ran: &Ran, fraction: bool) -> Verdict {
     if let Some(load) = reports.iter().find(|r| r.test.is_none()) {
         return match (load.status.as_str(), load.kind.as_str()) {
             ("gone", _) => {
-                let (why, kind) = unfinished(ran);
+                let (why, kind) = unfinished(ran, true);
                 Verdict::failed(
                     kind,
                     format!("0/{total} tests ran: the solution ended while loading: {why}"),
@@ -76,8 +76,9 @@ pub(super) fn verdict(tests: &[String], ran: &Ran, fraction: bool) -> Verdict {
                 first_failure.get_or_insert((i, r.error.clone(), failure_of(&r.kind)));
             }
             // Gone, or never reported: no later test ran either.
-            _ => {
-                let (why, kind) = unfinished(ran);
+            other => {
+                let gone = other.is_some_and(|r| r.status == "gone");
+                let (why, kind) = unfinished(ran, gone);
                 first_failure.get_or_insert((i, why, kind));
                 break;
             }
@@ -106,13 +107,13 @@ pub(super) fn verdict(tests: &[String], ran: &Ran, fraction: bool) -> Verdict {
     }
 }
 
-/// Why the tests stopped before one was reported: the program's end, or,
-/// when the checker ended first (the program was then stopped), the checker's.
-fn unfinished(ran: &Ran) -> (String, FailureKind) {
-    let (who, outcome) = if ran.program.stopped {
-        ("the checker ", ran.checker)
-    } else {
+/// Why the tests stopped before one was reported: the program's end when
+/// the checker saw it go (`gone`) or both ran out of time, else the checker's.
+fn unfinished(ran: &Ran, gone: bool) -> (String, FailureKind) {
+    let (who, outcome) = if gone || ran.checker.timed_out {
         ("", ran.program)
+    } else {
+        ("the checker ", ran.checker)
     };
     let limits = ran.limits;
     let kind = if outcome.timed_out || outcome.cpu_exhausted(limits) {
@@ -122,17 +123,19 @@ fn unfinished(ran: &Ran) -> (String, FailureKind) {
     } else {
         FailureKind::RuntimeError
     };
+    let ended = if outcome.stopped {
+        // Still running after the checker saw its channel close.
+        "closed its channel to the checker".to_owned()
+    } else {
+        outcome.describe(limits)
+    };
     let stderr = String::from_utf8_lossy(&outcome.stderr);
     let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
     let why = match last {
         Some(line) if !outcome.timed_out => {
-            format!(
-                "{who}{} ({})",
-                outcome.describe(limits),
-                clip(line.trim(), 120)
-            )
+            format!("{who}{ended} ({})", clip(line.trim(), 120))
         }
-        _ => format!("{who}{}", outcome.describe(limits)),
+        _ => format!("{who}{ended}"),
     };
     (why, kind)
 }

@@ -13,32 +13,9 @@ Messages, one JSON line each, over the descriptors in HARNESS_CHANNEL
     -> {"value": value} or {"raised": {"type": name, "message": text}}
 """
 import os
-import traceback
 import types
 
 import wire
-
-
-def describe(error, source):
-    """`Type: message at line N: <line>` for an error raised by solution.py."""
-    text = type(error).__name__
-    message = safe_str(error)
-    if message:
-        text += ": " + message
-    if isinstance(error, SyntaxError):
-        return text
-    lines = source.splitlines()
-    for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        if frame.filename == "solution.py" and frame.lineno and frame.lineno <= len(lines):
-            return "%s at line %d: %s" % (text, frame.lineno, lines[frame.lineno - 1].strip())
-    return text
-
-
-def safe_str(error):
-    try:
-        return str(error)
-    except BaseException:
-        return ""
 
 
 def answer(namespace, request):
@@ -52,11 +29,11 @@ def answer(namespace, request):
     try:
         result = function(*args, **kwargs)
     except BaseException as error:
-        return {"raised": {"type": type(error).__name__, "message": safe_str(error)[:2000]}}
+        return {"raised": {"type": type(error).__name__, "message": wire.text_of(error)[:2000]}}
     try:
         return {"value": wire.encode(result)}
     except (wire.WireError, RecursionError) as error:
-        return {"raised": {"type": "TypeError", "message": safe_str(error)}}
+        return {"raised": {"type": "TypeError", "message": wire.text_of(error)}}
 
 
 def exported(namespace):
@@ -87,7 +64,7 @@ def main():
     try:
         exec(compile(source, "solution.py", "exec"), namespace)
     except BaseException as error:
-        send({"failed": {"type": type(error).__name__, "error": describe(error, source)[:500]}})
+        send({"failed": {"type": type(error).__name__, "error": wire.describe(error, "solution.py", source)[:500]}})
         return
     send({"ready": exported(namespace)})
     while True:

@@ -1,4 +1,5 @@
-"""Values crossing between harness's checker and a program, for harness.
+"""Values crossing between harness's checker and a program, for harness;
+and how both describe an error.
 
 A value on the wire is JSON: null, true, false, a number, a string, an array
 (a Python list), or an object with exactly one key naming another type:
@@ -14,6 +15,7 @@ an object with methods of its own. One message is one line of JSON.
 import json
 import math
 import os
+import traceback
 
 MAX_LINE = 16 << 20
 
@@ -141,6 +143,30 @@ def loads(line):
         return json.loads(line, parse_constant=bare)
     except (ValueError, RecursionError) as error:
         raise WireError("not JSON: %s" % str(error)[:120])
+
+
+def text_of(error):
+    """str(error), or nothing when its __str__ fails."""
+    try:
+        return str(error)
+    except BaseException:
+        return ""
+
+
+def describe(error, filename, source):
+    """`Type: message at line N: <line>`, the line being the last of
+    `filename` (whose text is `source`) the error passed through."""
+    text = type(error).__name__
+    message = text_of(error)
+    if message:
+        text += ": " + message
+    if isinstance(error, SyntaxError):
+        return text
+    lines = source.splitlines()
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if frame.filename == filename and frame.lineno and frame.lineno <= len(lines):
+            return "%s at line %d: %s" % (text, frame.lineno, lines[frame.lineno - 1].strip())
+    return text
 
 
 class Lines:
