@@ -54,7 +54,7 @@ impl From<Exit> for ExitCode {
 
 /// Prints `error: <message>` and returns [`Exit::BadInput`].
 pub fn fail(message: impl Display) -> Exit {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", crate::text::visible(&message.to_string()));
     Exit::BadInput
 }
 

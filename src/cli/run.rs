@@ -15,6 +15,7 @@ use crate::provider::{ModelSpec, ProviderKind};
 use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
+use crate::text::visible;
 
 /// Arguments of `harness run`.
 #[derive(Debug, clap::Args)]
@@ -257,11 +258,11 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
         Err(e @ RunError::ServerStart(_)) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", visible(&e.to_string()));
             return Err(Exit::ServerFailed);
         }
         Err(e @ RunError::ServerDied(_)) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", visible(&e.to_string()));
             eprintln!(
                 "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
                 journal_path.display(),
