@@ -147,6 +147,7 @@ fn plan_new(
         golden_dir: args.golden.clone(),
         only,
         judge,
+        sandbox: None,
     })
 }
 
@@ -232,13 +233,18 @@ fn diagnostic(d: &crate::error::Diagnostic, color: bool) -> Exit {
 
 async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let Prepared {
-        manifest,
+        mut manifest,
         specs,
         created,
         file_stamp,
     } = prepare(args, color)?;
-    if specs.iter().any(|s| s.rules.needs_sandbox()) {
-        crate::sandbox::shared().map_err(fail)?;
+    if specs.iter().any(|s| s.rules.needs_sandbox()) || crate::sandbox::is_unsandboxed() {
+        let now = crate::sandbox::shared().map_err(fail)?.isolation();
+        // A resumed run keeps the weaker of its two confinements on record.
+        manifest.sandbox = match manifest.sandbox.take() {
+            Some(before) if !before.isolated => Some(before),
+            _ => Some(now),
+        };
     }
     let run_dir = args.results.join("runs").join(&manifest.run_id);
     run::write_manifest(&run_dir, &manifest).map_err(fail)?;
