@@ -98,26 +98,7 @@ pub(super) fn capture(
             }
             break;
         }
-        // (process, stream or None for the pidfd) of each pollfd.
-        let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
-        let mut fds: Vec<libc::pollfd> = Vec::new();
-        let mut wake = deadline;
-        for (i, p) in procs.iter().enumerate() {
-            for (s, stream) in p.streams.iter().enumerate() {
-                if let Some(file) = &stream.file {
-                    slots.push((i, Some(s)));
-                    fds.push(pollfd(file.as_raw_fd()));
-                }
-            }
-            match (&p.pidfd, p.exited) {
-                (Some(fd), false) => {
-                    slots.push((i, None));
-                    fds.push(pollfd(fd.as_raw_fd()));
-                }
-                _ => wake = wake.min(p.drain_until.unwrap_or(deadline)),
-            }
-            wake = wake.min(p.stop_at.unwrap_or(deadline));
-        }
+        let (slots, mut fds, wake) = poll_set(&procs, deadline);
         let timeout = wake
             .saturating_duration_since(now)
             .as_millis()
@@ -182,6 +163,34 @@ pub(super) fn capture(
             out
         })
         .collect()
+}
+
+/// What a pollfd watches: (process, its stream, or `None` for its pidfd).
+type Slot = (usize, Option<usize>);
+
+/// What to poll: each open stream and each running process's pidfd, each
+/// slot beside its pollfd; and when to wake at the latest.
+fn poll_set(procs: &[Watched], deadline: Instant) -> (Vec<Slot>, Vec<libc::pollfd>, Instant) {
+    let mut slots = Vec::new();
+    let mut fds = Vec::new();
+    let mut wake = deadline;
+    for (i, p) in procs.iter().enumerate() {
+        for (s, stream) in p.streams.iter().enumerate() {
+            if let Some(file) = &stream.file {
+                slots.push((i, Some(s)));
+                fds.push(pollfd(file.as_raw_fd()));
+            }
+        }
+        match (&p.pidfd, p.exited) {
+            (Some(fd), false) => {
+                slots.push((i, None));
+                fds.push(pollfd(fd.as_raw_fd()));
+            }
+            _ => wake = wake.min(p.drain_until.unwrap_or(deadline)),
+        }
+        wake = wake.min(p.stop_at.unwrap_or(deadline));
+    }
+    (slots, fds, wake)
 }
 
 fn pollfd(fd: libc::c_int) -> libc::pollfd {

@@ -8,39 +8,37 @@
 //! says which, for the run's manifest.
 //!
 //! Each harness process makes `harness-<pid>` under its own cgroup in each
-//! hierarchy and one `run-<n>` inside it per run; a run's processes move in
-//! themselves, while still root, before anything else (see `child.rs`).
+//! hierarchy and, inside it, one `seat-<n>` per program that runs at once;
+//! a run takes a free seat (`seat.rs`), whose limits are set for it.
 
-use std::ffi::CString;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use super::seat::{self, Lease, Seat};
 
 /// Which hierarchy bounds the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Version {
+pub(super) enum Version {
     V1,
     V2,
 }
 
-/// Where this process may make cgroups, probed once.
-#[derive(Debug)]
+/// Where this process may make cgroups, probed once, and its seats.
 pub(super) struct TreeLimits {
     version: Version,
     /// `.../harness-<pid>` with the memory controller.
     memory: Option<PathBuf>,
     /// `.../harness-<pid>` with the pids controller (the same directory on v2).
     pids: Option<PathBuf>,
+    /// Seats not in use.
+    free: Arc<Mutex<Vec<Arc<Seat>>>>,
 }
 
-/// One run's cgroups: made before the fork, removed after the run.
-pub(super) struct RunCgroup {
-    dirs: Vec<PathBuf>,
-    memory: Option<PathBuf>,
-    version: Version,
-    /// `cgroup.procs` of each, open for the child to write itself into.
-    pub procs: Vec<OwnedFd>,
-}
+/// Seats made so far in this process, for their names: process-wide, so that
+/// two probes (a test's and the sandbox's) never share a seat's cgroup.
+static SEATS: AtomicU32 = AtomicU32::new(0);
 
 impl TreeLimits {
     /// What this machine allows, or `None` when no cgroup can bound a tree
@@ -56,11 +54,7 @@ impl TreeLimits {
         if let Some(dir) = v2_dir(&mounts, &own) {
             let made = dir.join(&leaf);
             if enable_v2(&dir, &made) {
-                return Some(TreeLimits {
-                    version: Version::V2,
-                    memory: Some(made.clone()),
-                    pids: Some(made),
-                });
+                return Some(TreeLimits::new(Version::V2, Some(made.clone()), Some(made)));
             }
         }
         let make = |controller: &str| {
@@ -69,11 +63,16 @@ impl TreeLimits {
             std::fs::create_dir_all(&dir).ok().map(|()| dir)
         };
         let (memory, pids) = (make("memory"), make("pids"));
-        (memory.is_some() || pids.is_some()).then_some(TreeLimits {
-            version: Version::V1,
+        (memory.is_some() || pids.is_some()).then(|| TreeLimits::new(Version::V1, memory, pids))
+    }
+
+    fn new(version: Version, memory: Option<PathBuf>, pids: Option<PathBuf>) -> TreeLimits {
+        TreeLimits {
+            version,
             memory,
             pids,
-        })
+            free: Arc::default(),
+        }
     }
 
     /// `cgroup v2: memory, pids` and the like, for manifests.
@@ -92,100 +91,31 @@ impl TreeLimits {
         format!("cgroup {version}: {}", bounded.join(", "))
     }
 
-    /// Cgroups for run `n` holding at most `memory` bytes and `processes` tasks.
-    pub(super) fn create(&self, n: u32, memory: u64, processes: u64) -> std::io::Result<RunCgroup> {
-        let name = format!("run-{n}");
-        let mut run = RunCgroup {
-            dirs: Vec::new(),
-            memory: None,
-            version: self.version,
-            procs: Vec::new(),
+    /// A seat for one program whose tree may hold `memory` bytes and
+    /// `processes` tasks: a free one, or a new one.
+    pub(super) fn lease(&self, memory: u64, processes: u64) -> std::io::Result<Lease> {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let seat = match free {
+            Some(seat) => seat,
+            None => {
+                let n = SEATS.fetch_add(1, Ordering::Relaxed);
+                let name = format!("seat-{n}");
+                let dir = |base: &Option<PathBuf>| base.as_ref().map(|b| b.join(&name));
+                Arc::new(Seat::new(self.version, dir(&self.memory), dir(&self.pids))?)
+            }
         };
-        let mut settings: Vec<(PathBuf, Vec<(&str, String)>)> = Vec::new();
-        let (mem_file, swap_file) = match self.version {
-            Version::V2 => ("memory.max", "memory.swap.max"),
-            Version::V1 => ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"),
-        };
-        if let Some(base) = &self.memory {
-            let dir = base.join(&name);
-            // Swap would let the tree hold more than its limit; v1 caps memory + swap.
-            let swap = match self.version {
-                Version::V2 => "0".to_owned(),
-                Version::V1 => memory.to_string(),
-            };
-            settings.push((
-                dir.clone(),
-                vec![(mem_file, memory.to_string()), (swap_file, swap)],
-            ));
-            run.memory = Some(dir);
-        }
-        if let Some(base) = &self.pids {
-            let dir = base.join(&name);
-            match settings.iter_mut().find(|(d, _)| *d == dir) {
-                Some((_, files)) => files.push(("pids.max", processes.to_string())),
-                None => settings.push((dir, vec![("pids.max", processes.to_string())])),
-            }
-        }
-        for (dir, files) in settings {
-            // A directory left by a run that could not be removed is reused.
-            match std::fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e),
-            }
-            run.dirs.push(dir.clone());
-            for (file, value) in files {
-                match std::fs::write(dir.join(file), &value) {
-                    // Swap accounting may be off; the memory limit itself must hold.
-                    Err(e) if file != swap_file => return Err(e),
-                    _ => {}
-                }
-            }
-            run.procs.push(open_write(&dir.join("cgroup.procs"))?);
-        }
-        Ok(run)
+        Lease::new(seat, self.free.clone(), memory, processes)
     }
 }
 
-impl RunCgroup {
-    /// Whether the kernel killed a process of the tree for its memory.
-    pub(super) fn oom_killed(&self) -> bool {
-        let Some(dir) = &self.memory else {
-            return false;
-        };
-        let file = match self.version {
-            Version::V2 => "memory.events",
-            Version::V1 => "memory.oom_control",
-        };
-        let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| l.strip_prefix("oom_kill "))
-            .any(|n| n.trim().parse::<u64>().unwrap_or(0) > 0)
-    }
-}
-
-impl Drop for RunCgroup {
-    fn drop(&mut self) {
-        self.procs.clear();
-        for dir in &self.dirs {
-            remove(dir);
-        }
-    }
-}
-
-/// Removes a run's cgroup once its last process is gone: killed ones take a
-/// moment to leave, and a survivor (there should be none) is killed.
+/// Removes a cgroup directory of ours, killing what is left in it first.
 fn remove(dir: &Path) {
-    for attempt in 0..200 {
+    for attempt in 0..100 {
         if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
             return;
         }
-        if attempt % 20 == 19 {
-            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                // SAFETY: a process of our own run's cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+        if attempt % 20 == 0 {
+            seat::kill_all_in(dir);
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -207,9 +137,9 @@ fn remove_stale(parent: &Path) {
         if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        if let Ok(runs) = std::fs::read_dir(entry.path()) {
-            for run in runs.flatten().filter(|r| r.path().is_dir()) {
-                remove(&run.path());
+        if let Ok(seats) = std::fs::read_dir(entry.path()) {
+            for seat in seats.flatten().filter(|r| r.path().is_dir()) {
+                remove(&seat.path());
             }
         }
         let _ = std::fs::remove_dir(entry.path());
@@ -278,18 +208,6 @@ fn enable_v2(dir: &Path, made: &Path) -> bool {
     remove_stale(dir);
     std::fs::create_dir_all(made).is_ok()
         && std::fs::write(made.join("cgroup.subtree_control"), "+memory +pids").is_ok()
-}
-
-fn open_write(path: &Path) -> std::io::Result<OwnedFd> {
-    let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| std::io::Error::other("NUL in a cgroup path"))?;
-    // SAFETY: open with a valid C string; a non-negative result is ours.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]

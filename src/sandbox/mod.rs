@@ -22,6 +22,7 @@ mod child;
 mod fs_policy;
 mod plan;
 pub mod python;
+mod seat;
 mod seccomp;
 mod spawn;
 

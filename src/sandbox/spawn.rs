@@ -13,12 +13,13 @@ use std::time::Instant;
 use seccompiler::BpfProgram;
 
 use super::capture::{Captured, Watch, capture, reap};
-use super::cgroup::{RunCgroup, TreeLimits};
+use super::cgroup::TreeLimits;
 use super::child::{enter, join_cgroups, keep_open};
 use super::plan::{
     CpuSlot, Shared, child_plan, is_root, path_cstring, pipe, rlimits, run_ids, scratch_dir,
     shared_netns, timeval,
 };
+use super::seat::Lease;
 use super::{CHANNEL_ENV, Isolation, Outcome, Program, SandboxError, Termination};
 use super::{fs_policy, seccomp};
 
@@ -42,7 +43,7 @@ struct Started {
     stdin: Option<ChildStdin>,
     stdout: Option<std::fs::File>,
     stderr: Option<std::fs::File>,
-    cgroup: Option<RunCgroup>,
+    seat: Option<Lease>,
     start: Instant,
     _workdir: Workdir,
 }
@@ -155,7 +156,14 @@ impl Sandbox {
         let worker_fds = [to_worker_read.as_raw_fd(), to_leader_write.as_raw_fd()];
         let leader_fds = [to_leader_read.as_raw_fd(), to_worker_write.as_raw_fd()];
         let mut w = self.start(worker, &worker_fds)?;
-        let mut l = self.start(leader, &leader_fds)?;
+        let mut l = match self.start(leader, &leader_fds) {
+            Ok(l) => l,
+            Err(e) => {
+                self.killer(w.pid)();
+                reap(w.pid);
+                return Err(e);
+            }
+        };
         // Only the two programs may hold the ends: an end open here would
         // keep the other from seeing end-of-file when its peer dies.
         drop((
@@ -189,17 +197,14 @@ impl Sandbox {
             .create(&workdir.0)
             .map_err(|e| io("create the working directory", e))?;
         let limits = &program.limits;
-        let cgroup = match &self.tree {
+        let seat = match &self.tree {
             Some(tree) => Some(
-                tree.create(n, limits.memory_bytes, limits.processes)
-                    .map_err(|e| io("make the run's cgroup", e))?,
+                tree.lease(limits.memory_bytes, limits.processes)
+                    .map_err(|e| io("take a cgroup seat", e))?,
             ),
             None => None,
         };
-        let cgroup_fds: Vec<RawFd> = cgroup
-            .iter()
-            .flat_map(|c| c.procs.iter().map(AsRawFd::as_raw_fd))
-            .collect();
+        let cgroup_fds: Vec<RawFd> = seat.iter().flat_map(Lease::join_fds).collect();
         let mut command = Command::new(&program.argv[0]);
         command
             .args(&program.argv[1..])
@@ -235,7 +240,7 @@ impl Sandbox {
             unsafe {
                 command.pre_exec(move || enter(&plan));
             }
-            command.spawn()
+            spawn_in(&seat, command)
         } else {
             for (name, contents) in &program.files {
                 std::fs::write(workdir.0.join(name), contents)
@@ -256,7 +261,7 @@ impl Sandbox {
                     Ok(())
                 });
             }
-            command.spawn()
+            spawn_in(&seat, command)
         };
         drop(report_write);
         let mut child = child.map_err(|e| {
@@ -271,7 +276,7 @@ impl Sandbox {
             stdin: child.stdin.take(),
             stdout: file(child.stdout.take().map(OwnedFd::from)),
             stderr: file(child.stderr.take().map(OwnedFd::from)),
-            cgroup,
+            seat,
             start,
             _workdir: workdir,
         })
@@ -300,7 +305,7 @@ impl Sandbox {
         } else {
             Termination::Exited(libc::WEXITSTATUS(status))
         };
-        let tree_memory_exceeded = started.cgroup.as_ref().is_some_and(RunCgroup::oom_killed);
+        let tree_memory_exceeded = started.seat.as_ref().is_some_and(Lease::oom_killed);
         Outcome {
             termination,
             timed_out: captured.timed_out,
@@ -312,6 +317,17 @@ impl Sandbox {
             cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
             max_rss_kib: usage.ru_maxrss.max(0) as u64,
             wall,
+        }
+    }
+}
+
+/// Starts `command`, in `seat` when there is one.
+fn spawn_in(seat: &Option<Lease>, command: Command) -> std::io::Result<std::process::Child> {
+    match seat {
+        Some(seat) => seat.spawn(command),
+        None => {
+            let mut command = command;
+            command.spawn()
         }
     }
 }
