@@ -64,9 +64,9 @@ _remote_classes = {}
 
 
 def remote_error(raised):
-    """The exception a call raised in the program, rebuilt from its name and
-    message: a built-in class (so `except ValueError` works) whose text is
-    exactly the program's."""
+    """The exception a call raised in the program, rebuilt from its name,
+    message and args: a subclass of the built-in of that name (so `except
+    ValueError` works) whose text is exactly the program's."""
     if type(raised) is not dict:
         raise BadAnswer("a malformed exception")
     name, message = raised.get("type"), raised.get("message", "")
@@ -85,14 +85,25 @@ def remote_error(raised):
         cls = _remote_classes[name] = _named(name, Exception)
         error = cls.__new__(cls, message)
     error.args = (message,)
+    error.remote_text = message
+    try:
+        args = wire.decode(raised["args"]) if "args" in raised else None
+    except wire.WireError:
+        args = None
+    if type(args) is tuple:
+        error.args = args
     return error
+
+
+def _remote_text(error):
+    return error.__dict__.get("remote_text", "")
 
 
 def _named(name, base):
     try:
-        return type(name, (base,), {"__str__": lambda self: self.args[0]})
+        return type(name, (base,), {"__str__": _remote_text})
     except TypeError:
-        return type(name, (Exception,), {"__str__": lambda self: self.args[0]})
+        return type(name, (Exception,), {"__str__": _remote_text})
 
 
 class Program:
@@ -164,8 +175,11 @@ class Names(dict):
         for stub in stubs:
             self.pop(stub, None)
         self.program = program
-        self.functions = set(ready.get("functions", []))
-        self.modules = ready.get("modules", {})
+        functions, modules = ready.get("functions"), ready.get("modules")
+        # Whatever the program claims beyond names is ignored.
+        self.functions = {f for f in functions if type(f) is str} if type(functions) is list else set()
+        self.modules = {k: v for k, v in modules.items() if type(v) is str} \
+            if type(modules) is dict else {}
 
     def __missing__(self, name):
         if name in self.functions:

@@ -10,7 +10,7 @@ Messages, one JSON line each, over the descriptors in HARNESS_CHANNEL
     -> {"ready": {"functions": [name, ...], "modules": {name: module}}}
        or {"failed": {"type": name, "error": text}} when the solution does not load
     <- {"call": name, "args": [value, ...], "kwargs": [[name, value], ...]}
-    -> {"value": value} or {"raised": {"type": name, "message": text}}
+    -> {"value": value} or {"raised": {"type": name, "message": text, "args": value}}
 """
 import os
 import types
@@ -29,11 +29,21 @@ def answer(namespace, request):
     try:
         result = function(*args, **kwargs)
     except BaseException as error:
-        return {"raised": {"type": type(error).__name__, "message": wire.text_of(error)[:2000]}}
+        return {"raised": raised(error)}
     try:
         return {"value": wire.encode(result)}
     except (wire.WireError, RecursionError) as error:
         return {"raised": {"type": "TypeError", "message": wire.text_of(error)}}
+
+
+def raised(error):
+    """An exception as data: its class's name, its text, its args when they are values."""
+    described = {"type": type(error).__name__, "message": wire.text_of(error)[:2000]}
+    try:
+        described["args"] = wire.encode(tuple(error.args))
+    except BaseException:
+        pass
+    return described
 
 
 def exported(namespace):

@@ -8,6 +8,7 @@ A value on the wire is JSON: null, true, false, a number, a string, an array
     {"dict": [[key, value], ...]}       {"bytes": "<latin-1 text>"}
     {"float": "nan" | "inf" | "-inf"}   {"complex": [real, imag]}
     {"range": [start, stop, step]}      {"iterator": [...]}
+    {"keys": [...]}   {"values": [...]}   {"items": [[key, value], ...]}  (a dict's views)
 
 Decoding builds nothing but these built-in types: an answer is data, never
 an object with methods of its own. One message is one line of JSON.
@@ -54,6 +55,12 @@ def encode(value, depth=0):
         return {"dict": [[encode(k, inner), encode(v, inner)] for k, v in value.items()]}
     if isinstance(value, range):
         return {"range": [value.start, value.stop, value.step]}
+    if isinstance(value, type({}.keys())):
+        return {"keys": [encode(v, inner) for v in value]}
+    if isinstance(value, type({}.values())):
+        return {"values": [encode(v, inner) for v in value]}
+    if isinstance(value, type({}.items())):
+        return {"items": [[encode(k, inner), encode(v, inner)] for k, v in value]}
     if hasattr(value, "__next__"):
         return {"iterator": [encode(v, inner) for v in value]}
     raise WireError("a %s cannot cross to the checker: only plain data can"
@@ -70,6 +77,9 @@ _TAGS = {
     "complex": lambda parts: complex(*_numbers(parts)),
     "range": lambda parts: range(*_ints(parts)),
     "iterator": lambda items: iter(_list(items)),
+    "keys": lambda items: dict.fromkeys(_list(items)).keys(),
+    "values": lambda items: dict(enumerate(_list(items))).values(),
+    "items": lambda pairs: {_one(k): _one(v) for k, v in _pairs(pairs)}.items(),
 }
 
 
