@@ -3,13 +3,12 @@
 //! `--unsandboxed` escape hatch, many sandboxes at once, and `harness run`
 //! verifying model-written code from a (fake) model.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::fake_server::{FakeServer, Reply, Workspace, model_toml};
-use common::{harness, root, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::Workspace;
+use crate::common::{harness, locks, root, run};
 use serde_json::{Map, Value, json};
 
 /// A correct solution for every t03 task family at once.
@@ -29,6 +28,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn check(spec: &Path, extra: &[&str]) -> (i32, String) {
+    let _sandboxes = locks::sandboxes();
     let golden = tempfile::tempdir().unwrap();
     let mut cmd = harness(&root());
     cmd.args(extra)
@@ -70,6 +70,7 @@ fn unsandboxed_runs_warn_every_time() {
 
 #[test]
 fn many_sandboxes_at_once_share_nothing() {
+    let _sandboxes = locks::sandboxes();
     let spec = Arc::new(harness::spec::Spec::load(&fixture("hostile_examples.toml")).unwrap());
     // Each run leaves a file and a process behind, then looks for its siblings'.
     let solution = "```python
@@ -104,19 +105,9 @@ def add(a, b):
 
 /// A workspace with t03 and a fake model answering with `reply(prompt)`.
 fn t03_against(reply: fn(&str) -> String, runs: u32) -> (i32, String, Vec<Value>) {
+    let _sandboxes = locks::sandboxes();
     let fake = FakeServer::start(move |r| Reply::Text(reply(&r.prompt)));
-    let ws = Workspace::new();
-    ws.copy_spec("t03_code_gen.toml");
-    ws.write(
-        "harness.toml",
-        &model_toml(
-            "fake",
-            "openai",
-            "fake-model",
-            &fake.openai_base(),
-            "concurrency = 4",
-        ),
-    );
+    let ws = Workspace::with_fake("t03_code_gen.toml", &fake, "concurrency = 4");
     let runs = runs.to_string();
     let (code, out) = ws.run(&["specs/t03_code_gen.toml", "-m", "fake", "--runs", &runs]);
     let journal = ws.last_journal();

@@ -2,14 +2,13 @@
 //! solution, `harness run specs/humaneval.toml` verifies each in the sandbox,
 //! and all 164 pass. The data is read in place from `../shared/data/`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
 
-use common::fake_server::{FakeServer, Reply, model_toml};
-use common::{harness, root, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::model_toml;
+use crate::common::{harness, locks, root, run};
 use serde_json::Value;
 
 fn rows() -> Vec<Value> {
@@ -25,6 +24,7 @@ fn rows() -> Vec<Value> {
 
 #[test]
 fn canonical_solutions_pass_164_of_164() {
+    let _sandboxes = locks::sandboxes();
     let rows = rows();
     assert_eq!(rows.len(), 164);
     // Prompt -> the answer a perfect model gives: the whole function, fenced.

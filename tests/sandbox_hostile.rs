@@ -2,8 +2,10 @@
 //! to break out of the sandbox. Each must be contained, and the harness
 //! (this process) must keep running and keep sandboxing afterwards.
 //!
-//! One test in this binary on purpose: it puts a fake API key into its own
-//! environment, which is only sound while no other test runs beside it.
+//! The suite runs in a process of its own, started with a fake API key in
+//! its environment (the key must never reach a program), and while no other
+//! test has sandboxed programs running: it counts every process of a sandbox
+//! uid on the machine.
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
@@ -11,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::sandbox::{self, Limits, Outcome, Program, Termination};
+
+use crate::common::alone::{in_own_process, test_name};
+use crate::common::locks;
 
 const FAKE_KEY: &str = "sk-fake-hostile-suite-0123456789";
 
@@ -175,8 +180,16 @@ fn escape_files(run: usize, project: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
-    // SAFETY: the only test in this binary; nothing else reads the environment now.
-    unsafe { std::env::set_var("OPENAI_API_KEY", FAKE_KEY) };
+    let _alone = locks::sandboxes_alone();
+    let name = "hostile_snippets_are_contained_and_the_harness_keeps_going";
+    if !in_own_process(
+        &test_name(module_path!(), name),
+        &[("OPENAI_API_KEY", FAKE_KEY)],
+    ) {
+        return;
+    }
+    // The harness's environment holds the key, as a user's shell would give it.
+    assert_eq!(std::env::var("OPENAI_API_KEY").as_deref(), Ok(FAKE_KEY));
     let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
     let world = World {
