@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::common::fake_server::{FakeServer, Reply};
 use crate::common::workspace::Workspace;
-use crate::common::{harness, locks, root, run};
+use crate::common::{harness, root, run};
 use serde_json::{Map, Value, json};
 
 /// A correct solution for every t03 task family at once.
@@ -28,7 +28,6 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn check(spec: &Path, extra: &[&str]) -> (i32, String) {
-    let _sandboxes = locks::sandboxes();
     let golden = tempfile::tempdir().unwrap();
     let mut cmd = harness(&root());
     cmd.args(extra)
@@ -70,7 +69,6 @@ fn unsandboxed_runs_warn_every_time() {
 
 #[test]
 fn many_sandboxes_at_once_share_nothing() {
-    let _sandboxes = locks::sandboxes();
     let spec = Arc::new(harness::spec::Spec::load(&fixture("hostile_examples.toml")).unwrap());
     // Each run leaves a file and a process behind, then looks for its siblings'.
     let solution = "```python
@@ -105,7 +103,6 @@ def add(a, b):
 
 /// A workspace with t03 and a fake model answering with `reply(prompt)`.
 fn t03_against(reply: fn(&str) -> String, runs: u32) -> (i32, String, Vec<Value>) {
-    let _sandboxes = locks::sandboxes();
     let fake = FakeServer::start(move |r| Reply::Text(reply(&r.prompt)));
     let ws = Workspace::with_fake("t03_code_gen.toml", &fake, "concurrency = 4");
     let runs = runs.to_string();

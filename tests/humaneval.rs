@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::common::fake_server::{FakeServer, Reply};
 use crate::common::workspace::model_toml;
-use crate::common::{harness, locks, root, run};
+use crate::common::{harness, root, run};
 use serde_json::Value;
 
 fn rows() -> Vec<Value> {
@@ -24,7 +24,6 @@ fn rows() -> Vec<Value> {
 
 #[test]
 fn canonical_solutions_pass_164_of_164() {
-    let _sandboxes = locks::sandboxes();
     let rows = rows();
     assert_eq!(rows.len(), 164);
     // Prompt -> the answer a perfect model gives: the whole function, fenced.

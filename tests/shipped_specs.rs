@@ -1,12 +1,10 @@
 //! The shipped specs: they check clean against the committed golden files,
 //! agree with the committed JSON Schema, and render as the snapshots show.
 
-use crate::common::{harness, locks, root, run};
+use crate::common::{harness, root, run};
 
 #[test]
 fn shipped_specs_check_clean() {
-    // The examples of t03 and HumanEval run their code in the sandbox.
-    let _sandboxes = locks::sandboxes();
     let (code, out) = run(harness(&root()).args(["check", "specs"]).env("CI", "true"));
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("0 failed"), "{out}");

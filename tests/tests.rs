@@ -4,8 +4,9 @@
 //! workspace, some call the library directly. Helpers live in `common`: the
 //! fake model server (`fake_server`, for fault injection only), the
 //! workspace, documents and Parquet files the tests make, the managed-server
-//! helpers, and the locks and per-test processes that keep tests sharing
-//! this process from disturbing each other (`locks`, `alone`).
+//! helpers, and what keeps tests sharing this process from disturbing each
+//! other: a lock for the real llama.cpp servers (`locks`) and a process of
+//! its own for a test that sets or measures process-wide state (`alone`).
 //!
 //! - Specs and their loading: `shipped_specs`, `malformed_specs`,
 //!   `golden_workflow`, `datasets`, `datasets_hub`, `rrr`.
