@@ -14,6 +14,7 @@ pub mod files;
 pub mod format;
 pub mod golden;
 pub mod metrics;
+pub mod net;
 pub mod progress;
 pub mod prompt;
 pub mod provider;

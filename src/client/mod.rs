@@ -61,17 +61,12 @@ pub struct ModelClient {
     pub server: Option<ServerWatch>,
 }
 
-fn is_loopback(url: &str) -> bool {
-    let host = url.split("://").nth(1).unwrap_or(url);
-    host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
-}
-
 /// Builds the client side of each model; endpoints shared by several models share a semaphore.
 pub fn connect(
     models: &[ModelSpec],
     golden_dir: &Path,
 ) -> Result<Vec<Arc<ModelClient>>, ClientError> {
-    crate::provider::install_tls();
+    crate::net::install_tls();
     let build = |direct: bool| {
         let b = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
@@ -101,7 +96,7 @@ pub fn connect(
         };
         let mut resolved = m.clone();
         resolved.base_url = Some(base_url.clone());
-        let http = if is_loopback(&base_url) {
+        let http = if crate::net::is_loopback(&base_url) {
             direct.clone()
         } else {
             proxied.clone()

@@ -299,14 +299,6 @@ impl Provider {
     }
 }
 
-/// Installs the TLS crypto provider once per process.
-pub fn install_tls() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -186,7 +186,7 @@ fn download(split: &HubSplit, dir: &Path) -> Result<(), DatasetError> {
 }
 
 async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
-    crate::provider::install_tls();
+    crate::net::install_tls();
     let base = server();
     let mut builder = reqwest::Client::builder();
     if base.starts_with("http://127.0.0.1") || base.starts_with("http://localhost") {
