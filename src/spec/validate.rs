@@ -4,6 +4,7 @@
 use crate::format::SpecFile;
 use crate::format::locate::Key;
 use crate::key_path;
+use crate::scripting::max_operations_problem;
 
 const TEMPERATURE: &str = "temperature must be within 0..2";
 const TOP_P: &str = "top_p must be within 0..1 (greater than 0)";
@@ -70,19 +71,19 @@ pub fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
             ),
         ]);
     }
-    let max_operations = def.generate.as_ref().and_then(|g| g.max_operations) == Some(0);
-    checks.extend([
-        check(
-            r.attempts == Some(0),
-            key_path!["request", "attempts"],
-            "attempts must be at least 1",
-        ),
-        check(
-            max_operations,
+    checks.push(check(
+        r.attempts == Some(0),
+        key_path!["request", "attempts"],
+        "attempts must be at least 1",
+    ));
+    let max_operations = def.generate.as_ref().and_then(|g| g.max_operations);
+    if let Some(message) = max_operations.and_then(max_operations_problem) {
+        checks.push(check(
+            true,
             key_path!["generate", "max_operations"],
-            "max_operations must be at least 1 (it bounds every script run)",
-        ),
-    ]);
+            &message,
+        ));
+    }
     checks
         .into_iter()
         .filter(|(bad, _, _)| *bad)
