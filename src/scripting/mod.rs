@@ -139,17 +139,30 @@ impl From<ParseError> for ScriptError {
     }
 }
 
+/// The start of the message of a run stopped by its operation budget.
+const OUT_OF_BUDGET: &str = "the script ran out of its operation budget";
+/// The start of the message of a run stopped by [`SCRIPT_DEADLINE`].
+const PAST_DEADLINE: &str = "the script ran past its wall-clock limit";
+
+impl ScriptError {
+    /// Whether the run was stopped by a limit (operations or wall clock): the
+    /// script stalls or loops, whatever its input.
+    pub fn stalled(message: &str) -> bool {
+        [OUT_OF_BUDGET, PAST_DEADLINE]
+            .iter()
+            .any(|m| message.contains(m))
+    }
+}
+
 impl From<Box<EvalAltResult>> for ScriptError {
     fn from(e: Box<EvalAltResult>) -> Self {
         let pos = e.position();
         let message = match *e {
-            EvalAltResult::ErrorTooManyOperations(_) => {
-                "the script ran out of its operation budget (an endless loop?); \
-                 raise `max_operations` if the work is real"
-                    .to_owned()
-            }
+            EvalAltResult::ErrorTooManyOperations(_) => format!(
+                "{OUT_OF_BUDGET} (an endless loop?); raise `max_operations` if the work is real"
+            ),
             EvalAltResult::ErrorTerminated(..) => format!(
-                "the script ran past its wall-clock limit of {} s (a stalled or very slow script)",
+                "{PAST_DEADLINE} of {} s (a stalled or very slow script)",
                 SCRIPT_DEADLINE.as_secs()
             ),
             EvalAltResult::ErrorStackOverflow(_) => {

@@ -10,7 +10,7 @@
 //! Online, the file list comes from the datasets server's
 //! `/parquet?dataset=&config=&split=` listing (`$HARNESS_HF_DATASETS_SERVER`,
 //! default `https://datasets-server.huggingface.co`); each file's `url` is
-//! fetched to `<file>.part` and renamed when complete. `HF_TOKEN`, when set,
+//! written atomically (a temporary sibling, then a rename). `HF_TOKEN`, when set,
 //! is sent as a bearer token and never written anywhere.
 
 use std::path::{Path, PathBuf};
@@ -246,13 +246,14 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
             .bytes()
             .await
             .map_err(|e| format!("downloading {name}: {e}"))?;
-        let part = dir.join(format!("{name}.part"));
-        std::fs::write(&part, &body).map_err(|e| format!("{}: {e}", part.display()))?;
-        std::fs::rename(&part, dir.join(&name)).map_err(|e| format!("{}: {e}", part.display()))?;
+        let path = dir.join(&name);
+        crate::files::write_atomic(&path, &body).map_err(|e| format!("{}: {e}", path.display()))?;
         names.push(name);
     }
+    // Written last: its presence says every file it names is complete.
     let manifest = serde_json::to_string(&names).expect("names serialize");
-    std::fs::write(dir.join("files.json"), manifest).map_err(|e| format!("{}: {e}", dir.display()))
+    crate::files::write_atomic(&dir.join("files.json"), manifest.as_bytes())
+        .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
 #[cfg(test)]
