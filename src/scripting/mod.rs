@@ -171,6 +171,13 @@ impl From<Box<EvalAltResult>> for ScriptError {
             EvalAltResult::ErrorRuntime(ref value, _) => runtime_text(value),
             other => strip_position(&other.to_string()),
         };
+        // A deadline stops the run wherever it happens to be: no position is
+        // more to blame than another, so the error points at the whole script.
+        let pos = if message.starts_with(PAST_DEADLINE) {
+            Position::NONE
+        } else {
+            pos
+        };
         ScriptError::at(message, pos)
     }
 }
