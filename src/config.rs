@@ -111,6 +111,14 @@ impl Config {
                 .with_source(&text)
         })?;
         config.path = Some(path.to_path_buf());
+        // Every key the configuration names is a secret from now on, used or not.
+        for var in config
+            .models
+            .values()
+            .filter_map(|m| m.api_key_env.as_deref())
+        {
+            crate::secrets::register_env(var);
+        }
         Ok(config)
     }
 

@@ -22,6 +22,7 @@ pub mod report;
 pub mod run;
 pub mod sandbox;
 pub mod scripting;
+pub mod secrets;
 pub mod source;
 pub mod spec;
 pub mod synth;

@@ -58,7 +58,8 @@ impl From<Exit> for ExitCode {
 
 /// Prints `error: <message>` and returns [`Exit::BadInput`].
 pub fn fail(message: impl Display) -> Exit {
-    eprintln!("error: {message}");
+    // Errors can quote a server's reply; no configured key is ever printed.
+    eprintln!("error: {}", crate::secrets::redact(&message.to_string()));
     Exit::BadInput
 }
 

@@ -268,11 +268,11 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
         Err(e @ RunError::ServerStart(_)) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::secrets::redact(&e.to_string()));
             return Err(Exit::ServerFailed);
         }
         Err(e @ RunError::ServerDied(_)) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::secrets::redact(&e.to_string()));
             eprintln!(
                 "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
                 journal_path.display(),

@@ -192,15 +192,21 @@ impl ProviderError {
     }
 }
 
-/// Reads `Retry-After` in its delta-seconds form.
+/// Reads `Retry-After` in both of RFC 9110's forms: delta-seconds, or an
+/// HTTP date (IMF-fixdate, RFC 850 or asctime), which becomes the time left
+/// until it (zero when it has passed).
 pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    retry_after_at(value.trim(), std::time::SystemTime::now())
+}
+
+/// `Retry-After` as seen at `now`.
+fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// Maps a reqwest error onto our classification.
@@ -247,6 +253,35 @@ pub enum Provider {
     Replay(ReplayProvider),
 }
 
+/// Removes every configured API key from what a server sent back (an error
+/// body that echoes the key, an answer that repeats it) before anything keeps it.
+fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completion>, ProviderError> {
+    let clean = |text: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(text) {
+            *text = clean;
+        }
+    };
+    match result {
+        Ok(mut completions) => {
+            for c in &mut completions {
+                clean(&mut c.text);
+            }
+            Ok(completions)
+        }
+        Err(mut e) => {
+            match &mut e {
+                ProviderError::Connection(t)
+                | ProviderError::Malformed(t)
+                | ProviderError::NotRecorded(t)
+                | ProviderError::Config(t)
+                | ProviderError::Status { body: t, .. } => clean(t),
+                ProviderError::Timeout(_) => {}
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Identifies which instance and sample a request is for (replay and logging).
 #[derive(Debug, Clone, Copy)]
 pub struct RequestKey<'a> {
@@ -267,11 +302,12 @@ impl Provider {
         request: &ChatRequest,
         key: RequestKey<'_>,
     ) -> Result<Completion, ProviderError> {
-        match self {
+        let result = match self {
             Provider::OpenAi(c) => c.complete(request).await,
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
-        }
+        };
+        scrub(result.map(|c| vec![c])).map(|mut c| c.remove(0))
     }
 
     /// Whether several samples can be asked in one request (OpenAI's `n`).
@@ -285,12 +321,12 @@ impl Provider {
         request: &ChatRequest,
         n: u32,
     ) -> Result<Vec<Completion>, ProviderError> {
-        match self {
+        scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),
-        }
+        })
     }
 
     /// Whether answers come from the network (and so belong in the cache).
@@ -302,6 +338,29 @@ impl Provider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_and_http_dates() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(retry_after_at("3", now), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after_at("-1", now), None);
+        for date in [
+            "Sun, 06 Nov 1994 08:49:47 GMT",
+            "Sunday, 06-Nov-94 08:49:47 GMT",
+            "Sun Nov  6 08:49:47 1994",
+        ] {
+            assert_eq!(
+                retry_after_at(date, now),
+                Some(Duration::from_secs(10)),
+                "{date}"
+            );
+        }
+        assert_eq!(
+            retry_after_at("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after_at("soon", now), None);
+    }
 
     #[test]
     fn extra_body_fields_reach_the_wire() {

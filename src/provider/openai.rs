@@ -62,6 +62,9 @@ impl OpenAiClient {
         let api_key = std::env::var(&key_var)
             .ok()
             .filter(|k| !k.is_empty() && !spec.provider.is_managed());
+        if let Some(key) = &api_key {
+            crate::secrets::register(key);
+        }
         if spec.api_key_env.is_some() && api_key.is_none() {
             return Err(ProviderError::Config(format!(
                 "model `{}`: environment variable {key_var} (api_key_env) is not set",

@@ -194,6 +194,9 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
     }
     let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
     let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+    if let Some(token) = &token {
+        crate::secrets::register(token);
+    }
     let get = |url: &str| {
         let request = client.get(url);
         match &token {
