@@ -193,15 +193,16 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// The kill tests' hook: with `HARNESS_TEST_STALL_WRITE` set to a file name, a
-/// write of that file stops after writing its temporary file and before the
-/// rename, so a test can kill the process at the worst moment.
+/// The kill tests' hook (`tests/atomic_writes.rs`): with `HARNESS_TEST_STALL_WRITE`
+/// set, a write of a file whose name contains its value stops after writing
+/// the temporary file and before the rename, so a test can kill the process
+/// at the worst moment.
 fn stall_for_tests(path: &Path) {
-    static TARGET: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
-    let target = TARGET.get_or_init(|| std::env::var_os("HARNESS_TEST_STALL_WRITE"));
-    if target
-        .as_deref()
-        .is_some_and(|t| path.file_name() == Some(t))
+    static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let target = TARGET.get_or_init(|| std::env::var("HARNESS_TEST_STALL_WRITE").ok());
+    let name = path.file_name().map(|n| n.to_string_lossy());
+    if let (Some(target), Some(name)) = (target, name)
+        && name.contains(target.as_str())
     {
         eprintln!("stalling before the rename of {}", path.display());
         loop {
