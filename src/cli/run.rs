@@ -300,6 +300,9 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         outcome.attempts,
         report.markdown.display()
     );
+    for change in &outcome.identity_changes {
+        println!("{change}");
+    }
     if outcome.interrupted {
         eprintln!(
             "interrupted: finished answers are saved; continue with `harness run --resume {}`",

@@ -111,6 +111,29 @@ pub struct Completion {
     /// Set when this answer was one of several choices of one request (OpenAI `n`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<SharedUsage>,
+    /// Which model the server says answered, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<ServedBy>,
+}
+
+/// The model identity a server reports with an answer: the response's `model`
+/// field and, where present, its `system_fingerprint` (the backend build).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedBy {
+    /// The response's `model` field.
+    pub model: String,
+    /// The response's `system_fingerprint`, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl std::fmt::Display for ServedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.fingerprint {
+            Some(fp) => write!(f, "`{}` ({fp})", self.model),
+            None => write!(f, "`{}`", self.model),
+        }
+    }
 }
 
 /// Usage of a request that returned several choices. Servers disagree on what

@@ -33,6 +33,8 @@ struct ChatChunk {
     eval_count: Option<u64>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -206,6 +208,13 @@ fn finish(text: String, last: ChatChunk) -> Result<Completion, ProviderError> {
         },
         finish_reason: last.done_reason,
         shared: None,
+        served: last
+            .model
+            .filter(|m| !m.is_empty())
+            .map(|model| super::ServedBy {
+                model,
+                fingerprint: None,
+            }),
     })
 }
 

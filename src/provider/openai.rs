@@ -24,6 +24,10 @@ struct ChatResponse {
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    system_fingerprint: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +167,13 @@ impl OpenAiClient {
             tokens_in: u.prompt_tokens,
             tokens_out: u.completion_tokens,
         });
+        let served = parsed
+            .model
+            .filter(|m| !m.is_empty())
+            .map(|model| super::ServedBy {
+                model,
+                fingerprint: parsed.system_fingerprint.filter(|f| !f.is_empty()),
+            });
         let count = parsed.choices.len() as u32;
         // With several choices the server's output count is not per choice (OpenAI sums them,
         // llama-server counts one): keep the request's figure aside instead of guessing.
@@ -185,6 +196,7 @@ impl OpenAiClient {
                 },
                 finish_reason: c.finish_reason,
                 shared,
+                served: served.clone(),
             })
             .collect())
     }

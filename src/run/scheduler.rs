@@ -167,6 +167,7 @@ pub async fn schedule(
     }
     journal.sync()?;
     progress.finish();
+    outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
     match server_died {
         Some(message) => Err(RunError::ServerDied(message)),
         None => Ok(outcome),
