@@ -131,24 +131,12 @@ fn all_text(dir: &Path) -> String {
 #[test]
 fn error_records_exit_4_and_allow_errors_accepts_them() {
     let fake = FakeServer::start(|_| Reply::Status(500, None));
-    let ws = Workspace::new();
-    ws.copy_spec("t06_mathematics.toml");
-    ws.write(
-        "harness.toml",
-        &model_toml(
-            "fake",
-            "openai",
-            "x",
-            &fake.openai_base(),
-            "max_retries = 0",
-        ),
-    );
-    let args = ["specs/t06_mathematics.toml", "-m", "fake", "--runs", "2"];
-    let (code, out) = ws.run(&args);
+    let ws = workspace(&fake.openai_base());
+    let (code, out) = run(&ws, &["--runs", "2"]);
     assert_eq!(code, 4, "{out}");
     assert!(out.contains("2 of 2 answers are errors"), "{out}");
     assert!(out.contains("--allow-errors"), "{out}");
-    let (code, out) = ws.run(&[&args[..], &["--allow-errors", "--no-cache"]].concat());
+    let (code, out) = run(&ws, &["--runs", "2", "--allow-errors", "--no-cache"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("2 of 2 answers are errors"), "{out}");
 }

@@ -173,7 +173,7 @@ pub(super) fn test_sources(
         }
         Some(Value::Array(items)) => items,
         Some(other) => {
-            let kind = super::expected::type_name(other);
+            let kind = crate::text::json_kind(other);
             let why = format!("`{tests}` must be a list of tests, but it is {kind}");
             return Err(at("tests", why));
         }

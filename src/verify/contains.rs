@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{Expected, as_text_list, lookup, text_problem, type_name};
+use super::expected::{Expected, as_text_list, lookup, text_problem};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::RuleDef;
@@ -187,7 +187,7 @@ impl Rule for Exclusive {
                 format!(
                     "`{}` must be a list of candidate names, but it is {}",
                     self.candidates,
-                    type_name(other)
+                    crate::text::json_kind(other)
                 ),
             )),
             None => {}

@@ -97,18 +97,6 @@ pub fn as_text_list(value: &Value) -> Vec<String> {
     }
 }
 
-/// The JSON type of a value, for messages.
-pub fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a map",
-    }
-}
-
 /// Why `value` cannot serve as text to compare an answer with (one string, or
 /// a non-empty list of alternatives), if it cannot; `needle` also refuses empty
 /// text, which every answer contains.
@@ -116,7 +104,7 @@ pub fn text_problem(value: &Value, needle: bool) -> Option<String> {
     let scalar = |v: &Value| match v {
         Value::Null | Value::Array(_) | Value::Object(_) => Some(format!(
             "holds {}, which cannot be compared with text",
-            type_name(v)
+            crate::text::json_kind(v)
         )),
         Value::String(s) if needle && s.trim().is_empty() => {
             Some("holds an empty string: every answer contains it".to_owned())
@@ -164,7 +152,7 @@ mod tests {
         assert!(
             p(serde_json::json!({"a": 1}), false)
                 .unwrap()
-                .contains("a map")
+                .contains("an object")
         );
         assert!(
             p(serde_json::json!(["a", ""]), true)

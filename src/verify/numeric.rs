@@ -71,7 +71,7 @@ impl Rule for Numeric {
                 "expected",
                 format!(
                     "the expected value is {}, not a number: {}",
-                    super::expected::type_name(v),
+                    crate::text::json_kind(v),
                     clip(&v.to_string(), 60)
                 ),
             )],
