@@ -1,5 +1,6 @@
-//! `harness.toml`: named models, run defaults (the TZ's `models_to_test`,
-//! `tests_to_run`, `runs_per_test`) and the judge slot. CLI flags override.
+//! `harness.toml`: named models, run defaults (which models, which
+//! specs, how many instances: `config.yaml`'s `models_to_test`, `tests_to_run`,
+//! `runs_per_test` of older setups) and the judge slot. CLI flags override.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::provider::model_ref::{
     DEFAULT_CONCURRENCY, ModelOptions, ServerOptions, managed_model_path,
 };
-use crate::provider::{ModelSpec, ProviderKind};
+use crate::provider::{ModelRefError, ModelSpec, ProviderKind};
 
 /// The parsed configuration file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -94,11 +95,7 @@ impl Config {
                 return Ok(Config::default());
             }
             Err(e) => {
-                return Err(Diagnostic::new(
-                    ErrorKind::Io,
-                    Location::file_start(path),
-                    format!("cannot read config: {e}"),
-                ));
+                return Err(Diagnostic::io(path, format!("cannot read config: {e}")));
             }
         };
         let mut config: Config = toml::from_str(&text).map_err(|e| {
@@ -110,36 +107,34 @@ impl Config {
                 .with_source(&text)
         })?;
         config.path = Some(path.to_path_buf());
+        // Every key the configuration names is a secret from now on, used or not.
+        for var in config
+            .models
+            .values()
+            .filter_map(|m| m.api_key_env.as_deref())
+        {
+            crate::secrets::register_env(var);
+        }
         Ok(config)
     }
 
     /// Resolves a name from `[models]` or a `provider:model` reference.
-    pub fn resolve_model(&self, name: &str) -> Result<ModelSpec, String> {
+    pub fn resolve_model(&self, name: &str) -> Result<ModelSpec, ModelError> {
         let Some(m) = self.models.get(name) else {
-            return ModelSpec::parse(name).map_err(|e| {
-                if self.models.is_empty() {
-                    e
-                } else {
-                    format!(
-                        "{e} (models in harness.toml: {})",
-                        self.models.keys().cloned().collect::<Vec<_>>().join(", ")
-                    )
-                }
+            return ModelSpec::parse(name).map_err(|error| ModelError::Reference {
+                error,
+                known: self.models.keys().cloned().collect(),
             });
         };
         if m.provider == ProviderKind::Replay {
-            return Err(format!(
-                "model `{name}`: replay models are given as replay:<name> on the command line"
-            ));
+            return Err(ModelError::ReplayInConfig(name.to_owned()));
         }
         let mut spec = ModelSpec::new(m.provider, m.model.as_deref().unwrap_or(name));
         spec.name = name.to_owned();
         if m.provider.is_managed() {
             self.managed_settings(name, m, &mut spec)?;
         } else if m.server.is_some() {
-            return Err(format!(
-                "model `{name}`: [server] options are for the servers the harness runs (provider llamacpp or vllm)"
-            ));
+            return Err(ModelError::ServerOptions(name.to_owned()));
         }
         spec.base_url = m
             .base_url
@@ -162,12 +157,12 @@ impl Config {
         name: &str,
         m: &ModelConfig,
         spec: &mut ModelSpec,
-    ) -> Result<(), String> {
+    ) -> Result<(), ModelError> {
         if m.base_url.is_some() {
-            return Err(format!(
-                "model `{name}`: a {} model has no base_url: the harness starts its server on a free port",
-                m.provider.prefix()
-            ));
+            return Err(ModelError::ManagedBaseUrl {
+                name: name.to_owned(),
+                provider: m.provider.prefix(),
+            });
         }
         let base = self
             .path
@@ -188,6 +183,45 @@ impl Config {
         server.resolve_paths(base);
         spec.server = Some(server);
         Ok(())
+    }
+}
+
+/// Why a model name does not resolve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// Neither a name in `[models]` nor a valid reference.
+    #[error("{error}{}", known_models(known))]
+    Reference {
+        /// Why it is no reference.
+        error: ModelRefError,
+        /// The names `[models]` defines.
+        known: Vec<String>,
+    },
+    /// A `[models]` entry with provider `replay`.
+    #[error("model `{0}`: replay models are given as replay:<name> on the command line")]
+    ReplayInConfig(String),
+    /// `[server]` options on a model whose server the harness does not run.
+    #[error(
+        "model `{0}`: [server] options are for the servers the harness runs (provider llamacpp or vllm)"
+    )]
+    ServerOptions(String),
+    /// A `base_url` on a managed model.
+    #[error(
+        "model `{name}`: a {provider} model has no base_url: the harness starts its server on a free port"
+    )]
+    ManagedBaseUrl {
+        /// The model's name.
+        name: String,
+        /// `llamacpp` or `vllm`.
+        provider: &'static str,
+    },
+}
+
+fn known_models(known: &[String]) -> String {
+    if known.is_empty() {
+        String::new()
+    } else {
+        format!(" (models in harness.toml: {})", known.join(", "))
     }
 }
 
@@ -218,7 +252,13 @@ mod tests {
         );
         assert_eq!(m.options.temperature, Some(0.2));
         assert!(config.resolve_model("ollama:x").is_ok());
-        assert!(config.resolve_model("nope").unwrap_err().contains("fast"));
+        assert!(
+            config
+                .resolve_model("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("fast")
+        );
     }
 
     #[test]
@@ -266,12 +306,14 @@ mod tests {
             config
                 .resolve_model("bad")
                 .unwrap_err()
+                .to_string()
                 .contains("free port")
         );
         assert!(
             config
                 .resolve_model("odd")
                 .unwrap_err()
+                .to_string()
                 .contains("llamacpp or vllm")
         );
     }

@@ -4,7 +4,7 @@
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::{Deserialize, Serialize};
 
-use crate::spec::model::Role;
+use crate::format::Role;
 
 /// One rendered chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,7 +79,9 @@ impl PromptSet {
     }
 }
 
-fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
+/// A minijinja error in template `name` (whose text is `source`), with the
+/// line and column it points at inside the template.
+pub fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
     let mut message = e
         .detail()
         .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
@@ -106,12 +108,24 @@ fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateErr
     }
 }
 
+/// Why a dataset field is not a chat history.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    /// The value is not a list.
+    #[error("expected a list of {{role, content}} turns")]
+    NotAList,
+    /// A turn with a role other than user or assistant.
+    #[error("turn {0}: role `{1}` is not allowed (only user and assistant)")]
+    Role(usize, String),
+    /// A turn without a string field.
+    #[error("turn {0}: needs a string `{1}`")]
+    Missing(usize, &'static str),
+}
+
 /// Chat turns from a list of `{role, content}` objects; only user and
 /// assistant turns are accepted, since the spec owns the system prompt.
-pub fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, String> {
-    let items = value
-        .as_array()
-        .ok_or_else(|| "expected a list of {role, content} turns".to_owned())?;
+pub fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, HistoryError> {
+    let items = value.as_array().ok_or(HistoryError::NotAList)?;
     items
         .iter()
         .enumerate()
@@ -120,15 +134,10 @@ pub fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, String> 
             let role = match field("role") {
                 Some("user") => Role::User,
                 Some("assistant") => Role::Assistant,
-                Some(other) => {
-                    return Err(format!(
-                        "turn {i}: role `{other}` is not allowed (only user and assistant)"
-                    ));
-                }
-                None => return Err(format!("turn {i}: needs a string `role`")),
+                Some(other) => return Err(HistoryError::Role(i, other.to_owned())),
+                None => return Err(HistoryError::Missing(i, "role")),
             };
-            let content =
-                field("content").ok_or_else(|| format!("turn {i}: needs a string `content`"))?;
+            let content = field("content").ok_or(HistoryError::Missing(i, "content"))?;
             Ok(Message {
                 role,
                 content: content.to_owned(),
@@ -199,13 +208,14 @@ mod tests {
         );
         let bad = serde_json::json!([{"role": "user", "content": "a"}, {"role": "system", "content": "b"}]);
         assert_eq!(
-            history_turns(&bad).unwrap_err(),
+            history_turns(&bad).unwrap_err().to_string(),
             "turn 1: role `system` is not allowed (only user and assistant)"
         );
         let no_content = serde_json::json!([{"role": "user"}]);
         assert!(
             history_turns(&no_content)
                 .unwrap_err()
+                .to_string()
                 .contains("turn 0: needs a string `content`")
         );
         assert!(history_turns(&serde_json::json!("x")).is_err());

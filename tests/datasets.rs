@@ -306,7 +306,7 @@ const BAD_ROWS: [(&str, &str, &str, &str); 19] = [
         "bad.jsonl",
         "{\"q\": \"a\", \"answer\": 1}\n",
         "filter = 'row.q.len()'",
-        "bad.jsonl:1:1|row 1: [dataset] filter must return true or false, but it returned i64",
+        "spec.toml:4:10|[dataset] filter on the row at bad.jsonl:1 must return true or false, but it returned i64",
     ),
     (
         "bad.jsonl",
@@ -330,7 +330,7 @@ const BAD_ROWS: [(&str, &str, &str, &str); 19] = [
         "bad.jsonl",
         "{\"q\": \"a\", \"answer\": 1}\n",
         "map = '42'",
-        "bad.jsonl:1:1|[dataset] map must return a map of instance variables",
+        "spec.toml:4:7|[dataset] map on the row at bad.jsonl:1 must return a map of instance variables",
     ),
     (
         "bad.jsonl",

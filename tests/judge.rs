@@ -88,7 +88,7 @@ fn judged_run_scores_levels_reasks_and_records_judge_errors_then_reruns_from_cac
         .map(|r| (r["instance"].as_u64().unwrap(), r))
         .collect();
 
-    // Level 4 of 1-5 is the seed's 0.75.
+    // Level 4 of 1-5 is (4 - 1) / (5 - 1) = 0.75.
     let eiffel = by_instance[&0];
     assert_eq!(eiffel["score"], 0.75);
     assert_eq!(eiffel["passed"], true);

@@ -299,7 +299,7 @@ mod streaming {
     use harness::provider::{ChatRequest, ModelSpec, OllamaClient, ProviderKind};
 
     fn client(fake: &FakeServer) -> OllamaClient {
-        harness::provider::install_tls();
+        harness::net::install_tls();
         let mut spec = ModelSpec::new(ProviderKind::Ollama, "stream-model");
         spec.base_url = Some(fake.ollama_base());
         spec.timeout_secs = 5.0;

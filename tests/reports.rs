@@ -73,7 +73,7 @@ fn extra(out: &ReportOutput, ext: &str) -> String {
 }
 
 #[test]
-fn files_land_where_the_tz_says() {
+fn report_files_land_under_results_reports() {
     let (out, dir) = one_run();
     assert_eq!(
         out.markdown,
@@ -144,7 +144,7 @@ fn terminal_colors_do_not_shift_columns() {
 }
 
 #[test]
-fn raw_json_has_the_tz_keys_in_key_order() {
+fn raw_json_keeps_its_documented_keys_in_order() {
     let (out, _dir) = one_run();
     let v: Value = serde_json::from_str(&read(&out.raw[0])).unwrap();
     let items = v.as_array().unwrap();

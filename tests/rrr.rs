@@ -1,5 +1,5 @@
 //! The RRR benchmark end to end against a fake Ollama server: both row shapes
-//! load with the shipped spec, the request carries the seed's options and the
+//! load with the shipped spec, the request carries the spec's options and the
 //! JSON schema as `format`, invalid answers are re-asked up to 3 times, and
 //! the reports break accuracy down by split, with the RRR CSV per model.
 
@@ -132,7 +132,7 @@ fn a_run_reports_accuracy_per_split_and_writes_the_rrr_csv() {
         .env("OLLAMA_HOST", fake.host_port()));
     assert_eq!(code, 0, "{out}");
 
-    // The seed's request: its options, the schema as `format`, the dialogue after the system prompt.
+    // The spec's request: its options, the schema as `format`, the dialogue after the system prompt.
     let requests = fake.requests();
     let first = &requests[0].body;
     assert_eq!(first["options"]["temperature"], 0.1);

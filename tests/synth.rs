@@ -177,7 +177,7 @@ fn assert_work_folder_and_requests(ws: &Workspace, fake: &FakeServer) {
         .filter(|r| r.prompt.contains("MALFORMED"))
         .count();
     assert_eq!(malformed_asks, 3);
-    // Generation used the seed's sampling and the JSON schema; rating its lower temperature.
+    // Generation used the pipeline's sampling and the JSON schema; rating its lower temperature.
     let bodies: Vec<Value> = fake.requests().into_iter().map(|r| r.body).collect();
     let generation = bodies
         .iter()

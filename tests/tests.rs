@@ -8,10 +8,15 @@
 //! other: a lock for the real llama.cpp servers (`locks`) and a process of
 //! its own for a test that sets or measures process-wide state (`alone`).
 //!
-//! - Specs and their loading: `shipped_specs`, `malformed_specs`,
-//!   `golden_workflow`, `datasets`, `datasets_hub`, `rrr`.
+//! - Specs and their loading: `shipped_specs`, `malformed_specs`, `stalls`,
+//!   `fuzz_specs` (a seeded mutation fuzzer), `golden_workflow`, `datasets`,
+//!   `datasets_hub`, `rrr`.
+//! - The front door: `front_door` (`harness new`, `harness completions`).
+//! - The project's own shape: `architecture` (layers, file and function
+//!   sizes) and `docs` (every documented TOML example is a checked file).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
-//!   `resume_kill`, `sampling`, `judge`, `synth`.
+//!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
+//!   `sampling`, `judge`, `synth`.
 //! - Model-written code in the sandbox: `code_rule`, `humaneval` (reads
 //!   `../shared/data/`), `sandbox_hostile` (in a process of its own).
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
@@ -35,10 +40,15 @@
 
 mod common;
 
+mod architecture;
+mod atomic_writes;
 mod code_rule;
 mod datasets;
 mod datasets_hub;
+mod docs;
 mod e2e_llama;
+mod front_door;
+mod fuzz_specs;
 mod golden_workflow;
 mod humaneval;
 mod judge;
@@ -49,8 +59,10 @@ mod provider_wire;
 mod reports;
 mod resume_kill;
 mod rrr;
+mod run_errors;
 mod runner_faults;
 mod sampling;
 mod sandbox_hostile;
 mod shipped_specs;
+mod stalls;
 mod synth;

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use owo_colors::OwoColorize;
 
+use super::exit::{Exit, fail};
 use super::render;
 use crate::check::{CheckOptions, SpecCheck, check_file};
 use crate::golden::{GoldenMode, GoldenStatus, colorize_diff, is_ci};
-use crate::spec::spec_files;
+use crate::spec::{duplicate_id, spec_files};
 
 fn label(text: &str, color: bool, paint: fn(&str) -> String) -> String {
     let padded = format!("{text:<5}");
@@ -73,25 +74,18 @@ fn pending_note(pending: Option<&Path>) -> String {
     }
 }
 
-/// Runs `harness check`; returns the exit code.
-pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> u8 {
+/// Runs `harness check`.
+pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
     let files = match spec_files(paths) {
         Ok(files) => files,
         Err(d) => {
             eprint!("{}", render::diagnostic(&d, color));
-            return 2;
+            return Exit::BadInput;
         }
     };
     if files.is_empty() {
-        eprintln!(
-            "error: no spec files (*.toml) under {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        return 2;
+        let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return fail(format!("no spec files (*.toml) under {}", paths.join(", ")));
     }
     let options = CheckOptions {
         golden_dir: golden.to_path_buf(),
@@ -101,8 +95,17 @@ pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> u8 {
         },
     };
     let (mut failed, mut differ) = (0, 0);
+    let mut ids: std::collections::BTreeMap<String, PathBuf> = Default::default();
     for file in &files {
-        let report = check_file(file, &options);
+        let mut report = check_file(file, &options);
+        if let Some(id) = &report.id {
+            match ids.get(id) {
+                Some(first) => report.errors.push(duplicate_id(file, id, first)),
+                None => {
+                    ids.insert(id.clone(), file.clone());
+                }
+            }
+        }
         print_report(&report, color);
         if !report.errors.is_empty() {
             failed += 1;
@@ -117,10 +120,8 @@ pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> u8 {
         if files.len() == 1 { "" } else { "s" }
     );
     if failed > 0 {
-        2
-    } else if differ > 0 {
-        1
+        Exit::BadInput
     } else {
-        0
+        Exit::differences_if(differ > 0)
     }
 }

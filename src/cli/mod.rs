@@ -1,7 +1,11 @@
-//! The command line: parses arguments and hands each command to the library.
-//! Exit codes: 0 success, 1 golden differences, 2 bad input or other errors.
+//! The command line: parses arguments, hands each command to the library,
+//! and maps the outcome to one message and a named exit code ([`Exit`]).
+//!
+//! The top layer: it may import every module; nothing imports it.
 
 mod check;
+mod exit;
+mod new;
 mod render;
 mod report;
 mod review;
@@ -13,6 +17,8 @@ mod transcript_view;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+pub use exit::Exit;
 
 use clap::{Parser, Subcommand};
 
@@ -69,6 +75,22 @@ enum Command {
     Synth(synth::SynthArgs),
     /// Print the JSON Schema of the spec format.
     Schema,
+    /// Write a commented starter spec `<dir>/<ID>.toml` and its golden instances.
+    New {
+        /// The new spec's id (its file name and golden directory).
+        id: String,
+        /// Where specs live.
+        #[arg(long, default_value = "specs")]
+        dir: PathBuf,
+        /// The golden directory.
+        #[arg(long, default_value = "golden")]
+        golden: PathBuf,
+    },
+    /// Print shell completions: `harness completions bash > ~/.local/share/bash-completion/completions/harness`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Walk pending `.new` golden files: accept, reject or skip each.
     Review {
         /// The golden directory.
@@ -91,6 +113,10 @@ pub fn stdout_color() -> bool {
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Keys the harness may send anywhere: none of them is ever written or printed.
+    for name in ["OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"] {
+        crate::secrets::register_env(name);
+    }
     if cli.offline {
         crate::source::dataset::hf::set_offline(true);
     }
@@ -99,7 +125,7 @@ pub fn main() -> ExitCode {
         crate::sandbox::allow_unsandboxed();
         eprintln!("{}", crate::sandbox::UNSANDBOXED_WARNING);
     }
-    let code = match cli.command {
+    let exit = match cli.command {
         Command::Check {
             paths,
             bless,
@@ -116,10 +142,16 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(&args, color),
         Command::Synth(args) => synth::run(&args),
         Command::Schema => {
-            print!("{}", crate::schema::spec_schema_text());
-            0
+            print!("{}", crate::format::spec_schema_text());
+            Exit::Success
         }
         Command::Review { golden } => review::run(&golden, color),
+        Command::New { id, dir, golden } => new::run(&id, &dir, &golden),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "harness", &mut std::io::stdout());
+            Exit::Success
+        }
     };
-    ExitCode::from(code)
+    exit.into()
 }

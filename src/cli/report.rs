@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::exit::{Exit, fail};
 use crate::report::{Format, ReportContext, SpecInfo, write_reports};
 use crate::run;
 use crate::spec::Spec;
@@ -23,8 +24,8 @@ pub struct ReportArgs {
     pub baseline: Option<String>,
 }
 
-/// Runs `harness report`; returns the exit code.
-pub fn run(args: &ReportArgs, color: bool) -> u8 {
+/// Runs `harness report`.
+pub fn run(args: &ReportArgs, color: bool) -> Exit {
     let runs_dir = args.results.join("runs");
     let (mut run_ids, mut journals, mut models, mut specs) = (
         Vec::new(),
@@ -36,17 +37,11 @@ pub fn run(args: &ReportArgs, color: bool) -> u8 {
     for id in &args.runs {
         let dir = match run::find_run(&runs_dir, id) {
             Ok(d) => d,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 2;
-            }
+            Err(e) => return fail(e),
         };
         let manifest = match run::read_manifest(&dir) {
             Ok(m) => m,
-            Err(e) => {
-                eprintln!("error: {}: {e}", dir.display());
-                return 2;
-            }
+            Err(e) => return fail(format!("{}: {e}", dir.display())),
         };
         for m in &manifest.models {
             if !models.contains(&m.name) {
@@ -93,11 +88,8 @@ pub fn run(args: &ReportArgs, color: bool) -> u8 {
             for extra in &out.extra {
                 println!("        {}", extra.display());
             }
-            0
+            Exit::Success
         }
-        Err(e) => {
-            eprintln!("error: writing reports: {e}");
-            2
-        }
+        Err(e) => fail(format!("writing reports: {e}")),
     }
 }

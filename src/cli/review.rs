@@ -3,20 +3,18 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
+use super::exit::{Exit, fail};
 use crate::golden::{colorize_diff, golden_for_pending, pending_files, unified_diff};
 
-/// Runs `harness review`; returns the exit code.
-pub fn run(golden: &Path, color: bool) -> u8 {
+/// Runs `harness review`.
+pub fn run(golden: &Path, color: bool) -> Exit {
     let pending = match pending_files(golden) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: cannot read {}: {e}", golden.display());
-            return 2;
-        }
+        Err(e) => return fail(format!("cannot read {}: {e}", golden.display())),
     };
     if pending.is_empty() {
         println!("no pending golden changes under {}", golden.display());
-        return 0;
+        return Exit::Success;
     }
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
@@ -25,10 +23,7 @@ pub fn run(golden: &Path, color: bool) -> u8 {
         let target = golden_for_pending(new_path);
         let new = match std::fs::read_to_string(new_path) {
             Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: cannot read {}: {e}", new_path.display());
-                return 2;
-            }
+            Err(e) => return fail(format!("cannot read {}: {e}", new_path.display())),
         };
         let old = std::fs::read_to_string(&target).unwrap_or_default();
         println!("[{}/{}] {}", i + 1, pending.len(), target.display());
@@ -59,11 +54,10 @@ pub fn run(golden: &Path, color: bool) -> u8 {
             }
         };
         if let Err(e) = result {
-            eprintln!("error: {}: {e}", new_path.display());
-            return 2;
+            return fail(format!("{}: {e}", new_path.display()));
         }
         println!();
     }
     println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
-    u8::from(skipped > 0)
+    Exit::differences_if(skipped > 0)
 }

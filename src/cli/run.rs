@@ -4,14 +4,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::exit::{Exit, either, fail};
 use super::render;
 use crate::config::Config;
-use crate::provider::{ModelSpec, ProviderKind};
-use crate::report::{Format, ReportContext, SpecInfo, write_reports};
-use crate::run::transcript::{
+use crate::golden::transcript::{
     TranscriptLine, compare_transcripts, read_transcript, recorded_models, render_transcript,
     transcript_path,
 };
+use crate::provider::{ModelSpec, ProviderKind};
+use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 
@@ -59,15 +60,13 @@ pub struct RunArgs {
     /// The judge model for `judge` rules (default: harness.toml's [judge]).
     #[arg(long, conflicts_with = "resume")]
     pub judge: Option<String>,
+    /// Exit 0 even when some requests failed and their instances have no verdict.
+    #[arg(long)]
+    pub allow_errors: bool,
 }
 
-fn fail(message: impl std::fmt::Display) -> u8 {
-    eprintln!("error: {message}");
-    2
-}
-
-/// Runs `harness run`; returns the exit code.
-pub fn run(args: &RunArgs, color: bool) -> u8 {
+/// Runs `harness run`.
+pub fn run(args: &RunArgs, color: bool) -> Exit {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -75,7 +74,7 @@ pub fn run(args: &RunArgs, color: bool) -> u8 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
-    runtime.block_on(run_async(args, color))
+    either(runtime.block_on(run_async(args, color)))
 }
 
 fn plan_new(
@@ -84,7 +83,7 @@ fn plan_new(
     specs: &[Arc<Spec>],
     file_stamp: &str,
     created: &str,
-) -> Result<Manifest, String> {
+) -> Result<Manifest, Exit> {
     let names: Vec<String> = if args.models.is_empty() {
         config.run.models.clone()
     } else {
@@ -101,10 +100,9 @@ fn plan_new(
             }
         }
         if by_model.is_empty() {
-            return Err(
-                "no model given (-m), none in harness.toml, and no golden transcripts to replay"
-                    .into(),
-            );
+            return Err(fail(
+                "no model given (-m), none in harness.toml, and no golden transcripts to replay",
+            ));
         }
         for name in by_model.keys() {
             let mut m = ModelSpec::new(ProviderKind::Replay, name);
@@ -114,12 +112,12 @@ fn plan_new(
         only = Some(by_model);
     } else {
         for name in &names {
-            let mut m = config.resolve_model(name)?;
+            let mut m = config.resolve_model(name).map_err(fail)?;
             if m.provider == ProviderKind::Replay {
                 m.concurrency = 64;
             }
             if models.iter().any(|p: &ModelSpec| p.name == m.name) {
-                return Err(format!("model `{}` is given twice", m.name));
+                return Err(fail(format!("model `{}` is given twice", m.name)));
             }
             models.push(m);
         }
@@ -129,17 +127,17 @@ fn plan_new(
         .as_ref()
         .or(config.judge.as_ref().map(|j| &j.model))
     {
-        Some(name) => Some(config.resolve_model(name)?),
+        Some(name) => Some(config.resolve_model(name).map_err(fail)?),
         None => None,
     };
     if judge.is_none()
         && let Some(spec) = specs.iter().find(|s| s.rules.needs_judge())
         && models.iter().any(|m| m.provider != ProviderKind::Replay)
     {
-        return Err(format!(
+        return Err(fail(format!(
             "spec `{}` has a `judge` rule: name the judge model with --judge MODEL or [judge] model = \"...\" in harness.toml",
             spec.id
-        ));
+        )));
     }
     let runs_dir = args.results.join("runs");
     Ok(Manifest {
@@ -155,11 +153,18 @@ fn plan_new(
 }
 
 fn load_specs(files: &[PathBuf], color: bool) -> Option<Vec<Arc<Spec>>> {
-    let mut specs = Vec::new();
+    let mut specs: Vec<Arc<Spec>> = Vec::new();
     let mut ok = true;
     for file in files {
         match Spec::load(file) {
-            Ok(s) => specs.push(Arc::new(s)),
+            Ok(s) => {
+                if let Some(first) = specs.iter().find(|f| f.id == s.id) {
+                    ok = false;
+                    let d = crate::spec::duplicate_id(file, &s.id, &first.file);
+                    eprint!("{}", render::diagnostic(&d, color));
+                }
+                specs.push(Arc::new(s));
+            }
             Err(diags) => {
                 ok = false;
                 for d in &diags.0 {
@@ -193,60 +198,65 @@ fn spec_paths(args: &RunArgs, config: &Config) -> Vec<PathBuf> {
         .collect()
 }
 
-async fn run_async(args: &RunArgs, color: bool) -> u8 {
-    let config = match Config::load(&args.config, args.config != Path::new("harness.toml")) {
-        Ok(c) => c,
-        Err(d) => {
-            eprint!("{}", render::diagnostic(&d, color));
-            return 2;
-        }
-    };
+/// A plan ready to run: its manifest, its loaded specs and when it was made.
+struct Prepared {
+    manifest: Manifest,
+    specs: Vec<Arc<Spec>>,
+    /// UTC creation time for reports.
+    created: String,
+    /// The same time for file names.
+    file_stamp: String,
+}
+
+/// Loads the configuration, then the plan: a new one, or the resumed run's.
+fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
+    let config = Config::load(&args.config, args.config != Path::new("harness.toml"))
+        .map_err(|d| diagnostic(&d, color))?;
     let (created, file_stamp) = run::timestamps();
     let runs_dir = args.results.join("runs");
     let (manifest, specs) = if let Some(id) = &args.resume {
-        let dir = match run::find_run(&runs_dir, id) {
-            Ok(d) => d,
-            Err(e) => return fail(e),
-        };
-        let manifest = match run::read_manifest(&dir) {
-            Ok(m) => m,
-            Err(e) => return fail(e),
-        };
-        let Some(specs) = load_specs(&manifest.spec_files, color) else {
-            return 2;
-        };
+        let dir = run::find_run(&runs_dir, id).map_err(fail)?;
+        let manifest = run::read_manifest(&dir).map_err(fail)?;
+        let specs = load_specs(&manifest.spec_files, color).ok_or(Exit::BadInput)?;
         (manifest, specs)
     } else {
-        let files = match spec_files(&spec_paths(args, &config)) {
-            Ok(f) => f,
-            Err(d) => {
-                eprint!("{}", render::diagnostic(&d, color));
-                return 2;
-            }
-        };
-        let Some(specs) = load_specs(&files, color) else {
-            return 2;
-        };
-        match plan_new(args, &config, &specs, &file_stamp, &created) {
-            Ok(m) => (m, specs),
-            Err(e) => return fail(e),
-        }
+        let files = spec_files(&spec_paths(args, &config)).map_err(|d| diagnostic(&d, color))?;
+        let specs = load_specs(&files, color).ok_or(Exit::BadInput)?;
+        let manifest = plan_new(args, &config, &specs, &file_stamp, &created)?;
+        (manifest, specs)
     };
-    if specs.iter().any(|s| s.rules.needs_sandbox())
-        && let Err(e) = crate::sandbox::shared()
-    {
-        return fail(e);
+    Ok(Prepared {
+        manifest,
+        specs,
+        created,
+        file_stamp,
+    })
+}
+
+/// Prints a diagnostic and returns [`Exit::BadInput`].
+fn diagnostic(d: &crate::error::Diagnostic, color: bool) -> Exit {
+    eprint!("{}", render::diagnostic(d, color));
+    Exit::BadInput
+}
+
+async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
+    let Prepared {
+        manifest,
+        specs,
+        created,
+        file_stamp,
+    } = prepare(args, color)?;
+    preflight(&specs, manifest.runs, color)?;
+    if specs.iter().any(|s| s.rules.needs_sandbox()) {
+        crate::sandbox::shared().map_err(fail)?;
     }
-    let run_dir = runs_dir.join(&manifest.run_id);
-    if let Err(e) = run::write_manifest(&run_dir, &manifest) {
-        return fail(e);
-    }
+    let run_dir = args.results.join("runs").join(&manifest.run_id);
+    run::write_manifest(&run_dir, &manifest).map_err(fail)?;
     let mut runtimes = Vec::new();
     for spec in &specs {
-        match run::spec_runtime(spec.clone(), manifest.runs) {
-            Ok(r) => runtimes.push(Arc::new(r)),
-            Err(e) => return fail(format!("{}: {e}", spec.file.display())),
-        }
+        let runtime = run::spec_runtime(spec.clone(), manifest.runs)
+            .map_err(|e| fail(format!("{}: {e}", spec.file.display())))?;
+        runtimes.push(Arc::new(runtime));
     }
     let journal_path = run_dir.join("journal.jsonl");
     let settings = RunSettings {
@@ -255,51 +265,33 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         progress: !args.no_progress,
     };
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
-    let outcome = match run::execute_plan(&manifest, &runtimes, &run_dir, &settings).await {
+    let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
         Err(e @ RunError::ServerStart(_)) => {
-            eprintln!("error: {e}");
-            return 3;
+            eprintln!("error: {}", crate::secrets::redact(&e.to_string()));
+            return Err(Exit::ServerFailed);
         }
         Err(e @ RunError::ServerDied(_)) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::secrets::redact(&e.to_string()));
             eprintln!(
                 "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
                 journal_path.display(),
                 manifest.run_id
             );
-            return 3;
+            return Err(Exit::ServerFailed);
         }
-        Err(e) => return fail(e),
+        Err(e) => return Err(fail(e)),
     };
-    let transcripts = match run::transcripts(&journal_path) {
-        Ok(t) => t,
-        Err(e) => return fail(e),
-    };
-    let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
-    let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
-    let model_ids = manifest
-        .models
-        .iter()
-        .map(|m| (m.name.clone(), m.model.clone()))
-        .collect();
-    let ctx = ReportContext {
-        run_ids: std::slice::from_ref(&manifest.run_id),
-        timestamp: &created,
-        file_stamp: &file_stamp,
-        results_dir: &args.results,
-        models: &model_names,
-        model_ids: &model_ids,
-        specs: &spec_infos,
-        formats: &args.formats,
-        journals: std::slice::from_ref(&journal_path),
+    let transcripts = run::transcripts(&journal_path).map_err(fail)?;
+    let report = reports(
+        args,
+        &manifest,
+        &specs,
+        &journal_path,
+        &created,
+        &file_stamp,
         color,
-        baseline: args.baseline.as_deref(),
-    };
-    let report = match write_reports(&ctx) {
-        Ok(r) => r,
-        Err(e) => return fail(format!("writing reports: {e}")),
-    };
+    )?;
     print!("{}", report.terminal);
     println!(
         "{} records written ({} from cache, {} HTTP attempts); report: {}",
@@ -308,17 +300,100 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
         outcome.attempts,
         report.markdown.display()
     );
+    for change in &outcome.identity_changes {
+        println!("{change}");
+    }
     if outcome.interrupted {
         eprintln!(
             "interrupted: finished answers are saved; continue with `harness run --resume {}`",
             manifest.run_id
         );
-        return 130;
+        return Ok(Exit::Interrupted);
     }
-    // Golden transcripts: compare each (model, spec) pair, or record them with --bless.
+    let differ = golden_transcripts(args, &manifest, &specs, &transcripts, color)?;
+    let errors: usize = transcripts
+        .values()
+        .flat_map(|lines| lines.values())
+        .filter(|line| line.scored.error.is_some())
+        .count();
+    if errors == 0 {
+        return Ok(Exit::differences_if(differ));
+    }
+    let total: usize = transcripts.values().map(|lines| lines.len()).sum();
+    println!(
+        "{errors} of {total} answers are errors (a failed request or generation, no verdict); the report lists them"
+    );
+    if args.allow_errors {
+        Ok(Exit::differences_if(differ))
+    } else {
+        eprintln!("error: {errors} errors in this run (exit 4); `--allow-errors` accepts them");
+        Ok(Exit::RequestErrors)
+    }
+}
+
+/// Before any model is asked: every spec's instance 0 generates, renders and
+/// suits the rules, no `script` rule stalls, and no spec runs more instances
+/// than it allows. A broken spec fails the run at once (exit 2), not per instance.
+fn preflight(specs: &[Arc<Spec>], runs: Option<u32>, color: bool) -> Result<(), Exit> {
+    let mut ok = true;
+    for spec in specs {
+        if let Some(problem) = spec.runs_problem(spec.runs_for(runs)) {
+            ok = false;
+            eprintln!("error: {problem}");
+        } else if let Err(d) = spec.preflight() {
+            ok = false;
+            eprint!("{}", render::diagnostic(&d, color));
+        }
+    }
+    if ok { Ok(()) } else { Err(Exit::BadInput) }
+}
+
+/// Writes the run's reports.
+fn reports(
+    args: &RunArgs,
+    manifest: &Manifest,
+    specs: &[Arc<Spec>],
+    journal_path: &Path,
+    created: &str,
+    file_stamp: &str,
+    color: bool,
+) -> Result<ReportOutput, Exit> {
+    let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
+    let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
+    let model_ids = manifest
+        .models
+        .iter()
+        .map(|m| (m.name.clone(), m.model.clone()))
+        .collect();
+    let journals = [journal_path.to_path_buf()];
+    let ctx = ReportContext {
+        run_ids: std::slice::from_ref(&manifest.run_id),
+        timestamp: created,
+        file_stamp,
+        results_dir: &args.results,
+        models: &model_names,
+        model_ids: &model_ids,
+        specs: &spec_infos,
+        formats: &args.formats,
+        journals: &journals,
+        color,
+        baseline: args.baseline.as_deref(),
+    };
+    write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
+}
+
+/// Compares each (model, spec) pair with its golden transcript, or records it
+/// with `--bless`; returns whether anything differs.
+fn golden_transcripts(
+    args: &RunArgs,
+    manifest: &Manifest,
+    specs: &[Arc<Spec>],
+    transcripts: &run::Transcripts,
+    color: bool,
+) -> Result<bool, Exit> {
     let mut differ = false;
     for model in &manifest.models {
-        for spec in &specs {
+        for spec in specs {
             if !manifest.includes(&model.name, &spec.id) {
                 continue;
             }
@@ -328,14 +403,8 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
                 .unwrap_or_default();
             let path = transcript_path(&args.golden, &spec.id, &model.name);
             if args.bless {
-                if let Some(dir) = path.parent()
-                    && let Err(e) = std::fs::create_dir_all(dir)
-                {
-                    return fail(e);
-                }
-                if let Err(e) = std::fs::write(&path, render_transcript(lines)) {
-                    return fail(format!("{}: {e}", path.display()));
-                }
+                crate::files::write_atomic(&path, render_transcript(lines).as_bytes())
+                    .map_err(|e| fail(format!("{}: {e}", path.display())))?;
                 continue;
             }
             let golden = read_transcript(&path).ok();
@@ -347,5 +416,5 @@ async fn run_async(args: &RunArgs, color: bool) -> u8 {
     if args.bless {
         println!("golden transcripts written under {}", args.golden.display());
     }
-    u8::from(differ)
+    Ok(differ)
 }

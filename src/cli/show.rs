@@ -4,12 +4,20 @@ use std::path::Path;
 
 use owo_colors::OwoColorize;
 
+use super::exit::Exit;
 use super::render;
-use crate::check::GoldenInstance;
+use crate::golden::instances::GoldenInstance;
 use crate::spec::Spec;
 
-/// Runs `harness show`; returns the exit code.
-pub fn run(file: &Path, start: u64, count: u64, seed: Option<u64>, json: bool, color: bool) -> u8 {
+/// Runs `harness show`.
+pub fn run(
+    file: &Path,
+    start: u64,
+    count: u64,
+    seed: Option<u64>,
+    json: bool,
+    color: bool,
+) -> Exit {
     let loaded = match seed {
         Some(seed) => Spec::load_with_seed(file, seed),
         None => Spec::load(file),
@@ -20,7 +28,7 @@ pub fn run(file: &Path, start: u64, count: u64, seed: Option<u64>, json: bool, c
             for d in &diags.0 {
                 eprint!("{}", render::diagnostic(d, color));
             }
-            return 2;
+            return Exit::BadInput;
         }
     };
     let mut end = start.saturating_add(count);
@@ -33,7 +41,7 @@ pub fn run(file: &Path, start: u64, count: u64, seed: Option<u64>, json: bool, c
             Ok(i) => i,
             Err(d) => {
                 eprint!("{}", render::diagnostic(&d, color));
-                return 2;
+                return Exit::BadInput;
             }
         };
         let expected = spec.rules.expected(&instance.vars);
@@ -82,5 +90,5 @@ pub fn run(file: &Path, start: u64, count: u64, seed: Option<u64>, json: bool, c
         }
         println!();
     }
-    0
+    Exit::Success
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::exit::{Exit, fail};
 use crate::config::Config;
 use crate::synth::{SynthOptions, SynthReport};
 
@@ -49,15 +50,11 @@ pub struct SynthArgs {
     pub no_progress: bool,
 }
 
-/// Runs `harness synth`; returns the exit code (0 done, 2 bad input, 130 interrupted).
-pub fn run(args: &SynthArgs) -> u8 {
-    let fail = |message: String| {
-        eprintln!("error: {message}");
-        2
-    };
+/// Runs `harness synth`.
+pub fn run(args: &SynthArgs) -> Exit {
     let config = match Config::load(&args.config, args.config.as_os_str() != "harness.toml") {
         Ok(c) => c,
-        Err(d) => return fail(d.to_string()),
+        Err(d) => return fail(d),
     };
     let model = match config.resolve_model(&args.model) {
         Ok(m) => m,
@@ -89,9 +86,9 @@ pub fn run(args: &SynthArgs) -> u8 {
     }
 }
 
-fn summarize(r: &SynthReport) -> u8 {
+fn summarize(r: &SynthReport) -> Exit {
     for e in r.errors.iter().take(10) {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", crate::secrets::redact(&e.to_string()));
     }
     if r.errors.len() > 10 {
         eprintln!(
@@ -116,7 +113,7 @@ fn summarize(r: &SynthReport) -> u8 {
             "interrupted: finished requests are in {}; run the same command again to resume",
             r.work.join("journal.jsonl").display()
         );
-        return 130;
+        return Exit::Interrupted;
     }
     println!(
         "synth: {} documents ({} skipped), {} chunks, {} pairs generated, {} errors, {} unrated, {} below {}, {} duplicates → {} pairs in {}",
@@ -133,5 +130,5 @@ fn summarize(r: &SynthReport) -> u8 {
         r.out.display()
     );
     println!("work folder: {}", r.work.display());
-    0
+    Exit::Success
 }

@@ -2,7 +2,7 @@
 
 use owo_colors::OwoColorize;
 
-use crate::run::transcript::TranscriptDiff;
+use crate::golden::transcript::TranscriptDiff;
 
 fn paint(text: String, color: bool, f: fn(&str) -> String) -> String {
     if color { f(&text) } else { text }

@@ -2,9 +2,11 @@
 
 use serde_json::json;
 
+use super::accumulate::percentile;
 use super::*;
+use crate::format::Role;
+use crate::golden::transcript::ScoredAnswer;
 use crate::prompt::Message;
-use crate::spec::model::Role;
 use crate::verify::{FailureKind, RuleOutcome, Verdict};
 
 /// A passing record of `model`/`spec`/`instance` with a response, 100 ms, 10 in / 5 out.
@@ -21,22 +23,26 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         }],
         vars: Default::default(),
         expected: [("answer".to_owned(), json!("42"))].into_iter().collect(),
-        response: Some("42".into()),
-        answer: Some("42".into()),
-        passed: true,
-        score: 1.0,
-        detail: String::new(),
+        scored: ScoredAnswer {
+            response: Some("42".into()),
+            answer: Some("42".into()),
+            passed: true,
+            score: 1.0,
+            detail: String::new(),
+            tokens_in: Some(10),
+            tokens_out: Some(5),
+            error: None,
+        },
         rules: vec![rule(Verdict::pass())],
         failure: None,
         latency_ms: 100,
-        tokens_in: Some(10),
-        tokens_out: Some(5),
         shared: None,
         attempts: 1,
-        error: None,
         cached: false,
         retries: Vec::new(),
         judge_attempts: 0,
+        served_model: None,
+        system_fingerprint: None,
     }
 }
 
@@ -53,9 +59,9 @@ pub(crate) fn rule(verdict: Verdict) -> RuleOutcome {
 
 /// Makes `r` fail with a rule failure of `kind`.
 pub(crate) fn fail(mut r: Record, kind: FailureKind, detail: &str) -> Record {
-    r.passed = false;
-    r.score = 0.0;
-    r.detail = detail.into();
+    r.scored.passed = false;
+    r.scored.score = 0.0;
+    r.scored.detail = detail.into();
     r.rules = vec![rule(Verdict::failed(kind, detail))];
     r.failure = Some(crate::run::record::failure_label(kind).into());
     r
@@ -63,15 +69,15 @@ pub(crate) fn fail(mut r: Record, kind: FailureKind, detail: &str) -> Record {
 
 /// Makes `r` a request error of `label`.
 pub(crate) fn error(mut r: Record, label: &str, message: &str) -> Record {
-    r.passed = false;
-    r.score = 0.0;
-    r.response = None;
-    r.answer = None;
+    r.scored.passed = false;
+    r.scored.score = 0.0;
+    r.scored.response = None;
+    r.scored.answer = None;
     r.rules.clear();
-    r.tokens_in = None;
-    r.tokens_out = None;
+    r.scored.tokens_in = None;
+    r.scored.tokens_out = None;
     r.failure = Some(label.into());
-    r.error = Some(message.into());
+    r.scored.error = Some(message.into());
     r
 }
 
@@ -82,8 +88,12 @@ fn cell() -> Vec<Record> {
         FailureKind::WrongValue,
         "expected 42, got 41",
     );
-    partial.score = 0.5;
-    (partial.latency_ms, partial.tokens_in, partial.tokens_out) = (300, Some(20), Some(15));
+    partial.scored.score = 0.5;
+    (
+        partial.latency_ms,
+        partial.scored.tokens_in,
+        partial.scored.tokens_out,
+    ) = (300, Some(20), Some(15));
     let mut cached = record("m", "s", 2);
     (cached.cached, cached.latency_ms, cached.attempts) = (true, 0, 0);
     let mut timeout = error(record("m", "s", 3), "timeout", "timed out after 5s");
@@ -93,7 +103,11 @@ fn cell() -> Vec<Record> {
         FailureKind::NoAnswer,
         "no number found",
     );
-    (none.latency_ms, none.tokens_in, none.tokens_out) = (200, Some(30), None);
+    (
+        none.latency_ms,
+        none.scored.tokens_in,
+        none.scored.tokens_out,
+    ) = (200, Some(30), None);
     vec![ok, partial, cached, timeout, none]
 }
 
@@ -223,9 +237,9 @@ fn ids_expected_values_and_excerpts() {
     assert_eq!(expected_output(&r), json!({"answer": "42", "format": true}));
     r.expected.clear();
     assert_eq!(expected_output(&r), Value::Null);
-    assert_eq!(excerpt("Привет, мир", 6), "Привет…");
-    assert_eq!(excerpt("Привет", 6), "Привет");
-    assert_eq!(excerpt("", 0), "");
+    assert_eq!(crate::text::clip("Привет, мир", 6), "Привет…");
+    assert_eq!(crate::text::clip("Привет", 6), "Привет");
+    assert_eq!(crate::text::clip("", 0), "");
 }
 
 /// Exact binomial coefficient, for checking the product forms against the closed ones.
@@ -293,9 +307,9 @@ fn pass_at_k_and_pass_hat_k_match_the_closed_forms() {
 fn sampled_record(instance: u64, sample: u32, answer: &str, passed: bool) -> Record {
     let mut r = record("m", "s", instance);
     r.sample = sample;
-    r.answer = Some(answer.to_owned());
-    r.passed = passed;
-    r.score = f64::from(u8::from(passed));
+    r.scored.answer = Some(answer.to_owned());
+    r.scored.passed = passed;
+    r.scored.score = f64::from(u8::from(passed));
     r
 }
 

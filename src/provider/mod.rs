@@ -3,23 +3,29 @@
 //! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
 //! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
 //! transcripts. Errors are classified so the runner knows what to retry.
-//! `llamacpp` and `vllm` models are servers the harness runs itself
-//! ([`managed`]); once ready they are asked through the `openai` client.
+//! `llamacpp` and `vllm` models are servers the harness runs itself (the
+//! client layer's `managed`); once ready they are asked through the `openai`
+//! client. [`ModelSpec`] is a model's whole configuration, parsed from a
+//! reference (`openai:NAME@URL`) or from `harness.toml`.
+//!
+//! Imports go down only: `prompt` (messages), `golden` (replayed
+//! transcripts) and `text`. No cache, retries or limits here: those are the
+//! client layer's.
 
-pub mod managed;
 pub mod model_ref;
 mod ollama;
 mod openai;
 pub mod replay;
+mod server_options;
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::prompt::Message;
 
-pub use model_ref::{ModelSpec, ProviderKind};
+pub use model_ref::{ModelRefError, ModelSpec, ProviderKind, ServerOptions};
 pub use ollama::{OllamaClient, base_from_env as ollama_base_from_env};
 pub use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub use replay::ReplayProvider;
@@ -64,6 +70,30 @@ pub struct ChatRequest {
     pub extra: serde_json::Map<String, Value>,
 }
 
+impl ChatRequest {
+    /// Adds the optional settings both wire formats name alike (`top_p`,
+    /// `seed`, `stop`) to a body or options object, when they are set.
+    pub fn insert_optional(&self, map: &mut serde_json::Map<String, Value>) {
+        if let Some(top_p) = self.top_p {
+            map.insert("top_p".into(), json!(top_p));
+        }
+        if let Some(seed) = self.seed {
+            map.insert("seed".into(), json!(seed));
+        }
+        if !self.stop.is_empty() {
+            map.insert("stop".into(), json!(self.stop));
+        }
+    }
+
+    /// The request of sample `sample`: the seed, when set, becomes `seed + sample`, so
+    /// samples differ on a seeded server yet every sample reproduces (sample 0 keeps the seed).
+    pub fn for_sample(&self, sample: u32) -> ChatRequest {
+        let mut request = self.clone();
+        request.seed = self.seed.map(|s| s.wrapping_add(u64::from(sample)));
+        request
+    }
+}
+
 /// Merges a request's extra fields into a wire body.
 pub fn merge_extra(body: &mut Value, request: &ChatRequest) {
     if let Some(map) = body.as_object_mut() {
@@ -95,6 +125,29 @@ pub struct Completion {
     /// Set when this answer was one of several choices of one request (OpenAI `n`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<SharedUsage>,
+    /// Which model the server says answered, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<ServedBy>,
+}
+
+/// The model identity a server reports with an answer: the response's `model`
+/// field and, where present, its `system_fingerprint` (the backend build).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedBy {
+    /// The response's `model` field.
+    pub model: String,
+    /// The response's `system_fingerprint`, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl std::fmt::Display for ServedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.fingerprint {
+            Some(fp) => write!(f, "`{}` ({fp})", self.model),
+            None => write!(f, "`{}`", self.model),
+        }
+    }
 }
 
 /// Usage of a request that returned several choices. Servers disagree on what
@@ -176,15 +229,21 @@ impl ProviderError {
     }
 }
 
-/// Reads `Retry-After` in its delta-seconds form.
+/// Reads `Retry-After` in both of RFC 9110's forms: delta-seconds, or an
+/// HTTP date (IMF-fixdate, RFC 850 or asctime), which becomes the time left
+/// until it (zero when it has passed).
 pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    retry_after_at(value.trim(), std::time::SystemTime::now())
+}
+
+/// `Retry-After` as seen at `now`.
+fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// Maps a reqwest error onto our classification.
@@ -216,7 +275,7 @@ pub async fn error_status(response: reqwest::Response) -> ProviderError {
     let body = response.text().await.unwrap_or_default();
     ProviderError::Status {
         status,
-        body: crate::verify::clip(body.trim(), 300),
+        body: crate::text::clip(body.trim(), 300),
         retry_after,
     }
 }
@@ -229,6 +288,35 @@ pub enum Provider {
     Ollama(OllamaClient),
     /// Recorded transcripts.
     Replay(ReplayProvider),
+}
+
+/// Removes every configured API key from what a server sent back (an error
+/// body that echoes the key, an answer that repeats it) before anything keeps it.
+fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completion>, ProviderError> {
+    let clean = |text: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(text) {
+            *text = clean;
+        }
+    };
+    match result {
+        Ok(mut completions) => {
+            for c in &mut completions {
+                clean(&mut c.text);
+            }
+            Ok(completions)
+        }
+        Err(mut e) => {
+            match &mut e {
+                ProviderError::Connection(t)
+                | ProviderError::Malformed(t)
+                | ProviderError::NotRecorded(t)
+                | ProviderError::Config(t)
+                | ProviderError::Status { body: t, .. } => clean(t),
+                ProviderError::Timeout(_) => {}
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Identifies which instance and sample a request is for (replay and logging).
@@ -251,11 +339,12 @@ impl Provider {
         request: &ChatRequest,
         key: RequestKey<'_>,
     ) -> Result<Completion, ProviderError> {
-        match self {
+        let result = match self {
             Provider::OpenAi(c) => c.complete(request).await,
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
-        }
+        };
+        scrub(result.map(|c| vec![c])).map(|mut c| c.remove(0))
     }
 
     /// Whether several samples can be asked in one request (OpenAI's `n`).
@@ -269,12 +358,12 @@ impl Provider {
         request: &ChatRequest,
         n: u32,
     ) -> Result<Vec<Completion>, ProviderError> {
-        match self {
+        scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),
-        }
+        })
     }
 
     /// Whether answers come from the network (and so belong in the cache).
@@ -283,20 +372,35 @@ impl Provider {
     }
 }
 
-/// Installs the TLS crypto provider once per process.
-pub fn install_tls() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn extra_body_fields_reach_the_wire_and_the_cache_key() {
+    fn retry_after_takes_seconds_and_http_dates() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(retry_after_at("3", now), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after_at("-1", now), None);
+        for date in [
+            "Sun, 06 Nov 1994 08:49:47 GMT",
+            "Sunday, 06-Nov-94 08:49:47 GMT",
+            "Sun Nov  6 08:49:47 1994",
+        ] {
+            assert_eq!(
+                retry_after_at(date, now),
+                Some(Duration::from_secs(10)),
+                "{date}"
+            );
+        }
+        assert_eq!(
+            retry_after_at("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after_at("soon", now), None);
+    }
+
+    #[test]
+    fn extra_body_fields_reach_the_wire() {
         let mut request = ChatRequest {
             messages: vec![],
             temperature: 0.0,
@@ -308,14 +412,11 @@ mod tests {
             num_ctx: None,
             extra: serde_json::Map::new(),
         };
-        let spec = ModelSpec::new(ProviderKind::OpenAi, "m");
-        let plain = crate::run::cache::cache_key(&spec, "u", &request, 0);
         request
             .extra
             .insert("cache_prompt".into(), Value::Bool(false));
         let mut body = serde_json::json!({"model": "m"});
         merge_extra(&mut body, &request);
         assert_eq!(body["cache_prompt"], Value::Bool(false));
-        assert_ne!(plain, crate::run::cache::cache_key(&spec, "u", &request, 0));
     }
 }

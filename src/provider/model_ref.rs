@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::managed::ServerOptions;
+pub use super::server_options::{DEFAULT_READY_TIMEOUT_SECS, ServerOptions};
 
 /// Which wire format a model speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,19 +126,20 @@ impl ModelSpec {
     }
 
     /// Parses `provider:model[@base_url]`.
-    pub fn parse(reference: &str) -> Result<ModelSpec, String> {
-        let (prefix, rest) = reference.split_once(':').ok_or_else(|| {
-            format!("`{reference}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, llamacpp:FILE.gguf, vllm:MODEL, replay:NAME) or a name from harness.toml")
-        })?;
+    pub fn parse(reference: &str) -> Result<ModelSpec, ModelRefError> {
+        let (prefix, rest) = reference
+            .split_once(':')
+            .ok_or_else(|| ModelRefError::NoProvider(reference.to_owned()))?;
         let provider = match prefix {
             "openai" => ProviderKind::OpenAi,
             "ollama" => ProviderKind::Ollama,
             "replay" => ProviderKind::Replay,
             "llamacpp" | "vllm" => return managed_reference(prefix, rest, reference),
             other => {
-                return Err(format!(
-                    "unknown provider `{other}` in `{reference}`: use ollama, openai, replay, llamacpp or vllm"
-                ));
+                return Err(ModelRefError::UnknownProvider {
+                    provider: other.to_owned(),
+                    reference: reference.to_owned(),
+                });
             }
         };
         let (model, base_url) = match rest.rsplit_once('@') {
@@ -148,7 +149,7 @@ impl ModelSpec {
             _ => (rest, None),
         };
         if model.is_empty() {
-            return Err(format!("`{reference}` names no model"));
+            return Err(ModelRefError::NoModel(reference.to_owned()));
         }
         let mut spec = ModelSpec::new(provider, model);
         spec.base_url = base_url;
@@ -157,17 +158,44 @@ impl ModelSpec {
 
     /// The name as a file-name-safe slug (`qwen3:8b` → `qwen3_8b`).
     pub fn file_stem(&self) -> String {
-        file_stem(&self.name)
+        crate::text::file_stem(&self.name)
     }
+}
+
+/// Why a model reference does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelRefError {
+    /// No `provider:` prefix.
+    #[error(
+        "`{0}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, llamacpp:FILE.gguf, vllm:MODEL, replay:NAME) or a name from harness.toml"
+    )]
+    NoProvider(String),
+    /// A prefix that names no provider.
+    #[error(
+        "unknown provider `{provider}` in `{reference}`: use ollama, openai, replay, llamacpp or vllm"
+    )]
+    UnknownProvider {
+        /// The prefix.
+        provider: String,
+        /// The whole reference.
+        reference: String,
+    },
+    /// A provider with no model after it.
+    #[error("`{0}` names no model")]
+    NoModel(String),
 }
 
 /// `llamacpp:<gguf file>` / `vllm:<model id or path>`: no `@URL` (the harness
 /// picks the port). A path that exists is made absolute, so the plan, a resume
 /// from another directory and the cache all name the same file; the display
 /// name is the file name without `.gguf`.
-fn managed_reference(prefix: &str, rest: &str, reference: &str) -> Result<ModelSpec, String> {
+fn managed_reference(
+    prefix: &str,
+    rest: &str,
+    reference: &str,
+) -> Result<ModelSpec, ModelRefError> {
     if rest.is_empty() {
-        return Err(format!("`{reference}` names no model"));
+        return Err(ModelRefError::NoModel(reference.to_owned()));
     }
     let provider = if prefix == "vllm" {
         ProviderKind::Vllm
@@ -200,19 +228,6 @@ pub fn managed_model_path(path: &Path, provider: ProviderKind) -> (String, Strin
     (absolute.to_string_lossy().into_owned(), name)
 }
 
-/// A model name as a file-name-safe slug.
-pub fn file_stem(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +248,7 @@ mod tests {
         assert!(
             ModelSpec::parse("foo:bar")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown provider")
         );
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::{Completion, ProviderError, RequestKey, Usage};
-use crate::run::transcript::{TranscriptLine, read_transcript, transcript_path};
+use crate::golden::transcript::{TranscriptLine, read_transcript, transcript_path};
 
 /// One spec's recorded lines by (instance, sample).
 type SpecLines = HashMap<(u64, u32), TranscriptLine>;
@@ -52,19 +52,20 @@ impl ReplayProvider {
         if let Some((rule, k)) = key.judge {
             return Self::judge_response(line, rule, k);
         }
-        match &line.response {
+        match &line.scored.response {
             Some(text) => Ok(Completion {
                 text: text.clone(),
                 usage: Usage {
-                    tokens_in: line.tokens_in,
-                    tokens_out: line.tokens_out,
+                    tokens_in: line.scored.tokens_in,
+                    tokens_out: line.scored.tokens_out,
                 },
                 finish_reason: None,
                 shared: None,
+                served: None,
             }),
             None => Err(ProviderError::NotRecorded(format!(
                 "the recorded run failed here: {}",
-                line.error.as_deref().unwrap_or("unknown error")
+                line.scored.error.as_deref().unwrap_or("unknown error")
             ))),
         }
     }
@@ -93,6 +94,7 @@ impl ReplayProvider {
                 usage: Usage::default(),
                 finish_reason: None,
                 shared: None,
+                served: None,
             }),
             Some(None) => Err(ProviderError::NotRecorded(format!(
                 "the recorded judge request of {} failed here",

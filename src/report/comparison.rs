@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::View;
 
-/// Tier thresholds on mean accuracy, highest first (the AIME seed's labels).
+/// Tier thresholds on mean accuracy, highest first (the labels AIME leaderboards use).
 const TIERS: &[(f64, &str)] = &[
     (0.50, "exceptional"),
     (0.30, "excellent"),

@@ -5,7 +5,7 @@
 //! The last column names each judge rule's judge and rubric hash.
 
 use super::View;
-use super::text::num;
+use crate::text::num;
 
 use crate::metrics::Metrics;
 

@@ -10,12 +10,12 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::metrics::{EXCERPT_CHARS, excerpt, expected_output, test_id};
+use crate::metrics::{EXCERPT_CHARS, expected_output, test_id};
 use crate::run::record::Record;
 
 use super::View;
-use super::source::Source;
-use super::text::one_line;
+use super::journals::Journals;
+use crate::text::{clip, one_line};
 
 /// Characters of a detail or error kept in a `message` attribute.
 const MESSAGE_CHARS: usize = 300;
@@ -49,8 +49,8 @@ fn secs(ms: u64) -> String {
     format!("{}.{:03}", ms / 1000, ms % 1000)
 }
 
-/// Writes the JUnit report, reading each record from `source`.
-pub(crate) fn write(w: &mut impl Write, v: &View, source: &mut Source) -> io::Result<()> {
+/// Writes the JUnit report, reading each record from `journals`.
+pub(crate) fn write(w: &mut impl Write, v: &View, journals: &mut Journals) -> io::Result<()> {
     let totals = v.models.iter().filter_map(|m| v.summary.model(m));
     let (mut tests, mut failures, mut errors, mut time) = (0, 0, 0, 0);
     for t in totals {
@@ -92,8 +92,8 @@ pub(crate) fn write(w: &mut impl Write, v: &View, source: &mut Source) -> io::Re
                 writeln!(w, "    </properties>")?;
             }
             let classname = escape(&format!("{}.{}", model.replace('.', "_"), spec.id), true);
-            for i in source.cell_range(mi, &spec.id) {
-                testcase(w, &classname, &source.read(i)?)?;
+            for i in journals.cell_range(mi, &spec.id) {
+                testcase(w, &classname, &journals.read(i)?)?;
             }
             writeln!(w, "  </testsuite>")?;
         }
@@ -108,7 +108,7 @@ fn testcase(w: &mut impl Write, classname: &str, r: &Record) -> io::Result<()> {
         secs(r.latency_ms)
     );
     let label = escape(r.failure.as_deref().unwrap_or("failed"), true);
-    if let Some(err) = &r.error {
+    if let Some(err) = &r.scored.error {
         let message = escape(&one_line(err, MESSAGE_CHARS), true);
         writeln!(w, "{head}>")?;
         writeln!(
@@ -116,23 +116,26 @@ fn testcase(w: &mut impl Write, classname: &str, r: &Record) -> io::Result<()> {
             r#"      <error message="{message}" type="{label}">{}</error>"#,
             escape(err, false)
         )?;
-    } else if !r.passed {
-        let message = if r.detail.is_empty() {
-            format!("failed (score {:.2})", r.score)
+    } else if !r.scored.passed {
+        let message = if r.scored.detail.is_empty() {
+            format!("failed (score {:.2})", r.scored.score)
         } else {
-            one_line(&r.detail, MESSAGE_CHARS)
+            one_line(&r.scored.detail, MESSAGE_CHARS)
         };
         let mut body = String::new();
-        if !r.detail.is_empty() {
-            let _ = writeln!(body, "{}\n", r.detail.trim_end());
+        if !r.scored.detail.is_empty() {
+            let _ = writeln!(body, "{}\n", r.scored.detail.trim_end());
         }
         let _ = writeln!(body, "expected: {}", expected_output(r));
-        let answer = r.answer.as_deref().filter(|a| !a.trim().is_empty());
+        let answer = r.scored.answer.as_deref().filter(|a| !a.trim().is_empty());
         let _ = writeln!(body, "answer: {}", answer.unwrap_or("(none)"));
         let _ = write!(
             body,
             "response:\n{}",
-            excerpt(r.response.as_deref().unwrap_or_default(), EXCERPT_CHARS)
+            clip(
+                r.scored.response.as_deref().unwrap_or_default(),
+                EXCERPT_CHARS
+            )
         );
         writeln!(w, "{head}>")?;
         writeln!(

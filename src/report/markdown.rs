@@ -1,12 +1,12 @@
-//! `results/reports/report_<stamp>.md`: the report of TZ 5.3, headings
-//! verbatim, followed by per-model tables, the analysis and failing instances.
+//! `results/reports/report_<stamp>.md`: the Russian report users of the
+//! «Базовый Контроль» checks expect (its headings fixed), followed by per-model tables, the analysis and failing instances.
 
 use std::fmt::Write as _;
 
 use crate::metrics::{Example, Metrics};
 
 use super::View;
-use super::text::{Align, code_block, inline_code, md_cell, num, one_line, pad, percent};
+use crate::text::{code_block, inline_code, md_cell, num, one_line, percent, table};
 
 /// Shown for cells without records.
 const NONE: &str = "—";
@@ -19,7 +19,7 @@ pub(crate) fn render(v: &View) -> String {
     let models: Vec<String> = v.models.iter().map(|m| inline_code(m)).collect();
     let runs: Vec<String> = v.ctx.run_ids.iter().map(|r| inline_code(r)).collect();
     s.push_str("# Отчет о Тестировании LLM\n\n");
-    // Separate paragraphs, so renderers keep the TZ's one-fact-per-line look.
+    // Separate paragraphs, so renderers keep one fact per line.
     let _ = writeln!(s, "**Дата и время:** {}\n", v.ctx.timestamp);
     let _ = writeln!(s, "**Протестированные модели:** {}\n", models.join(", "));
     let _ = writeln!(s, "**Запуски:** {}\n", runs.join(", "));
@@ -28,7 +28,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
     groups(&mut s, v);
     comparisons(&mut s, v);
-    s.push_str(&super::judges::markdown(v));
+    s.push_str(&super::judge_stats::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);
@@ -48,53 +48,15 @@ pub(crate) fn render(v: &View) -> String {
     s
 }
 
-/// A Markdown table padded to character widths, so the source reads as a table too.
-pub(crate) fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([header[c].chars().count(), 3])
-                .max()
-                .unwrap_or(3)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| pad(c, *w, Align::Left))
-            .collect();
-        format!("| {} |\n", padded.join(" | "))
-    };
-    let rule: Vec<String> = widths
-        .iter()
-        .zip(center)
-        .map(|(w, c)| {
-            if *c {
-                format!(":{}:", "-".repeat(w - 2))
-            } else {
-                format!(":{}", "-".repeat(w - 1))
-            }
-        })
-        .collect();
-    let mut s = line(header);
-    s.push_str(&line(&rule));
-    rows.iter().for_each(|r| s.push_str(&line(r)));
-    s
-}
-
 fn summary_table(v: &View) -> String {
     let mut header = vec!["Модель / Категория".to_owned()];
     header.extend(v.specs.iter().map(|s| md_cell(&s.title)));
     header.push("**ИТОГО**".to_owned());
-    let mut center = vec![true; header.len()];
-    center[0] = false;
     let rows: Vec<Vec<String>> = v
         .models
         .iter()
         .map(|m| {
-            let mut row = vec![format!("**{}**", md_cell(m))];
+            let mut row = vec![bold(m)];
             row.extend(v.specs.iter().map(|s| {
                 v.summary
                     .cell(m, &s.id)
@@ -108,7 +70,7 @@ fn summary_table(v: &View) -> String {
             row
         })
         .collect();
-    table(&header, &center, &rows)
+    label_table(&header, &rows)
 }
 
 /// `group_by` breakdowns: per spec and variable, models × values.
@@ -137,14 +99,12 @@ fn groups(s: &mut String, v: &View) {
             );
             let mut header = vec!["Модель".to_owned()];
             header.extend(values.iter().map(|k| md_cell(k)));
-            let mut center = vec![true; header.len()];
-            center[0] = false;
             let rows: Vec<Vec<String>> = v
                 .models
                 .iter()
                 .filter_map(|m| {
                     let g = v.summary.groups(m, &spec.id)?.get(var)?;
-                    let mut row = vec![format!("**{}**", md_cell(m))];
+                    let mut row = vec![bold(m)];
                     row.extend(values.iter().map(|k| {
                         g.get(*k).map_or(NONE.into(), |c| {
                             format!("{} ({}/{})", percent(c.accuracy), c.passed, c.total)
@@ -153,7 +113,7 @@ fn groups(s: &mut String, v: &View) {
                     Some(row)
                 })
                 .collect();
-            s.push_str(&table(&header, &center, &rows));
+            s.push_str(&label_table(&header, &rows));
         }
     }
 }
@@ -179,13 +139,11 @@ fn comparisons(s: &mut String, v: &View) {
         if c.baseline.is_some() {
             header.push("Против базовой".to_owned());
         }
-        let mut center = vec![true; header.len()];
-        center[0] = false;
         let rows: Vec<Vec<String>> = c
             .models
             .iter()
             .map(|l| {
-                let mut row = vec![format!("**{}**", md_cell(&l.model)), percent(l.accuracy)];
+                let mut row = vec![bold(&l.model), percent(l.accuracy)];
                 row.extend(
                     c.ks.iter()
                         .map(|k| l.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
@@ -200,7 +158,7 @@ fn comparisons(s: &mut String, v: &View) {
                 row
             })
             .collect();
-        s.push_str(&table(&header, &center, &rows));
+        s.push_str(&label_table(&header, &rows));
         if let Some(best) = &c.best {
             let _ = write!(s, "\n**Лучшая модель:** {}", inline_code(best));
             if let Some(base) = &c.baseline {
@@ -216,12 +174,10 @@ fn comparisons(s: &mut String, v: &View) {
             );
             let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
             header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
-            let mut center = vec![true; header.len()];
-            center[0] = false;
             let rows: Vec<Vec<String>> = lines
                 .iter()
                 .map(|(model, g)| {
-                    let mut row = vec![format!("**{}**", md_cell(model)), percent(g.accuracy)];
+                    let mut row = vec![bold(model), percent(g.accuracy)];
                     row.extend(
                         c.ks.iter()
                             .map(|k| g.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
@@ -229,7 +185,7 @@ fn comparisons(s: &mut String, v: &View) {
                     row
                 })
                 .collect();
-            s.push_str(&table(&header, &center, &rows));
+            s.push_str(&label_table(&header, &rows));
         }
         let top = c.ks.last().copied();
         for (var, values) in c.group_columns() {
@@ -241,13 +197,11 @@ fn comparisons(s: &mut String, v: &View) {
             );
             let mut header = vec!["Модель".to_owned()];
             header.extend(values.iter().map(|v| md_cell(v)));
-            let mut center = vec![true; header.len()];
-            center[0] = false;
             let rows: Vec<Vec<String>> = c
                 .models
                 .iter()
                 .map(|l| {
-                    let mut row = vec![format!("**{}**", md_cell(&l.model))];
+                    let mut row = vec![bold(&l.model)];
                     row.extend(values.iter().map(|value| {
                         l.groups
                             .get(var)
@@ -262,9 +216,21 @@ fn comparisons(s: &mut String, v: &View) {
                     row
                 })
                 .collect();
-            s.push_str(&table(&header, &center, &rows));
+            s.push_str(&label_table(&header, &rows));
         }
     }
+}
+
+/// A table whose first column (labels) is left-aligned and the rest centered.
+fn label_table(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut center = vec![true; header.len()];
+    center[0] = false;
+    table(header, &center, rows)
+}
+
+/// A model name in bold, escaped for a table cell.
+fn bold(name: &str) -> String {
+    format!("**{}**", md_cell(name))
 }
 
 fn metric_row(label: String, c: &Metrics) -> Vec<String> {
@@ -307,8 +273,6 @@ fn details(s: &mut String, v: &View, model: &str) {
     ]
     .map(str::to_owned)
     .to_vec();
-    let mut center = vec![true; header.len()];
-    center[0] = false;
     let mut rows: Vec<Vec<String>> = v
         .specs
         .iter()
@@ -320,7 +284,7 @@ fn details(s: &mut String, v: &View, model: &str) {
         })
         .collect();
     rows.push(metric_row("**Всего**".into(), total));
-    s.push_str(&table(&header, &center, &rows));
+    s.push_str(&label_table(&header, &rows));
 }
 
 /// How an example went wrong, on one line: the response and detail, or the request error.

@@ -1,32 +1,37 @@
 //! Reports built from run journals: raw results, Markdown, JSON, CSV, JUnit
 //! and the terminal summary table.
 //!
-//! Records are indexed first and read back one at a time ([`source`]), so
+//! Records are indexed first and read back one at a time ([`journals`]), so
 //! memory stays bounded by the metrics, not by the journals. Every output is
 //! deterministic: ordered maps only, and no clock but `ctx`'s timestamps.
+//!
+//! Data flow: journals ([`journals`]) → `metrics::Summary` → one renderer per
+//! format. Imports go down only: `metrics`, `run` (records, manifests),
+//! `spec` (titles and `group_by`), `format`, `provider` (model tags) and
+//! `text`. Reports never ask a model.
 
 pub mod comparison;
 mod csv;
+mod journals;
 mod json;
-mod judges;
+mod judge_stats;
 mod junit;
 mod markdown;
 pub mod model_tag;
 mod raw;
 mod rrr;
-mod source;
 mod terminal;
-mod text;
 
 use std::collections::BTreeSet;
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::files::{AtomicFile, write_atomic};
 use crate::metrics::{MetricsBuilder, Summary};
-use crate::provider::model_ref::file_stem;
+use crate::text::file_stem;
+use journals::Journals;
 use raw::RawWriter;
-use source::Source;
 
 /// A spec as reports name it.
 #[derive(Debug, Clone, Default)]
@@ -56,7 +61,7 @@ impl SpecInfo {
     /// How reports show a loaded spec.
     pub fn of(spec: &crate::spec::Spec) -> SpecInfo {
         let report = &spec.def.report;
-        let rrr = (report.csv == Some(crate::spec::model::CsvKind::Rrr)).then(|| {
+        let rrr = (report.csv == Some(crate::format::CsvKind::Rrr)).then(|| {
             report
                 .dataset_name
                 .clone()
@@ -149,9 +154,9 @@ pub(crate) struct View<'a> {
 /// each (run ids from `ctx.run_ids` when it matches `ctx.journals` one to
 /// one, else each journal's directory name); other models keep their name.
 pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
-    let mut source = Source::open(ctx)?;
-    let models = std::mem::take(&mut source.models);
-    let specs = std::mem::take(&mut source.specs);
+    let mut journals = Journals::open(ctx)?;
+    let models = std::mem::take(&mut journals.models);
+    let specs = std::mem::take(&mut journals.specs);
     let raw_dir = ctx.results_dir.join("raw");
     let reports_dir = ctx.results_dir.join("reports");
     fs::create_dir_all(&raw_dir)?;
@@ -173,13 +178,14 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
             unique_stem(name, &mut stems),
             ctx.file_stamp
         ));
-        let mut raw = RawWriter::new(BufWriter::new(File::create(&path)?));
-        for i in source.model_range(m) {
-            let record = source.read(i)?;
+        // Atomic: a kill mid-write must not leave half a raw file that looks like results.
+        let mut raw = RawWriter::new(AtomicFile::create(&path)?);
+        for i in journals.model_range(m) {
+            let record = journals.read(i)?;
             builder.add(name, &record);
             raw.write(name, &record)?;
         }
-        raw.finish()?;
+        raw.finish()?.commit()?;
         out.raw.push(path);
     }
     let summary = builder.finish();
@@ -191,7 +197,7 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     };
 
     out.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
-    fs::write(&out.markdown, markdown::render(&view))?;
+    write_atomic(&out.markdown, markdown::render(&view).as_bytes())?;
     let mut done = Vec::new();
     for &format in ctx.formats {
         if done.contains(&format) {
@@ -205,19 +211,19 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
         };
         let path = reports_dir.join(format!("report_{}.{ext}", ctx.file_stamp));
         match format {
-            Format::Json => fs::write(&path, json::render(&view)?)?,
-            Format::Csv => fs::write(&path, csv::render(&view))?,
+            Format::Json => write_atomic(&path, json::render(&view)?.as_bytes())?,
+            Format::Csv => write_atomic(&path, csv::render(&view).as_bytes())?,
             Format::Junit => {
-                let mut w = BufWriter::new(File::create(&path)?);
-                junit::write(&mut w, &view, &mut source)?;
-                w.flush()?;
+                let mut w = AtomicFile::create(&path)?;
+                junit::write(&mut w, &view, &mut journals)?;
+                w.commit()?;
             }
         }
         out.extra.push(path);
     }
     for (model, text) in rrr::render(&view) {
         let path = reports_dir.join(format!("rrr_{}_{}.csv", file_stem(&model), ctx.file_stamp));
-        fs::write(&path, text)?;
+        write_atomic(&path, text.as_bytes())?;
         out.extra.push(path);
     }
     out.terminal = terminal::render(&view);

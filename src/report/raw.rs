@@ -1,5 +1,6 @@
-//! `results/raw/<model>_<stamp>.json`: one JSON array per model in the
-//! format of TZ 5.2, extended with the fields a later analysis needs.
+//! `results/raw/<model>_<stamp>.json`: one JSON array per model with the
+//! fields of the original raw format (`test_id`, `prompt`, `llm_response`,
+//! `is_correct`, ...), extended with the fields a later analysis needs.
 //!
 //! `prompt` is the rendered conversation as text: each message as
 //! `<role>: <content>`, messages separated by a blank line, so a one-message
@@ -10,10 +11,10 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::format::Role;
 use crate::metrics::{expected_output, test_id};
 use crate::prompt::Message;
 use crate::run::record::Record;
-use crate::spec::model::Role;
 
 /// One element of the raw array; field order is the key order.
 #[derive(Serialize)]
@@ -71,21 +72,21 @@ impl<W: Write> RawWriter<W> {
             test_id: test_id(r),
             model_name: model,
             prompt: prompt_text(&r.messages),
-            llm_response: r.response.as_deref(),
+            llm_response: r.scored.response.as_deref(),
             expected_output: expected_output(r),
-            is_correct: r.passed,
+            is_correct: r.scored.passed,
             execution_time_ms: r.latency_ms,
             spec: &r.spec,
             instance: r.instance,
             sample: r.sample,
-            extracted_answer: r.answer.as_deref(),
-            score: r.score,
-            detail: &r.detail,
+            extracted_answer: r.scored.answer.as_deref(),
+            score: r.scored.score,
+            detail: &r.scored.detail,
             failure: r.failure.as_deref(),
-            tokens_in: r.tokens_in,
-            tokens_out: r.tokens_out,
+            tokens_in: r.scored.tokens_in,
+            tokens_out: r.scored.tokens_out,
             attempts: r.attempts,
-            error: r.error.as_deref(),
+            error: r.scored.error.as_deref(),
             cached: r.cached,
         };
         let json = serde_json::to_string_pretty(&item).map_err(io::Error::other)?;
@@ -116,7 +117,7 @@ mod tests {
         assert_eq!(String::from_utf8(empty).unwrap(), "[]\n");
         let mut w = RawWriter::new(Vec::new());
         let mut r = record("m", "s", 1);
-        r.response = Some("line 1\nline \"2\"".into());
+        r.scored.response = Some("line 1\nline \"2\"".into());
         w.write("run/m", &r).unwrap();
         w.write("run/m", &error(record("m", "s", 2), "timeout", "slow"))
             .unwrap();

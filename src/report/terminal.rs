@@ -6,7 +6,7 @@
 use owo_colors::OwoColorize;
 
 use super::View;
-use super::text::{Align, pad, percent};
+use crate::text::{Align, pad, percent};
 
 /// Shown for cells without records.
 const NONE: &str = "-";
@@ -52,7 +52,7 @@ pub(crate) fn render(v: &View) -> String {
             out += &groups_table(v, &spec.title, &spec.id, var);
         }
     }
-    out += &super::judges::terminal(v);
+    out += &super::judge_stats::terminal(v);
     for c in super::comparison::build(v) {
         out += &comparison_table(&c, v.ctx.color);
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {

@@ -1,122 +1,27 @@
-//! The run journal: `results/runs/<run-id>/journal.jsonl`, append-only.
-//! A record is written and flushed to the kernel before it counts, so a
-//! killed process loses nothing it reported; `fsync` runs at most every
-//! 200 ms and at close, bounding what a power loss could take.
+//! The run journal: `results/runs/<run-id>/journal.jsonl`, an append-only
+//! log of [`Record`]s (see [`crate::files`] for its crash safety), and what
+//! reading it back gives: records by key, transcript lines by model and spec.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::io;
+use std::path::Path;
 
+use super::RunError;
 use super::record::{Record, TaskKey};
+use crate::files::{AppendLog, for_each_line};
+use crate::golden::transcript::TranscriptLine;
 
-/// An open journal for appending.
-pub struct Journal {
-    file: File,
-    path: PathBuf,
-    last_sync: Instant,
-}
+/// The run journal, open for appending.
+pub type Journal = AppendLog;
 
-const SYNC_EVERY: Duration = Duration::from_millis(200);
-
-impl Journal {
-    /// Opens (creating) the journal at `path`, dropping a torn last line left by a crash.
-    pub fn open(path: &Path) -> io::Result<Journal> {
-        Journal::open_lines::<Record>(path)
-    }
-
-    /// Opens (creating) a journal of `T` lines, dropping a torn last line (one that
-    /// does not parse as `T`), so other append-only logs share the crash safety.
-    pub fn open_lines<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<Journal> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)?;
-        let valid_len = valid_prefix_len::<T>(path)?;
-        if valid_len < file.metadata()?.len() {
-            file.set_len(valid_len)?;
-            file.seek(SeekFrom::End(0))?;
-        }
-        Ok(Journal {
-            file,
-            path: path.to_path_buf(),
-            last_sync: Instant::now(),
-        })
-    }
-
-    /// The journal's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends one record as one line, in a single write.
-    pub fn append(&mut self, record: &Record) -> io::Result<()> {
-        self.append_line(record)
-    }
-
-    /// Appends any value as one JSON line, in a single write.
-    pub fn append_line<T: serde::Serialize>(&mut self, value: &T) -> io::Result<()> {
-        let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
-        line.push(b'\n');
-        self.file.write_all(&line)?;
-        if self.last_sync.elapsed() >= SYNC_EVERY {
-            self.file.sync_data()?;
-            self.last_sync = Instant::now();
-        }
-        Ok(())
-    }
-
-    /// Syncs everything to disk.
-    pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
-    }
-}
-
-/// Length of the file without a torn last line: one with no newline (a crash
-/// mid-write) or that does not parse. Bad lines elsewhere are left alone —
-/// cutting there would delete the good records after them.
-fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u64> {
-    let mut reader = BufReader::new(File::open(path)?);
-    let (mut len, mut last_start, mut last_ok, mut line) = (0u64, 0u64, true, Vec::new());
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            break;
-        }
-        last_start = len;
-        len += n as u64;
-        last_ok = line.last() == Some(&b'\n') && serde_json::from_slice::<T>(&line).is_ok();
-    }
-    Ok(if last_ok { len } else { last_start })
+/// Opens (creating) the journal at `path`, dropping a torn last line left by a crash.
+pub fn open(path: &Path) -> io::Result<Journal> {
+    AppendLog::open::<Record>(path)
 }
 
 /// Calls `f` with each complete record in file order; unparseable lines are skipped.
 pub fn for_each_record(path: &Path, f: impl FnMut(Record)) -> io::Result<()> {
     for_each_line(path, f)
-}
-
-/// Calls `f` with each line that parses as `T`, in file order; other lines are skipped.
-pub fn for_each_line<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    mut f: impl FnMut(T),
-) -> io::Result<()> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for line in BufReader::new(file).split(b'\n') {
-        if let Ok(record) = serde_json::from_slice::<T>(&line?) {
-            f(record);
-        }
-    }
-    Ok(())
 }
 
 /// Reads every complete record; unparseable lines are skipped. Later lines win on duplicate keys.
@@ -126,4 +31,19 @@ pub fn read_journal(path: &Path) -> io::Result<BTreeMap<TaskKey, Record>> {
         records.insert(r.key(), r);
     })?;
     Ok(records)
+}
+
+/// Transcript lines by (model, spec), then (instance, sample), read one record
+/// at a time so memory holds answers, not prompts (flat at 100,000 records).
+pub type Transcripts = BTreeMap<(String, String), BTreeMap<(u64, u32), TranscriptLine>>;
+
+/// The transcript lines of a journal; later lines win on duplicate keys.
+pub fn transcripts(journal_path: &Path) -> Result<Transcripts, RunError> {
+    let mut out = Transcripts::new();
+    for_each_record(journal_path, |r| {
+        out.entry((r.model.clone(), r.spec.clone()))
+            .or_default()
+            .insert((r.instance, r.sample), r.transcript_line());
+    })?;
+    Ok(out)
 }

@@ -8,31 +8,22 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::record::TaskKey;
-use super::{
-    Manifest, ModelRuntime, RunError, RunOutcome, RunSettings, SpecRuntime, build_request, cache,
-    cache_identity, execute, journal, model_queue, model_runtimes,
-};
+use super::scheduler::{model_queue, schedule};
+use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime, build_request, journal};
+use crate::client::cache::{self, Cache};
+use crate::client::managed::ManagedServer;
+use crate::client::{cache_identity, connect, connect_managed};
 use crate::provider::ModelSpec;
-use crate::provider::managed::ManagedServer;
 
 /// The URL of a managed model answered wholly from the cache: port 9 (discard),
 /// which nothing on loopback serves, so a request would fail loudly, not hang.
 const NO_SERVER: &str = "http://127.0.0.1:9/v1";
 
-impl RunOutcome {
-    fn add(&mut self, other: RunOutcome) {
-        self.written += other.written;
-        self.cached += other.cached;
-        self.attempts += other.attempts;
-        self.interrupted |= other.interrupted;
-    }
-}
-
 /// Runs every model of the plan. A managed model's server is started (its
 /// output appended to `<run_dir>/server.log`) only when some of its answers
 /// are in neither the journal nor the cache, serves all its specs, and is
 /// stopped when its part ends, fails or is interrupted.
-pub async fn execute_plan(
+pub async fn run_plan(
     manifest: &Manifest,
     specs: &[Arc<SpecRuntime>],
     run_dir: &Path,
@@ -59,22 +50,22 @@ pub async fn execute_plan(
                 log.display()
             );
             let server = ManagedServer::start(j, &log).await?;
-            let runtime = managed_runtime(j, &server, &manifest.golden_dir)?;
+            let runtime = connect_managed(j, &server, &manifest.golden_dir)?;
             judge_server = Some(server);
-            (Some(runtime), model_runtimes(&fixed, &manifest.golden_dir)?)
+            (Some(runtime), connect(&fixed, &manifest.golden_dir)?)
         }
         Some(j) => {
             let mut all = fixed.clone();
             all.push(j.clone());
-            let mut runtimes = model_runtimes(&all, &manifest.golden_dir)?;
+            let mut runtimes = connect(&all, &manifest.golden_dir)?;
             (runtimes.pop(), runtimes)
         }
-        None => (None, model_runtimes(&fixed, &manifest.golden_dir)?),
+        None => (None, connect(&fixed, &manifest.golden_dir)?),
     };
     let judge = judge.as_ref();
     if !fixed_models.is_empty() {
         outcome.add(
-            execute(
+            schedule(
                 manifest,
                 &fixed_models,
                 judge,
@@ -96,9 +87,9 @@ pub async fn execute_plan(
                 // Every answer is cached: no server, no memory, no start-up wait.
                 let mut offline = model.clone();
                 offline.base_url = Some(NO_SERVER.to_owned());
-                let models = model_runtimes(&[offline], &manifest.golden_dir)?;
+                let models = connect(&[offline], &manifest.golden_dir)?;
                 outcome
-                    .add(execute(manifest, &models, judge, specs, &journal_path, settings).await?);
+                    .add(schedule(manifest, &models, judge, specs, &journal_path, settings).await?);
                 continue;
             }
             Pending::Requests => {}
@@ -125,11 +116,11 @@ pub async fn execute_plan(
             started.elapsed().as_secs_f64(),
             server.pid()
         );
-        let result = match managed_runtime(model, &server, &manifest.golden_dir) {
+        let result = match connect_managed(model, &server, &manifest.golden_dir) {
             Ok(runtime) => {
-                execute(manifest, &[runtime], judge, specs, &journal_path, settings).await
+                schedule(manifest, &[runtime], judge, specs, &journal_path, settings).await
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         server.stop();
         outcome.add(result?);
@@ -138,23 +129,6 @@ pub async fn execute_plan(
         server.stop();
     }
     Ok(outcome)
-}
-
-/// The runtime of a managed model whose server is up: an `openai` client at
-/// the server's URL that also watches the server, so its death stops the run.
-pub fn managed_runtime(
-    model: &ModelSpec,
-    server: &ManagedServer,
-    golden_dir: &Path,
-) -> Result<Arc<ModelRuntime>, RunError> {
-    let mut live = model.clone();
-    live.base_url = Some(server.base_url().to_owned());
-    let runtime = model_runtimes(std::slice::from_ref(&live), golden_dir)?
-        .pop()
-        .expect("one model in, one runtime out");
-    let mut runtime = Arc::into_inner(runtime).expect("not shared yet");
-    runtime.server = Some(server.watch());
-    Ok(Arc::new(runtime))
 }
 
 /// What a managed model still needs before its server is worth starting.
@@ -170,7 +144,7 @@ pub enum Pending {
 
 /// What `model`'s part of the plan still needs: the journal at `journal_path`
 /// is read for finished samples and, with `cache`, the cache for the rest
-/// (a request is cached under the same key [`execute`] would look up).
+/// (a request is cached under the same key the scheduler would look up).
 pub fn pending(
     manifest: &Manifest,
     model: &ModelSpec,
@@ -191,16 +165,17 @@ pub fn pending(
     let Some(cache) = cache else {
         return Ok(Pending::Requests);
     };
-    let cache = cache::Cache::open(cache)?;
+    let cache = Cache::open(cache)?;
     let identity = cache_identity(model, "");
+    let served = cache.identity(&crate::client::endpoint_key(model, &identity))?;
     for (si, instance, samples) in items {
         let Ok(inst) = specs[si].spec.instance(instance) else {
             return Ok(Pending::Requests);
         };
         let base = build_request(&specs[si], model, inst.messages);
         for sample in samples {
-            let request = super::execute::sample_request(&base, sample);
-            let key = cache::cache_key(model, &identity, &request, sample);
+            let request = base.for_sample(sample);
+            let key = cache::cache_key(model, &identity, &request, sample, served.as_ref());
             if cache.get(&key)?.is_none() {
                 return Ok(Pending::Requests);
             }

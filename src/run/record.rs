@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::golden::transcript::{JudgeTranscript, ScoredAnswer, TranscriptLine};
 use crate::prompt::Message;
 use crate::verify::{FailureKind, RuleOutcome};
 
@@ -38,17 +39,9 @@ pub struct Record {
     pub vars: Map<String, Value>,
     /// Each rule's expected value.
     pub expected: Map<String, Value>,
-    /// The model's final response, if any.
-    pub response: Option<String>,
-    /// The first rule's extracted answer.
-    pub answer: Option<String>,
-    /// All rules passed.
-    pub passed: bool,
-    /// Weighted mean rule score (0 on request errors).
-    pub score: f64,
-    /// Failure details, one per failing rule.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub detail: String,
+    /// The answer and its score: what a golden transcript keeps.
+    #[serde(flatten)]
+    pub scored: ScoredAnswer,
     /// Each rule's outcome.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleOutcome>,
@@ -58,18 +51,11 @@ pub struct Record {
     pub failure: Option<String>,
     /// Wall time of the successful attempt, in milliseconds.
     pub latency_ms: u64,
-    /// Prompt tokens.
-    pub tokens_in: Option<u64>,
-    /// Generated tokens (unset when the answer shared a request with other samples).
-    pub tokens_out: Option<u64>,
     /// Set when the answer was one choice of a multi-choice request: the request's usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<crate::provider::SharedUsage>,
     /// HTTP attempts made (retries and re-asks included; 0 when cached).
     pub attempts: u32,
-    /// The request error, when no response was obtained.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
     /// Whether the answer came from the cache.
     #[serde(default)]
     pub cached: bool,
@@ -79,6 +65,12 @@ pub struct Record {
     /// HTTP attempts the judge made for this answer (0 when cached or unjudged).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub judge_attempts: u32,
+    /// The model the server said answered (the response's `model` field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_model: Option<String>,
+    /// The server's `system_fingerprint` with the answer, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_fingerprint: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -98,7 +90,31 @@ impl Record {
 
     /// Whether a usable response was obtained (no request error).
     pub fn has_response(&self) -> bool {
-        self.error.is_none()
+        self.scored.error.is_none()
+    }
+
+    /// The record's line in a golden transcript.
+    pub fn transcript_line(&self) -> TranscriptLine {
+        TranscriptLine {
+            id: self.instance_id.clone(),
+            instance: self.instance,
+            sample: self.sample,
+            model: self.model.clone(),
+            scored: self.scored.clone(),
+            judge: self
+                .rules
+                .iter()
+                .filter_map(|rule| {
+                    let j = rule.judge.as_ref()?;
+                    let transcript = JudgeTranscript {
+                        judge: j.judge.clone(),
+                        rubric: j.rubric.clone(),
+                        responses: j.responses.clone(),
+                    };
+                    Some((rule.name.clone(), transcript))
+                })
+                .collect(),
+        }
     }
 
     /// Whether the response was valid: obtained, and every rule could extract an answer.

@@ -69,6 +69,45 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
 /// Must only be called between `fork` and `exec` (from `pre_exec`).
 pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
     unsafe {
+        join_namespaces(plan)?;
+        // Where the namespace's init leaves the program's wait status.
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if page == libc::MAP_FAILED {
+            return check(plan, b"mmap", -1);
+        }
+        let status = page.cast::<[libc::c_int; 2]>();
+        let pid = libc::fork();
+        check(plan, b"fork", pid)?;
+        if pid > 0 {
+            mirror_exit(pid, status);
+        }
+        // PID 1 of the new namespace: when it dies the kernel kills the rest.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        mount_workdir(plan)?;
+        restrict(plan)?;
+        // The program runs as PID 2, under an init of ours: PID 1 ignores
+        // signals it has no handler for, which would change how programs die.
+        let pid = libc::fork();
+        check(plan, b"fork", pid)?;
+        if pid > 0 {
+            init(pid, status);
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        Ok(())
+    }
+}
+
+/// Drops to the run's uid and enters new user, mount, PID, IPC, UTS and
+/// network namespaces, mapping only that uid.
+unsafe fn join_namespaces(plan: &ChildPlan) -> io::Result<()> {
+    unsafe {
         // Joining the shared network namespace needs root, so it comes first.
         let mut namespaces = NAMESPACES;
         match plan.netns {
@@ -101,26 +140,14 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
         write_file(plan, c"/proc/self/gid_map", &plan.gid_map)?;
         // If the harness dies, so does the sandbox.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        // Where the namespace's init leaves the program's wait status.
-        let page = libc::mmap(
-            std::ptr::null_mut(),
-            8,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if page == libc::MAP_FAILED {
-            return check(plan, b"mmap", -1);
-        }
-        let status = page.cast::<[libc::c_int; 2]>();
-        let pid = libc::fork();
-        check(plan, b"fork", pid)?;
-        if pid > 0 {
-            mirror_exit(pid, status);
-        }
-        // PID 1 of the new namespace: when it dies the kernel kills the rest.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        Ok(())
+    }
+}
+
+/// A private mount tree with our own `/proc` and a tmpfs working directory
+/// holding the program's files.
+unsafe fn mount_workdir(plan: &ChildPlan) -> io::Result<()> {
+    unsafe {
         check(
             plan,
             b"mount(/, MS_PRIVATE)",
@@ -164,6 +191,13 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
             b"sethostname",
             libc::sethostname(name.as_ptr().cast(), name.len()),
         )?;
+        Ok(())
+    }
+}
+
+/// No new privileges, Landlock, seccomp, and the resource limits.
+unsafe fn restrict(plan: &ChildPlan) -> io::Result<()> {
+    unsafe {
         check(
             plan,
             b"prctl(PR_SET_NO_NEW_PRIVS)",
@@ -196,14 +230,6 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
         for (resource, rl) in &plan.rlimits {
             check(plan, b"setrlimit", libc::setrlimit(*resource, rl))?;
         }
-        // The program runs as PID 2, under an init of ours: PID 1 ignores
-        // signals it has no handler for, which would change how programs die.
-        let pid = libc::fork();
-        check(plan, b"fork", pid)?;
-        if pid > 0 {
-            init(pid, status);
-        }
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         Ok(())
     }
 }

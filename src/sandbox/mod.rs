@@ -6,6 +6,9 @@
 //! a seccomp deny-list, rlimits, an empty environment and a wall-clock
 //! deadline that takes the whole process tree down. See `child.rs` for the
 //! order of the steps and why.
+//!
+//! A leaf: it imports nothing from the rest of the crate. The `code` rule
+//! (in `verify`) decides what runs here and reads the outcome.
 
 mod capture;
 mod child;
@@ -19,7 +22,14 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use spawn::Sandbox;
+pub use spawn::{PATH, Sandbox};
+
+/// Where a bare program name resolves on the sandbox's [`PATH`], if anywhere.
+pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    PATH.split(':')
+        .map(|dir| std::path::Path::new(dir).join(name))
+        .find(|p| p.is_file())
+}
 
 /// Resource limits of one run.
 #[derive(Debug, Clone, PartialEq)]

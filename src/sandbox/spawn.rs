@@ -19,7 +19,7 @@ use super::child::{ChildPlan, enter};
 use super::{Limits, Outcome, Program, SandboxError, Termination, fs_policy, seccomp};
 
 /// The environment a program sees: nothing of the harness's.
-const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// First uid handed to sandboxes when the harness runs as root.
 const UID_BASE: u32 = 200_000;

@@ -4,8 +4,8 @@
 use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
-use crate::script::{ScriptError, sandboxed_engine};
-use crate::source::rng::ScriptRng;
+use crate::scripting::rng::ScriptRng;
+use crate::scripting::{ScriptError, sandboxed_engine};
 
 /// A compiled generation script.
 pub struct Generator {
@@ -77,7 +77,7 @@ impl Generator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::script::DEFAULT_MAX_OPERATIONS;
+    use crate::scripting::DEFAULT_MAX_OPERATIONS;
 
     fn data() -> Map<String, Value> {
         serde_json::from_str(r#"{"names": ["Анна", "Борис", "Вера"]}"#).unwrap()

@@ -1,5 +1,10 @@
-//! Where instances come from: procedural generation (Rhai) and datasets.
+//! Where instances come from: procedural generation (Rhai, [`generate`])
+//! and datasets ([`dataset`]). Both hand the compiled spec a map of instance
+//! variables per index; prompts and rules come later.
+//!
+//! Imports go down only: `format` (the `[generate]` and `[dataset]` tables),
+//! `scripting` (the Rhai engine and seeded RNG), `verify` (variable lookup),
+//! `error` and `text`.
 
 pub mod dataset;
 pub mod generate;
-pub mod rng;

@@ -6,13 +6,13 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::locate::{Key, SourceMap};
-use super::model::{ResponseFormat, Role, SpecFile};
 use super::{ScriptOrigin, Spec, dataset_diagnostic, template_diagnostic};
 use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location, did_you_mean};
+use crate::format::locate::{Key, SourceMap};
+use crate::format::{ResponseFormat, Role, SpecFile};
 use crate::key_path;
 use crate::prompt::PromptSet;
-use crate::script::{DEFAULT_MAX_OPERATIONS, ScriptError};
+use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError};
 use crate::source::dataset::Dataset;
 use crate::source::generate::Generator;
 use crate::verify::RuleSet;
@@ -22,13 +22,8 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let entries = std::fs::read_dir(path).map_err(|e| {
-                Diagnostic::new(
-                    ErrorKind::Io,
-                    Location::file_start(path),
-                    format!("cannot list directory: {e}"),
-                )
-            })?;
+            let entries = std::fs::read_dir(path)
+                .map_err(|e| Diagnostic::io(path, format!("cannot list directory: {e}")))?;
             let mut found: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -38,11 +33,7 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
         } else if path.exists() {
             files.push(path.clone());
         } else {
-            return Err(Diagnostic::new(
-                ErrorKind::Io,
-                Location::file_start(path),
-                "no such file or directory",
-            ));
+            return Err(Diagnostic::io(path, "no such file or directory"));
         }
     }
     Ok(files)
@@ -108,30 +99,69 @@ fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error)
     Diagnostic::new(kind, location, format!("{message}{at}")).with_source(source)
 }
 
-fn valid_id(id: &str) -> bool {
+/// The error for a second spec with the id of `first`: at its `id` key, or
+/// at its start when the id comes from the file name.
+pub fn duplicate_id(file: &Path, id: &str, first: &Path) -> Diagnostic {
+    let source = std::fs::read_to_string(file).unwrap_or_default();
+    let location = SourceMap::parse(file, &source)
+        .ok()
+        .and_then(|map| {
+            map.value_span(key_path!["id"])
+                .map(|_| map.locate(key_path!["id"]))
+        })
+        .unwrap_or_else(|| Location::file_start(file));
+    Diagnostic::new(
+        ErrorKind::Invalid,
+        location,
+        format!(
+            "spec id `{id}` is taken by {}: both would write golden/{id}/ and mix their results",
+            first.display()
+        ),
+    )
+    .with_help("give one of them another `id`")
+    .with_source(&source)
+}
+
+/// Whether `id` can name a spec (and so golden directories): ASCII letters,
+/// digits, `_` and `-`.
+pub fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// Loads and compiles a spec.
-pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
-    let source = std::fs::read_to_string(file).map_err(|e| {
+/// Reads and parses the spec file: its text, source map and serde model.
+fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
+    let bytes =
+        std::fs::read(file).map_err(|e| Diagnostic::io(file, format!("cannot read spec: {e}")))?;
+    let source = String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let text = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();
         Diagnostic::new(
-            ErrorKind::Io,
-            Location::file_start(file),
-            format!("cannot read spec: {e}"),
+            ErrorKind::Toml,
+            Location::from_offset(file, &text, valid),
+            format!(
+                "the file is not valid UTF-8: byte 0x{:02x} cannot start or continue a character",
+                e.as_bytes()[valid]
+            ),
         )
+        .with_help("save the spec as UTF-8")
     })?;
     let map =
         SourceMap::parse(file, &source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
     let de =
         toml::Deserializer::parse(&source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
-    let mut def: SpecFile = serde_path_to_error::deserialize(de).map_err(|e| {
+    let def: SpecFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         toml_diagnostic(file, &source, &path, e.inner())
     })?;
+    Ok((source, map, def))
+}
+
+/// Loads and compiles a spec.
+pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
+    let (source, map, mut def) = parse(file)?;
     if seed_override.is_some() {
         def.seed = seed_override;
     }
@@ -154,98 +184,8 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
         ));
     }
     let runs = def.runs.unwrap_or(10);
-    if runs == 0 {
-        errors.push(at(
-            key_path!["runs"],
-            ErrorKind::Invalid,
-            "runs must be at least 1".into(),
-        ));
-    }
-    if let Some(t) = def.request.temperature
-        && !(0.0..=2.0).contains(&t)
-    {
-        errors.push(at(
-            key_path!["request", "temperature"],
-            ErrorKind::Invalid,
-            "temperature must be within 0..2".into(),
-        ));
-    }
-    if let Some(p) = def.request.top_p
-        && !(p > 0.0 && p <= 1.0)
-    {
-        errors.push(at(
-            key_path!["request", "top_p"],
-            ErrorKind::Invalid,
-            "top_p must be within 0..1 (greater than 0)".into(),
-        ));
-    }
-    if def.request.max_tokens == Some(0) {
-        errors.push(at(
-            key_path!["request", "max_tokens"],
-            ErrorKind::Invalid,
-            "max_tokens must be at least 1".into(),
-        ));
-    }
-    if let Some(sampling) = &def.sampling {
-        let n = sampling.n();
-        if sampling.n == Some(0) {
-            errors.push(at(
-                key_path!["sampling", "n"],
-                ErrorKind::Invalid,
-                "n must be at least 1".into(),
-            ));
-        }
-        if let Some((i, &k)) = sampling
-            .k
-            .iter()
-            .enumerate()
-            .find(|(_, k)| **k == 0 || **k > n)
-        {
-            errors.push(at(
-                key_path!["sampling", "k", i],
-                ErrorKind::Invalid,
-                format!("k = {k} is outside 1..={n}: pass@k needs k samples of the n drawn"),
-            ));
-        }
-        if let Some(t) = sampling.temperature
-            && !(0.0..=2.0).contains(&t)
-        {
-            errors.push(at(
-                key_path!["sampling", "temperature"],
-                ErrorKind::Invalid,
-                "temperature must be within 0..2".into(),
-            ));
-        }
-        if let Some(p) = sampling.top_p
-            && !(p > 0.0 && p <= 1.0)
-        {
-            errors.push(at(
-                key_path!["sampling", "top_p"],
-                ErrorKind::Invalid,
-                "top_p must be within 0..1 (greater than 0)".into(),
-            ));
-        }
-        if sampling.max_tokens == Some(0) {
-            errors.push(at(
-                key_path!["sampling", "max_tokens"],
-                ErrorKind::Invalid,
-                "max_tokens must be at least 1".into(),
-            ));
-        }
-    }
-    if def.request.attempts == Some(0) {
-        errors.push(at(
-            key_path!["request", "attempts"],
-            ErrorKind::Invalid,
-            "attempts must be at least 1".into(),
-        ));
-    }
-    if def.generate.as_ref().and_then(|g| g.max_operations) == Some(0) {
-        errors.push(at(
-            key_path!["generate", "max_operations"],
-            ErrorKind::Invalid,
-            "max_operations must be at least 1 (it bounds every script run)".into(),
-        ));
+    for (path, message) in super::validate::value_errors(&def) {
+        errors.push(at(&path, ErrorKind::Invalid, message));
     }
     match (def.request.response_format, &def.request.schema) {
         (Some(ResponseFormat::JsonSchema), None) => errors.push(at(
@@ -254,11 +194,11 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             "response_format = \"json_schema\" needs `schema = \"path/to/schema.json\"`".into(),
         )),
         (_, Some(schema)) => {
-            if let Err(message) = crate::verify::read_schema(&spec_dir, schema) {
+            if let Err(e) = crate::verify::read_schema(&spec_dir, schema) {
                 errors.push(at(
                     key_path!["request", "schema"],
                     ErrorKind::Schema,
-                    message,
+                    e.to_string(),
                 ));
             }
         }
@@ -288,28 +228,10 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             .ok()
             .flatten()
     };
-    let dataset = def.dataset.as_ref().and_then(|d| {
-        let data: serde_json::Map<String, serde_json::Value> = def
-            .data
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        match Dataset::load(d, &spec_dir, &data, def.seed.unwrap_or(0)) {
-            Ok(ds) if ds.is_empty() => {
-                errors.push(at(
-                    key_path!["dataset"],
-                    ErrorKind::Dataset,
-                    "the dataset has no rows left after `filter`, `sample` and `limit`".into(),
-                ));
-                None
-            }
-            Ok(ds) => Some(ds),
-            Err(e) => {
-                errors.push(dataset_diagnostic(&map, &e, None));
-                None
-            }
-        }
-    });
+    let dataset = def
+        .dataset
+        .as_ref()
+        .and_then(|d| load_dataset(d, &def, &spec_dir, &map, &source, &mut errors));
     let runs = match &dataset {
         Some(ds) => {
             let rows = u32::try_from(ds.len()).unwrap_or(u32::MAX);
@@ -317,6 +239,9 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
         }
         None => runs,
     };
+    if let Some(e) = runs_ceiling(&def, runs, &map) {
+        errors.push(e.with_source(&source));
+    }
     let prompt = compile_prompt(&def, &map)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
@@ -348,6 +273,27 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             Err(Diagnostics(errors))
         }
     }
+}
+
+/// The error for more instances than [`super::RUNS_CEILING`] without the
+/// spec's `allow_large_runs = true`: at `runs`, or at `[dataset]` when its rows decide.
+fn runs_ceiling(def: &SpecFile, runs: u32, map: &SourceMap) -> Option<Diagnostic> {
+    if runs <= super::RUNS_CEILING || def.allow_large_runs == Some(true) {
+        return None;
+    }
+    let key = if def.runs.is_some() {
+        key_path!["runs"]
+    } else {
+        key_path!["dataset"]
+    };
+    let message = format!(
+        "{runs} instances is above the ceiling of {} (checking and running them takes minutes or more)",
+        super::RUNS_CEILING
+    );
+    Some(
+        Diagnostic::new(ErrorKind::Invalid, map.locate(key), message)
+            .with_help("lower `runs`, or add `allow_large_runs = true` if so many are meant"),
+    )
 }
 
 fn compile_generator(
@@ -456,4 +402,38 @@ fn compile_prompt(def: &SpecFile, map: &SourceMap) -> Result<PromptSet, Vec<Diag
             .map(|e| template_diagnostic(map, e, None))
             .collect()
     })
+}
+
+/// The spec's dataset, or `None` with the problem added to `errors`.
+fn load_dataset(
+    d: &crate::format::Dataset,
+    def: &SpecFile,
+    spec_dir: &Path,
+    map: &SourceMap,
+    source: &str,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<Dataset> {
+    let data: serde_json::Map<String, serde_json::Value> = def
+        .data
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    match Dataset::load(d, spec_dir, &data, def.seed.unwrap_or(0)) {
+        Ok(ds) if ds.is_empty() => {
+            errors.push(
+                Diagnostic::new(
+                    ErrorKind::Dataset,
+                    map.locate(key_path!["dataset"]),
+                    "the dataset has no rows left after `filter`, `sample` and `limit`",
+                )
+                .with_source(source),
+            );
+            None
+        }
+        Ok(ds) => Some(ds),
+        Err(e) => {
+            errors.push(dataset_diagnostic(map, &e, None));
+            None
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! Token chunking with overlap, by the seed's formulas:
+//! Token chunking with overlap, by the usual synthetic-QA formulas:
 //! `max_tokens = max_seq_length - 2 × max_generation_tokens - 128` and
 //! `n_chunks = ceil(length / (max_tokens - overlap))`, with a real BPE
 //! tokenizer (tiktoken's vocabularies are embedded in the binary, so no

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::client::cache::{Cache, cache_key};
+use crate::client::{ModelClient, ask};
+use crate::files::{AppendLog, for_each_line};
+use crate::progress::Progress;
 use crate::provider::{ChatRequest, RequestKey};
-use crate::run::cache::{Cache, cache_key};
-use crate::run::journal::{Journal, for_each_line};
-use crate::run::progress::Progress;
-use crate::run::{ModelRuntime, ask_checked};
 
 /// Checks an answer's text: `Err` explains why it is not what was asked for.
 pub type Check = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
@@ -38,14 +38,14 @@ pub struct Task {
 impl Task {
     /// A task for `request` to `model`, keyed by its content.
     pub fn new(
-        model: &ModelRuntime,
+        model: &ModelClient,
         label: String,
         request: ChatRequest,
         attempts: u32,
         check: Check,
     ) -> Task {
         Task {
-            key: cache_key(&model.spec, &model.base_url, &request, 0),
+            key: cache_key(&model.spec, &model.base_url, &request, 0, None),
             label,
             request,
             attempts,
@@ -84,14 +84,14 @@ pub struct Entry {
 
 /// The work folder's journal and what it already holds.
 pub struct SynthJournal {
-    journal: Journal,
+    journal: AppendLog,
     entries: HashMap<String, Entry>,
 }
 
 impl SynthJournal {
     /// Opens (creating) `path`, dropping a torn last line, and loads its entries.
     pub fn open(path: &Path) -> std::io::Result<SynthJournal> {
-        let journal = Journal::open_lines::<Entry>(path)?;
+        let journal = AppendLog::open::<Entry>(path)?;
         let mut entries = HashMap::new();
         for_each_line(path, |e: Entry| {
             entries.insert(e.key.clone(), e);
@@ -105,7 +105,7 @@ impl SynthJournal {
     }
 
     fn append(&mut self, entry: Entry) -> std::io::Result<()> {
-        self.journal.append_line(&entry)?;
+        self.journal.append(&entry)?;
         self.entries.insert(entry.key.clone(), entry);
         Ok(())
     }
@@ -129,7 +129,7 @@ pub struct StageOutcome {
 /// Runs the step's tasks not yet in the journal, `concurrency` at a time.
 pub async fn run_stage(
     stage: &str,
-    model: &Arc<ModelRuntime>,
+    model: &Arc<ModelClient>,
     tasks: Vec<Task>,
     journal: &mut SynthJournal,
     cache: Option<Arc<Cache>>,
@@ -203,7 +203,7 @@ pub async fn run_stage(
     Ok(outcome)
 }
 
-async fn ask_task(model: &ModelRuntime, stage: &str, task: Task, cache: Option<&Cache>) -> Entry {
+async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&Cache>) -> Entry {
     let key = RequestKey {
         spec: "synth",
         instance: 0,
@@ -211,7 +211,7 @@ async fn ask_task(model: &ModelRuntime, stage: &str, task: Task, cache: Option<&
         judge: None,
     };
     let check = task.check.clone();
-    let asked = ask_checked(model, &task.request, key, cache, task.attempts, |text| {
+    let asked = ask(model, &task.request, key, cache, task.attempts, |text| {
         check(text)
             .map(|_| ())
             .map_err(|why| format!("malformed answer: {why}"))

@@ -5,8 +5,12 @@
 //! the model (`generate`), rated 1-10 in batches (`rate`), filtered by a
 //! threshold and de-duplicated (`dedup`), and written as JSONL. The prompts,
 //! schemas and settings are data (`pipeline`); requests go through the
-//! runner's machinery with a journal in the work folder (`exec`), so an
-//! interrupted run resumes without repeating a finished request.
+//! client layer (cache, limits, retries, re-asks) with a journal of its own in
+//! the work folder (`exec`), so an interrupted run resumes without repeating
+//! a finished request.
+//!
+//! Beside `run`, not above it: it imports `client`, `provider`, `files`,
+//! `progress`, `extract`, `format`, `prompt` and `text`, never `run`.
 
 mod assemble;
 pub mod chunk;
@@ -24,8 +28,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::client::ModelClient;
+use crate::client::cache::Cache;
+use crate::client::managed::ManagedServer;
 use crate::provider::ModelSpec;
-use crate::run::cache::Cache;
 use exec::{Check, StageOutcome, SynthJournal, Task};
 use output::{WorkDir, WriteError};
 use pipeline::{Pipeline, PipelineError};
@@ -172,29 +178,7 @@ pub async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> {
     let docs = assemble::chunk_documents(documents, &pipeline, &work)?;
     report.chunks = docs.iter().map(|d| d.chunks.len()).sum();
 
-    // A managed model (`llamacpp:`, `vllm:`) gets its server for the whole pipeline, with
-    // the run's lifecycle: own process group, parent-death signal, SIGTERM then SIGKILL on
-    // drop, its log in the work folder.
-    let (models, _server) = if opts.model.provider.is_managed() {
-        let log = work_root.join("server.log");
-        eprintln!(
-            "model {}: starting its {} server (log: {})",
-            opts.model.name,
-            opts.model.provider.prefix(),
-            log.display()
-        );
-        let started = crate::provider::managed::ManagedServer::start(&opts.model, &log)
-            .await
-            .map_err(|e| SynthError::Model(e.to_string()))?;
-        let runtime = crate::run::managed_runtime(&opts.model, &started, Path::new("golden"))
-            .map_err(|e| SynthError::Model(e.to_string()))?;
-        (vec![runtime], Some(started))
-    } else {
-        let runtimes =
-            crate::run::model_runtimes(std::slice::from_ref(&opts.model), Path::new("golden"))
-                .map_err(|e| SynthError::Model(e.to_string()))?;
-        (runtimes, None)
-    };
+    let (models, _server) = connect_model(opts, &work_root).await?;
     let cache = match &opts.cache {
         Some(path) => Some(Arc::new(Cache::open(path).map_err(|source| {
             SynthError::Cache {
@@ -215,32 +199,10 @@ pub async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> {
         progress: opts.progress,
         journal_path,
     };
-    // Summaries, when enabled: one per document, of its first chunk (what fits the context).
-    let mut summaries = vec![String::new(); docs.len()];
-    if pipeline.summarize() {
-        let mut tasks = Vec::new();
-        for d in &docs {
-            let ctx = minijinja::context! { text => &d.chunks[0].text, document => &d.doc.name };
-            let check: Check = Arc::new(|t: &str| {
-                (!t.trim().is_empty())
-                    .then_some(())
-                    .ok_or_else(|| "empty".into())
-            });
-            let label = format!("{} summary", d.doc.name);
-            tasks.push(steps.task(&pipeline.summary, &ctx, label, check)?);
-        }
-        let Some(keys) = steps
-            .run("summary", tasks, &mut journal, &mut report)
-            .await?
-        else {
-            return Ok(report);
-        };
-        for (i, key) in keys.iter().enumerate() {
-            summaries[i] = assemble::answer(&journal, key, &mut report.errors)
-                .map(|t| crate::extract::strip_think(&t).trim().to_owned())
-                .unwrap_or_default();
-        }
-    }
+    let Some(summaries) = summarize(&steps, &pipeline, &docs, &mut journal, &mut report).await?
+    else {
+        return Ok(report);
+    };
 
     // Generation: one request per chunk.
     let mut tasks = Vec::new();
@@ -294,9 +256,72 @@ pub async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> {
     Ok(report)
 }
 
+/// The model's client; a managed model (`llamacpp:`, `vllm:`) gets its server for
+/// the whole pipeline, with the run's lifecycle: own process group, parent-death
+/// signal, SIGTERM then SIGKILL on drop, its log in the work folder.
+async fn connect_model(
+    opts: &SynthOptions,
+    work_root: &Path,
+) -> Result<(Vec<Arc<ModelClient>>, Option<ManagedServer>), SynthError> {
+    if !opts.model.provider.is_managed() {
+        let clients =
+            crate::client::connect(std::slice::from_ref(&opts.model), Path::new("golden"))
+                .map_err(|e| SynthError::Model(e.to_string()))?;
+        return Ok((clients, None));
+    }
+    let log = work_root.join("server.log");
+    eprintln!(
+        "model {}: starting its {} server (log: {})",
+        opts.model.name,
+        opts.model.provider.prefix(),
+        log.display()
+    );
+    let started = ManagedServer::start(&opts.model, &log)
+        .await
+        .map_err(|e| SynthError::Model(e.to_string()))?;
+    let client = crate::client::connect_managed(&opts.model, &started, Path::new("golden"))
+        .map_err(|e| SynthError::Model(e.to_string()))?;
+    Ok((vec![client], Some(started)))
+}
+
+/// One summary per document, of its first chunk (what fits the context), when
+/// the pipeline summarizes; empty ones when it does not. `None`: interrupted.
+async fn summarize(
+    steps: &Steps,
+    pipeline: &Pipeline,
+    docs: &[ChunkedDoc],
+    journal: &mut SynthJournal,
+    report: &mut SynthReport,
+) -> Result<Option<Vec<String>>, SynthError> {
+    let mut summaries = vec![String::new(); docs.len()];
+    if !pipeline.summarize() {
+        return Ok(Some(summaries));
+    }
+    let mut tasks = Vec::new();
+    for d in docs {
+        let ctx = minijinja::context! { text => &d.chunks[0].text, document => &d.doc.name };
+        let check: Check = Arc::new(|t: &str| {
+            (!t.trim().is_empty())
+                .then_some(())
+                .ok_or_else(|| "empty".into())
+        });
+        let label = format!("{} summary", d.doc.name);
+        tasks.push(steps.task(&pipeline.summary, &ctx, label, check)?);
+    }
+    let Some(keys) = steps.run("summary", tasks, journal, report).await? else {
+        return Ok(None);
+    };
+    for (i, key) in keys.iter().enumerate() {
+        summaries[i] = assemble::answer(journal, key, &mut report.errors)
+            .map(|t| crate::extract::strip_think(&t).trim().to_owned())
+            .unwrap_or_default();
+    }
+    Ok(Some(summaries))
+}
+
 /// What every model step shares.
 struct Steps {
-    model: Arc<crate::run::ModelRuntime>,
+    model: Arc<ModelClient>,
     cache: Option<Arc<Cache>>,
     progress: bool,
     journal_path: PathBuf,

@@ -1,9 +1,8 @@
-//! The work folder, as the seed lays it out: `output/` (document texts and
+//! The work folder, laid out as synthetic-QA pipelines usually are: `output/` (document texts and
 //! chunk files `<doc>_<i>.txt`), `generated/` (raw pairs per document),
 //! `cleaned/` (rated pairs that passed the filters), `final/` (the JSONL),
 //! plus `journal.jsonl` (requests, for resume) and `report.json`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -70,23 +69,12 @@ impl WorkDir {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary sibling and a rename, so a
-/// reader (or a crash) never sees half a file.
+/// Writes `bytes` to `path` atomically (see [`crate::files::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let err = |source| WriteError {
+    crate::files::write_atomic(path, bytes).map_err(|source| WriteError {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(err)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut file = std::fs::File::create(&tmp).map_err(err)?;
-    file.write_all(bytes).map_err(err)?;
-    file.sync_data().map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    })
 }
 
 /// Writes a value as pretty JSON.

@@ -11,9 +11,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::chunk::ChunkConfig;
+use crate::format::Role;
 use crate::prompt::{Message, PromptSet};
 use crate::provider::{ChatRequest, ModelSpec, OutputFormat};
-use crate::spec::model::Role;
 
 /// The shipped default pipeline's text.
 pub const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
@@ -185,7 +185,7 @@ impl Pipeline {
         self.rating.def.batch_size.unwrap_or(4)
     }
 
-    /// The lowest rating kept (default 1.0, the seed's `cleanup_threshold`).
+    /// The lowest rating kept (default 1.0: the `cleanup_threshold` of common synthetic-QA kits).
     pub fn threshold(&self) -> f64 {
         self.rating.def.threshold.unwrap_or(1.0)
     }

@@ -1,6 +1,6 @@
 //! Rating: pairs go to the model in batches; the answer must hold exactly
 //! one 1-10 rating per pair, in order (bare numbers, or objects with a
-//! `rating` as the seed's format has them).
+//! `rating`, as rating prompts often ask for).
 
 use serde_json::Value;
 

@@ -5,9 +5,10 @@
 use serde_json::{Map, Value};
 
 use super::expected::lookup;
-use super::{BuildContext, FailureKind, Rule, Verdict, clip, quote};
+use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::text::{clip, quote};
 
 struct JsonField {
     validator: Option<jsonschema::Validator>,
@@ -21,7 +22,8 @@ pub fn load_schema(
     key: &str,
 ) -> Result<jsonschema::Validator, Diagnostic> {
     super::read_schema(cx.spec_dir, path)
-        .map_err(|message| cx.error(ErrorKind::Schema, key, message))
+        .map(|(_, validator)| validator)
+        .map_err(|e| cx.error(ErrorKind::Schema, key, e.to_string()))
 }
 
 /// Builds a `json_field` rule.

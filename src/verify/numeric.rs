@@ -1,13 +1,14 @@
 //! `numeric`: the answer is a number within tolerance of the expected one
-//! (the TZ's arithmetic category). `14.0` equals `14`.
+//! (the arithmetic category). `14.0` equals `14`.
 
 use serde_json::{Map, Value};
 
 use super::expected::Expected;
-use super::{BuildContext, FailureKind, Rule, Verdict, clip};
+use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::extract::last_number;
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::text::clip;
 
 struct Numeric {
     expected: Expected,
@@ -60,12 +61,22 @@ fn parse_number(text: &str) -> Option<f64> {
 }
 
 impl Rule for Numeric {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.expected.as_variables()
+    fn reference(&self) -> Option<&Expected> {
+        Some(&self.expected)
     }
 
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.expected.resolve(vars).cloned()
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        match self.expected.resolve(vars) {
+            Some(v) if as_number(v).is_none() => vec![(
+                "expected",
+                format!(
+                    "the expected value is {}, not a number: {}",
+                    crate::text::json_kind(v),
+                    clip(&v.to_string(), 60)
+                ),
+            )],
+            _ => Vec::new(),
+        }
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {

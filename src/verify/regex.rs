@@ -2,9 +2,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{BuildContext, Rule, Verdict, clip};
+use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::text::clip;
 
 struct RegexRule {
     pattern: regex::Regex,
@@ -26,10 +27,6 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
 }
 
 impl Rule for RegexRule {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        Vec::new()
-    }
-
     fn expected(&self, _vars: &Map<String, Value>) -> Option<Value> {
         Some(Value::from(format!("/{}/", self.pattern.as_str())))
     }

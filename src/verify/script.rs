@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::script::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
-use crate::spec::model::RuleDef;
+use crate::format::RuleDef;
+use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
 
 struct ScriptRule {
     engine: Engine,
@@ -106,12 +106,8 @@ impl ScriptRule {
 }
 
 impl Rule for ScriptRule {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        Vec::new()
-    }
-
-    fn expected(&self, _vars: &Map<String, Value>) -> Option<Value> {
-        None
+    fn probe(&self, vars: &Map<String, Value>) -> Option<Verdict> {
+        Some(self.verify("", "", vars))
     }
 
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
@@ -125,6 +121,7 @@ impl Rule for ScriptRule {
                 FailureKind::ScriptError,
                 format!("script error: {}{at}", e.message),
             )
+            .at_fault("script", e.line, e.column)
         })
     }
 }

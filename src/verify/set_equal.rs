@@ -1,5 +1,5 @@
 //! `set_equal`: the set of entities found in the answer equals the expected
-//! set (the TZ's extraction category). Each entity group has a finding regex
+//! set (the extraction category). Each entity group has a finding regex
 //! and normalizers applied to both sides, so `+7 (912) 345-67-89` and
 //! `8 912 345 67 89` are one phone; missing and extra entities are listed.
 
@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use super::expected::{as_text_list, lookup};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
+use crate::format::{Normalizer, RuleDef};
 use crate::key_path;
-use crate::spec::model::{Normalizer, RuleDef};
 
 struct Group {
     name: String,

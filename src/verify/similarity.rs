@@ -1,5 +1,5 @@
 //! `similarity`: a soft text match, chrF (character n-gram F-score, β = 2)
-//! or normalized Levenshtein, passing at a threshold (the TZ's soft
+//! or normalized Levenshtein, passing at a threshold (the soft
 //! summarization check). The score is the similarity itself.
 
 use std::collections::HashMap;
@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text};
 use super::{BuildContext, Rule, Verdict};
-use crate::error::{Diagnostic, ErrorKind};
-use crate::spec::model::RuleDef;
+use crate::error::Diagnostic;
+use crate::format::RuleDef;
 
 #[derive(Clone, Copy)]
 enum Metric {
@@ -25,19 +25,11 @@ struct Similarity {
 
 /// Builds a `similarity` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let metric = match def.metric.as_deref() {
-        None | Some("chrf") => Metric::Chrf,
-        Some("levenshtein") => Metric::Levenshtein,
-        Some(other) => {
-            return Err(cx
-                .error(
-                    ErrorKind::Invalid,
-                    "metric",
-                    format!("unknown metric `{other}`"),
-                )
-                .with_help("metric is `chrf` or `levenshtein`"));
-        }
-    };
+    let metric = cx.choice(
+        "metric",
+        def.metric.as_deref(),
+        &[("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)],
+    )?;
     let threshold = cx.threshold(def, 0.5)?;
     Ok(Box::new(Similarity {
         expected: Expected::from_def(def, cx)?,
@@ -86,12 +78,8 @@ pub fn chrf(hypothesis: &str, reference: &str) -> f64 {
 }
 
 impl Rule for Similarity {
-    fn variables(&self) -> Vec<(&'static str, &str)> {
-        self.expected.as_variables()
-    }
-
-    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.expected.resolve(vars).cloned()
+    fn reference(&self) -> Option<&Expected> {
+        Some(&self.expected)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::error::{DatasetError, Origin};
-use super::read::Row;
+use super::row::Row;
 
 /// Parses `text`, read from `file`.
 pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use super::error::{DatasetError, Origin};
-use super::read::{Row, json_message, object_row};
+use super::row::{Row, json_message, object_row};
 use crate::error::Location;
 
 /// Parses `text`, read from `file`; `key` names the list inside a top-level object.

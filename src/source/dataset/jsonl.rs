@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 
 use super::error::{DatasetError, Origin};
-use super::read::{Row, json_message, object_row};
+use super::row::{Row, json_message, object_row};
 
 /// Parses every line of `text`, read from `file`.
 pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {

@@ -5,15 +5,21 @@
 //!
 //! Rows stay as compact JSON text in shared `Arc`s (see [`read::read_rows`]);
 //! an instance costs one row parse plus its mapping.
+//!
+//! Inside: `read` picks the format and caches files, one reader per format
+//! (`jsonl`, `json`, `csv`, `parquet`) turns records into [`Row`]s
+//! (`row`), `hf` fetches hub splits, `select` filters and samples, `map`
+//! runs the mapping script. Every error names its file, line and field.
 
 mod csv;
 pub mod error;
 pub mod hf;
 mod json;
 mod jsonl;
+mod map;
 mod parquet;
 pub mod read;
-mod script;
+mod row;
 mod select;
 
 use std::path::Path;
@@ -22,12 +28,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 pub use error::{At, DatasetError, Origin};
-pub use read::Row;
-use script::RowScript;
+use map::RowScript;
+pub use row::Row;
 use select::Selection;
 
-use crate::script::DEFAULT_MAX_OPERATIONS;
-use crate::spec::model::Dataset as DatasetDef;
+use crate::format::Dataset as DatasetDef;
+use crate::scripting::DEFAULT_MAX_OPERATIONS;
 
 /// A loaded dataset: the selected rows of every split, in instance order.
 pub struct Dataset {
@@ -52,11 +58,8 @@ impl Dataset {
     ) -> Result<Dataset, DatasetError> {
         let names = split_names(def)?;
         let max_ops = def.max_operations.unwrap_or(DEFAULT_MAX_OPERATIONS);
-        if max_ops == 0 {
-            return Err(DatasetError::key(
-                "max_operations",
-                "max_operations must be at least 1 (it bounds every script run)",
-            ));
+        if let Some(message) = crate::scripting::max_operations_problem(max_ops) {
+            return Err(DatasetError::key("max_operations", message));
         }
         let filter = def
             .filter
@@ -209,9 +212,9 @@ fn split_rows(
 }
 
 /// The hub serves Parquet whatever the dataset was uploaded as.
-fn hub_format(path: &str) -> Option<crate::spec::model::DatasetFormat> {
+fn hub_format(path: &str) -> Option<crate::format::DatasetFormat> {
     path.starts_with("hf://")
-        .then_some(crate::spec::model::DatasetFormat::Parquet)
+        .then_some(crate::format::DatasetFormat::Parquet)
 }
 
 /// `fields`: each variable from the first of its paths present in the row.

@@ -9,7 +9,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use super::error::{DatasetError, Origin};
 use serde_json::Value;
 
-use super::read::Row;
+use super::row::Row;
 
 /// Parses the Parquet file `data`, read from `file`.
 pub fn parse(data: Vec<u8>, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {

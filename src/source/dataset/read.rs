@@ -8,79 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::SystemTime;
 
-use serde_json::{Map, Value};
-
-use super::error::{DatasetError, Origin};
-use crate::spec::model::DatasetFormat;
-
-/// One row: its fields as JSON text, and where it came from.
-///
-/// Parsed JSON costs about eight times its text (100,000 RRR rows: 95 MiB of
-/// text, 740 MiB as values), so rows keep their text and are parsed when an
-/// instance is made, which costs microseconds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    json: Box<str>,
-    /// Its file and line.
-    pub origin: Origin,
-}
-
-impl Row {
-    /// A row of `fields`.
-    pub fn new(fields: &Map<String, Value>, origin: Origin) -> Row {
-        let json = serde_json::to_string(fields).expect("JSON values serialize");
-        Row {
-            json: json.into_boxed_str(),
-            origin,
-        }
-    }
-
-    /// The row's fields.
-    pub fn value(&self) -> Map<String, Value> {
-        serde_json::from_str(&self.json).expect("rows hold JSON objects, checked when read")
-    }
-}
-
-/// A row from JSON text already known to be valid: it must be an object.
-pub fn object_row(text: &str, origin: Origin) -> Result<Row, DatasetError> {
-    let text = text.trim();
-    if text.starts_with('{') {
-        return Ok(Row {
-            json: text.into(),
-            origin,
-        });
-    }
-    let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-    Err(DatasetError::row(
-        &origin,
-        format!(
-            "row {}: a row must be a JSON object, not {}",
-            origin.line,
-            kind(&value)
-        ),
-    ))
-}
-
-/// A JSON parse error without serde's own `at line L column C`, which the location states.
-pub fn json_message(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
-    }
-}
-
-/// A JSON value's kind, for messages.
-pub fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
+use super::error::DatasetError;
+use super::row::Row;
+use crate::format::DatasetFormat;
 
 /// The format of `path`: `format` if given, else from its extension (after any `.gz`).
 pub fn detect_format(

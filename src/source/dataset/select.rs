@@ -6,8 +6,8 @@ use rand_core::{Rng as _, SeedableRng};
 use serde_json::{Map, Value};
 
 use super::error::DatasetError;
-use super::read::Row;
-use super::script::RowScript;
+use super::map::RowScript;
+use super::row::Row;
 
 /// Row selection settings.
 pub struct Selection<'a> {

@@ -1,6 +1,8 @@
 //! Document readers: plain text and Markdown, HTML, PDF and DOCX, each to
 //! plain text. A file that cannot be read is reported and skipped; it never
 //! stops the batch.
+//!
+//! A leaf of `synth`: it imports nothing from the rest of the crate.
 
 mod docx;
 mod html;

@@ -1,0 +1,90 @@
+//! Exit codes: one named outcome per code, decided here and nowhere else.
+//!
+//! Commands return an [`Exit`]. A failure is printed once, where it happens,
+//! by [`fail`] (or by the caller that renders a diagnostic), which hands back
+//! the exit so `?` can carry it to `main`.
+
+use std::fmt::Display;
+use std::process::ExitCode;
+
+/// How a `harness` command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything held.
+    Success,
+    /// Golden files differ (instances or transcripts), a spec has no golden
+    /// file yet, or `review` skipped pending files.
+    Differences,
+    /// Bad input: a spec error, a failing example, an unreadable file, a bad
+    /// configuration, or any other error that stops a command.
+    BadInput,
+    /// A managed model server (`llamacpp:`, `vllm:`) failed to start or died mid-run.
+    ServerFailed,
+    /// `harness run` finished, but some instances ended as error records (a
+    /// failed request, no verdict) and `--allow-errors` was not given.
+    RequestErrors,
+    /// Interrupted by Ctrl-C; every finished answer is kept for `--resume`.
+    Interrupted,
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Differences => 1,
+            Exit::BadInput => 2,
+            Exit::ServerFailed => 3,
+            Exit::RequestErrors => 4,
+            Exit::Interrupted => 130,
+        }
+    }
+
+    /// [`Exit::Differences`] when `differ`, else [`Exit::Success`].
+    pub fn differences_if(differ: bool) -> Exit {
+        if differ {
+            Exit::Differences
+        } else {
+            Exit::Success
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(exit.code())
+    }
+}
+
+/// Prints `error: <message>` and returns [`Exit::BadInput`].
+pub fn fail(message: impl Display) -> Exit {
+    // Errors can quote a server's reply; no configured key is ever printed.
+    eprintln!("error: {}", crate::secrets::redact(&message.to_string()));
+    Exit::BadInput
+}
+
+/// The exit of a command that returns `Result<Exit, Exit>` internally.
+pub fn either(result: Result<Exit, Exit>) -> Exit {
+    result.unwrap_or_else(|exit| exit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_documented_ones() {
+        let codes: Vec<u8> = [
+            Exit::Success,
+            Exit::Differences,
+            Exit::BadInput,
+            Exit::ServerFailed,
+            Exit::RequestErrors,
+            Exit::Interrupted,
+        ]
+        .iter()
+        .map(|e| e.code())
+        .collect();
+        assert_eq!(codes, [0, 1, 2, 3, 4, 130]);
+    }
+}

@@ -1,0 +1,242 @@
+//! One request to one model: from the cache when possible, else through the
+//! endpoint's pacing and concurrency limit, with bounded retries and backoff
+//! on retryable errors and bounded re-asks of answers the caller rejects.
+
+use std::time::{Duration, Instant};
+
+use super::ModelClient;
+use super::cache::{Cache, cache_key};
+use super::limits::backoff;
+use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey};
+
+/// Backoff bounds.
+const BACKOFF_BASE: Duration = Duration::from_millis(250);
+
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// What asking produced: the answer or error, and how it was obtained.
+pub struct Asked {
+    /// The last answer, or the error that ended the asks.
+    pub result: Result<Completion, ProviderError>,
+    /// HTTP attempts made (0 for a cache hit).
+    pub attempts: u32,
+    /// The last attempt's latency.
+    pub latency: Duration,
+    /// Answered from the cache.
+    pub cached: bool,
+    /// Why earlier attempts were not accepted, in order.
+    pub retries: Vec<String>,
+}
+
+/// Sends with retries on retryable errors, logging each failed attempt into `retries`.
+async fn send_logged(
+    model: &ModelClient,
+    request: &ChatRequest,
+    key: RequestKey<'_>,
+    retries: &mut Vec<String>,
+) -> (Result<Completion, ProviderError>, u32, Duration) {
+    with_retries(model, retries, || model.provider.complete(request, key)).await
+}
+
+/// Sends one request for `n` choices, with the same retries as [`send_logged`].
+async fn send_batch(
+    model: &ModelClient,
+    request: &ChatRequest,
+    n: u32,
+    retries: &mut Vec<String>,
+) -> (Result<Vec<Completion>, ProviderError>, u32, Duration) {
+    with_retries(model, retries, || model.provider.complete_n(request, n)).await
+}
+
+/// Pacing, the endpoint's concurrency limit and bounded retries with backoff
+/// around one kind of request; returns the result, attempts and last latency.
+async fn with_retries<T, F, Fut>(
+    model: &ModelClient,
+    retries: &mut Vec<String>,
+    send: F,
+) -> (Result<T, ProviderError>, u32, Duration)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProviderError>>,
+{
+    let mut attempts = 0;
+    loop {
+        if let Some(limiter) = &model.limiter {
+            limiter.acquire().await;
+        }
+        let result = {
+            let _permit = model.semaphore.acquire().await.expect("semaphore open");
+            attempts += 1;
+            let started = Instant::now();
+            let r = send().await;
+            (r, started.elapsed())
+        };
+        match result {
+            (Err(e), _) if e.retryable() && attempts <= model.spec.max_retries => {
+                retries.push(format!("attempt {attempts}: {} ({e})", e.kind()));
+                tokio::time::sleep(backoff(
+                    attempts - 1,
+                    BACKOFF_BASE,
+                    BACKOFF_CAP,
+                    e.retry_after(),
+                ))
+                .await;
+            }
+            (r, latency) => return (r, attempts, latency),
+        }
+    }
+}
+
+/// Asks for several samples of one instance: cached ones come from the cache, the
+/// rest in one request with OpenAI's `n` (asked with the first missing sample's seed).
+/// Each answer is cached under its own sample's key, so no sample can receive another's.
+pub async fn ask_batch(
+    model: &ModelClient,
+    requests: &[(u32, ChatRequest)],
+    cache: Option<&Cache>,
+) -> Vec<Asked> {
+    let served = model.served(cache);
+    let keys: Vec<Option<String>> = requests
+        .iter()
+        .map(|(sample, r)| {
+            cache.map(|_| cache_key(&model.spec, &model.base_url, r, *sample, served.as_ref()))
+        })
+        .collect();
+    let mut out: Vec<Option<Asked>> = keys
+        .iter()
+        .map(|k| {
+            let hit = cache.zip(k.as_ref())?.0.get(k.as_ref()?).ok()??;
+            Some(Asked {
+                result: Ok(hit),
+                attempts: 0,
+                latency: Duration::ZERO,
+                cached: true,
+                retries: Vec::new(),
+            })
+        })
+        .collect();
+    let missing: Vec<usize> = (0..requests.len()).filter(|&i| out[i].is_none()).collect();
+    if let Some(&first) = missing.first() {
+        let mut retries = Vec::new();
+        let n = missing.len() as u32;
+        let (result, attempts, latency) =
+            send_batch(model, &requests[first].1, n, &mut retries).await;
+        let mut choices = match result {
+            Ok(list) => list.into_iter().map(Ok).collect::<Vec<_>>(),
+            Err(e) => vec![Err(e); missing.len()],
+        };
+        if let Some(Ok(first)) = choices.first() {
+            model.observe(cache, first.served.as_ref());
+        }
+        for (j, &i) in missing.iter().enumerate() {
+            let result = if j < choices.len() {
+                std::mem::replace(&mut choices[j], Err(ProviderError::Config(String::new())))
+            } else {
+                Err(ProviderError::Malformed(format!(
+                    "asked for {n} choices, the server returned {}",
+                    choices.len()
+                )))
+            };
+            if let (Some(cache), Ok(c)) = (cache, &result) {
+                let (sample, request) = &requests[i];
+                let k = cache_key(
+                    &model.spec,
+                    &model.base_url,
+                    request,
+                    *sample,
+                    c.served.as_ref(),
+                );
+                let _ = cache.put(&k, &model.spec, c);
+            }
+            // The request's attempts are counted once, on its first sample.
+            out[i] = Some(Asked {
+                result,
+                attempts: if j == 0 { attempts } else { 0 },
+                latency,
+                cached: false,
+                retries: if j == 0 { retries.clone() } else { Vec::new() },
+            });
+        }
+    }
+    out.into_iter()
+        .map(|a| a.expect("every sample asked"))
+        .collect()
+}
+
+/// Asks `model` once, from the cache when possible, re-asking (up to `max_asks`
+/// in all, varying the seed) while `accept` rejects the answer; the last answer
+/// is kept either way and cached. Used for models under test and for judges.
+pub async fn ask(
+    model: &ModelClient,
+    request: &ChatRequest,
+    key: RequestKey<'_>,
+    cache: Option<&Cache>,
+    max_asks: u32,
+    accept: impl Fn(&str) -> Result<(), String>,
+) -> Asked {
+    // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
+    let sample = key.judge.map_or(key.sample, |(_, k)| k);
+    let served = if model.provider.is_remote() {
+        model.served(cache)
+    } else {
+        None
+    };
+    let lookup = cache.map(|_| {
+        cache_key(
+            &model.spec,
+            &model.base_url,
+            request,
+            sample,
+            served.as_ref(),
+        )
+    });
+    if let (Some(cache), Some(k)) = (cache, &lookup)
+        && let Ok(Some(hit)) = cache.get(k)
+    {
+        return Asked {
+            result: Ok(hit),
+            attempts: 0,
+            latency: Duration::ZERO,
+            cached: true,
+            retries: Vec::new(),
+        };
+    }
+    let mut total_attempts = 0;
+    let mut asks = 0;
+    let mut retries = Vec::new();
+    loop {
+        asks += 1;
+        // Re-asks vary the seed when one is set, so a deterministic server can answer differently.
+        let mut this_request = request.clone();
+        if asks > 1 {
+            this_request.seed = request.seed.map(|s| s.wrapping_add(u64::from(asks - 1)));
+        }
+        let (result, attempts, latency) =
+            send_logged(model, &this_request, key, &mut retries).await;
+        total_attempts += attempts;
+        let rejected = match &result {
+            Ok(c) if asks < max_asks && model.provider.is_remote() => accept(&c.text).err(),
+            _ => None,
+        };
+        if let Some(why) = rejected {
+            retries.push(format!("ask {asks}: {why}; asking again"));
+        } else {
+            if let (Ok(c), true) = (&result, model.provider.is_remote()) {
+                model.observe(cache, c.served.as_ref());
+                // Kept under the identity that answered, which later lookups now use.
+                if let Some(cache) = cache {
+                    let served = c.served.as_ref().or(served.as_ref());
+                    let k = cache_key(&model.spec, &model.base_url, request, sample, served);
+                    let _ = cache.put(&k, &model.spec, c);
+                }
+            }
+            return Asked {
+                result,
+                attempts: total_attempts,
+                latency,
+                cached: false,
+                retries,
+            };
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Asking a model: the layer between the run scheduler (and the judge, and
+//! `harness synth`) and the wire formats of `provider`.
+//!
+//! Data flow: [`connect`] turns each configured model into a [`ModelClient`]
+//! (its provider, resolved endpoint, concurrency semaphore shared per
+//! endpoint, rate limiter, and the managed server it watches, if any);
+//! [`ask::ask`] sends one request through the response [`cache`], the
+//! endpoint's limits, bounded retries with backoff ([`limits`]) and bounded
+//! re-asks of answers the caller rejects. [`managed`] starts, watches and
+//! stops local model servers (`llamacpp`, `vllm`).
+//!
+//! Imports go down only: `provider`, `golden` (replay) and `text`. Nothing
+//! here knows about specs, rules or runs.
+
+pub mod ask;
+pub mod cache;
+pub mod limits;
+pub mod managed;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use crate::provider::{
+    ModelSpec, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider, ServedBy,
+};
+use cache::Cache;
+use limits::RateLimiter;
+use managed::{ManagedServer, ServerWatch};
+
+pub use ask::{Asked, ask, ask_batch};
+
+/// Why a model could not be made ready to ask.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The HTTP client or the model's endpoint could not be set up.
+    #[error("{0}")]
+    Setup(String),
+    /// The response cache could not be opened or read.
+    #[error("cache: {0}")]
+    Cache(#[from] rusqlite::Error),
+    /// A managed model server could not start.
+    #[error("{0}")]
+    ServerStart(#[from] managed::ManagedError),
+}
+
+/// A model ready to be asked.
+pub struct ModelClient {
+    /// Its configuration.
+    pub spec: ModelSpec,
+    /// The client.
+    pub provider: Provider,
+    /// The resolved base URL, or a managed model's `llamacpp:<file>` (part of cache keys).
+    pub base_url: String,
+    /// Bounds requests in flight to the endpoint.
+    pub semaphore: Arc<Semaphore>,
+    /// Optional requests-per-minute pacing.
+    pub limiter: Option<RateLimiter>,
+    /// The managed server behind this model, watched for its death.
+    pub server: Option<ServerWatch>,
+    /// The model identity the endpoint reported last (`None` inside: never);
+    /// the outer `None` until it is read from the cache.
+    served: std::sync::Mutex<Option<Option<ServedBy>>>,
+    /// Each change of the reported identity seen in this run, for the summary.
+    changes: std::sync::Mutex<Vec<String>>,
+}
+
+impl ModelClient {
+    fn endpoint(&self) -> String {
+        endpoint_key(&self.spec, &self.base_url)
+    }
+
+    /// The identity cache keys are made with: the one the endpoint reported
+    /// last, in this run or an earlier one (read from `cache` once).
+    pub fn served(&self, cache: Option<&Cache>) -> Option<ServedBy> {
+        let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        served
+            .get_or_insert_with(|| cache.and_then(|c| c.identity(&self.endpoint()).ok().flatten()))
+            .clone()
+    }
+
+    /// Notes the identity a live answer reported. A different one than before
+    /// is kept for the run summary and stored, so from now on the cache
+    /// answers only with what this model said.
+    pub fn observe(&self, cache: Option<&Cache>, reported: Option<&ServedBy>) {
+        let Some(reported) = reported else { return };
+        let before = self.served(cache);
+        if before.as_ref() == Some(reported) {
+            return;
+        }
+        *self.served.lock().unwrap_or_else(|e| e.into_inner()) = Some(Some(reported.clone()));
+        if let Some(cache) = cache {
+            let _ = cache.set_identity(&self.endpoint(), reported);
+        }
+        if let Some(before) = before {
+            self.changes.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                "model `{}`: the server now reports {reported}, no longer {before}; answers cached from {before} are not reused (answers this run took from the cache before the change showed are asked again on the next run)",
+                self.spec.name
+            ));
+        }
+    }
+
+    /// The identity changes seen so far, one sentence each.
+    pub fn identity_changes(&self) -> Vec<String> {
+        self.changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Builds the client side of each model; endpoints shared by several models share a semaphore.
+pub fn connect(
+    models: &[ModelSpec],
+    golden_dir: &Path,
+) -> Result<Vec<Arc<ModelClient>>, ClientError> {
+    crate::net::install_tls();
+    let build = |direct: bool| {
+        let b = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true);
+        let b = if direct { b.no_proxy() } else { b };
+        b.build()
+            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))
+    };
+    let (direct, proxied) = (build(true)?, build(false)?);
+    let mut semaphores: HashMap<String, Arc<Semaphore>> = HashMap::new();
+    let mut out = Vec::new();
+    for m in models {
+        // Resolve the base URL once: clients, the endpoint semaphore and cache keys share it.
+        let base_url = match m.provider {
+            // Set by the caller to the started server's URL (see `connect_managed`).
+            ProviderKind::LlamaCpp | ProviderKind::Vllm => m.base_url.clone().ok_or_else(|| {
+                ClientError::Setup(format!("model `{}`: its server is not running", m.name))
+            })?,
+            ProviderKind::OpenAi => m
+                .base_url
+                .clone()
+                .unwrap_or_else(crate::provider::openai_default_base_url),
+            ProviderKind::Ollama => m.base_url.clone().unwrap_or_else(|| {
+                crate::provider::ollama_base_from_env(std::env::var("OLLAMA_HOST").ok())
+            }),
+            ProviderKind::Replay => format!("replay:{}", m.name),
+        };
+        let mut resolved = m.clone();
+        resolved.base_url = Some(base_url.clone());
+        let http = if crate::net::is_loopback(&base_url) {
+            direct.clone()
+        } else {
+            proxied.clone()
+        };
+        let provider = match m.provider {
+            ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm => Provider::OpenAi(
+                OpenAiClient::new(&resolved, http)
+                    .map_err(|e| ClientError::Setup(e.to_string()))?,
+            ),
+            ProviderKind::Ollama => Provider::Ollama(OllamaClient::new(&resolved, http, m.stream)),
+            ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
+        };
+        let identity = cache_identity(m, &base_url);
+        let semaphore = semaphores
+            .entry(identity.clone())
+            .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
+            .clone();
+        out.push(Arc::new(ModelClient {
+            spec: m.clone(),
+            provider,
+            base_url: identity,
+            semaphore,
+            limiter: m.requests_per_minute.map(RateLimiter::new),
+            server: None,
+            served: Default::default(),
+            changes: Default::default(),
+        }));
+    }
+    Ok(out)
+}
+
+/// What identifies a model's endpoint in the cache's identity table; `identity`
+/// is its [`cache_identity`].
+pub fn endpoint_key(model: &ModelSpec, identity: &str) -> String {
+    format!("{}|{identity}|{}", model.provider.prefix(), model.model)
+}
+
+/// What stands for the endpoint in cache keys: the base URL, except for a
+/// managed server, whose port changes with every start: its model file or id.
+pub fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
+    if model.provider.is_managed() {
+        format!("{}:{}", model.provider.prefix(), model.model)
+    } else {
+        base_url.to_owned()
+    }
+}
+
+/// The runtime of a managed model whose server is up: an `openai` client at
+/// the server's URL that also watches the server, so its death stops the run.
+pub fn connect_managed(
+    model: &ModelSpec,
+    server: &ManagedServer,
+    golden_dir: &Path,
+) -> Result<Arc<ModelClient>, ClientError> {
+    let mut live = model.clone();
+    live.base_url = Some(server.base_url().to_owned());
+    let runtime = connect(std::slice::from_ref(&live), golden_dir)?
+        .pop()
+        .expect("one model in, one runtime out");
+    let mut runtime = Arc::into_inner(runtime).expect("not shared yet");
+    runtime.server = Some(server.watch());
+    Ok(Arc::new(runtime))
+}

@@ -1,0 +1,235 @@
+//! Files that survive a crash: append-only JSON-lines logs (journals) and
+//! whole files replaced atomically.
+//!
+//! A log line is written and flushed to the kernel before it counts, so a
+//! killed process loses nothing it reported; `fsync` runs at most every
+//! 200 ms and at close, bounding what a power loss could take. A torn last
+//! line is dropped when the log is reopened.
+//!
+//! A whole file is replaced through a temporary sibling, `fsync`, a rename
+//! and an `fsync` of the directory ([`write_atomic`], [`AtomicFile`]).
+//!
+//! A leaf: it imports nothing from the rest of the crate.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// An append-only file of JSON lines, open for appending.
+pub struct AppendLog {
+    file: File,
+    path: PathBuf,
+    last_sync: Instant,
+}
+
+const SYNC_EVERY: Duration = Duration::from_millis(200);
+
+impl AppendLog {
+    /// Opens (creating) a log of `T` lines, dropping a torn last line (one that
+    /// does not parse as `T`) left by a crash.
+    pub fn open<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<AppendLog> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
+        let valid_len = valid_prefix_len::<T>(path)?;
+        if valid_len < file.metadata()?.len() {
+            file.set_len(valid_len)?;
+            file.seek(SeekFrom::End(0))?;
+        }
+        Ok(AppendLog {
+            file,
+            path: path.to_path_buf(),
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a value as one JSON line, in a single write.
+    pub fn append<T: serde::Serialize>(&mut self, value: &T) -> io::Result<()> {
+        let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.file.sync_data()?;
+            self.last_sync = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Syncs everything to disk.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// Length of the file without a torn last line: one with no newline (a crash
+/// mid-write) or that does not parse. Bad lines elsewhere are left alone —
+/// cutting there would delete the good records after them.
+fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u64> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let (mut len, mut last_start, mut last_ok, mut line) = (0u64, 0u64, true, Vec::new());
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        last_start = len;
+        len += n as u64;
+        last_ok = line.last() == Some(&b'\n') && serde_json::from_slice::<T>(&line).is_ok();
+    }
+    Ok(if last_ok { len } else { last_start })
+}
+
+/// Calls `f` with each line that parses as `T`, in file order; other lines are skipped.
+pub fn for_each_line<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut f: impl FnMut(T),
+) -> io::Result<()> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for line in BufReader::new(file).split(b'\n') {
+        if let Ok(record) = serde_json::from_slice::<T>(&line?) {
+            f(record);
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` through a temporary sibling, `fsync` and a rename,
+/// so a reader (or a crash) sees the old file or the new one, never half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes)?;
+    file.commit()
+}
+
+/// A file being replaced atomically: written to a temporary sibling (same
+/// directory, so the rename cannot cross file systems), which [`AtomicFile::commit`]
+/// syncs and renames over the target, then syncs the directory so the rename
+/// itself survives a power loss. Dropped without a commit, the temporary file
+/// is removed and the target is untouched.
+pub struct AtomicFile {
+    file: Option<io::BufWriter<File>>,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl AtomicFile {
+    /// Starts replacing `path` (creating its directory).
+    pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        let dir = parent_dir(path);
+        std::fs::create_dir_all(dir)?;
+        let name = path.file_name().map_or_else(
+            || std::ffi::OsString::from("file"),
+            std::ffi::OsStr::to_os_string,
+        );
+        // Hidden and per process: two writers never share a temporary file,
+        // and scanners of `*.jsonl` or `*.new` never mistake one for a result.
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(&name);
+        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        let tmp = dir.join(tmp_name);
+        let file = File::create(&tmp)?;
+        Ok(AtomicFile {
+            file: Some(io::BufWriter::new(file)),
+            tmp,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Syncs the new content and puts it in place of the old file.
+    pub fn commit(mut self) -> io::Result<()> {
+        let file = self.file.take().expect("committed once");
+        let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
+        stall_for_tests(&self.path);
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.path)?;
+        sync_dir(parent_dir(&self.path))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.as_mut().expect("not committed").write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().expect("not committed").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Syncs a directory, so renames and new entries in it are on disk.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The kill tests' hook (`tests/atomic_writes.rs`): with `HARNESS_TEST_STALL_WRITE`
+/// set, a write of a file whose name contains its value stops after writing
+/// the temporary file and before the rename, so a test can kill the process
+/// at the worst moment.
+fn stall_for_tests(path: &Path) {
+    static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let target = TARGET.get_or_init(|| std::env::var("HARNESS_TEST_STALL_WRITE").ok());
+    let name = path.file_name().map(|n| n.to_string_lossy());
+    if let (Some(target), Some(name)) = (target, name)
+        && name.contains(target.as_str())
+    {
+        eprintln!("stalling before the rename of {}", path.display());
+        loop {
+            std::thread::sleep(Duration::from_secs(60));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_replace_whole_files_and_leave_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/plan.json");
+        write_atomic(&path, b"old").unwrap();
+        write_atomic(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let mut abandoned = AtomicFile::create(&path).unwrap();
+        abandoned.write_all(b"half").unwrap();
+        drop(abandoned);
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("plan.json")]);
+    }
+}

@@ -1,0 +1,22 @@
+//! The spec file format: the serde model of one category's TOML file, the
+//! source map that locates every key and value in it, and the JSON Schema
+//! generated from the model.
+//!
+//! Every struct rejects unknown keys; `schemas/spec.schema.json` is generated
+//! from these types, so the two cannot drift apart.
+//!
+//! The bottom layer of the spec path: it imports only `error`. Everything that
+//! reads a spec (sources, prompts, rules, the compiled spec) imports it.
+
+mod dataset;
+mod extract;
+pub mod locate;
+mod rule;
+mod schema;
+mod spec_file;
+
+pub use dataset::{Dataset, DatasetFormat, FieldSource};
+pub use extract::{ExtractDef, ExtractKind};
+pub use rule::{EntityDef, Level, Normalizer, RuleDef};
+pub use schema::{spec_schema, spec_schema_text};
+pub use spec_file::*;

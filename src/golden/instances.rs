@@ -1,0 +1,29 @@
+//! Golden instances: `golden/<spec>/instances.jsonl`, what a spec generates
+//! for its seed (variables, rendered messages, expected values), one line each.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::prompt::Message;
+
+/// One line of `golden/<spec>/instances.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldenInstance {
+    /// Instance index.
+    pub index: u64,
+    /// Instance id.
+    pub id: String,
+    /// Generated variables.
+    pub vars: Map<String, Value>,
+    /// Rendered messages.
+    pub messages: Vec<Message>,
+    /// Each rule's expected value.
+    pub expected: Map<String, Value>,
+}
+
+/// The golden instances file of a spec.
+pub fn instances_path(golden_dir: &Path, spec_id: &str) -> PathBuf {
+    golden_dir.join(spec_id).join("instances.jsonl")
+}

@@ -1,0 +1,222 @@
+//! Metrics over journal records, per (model, spec) cell and per model.
+//!
+//! An [`Accumulator`] keeps numbers and a bounded number of examples, never
+//! whole records, so 100,000 records cost a few megabytes: the only per-record
+//! state is one `u64` latency, kept so percentiles are exact.
+//!
+//! Percentiles use the nearest-rank method: the p-th percentile of `n` sorted
+//! values is the value at 1-based rank `ceil(p / 100 * n)` (rank 1 for p = 0),
+//! so it is always one of the observed latencies.
+//!
+//! Data flow: records from a journal → [`MetricsBuilder`] (one
+//! [`Accumulator`] per cell, group and model) → [`Summary`], which the
+//! reports render. Imports go down only: `run::record`, `verify` (variable
+//! lookup for `group_by`) and `text`; it never asks a model.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::run::record::Record;
+pub use accumulate::Accumulator;
+pub use builder::{Groups, MetricsBuilder};
+pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
+
+mod accumulate;
+mod builder;
+mod sampling;
+pub mod stats;
+
+/// Characters of a response, detail or expected value kept in an example.
+pub const EXCERPT_CHARS: usize = 400;
+/// Failing records kept as examples per accumulator: the first ones added.
+pub const FAILING_EXAMPLES: usize = 10;
+
+/// The id reports show for a record: `instance_id`, plus `#<sample>` when sample > 0.
+pub fn test_id(r: &Record) -> String {
+    if r.sample > 0 {
+        format!("{}#{}", r.instance_id, r.sample)
+    } else {
+        r.instance_id.clone()
+    }
+}
+
+/// The expected output: the single rule's value, else the map rule → value (null when empty).
+pub fn expected_output(r: &Record) -> Value {
+    match r.expected.len() {
+        0 => Value::Null,
+        1 => r.expected.values().next().cloned().unwrap_or(Value::Null),
+        _ => Value::Object(r.expected.clone()),
+    }
+}
+
+/// A record kept as an example, its long texts excerpted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Example {
+    /// [`test_id`] of the record.
+    pub id: String,
+    /// Failure label, if any.
+    pub failure: Option<String>,
+    /// [`expected_output`] as compact JSON.
+    pub expected: String,
+    /// The extracted answer.
+    pub answer: Option<String>,
+    /// The response.
+    pub response: Option<String>,
+    /// The failure details.
+    pub detail: String,
+    /// The request error.
+    pub error: Option<String>,
+}
+
+impl Example {
+    /// An example of `r`, long texts cut to [`EXCERPT_CHARS`].
+    pub fn of(r: &Record) -> Example {
+        let cut = |s: &str| crate::text::clip(s, EXCERPT_CHARS);
+        Example {
+            id: test_id(r),
+            failure: r.failure.clone(),
+            expected: cut(&expected_output(r).to_string()),
+            answer: r.scored.answer.as_deref().map(cut),
+            response: r.scored.response.as_deref().map(cut),
+            detail: cut(&r.scored.detail),
+            error: r.scored.error.as_deref().map(cut),
+        }
+    }
+}
+
+/// How often one failure kind occurred, with the first record showing it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailureStat {
+    /// Occurrences.
+    pub count: u64,
+    /// The first record added with this failure.
+    pub example: Example,
+}
+
+/// Latency statistics in milliseconds over answered, non-cached records.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Latency {
+    /// Records measured.
+    pub count: u64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median, nearest rank.
+    pub p50: u64,
+    /// 95th percentile, nearest rank.
+    pub p95: u64,
+}
+
+/// A token count over the records that report it.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Tokens {
+    /// Records reporting the count.
+    pub count: u64,
+    /// Sum.
+    pub sum: u64,
+    /// Mean over reporting records.
+    pub mean: Option<f64>,
+}
+
+/// Finished metrics of one cell or model; field order is the JSON key order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Records.
+    pub total: u64,
+    /// Records whose every rule passed.
+    pub passed: u64,
+    /// Mean score in [0, 1]; request errors score 0 (0 when there are no records).
+    pub accuracy: f64,
+    /// Records with a valid response ([`Record::is_valid`]).
+    pub valid: u64,
+    /// Records with a request error.
+    pub errors: u64,
+    /// Records answered from the cache (excluded from latency and speed).
+    pub cached: u64,
+    /// Sum of every record's `latency_ms` (errors included, cached ones are 0): time spent waiting.
+    pub time_ms: u64,
+    /// Latency, when any answered non-cached record exists.
+    pub latency_ms: Option<Latency>,
+    /// Prompt tokens.
+    pub tokens_in: Tokens,
+    /// Generated tokens.
+    pub tokens_out: Tokens,
+    /// Generated tokens per second of latency over answered, non-cached records reporting tokens.
+    pub tokens_per_sec: Option<f64>,
+    /// Failure label → count and example.
+    pub failures: BTreeMap<String, FailureStat>,
+    /// The first [`FAILING_EXAMPLES`] records that did not pass.
+    pub failing: Vec<Example>,
+    /// Rule name → its accuracy, for rules with `report_only = true`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub report_only: BTreeMap<String, f64>,
+    /// pass@k and friends, for cells and groups of specs with `[sampling]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampledMetrics>,
+    /// Judge rules' statistics, one entry per (rule, judge model, rubric hash): judgements
+    /// under different judges or rubrics are never pooled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<JudgeStats>,
+}
+
+/// What one judge said about one rule's answers, over a cell or model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeStats {
+    /// The judge rule's name.
+    pub rule: String,
+    /// The judge model.
+    pub judge: String,
+    /// The rubric hash.
+    pub rubric: String,
+    /// Answers the judge gave a level to.
+    pub judged: u64,
+    /// Answers left without a level (judge errors); they score 0 in `accuracy`.
+    pub errors: u64,
+    /// Mean normalized score over judged answers only.
+    pub mean_score: Option<f64>,
+    /// Mean spread (highest minus lowest sampled level) over judged answers.
+    pub mean_spread: Option<f64>,
+    /// Judged answers whose judge samples disagreed (spread > 0).
+    pub disagreements: u64,
+    /// HTTP attempts the judge made.
+    pub attempts: u64,
+}
+
+/// Finished metrics: model → spec → cell, and model → totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// Per (model, spec).
+    pub cells: BTreeMap<String, BTreeMap<String, Metrics>>,
+    /// Per model, over all its records.
+    pub models: BTreeMap<String, Metrics>,
+    /// Per (model, spec), the `group_by` breakdowns: variable → value → metrics.
+    pub groups: BTreeMap<String, BTreeMap<String, Groups<Metrics>>>,
+}
+
+impl Summary {
+    /// The metrics of one cell, when it has records.
+    pub fn cell(&self, model: &str, spec: &str) -> Option<&Metrics> {
+        self.cells.get(model)?.get(spec)
+    }
+
+    /// The `group_by` breakdowns of one cell, when the spec asks for them and has records.
+    pub fn groups(&self, model: &str, spec: &str) -> Option<&Groups<Metrics>> {
+        self.groups.get(model)?.get(spec)
+    }
+
+    /// The model's totals, when it has records.
+    pub fn model(&self, model: &str) -> Option<&Metrics> {
+        self.models.get(model)
+    }
+
+    /// Mean of the model's category accuracies (each spec counts once, whatever its size).
+    pub fn category_mean(&self, model: &str) -> Option<f64> {
+        let specs = self.cells.get(model)?;
+        (!specs.is_empty())
+            .then(|| specs.values().map(|m| m.accuracy).sum::<f64>() / specs.len() as f64)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

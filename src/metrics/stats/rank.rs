@@ -1,0 +1,261 @@
+//! Leaderboard tie groups: which models the data cannot tell apart from the best.
+//!
+//! Models are ordered by score (ties by name). The first is the leader of group 1;
+//! every other model is compared with it by the paired test, and the p-values of
+//! those comparisons are Holm-adjusted together. Models whose adjusted p-value is at
+//! least alpha join group 1. The best of the models left leads group 2, compared
+//! (and adjusted) against the models left after it, and so on.
+//!
+//! A group holds the models not shown worse than its leader, so it need not be a
+//! run of the score order: a model whose gap to the leader is large but noisy can
+//! join group 1 while one with a smaller, consistent gap lands in group 2. That is
+//! the evidence, not an error: only the second gap is established.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::bootstrap::{instance_means, mean};
+use super::paired::{compare_scores, mcnemar_p};
+use super::{Bootstrap, StatsError, same_length};
+
+/// One model's place on a leaderboard.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ranked {
+    /// Model name.
+    pub name: String,
+    /// Tie group, 1 for the best; models of one group share the rank.
+    pub rank: u32,
+    /// Pass rate or mean score (0 without instances).
+    pub score: f64,
+    /// Instances the model was scored on.
+    pub instances: usize,
+    /// Leader of the model's group (the model itself for a leader).
+    pub leader: String,
+    /// p-value of the paired test against the leader; `None` for a leader.
+    pub p_value: Option<f64>,
+    /// `p_value` Holm-adjusted over all comparisons with that leader; `None` for a leader.
+    pub adjusted_p: Option<f64>,
+}
+
+/// Holm's step-down adjustment of `p_values`, in their order: the i-th smallest is
+/// multiplied by (m - i + 1), made non-decreasing in that order, and capped at 1.
+pub fn holm(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 0.0;
+    for (i, &at) in order.iter().enumerate() {
+        running = running.max(((m - i) as f64 * p_values[at]).min(1.0));
+        adjusted[at] = running;
+    }
+    adjusted
+}
+
+/// Tie groups of models from pass/fail results on the same instances (same order),
+/// compared by the exact McNemar test at `alpha`; sorted by rank, score, then name.
+pub fn tie_groups(
+    models: &BTreeMap<String, Vec<bool>>,
+    alpha: f64,
+) -> Result<Vec<Ranked>, StatsError> {
+    let results: Vec<&[bool]> = models.values().map(Vec::as_slice).collect();
+    check_lengths(models.keys().zip(results.iter().map(|r| r.len())))?;
+    let scores = results.iter().map(|r| {
+        let passed = r.iter().filter(|p| **p).count();
+        (
+            if r.is_empty() {
+                0.0
+            } else {
+                passed as f64 / r.len() as f64
+            },
+            r.len(),
+        )
+    });
+    let discordant = |a: &[bool], b: &[bool]| a.iter().zip(b).filter(|(x, y)| x > y).count() as u64;
+    Ok(group(models.keys().zip(scores), alpha, |a, b| {
+        mcnemar_p(
+            discordant(results[a], results[b]),
+            discordant(results[b], results[a]),
+        )
+    }))
+}
+
+/// Tie groups of models from per-instance sample scores on the same instances (same
+/// order), ranked by mean score and compared by the paired bootstrap ([`compare_scores`]).
+///
+/// Costs up to one bootstrap per pair of models: m (m - 1) / 2 of them for m models.
+pub fn tie_groups_scores(
+    models: &BTreeMap<String, Vec<Vec<f64>>>,
+    alpha: f64,
+    cfg: &Bootstrap,
+) -> Result<Vec<Ranked>, StatsError> {
+    let results: Vec<&[Vec<f64>]> = models.values().map(Vec::as_slice).collect();
+    check_lengths(models.keys().zip(results.iter().map(|r| r.len())))?;
+    let scores = results.iter().map(|r| {
+        let means = instance_means(r);
+        (
+            if means.is_empty() { 0.0 } else { mean(&means) },
+            means.len(),
+        )
+    });
+    Ok(group(models.keys().zip(scores), alpha, |a, b| {
+        compare_scores(results[a], results[b], cfg).map_or(1.0, |c| c.p_value)
+    }))
+}
+
+/// Fails unless every model has as many instances as the first.
+fn check_lengths<'a>(
+    mut lengths: impl Iterator<Item = (&'a String, usize)>,
+) -> Result<(), StatsError> {
+    let Some((_, expected)) = lengths.next() else {
+        return Ok(());
+    };
+    lengths.try_for_each(|(name, found)| same_length(expected, found, Some(name)))
+}
+
+/// Groups models given (name, (score, instances)) in a fixed order, with `p(a, b)` the
+/// paired test's p-value between the models at those positions of that order.
+fn group<'a>(
+    models: impl Iterator<Item = (&'a String, (f64, usize))>,
+    alpha: f64,
+    mut p: impl FnMut(usize, usize) -> f64,
+) -> Vec<Ranked> {
+    let models: Vec<(&String, f64, usize)> = models.map(|(n, (s, i))| (n, s, i)).collect();
+    let mut left: Vec<usize> = (0..models.len()).collect();
+    left.sort_by(|&a, &b| {
+        models[b]
+            .1
+            .total_cmp(&models[a].1)
+            .then_with(|| models[a].0.cmp(models[b].0))
+    });
+    let mut ranked = Vec::with_capacity(models.len());
+    let mut rank = 0;
+    while let Some((&leader, others)) = left.split_first() {
+        rank += 1;
+        let raw: Vec<f64> = others.iter().map(|&o| p(leader, o)).collect();
+        let adjusted = holm(&raw);
+        let entry = |i: usize, tested: Option<(f64, f64)>| Ranked {
+            name: models[i].0.clone(),
+            rank,
+            score: models[i].1,
+            instances: models[i].2,
+            leader: models[leader].0.clone(),
+            p_value: tested.map(|t| t.0),
+            adjusted_p: tested.map(|t| t.1),
+        };
+        ranked.push(entry(leader, None));
+        let mut worse = Vec::new();
+        for (k, &o) in others.iter().enumerate() {
+            if adjusted[k] >= alpha {
+                ranked.push(entry(o, Some((raw[k], adjusted[k]))));
+            } else {
+                worse.push(o);
+            }
+        }
+        left = worse;
+    }
+    ranked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passes(pattern: &[(&str, &str)]) -> BTreeMap<String, Vec<bool>> {
+        pattern
+            .iter()
+            .map(|(name, p)| (name.to_string(), p.chars().map(|c| c == '1').collect()))
+            .collect()
+    }
+
+    fn ranks(ranked: &[Ranked]) -> Vec<(&str, u32)> {
+        ranked.iter().map(|r| (r.name.as_str(), r.rank)).collect()
+    }
+
+    #[test]
+    fn noise_shares_the_top_rank() {
+        // 10 instances: 5.5% against 0.3% is this kind of gap.
+        let models = passes(&[
+            ("b", "1000000000"),
+            ("a", "0000000000"),
+            ("c", "1100000000"),
+        ]);
+        let ranked = tie_groups(&models, 0.05).unwrap();
+        assert_eq!(ranks(&ranked), [("c", 1), ("b", 1), ("a", 1)]);
+        assert_eq!(ranked[0].p_value, None);
+        assert_eq!(ranked[2].p_value, Some(mcnemar_p(0, 2)));
+        assert!(ranked.iter().all(|r| r.leader == "c"));
+    }
+
+    #[test]
+    fn a_clear_gap_splits_the_groups() {
+        let strong = "1".repeat(30);
+        let weak = format!("{}{}", "1".repeat(5), "0".repeat(25));
+        let models = passes(&[("x", &strong), ("y", &strong), ("z", &weak), ("w", &weak)]);
+        let ranked = tie_groups(&models, 0.05).unwrap();
+        assert_eq!(ranks(&ranked), [("x", 1), ("y", 1), ("w", 2), ("z", 2)]);
+        assert_eq!(ranked[2].leader, "w");
+        assert_eq!((ranked[1].adjusted_p, ranked[2].p_value), (Some(1.0), None));
+        assert_eq!(ranked[3].p_value, Some(1.0));
+    }
+
+    #[test]
+    fn a_noisy_large_gap_can_tie_while_a_consistent_small_one_cannot() {
+        // Against the leader: b loses 7 instances and wins none; c loses 16 and wins 7.
+        // c is further behind, yet only b's gap is established.
+        let leader = format!("{}{}", "1".repeat(16), "0".repeat(34));
+        let b = format!("{}{}", "0".repeat(7), &leader[7..]);
+        let c = format!("{}{}{}", "0".repeat(16), "1".repeat(7), "0".repeat(27));
+        let ranked =
+            tie_groups(&passes(&[("leader", &leader), ("b", &b), ("c", &c)]), 0.05).unwrap();
+        assert_eq!(ranks(&ranked), [("leader", 1), ("c", 1), ("b", 2)]);
+    }
+
+    #[test]
+    fn edges() {
+        assert!(tie_groups(&BTreeMap::new(), 0.05).unwrap().is_empty());
+        let one = tie_groups(&passes(&[("only", "0101")]), 0.05).unwrap();
+        assert_eq!(ranks(&one), [("only", 1)]);
+        assert_eq!(one[0].score, 0.5);
+        let empty = tie_groups(&passes(&[("a", ""), ("b", "")]), 0.05).unwrap();
+        assert_eq!(ranks(&empty), [("a", 1), ("b", 1)]);
+        let err = tie_groups(&passes(&[("a", "01"), ("b", "011")]), 0.05).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "paired results need the same instances: 3 for b against 2"
+        );
+    }
+
+    #[test]
+    fn equal_scores_break_by_name() {
+        let models = passes(&[("beta", "1100"), ("alpha", "0011"), ("gamma", "1010")]);
+        let ranked = tie_groups(&models, 0.05).unwrap();
+        assert_eq!(ranks(&ranked), [("alpha", 1), ("beta", 1), ("gamma", 1)]);
+        assert_eq!(ranked[1].p_value, Some(mcnemar_p(2, 2)));
+    }
+
+    #[test]
+    fn scores_rank_by_the_paired_bootstrap() {
+        let high: Vec<Vec<f64>> = (0..40).map(|i| vec![0.9, f64::from(i % 2)]).collect();
+        let low: Vec<Vec<f64>> = high
+            .iter()
+            .map(|s| s.iter().map(|x| x * 0.5).collect())
+            .collect();
+        let mut models = BTreeMap::new();
+        models.insert("high".to_string(), high.clone());
+        models.insert("twin".to_string(), high);
+        models.insert("low".to_string(), low);
+        let cfg = Bootstrap {
+            resamples: 1000,
+            ..Bootstrap::default()
+        };
+        let ranked = tie_groups_scores(&models, 0.05, &cfg).unwrap();
+        assert_eq!(ranks(&ranked), [("high", 1), ("twin", 1), ("low", 2)]);
+        assert_eq!(ranked[1].p_value, Some(1.0));
+        assert_eq!(
+            serde_json::to_string(&ranked).unwrap(),
+            serde_json::to_string(&tie_groups_scores(&models, 0.05, &cfg).unwrap()).unwrap()
+        );
+    }
+}

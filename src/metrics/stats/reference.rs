@@ -1,0 +1,172 @@
+//! Agreement with independent implementations (statsmodels, scipy, R's epiR) through
+//! the values `tests/fixtures/stats/reference.py` wrote to `reference.json`.
+
+use serde_json::Value;
+
+use super::power::n_per_arm;
+use super::{
+    compare_passes, holm, mcnemar_p, min_detectable_effect, newcombe_paired, required_n, wilson,
+};
+
+const REFERENCE: &str = include_str!("../../../tests/fixtures/stats/reference.json");
+const TOLERANCE: f64 = 1e-9;
+
+/// The cases of one section of the fixture, at least `min` of them.
+fn cases(section: &str, min: usize) -> Vec<Value> {
+    let all: Value = serde_json::from_str(REFERENCE).expect("reference.json parses");
+    let cases = all[section].as_array().cloned().unwrap_or_default();
+    assert!(
+        cases.len() >= min,
+        "{section}: {} cases, expected at least {min}",
+        cases.len()
+    );
+    cases
+}
+
+fn num(case: &Value, key: &str) -> f64 {
+    case[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} in {case}"))
+}
+
+fn int(case: &Value, key: &str) -> u64 {
+    case[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} in {case}"))
+}
+
+/// The largest absolute error seen in a section; reported with `--nocapture`.
+struct Errors(&'static str, f64);
+
+impl Errors {
+    fn check(&mut self, got: f64, want: f64, case: &Value) {
+        let err = (got - want).abs();
+        assert!(
+            err <= TOLERANCE,
+            "{}: got {got}, reference {want} ({case})",
+            self.0
+        );
+        self.1 = self.1.max(err);
+    }
+}
+
+impl Drop for Errors {
+    fn drop(&mut self) {
+        println!("{}: max abs error {:e}", self.0, self.1);
+    }
+}
+
+#[test]
+fn wilson_matches_statsmodels() {
+    let mut errors = Errors("wilson", 0.0);
+    for case in cases("wilson", 150) {
+        let got = wilson(int(&case, "k"), int(&case, "n"), num(&case, "level")).expect("n > 0");
+        errors.check(got.low, num(&case, "low"), &case);
+        errors.check(got.high, num(&case, "high"), &case);
+    }
+}
+
+#[test]
+fn mcnemar_matches_statsmodels_and_scipy() {
+    let mut errors = Errors("mcnemar", 0.0);
+    for case in cases("mcnemar", 170) {
+        errors.check(
+            mcnemar_p(int(&case, "b"), int(&case, "c")),
+            num(&case, "p"),
+            &case,
+        );
+    }
+}
+
+#[test]
+fn newcombe_matches_epir() {
+    let mut errors = Errors("newcombe", 0.0);
+    for case in cases("newcombe", 40) {
+        let (r, s, t, u) = (
+            int(&case, "both"),
+            int(&case, "first_only"),
+            int(&case, "second_only"),
+            int(&case, "neither"),
+        );
+        let level = num(&case, "level");
+        let got = newcombe_paired(r, s, t, u, level).expect("n > 0");
+        errors.check(got.low, num(&case, "low"), &case);
+        // The same through compare_passes, from per-instance results.
+        let rows = [
+            (true, true, r),
+            (true, false, s),
+            (false, true, t),
+            (false, false, u),
+        ];
+        let (first, second): (Vec<bool>, Vec<bool>) = rows
+            .iter()
+            .flat_map(|&(a, b, count)| std::iter::repeat_n((a, b), count as usize))
+            .unzip();
+        let cmp = compare_passes(&first, &second, level).expect("same length");
+        assert_eq!(cmp.interval, Some(got));
+        errors.check(cmp.difference, num(&case, "difference"), &case);
+        errors.check(got.high, num(&case, "high"), &case);
+    }
+}
+
+#[test]
+fn holm_matches_statsmodels() {
+    let mut errors = Errors("holm", 0.0);
+    for case in cases("holm", 10) {
+        let floats = |key: &str| -> Vec<f64> {
+            case[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_f64)
+                .collect()
+        };
+        let (got, want) = (holm(&floats("p")), floats("adjusted"));
+        assert_eq!(got.len(), want.len());
+        got.iter()
+            .zip(&want)
+            .for_each(|(g, w)| errors.check(*g, *w, &case));
+    }
+}
+
+#[test]
+fn required_n_matches_statsmodels() {
+    let mut errors = Errors("required_n", 0.0);
+    for case in cases("required_n", 30) {
+        let args = (
+            num(&case, "first"),
+            num(&case, "second"),
+            num(&case, "alpha"),
+            num(&case, "power"),
+        );
+        let want = num(&case, "n");
+        errors.check(n_per_arm(args.0, args.1, args.2, args.3), want, &case);
+        assert_eq!(
+            required_n(args.0, args.1, args.2, args.3),
+            Some((want.ceil() as u64).max(1)),
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn min_detectable_effect_matches_statsmodels_power() {
+    let mut errors = Errors("mde", 0.0);
+    let mut solved = 0;
+    for case in cases("mde", 60) {
+        let got = min_detectable_effect(
+            int(&case, "n"),
+            num(&case, "baseline"),
+            num(&case, "alpha"),
+            num(&case, "power"),
+        );
+        match case["effect"].as_f64() {
+            Some(want) => {
+                errors.check(got.expect("a detectable effect"), want, &case);
+                solved += 1;
+            }
+            None => assert_eq!(got, None, "{case}"),
+        }
+    }
+    assert!(solved >= 30, "only {solved} cases with an effect");
+}

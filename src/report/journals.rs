@@ -1,0 +1,307 @@
+//! The records of several journals in report order, read on demand.
+//!
+//! Loading 100,000 records with their prompts could take gigabytes, so a
+//! first pass keeps only each record's key and byte offset; reports then
+//! seek to each record when they need it. Like `read_journal`, unparseable
+//! lines (a torn last line) are skipped, later lines win on duplicate keys,
+//! and a missing journal counts as empty.
+//!
+//! Model names: a model found in one journal keeps its name; a model found
+//! in several is shown as `<run-id>/<model>` in each, so the runs stay apart.
+//! Models are ordered as `ctx.models`, then the unlisted ones by name, each
+//! model's runs in journal order; a name that would repeat (one journal
+//! given twice) gets `#2`, `#3`. Specs: `ctx.specs`, then the others by id.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::Path;
+
+use crate::run::record::Record;
+
+use super::{ReportContext, SpecInfo};
+
+/// Where one record lives, with its sort key (shown model, spec id, instance, sample).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Index into [`Journals::models`].
+    model: usize,
+    /// Index into `Journals::spec_ids` (sorted, so comparing indices compares ids).
+    spec: usize,
+    instance: u64,
+    sample: u32,
+    journal: usize,
+    offset: u64,
+}
+
+/// The indexed records of every journal in a report.
+pub(crate) struct Journals {
+    /// Shown model names, in report order.
+    pub models: Vec<String>,
+    /// Specs in report order.
+    pub specs: Vec<SpecInfo>,
+    /// All spec ids with records, sorted.
+    spec_ids: Vec<String>,
+    /// Sorted by (model, spec id, instance, sample), like `TaskKey`.
+    entries: Vec<Entry>,
+    readers: Vec<Option<BufReader<File>>>,
+}
+
+/// One journal's records: (model name, spec id, instance, sample) → offset.
+type JournalIndex = BTreeMap<(usize, usize, u64, u32), u64>;
+
+impl Journals {
+    /// Indexes every journal of `ctx`.
+    pub fn open(ctx: &ReportContext) -> io::Result<Journals> {
+        let (mut raw_models, mut spec_names) = (Interner::default(), Interner::default());
+        let mut indexes = Vec::new();
+        let mut readers = Vec::new();
+        for path in ctx.journals {
+            let (index, reader) = index_journal(path, &mut raw_models, &mut spec_names)?;
+            indexes.push(index);
+            readers.push(reader);
+        }
+        // (raw model, journal) → shown model position.
+        let mut runs_of: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); raw_models.names.len()];
+        for (j, index) in indexes.iter().enumerate() {
+            index.keys().for_each(|k| {
+                runs_of[k.0].insert(j);
+            });
+        }
+        let mut models: Vec<String> = Vec::new();
+        let mut shown: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+        let mut listed: Vec<&str> = ctx.models.iter().map(String::as_str).collect();
+        let mut unlisted: Vec<&str> = raw_models
+            .names
+            .iter()
+            .map(String::as_str)
+            .filter(|m| !listed.contains(m))
+            .collect();
+        unlisted.sort_unstable();
+        listed.extend(unlisted);
+        for (i, name) in listed.iter().enumerate() {
+            if listed[..i].contains(name) {
+                continue;
+            }
+            let Some(raw) = raw_models.get(name) else {
+                models.push((*name).to_owned()); // planned but no records yet: an empty row
+                continue;
+            };
+            for &j in &runs_of[raw] {
+                let mut shown_name = if runs_of[raw].len() > 1 {
+                    format!("{}/{name}", run_id(ctx, j))
+                } else {
+                    (*name).to_owned()
+                };
+                // Two journals with one run id (the same path given twice) must not merge.
+                let base = shown_name.clone();
+                for n in 2.. {
+                    if !models.contains(&shown_name) {
+                        break;
+                    }
+                    shown_name = format!("{base}#{n}");
+                }
+                shown.insert((raw, j), models.len());
+                models.push(shown_name);
+            }
+        }
+        let spec_ids: Vec<String> = spec_names
+            .names
+            .iter()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let rank: Vec<usize> = spec_names
+            .names
+            .iter()
+            .map(|s| spec_ids.binary_search(s).unwrap_or(0))
+            .collect();
+        let mut entries = Vec::new();
+        for (j, index) in indexes.into_iter().enumerate() {
+            for ((raw, spec, instance, sample), offset) in index {
+                let model = shown[&(raw, j)];
+                entries.push(Entry {
+                    model,
+                    spec: rank[spec],
+                    instance,
+                    sample,
+                    journal: j,
+                    offset,
+                });
+            }
+        }
+        entries.sort_by_key(|e| (e.model, e.spec, e.instance, e.sample));
+        let mut specs: Vec<SpecInfo> = ctx.specs.to_vec();
+        for id in &spec_ids {
+            if !specs.iter().any(|s| &s.id == id) {
+                specs.push(SpecInfo::plain(id));
+            }
+        }
+        Ok(Journals {
+            models,
+            specs,
+            spec_ids,
+            entries,
+            readers,
+        })
+    }
+
+    /// The positions in [`Journals::entries`] of one shown model's records.
+    pub fn model_range(&self, model: usize) -> Range<usize> {
+        let lo = self.entries.partition_point(|e| e.model < model);
+        lo..self.entries.partition_point(|e| e.model <= model)
+    }
+
+    /// The positions in [`Journals::entries`] of one shown model's records of `spec`.
+    pub fn cell_range(&self, model: usize, spec: &str) -> Range<usize> {
+        let Ok(s) = self.spec_ids.binary_search_by(|x| x.as_str().cmp(spec)) else {
+            return 0..0;
+        };
+        let lo = self
+            .entries
+            .partition_point(|e| (e.model, e.spec) < (model, s));
+        lo..self
+            .entries
+            .partition_point(|e| (e.model, e.spec) <= (model, s))
+    }
+
+    /// Reads the record at position `i` of [`Journals::entries`].
+    pub fn read(&mut self, i: usize) -> io::Result<Record> {
+        let e = self.entries[i];
+        let reader = self.readers[e.journal]
+            .as_mut()
+            .ok_or_else(|| io::Error::other("journal vanished"))?;
+        reader.seek(SeekFrom::Start(e.offset))?;
+        let mut line = Vec::new();
+        reader.read_until(b'\n', &mut line)?;
+        serde_json::from_slice(&line).map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))
+    }
+}
+
+/// The run id of journal `j`: `ctx.run_ids[j]` when the lists match, else its directory name.
+fn run_id(ctx: &ReportContext, j: usize) -> String {
+    if ctx.run_ids.len() == ctx.journals.len() {
+        return ctx.run_ids[j].clone();
+    }
+    let dir = ctx.journals[j].parent().and_then(Path::file_name);
+    dir.map_or_else(
+        || format!("run{}", j + 1),
+        |d| d.to_string_lossy().into_owned(),
+    )
+}
+
+/// Names to small indices, so the index keeps one copy of each name.
+#[derive(Default)]
+struct Interner {
+    names: Vec<String>,
+    ids: BTreeMap<String, usize>,
+}
+
+impl Interner {
+    fn get(&self, name: &str) -> Option<usize> {
+        self.ids.get(name).copied()
+    }
+
+    fn intern(&mut self, name: &str) -> usize {
+        if let Some(i) = self.get(name) {
+            return i;
+        }
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+}
+
+fn index_journal(
+    path: &Path,
+    models: &mut Interner,
+    specs: &mut Interner,
+) -> io::Result<(JournalIndex, Option<BufReader<File>>)> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((BTreeMap::new(), None)),
+        Err(e) => return Err(e),
+    };
+    let mut reader = BufReader::new(file);
+    let (mut index, mut offset, mut line) = (BTreeMap::new(), 0u64, Vec::new());
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        // Parse the whole record, not just its key, so exactly the lines read_journal accepts count.
+        if let Ok(r) = serde_json::from_slice::<Record>(&line) {
+            let key = (
+                models.intern(&r.model),
+                specs.intern(&r.spec),
+                r.instance,
+                r.sample,
+            );
+            index.insert(key, offset);
+        }
+        offset += n as u64;
+    }
+    Ok((index, Some(reader)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn listed_models_first_then_the_rest_by_name() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/journals/two_models.jsonl");
+        // Run ids do not match the journals one to one: directory names are used.
+        let journals = [fixture.clone(), fixture];
+        let models = ["planned".to_owned(), "gpt-4o-mini".to_owned()];
+        let ctx = ReportContext {
+            run_ids: &[],
+            timestamp: "t",
+            file_stamp: "f",
+            results_dir: Path::new("."),
+            models: &models,
+            model_ids: &Default::default(),
+            specs: &[],
+            formats: &[],
+            journals: &journals,
+            color: false,
+            baseline: None,
+        };
+        let mut s = Journals::open(&ctx).unwrap();
+        assert_eq!(
+            s.models,
+            [
+                "planned",
+                "journals/gpt-4o-mini",
+                "journals/gpt-4o-mini#2",
+                "journals/qwen3:8b",
+                "journals/qwen3:8b#2"
+            ]
+        );
+        let ids: Vec<&str> = s.specs.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["t01_simple_logic", "t04_data_extraction"]);
+        assert_eq!(
+            (
+                s.model_range(0),
+                s.model_range(1).len(),
+                s.model_range(3).len()
+            ),
+            (0..0, 7, 9)
+        );
+        assert_eq!(s.cell_range(3, "t01_simple_logic").len(), 5);
+        assert_eq!(s.cell_range(3, "nope"), 0..0);
+        let r = s
+            .read(s.cell_range(3, "t01_simple_logic").start + 2)
+            .unwrap();
+        assert_eq!(
+            (r.instance, r.scored.response.as_deref()),
+            (1, Some("Самый высокий — Борис."))
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! The judges section: for every judged (model, spec, rule), who judged,
+//! under which rubric hash, how many answers got a level, how many were
+//! judge errors, the mean score over judged answers and how much repeated
+//! judge samples disagreed. Different judges or rubrics get separate rows
+//! and a warning: their scores are different measurements.
+
+use std::fmt::Write as _;
+
+use super::View;
+use crate::text::{md_cell, num, percent, table};
+
+/// One row: model, spec title, and the stats.
+struct Row<'a> {
+    model: &'a str,
+    spec: &'a str,
+    stat: &'a crate::metrics::JudgeStats,
+    /// The (model, spec, rule) has rows under other judges or rubrics too.
+    mixed: bool,
+}
+
+fn rows<'a>(v: &'a View) -> Vec<Row<'a>> {
+    let mut out = Vec::new();
+    for m in v.models {
+        for spec in v.specs {
+            let Some(cell) = v.summary.cell(m, &spec.id) else {
+                continue;
+            };
+            for stat in &cell.judges {
+                let same_rule = cell.judges.iter().filter(|s| s.rule == stat.rule).count();
+                out.push(Row {
+                    model: m,
+                    spec: &spec.title,
+                    stat,
+                    mixed: same_rule > 1,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn cells(r: &Row) -> [String; 10] {
+    let s = r.stat;
+    [
+        r.model.to_owned(),
+        r.spec.to_owned(),
+        s.rule.clone(),
+        s.judge.clone(),
+        s.rubric.clone(),
+        s.judged.to_string(),
+        s.errors.to_string(),
+        s.mean_score.map_or("—".into(), percent),
+        num(s.mean_spread, 2, "—"),
+        s.disagreements.to_string(),
+    ]
+}
+
+const WARNING: &str =
+    "judged by different judges or rubrics: their scores are not comparable and are shown apart";
+
+/// The Markdown section (empty when nothing was judged).
+pub(crate) fn markdown(v: &View) -> String {
+    let rows = rows(v);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n## Оценки Судьи\n\n");
+    let header = [
+        "Модель",
+        "Категория",
+        "Правило",
+        "Судья",
+        "Рубрика",
+        "Оценено",
+        "Ошибки судьи",
+        "Средний скор",
+        "Средний разброс",
+        "Расхождения",
+    ]
+    .map(str::to_owned);
+    let center: Vec<bool> = (0..header.len()).map(|i| i >= 5).collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| cells(r).map(|c| md_cell(&c)).to_vec())
+        .collect();
+    s.push_str(&table(&header, &center, &cells));
+    s.push_str("\nСредний скор — по ответам, получившим уровень; ошибки судьи в нём не участвуют (в сводной таблице они считаются нулём). Рубрика — хэш уровней и шаблона промпта судьи.\n");
+    for r in rows.iter().filter(|r| r.mixed) {
+        let _ = writeln!(
+            s,
+            "\n**⚠ {} / {} / {}:** {WARNING}.",
+            md_cell(r.model),
+            md_cell(r.spec),
+            md_cell(&r.stat.rule)
+        );
+    }
+    s
+}
+
+/// The terminal lines (empty when nothing was judged).
+pub(crate) fn terminal(v: &View) -> String {
+    let mut out = String::new();
+    for r in rows(v) {
+        let s = r.stat;
+        let _ = writeln!(
+            out,
+            "judge {} on {} / {} / {}, rubric {}: {} judged, {} judge errors, mean {}, spread {}{}",
+            s.judge,
+            r.model,
+            r.spec,
+            s.rule,
+            s.rubric,
+            s.judged,
+            s.errors,
+            s.mean_score.map_or("—".into(), percent),
+            num(s.mean_spread, 2, "—"),
+            if r.mixed {
+                format!(" — {WARNING}")
+            } else {
+                String::new()
+            },
+        );
+    }
+    out
+}

@@ -1,0 +1,130 @@
+//! Asking the judge: every judge rule of a spec gets its samples of the
+//! judge model's verdict on an answer, through the judge's cache, retries
+//! and re-asks, exactly like a request to a model under test.
+
+use serde_json::{Map, Value};
+
+use crate::client::cache::Cache;
+use crate::client::{ModelClient, ask};
+use crate::format::Role;
+use crate::prompt::Message;
+use crate::provider::{ChatRequest, OutputFormat, Provider, RequestKey};
+use crate::spec::Spec;
+use crate::verify::JudgeOutcome;
+use crate::verify::judge::{JudgeSample, combine, prompt::answer_schema, task_of};
+use crate::verify::{FailureKind, JudgeRule, Judged, Verdict};
+
+/// What judging one answer produced: verdicts by rule index and the judge's retry log.
+pub(super) struct Judgement {
+    /// Verdicts and outcomes of the judge rules.
+    pub judged: Judged,
+    /// Why judge requests were retried or re-asked, prefixed with the rule.
+    pub retries: Vec<String>,
+    /// The judge's HTTP attempts.
+    pub attempts: u32,
+}
+
+/// The request of judge sample 0 for `prompt`: the rule's settings, overridden by the judge model's options.
+fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatRequest {
+    let o = &judge.spec.options;
+    ChatRequest {
+        messages: vec![Message {
+            role: Role::User,
+            content: prompt,
+        }],
+        temperature: o.temperature.unwrap_or(rule.temperature),
+        max_tokens: o.max_tokens.unwrap_or(rule.max_tokens),
+        top_p: o.top_p,
+        seed: Some(o.seed.unwrap_or(0)),
+        stop: Vec::new(),
+        format: OutputFormat::JsonSchema(answer_schema(&rule.rubric)),
+        num_ctx: o.num_ctx,
+        extra: o.extra_body.clone().unwrap_or_default(),
+    }
+}
+
+/// Judges `response` (the answer to `messages`) by every judge rule of `spec`.
+pub(super) async fn ask_judge(
+    judge: &ModelClient,
+    spec: &Spec,
+    messages: &[Message],
+    response: &str,
+    vars: &Map<String, Value>,
+    key: RequestKey<'_>,
+    cache: Option<&Cache>,
+) -> Judgement {
+    let task = task_of(messages);
+    let mut out = Judgement {
+        judged: Judged::new(),
+        retries: Vec::new(),
+        attempts: 0,
+    };
+    for (index, name, rule, answer) in spec.rules.judge_tasks(response) {
+        let mut outcome = JudgeOutcome {
+            judge: judge.spec.name.clone(),
+            rubric: rule.hash.clone(),
+            ..JudgeOutcome::default()
+        };
+        let prompt = match rule.prompt(task, &answer, vars) {
+            Ok(p) => p,
+            Err(e) => {
+                let verdict = Verdict::failed(FailureKind::JudgeError, format!("judge error: {e}"));
+                out.judged.insert(index, (verdict, outcome));
+                continue;
+            }
+        };
+        let base = judge_request(judge, rule, prompt);
+        let mut samples = Vec::new();
+        for k in 0..rule.samples {
+            let judge_key = RequestKey {
+                judge: Some((name, k)),
+                ..key
+            };
+            let request = base.for_sample(k);
+            let asked = ask(judge, &request, judge_key, cache, rule.attempts, |text| {
+                rule.read(text).map(|_| ())
+            })
+            .await;
+            // Replayed answers cost no request.
+            if judge.provider.is_remote() {
+                outcome.attempts += asked.attempts;
+            }
+            outcome.cached += u32::from(asked.cached);
+            out.retries.extend(
+                asked
+                    .retries
+                    .into_iter()
+                    .map(|r| format!("judge `{name}` sample {k}: {r}")),
+            );
+            samples.push(match asked.result {
+                Ok(c) => {
+                    add(&mut outcome.tokens_in, c.usage.tokens_in);
+                    add(&mut outcome.tokens_out, c.usage.tokens_out);
+                    rule.sample(c.text)
+                }
+                Err(e) => JudgeSample {
+                    response: None,
+                    result: Err(format!("judge request failed: {e}")),
+                },
+            });
+        }
+        if let Provider::Replay(replay) = &judge.provider
+            && let Some(recorded) = replay.recorded_judge(key, name)
+        {
+            // Replayed judgements keep the name of the judge that made them.
+            outcome.judge = recorded;
+        }
+        out.attempts += outcome.attempts;
+        out.judged.insert(
+            index,
+            combine(&rule.rubric, rule.threshold, samples, outcome),
+        );
+    }
+    out
+}
+
+fn add(total: &mut Option<u64>, n: Option<u64>) {
+    if let Some(n) = n {
+        *total = Some(total.unwrap_or(0) + n);
+    }
+}

@@ -1,0 +1,123 @@
+//! `results/runs/<run-id>/plan.json`: what a run is, so it can be resumed;
+//! run ids and finding a run by id or `latest`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::RunError;
+use crate::provider::ModelSpec;
+
+/// `results/runs/<run-id>/plan.json`: what a run is, so it can be resumed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The run id.
+    pub run_id: String,
+    /// UTC creation time, `2026-11-21 22:30:00`.
+    pub created: String,
+    /// Spec files, in order.
+    pub spec_files: Vec<PathBuf>,
+    /// Models, in order.
+    pub models: Vec<ModelSpec>,
+    /// Instances per spec, overriding each spec's `runs`.
+    pub runs: Option<u32>,
+    /// The golden directory (replay reads transcripts from it).
+    pub golden_dir: PathBuf,
+    /// Per model, the spec ids it runs (absent: every spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<BTreeMap<String, Vec<String>>>,
+    /// The judge model of `judge` rules, when one is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<ModelSpec>,
+}
+
+impl Manifest {
+    /// Whether `model` runs `spec` in this plan.
+    pub fn includes(&self, model: &str, spec: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| {
+            only.get(model)
+                .is_some_and(|specs| specs.iter().any(|s| s == spec))
+        })
+    }
+}
+
+/// UTC now as (`2026-11-21 22:30:00`, `20261121_223000`).
+pub fn timestamps() -> (String, String) {
+    let now = time::OffsetDateTime::now_utc();
+    let human = now
+        .format(time::macros::format_description!(
+            "[year]-[month]-[day] [hour]:[minute]:[second]"
+        ))
+        .expect("formats");
+    let file = now
+        .format(time::macros::format_description!(
+            "[year][month][day]_[hour][minute][second]"
+        ))
+        .expect("formats");
+    (human, file)
+}
+
+/// A fresh run id under `runs_dir` (the file stamp, suffixed if taken).
+pub fn new_run_id(runs_dir: &Path, file_stamp: &str) -> String {
+    let mut id = file_stamp.to_owned();
+    let mut n = 1;
+    while runs_dir.join(&id).exists() {
+        n += 1;
+        id = format!("{file_stamp}-{n}");
+    }
+    id
+}
+
+/// Finds a run directory by id or `latest`.
+pub fn find_run(runs_dir: &Path, id: &str) -> Result<PathBuf, RunError> {
+    if id != "latest" {
+        let dir = runs_dir.join(id);
+        return if dir.join("plan.json").exists() {
+            Ok(dir)
+        } else {
+            Err(RunError::NoRun {
+                id: id.to_owned(),
+                dir: runs_dir.to_path_buf(),
+            })
+        };
+    }
+    let mut ids: Vec<PathBuf> = std::fs::read_dir(runs_dir)
+        .map_err(|e| {
+            RunError::Io(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", runs_dir.display()),
+            ))
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("plan.json").exists())
+        .collect();
+    // Ids are `<stamp>` or `<stamp>-<n>`: order by stamp, then n as a number (`-10` after `-9`).
+    ids.sort_by_key(|p| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match name.split_once('-') {
+            Some((stamp, n)) => (stamp.to_owned(), n.parse::<u64>().unwrap_or(0)),
+            None => (name, 1),
+        }
+    });
+    ids.pop()
+        .ok_or_else(|| RunError::NoRuns(runs_dir.to_path_buf()))
+}
+
+/// Loads a run's manifest.
+pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
+    let text = std::fs::read_to_string(run_dir.join("plan.json"))?;
+    serde_json::from_str(&text)
+        .map_err(|e| RunError::Io(std::io::Error::other(format!("plan.json: {e}"))))
+}
+
+/// Writes a run's manifest atomically.
+pub fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunError> {
+    let text = serde_json::to_string_pretty(manifest).expect("manifests serialize");
+    // A resume rewrites the plan: a kill then must leave the old plan, not an empty one.
+    crate::files::write_atomic(&run_dir.join("plan.json"), (text + "\n").as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! The scheduler: every model gets `concurrency` workers pulling tasks
+//! (spec, instance, samples) from its queue in plan order; one writer appends
+//! each finished record to the journal before counting it; a dead managed
+//! server or Ctrl-C stops new work and keeps everything finished.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use super::journal::{self};
+use super::record::{Record, TaskKey};
+use super::task::run_task;
+use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime};
+use crate::client::ModelClient;
+use crate::client::cache::Cache;
+use crate::progress::Progress;
+
+/// Tasks of one model in plan order, skipping samples already done: (spec, instance, samples).
+struct TaskQueue {
+    items: Vec<QueueItem>,
+    next: usize,
+}
+
+type QueueItem = (usize, u64, Vec<u32>);
+
+/// One model's tasks not yet in the journal (`done`), in plan order, as
+/// requests of up to `per_request` samples; with the total and pending sample counts.
+pub(super) fn model_queue(
+    manifest: &Manifest,
+    model: &str,
+    per_request: usize,
+    specs: &[Arc<SpecRuntime>],
+    done: &HashSet<TaskKey>,
+) -> (Vec<QueueItem>, u64, u64) {
+    let mut items = Vec::new();
+    let (mut total, mut pending) = (0u64, 0u64);
+    for (si, spec) in specs.iter().enumerate() {
+        if !manifest.includes(model, &spec.spec.id) {
+            continue;
+        }
+        let samples = spec.spec.samples();
+        for instance in 0..u64::from(spec.runs) {
+            total += u64::from(samples);
+            let missing: Vec<u32> = (0..samples)
+                .filter(|&sample| {
+                    !done.contains(&TaskKey {
+                        model: model.to_owned(),
+                        spec: spec.spec.id.clone(),
+                        instance,
+                        sample,
+                    })
+                })
+                .collect();
+            for chunk in missing.chunks(per_request) {
+                pending += chunk.len() as u64;
+                items.push((si, instance, chunk.to_vec()));
+            }
+        }
+    }
+    (items, total, pending)
+}
+
+/// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
+/// A watched managed server that dies stops the run with [`RunError::ServerDied`]
+/// after every record finished before its death is safely in the journal.
+pub async fn schedule(
+    manifest: &Manifest,
+    models: &[Arc<ModelClient>],
+    judge: Option<&Arc<ModelClient>>,
+    specs: &[Arc<SpecRuntime>],
+    journal_path: &Path,
+    settings: &RunSettings,
+) -> Result<RunOutcome, RunError> {
+    // Open first: it drops a torn last line, so `done` only counts records that stay.
+    let mut journal = journal::open(journal_path)?;
+    let mut done: HashSet<TaskKey> = HashSet::new();
+    journal::for_each_record(journal_path, |r| {
+        done.insert(r.key());
+    })?;
+    let cache = if settings.use_cache {
+        Some(Arc::new(Cache::open(&settings.cache_path)?))
+    } else {
+        None
+    };
+    let mut queues = Vec::new();
+    let mut progress_rows = Vec::new();
+    for model in models {
+        // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
+        let per_request = if model.provider.supports_n() {
+            model.spec.max_n.max(1) as usize
+        } else {
+            1
+        };
+        let (items, total, pending) =
+            model_queue(manifest, &model.spec.name, per_request, specs, &done);
+        progress_rows.push((model.spec.name.clone(), total - pending, total));
+        queues.push(Arc::new(Mutex::new(TaskQueue { items, next: 0 })));
+    }
+    let mut progress = Progress::new(&progress_rows, settings.progress);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = mpsc::channel::<(usize, Record)>(1024);
+    let mut workers = tokio::task::JoinSet::new();
+    for (mi, model) in models.iter().enumerate() {
+        for _ in 0..model.spec.concurrency.max(1) {
+            let worker = Worker {
+                index: mi,
+                model: model.clone(),
+                judge: judge.cloned(),
+                queue: queues[mi].clone(),
+                specs: specs.to_vec(),
+                tx: tx.clone(),
+                stop: stop.clone(),
+                cache: cache.clone(),
+            };
+            workers.spawn(worker.run());
+        }
+    }
+    drop(tx);
+    let mut outcome = RunOutcome::default();
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    let (died_tx, mut died_rx) = mpsc::channel::<String>(models.len().max(1));
+    let mut watchers = tokio::task::JoinSet::new();
+    for server in models.iter().filter_map(|m| m.server.clone()) {
+        let died_tx = died_tx.clone();
+        watchers.spawn(async move {
+            let _ = died_tx.send(server.died().await).await;
+        });
+    }
+    let mut server_died: Option<String> = None;
+    loop {
+        tokio::select! {
+            Some(message) = died_rx.recv(), if server_died.is_none() => {
+                server_died = Some(message);
+                stop.store(true, Ordering::SeqCst);
+                workers.abort_all();
+            }
+            received = rx.recv() => {
+                let Some((mi, record)) = received else { break };
+                append_redacted(&mut journal, &record)?;
+                outcome.written += 1;
+                outcome.cached += u64::from(record.cached);
+                outcome.attempts += u64::from(record.attempts) + u64::from(record.judge_attempts);
+                progress.record(mi, record.scored.passed);
+            }
+            _ = &mut interrupt, if !outcome.interrupted => {
+                outcome.interrupted = true;
+                stop.store(true, Ordering::SeqCst);
+                // Requests in flight are abandoned; finished ones still in the channel are kept.
+                workers.abort_all();
+            }
+        }
+    }
+    while workers.join_next().await.is_some() {}
+    watchers.abort_all();
+    // Workers that saw the death may all have quit before the watcher's message arrived.
+    if server_died.is_none()
+        && let Some(server) = models
+            .iter()
+            .filter_map(|m| m.server.as_ref())
+            .find(|s| s.has_died())
+    {
+        server_died = Some(server.died().await);
+    }
+    journal.sync()?;
+    progress.finish();
+    outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
+    match server_died {
+        Some(message) => Err(RunError::ServerDied(message)),
+        None => Ok(outcome),
+    }
+}
+
+/// Appends `record` with every configured API key removed, whatever field it hid in.
+fn append_redacted(journal: &mut journal::Journal, record: &Record) -> std::io::Result<()> {
+    let line = serde_json::to_string(record).map_err(std::io::Error::other)?;
+    let line = crate::secrets::redact(&line).into_owned();
+    let raw = serde_json::value::RawValue::from_string(line).map_err(std::io::Error::other)?;
+    journal.append(&raw)
+}
+
+/// One of a model's workers: pulls tasks from the model's queue until it is
+/// empty or the run stops, and sends each finished record to the writer.
+struct Worker {
+    index: usize,
+    model: Arc<ModelClient>,
+    judge: Option<Arc<ModelClient>>,
+    queue: Arc<Mutex<TaskQueue>>,
+    specs: Vec<Arc<SpecRuntime>>,
+    tx: mpsc::Sender<(usize, Record)>,
+    stop: Arc<AtomicBool>,
+    cache: Option<Arc<Cache>>,
+}
+
+impl Worker {
+    async fn run(self) {
+        while !self.stop.load(Ordering::SeqCst) {
+            let next = {
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                let item = q.items.get(q.next).cloned();
+                q.next += 1;
+                item
+            };
+            let Some((si, instance, samples)) = next else {
+                return;
+            };
+            let records = run_task(
+                &self.model,
+                self.judge.as_deref(),
+                &self.specs[si],
+                instance,
+                &samples,
+                self.cache.as_deref(),
+            )
+            .await;
+            // A request that failed because the server died is not an answer:
+            // leave it out of the journal, so `--resume` asks it again.
+            if let Some(server) = &self.model.server
+                && records.iter().any(server_failure)
+                && server.dies_within(SERVER_EXIT_GRACE).await
+            {
+                self.stop.store(true, Ordering::SeqCst);
+                return;
+            }
+            for record in records {
+                if self.tx.send((self.index, record)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// How long a failed request waits for its server's exit notice.
+const SERVER_EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a record failed the way a dead server fails requests.
+fn server_failure(record: &Record) -> bool {
+    matches!(
+        record.failure.as_deref(),
+        Some("connection_error" | "timeout" | "server_error" | "malformed_response")
+    ) && record.scored.error.is_some()
+}

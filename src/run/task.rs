@@ -1,0 +1,293 @@
+//! One task: render the instance, ask the model (cache, pacing, retries,
+//! re-asks for unparseable structured output), verify, and make a record.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::RunError;
+use super::ask_judge::ask_judge;
+use super::record::{Record, failure_label};
+use crate::client::cache::Cache;
+use crate::client::{Asked, ModelClient, ask, ask_batch};
+use crate::extract::{first_json_object, strip_think};
+use crate::format::ResponseFormat;
+use crate::golden::transcript::ScoredAnswer;
+use crate::provider::{ChatRequest, ModelSpec, OutputFormat, RequestKey};
+use crate::spec::Spec;
+
+/// A spec ready to be run.
+pub struct SpecRuntime {
+    /// The loaded spec.
+    pub spec: Arc<Spec>,
+    /// Instances to run.
+    pub runs: u32,
+    /// The answer shape requested.
+    pub format: OutputFormat,
+    /// Compiled schema for checking structured answers before accepting them.
+    pub validator: Option<jsonschema::Validator>,
+    /// Total asks allowed when a structured answer does not parse (1 = no re-ask).
+    pub max_asks: u32,
+}
+
+/// Builds the provider-neutral request for an instance.
+pub fn build_request(
+    spec: &SpecRuntime,
+    model: &ModelSpec,
+    messages: Vec<crate::prompt::Message>,
+) -> ChatRequest {
+    let r = &spec.spec.def.request;
+    let o = &model.options;
+    let default = Default::default();
+    let s = spec.spec.def.sampling.as_ref().unwrap_or(&default);
+    ChatRequest {
+        messages,
+        temperature: o
+            .temperature
+            .or(s.temperature)
+            .or(r.temperature)
+            .unwrap_or(0.0),
+        max_tokens: o
+            .max_tokens
+            .or(s.max_tokens)
+            .or(r.max_tokens)
+            .unwrap_or(1024),
+        top_p: o.top_p.or(s.top_p).or(r.top_p),
+        seed: o.seed.or(s.seed).or(r.seed),
+        stop: r.stop.clone(),
+        format: spec.format.clone(),
+        num_ctx: o.num_ctx.or(r.num_ctx),
+        extra: o.extra_body.clone().unwrap_or_default(),
+    }
+}
+
+fn structured_ok(spec: &SpecRuntime, text: &str) -> bool {
+    if spec.format == OutputFormat::Text {
+        return true;
+    }
+    let Some(json) = first_json_object(strip_think(text)) else {
+        return false;
+    };
+    match (
+        &spec.validator,
+        serde_json::from_str::<serde_json::Value>(json),
+    ) {
+        (_, Err(_)) => false,
+        (Some(v), Ok(value)) => v.is_valid(&value),
+        (None, Ok(_)) => true,
+    }
+}
+
+/// Asks for one sample, re-asking (up to the spec's budget) while a structured answer does not parse.
+async fn ask_structured(
+    model: &ModelClient,
+    spec: &SpecRuntime,
+    request: &ChatRequest,
+    key: RequestKey<'_>,
+    cache: Option<&Cache>,
+) -> Asked {
+    ask(model, request, key, cache, spec.max_asks, |text| {
+        if structured_ok(spec, text) {
+            Ok(())
+        } else {
+            Err("the answer is not valid structured JSON".into())
+        }
+    })
+    .await
+}
+
+/// Runs one instance's `samples` to one record each; never fails (errors become records).
+pub async fn run_task(
+    model: &ModelClient,
+    judge: Option<&ModelClient>,
+    spec: &SpecRuntime,
+    instance: u64,
+    samples: &[u32],
+    cache: Option<&Cache>,
+) -> Vec<Record> {
+    let s = &spec.spec;
+    let blank = |sample: u32| Record {
+        model: model.spec.name.clone(),
+        spec: s.id.clone(),
+        instance,
+        sample,
+        instance_id: format!("{}/{instance}", s.id),
+        messages: Vec::new(),
+        vars: Default::default(),
+        expected: Default::default(),
+        scored: ScoredAnswer::default(),
+        rules: Vec::new(),
+        failure: None,
+        latency_ms: 0,
+        shared: None,
+        attempts: 0,
+        cached: false,
+        retries: Vec::new(),
+        judge_attempts: 0,
+        served_model: None,
+        system_fingerprint: None,
+    };
+    let inst = match s.instance(instance) {
+        Ok(i) => i,
+        Err(d) => {
+            return samples
+                .iter()
+                .map(|&sample| {
+                    let mut record = blank(sample);
+                    record.scored.error = Some(d.to_string());
+                    record.failure = Some("generation_error".into());
+                    record
+                })
+                .collect();
+        }
+    };
+    let base = build_request(spec, &model.spec, inst.messages.clone());
+    let requests: Vec<(u32, ChatRequest)> = samples
+        .iter()
+        .map(|&sample| (sample, base.for_sample(sample)))
+        .collect();
+    // Structured answers may need re-asks one by one, so only free text is batched.
+    let batched =
+        requests.len() > 1 && model.provider.supports_n() && spec.format == OutputFormat::Text;
+    let asked = if batched {
+        ask_batch(model, &requests, cache).await
+    } else {
+        let mut all = Vec::new();
+        for (sample, request) in &requests {
+            let key = RequestKey {
+                spec: &s.id,
+                instance,
+                sample: *sample,
+                judge: None,
+            };
+            all.push(ask_structured(model, spec, request, key, cache).await);
+        }
+        all
+    };
+    let mut records = Vec::new();
+    for (&sample, asked) in samples.iter().zip(asked) {
+        let mut record = blank(sample);
+        record.expected = s.rules.expected(&inst.vars);
+        record.messages = inst.messages.clone();
+        record.vars = inst.vars.clone();
+        let key = RequestKey {
+            spec: &s.id,
+            instance,
+            sample,
+            judge: None,
+        };
+        finish(model, judge, s, key, asked, cache, &mut record).await;
+        records.push(record);
+    }
+    records
+}
+
+/// Fills `record` from the answer: the judge's verdicts, the verdict, tokens, timing.
+async fn finish(
+    model: &ModelClient,
+    judge: Option<&ModelClient>,
+    s: &Arc<Spec>,
+    key: RequestKey<'_>,
+    asked: Asked,
+    cache: Option<&Cache>,
+    record: &mut Record,
+) {
+    let vars = &record.vars;
+    record.attempts = if model.provider.is_remote() {
+        asked.attempts
+    } else {
+        0
+    };
+    record.cached = asked.cached;
+    record.retries = asked.retries;
+    record.latency_ms = asked.latency.as_millis() as u64;
+    match asked.result {
+        Ok(completion) => {
+            // A replayed model's recorded judgements replay too, unless a judge is named.
+            let judge = judge.or((!model.provider.is_remote()).then_some(model));
+            let judged = match judge {
+                Some(judge) if s.rules.needs_judge() => {
+                    let j = ask_judge(
+                        judge,
+                        s,
+                        &record.messages,
+                        &completion.text,
+                        vars,
+                        key,
+                        cache,
+                    )
+                    .await;
+                    record.retries.extend(j.retries);
+                    record.judge_attempts = j.attempts;
+                    j.judged
+                }
+                _ => Default::default(),
+            };
+            let verdict = if s.rules.needs_sandbox() {
+                // Running code blocks for up to its time limit: not on a runtime worker.
+                let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
+                match tokio::task::spawn_blocking(move || spec.verify_judged(&text, &vars, &judged))
+                    .await
+                {
+                    Ok(verdict) => verdict,
+                    Err(e) => std::panic::resume_unwind(e.into_panic()),
+                }
+            } else {
+                s.verify_judged(&completion.text, vars, &judged)
+            };
+            record.scored.tokens_in = completion.usage.tokens_in;
+            record.scored.tokens_out = completion.usage.tokens_out;
+            record.shared = completion.shared;
+            if let Some(served) = completion.served {
+                record.served_model = Some(served.model);
+                record.system_fingerprint = served.fingerprint;
+            }
+            record.scored.answer = verdict
+                .rules
+                .iter()
+                .find(|r| !r.report_only)
+                .and_then(|r| r.answer.clone());
+            record.scored.passed = verdict.passed;
+            record.scored.score = verdict.score;
+            record.scored.detail = verdict.failure_details();
+            record.failure = verdict
+                .rules
+                .iter()
+                .filter(|r| !r.report_only)
+                .find_map(|r| r.verdict.failure)
+                .map(|f| failure_label(f).to_owned());
+            record.rules = verdict.rules;
+            record.scored.response = Some(completion.text);
+        }
+        Err(e) => {
+            record.failure = Some(e.kind().to_owned());
+            record.scored.error = Some(e.to_string());
+        }
+    }
+}
+
+/// Prepares a spec for running: its answer format and re-ask budget.
+pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, RunError> {
+    let request = &spec.def.request;
+    let dir = spec.file.parent().unwrap_or(Path::new("."));
+    let (format, validator) = match request.response_format {
+        None | Some(ResponseFormat::Text) => (OutputFormat::Text, None),
+        Some(ResponseFormat::Json) => (OutputFormat::Json, None),
+        Some(ResponseFormat::JsonSchema) => {
+            let path = request.schema.as_deref().unwrap_or_default();
+            let (schema, validator) = crate::verify::read_schema(dir, path)?;
+            (OutputFormat::JsonSchema(schema), Some(validator))
+        }
+    };
+    let max_asks = if format == OutputFormat::Text {
+        1
+    } else {
+        request.attempts.unwrap_or(3).max(1)
+    };
+    Ok(SpecRuntime {
+        runs: spec.runs_for(runs),
+        spec,
+        format,
+        validator,
+        max_asks,
+    })
+}

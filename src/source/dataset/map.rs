@@ -1,0 +1,115 @@
+//! A `[dataset]` Rhai script (`filter` or `map`) run once per row, which sees
+//! the row as `row` and the spec's tables as `data`.
+
+use rhai::{AST, Dynamic, Engine, Scope};
+use serde_json::{Map, Value};
+
+use super::error::{At, DatasetError, Origin};
+use crate::scripting::{ScriptError, sandboxed_engine};
+
+/// A compiled per-row script.
+pub struct RowScript {
+    key: &'static str,
+    engine: Engine,
+    ast: AST,
+    data: Dynamic,
+}
+
+impl RowScript {
+    /// Compiles the script of `[dataset].<key>`.
+    pub fn new(
+        key: &'static str,
+        source: &str,
+        data: &Map<String, Value>,
+        max_operations: u64,
+    ) -> Result<RowScript, DatasetError> {
+        let engine = sandboxed_engine(max_operations);
+        let mut scope = Scope::new();
+        scope.push_dynamic("row", Dynamic::UNIT);
+        scope.push_dynamic("data", Dynamic::UNIT);
+        let ast = engine
+            .compile_with_scope(&scope, source)
+            .map_err(|e| script_error(key, None, &e.into()))?;
+        let data = rhai::serde::to_dynamic(data).map_err(|e| script_error(key, None, &e.into()))?;
+        Ok(RowScript {
+            key,
+            engine,
+            ast,
+            data,
+        })
+    }
+
+    /// Runs the script on `row`.
+    pub fn eval(&self, row: &Map<String, Value>, origin: &Origin) -> Result<Dynamic, DatasetError> {
+        let mut scope = Scope::new();
+        let row_value = rhai::serde::to_dynamic(row)
+            .map_err(|e| script_error(self.key, Some(origin), &e.into()))?;
+        scope.push_constant_dynamic("row", row_value);
+        scope.push_constant_dynamic("data", self.data.clone());
+        self.engine
+            .eval_ast_with_scope::<Dynamic>(&mut scope, &self.ast)
+            .map_err(|e| script_error(self.key, Some(origin), &e.into()))
+    }
+
+    /// Runs the script on `row` and requires a map, returned as instance variables.
+    pub fn eval_map(
+        &self,
+        row: &Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Map<String, Value>, DatasetError> {
+        let result = self.eval(row, origin)?;
+        let type_name = result.type_name();
+        match rhai::serde::from_dynamic::<Value>(&result) {
+            Ok(Value::Object(vars)) => Ok(vars),
+            _ => Err(self.row_error(
+                origin,
+                format!("must return a map of instance variables (#{{ name: value }}), but it returned {type_name}"),
+            )),
+        }
+    }
+
+    /// Runs the script on `row` and requires a boolean.
+    pub fn eval_bool(
+        &self,
+        row: &Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<bool, DatasetError> {
+        let result = self.eval(row, origin)?;
+        result.as_bool().map_err(|t| {
+            self.row_error(
+                origin,
+                format!("must return true or false, but it returned {t}"),
+            )
+        })
+    }
+
+    /// A wrong result: the script's fault, so at its key in the spec, naming the row.
+    fn row_error(&self, origin: &Origin, message: String) -> DatasetError {
+        DatasetError {
+            at: At::Key(self.key, 0, 0),
+            message: format!(
+                "[dataset] {} on the row at {}:{} {message}",
+                self.key,
+                origin.file.display(),
+                origin.line
+            ),
+        }
+    }
+}
+
+/// A script error at its position in the spec, naming the row it ran on.
+fn script_error(key: &'static str, origin: Option<&Origin>, e: &ScriptError) -> DatasetError {
+    let message = match origin {
+        Some(o) => format!(
+            "{key} on the row at {}:{}: {}",
+            o.file.display(),
+            o.line,
+            e.message
+        ),
+        None => e.message.clone(),
+    };
+    DatasetError {
+        at: At::Key(key, e.line, e.column),
+        message,
+    }
+}

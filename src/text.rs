@@ -1,0 +1,194 @@
+//! Small text helpers shared by every layer: clipping, quoting, padding,
+//! tables, Markdown escaping and control-character escaping.
+//!
+//! A leaf: it imports nothing from the rest of the crate.
+
+use serde_json::Value;
+
+/// Quotes a value for details: strings in «», others as JSON.
+pub fn quote(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("«{s}»"),
+        other => other.to_string(),
+    }
+}
+
+/// A JSON value's kind, for messages: `null`, `a boolean`, `a number`,
+/// `a string`, `a list`, `an object`.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Shortens long text for details: at most `max_chars` characters, then `…`.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// `name` as a file stem: characters outside `[A-Za-z0-9._-]` become `_`.
+pub fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A fraction in [0, 1] as a percentage with one decimal: `0.6667` → `66.7%`.
+pub fn percent(fraction: f64) -> String {
+    format!("{:.1}%", fraction * 100.0)
+}
+
+/// An optional number with `decimals` decimals, or `none`.
+pub fn num(value: Option<f64>, decimals: usize, none: &str) -> String {
+    value.map_or_else(|| none.to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// Column alignment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Pad on the right.
+    Left,
+    /// Pad on the left.
+    Right,
+}
+
+/// Pads `s` to `width` characters (not bytes, so Cyrillic lines up).
+pub fn pad(s: &str, width: usize, align: Align) -> String {
+    let fill = " ".repeat(width.saturating_sub(s.chars().count()));
+    match align {
+        Align::Left => format!("{s}{fill}"),
+        Align::Right => format!("{fill}{s}"),
+    }
+}
+
+/// `text` on one line (whitespace runs become one space), cut to `max` characters.
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    visible(&clip(&flat, max))
+}
+
+/// Control characters other than tab and newline as `\uXXXX` text, so a
+/// model's escape sequences cannot garble a terminal showing the report.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.push_str(&format!("\\u{:04X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Text safe inside a Markdown table cell: pipes escaped, newlines as spaces.
+pub fn md_cell(text: &str) -> String {
+    one_line(text, usize::MAX).replace('|', "\\|")
+}
+
+/// Inline code that survives backticks in `text`: the delimiter is longer than any run inside.
+pub fn inline_code(text: &str) -> String {
+    let ticks = "`".repeat(longest_run(text, '`') + 1);
+    // A space keeps a leading or trailing backtick from merging with the delimiter.
+    let space = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{space}{text}{space}{ticks}")
+}
+
+/// A fenced code block whose fence is longer than any backtick run in `text`.
+pub fn code_block(text: &str) -> String {
+    let fence = "`".repeat((longest_run(text, '`') + 1).max(3));
+    format!(
+        "{fence}text\n{}\n{fence}\n",
+        visible(text.trim_end_matches('\n'))
+    )
+}
+
+fn longest_run(text: &str, c: char) -> usize {
+    let (mut best, mut run) = (0, 0);
+    for ch in text.chars() {
+        run = if ch == c { run + 1 } else { 0 };
+        best = best.max(run);
+    }
+    best
+}
+
+/// A Markdown table padded to character widths, so the source reads as a table too.
+pub fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].chars().count(), 3])
+                .max()
+                .unwrap_or(3)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| pad(c, *w, Align::Left))
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let rule: Vec<String> = widths
+        .iter()
+        .zip(center)
+        .map(|(w, c)| {
+            if *c {
+                format!(":{}:", "-".repeat(w - 2))
+            } else {
+                format!(":{}", "-".repeat(w - 1))
+            }
+        })
+        .collect();
+    let mut s = line(header);
+    s.push_str(&line(&rule));
+    rows.iter().for_each(|r| s.push_str(&line(r)));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_and_padding() {
+        assert_eq!(percent(2.0 / 3.0), "66.7%");
+        assert_eq!(percent(1.0), "100.0%");
+        assert_eq!(pad("Логика", 8, Align::Left), "Логика  ");
+        assert_eq!(pad("5", 3, Align::Right), "  5");
+        assert_eq!(num(None, 1, "—"), "—");
+        assert_eq!(num(Some(2.25), 1, "—"), "2.2");
+    }
+
+    #[test]
+    fn markdown_escaping() {
+        assert_eq!(md_cell("a|b\nc"), "a\\|b c");
+        assert_eq!(inline_code("x"), "`x`");
+        assert_eq!(inline_code("a``b"), "```a``b```");
+        assert_eq!(inline_code("`a"), "`` `a ``");
+        assert_eq!(code_block("x\n"), "```text\nx\n```\n");
+        assert_eq!(code_block("```\ny"), "````text\n```\ny\n````\n");
+        assert_eq!(one_line(" a \n\t b ", 10), "a b");
+        assert_eq!(visible("a\u{1b}[1m\r\n\tb"), "a\\u001B[1m\\u000D\n\tb");
+    }
+}

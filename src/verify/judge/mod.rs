@@ -1,0 +1,172 @@
+//! The `judge` rule: an LLM reads an answer, compares it with every level of
+//! a rubric and picks one; the level is normalized to 0..1.
+//!
+//! The rule owns the pure part: the rubric ([`rubric`]), the judge's prompt
+//! and answer schema ([`prompt`]), reading its answer ([`parse`]) and combining
+//! k judge samples into one verdict ([`combine`]). Whoever asks the judge model
+//! (the run layer, through the same cache, retries and journal as any other
+//! request; or `harness check`, with fixed answers) hands the samples back.
+
+use serde_json::{Map, Value};
+
+pub mod combine;
+pub mod parse;
+pub mod prompt;
+pub mod rubric;
+
+use super::expected::{Expected, as_text};
+use super::{BuildContext, FailureKind, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::format::RuleDef;
+pub use combine::{JudgeSample, combine};
+pub use parse::{JudgeAnswer, parse_answer};
+use prompt::PromptInput;
+pub use prompt::task_of;
+pub use rubric::Rubric;
+
+/// A compiled `judge` rule.
+pub struct JudgeRule {
+    /// The levels.
+    pub rubric: Rubric,
+    /// [`Rubric::hash`] of the rubric and template.
+    pub hash: String,
+    /// Minimum normalized score to pass.
+    pub threshold: f64,
+    /// Judge samples per answer (the median level counts).
+    pub samples: u32,
+    /// The judge's sampling temperature.
+    pub temperature: f64,
+    /// The judge's generation limit.
+    pub max_tokens: u32,
+    /// Asks per sample when the judge's answer does not parse (1 = no re-ask).
+    pub attempts: u32,
+    reference: Option<Expected>,
+    env: minijinja::Environment<'static>,
+}
+
+/// Builds a `judge` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let rubric = match (&def.rubric, &def.rubric_file) {
+        (Some(levels), None) => Rubric::new(levels.clone())
+            .map_err(|e| cx.error(ErrorKind::Invalid, "rubric", e.to_string()))?,
+        (None, Some(file)) => Rubric::read(&cx.spec_dir.join(file))
+            .map_err(|e| cx.error(ErrorKind::Invalid, "rubric_file", e.to_string()))?,
+        (Some(_), Some(_)) => {
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "rubric_file",
+                "give either `rubric` (levels) or `rubric_file`, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(cx.missing(
+                "judge",
+                "rubric",
+                "[{ level = 1, name = \"Плохо\", criteria = \"...\" }, { level = 5, name = \"Отлично\", criteria = \"...\" }]",
+            ));
+        }
+    };
+    let template = match (&def.template, def.language.as_deref()) {
+        (Some(t), _) => t.clone(),
+        (None, language) => prompt::default_template(language.unwrap_or("ru"))
+            .ok_or_else(|| {
+                cx.error(
+                    ErrorKind::Invalid,
+                    "language",
+                    "the judge's default prompt is `ru` or `en`",
+                )
+                .with_help("or write your own prompt in `template`")
+            })?
+            .to_owned(),
+    };
+    let hash = rubric.hash(&template);
+    let env = prompt::environment(template).map_err(|e| {
+        let at = match e.line() {
+            Some(line) => cx.locate_in("template", line, 1),
+            None => cx
+                .map
+                .locate(crate::key_path!["verify", cx.index, "template"]),
+        };
+        Diagnostic::new(ErrorKind::Template, at, format!("judge template: {e}"))
+    })?;
+    let threshold = cx.threshold(def, 0.5)?;
+    let samples = def.samples.unwrap_or(1);
+    if !(1..=25).contains(&samples) {
+        return Err(cx.error(ErrorKind::Invalid, "samples", "samples must be 1..=25"));
+    }
+    let reference = match (&def.expected, &def.value) {
+        (None, None) => None,
+        _ => Some(Expected::from_def(def, cx)?),
+    };
+    Ok(Box::new(JudgeRule {
+        rubric,
+        hash,
+        threshold,
+        samples,
+        // Identical samples would measure nothing, so several samples default to some heat.
+        temperature: def
+            .temperature
+            .unwrap_or(if samples > 1 { 0.7 } else { 0.0 }),
+        max_tokens: def.max_tokens.unwrap_or(512),
+        attempts: def.attempts.unwrap_or(3).max(1),
+        reference,
+        env,
+    }))
+}
+
+impl JudgeRule {
+    /// The judge's prompt for one answer to the task `task`.
+    pub fn prompt(
+        &self,
+        task: &str,
+        answer: &str,
+        vars: &Map<String, Value>,
+    ) -> Result<String, String> {
+        let reference = self
+            .reference
+            .as_ref()
+            .and_then(|r| r.resolve(vars))
+            .map(as_text);
+        prompt::render(
+            &self.env,
+            &self.rubric,
+            &PromptInput {
+                task,
+                reference: reference.as_deref(),
+                answer,
+                vars,
+            },
+        )
+    }
+
+    /// Reads one judge response; the error says why it gives no level.
+    pub fn read(&self, response: &str) -> Result<JudgeAnswer, String> {
+        parse_answer(response, &self.rubric)
+    }
+
+    /// One judge sample from the judge's response.
+    pub fn sample(&self, response: String) -> JudgeSample {
+        JudgeSample {
+            result: self.read(&response),
+            response: Some(response),
+        }
+    }
+}
+
+impl Rule for JudgeRule {
+    fn reference(&self) -> Option<&Expected> {
+        self.reference.as_ref()
+    }
+
+    fn verify(&self, _: &str, _: &str, _: &Map<String, Value>) -> Verdict {
+        // Reached only when nobody judged the answer: say so rather than score it.
+        Verdict::failed(
+            FailureKind::JudgeError,
+            "judge error: no judge model (pass --judge MODEL or set [judge] in harness.toml)",
+        )
+    }
+
+    fn judge(&self) -> Option<&JudgeRule> {
+        Some(self)
+    }
+}

@@ -1,0 +1,245 @@
+//! The rule registry: each `rule = "..."` name with the keys it reads, its
+//! default extraction and its builder.
+
+use super::{BuildContext, Rule};
+use super::{
+    code, contains, exact, json_field, judge, numeric, regex, script, set_equal, similarity,
+};
+use crate::error::{Diagnostic, ErrorKind, did_you_mean};
+use crate::extract::Extractor;
+use crate::format::{ExtractDef, ExtractKind, RuleDef};
+use crate::key_path;
+
+type Builder = fn(&RuleDef, &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
+
+/// A rule's registry entry.
+struct RuleKind {
+    name: &'static str,
+    keys: &'static [&'static str],
+    default_extract: ExtractKind,
+    build: Builder,
+}
+
+const COMMON_KEYS: &[&str] = &["rule", "name", "weight", "gate", "report_only", "extract"];
+
+const RULES: &[RuleKind] = &[
+    RuleKind {
+        name: "exact",
+        keys: &["expected", "value", "case_sensitive"],
+        default_extract: ExtractKind::Text,
+        build: exact::build,
+    },
+    RuleKind {
+        name: "contains",
+        keys: &["expected", "value", "case_sensitive", "whole_word", "mode"],
+        default_extract: ExtractKind::Text,
+        build: contains::build_contains,
+    },
+    RuleKind {
+        name: "not_contains",
+        keys: &["expected", "value", "case_sensitive", "whole_word"],
+        default_extract: ExtractKind::Text,
+        build: contains::build_not_contains,
+    },
+    RuleKind {
+        name: "exclusive",
+        keys: &[
+            "expected",
+            "value",
+            "candidates",
+            "case_sensitive",
+            "whole_word",
+        ],
+        default_extract: ExtractKind::Text,
+        build: contains::build_exclusive,
+    },
+    RuleKind {
+        name: "regex",
+        keys: &["pattern"],
+        default_extract: ExtractKind::Text,
+        build: regex::build,
+    },
+    RuleKind {
+        name: "set_equal",
+        keys: &["entities", "partial"],
+        default_extract: ExtractKind::Text,
+        build: set_equal::build,
+    },
+    RuleKind {
+        name: "numeric",
+        keys: &["expected", "value", "tolerance", "relative_tolerance"],
+        default_extract: ExtractKind::LastNumber,
+        build: numeric::build,
+    },
+    RuleKind {
+        name: "json_field",
+        keys: &["schema", "fields"],
+        default_extract: ExtractKind::Json,
+        build: json_field::build,
+    },
+    RuleKind {
+        name: "similarity",
+        keys: &["expected", "value", "metric", "threshold"],
+        default_extract: ExtractKind::Text,
+        build: similarity::build,
+    },
+    RuleKind {
+        name: "code",
+        keys: &[
+            "tests",
+            "test_template",
+            "prelude",
+            "language",
+            "score",
+            "timeout_secs",
+            "memory_mb",
+            "command",
+            "runner",
+            "solution_file",
+        ],
+        default_extract: ExtractKind::CodeBlock,
+        build: code::build,
+    },
+    RuleKind {
+        name: "judge",
+        keys: &[
+            "rubric",
+            "rubric_file",
+            "template",
+            "language",
+            "expected",
+            "value",
+            "threshold",
+            "samples",
+            "temperature",
+            "max_tokens",
+            "attempts",
+        ],
+        default_extract: ExtractKind::Text,
+        build: judge::build,
+    },
+    RuleKind {
+        name: "script",
+        keys: &["script", "threshold"],
+        default_extract: ExtractKind::Text,
+        build: script::build,
+    },
+];
+
+/// The names of every rule, for documentation and hints.
+pub fn rule_names() -> impl Iterator<Item = &'static str> {
+    RULES.iter().map(|r| r.name)
+}
+
+pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnostic>> {
+    let Some(kind) = RULES.iter().find(|k| k.name == def.rule) else {
+        let mut d = cx.error(
+            ErrorKind::Invalid,
+            "rule",
+            format!("unknown rule `{}`", def.rule),
+        );
+        d = match did_you_mean(&def.rule, rule_names()) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "rules: {}",
+                rule_names().collect::<Vec<_>>().join(", ")
+            )),
+        };
+        return Err(vec![d]);
+    };
+    let mut errors = Vec::new();
+    for key in cx.map.table_keys(key_path!["verify", cx.index]) {
+        if !COMMON_KEYS.contains(&key.as_str()) && !kind.keys.contains(&key.as_str()) {
+            errors.push(
+                Diagnostic::new(
+                    ErrorKind::UnknownKey,
+                    cx.map
+                        .locate_key(key_path!["verify", cx.index, key.as_str()]),
+                    format!("rule `{}` does not read `{key}`", kind.name),
+                )
+                .with_help(format!(
+                    "`{}` reads: {}",
+                    kind.name,
+                    kind.keys.join(", ")
+                )),
+            );
+        }
+    }
+    if let Some(w) = def.weight
+        && !(w.is_finite() && w >= 0.0)
+    {
+        errors.push(cx.error(
+            ErrorKind::Invalid,
+            "weight",
+            "weight must be a non-negative number",
+        ));
+    }
+    let mut extract_def = def
+        .extract
+        .clone()
+        .unwrap_or_else(|| ExtractDef::of(kind.default_extract));
+    if extract_def.kind == ExtractKind::CodeBlock && extract_def.language.is_none() {
+        // A code rule's fence language follows its runtime's language.
+        extract_def.language = Some(def.language.clone().unwrap_or_else(|| "python".into()));
+    }
+    let extractor = match Extractor::new(extract_def) {
+        Ok(x) => Some(x),
+        Err(e) => {
+            let loc = cx.map.locate(key_path![
+                "verify", cx.index, "extract", "patterns", e.index
+            ]);
+            errors.push(Diagnostic::new(ErrorKind::Regex, loc, e.to_string()));
+            None
+        }
+    };
+    let rule = match (kind.build)(def, cx) {
+        Ok(rule) => Some(rule),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    // A literal `value` is known now: refuse one no answer could be compared with.
+    for (key, why) in rule
+        .iter()
+        .flat_map(|r| r.value_problems(&Default::default()))
+    {
+        errors.push(cx.error(ErrorKind::Invalid, value_key(def, key), why));
+    }
+    match (rule, extractor) {
+        (Some(rule), Some(extractor)) if errors.is_empty() => Ok(CompiledRule {
+            name: def.name.clone().unwrap_or_else(|| def.rule.clone()),
+            weight: def.weight.unwrap_or(1.0),
+            gate: def.gate.unwrap_or(false),
+            report_only: def.report_only.unwrap_or(false),
+            extractor,
+            rule,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// The key a value problem is reported at: a rule's `expected` stands for
+/// its `value` when the spec wrote a literal.
+pub fn value_key<'a>(def: &RuleDef, key: &'a str) -> &'a str {
+    if key == "expected" && def.expected.is_none() && def.value.is_some() {
+        "value"
+    } else {
+        key
+    }
+}
+
+/// One built rule with its extractor.
+pub struct CompiledRule {
+    /// The rule's display name.
+    pub name: String,
+    /// Weight in the instance score.
+    pub weight: f64,
+    /// Whether the rule gates the score instead of adding to it.
+    pub gate: bool,
+    /// Reported beside the others, outside the instance's pass and score.
+    pub report_only: bool,
+    /// How the answer is extracted.
+    pub extractor: Extractor,
+    pub(super) rule: Box<dyn Rule>,
+}

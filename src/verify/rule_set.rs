@@ -1,0 +1,280 @@
+//! The rules of one spec, built and ready: each with its extractor, weight,
+//! gate and report-only flag, combined into one [`InstanceVerdict`].
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::registry::{CompiledRule, build_one};
+use super::{
+    BuildContext, FailureKind, InstanceVerdict, JudgeRule, Judged, RuleOutcome, Verdict, lookup,
+};
+use crate::error::Diagnostic;
+use crate::format::locate::SourceMap;
+use crate::format::{ExtractDef, RuleDef};
+
+/// The rules of a spec.
+pub struct RuleSet {
+    rules: Vec<CompiledRule>,
+}
+
+impl RuleSet {
+    /// Builds every `[[verify]]` entry; returns all problems found.
+    pub fn build(
+        defs: &[RuleDef],
+        map: &SourceMap,
+        spec_dir: &Path,
+    ) -> Result<RuleSet, Vec<Diagnostic>> {
+        let mut rules = Vec::new();
+        let mut errors = Vec::new();
+        for (index, def) in defs.iter().enumerate() {
+            let cx = BuildContext {
+                map,
+                spec_dir,
+                index,
+            };
+            match build_one(def, &cx) {
+                Ok(rule) => rules.push(rule),
+                Err(mut e) => errors.append(&mut e),
+            }
+        }
+        if errors.is_empty() && !defs.is_empty() && rules.iter().all(|r| r.report_only) {
+            // Every rule outside the score would make every answer pass at 100%.
+            errors.push(
+                Diagnostic::new(
+                    crate::error::ErrorKind::Invalid,
+                    map.locate(crate::key_path!["verify", 0]),
+                    "every [[verify]] rule is `report_only`: nothing would score the answers",
+                )
+                .with_help("let at least one rule count: remove `report_only = true` from it"),
+            );
+        }
+        if errors.is_empty() {
+            Ok(RuleSet { rules })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Whether any rule runs model-written code.
+    pub fn needs_sandbox(&self) -> bool {
+        self.rules.iter().any(|r| r.rule.needs_sandbox())
+    }
+
+    /// The rules, in spec order.
+    pub fn rules(&self) -> &[CompiledRule] {
+        &self.rules
+    }
+
+    /// Whether any rule is graded by an LLM judge.
+    pub fn needs_judge(&self) -> bool {
+        self.rules.iter().any(|r| r.rule.judge().is_some())
+    }
+
+    /// The judge rules with the answer each extracts from `response`:
+    /// `(rule index, rule name, rule, answer)`; rules that extract nothing are left out.
+    pub fn judge_tasks<'a>(
+        &'a self,
+        response: &str,
+    ) -> Vec<(usize, &'a str, &'a JudgeRule, String)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let judge = r.rule.judge()?;
+                Some((i, r.name.as_str(), judge, r.extractor.apply(response)?))
+            })
+            .collect()
+    }
+
+    /// Judges `response` for an instance with `vars`.
+    pub fn verify(&self, response: &str, vars: &Map<String, Value>) -> InstanceVerdict {
+        self.verify_judged(response, vars, &Judged::new())
+    }
+
+    /// Judges `response`, taking judge rules' verdicts from `judged` (by rule index).
+    pub fn verify_judged(
+        &self,
+        response: &str,
+        vars: &Map<String, Value>,
+        judged: &Judged,
+    ) -> InstanceVerdict {
+        let mut outcomes = Vec::with_capacity(self.rules.len());
+        let (mut weighted, mut total_weight, mut gates_hold) = (0.0, 0.0, true);
+        for (index, rule) in self.rules.iter().enumerate() {
+            let answer = rule.extractor.apply(response);
+            let mut judge = None;
+            let verdict = match &answer {
+                Some(_) if judged.contains_key(&index) => {
+                    let (verdict, outcome) = judged[&index].clone();
+                    judge = Some(outcome);
+                    verdict
+                }
+                Some(answer) => rule.rule.verify(answer, response, vars),
+                None => Verdict::failed(
+                    FailureKind::NoAnswer,
+                    format!(
+                        "no answer extracted ({})",
+                        describe_extract(rule.extractor.def())
+                    ),
+                ),
+            };
+            if rule.report_only {
+                // Judged for the reports only.
+            } else if rule.gate {
+                gates_hold &= verdict.passed;
+            } else {
+                weighted += verdict.score * rule.weight;
+                total_weight += rule.weight;
+            }
+            outcomes.push(RuleOutcome {
+                name: rule.name.clone(),
+                answer,
+                report_only: rule.report_only,
+                verdict,
+                judge,
+            });
+        }
+        InstanceVerdict {
+            passed: outcomes.iter().all(|o| o.report_only || o.verdict.passed),
+            score: match (gates_hold, total_weight > 0.0) {
+                (true, true) => weighted / total_weight,
+                (true, false) => 1.0,
+                (false, _) => 0.0,
+            },
+            rules: outcomes,
+        }
+    }
+
+    /// The expected values of every rule for an instance, keyed by rule name.
+    pub fn expected(&self, vars: &Map<String, Value>) -> Map<String, Value> {
+        self.rules
+            .iter()
+            .filter_map(|r| r.rule.expected(vars).map(|v| (r.name.clone(), v)))
+            .collect()
+    }
+
+    /// `(rule index, key, why)` for each value in `vars` a rule cannot use
+    /// whatever the answer (see [`super::Rule::value_problems`]).
+    pub fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(usize, &'static str, String)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                r.rule
+                    .value_problems(vars)
+                    .into_iter()
+                    .map(move |(key, why)| (i, key, why))
+            })
+            .collect()
+    }
+
+    /// `(rule index, rule name, verdict)` on an empty answer for the rules that
+    /// run a spec's own code ([`super::Rule::probe`]): a stalling script shows
+    /// before any model is asked.
+    pub fn probe(&self, vars: &Map<String, Value>) -> Vec<(usize, &str, Verdict)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, r.name.as_str(), r.rule.probe(vars)?)))
+            .collect()
+    }
+
+    /// `(rule index, key, variable)` for each variable a rule reads that `vars` lacks.
+    pub fn missing_variables(
+        &self,
+        vars: &Map<String, Value>,
+    ) -> Vec<(usize, &'static str, String)> {
+        let mut missing = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            for (key, var) in rule.rule.variables() {
+                if lookup(vars, var).is_none() {
+                    missing.push((i, key, var.to_owned()));
+                }
+            }
+        }
+        missing
+    }
+}
+
+fn describe_extract(def: &ExtractDef) -> String {
+    let kind = serde_json::to_value(def.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    if def.patterns.is_empty() {
+        format!("extract = {kind}")
+    } else {
+        format!(
+            "none of {} patterns matched, then {kind}",
+            def.patterns.len()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extract::Extractor;
+    use crate::verify::Rule;
+
+    fn rule(name: &str, weight: f64, gate: bool, passes_on: &'static str) -> CompiledRule {
+        struct Fixed(&'static str);
+        impl Rule for Fixed {
+            fn verify(&self, answer: &str, _: &str, _: &Map<String, Value>) -> Verdict {
+                if answer.contains(self.0) {
+                    Verdict::pass()
+                } else {
+                    Verdict::fail("no")
+                }
+            }
+        }
+        CompiledRule {
+            name: name.into(),
+            weight,
+            gate,
+            report_only: false,
+            extractor: Extractor::new(ExtractDef::text()).unwrap(),
+            rule: Box::new(Fixed(passes_on)),
+        }
+    }
+
+    #[test]
+    fn scores_are_weighted_means_and_gates_zero_them() {
+        let set = RuleSet {
+            rules: vec![
+                rule("a", 2.0, false, "a"),
+                rule("b", 1.0, false, "b"),
+                rule("g", 1.0, true, "ok"),
+            ],
+        };
+        let v = set.verify("a ok", &Map::new());
+        assert!(!v.passed);
+        assert!((v.score - 2.0 / 3.0).abs() < 1e-12);
+        let v = set.verify("a b", &Map::new());
+        assert_eq!((v.passed, v.score), (false, 0.0));
+        let v = set.verify("a b ok", &Map::new());
+        assert_eq!((v.passed, v.score), (true, 1.0));
+    }
+
+    #[test]
+    fn report_only_rules_are_judged_but_leave_pass_score_and_details_alone() {
+        let mut flexible = rule("flexible", 1.0, false, "x");
+        flexible.report_only = true;
+        let set = RuleSet {
+            rules: vec![rule("strict", 1.0, false, "a"), flexible],
+        };
+        let v = set.verify("a", &Map::new());
+        assert_eq!((v.passed, v.score), (true, 1.0));
+        assert!(!v.rules[1].verdict.passed && v.rules[1].report_only);
+        assert_eq!(v.failure_details(), "");
+        let v = set.verify("x", &Map::new());
+        assert_eq!((v.passed, v.score), (false, 0.0));
+        assert!(v.rules[1].verdict.passed);
+        assert!(
+            v.failure_details().starts_with("strict:"),
+            "got {}",
+            v.failure_details()
+        );
+    }
+}

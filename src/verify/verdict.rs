@@ -1,0 +1,184 @@
+//! Verdicts: what a rule concludes about one answer, and what all of a spec's
+//! rules conclude about one instance. The leaf every rule file shares.
+
+use serde::{Deserialize, Serialize};
+
+/// Why an answer failed, for reports that group failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The extractor found nothing.
+    NoAnswer,
+    /// An answer was found but is wrong.
+    WrongValue,
+    /// The answer is not valid JSON.
+    InvalidJson,
+    /// The JSON does not satisfy the schema.
+    SchemaMismatch,
+    /// A `script` rule failed to run.
+    ScriptError,
+    /// A program raised an error or crashed.
+    RuntimeError,
+    /// A program ran out of time (wall clock or CPU).
+    Timeout,
+    /// A program hit a memory, recursion or output limit.
+    ResourceLimit,
+    /// The sandbox could not run the program.
+    SandboxError,
+    /// The judge model gave no usable level (request failed, bad JSON, level out of range).
+    JudgeError,
+}
+
+/// One rule's judgement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Whether the rule passed.
+    pub passed: bool,
+    /// A score in [0, 1].
+    pub score: f64,
+    /// What went wrong (or, for soft rules, how close it was), for a human.
+    pub detail: String,
+    /// The failure's category, when it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureKind>,
+    /// Set when the spec, not the answer, caused the failure (a `script` rule
+    /// that errs, a test template that does not render): where in the rule.
+    #[serde(skip)]
+    pub fault: Option<SpecFault>,
+}
+
+/// A place in a rule's TOML where a failure at verification time comes from:
+/// its key, and a 1-based line and column inside that key's string (0 when unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecFault {
+    /// The rule's key: `script`, `test_template`, ...
+    pub key: &'static str,
+    /// Line inside the key's string value.
+    pub line: usize,
+    /// Column inside the key's string value.
+    pub column: usize,
+}
+
+impl Verdict {
+    /// A full pass.
+    pub fn pass() -> Verdict {
+        Verdict::scored(true, 1.0, String::new())
+    }
+
+    /// A wrong answer, with an explanation.
+    pub fn fail(detail: impl Into<String>) -> Verdict {
+        Verdict::failed(FailureKind::WrongValue, detail)
+    }
+
+    /// A failure of a given kind.
+    pub fn failed(kind: FailureKind, detail: impl Into<String>) -> Verdict {
+        Verdict {
+            passed: false,
+            score: 0.0,
+            detail: detail.into(),
+            failure: Some(kind),
+            fault: None,
+        }
+    }
+
+    /// A verdict with an explicit score.
+    pub fn scored(passed: bool, score: f64, detail: String) -> Verdict {
+        Verdict {
+            passed,
+            score: score.clamp(0.0, 1.0),
+            detail,
+            failure: (!passed).then_some(FailureKind::WrongValue),
+            fault: None,
+        }
+    }
+
+    /// This verdict, marked as caused by the spec at `key` (line and column inside it).
+    pub fn at_fault(mut self, key: &'static str, line: usize, column: usize) -> Verdict {
+        self.fault = Some(SpecFault { key, line, column });
+        self
+    }
+}
+
+/// One rule's outcome within an instance verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleOutcome {
+    /// The rule's name.
+    pub name: String,
+    /// The extracted answer, if any.
+    pub answer: Option<String>,
+    /// Reported beside the other rules, outside the instance's pass and score.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub report_only: bool,
+    /// The judgement.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// For judge rules: levels, reasoning and who judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeOutcome>,
+}
+
+/// The judgement of one response to one instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceVerdict {
+    /// All rules passed.
+    pub passed: bool,
+    /// Weighted mean of the rule scores.
+    pub score: f64,
+    /// Each rule's outcome.
+    pub rules: Vec<RuleOutcome>,
+}
+
+impl InstanceVerdict {
+    /// The details of failing rules, one line each.
+    pub fn failure_details(&self) -> String {
+        self.rules
+            .iter()
+            .filter(|r| !r.verdict.passed && !r.report_only)
+            .map(|r| format!("{}: {}", r.name, r.verdict.detail))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Judge rules' verdicts and outcomes by rule index, filled in by whoever asked the judge.
+pub type Judged = std::collections::BTreeMap<usize, (Verdict, JudgeOutcome)>;
+
+/// What a judged rule records beside its verdict: who judged, under which
+/// rubric, every sample's level and reasoning, and the judge's own costs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeOutcome {
+    /// The judge model's display name.
+    pub judge: String,
+    /// The hash of the rubric and template used (`Rubric::hash`).
+    pub rubric: String,
+    /// The median level, when enough samples parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<f64>,
+    /// Each parsed sample's level, in sample order.
+    #[serde(default)]
+    pub levels: Vec<i64>,
+    /// Highest minus lowest sampled level (0: the samples agree).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<i64>,
+    /// Each parsed sample's reasoning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<String>,
+    /// Each sample's raw response (`null` when its request failed): what replay answers with.
+    #[serde(default)]
+    pub responses: Vec<Option<String>>,
+    /// Why samples gave no level, one per failed sample.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// HTTP attempts the judge made for this answer (0 when all came from the cache).
+    #[serde(default)]
+    pub attempts: u32,
+    /// Samples answered from the cache.
+    #[serde(default)]
+    pub cached: u32,
+    /// The judge's prompt tokens, summed over samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_in: Option<u64>,
+    /// The judge's generated tokens, summed over samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_out: Option<u64>,
+}
