@@ -95,11 +95,7 @@ impl Config {
                 return Ok(Config::default());
             }
             Err(e) => {
-                return Err(Diagnostic::new(
-                    ErrorKind::Io,
-                    Location::file_start(path),
-                    format!("cannot read config: {e}"),
-                ));
+                return Err(Diagnostic::io(path, format!("cannot read config: {e}")));
             }
         };
         let mut config: Config = toml::from_str(&text).map_err(|e| {

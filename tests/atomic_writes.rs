@@ -7,8 +7,6 @@
 //! absent when it is new), never torn, and the next command must complete
 //! and leave the new one. Runs replay the committed transcripts: no server.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,7 +14,7 @@ use std::time::{Duration, Instant};
 /// A workspace with t06 and its golden files (the replay model answers from them).
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let root = common::root();
+    let root = crate::common::root();
     std::fs::create_dir_all(dir.path().join("specs")).unwrap();
     std::fs::copy(
         root.join("specs/t06_mathematics.toml"),
@@ -32,13 +30,13 @@ fn workspace() -> tempfile::TempDir {
 }
 
 fn harness(ws: &Path, args: &[&str]) -> Command {
-    let mut cmd = common::harness(ws);
+    let mut cmd = crate::common::harness(ws);
     cmd.args(args);
     cmd
 }
 
 fn finish(cmd: &mut Command) -> (i32, String) {
-    common::run(cmd)
+    crate::common::run(cmd)
 }
 
 /// Starts `cmd` with the stall hook on files named like `target`, waits until

@@ -20,10 +20,11 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::common::{harness, root};
 
 /// A fixture that does not finish within this is reported as hanging.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -32,7 +33,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 const MIN_FIXTURES: usize = 30;
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/malformed")
+    root().join("tests/fixtures/malformed")
 }
 
 /// Every `*.toml` fixture and every fixture directory (specs checked
@@ -153,27 +154,13 @@ fn run_check(fixture: &Path) -> Result<(Option<i32>, String, Duration), String> 
     let err_path = tmp.path().join("stderr.txt");
     let stdout = File::create(&out_path).map_err(|e| e.to_string())?;
     let stderr = File::create(&err_path).map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+    let mut cmd = harness(tmp.path());
     cmd.arg("check")
         .arg(fixture)
         .arg("--golden")
         .arg(&golden)
-        .current_dir(tmp.path())
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr);
-    for var in [
-        "CI",
-        "CONTINUOUS_INTEGRATION",
-        "GITHUB_ACTIONS",
-        "GITLAB_CI",
-        "BUILD_NUMBER",
-        "TF_BUILD",
-    ] {
-        cmd.env_remove(var);
-    }
     let started = Instant::now();
     let mut child = cmd
         .spawn()

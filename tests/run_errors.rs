@@ -5,14 +5,13 @@
 //! A small loopback server here plays the server: it answers OpenAI's chat
 //! completions as the test's current settings say.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use common::fake_server::{FakeServer, Reply, Workspace, model_toml};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::{Workspace, model_toml};
 
 const KEY: &str = "sk-test-robust-0123456789abcdef";
 
@@ -108,7 +107,7 @@ fn run(ws: &Workspace, extra: &[&str]) -> (i32, String) {
         args.extend(["--runs", "3"]);
     }
     args.extend_from_slice(extra);
-    common::run(ws.run_cmd(&args).env("ROBUST_KEY", KEY))
+    crate::common::run(ws.run_cmd(&args).env("ROBUST_KEY", KEY))
 }
 
 /// Every file under `dir`, as text.

@@ -61,8 +61,9 @@ fn harness(args: &[&str]) -> (Option<i32>, String, Duration) {
         std::thread::sleep(Duration::from_millis(10));
     };
     let elapsed = started.elapsed();
-    let text = std::fs::read_to_string(&out).unwrap_or_default()
-        + &std::fs::read_to_string(tmp.path().join("err.txt")).unwrap_or_default();
+    let stdout = std::fs::read_to_string(&out).unwrap_or_default();
+    let stderr = std::fs::read_to_string(tmp.path().join("err.txt")).unwrap_or_default();
+    let text = format!("{stdout}{stderr}");
     (status, text, elapsed)
 }
 

@@ -21,7 +21,7 @@ mod server_options;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::prompt::Message;
 
@@ -71,6 +71,20 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
+    /// Adds the optional settings both wire formats name alike (`top_p`,
+    /// `seed`, `stop`) to a body or options object, when they are set.
+    pub fn insert_optional(&self, map: &mut serde_json::Map<String, Value>) {
+        if let Some(top_p) = self.top_p {
+            map.insert("top_p".into(), json!(top_p));
+        }
+        if let Some(seed) = self.seed {
+            map.insert("seed".into(), json!(seed));
+        }
+        if !self.stop.is_empty() {
+            map.insert("stop".into(), json!(self.stop));
+        }
+    }
+
     /// The request of sample `sample`: the seed, when set, becomes `seed + sample`, so
     /// samples differ on a seeded server yet every sample reproduces (sample 0 keeps the seed).
     pub fn for_sample(&self, sample: u32) -> ChatRequest {

@@ -86,17 +86,9 @@ impl OllamaClient {
             "num_predict": request.max_tokens,
         });
         let opts = options.as_object_mut().expect("object");
-        if let Some(top_p) = request.top_p {
-            opts.insert("top_p".into(), json!(top_p));
-        }
-        if let Some(seed) = request.seed {
-            opts.insert("seed".into(), json!(seed));
-        }
+        request.insert_optional(opts);
         if let Some(num_ctx) = request.num_ctx {
             opts.insert("num_ctx".into(), json!(num_ctx));
-        }
-        if !request.stop.is_empty() {
-            opts.insert("stop".into(), json!(request.stop));
         }
         let mut body = json!({
             "model": self.model,

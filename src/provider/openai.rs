@@ -93,15 +93,7 @@ impl OpenAiClient {
             "max_tokens": request.max_tokens,
         });
         let map = body.as_object_mut().expect("object");
-        if let Some(top_p) = request.top_p {
-            map.insert("top_p".into(), json!(top_p));
-        }
-        if let Some(seed) = request.seed {
-            map.insert("seed".into(), json!(seed));
-        }
-        if !request.stop.is_empty() {
-            map.insert("stop".into(), json!(request.stop));
-        }
+        request.insert_optional(map);
         if n > 1 {
             map.insert("n".into(), json!(n));
         }

@@ -22,13 +22,8 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let entries = std::fs::read_dir(path).map_err(|e| {
-                Diagnostic::new(
-                    ErrorKind::Io,
-                    Location::file_start(path),
-                    format!("cannot list directory: {e}"),
-                )
-            })?;
+            let entries = std::fs::read_dir(path)
+                .map_err(|e| Diagnostic::io(path, format!("cannot list directory: {e}")))?;
             let mut found: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -38,11 +33,7 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
         } else if path.exists() {
             files.push(path.clone());
         } else {
-            return Err(Diagnostic::new(
-                ErrorKind::Io,
-                Location::file_start(path),
-                "no such file or directory",
-            ));
+            return Err(Diagnostic::io(path, "no such file or directory"));
         }
     }
     Ok(files)
@@ -140,16 +131,10 @@ pub fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// Loads and compiles a spec.
 /// Reads and parses the spec file: its text, source map and serde model.
 fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
-    let bytes = std::fs::read(file).map_err(|e| {
-        Diagnostic::new(
-            ErrorKind::Io,
-            Location::file_start(file),
-            format!("cannot read spec: {e}"),
-        )
-    })?;
+    let bytes =
+        std::fs::read(file).map_err(|e| Diagnostic::io(file, format!("cannot read spec: {e}")))?;
     let source = String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
         let text = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();

@@ -24,27 +24,42 @@ fn check(bad: bool, path: &[Key<'static>], message: &str) -> Check {
     (bad, path.to_vec(), message.to_owned())
 }
 
+/// The checks of a table that sets `temperature`, `top_p` and `max_tokens`.
+fn sampling_checks(
+    table: &'static str,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    max_tokens: Option<u32>,
+) -> [Check; 3] {
+    [
+        check(
+            bad_temperature(temperature),
+            key_path![table, "temperature"],
+            TEMPERATURE,
+        ),
+        check(bad_top_p(top_p), key_path![table, "top_p"], TOP_P),
+        check(
+            max_tokens == Some(0),
+            key_path![table, "max_tokens"],
+            MAX_TOKENS,
+        ),
+    ]
+}
+
 /// Every out-of-range value of `def`, in file order: (where, why).
 pub fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
     let r = &def.request;
-    let mut checks = vec![
-        check(
-            def.runs == Some(0),
-            key_path!["runs"],
-            "runs must be at least 1",
-        ),
-        check(
-            bad_temperature(r.temperature),
-            key_path!["request", "temperature"],
-            TEMPERATURE,
-        ),
-        check(bad_top_p(r.top_p), key_path!["request", "top_p"], TOP_P),
-        check(
-            r.max_tokens == Some(0),
-            key_path!["request", "max_tokens"],
-            MAX_TOKENS,
-        ),
-    ];
+    let mut checks = vec![check(
+        def.runs == Some(0),
+        key_path!["runs"],
+        "runs must be at least 1",
+    )];
+    checks.extend(sampling_checks(
+        "request",
+        r.temperature,
+        r.top_p,
+        r.max_tokens,
+    ));
     if let Some(s) = &def.sampling {
         let n = s.n();
         checks.push(check(
@@ -57,19 +72,12 @@ pub fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
                 format!("k = {k} is outside 1..={n}: pass@k needs k samples of the n drawn");
             checks.push(check(true, key_path!["sampling", "k", i], &message));
         }
-        checks.extend([
-            check(
-                bad_temperature(s.temperature),
-                key_path!["sampling", "temperature"],
-                TEMPERATURE,
-            ),
-            check(bad_top_p(s.top_p), key_path!["sampling", "top_p"], TOP_P),
-            check(
-                s.max_tokens == Some(0),
-                key_path!["sampling", "max_tokens"],
-                MAX_TOKENS,
-            ),
-        ]);
+        checks.extend(sampling_checks(
+            "sampling",
+            s.temperature,
+            s.top_p,
+            s.max_tokens,
+        ));
     }
     checks.push(check(
         r.attempts == Some(0),

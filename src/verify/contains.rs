@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text_list, lookup, text_problem};
 use super::{BuildContext, Rule, Verdict};
-use crate::error::{Diagnostic, ErrorKind};
+use crate::error::Diagnostic;
 use crate::format::RuleDef;
 
 #[derive(Clone, Copy)]
@@ -50,6 +50,7 @@ impl Matcher {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Mode {
     All,
     Any,
@@ -75,19 +76,11 @@ fn needle_problems(expected: &Expected, vars: &Map<String, Value>) -> Vec<(&'sta
 
 /// Builds a `contains` rule.
 pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let mode = match def.mode.as_deref() {
-        None | Some("all") => Mode::All,
-        Some("any") => Mode::Any,
-        Some(other) => {
-            return Err(cx
-                .error(
-                    ErrorKind::Invalid,
-                    "mode",
-                    format!("unknown mode `{other}`"),
-                )
-                .with_help("mode is `all` or `any`"));
-        }
-    };
+    let mode = cx.choice(
+        "mode",
+        def.mode.as_deref(),
+        &[("all", Mode::All), ("any", Mode::Any)],
+    )?;
     Ok(Box::new(Contains {
         expected: Expected::from_def(def, cx)?,
         matcher: Matcher::from_def(def),
