@@ -13,6 +13,19 @@ pub fn quote(value: &Value) -> String {
     }
 }
 
+/// A JSON value's kind, for messages: `null`, `a boolean`, `a number`,
+/// `a string`, `a list`, `an object`.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Shortens long text for details: at most `max_chars` characters, then `…`.
 pub fn clip(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {

@@ -3,9 +3,7 @@
 //! message, imported modules serve the tests, and what cannot cross fails
 //! with a clear reason (`tests/fixtures/code/values.toml`).
 
-mod common;
-
-use common::{harness, root, run};
+use crate::common::{harness, root, run};
 
 #[test]
 fn every_built_in_value_crosses() {

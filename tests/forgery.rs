@@ -6,13 +6,12 @@
 //! tests call) and must score 0 through `harness check` (as an example) and
 //! `harness run` (as a fake model's answer); the honest answer must pass.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::fake_server::{FakeServer, Reply, Workspace, model_toml};
-use common::{harness, root, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::{Workspace, model_toml};
+use crate::common::{harness, root, run};
 
 const SPECS: [&str; 2] = ["assert_style.toml", "check_style.toml"];
 

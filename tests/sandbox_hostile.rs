@@ -2,8 +2,11 @@
 //! to break out of the sandbox. Each must be contained, and the harness
 //! (this process) must keep running and keep sandboxing afterwards.
 //!
-//! One test in this binary on purpose: it puts a fake API key into its own
-//! environment, which is only sound while no other test runs beside it.
+//! The suite runs in a process of its own, started with a fake API key in
+//! its environment (the key must never reach a program). Sandboxed programs
+//! of other tests and other harnesses may run beside it: a surviving process
+//! counts against this suite when it descends from this process, or from
+//! nobody.
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
@@ -13,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::sandbox::{self, Limits, Outcome, Program, Termination};
+
+use crate::common::alone::{in_own_process, test_name};
 
 const FAKE_KEY: &str = "sk-fake-hostile-suite-0123456789";
 
@@ -158,27 +163,52 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
     problems
 }
 
-/// Processes of this process's sandbox uids still alive (root only: other
-/// users keep their uid). Other harness processes' runs, such as other
-/// tests running at the same time, take other uids and are not counted.
+/// A process's real uid and parent pid, from `/proc/PID/status`.
+fn uid_and_parent(pid: u32) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u32> {
+        let line = text.lines().find_map(|l| l.strip_prefix(name))?;
+        line.split_whitespace().next()?.parse().ok()
+    };
+    Some((field("Uid:")?, field("PPid:")?))
+}
+
+/// Whether a process of `uids` is this harness's: its nearest ancestor
+/// outside those uids is this process (every run is its child) or init (an
+/// orphan). Another harness whose slot of uids is the same as ours (they
+/// are shared out by pid) has its runs descend from itself instead.
+fn started_here(pid: u32, uids: &std::ops::Range<u32>) -> bool {
+    let mut at = pid;
+    // A sandbox run is three processes deep; the bound only stops a cycle.
+    for _ in 0..64 {
+        match uid_and_parent(at) {
+            Some((uid, parent)) if uids.contains(&uid) => at = parent,
+            Some(_) => return at == std::process::id() || at <= 1,
+            // Gone while we looked: its runs are judged on the next look.
+            None => return true,
+        }
+    }
+    true
+}
+
+/// This harness's processes of its sandbox uids still alive (root only:
+/// other users keep their uid).
 fn leftover_processes() -> Vec<String> {
     let ours = sandbox::own_uids();
     let mut left = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let status = entry.path().join("status");
-        let Ok(text) = std::fs::read_to_string(status) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
             continue;
         };
-        let uid: u32 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
-        if ours.contains(&uid) {
-            left.push(format!(
-                "{} (uid {uid})",
-                entry.file_name().to_string_lossy()
-            ));
+        let Some((uid, _)) = uid_and_parent(pid) else {
+            continue;
+        };
+        if ours.contains(&uid) && started_here(pid, &ours) {
+            left.push(format!("{pid} (uid {uid})"));
         }
     }
     left
@@ -215,8 +245,15 @@ fn escape_files(run: usize, project: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
-    // SAFETY: the only test in this binary; nothing else reads the environment now.
-    unsafe { std::env::set_var("OPENAI_API_KEY", FAKE_KEY) };
+    let name = "hostile_snippets_are_contained_and_the_harness_keeps_going";
+    if !in_own_process(
+        &test_name(module_path!(), name),
+        &[("OPENAI_API_KEY", FAKE_KEY)],
+    ) {
+        return;
+    }
+    // The harness's environment holds the key, as a user's shell would give it.
+    assert_eq!(std::env::var("OPENAI_API_KEY").as_deref(), Ok(FAKE_KEY));
     let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
     let canary_dir = tempfile::tempdir().unwrap();

@@ -4,10 +4,9 @@
 //! and `harness run` (a golden regression and the `-v` response diff). The
 //! journal keeps the raw text.
 
-mod common;
-
-use common::fake_server::{FakeServer, Reply, Workspace, model_toml};
-use common::{harness, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::{Workspace, model_toml};
+use crate::common::{harness, run};
 
 /// Sets the title (OSC 0 ... BEL), erases the line (CSI 2K), returns the
 /// carriage, then forges the summary of `check` and `run` on fresh lines;

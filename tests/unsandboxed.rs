@@ -2,10 +2,9 @@
 //! key), and the run's manifest and every report say that its code ran
 //! without isolation; a sandboxed run says what confined it.
 
-mod common;
-
-use common::fake_server::{FakeServer, Reply, Workspace, model_toml};
-use common::{harness, root, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::{Workspace, model_toml};
+use crate::common::{harness, root, run};
 
 const KEYS: [(&str, &str); 2] = [
     ("OPENAI_API_KEY", "sk-fake-unsandboxed-0123456789"),

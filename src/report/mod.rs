@@ -23,10 +23,11 @@ mod rrr;
 mod terminal;
 
 use std::collections::BTreeSet;
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::files::{AtomicFile, write_atomic};
 use crate::metrics::{MetricsBuilder, Summary};
 use crate::text::file_stem;
 use journals::Journals;
@@ -177,13 +178,14 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
             unique_stem(name, &mut stems),
             ctx.file_stamp
         ));
-        let mut raw = RawWriter::new(BufWriter::new(File::create(&path)?));
+        // Atomic: a kill mid-write must not leave half a raw file that looks like results.
+        let mut raw = RawWriter::new(AtomicFile::create(&path)?);
         for i in journals.model_range(m) {
             let record = journals.read(i)?;
             builder.add(name, &record);
             raw.write(name, &record)?;
         }
-        raw.finish()?;
+        raw.finish()?.commit()?;
         out.raw.push(path);
     }
     let summary = builder.finish();
@@ -195,7 +197,7 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     };
 
     out.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
-    fs::write(&out.markdown, markdown::render(&view))?;
+    write_atomic(&out.markdown, markdown::render(&view).as_bytes())?;
     let mut done = Vec::new();
     for &format in ctx.formats {
         if done.contains(&format) {
@@ -209,19 +211,19 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
         };
         let path = reports_dir.join(format!("report_{}.{ext}", ctx.file_stamp));
         match format {
-            Format::Json => fs::write(&path, json::render(&view)?)?,
-            Format::Csv => fs::write(&path, csv::render(&view))?,
+            Format::Json => write_atomic(&path, json::render(&view)?.as_bytes())?,
+            Format::Csv => write_atomic(&path, csv::render(&view).as_bytes())?,
             Format::Junit => {
-                let mut w = BufWriter::new(File::create(&path)?);
+                let mut w = AtomicFile::create(&path)?;
                 junit::write(&mut w, &view, &mut journals)?;
-                w.flush()?;
+                w.commit()?;
             }
         }
         out.extra.push(path);
     }
     for (model, text) in rrr::render(&view) {
         let path = reports_dir.join(format!("rrr_{}_{}.csv", file_stem(&model), ctx.file_stamp));
-        fs::write(&path, text)?;
+        write_atomic(&path, text.as_bytes())?;
         out.extra.push(path);
     }
     out.terminal = terminal::render(&view);

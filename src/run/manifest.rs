@@ -119,10 +119,10 @@ pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
         .map_err(|e| RunError::Io(std::io::Error::other(format!("plan.json: {e}"))))
 }
 
-/// Writes a run's manifest.
+/// Writes a run's manifest atomically.
 pub fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunError> {
-    std::fs::create_dir_all(run_dir)?;
     let text = serde_json::to_string_pretty(manifest).expect("manifests serialize");
-    std::fs::write(run_dir.join("plan.json"), text + "\n")?;
+    // A resume rewrites the plan: a kill then must leave the old plan, not an empty one.
+    crate::files::write_atomic(&run_dir.join("plan.json"), (text + "\n").as_bytes())?;
     Ok(())
 }

@@ -32,7 +32,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use plan::own_uids;
-pub use spawn::Sandbox;
+pub use spawn::{PATH, Sandbox};
+
+/// Where a bare program name resolves on the sandbox's [`PATH`], if anywhere.
+pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    PATH.split(':')
+        .map(|dir| std::path::Path::new(dir).join(name))
+        .find(|p| p.is_file())
+}
 
 /// The variable naming a paired program's channel: `<read fd>,<write fd>`.
 pub const CHANNEL_ENV: &str = "HARNESS_CHANNEL";

@@ -168,7 +168,9 @@ pub(super) fn rlimits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::
 /// run, so RLIMIT_NPROC is enforced and runs cannot signal each other.
 ///
 /// Each harness process takes the thousand uids of its slot (see
-/// [`own_uids`]), so concurrent harness processes rarely share one.
+/// [`own_uids`]), so concurrent harness processes rarely share one (when
+/// they do, their runs' processes count against one RLIMIT_NPROC; they still
+/// cannot see or signal each other, each in its own namespaces).
 pub(super) fn run_ids(n: u32) -> (u32, u32) {
     if is_root() {
         let uid = own_uids().start + n % 1000;
@@ -181,7 +183,9 @@ pub(super) fn run_ids(n: u32) -> (u32, u32) {
 
 /// The uids this process's runs take when it runs as root.
 pub fn own_uids() -> std::ops::Range<u32> {
-    let start = UID_BASE + (std::process::id() % 100) * 1000;
+    // One of 4000 slots by pid: a test suite starts dozens of harnesses at
+    // once, and 100 slots made two of them share uids every few runs.
+    let start = UID_BASE + (std::process::id() % 4000) * 1000;
     start..start + 1000
 }
 

@@ -24,7 +24,7 @@ use super::{CHANNEL_ENV, Isolation, Outcome, Program, SandboxError, Termination}
 use super::{fs_policy, seccomp};
 
 /// The environment a program sees: nothing of the harness's.
-const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 static RUN_COUNTER: AtomicU32 = AtomicU32::new(0);
 

@@ -15,12 +15,12 @@
 
 mod judge;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use minijinja::{Environment, UndefinedBehavior};
+use minijinja::Environment;
 use serde_json::{Map, Value};
 
+use super::code_input::{Runtime, runtime, test_sources, test_template};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::RuleDef;
@@ -38,18 +38,6 @@ const WIRE: &str = include_str!("wire.py");
 enum Scoring {
     All,
     Fraction,
-}
-
-/// Where the program comes from.
-enum Runtime {
-    /// The built-in Python runner and the resolved interpreter.
-    Python,
-    /// A spec-provided runner file and command line.
-    Custom {
-        command: Vec<String>,
-        runner_name: String,
-        runner: Vec<u8>,
-    },
 }
 
 struct CodeRule {
@@ -80,24 +68,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
                 .with_help("use \"all\" (every test must pass) or \"fraction\""));
         }
     };
-    let template = match &def.test_template {
-        Some(source) => {
-            let mut env = Environment::new();
-            env.set_undefined_behavior(UndefinedBehavior::Strict);
-            env.add_filter("py", python_literal);
-            env.add_template_owned("test", source.clone())
-                .map_err(|e| {
-                    let (line, column) = (e.line().unwrap_or(0), 1);
-                    Diagnostic::new(
-                        ErrorKind::Template,
-                        cx.locate_in("test_template", line, column),
-                        e.to_string(),
-                    )
-                })?;
-            Some(env)
-        }
-        None => None,
-    };
+    let template = test_template(def, cx)?;
     let mut limits = Limits::default();
     if let Some(secs) = def.timeout_secs {
         if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
@@ -124,40 +95,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
         limits.memory_bytes = mb << 20;
     }
     let language = def.language.as_deref().unwrap_or("python");
-    let runtime = match (&def.command, &def.runner) {
-        (None, None) if language == "python" => Runtime::Python,
-        (Some(command), Some(runner)) if !command.is_empty() => {
-            let path = cx.spec_dir.join(runner);
-            let bytes = std::fs::read(&path).map_err(|e| {
-                cx.error(
-                    ErrorKind::Io,
-                    "runner",
-                    format!("cannot read {}: {e}", path.display()),
-                )
-            })?;
-            let runner_name = PathBuf::from(runner)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "main".into());
-            Runtime::Custom {
-                command: command.clone(),
-                runner_name,
-                runner: bytes,
-            }
-        }
-        _ => {
-            return Err(cx
-                .error(
-                    ErrorKind::Invalid,
-                    "language",
-                    format!("no built-in runtime for `{language}`"),
-                )
-                .with_help(
-                    "give both `command` (e.g. [\"/usr/bin/node\", \"main.js\"]) and `runner` \
-                     (a file that runs the tests and reports each one)",
-                ));
-        }
-    };
+    let runtime = runtime(def, cx, language)?;
     let solution_file = def.solution_file.clone().unwrap_or_else(|| match language {
         "python" => "solution.py".into(),
         other => format!("solution.{other}"),
@@ -183,7 +121,16 @@ impl Rule for CodeRule {
     }
 
     fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
-        self.test_sources(vars).ok().map(Value::from)
+        test_sources(&self.tests, self.template.as_ref(), vars)
+            .ok()
+            .map(Value::from)
+    }
+
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        match test_sources(&self.tests, self.template.as_ref(), vars) {
+            Err(e) if e.key != "variable" => vec![(e.key, e.message)],
+            _ => Vec::new(),
+        }
     }
 
     fn needs_sandbox(&self) -> bool {
@@ -191,9 +138,12 @@ impl Rule for CodeRule {
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let tests = match self.test_sources(vars) {
+        let tests = match test_sources(&self.tests, self.template.as_ref(), vars) {
             Ok(tests) => tests,
-            Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
+            Err(e) => {
+                return Verdict::failed(FailureKind::ScriptError, e.message)
+                    .at_fault(e.key, e.line, e.column);
+            }
         };
         let (solution, prelude) = match self.solution(answer, vars) {
             Ok(parts) => parts,
@@ -220,34 +170,6 @@ impl Rule for CodeRule {
 }
 
 impl CodeRule {
-    /// The test snippets of an instance, rendered through the template if any.
-    fn test_sources(&self, vars: &Map<String, Value>) -> Result<Vec<String>, String> {
-        let value = super::lookup(vars, &self.tests)
-            .ok_or_else(|| format!("variable `{}` is not set", self.tests))?;
-        let items: Vec<&Value> = match value {
-            Value::Array(items) => items.iter().collect(),
-            single => vec![single],
-        };
-        items
-            .into_iter()
-            .map(|item| match (&self.template, item) {
-                (Some(env), item) => env
-                    .get_template("test")
-                    .and_then(|t| {
-                        t.render(minijinja::context! {
-                            test => minijinja::Value::from(minijinja::value::Serde(item)),
-                            vars => minijinja::Value::from(minijinja::value::Serde(vars)),
-                        })
-                    })
-                    .map_err(|e| format!("test_template: {e}")),
-                (None, Value::String(s)) => Ok(s.clone()),
-                (None, other) => Err(format!(
-                    "tests must be strings without a test_template, found {other}"
-                )),
-            })
-            .collect()
-    }
-
     /// The program's code (the answer after the task's prelude, if any) and
     /// the prelude alone, for the checker.
     fn solution<'a>(
@@ -326,48 +248,5 @@ impl CodeRule {
             checker.files.push(file("prelude.py", prelude));
         }
         Ok((program, checker))
-    }
-}
-
-/// `{{ value | py }}`: a JSON value as a Python literal.
-fn python_literal(value: minijinja::Value) -> Result<String, minijinja::Error> {
-    let json: Value = serde_json::to_value(&value).map_err(|e| {
-        minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string())
-    })?;
-    Ok(to_python(&json))
-}
-
-fn to_python(value: &Value) -> String {
-    match value {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => serde_json::to_string(s).unwrap_or_default(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(to_python).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!("{}: {}", to_python(&Value::String(k.clone())), to_python(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn python_literals() {
-        let v = serde_json::json!([1, 2.5, "a\"b", true, null, {"k": [false]}]);
-        assert_eq!(
-            to_python(&v),
-            r#"[1, 2.5, "a\"b", True, None, {"k": [False]}]"#
-        );
     }
 }
