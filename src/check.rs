@@ -15,6 +15,7 @@ use crate::golden::stream::StreamCompare;
 use crate::golden::{GoldenMode, GoldenStatus};
 use crate::key_path;
 use crate::spec::Spec;
+use crate::text::visible_line;
 use crate::verify::Judged;
 use crate::verify::judge::combine;
 use crate::verify::{InstanceVerdict, JudgeOutcome};
@@ -321,7 +322,7 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
         problems.push(if example.passes {
             format!(
                 "expected to pass, but failed: {}",
-                verdict.failure_details()
+                visible_line(&verdict.failure_details())
             )
         } else {
             "expected to fail, but passed".to_owned()
@@ -336,7 +337,8 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
         let details = verdict.failure_details();
         if !details.contains(detail.as_str()) {
             problems.push(format!(
-                "expected the failure detail to mention «{detail}», got «{details}»"
+                "expected the failure detail to mention «{detail}», got «{}»",
+                visible_line(&details)
             ));
         }
     }

@@ -10,6 +10,8 @@
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -36,11 +38,40 @@ struct World {
     project: PathBuf,
     canary_dir: tempfile::TempDir,
     listener: TcpListener,
+    /// A pathname Unix socket in the canary directory, as a host service's.
+    unix: UnixListener,
+    /// An abstract Unix socket of the host's network namespace.
+    abstract_unix: UnixListener,
+    /// Whether cgroups bound each run's process tree here.
+    tree_limits: bool,
 }
 
 impl World {
     fn canary(&self) -> PathBuf {
         self.canary_dir.path().join("canary.txt")
+    }
+
+    fn unix_path(&self) -> PathBuf {
+        self.canary_dir.path().join("host.sock")
+    }
+
+    fn abstract_name() -> String {
+        format!("harness-hostile-{}", std::process::id())
+    }
+
+    /// Any connection that reached a listener of the host's.
+    fn connections(&self) -> Vec<&'static str> {
+        let mut reached = Vec::new();
+        if self.listener.accept().is_ok() {
+            reached.push("connected to the loopback listener");
+        }
+        if self.unix.accept().is_ok() {
+            reached.push("connected to the host's Unix socket");
+        }
+        if self.abstract_unix.accept().is_ok() {
+            reached.push("connected to the host's abstract Unix socket");
+        }
+        reached
     }
 
     fn substitute(&self, text: &str, run: usize) -> String {
@@ -55,6 +86,12 @@ impl World {
                 &self.listener.local_addr().unwrap().port().to_string(),
             )
             .replace("{harness_pid}", &std::process::id().to_string())
+            .replace("{unix_socket}", &self.unix_path().display().to_string())
+            .replace("{abstract_socket}", &World::abstract_name())
+            .replace(
+                "{tree_limits}",
+                if self.tree_limits { "True" } else { "False" },
+            )
             .replace("{run}", &run.to_string())
     }
 }
@@ -74,7 +111,7 @@ fn limits() -> Limits {
 fn python_program(source: String) -> Program {
     let python = sandbox::python::interpreter().expect("a python3 the sandbox can run");
     Program {
-        argv: python.argv(),
+        argv: python.argv("main.py"),
         files: vec![("main.py".into(), source.into_bytes())],
         read_paths: python.read_paths.clone(),
         limits: limits(),
@@ -126,9 +163,6 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
     problems
 }
 
-/// Uids the sandbox hands its runs when the harness is root.
-const SANDBOX_UIDS: std::ops::Range<u32> = 200_000..300_000;
-
 /// A process's real uid and parent pid, from `/proc/PID/status`.
 fn uid_and_parent(pid: u32) -> Option<(u32, u32)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -139,16 +173,16 @@ fn uid_and_parent(pid: u32) -> Option<(u32, u32)> {
     Some((field("Uid:")?, field("PPid:")?))
 }
 
-/// Whether a sandbox-uid process is this harness's: the nearest ancestor
-/// outside the sandbox uids is this process (every run is its child) or
-/// init (an orphan, whoever left it). Runs of other harnesses beside this
-/// one, in this suite or not, descend from those harnesses instead.
-fn started_here(pid: u32) -> bool {
+/// Whether a process of `uids` is this harness's: its nearest ancestor
+/// outside those uids is this process (every run is its child) or init (an
+/// orphan). Another harness whose slot of uids is the same as ours (they
+/// are shared out by pid) has its runs descend from itself instead.
+fn started_here(pid: u32, uids: &std::ops::Range<u32>) -> bool {
     let mut at = pid;
     // A sandbox run is three processes deep; the bound only stops a cycle.
     for _ in 0..64 {
         match uid_and_parent(at) {
-            Some((uid, parent)) if SANDBOX_UIDS.contains(&uid) => at = parent,
+            Some((uid, parent)) if uids.contains(&uid) => at = parent,
             Some(_) => return at == std::process::id() || at <= 1,
             // Gone while we looked: its runs are judged on the next look.
             None => return true,
@@ -157,17 +191,23 @@ fn started_here(pid: u32) -> bool {
     true
 }
 
-/// This harness's processes of sandbox uids still alive (root only: other users keep their uid).
+/// This harness's processes of its sandbox uids still alive (root only:
+/// other users keep their uid).
 fn leftover_processes() -> Vec<String> {
+    let ours = sandbox::own_uids();
     let mut left = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
             continue;
         };
         let Some((uid, _)) = uid_and_parent(pid) else {
             continue;
         };
-        if SANDBOX_UIDS.contains(&uid) && started_here(pid) {
+        if ours.contains(&uid) && started_here(pid, &ours) {
             left.push(format!("{pid} (uid {uid})"));
         }
     }
@@ -216,12 +256,31 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
     assert_eq!(std::env::var("OPENAI_API_KEY").as_deref(), Ok(FAKE_KEY));
     let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    let canary_dir = tempfile::tempdir().unwrap();
+    let unix = UnixListener::bind(canary_dir.path().join("host.sock")).unwrap();
+    // Reachable by any uid, as a careless host service's socket would be.
+    std::fs::set_permissions(
+        canary_dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        canary_dir.path().join("host.sock"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let abstract_addr = SocketAddr::from_abstract_name(World::abstract_name()).unwrap();
     let world = World {
         project: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-        canary_dir: tempfile::tempdir().unwrap(),
+        canary_dir,
         listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+        unix,
+        abstract_unix: UnixListener::bind_addr(&abstract_addr).unwrap(),
+        tree_limits: sandbox.isolation().tree_limits.is_some(),
     };
     world.listener.set_nonblocking(true).unwrap();
+    world.unix.set_nonblocking(true).unwrap();
+    world.abstract_unix.set_nonblocking(true).unwrap();
     std::fs::write(world.canary(), "canary").unwrap();
     let prelude = std::fs::read_to_string(dir.join("_prelude.py")).unwrap();
     let mut snippets: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -232,7 +291,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
         .collect();
     snippets.sort();
     assert!(
-        snippets.len() >= 20,
+        snippets.len() >= 25,
         "the suite has {} snippets",
         snippets.len()
     );
@@ -268,9 +327,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
             problems.push(format!("wrote {}", file.display()));
             let _ = std::fs::remove_file(file);
         }
-        if world.listener.accept().is_ok() {
-            problems.push("connected to the loopback listener".into());
-        }
+        problems.extend(world.connections().into_iter().map(str::to_owned));
         if unsafe { libc::geteuid() } == 0
             && let Err(e) = no_leftovers_within(Duration::from_secs(2))
         {

@@ -17,8 +17,12 @@
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
 //!   `sampling`, `judge`, `synth`.
-//! - Model-written code in the sandbox: `code_rule`, `humaneval` (reads
-//!   `../shared/data/`), `sandbox_hostile` (in a process of its own).
+//! - Model-written code in the sandbox: `code_rule`, `code_values` (every
+//!   value the program and its checker exchange), `forgery` (attacks on the
+//!   `code` verdict), `unsandboxed` (an empty environment either way, the
+//!   confinement on record), `humaneval` (reads `../shared/data/`),
+//!   `sandbox_hostile` (in a process of its own).
+//! - Model text on the terminal: `terminal_escapes`.
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
 //!   is `#[ignore]`d: run it with `--release -- --ignored`).
 //! - Managed servers: `managed_vllm` (a Python stand-in for vLLM) and
@@ -43,10 +47,12 @@ mod common;
 mod architecture;
 mod atomic_writes;
 mod code_rule;
+mod code_values;
 mod datasets;
 mod datasets_hub;
 mod docs;
 mod e2e_llama;
+mod forgery;
 mod front_door;
 mod fuzz_specs;
 mod golden_workflow;
@@ -66,3 +72,5 @@ mod sandbox_hostile;
 mod shipped_specs;
 mod stalls;
 mod synth;
+mod terminal_escapes;
+mod unsandboxed;

@@ -58,8 +58,12 @@ impl From<Exit> for ExitCode {
 
 /// Prints `error: <message>` and returns [`Exit::BadInput`].
 pub fn fail(message: impl Display) -> Exit {
-    // Errors can quote a server's reply; no configured key is ever printed.
-    eprintln!("error: {}", crate::secrets::redact(&message.to_string()));
+    // Errors can quote a server's reply; no configured key is ever printed,
+    // and model text in them shows its control characters escaped.
+    eprintln!(
+        "error: {}",
+        crate::text::visible(&crate::secrets::redact(&message.to_string()))
+    );
     Exit::BadInput
 }
 

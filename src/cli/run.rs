@@ -15,6 +15,7 @@ use crate::provider::{ModelSpec, ProviderKind};
 use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
+use crate::text::visible;
 
 /// Arguments of `harness run`.
 #[derive(Debug, clap::Args)]
@@ -149,6 +150,7 @@ fn plan_new(
         golden_dir: args.golden.clone(),
         only,
         judge,
+        sandbox: None,
     })
 }
 
@@ -241,14 +243,19 @@ fn diagnostic(d: &crate::error::Diagnostic, color: bool) -> Exit {
 
 async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let Prepared {
-        manifest,
+        mut manifest,
         specs,
         created,
         file_stamp,
     } = prepare(args, color)?;
     preflight(&specs, manifest.runs, color)?;
-    if specs.iter().any(|s| s.rules.needs_sandbox()) {
-        crate::sandbox::shared().map_err(fail)?;
+    if specs.iter().any(|s| s.rules.needs_sandbox()) || crate::sandbox::is_unsandboxed() {
+        let now = crate::sandbox::shared().map_err(fail)?.isolation();
+        // A resumed run keeps the weaker of its two confinements on record.
+        manifest.sandbox = match manifest.sandbox.take() {
+            Some(before) if !before.isolated => Some(before),
+            _ => Some(now),
+        };
     }
     let run_dir = args.results.join("runs").join(&manifest.run_id);
     run::write_manifest(&run_dir, &manifest).map_err(fail)?;
@@ -268,11 +275,17 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
         Err(e @ RunError::ServerStart(_)) => {
-            eprintln!("error: {}", crate::secrets::redact(&e.to_string()));
+            eprintln!(
+                "error: {}",
+                visible(&crate::secrets::redact(&e.to_string()))
+            );
             return Err(Exit::ServerFailed);
         }
         Err(e @ RunError::ServerDied(_)) => {
-            eprintln!("error: {}", crate::secrets::redact(&e.to_string()));
+            eprintln!(
+                "error: {}",
+                visible(&crate::secrets::redact(&e.to_string()))
+            );
             eprintln!(
                 "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
                 journal_path.display(),

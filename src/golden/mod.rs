@@ -97,10 +97,12 @@ pub fn unified_diff(old: &str, new: &str, path: &Path) -> String {
         .to_string()
 }
 
-/// Colors a unified diff for a terminal: removals red, additions green, hunks cyan.
+/// A unified diff for a terminal: control characters escaped (the diff may
+/// quote a model), then removals red, additions green, hunks cyan.
 pub fn colorize_diff(diff: &str, color: bool) -> String {
+    let diff = crate::text::visible(diff);
     if !color {
-        return diff.to_owned();
+        return diff;
     }
     diff.lines()
         .map(|line| {

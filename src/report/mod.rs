@@ -230,6 +230,21 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     Ok(out)
 }
 
+/// How model-written code was confined in the reported runs, one line, from
+/// the manifest beside each journal; `None` when none ran any.
+pub(crate) fn sandbox_line(ctx: &ReportContext) -> Option<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for dir in ctx.journals.iter().filter_map(|j| j.parent()) {
+        let isolation = crate::run::read_manifest(dir).ok().and_then(|m| m.sandbox);
+        if let Some(line) = isolation.map(|i| i.describe())
+            && !lines.contains(&line)
+        {
+            lines.push(line);
+        }
+    }
+    (!lines.is_empty()).then(|| lines.join(" | "))
+}
+
 /// `name`'s file stem, suffixed `_2`, `_3`, ... when another model already took it.
 fn unique_stem(name: &str, taken: &mut BTreeSet<String>) -> String {
     let base = file_stem(name);

@@ -53,6 +53,7 @@ pub(crate) fn render(v: &View) -> String {
         }
     }
     out += &super::judge_stats::terminal(v);
+    out += &super::sandbox_line(v.ctx).map_or(String::new(), |l| format!("sandbox: {l}\n"));
     for c in super::comparison::build(v) {
         out += &comparison_table(&c, v.ctx.color);
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {

@@ -30,6 +30,11 @@ pub struct Manifest {
     /// The judge model of `judge` rules, when one is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ModelSpec>,
+    /// How model-written code was confined (`--unsandboxed` or not, which
+    /// limits bounded each process tree), when the run had any to run or
+    /// `--unsandboxed` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Isolation>,
 }
 
 impl Manifest {
