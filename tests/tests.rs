@@ -11,7 +11,8 @@
 //! - Specs and their loading: `shipped_specs`, `malformed_specs`, `stalls`,
 //!   `fuzz_specs` (a seeded mutation fuzzer), `golden_workflow`, `datasets`,
 //!   `datasets_hub`, `rrr`.
-//! - The front door: `front_door` (`harness new`, `harness completions`).
+//! - The front door: `front_door` (`harness new`, `harness completions`) and
+//!   `main_job` (the README's `harness run specs/`, offline, in a fresh copy).
 //! - The project's own shape: `architecture` (layers, file and function
 //!   sizes) and `docs` (every documented TOML example is a checked file).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
@@ -58,6 +59,7 @@ mod fuzz_specs;
 mod golden_workflow;
 mod humaneval;
 mod judge;
+mod main_job;
 mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;

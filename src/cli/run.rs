@@ -61,6 +61,9 @@ pub struct RunArgs {
     /// The judge model for `judge` rules (default: harness.toml's [judge]).
     #[arg(long, conflicts_with = "resume")]
     pub judge: Option<String>,
+    /// Run only the golden subset of specs that declare `[golden] instances` (as `--bless` and replays do).
+    #[arg(long, conflicts_with = "resume")]
+    pub golden_subset: bool,
     /// Exit 0 even when some requests failed and their instances have no verdict.
     #[arg(long)]
     pub allow_errors: bool,
@@ -149,6 +152,7 @@ fn plan_new(
         runs: args.runs.or(config.run.runs),
         golden_dir: args.golden.clone(),
         only,
+        golden_subset: args.golden_subset || args.bless,
         judge,
         sandbox: None,
     })

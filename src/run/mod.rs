@@ -83,6 +83,9 @@ pub enum RunError {
     /// The spec's answer schema could not be read.
     #[error("{0}")]
     Schema(#[from] crate::verify::SchemaError),
+    /// A spec's instances could not be made (its golden subset needs them all).
+    #[error("{0}")]
+    Spec(String),
     /// No run has the id asked for.
     #[error("no run `{id}` under {}", dir.display())]
     NoRun {

@@ -42,7 +42,7 @@ pub(super) fn model_queue(
             continue;
         }
         let samples = spec.spec.samples();
-        for instance in 0..u64::from(spec.runs) {
+        for instance in spec.instances(manifest.golden_subset_for(model)) {
             total += u64::from(samples);
             let missing: Vec<u32> = (0..samples)
                 .filter(|&sample| {

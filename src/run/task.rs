@@ -21,6 +21,8 @@ pub struct SpecRuntime {
     pub spec: Arc<Spec>,
     /// Instances to run.
     pub runs: u32,
+    /// The instances the golden transcripts record (`[golden] instances`), when a subset.
+    pub golden: Option<Vec<u64>>,
     /// The answer shape requested.
     pub format: OutputFormat,
     /// Compiled schema for checking structured answers before accepting them.
@@ -57,6 +59,21 @@ pub fn build_request(
         format: spec.format.clone(),
         num_ctx: o.num_ctx.or(r.num_ctx),
         extra: o.extra_body.clone().unwrap_or_default(),
+    }
+}
+
+impl SpecRuntime {
+    /// The instances a model runs: the golden subset when `golden_subset`
+    /// and the spec declares one (within `runs`), else `0..runs`.
+    pub fn instances(&self, golden_subset: bool) -> Vec<u64> {
+        match (&self.golden, golden_subset) {
+            (Some(subset), true) => subset
+                .iter()
+                .copied()
+                .filter(|&i| i < u64::from(self.runs))
+                .collect(),
+            _ => (0..u64::from(self.runs)).collect(),
+        }
     }
 }
 
@@ -283,8 +300,12 @@ pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, R
     } else {
         request.attempts.unwrap_or(3).max(1)
     };
+    let golden = spec
+        .golden_subset()
+        .map_err(|d| RunError::Spec(d.to_string()))?;
     Ok(SpecRuntime {
         runs: spec.runs_for(runs),
+        golden,
         spec,
         format,
         validator,
