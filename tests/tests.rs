@@ -16,7 +16,7 @@
 //!   sizes) and `docs` (every documented TOML example is a checked file).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
-//!   `sampling`, `judge`, `synth`.
+//!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Model-written code in the sandbox: `code_rule`, `humaneval` (reads
 //!   `../shared/data/`), `sandbox_hostile` (in a process of its own).
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
@@ -43,6 +43,7 @@ mod common;
 mod architecture;
 mod atomic_writes;
 mod code_rule;
+mod costs;
 mod datasets;
 mod datasets_hub;
 mod docs;

@@ -30,6 +30,13 @@ pub struct Manifest {
     /// The judge model of `judge` rules, when one is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ModelSpec>,
+    /// The currency of the models' prices and of every cost of the run.
+    #[serde(default = "usd")]
+    pub currency: String,
+}
+
+fn usd() -> String {
+    "USD".to_owned()
 }
 
 impl Manifest {

@@ -1,0 +1,168 @@
+//! What `harness run` says and checks about money: prices from `--prices`,
+//! the refusal of a budget some model has no price for, the dry run's
+//! estimate, and the words a budget stop ends with.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::exit::{Exit, fail};
+use super::render;
+use crate::config::prices::PriceTable;
+use crate::provider::ModelSpec;
+use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
+use crate::text::{Align, money, pad};
+
+/// Parses `--max-cost`: a finite amount of 0 or more.
+pub fn amount(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{text}` is not an amount of 0 or more")),
+    }
+}
+
+/// The models of a plan and its judge.
+fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSpec> {
+    manifest.models.iter_mut().chain(manifest.judge.as_mut())
+}
+
+/// Gives every model of the plan without a price the one `file` has for it.
+pub fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) -> Result<(), Exit> {
+    let table = PriceTable::read(file).map_err(|d| {
+        eprint!("{}", render::diagnostic(&d, color));
+        Exit::BadInput
+    })?;
+    for model in priced_models(manifest).filter(|m| m.price.is_none()) {
+        model.price = table.lookup(model);
+    }
+    Ok(())
+}
+
+/// With a cost budget every model and the judge need a price: a budget that
+/// cannot see a model's spending would never stop it.
+pub fn check_priced(manifest: &mut Manifest, limits: Limits) -> Result<(), Exit> {
+    if limits.max_cost.is_none() {
+        return Ok(());
+    }
+    let missing: Vec<String> = priced_models(manifest)
+        .filter(|m| m.price.is_none())
+        .map(|m| format!("`{}`", m.name))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "--max-cost needs a price for every model, and {} has none: set `price = {{ input = ..., output = ... }}` (or `{{ per_hour = ... }}`) in its [models] table, or give --prices FILE; nothing was sent",
+        missing.join(", ")
+    )))
+}
+
+/// `harness run --dry-run`: the requests the plan still has and the most
+/// they could cost, per model and spec; sends nothing.
+pub fn dry_run(
+    manifest: &Manifest,
+    specs: &[Arc<SpecRuntime>],
+    journal_path: &Path,
+) -> Result<Exit, Exit> {
+    let rows = run::estimate(manifest, specs, journal_path).map_err(fail)?;
+    let currency = &manifest.currency;
+    let cost = |c: Option<f64>| c.map_or("—".to_owned(), |c| format!("{} {currency}", money(c)));
+    let header = [
+        "model",
+        "spec",
+        "requests",
+        "prompt tokens",
+        "max output tokens",
+        "cost at most",
+        "judge requests",
+        "judge cost at most",
+    ]
+    .map(str::to_owned);
+    let mut lines: Vec<[String; 8]> = vec![header];
+    for e in &rows {
+        lines.push([
+            e.model.clone(),
+            e.spec.clone(),
+            e.requests.to_string(),
+            e.prompt_tokens.to_string(),
+            e.max_output_tokens.to_string(),
+            cost(e.cost),
+            e.judge_requests.to_string(),
+            cost(e.judge_cost),
+        ]);
+    }
+    print!("{}", columns(&lines));
+    let total = |f: fn(&Estimate) -> u64| rows.iter().map(f).sum::<u64>();
+    // A total is only as known as its least known part.
+    let sum = |f: fn(&Estimate) -> Option<f64>| rows.iter().map(f).sum::<Option<f64>>();
+    let judged = rows.iter().any(|e| e.judge_requests > 0);
+    let all = match (sum(|e| e.cost), sum(|e| e.judge_cost)) {
+        (Some(asked), Some(judge)) if judged => Some(asked + judge),
+        (asked, _) if !judged => asked,
+        _ => None,
+    };
+    println!(
+        "dry run: {} requests ({} to the judge), {} prompt tokens, at most {} output tokens; at most {} (every answer at max_tokens, nothing from the cache); nothing was sent",
+        total(|e| e.requests) + total(|e| e.judge_requests),
+        total(|e| e.judge_requests),
+        total(|e| e.prompt_tokens),
+        total(|e| e.max_output_tokens),
+        cost(all),
+    );
+    Ok(Exit::Success)
+}
+
+/// Left-aligned first two columns, the rest right-aligned, two spaces apart.
+fn columns(lines: &[[String; 8]]) -> String {
+    let widths: Vec<usize> = (0..8)
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in lines {
+        let cells: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, text)| {
+                let align = if c < 2 { Align::Left } else { Align::Right };
+                pad(text, widths[c], align)
+            })
+            .collect();
+        out += cells.join("  ").trim_end();
+        out.push('\n');
+    }
+    out
+}
+
+/// After a run stopped by its budget: what it spent, against which limit,
+/// and how to go on.
+pub fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &str, run_id: &str) {
+    let spent = outcome.spent;
+    let mut limit = Vec::new();
+    if let Some(max) = limits.max_cost {
+        limit.push(format!(
+            "spent {} {currency} of --max-cost {} {currency}",
+            money(spent.cost),
+            money(max)
+        ));
+    }
+    if let Some(max) = limits.max_tokens {
+        limit.push(format!(
+            "used {} tokens of --max-tokens-total {max}",
+            spent.tokens
+        ));
+    }
+    let flag = if limits.max_cost.is_some() {
+        "--max-cost"
+    } else {
+        "--max-tokens-total"
+    };
+    eprintln!(
+        "budget reached: {}; no request was started that could pass it, and every answer that finished is saved; continue with `harness run --resume {run_id} {flag} MORE`",
+        limit.join(", ")
+    );
+}
