@@ -92,21 +92,33 @@ pub fn dry_run(
     }
     print!("{}", columns(&lines));
     let total = |f: fn(&Estimate) -> u64| rows.iter().map(f).sum::<u64>();
-    // A total is only as known as its least known part.
-    let sum = |f: fn(&Estimate) -> Option<f64>| rows.iter().map(f).sum::<Option<f64>>();
-    let judged = rows.iter().any(|e| e.judge_requests > 0);
-    let all = match (sum(|e| e.cost), sum(|e| e.judge_cost)) {
-        (Some(asked), Some(judge)) if judged => Some(asked + judge),
-        (asked, _) if !judged => asked,
-        _ => None,
+    let priced: f64 = rows
+        .iter()
+        .map(|e| e.cost.unwrap_or(0.0) + e.judge_cost.unwrap_or(0.0))
+        .sum();
+    let mut unpriced: Vec<&str> = rows
+        .iter()
+        .filter(|e| e.cost.is_none())
+        .map(|e| e.model.as_str())
+        .collect();
+    if let Some(judge) = manifest.judge.as_ref().filter(|j| j.price.is_none())
+        && rows.iter().any(|e| e.judge_requests > 0)
+    {
+        unpriced.push(&judge.name);
+    }
+    unpriced.dedup();
+    let unknown = if unpriced.is_empty() {
+        String::new()
+    } else {
+        format!(" (no price: {})", unpriced.join(", "))
     };
     println!(
-        "dry run: {} requests ({} to the judge), {} prompt tokens, at most {} output tokens; at most {} (every answer at max_tokens, nothing from the cache); nothing was sent",
+        "dry run: {} requests ({} to the judge), {} prompt tokens, at most {} output tokens; cost at most {}, every answer at max_tokens and nothing from the cache{unknown}; nothing was sent",
         total(|e| e.requests) + total(|e| e.judge_requests),
         total(|e| e.judge_requests),
         total(|e| e.prompt_tokens),
         total(|e| e.max_output_tokens),
-        cost(all),
+        cost(Some(priced)),
     );
     Ok(Exit::Success)
 }

@@ -293,6 +293,28 @@ mod tests {
     }
 
     #[test]
+    fn prices_and_the_currency_reach_the_model_and_bad_prices_are_located() {
+        let config: Config = toml::from_str(
+            "currency = \"EUR\"\n[run]\nmax_cost = 2.5\n[models.m]\nprovider = \"openai\"\nprice = { per_hour = 1.5 }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (config.currency.as_str(), config.run.max_cost),
+            ("EUR", Some(2.5))
+        );
+        let m = config.resolve_model("m").unwrap();
+        assert_eq!(m.price, Some(Price::PerHour(1.5)));
+        assert_eq!(Config::default().currency, "USD");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        let text = "[models.m]\nprovider = \"openai\"\nprice = { input = 1.0 }\n";
+        std::fs::write(&path, text).unwrap();
+        let e = Config::load(&path, true).unwrap_err();
+        assert_eq!(e.location.line, 3, "{e}");
+        assert!(e.message.contains("both `input` and `output`"), "{e}");
+    }
+
+    #[test]
     fn managed_models_resolve_paths_against_the_config_file() {
         let mut config: Config = toml::from_str(
             r#"

@@ -96,14 +96,18 @@ impl Meter {
         }
     }
 
-    /// A meter starting from what the journal at `path` (if any) records as spent.
+    /// A meter starting from what the journal at `path` (if any) records as
+    /// spent: a resumed run's budget covers the whole run. Without limits
+    /// nothing is read, since nothing is checked.
     pub fn for_journal(limits: Limits, path: &Path) -> std::io::Result<Meter> {
         let mut before = Spent::default();
-        if path.exists() {
+        if limits != Limits::default() && path.exists() {
             journal::for_each_record(path, |r| {
                 let costs = r.cost.iter().chain(&r.judge_cost);
                 before.cost += costs.map(|c| c.amount).sum::<f64>();
-                before.tokens += record_tokens(&r);
+                if limits.max_tokens.is_some() {
+                    before.tokens += record_tokens(&r);
+                }
             })?;
         }
         Ok(Meter::new(limits, before))

@@ -61,7 +61,7 @@ pub struct RunOutcome {
     pub interrupted: bool,
     /// Stopped by the budget before the plan was complete.
     pub budget_stopped: bool,
-    /// What the whole run has spent, earlier invocations of a resumed run included.
+    /// Under a budget, what the whole run has spent, earlier invocations of a resumed run included.
     pub spent: Spent,
     /// Each change of a server's reported model identity, one sentence each.
     pub identity_changes: Vec<String>,

@@ -85,6 +85,9 @@ pub async fn run_plan(
     if let Some(server) = judge_server {
         server.stop();
     }
+    if let Some(j) = &manifest.judge {
+        meter.stop_clock(&judge_clock(&j.name));
+    }
     outcome.spent = meter.spent();
     outcome.budget_stopped |= meter.refused();
     Ok(outcome)
