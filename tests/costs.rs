@@ -268,6 +268,7 @@ fn a_budget_stops_within_the_in_flight_bound_and_resume_completes_without_repeat
 
     let (code, out) = ws.run(&["--resume", "latest", "--max-cost", "1"]);
     assert_eq!(code, 0, "{out}");
+    assert!(out.contains("budget: spent "), "{out}");
     let journal = ws.last_journal();
     let keys: BTreeSet<u64> = journal
         .iter()

@@ -150,31 +150,43 @@ fn columns(lines: &[[String; 8]]) -> String {
     out
 }
 
-/// After a run stopped by its budget: what it spent, against which limit,
-/// and how to go on.
-pub fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &str, run_id: &str) {
+/// What the run spent against each of its limits, `None` without a budget.
+fn against_limits(outcome: &RunOutcome, limits: Limits, currency: &str) -> Option<String> {
     let spent = outcome.spent;
-    let mut limit = Vec::new();
+    let mut words = Vec::new();
     if let Some(max) = limits.max_cost {
-        limit.push(format!(
+        words.push(format!(
             "spent {} {currency} of --max-cost {} {currency}",
             money(spent.cost),
             money(max)
         ));
     }
     if let Some(max) = limits.max_tokens {
-        limit.push(format!(
+        words.push(format!(
             "used {} tokens of --max-tokens-total {max}",
             spent.tokens
         ));
     }
+    (!words.is_empty()).then(|| words.join(", "))
+}
+
+/// After a run that finished within its budget: what it spent of it.
+pub fn within_budget(outcome: &RunOutcome, limits: Limits, currency: &str) {
+    if let Some(words) = against_limits(outcome, limits, currency) {
+        println!("budget: {words}");
+    }
+}
+
+/// After a run stopped by its budget: what it spent, against which limit,
+/// and how to go on.
+pub fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &str, run_id: &str) {
+    let words = against_limits(outcome, limits, currency).unwrap_or_default();
     let flag = if limits.max_cost.is_some() {
         "--max-cost"
     } else {
         "--max-tokens-total"
     };
     eprintln!(
-        "budget reached: {}; no request was started that could pass it, and every answer that finished is saved; continue with `harness run --resume {run_id} {flag} MORE`",
-        limit.join(", ")
+        "budget reached: {words}; no request was started that could pass it, and every answer that finished is saved; continue with `harness run --resume {run_id} {flag} MORE`"
     );
 }

@@ -343,6 +343,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         super::costs::budget_stopped(&outcome, limits, &manifest.currency, &manifest.run_id);
         return Ok(Exit::Budget);
     }
+    super::costs::within_budget(&outcome, limits, &manifest.currency);
     let differ = golden_transcripts(args, &manifest, &specs, &transcripts, color)?;
     let errors: usize = transcripts
         .values()
