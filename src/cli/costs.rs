@@ -113,7 +113,7 @@ pub fn dry_run(
         format!(" (no price: {})", unpriced.join(", "))
     };
     println!(
-        "dry run: {} requests ({} to the judge), {} prompt tokens, at most {} output tokens; cost at most {}, every answer at max_tokens and nothing from the cache{unknown}; nothing was sent",
+        "dry run: {} requests ({} to the judge); to the models {} prompt tokens and at most {} output tokens; cost at most {}, every answer at max_tokens and nothing from the cache{unknown}; nothing was sent",
         total(|e| e.requests) + total(|e| e.judge_requests),
         total(|e| e.judge_requests),
         total(|e| e.prompt_tokens),
