@@ -47,6 +47,7 @@ fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, t
         journals: &journals,
         color,
         baseline: None,
+        currency: "USD",
     };
     (write_reports(&ctx).unwrap(), dir)
 }

@@ -17,7 +17,7 @@
 //!   sizes) and `docs` (every documented TOML example is a checked file).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
-//!   `sampling`, `judge`, `synth`.
+//!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Model-written code in the sandbox: `code_rule`, `code_values` (every
 //!   value the program and its checker exchange), `forgery` (attacks on the
 //!   `code` verdict), `unsandboxed` (an empty environment either way, the
@@ -49,6 +49,7 @@ mod architecture;
 mod atomic_writes;
 mod code_rule;
 mod code_values;
+mod costs;
 mod datasets;
 mod datasets_hub;
 mod docs;

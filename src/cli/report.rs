@@ -34,6 +34,8 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
         Vec::<SpecInfo>::new(),
     );
     let mut model_ids = std::collections::BTreeMap::new();
+    // The first run's currency names the costs; a run in another one is warned about.
+    let mut currency: Option<String> = None;
     for id in &args.runs {
         let dir = match run::find_run(&runs_dir, id) {
             Ok(d) => d,
@@ -64,6 +66,14 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
                 specs.push(info);
             }
         }
+        match &currency {
+            Some(c) if *c != manifest.currency => eprintln!(
+                "warning: run {} prices in {}, not {c}: its costs are shown in {c} unconverted",
+                manifest.run_id, manifest.currency
+            ),
+            Some(_) => {}
+            None => currency = Some(manifest.currency.clone()),
+        }
         journals.push(dir.join("journal.jsonl"));
         run_ids.push(manifest.run_id);
     }
@@ -80,6 +90,7 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
         journals: &journals,
         color,
         baseline: args.baseline.as_deref(),
+        currency: currency.as_deref().unwrap_or("USD"),
     };
     match write_reports(&ctx) {
         Ok(out) => {

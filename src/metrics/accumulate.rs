@@ -42,6 +42,7 @@ pub struct Accumulator {
     side: BTreeMap<String, BTreeMap<(String, u64), sampling::Problem>>,
     /// (rule, judge, rubric) → running totals.
     judges: BTreeMap<(String, String, String), JudgeTotals>,
+    cost: super::cost::CostTotals,
 }
 
 impl Accumulator {
@@ -54,6 +55,7 @@ impl Accumulator {
         self.errors += u64::from(r.scored.error.is_some());
         self.cached += u64::from(r.cached);
         self.time_ms += r.latency_ms;
+        self.cost.add(r);
         // A cached answer took no time; counting its 0 ms would flatter the model.
         let timed = r.has_response() && !r.cached;
         if timed {
@@ -192,6 +194,7 @@ impl Accumulator {
             tokens_out: tokens(self.tokens_out),
             tokens_per_sec: (self.speed.1 > 0)
                 .then(|| self.speed.0 as f64 * 1000.0 / self.speed.1 as f64),
+            cost: self.cost.finish(),
             failures: self.failures,
             failing: self.failing,
             report_only,

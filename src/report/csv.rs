@@ -2,14 +2,15 @@
 //! records, then one per `group_by` group (the `group` column says
 //! `var=value`), RFC 4180 quoting and CRLF line ends. Fractions stay fractions
 //! (accuracy 0..1) so spreadsheets can format them; empty means unknown.
-//! The last column names each judge rule's judge and rubric hash.
+//! The cost columns are empty for a model without a price. The last column
+//! names each judge rule's judge and rubric hash.
 
 use super::View;
 use crate::text::num;
 
 use crate::metrics::Metrics;
 
-const HEADER: [&str; 21] = [
+const HEADER: [&str; 27] = [
     "model",
     "spec",
     "title",
@@ -29,6 +30,12 @@ const HEADER: [&str; 21] = [
     "tokens_per_sec",
     "model_category_mean",
     "failures",
+    "cost",
+    "cost_estimated",
+    "cost_saved",
+    "judge_cost",
+    "cost_per_correct",
+    "currency",
     "group",
     "judges",
 ];
@@ -52,11 +59,13 @@ pub(crate) fn render(v: &View) -> String {
             let Some(c) = v.summary.cell(m, &s.id) else {
                 continue;
             };
-            push_row(&mut out, m, s, c, &mean, "");
+            let currency = v.ctx.currency;
+            push_row(&mut out, m, s, c, &mean, "", currency);
             let groups = v.summary.groups(m, &s.id).into_iter().flatten();
             for (var, values) in groups {
                 for (value, g) in values {
-                    push_row(&mut out, m, s, g, &mean, &format!("{var}={value}"));
+                    let group = format!("{var}={value}");
+                    push_row(&mut out, m, s, g, &mean, &group, currency);
                 }
             }
         }
@@ -64,7 +73,20 @@ pub(crate) fn render(v: &View) -> String {
     out
 }
 
-fn push_row(out: &mut String, m: &str, s: &super::SpecInfo, c: &Metrics, mean: &str, group: &str) {
+/// An amount with every digit it has, or empty when unknown.
+fn money(amount: Option<f64>) -> String {
+    amount.map_or(String::new(), |a| a.to_string())
+}
+
+fn push_row(
+    out: &mut String,
+    m: &str,
+    s: &super::SpecInfo,
+    c: &Metrics,
+    mean: &str,
+    group: &str,
+    currency: &str,
+) {
     let lat = c.latency_ms;
     // `label=count` pairs in label order: one cell, still easy to split.
     let failures: Vec<String> = c
@@ -103,6 +125,12 @@ fn push_row(out: &mut String, m: &str, s: &super::SpecInfo, c: &Metrics, mean: &
         num(c.tokens_per_sec, 2, ""),
         mean.to_owned(),
         failures.join(";"),
+        money(c.cost.and_then(|c| c.amount)),
+        c.cost.map_or(String::new(), |c| c.estimated.to_string()),
+        money(c.cost.map(|c| c.saved)),
+        money(c.cost.and_then(|c| c.judge)),
+        money(c.cost.and_then(|c| c.per_correct)),
+        c.cost.map_or(String::new(), |_| currency.to_owned()),
         group.to_owned(),
         judges.join(";"),
     ];

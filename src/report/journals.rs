@@ -272,6 +272,7 @@ mod tests {
             journals: &journals,
             color: false,
             baseline: None,
+            currency: "USD",
         };
         let mut s = Journals::open(&ctx).unwrap();
         assert_eq!(

@@ -21,6 +21,9 @@ struct Report<'a> {
     /// Sampled specs: models compared on mean accuracy and pass@k.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     comparisons: Vec<super::comparison::Comparison>,
+    /// What the run cost, when anything had a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<super::costs::RunCost<'a>>,
 }
 
 #[derive(Serialize)]
@@ -64,6 +67,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
             })
             .collect(),
         comparisons: super::comparison::build(v),
+        cost: super::costs::json(v),
         models: v
             .models
             .iter()

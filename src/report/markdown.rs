@@ -32,6 +32,7 @@ pub(crate) fn render(v: &View) -> String {
     groups(&mut s, v);
     comparisons(&mut s, v);
     s.push_str(&super::judge_stats::markdown(v));
+    s.push_str(&super::costs::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);
@@ -448,6 +449,7 @@ mod tests {
             journals: &[],
             color: false,
             baseline: None,
+            currency: "USD",
         };
         let md = render(&View {
             ctx: &ctx,

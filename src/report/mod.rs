@@ -11,6 +11,7 @@
 //! `text`. Reports never ask a model.
 
 pub mod comparison;
+mod costs;
 mod csv;
 mod journals;
 mod json;
@@ -121,6 +122,8 @@ pub struct ReportContext<'a> {
     pub color: bool,
     /// The model sampled specs compare every model against (`--baseline`).
     pub baseline: Option<&'a str>,
+    /// The currency costs are in.
+    pub currency: &'a str,
 }
 
 /// The files written and the terminal table.

@@ -54,6 +54,7 @@ pub(crate) fn render(v: &View) -> String {
     }
     out += &super::judge_stats::terminal(v);
     out += &super::sandbox_line(v.ctx).map_or(String::new(), |l| format!("sandbox: {l}\n"));
+    out += &super::costs::terminal(v);
     for c in super::comparison::build(v) {
         out += &comparison_table(&c, v.ctx.color);
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {
@@ -191,7 +192,7 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
 }
 
 /// A table: first column left-aligned, the rest right-aligned, cells colored by their accuracy.
-fn grid(header: &[String], rows: &[Vec<(String, Option<f64>)>], color: bool) -> String {
+pub(super) fn grid(header: &[String], rows: &[Vec<(String, Option<f64>)>], color: bool) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()

@@ -39,6 +39,13 @@ pub struct Manifest {
     /// `--unsandboxed` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Isolation>,
+    /// The currency of the models' prices and of every cost of the run.
+    #[serde(default = "usd")]
+    pub currency: String,
+}
+
+fn usd() -> String {
+    "USD".to_owned()
 }
 
 impl Manifest {

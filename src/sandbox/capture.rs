@@ -201,9 +201,39 @@ fn still_computing(procs: &mut [Watched]) -> bool {
     busy
 }
 
-/// User plus system CPU clock ticks of `pid` from `/proc/<pid>/stat`; 0 when
-/// it cannot be read (the process is gone).
+/// User plus system CPU clock ticks of `pid` and every process below it:
+/// the watched process is the sandbox's init, and the program runs under it.
+/// 0 when nothing can be read (the tree is gone).
 fn cpu_ticks(pid: libc::pid_t) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![pid];
+    // Bounded: a tree is capped by its cgroup's process limit, and this by far.
+    let mut seen = 0;
+    while let Some(p) = pending.pop() {
+        seen += 1;
+        if seen > 4096 {
+            break;
+        }
+        total += own_ticks(p);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pending.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    total
+}
+
+/// User and system CPU clock ticks of one process, with those of its children
+/// already reaped, from `/proc/<pid>/stat`.
+fn own_ticks(pid: libc::pid_t) -> u64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0;
     };
@@ -212,14 +242,15 @@ fn cpu_ticks(pid: libc::pid_t) -> u64 {
         return 0;
     };
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After `)`: state is field 3 of the man page, so utime (14) and stime (15) are 11 and 12 here.
+    // After `)`: state is field 3 of the man page, so utime, stime, cutime and
+    // cstime (14-17) are 11-14 here.
     let field = |i: usize| {
         fields
             .get(i)
             .and_then(|f| f.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    field(11) + field(12)
+    (11..=14).map(field).sum()
 }
 
 fn poll_set(procs: &[Watched], deadline: Instant) -> (Vec<Slot>, Vec<libc::pollfd>, Instant) {
@@ -315,5 +346,27 @@ mod tests {
         std::hint::black_box(x);
         assert!(cpu_ticks(std::process::id() as libc::pid_t) > 0);
         assert_eq!(cpu_ticks(libc::pid_t::MAX), 0);
+    }
+
+    #[test]
+    fn cpu_ticks_count_a_busy_grandchild() {
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' & wait"])
+            .spawn()
+            .expect("sh runs");
+        let pid = shell.id() as libc::pid_t;
+        let start = Instant::now();
+        let mut ticks = 0;
+        while ticks == 0 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+            ticks = cpu_ticks(pid);
+        }
+        // End the tree by its process group's members, all started here.
+        let _ = std::process::Command::new("pkill")
+            .args(["-P", &pid.to_string()])
+            .status();
+        let _ = shell.kill();
+        let _ = shell.wait();
+        assert!(ticks > 0, "the busy grandchild's CPU is counted");
     }
 }
