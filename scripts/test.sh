@@ -27,5 +27,8 @@ LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=
 SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
 export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
-cargo test --locked
+# One test thread more than cores: the tests that need the llama servers take
+# turns (tests/common/locks.rs), and one waiting its turn holds a thread; with
+# a thread per core, two such tests would leave none for the rest.
+cargo test --locked -- --test-threads "$(($(nproc) + 1))"
 cargo run --quiet --locked -- check specs/

@@ -146,57 +146,18 @@ fn run_smollm2(
     (out, records)
 }
 
-#[test]
-fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
-    let Some(Live { dir, _servers, .. }) = live(false) else {
-        return;
-    };
-    let (out, records) = run_smollm2(dir.path(), "specs", "2", &["--format", "junit"]);
-    let specs = fs::read_dir(dir.path().join("specs"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "toml")
-        })
-        .count();
-    // Two instances per spec; the sampled AIME spec asks 8 samples of each.
-    let aime = records.iter().filter(|r| r["spec"] == "aime").count();
-    assert_eq!(aime, 2 * 8, "{out}");
-    assert_eq!(records.len() - aime, (specs - 1) * 2, "{out}");
-    assert!(
-        fs::read_dir(dir.path().join("results/reports"))
-            .unwrap()
-            .count()
-            >= 2,
-        "{out}"
-    );
-    assert!(
-        dir.path()
-            .join("results/raw/smollm2_")
-            .parent()
-            .unwrap()
-            .exists()
-    );
-
-    // The same plan again: every answer from the cache, zero HTTP requests.
-    rerun_from_cache(dir.path(), "specs", "smollm2", "2", records.len());
-}
-
 /// Every committed golden transcript, re-asked live: each shipped spec with
 /// both models (the golden subset of specs that declare `[golden] instances`),
 /// at temperature 0 where the spec says so, one request at a time per server
 /// and no prompt cache, as they were recorded. Any drift fails with the diff.
+/// The same run again then answers everything from the response cache.
 #[test]
-fn every_golden_transcript_reproduces_live() {
+fn every_golden_transcript_reproduces_live_and_reruns_from_cache() {
     let Some(Live { dir, _servers, .. }) = live(true) else {
         return;
     };
     copy_dir(&root().join("golden"), &dir.path().join("golden"));
-    let started = std::time::Instant::now();
-    let (code, out) = run(harness(dir.path()).args([
+    let args = [
         "run",
         "specs",
         "-m",
@@ -204,10 +165,13 @@ fn every_golden_transcript_reproduces_live() {
         "-m",
         "gemma3",
         "--golden-subset",
-        "--no-cache",
+        "--format",
+        "junit",
         "--no-progress",
         "-v",
-    ]));
+    ];
+    let started = std::time::Instant::now();
+    let (code, out) = run(harness(dir.path()).args(args));
     eprintln!(
         "live golden check: {:.0} s",
         started.elapsed().as_secs_f64()
@@ -216,6 +180,37 @@ fn every_golden_transcript_reproduces_live() {
         code, 0,
         "live answers differ from the committed golden transcripts:\n{out}"
     );
+    let records = journal(dir.path());
+    for r in &records {
+        assert!(r["error"].is_null(), "request failed: {r}");
+        assert!(r["response"].is_string(), "{r}");
+        assert!(r["tokens_out"].as_u64().unwrap() > 0, "usage missing: {r}");
+        // t05 and its judged variant ask the same prompts: the second asks none.
+        assert!(
+            r["attempts"].as_u64().unwrap() >= 1 || r["cached"] == true,
+            "{r}"
+        );
+    }
+    assert!(
+        fs::read_dir(dir.path().join("results/reports"))
+            .unwrap()
+            .count()
+            >= 2,
+        "{out}"
+    );
+
+    // The same plan again: every answer from the cache, zero HTTP requests.
+    let (code, out) = run(harness(dir.path()).args(args));
+    assert_eq!(code, 0, "{out}");
+    let again = journal(dir.path());
+    assert_eq!(again.len(), records.len(), "{out}");
+    assert!(
+        again
+            .iter()
+            .all(|r| r["cached"] == true && r["attempts"] == 0),
+        "{out}"
+    );
+    assert!(out.contains("0 HTTP attempts"), "{out}");
 }
 
 #[test]

@@ -17,6 +17,9 @@ pub(super) struct Watch<'a> {
     pub stderr: std::fs::File,
     /// Kills it and everything it started.
     pub kill: &'a dyn Fn(),
+    /// The CPU time its whole tree may use; past it, a busy tree gets no
+    /// more wall-clock time.
+    pub cpu_budget: Duration,
 }
 
 /// What the loop saw of one process.
@@ -40,7 +43,9 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// How much longer than its wall-clock budget a process that is still
 /// computing may run. On a loaded machine a CPU-bound program reaches its CPU
 /// limit late; its verdict should name that limit, not the load. A program
-/// that waits instead of computing gets no extension.
+/// that waits instead of computing gets no extension, nor does a tree that
+/// has already used its CPU budget across its processes (a fork bomb: each
+/// process stays under its own limit while the tree computes on every core).
 const BUSY_STRETCH: u32 = 3;
 
 /// The step by which a busy process's deadline moves.
@@ -50,6 +55,8 @@ struct Watched<'a> {
     pid: libc::pid_t,
     /// CPU clock ticks seen at the last deadline check.
     cpu_seen: u64,
+    /// CPU clock ticks the tree may use before its deadline stops moving.
+    cpu_budget: u64,
     streams: [Stream; 2],
     pidfd: Option<OwnedFd>,
     exited: bool,
@@ -92,6 +99,7 @@ pub(super) fn capture(
         .map(|w| Watched {
             pid: w.pid,
             cpu_seen: 0,
+            cpu_budget: ticks_in(w.cpu_budget),
             pidfd: pidfd_open(w.pid),
             streams: [Stream::new(w.stdout), Stream::new(w.stderr)],
             exited: false,
@@ -190,15 +198,24 @@ type Slot = (usize, Option<usize>);
 
 /// What to poll: each open stream and each running process's pidfd, each
 /// slot beside its pollfd; and when to wake at the latest.
-/// Whether a running process used CPU since the last check (which it records).
+/// Whether a running process used CPU since the last check (which it
+/// records) and is still short of its CPU budget.
 fn still_computing(procs: &mut [Watched]) -> bool {
     let mut busy = false;
     for p in procs.iter_mut().filter(|p| !p.exited) {
         let ticks = cpu_ticks(p.pid);
-        busy |= ticks > p.cpu_seen;
+        busy |= ticks > p.cpu_seen && ticks < p.cpu_budget;
         p.cpu_seen = ticks;
     }
     busy
+}
+
+/// `d` in CPU clock ticks, plus one second: the kernel's own CPU limit
+/// fires at the budget, and the tick count lags it a little.
+fn ticks_in(d: Duration) -> u64 {
+    // SAFETY: sysconf reads a constant of the running system.
+    let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    (d.as_secs_f64() * per_sec as f64) as u64 + per_sec
 }
 
 /// User plus system CPU clock ticks of `pid` and every process below it:

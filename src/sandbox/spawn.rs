@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use seccompiler::BpfProgram;
 
@@ -20,7 +20,7 @@ use super::plan::{
     shared_netns, timeval,
 };
 use super::seat::Lease;
-use super::{CHANNEL_ENV, Isolation, Outcome, Program, SandboxError, Termination};
+use super::{CHANNEL_ENV, Isolation, Limits, Outcome, Program, SandboxError, Termination};
 use super::{fs_policy, seccomp};
 
 /// The environment a program sees: nothing of the harness's.
@@ -130,7 +130,7 @@ impl Sandbox {
         let mut started = self.start(program, &[])?;
         feed(&mut started, &program.stdin);
         let kill = self.killer(started.pid);
-        let watch = watch(&mut started, &kill)?;
+        let watch = watch(&mut started, &program.limits, &kill)?;
         let deadline = started.start + program.limits.wall;
         let captured = capture(vec![watch], deadline, program.limits.output_bytes, None);
         let [captured] = <[Captured; 1]>::try_from(captured).map_err(|_| lost())?;
@@ -175,7 +175,10 @@ impl Sandbox {
         feed(&mut w, &worker.stdin);
         feed(&mut l, &leader.stdin);
         let (kill_w, kill_l) = (self.killer(w.pid), self.killer(l.pid));
-        let watches = vec![watch(&mut w, &kill_w)?, watch(&mut l, &kill_l)?];
+        let watches = vec![
+            watch(&mut w, &worker.limits, &kill_w)?,
+            watch(&mut l, &leader.limits, &kill_l)?,
+        ];
         let deadline = w.start + worker.limits.wall.max(leader.limits.wall);
         let cap = worker.limits.output_bytes.max(leader.limits.output_bytes);
         let mut captured = capture(watches, deadline, cap, Some(1)).into_iter();
@@ -341,12 +344,17 @@ fn feed(started: &mut Started, input: &[u8]) {
 }
 
 /// Hands a program's output streams to the capture loop.
-fn watch<'a>(started: &mut Started, kill: &'a dyn Fn()) -> Result<Watch<'a>, SandboxError> {
+fn watch<'a>(
+    started: &mut Started,
+    limits: &Limits,
+    kill: &'a dyn Fn(),
+) -> Result<Watch<'a>, SandboxError> {
     Ok(Watch {
         pid: started.pid,
         stdout: started.stdout.take().ok_or_else(lost)?,
         stderr: started.stderr.take().ok_or_else(lost)?,
         kill,
+        cpu_budget: Duration::from_secs(limits.cpu_secs),
     })
 }
 
