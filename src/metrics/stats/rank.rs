@@ -106,6 +106,20 @@ pub fn tie_groups_scores(
     }))
 }
 
+/// Tie groups of models given as (name, score, instances), with `p(a, b)` the p-value
+/// of whatever paired test the caller runs between the models at positions `a` (the
+/// group's leader) and `b` of `models`; sorted by rank, score, then name.
+///
+/// For scores the caller computes itself (a mean over categories, say): `p` is only
+/// asked for the pairs the walk needs, so a costly test runs no more than necessary.
+pub fn rank_by(
+    models: &[(String, f64, usize)],
+    alpha: f64,
+    p: impl FnMut(usize, usize) -> f64,
+) -> Vec<Ranked> {
+    group(models.iter().map(|(n, s, i)| (n, (*s, *i))), alpha, p)
+}
+
 /// Fails unless every model has as many instances as the first.
 fn check_lengths<'a>(
     mut lengths: impl Iterator<Item = (&'a String, usize)>,
