@@ -290,6 +290,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         report.markdown.display()
     );
     if outcome.interrupted {
+        println!("html report: {}", report.html.display());
         eprintln!(
             "interrupted: finished answers are saved; continue with `harness run --resume {}`",
             manifest.run_id
@@ -297,6 +298,8 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         return Ok(Exit::Interrupted);
     }
     let differ = golden_transcripts(args, &manifest, &specs, &transcripts, color)?;
+    // Last, so it stays on screen: the page with every statistic and instance.
+    println!("html report: {}", report.html.display());
     Ok(Exit::differences_if(differ))
 }
 
@@ -330,6 +333,7 @@ fn reports(
         journals: &journals,
         color,
         baseline: args.baseline.as_deref(),
+        golden: Some(&args.golden),
     };
     write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
 }

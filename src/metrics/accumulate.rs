@@ -59,7 +59,7 @@ impl Accumulator {
         // Only a request made now was timed: a cached or replayed answer (no HTTP
         // attempt) took no time, and its 0 ms would flatter the model and make the
         // speed absurd.
-        let timed = r.has_response() && !r.cached && r.attempts > 0;
+        let timed = super::timed(r);
         if timed {
             self.latencies.push(r.latency_ms);
         }

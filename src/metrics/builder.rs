@@ -95,7 +95,10 @@ impl MetricsBuilder {
         for (m, specs) in &self.cells {
             for (s, acc) in specs {
                 let (cell_scores, cell_outcomes) = instances(acc);
-                scores.entry(s.clone()).or_default().insert(m.clone(), cell_scores);
+                scores
+                    .entry(s.clone())
+                    .or_default()
+                    .insert(m.clone(), cell_scores);
                 outcomes
                     .entry(m.clone())
                     .or_default()
@@ -196,7 +199,9 @@ fn instances(acc: &Accumulator) -> (Scores, Vec<Outcome>) {
     let problems = acc.problems();
     let mut scores = Scores {
         by_instance: BTreeMap::new(),
-        pass_fail: problems.values().all(super::sampling::Problem::is_pass_fail),
+        pass_fail: problems
+            .values()
+            .all(super::sampling::Problem::is_pass_fail),
     };
     let mut outcomes = Vec::with_capacity(problems.len());
     for ((_, instance), p) in problems {

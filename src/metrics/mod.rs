@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::run::record::Record;
 pub use accumulate::Accumulator;
-pub use builder::{Groups, MetricsBuilder};
+pub use builder::{Groups, MetricsBuilder, group_value};
 pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
 pub use significance::{Board, Gap, Standing, Test, Versus};
 
@@ -42,6 +42,12 @@ pub fn test_id(r: &Record) -> String {
     } else {
         r.instance_id.clone()
     }
+}
+
+/// Whether `r`'s latency was measured now: answered by a request made in this run,
+/// not from the cache and not replayed (no HTTP attempt took any time).
+pub fn timed(r: &Record) -> bool {
+    r.has_response() && !r.cached && r.attempts > 0
 }
 
 /// The expected output: the single rule's value, else the map rule → value (null when empty).

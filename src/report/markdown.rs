@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::metrics::{Example, Metrics};
 
 use super::View;
+use super::terminal::with_interval;
 use crate::text::{code_block, inline_code, md_cell, num, one_line, percent, table};
 
 /// Shown for cells without records.
@@ -25,9 +26,13 @@ pub(crate) fn render(v: &View) -> String {
     let _ = writeln!(s, "**Запуски:** {}\n", runs.join(", "));
     s.push_str("## Сводная Таблица Результатов\n\n");
     s.push_str(&summary_table(v));
-    s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
+    s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели. ± — половина 95% доверительного интервала (Вильсон для «верно/неверно», иначе бутстреп по заданиям).\n");
+    s.push_str(&super::statistics::leaderboard(v));
+    s.push_str(&super::statistics::categories(v));
+    s.push_str(&super::statistics::runs(v));
     groups(&mut s, v);
     comparisons(&mut s, v);
+    s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
@@ -58,9 +63,9 @@ fn summary_table(v: &View) -> String {
         .map(|m| {
             let mut row = vec![bold(m)];
             row.extend(v.specs.iter().map(|s| {
-                v.summary
-                    .cell(m, &s.id)
-                    .map_or(NONE.into(), |c| percent(c.accuracy))
+                v.summary.cell(m, &s.id).map_or(NONE.into(), |c| {
+                    with_interval(c.accuracy, c.interval.map(|e| e.interval()))
+                })
             }));
             row.push(
                 v.summary
@@ -107,7 +112,8 @@ fn groups(s: &mut String, v: &View) {
                     let mut row = vec![bold(m)];
                     row.extend(values.iter().map(|k| {
                         g.get(*k).map_or(NONE.into(), |c| {
-                            format!("{} ({}/{})", percent(c.accuracy), c.passed, c.total)
+                            let acc = with_interval(c.accuracy, c.interval.map(|e| e.interval()));
+                            format!("{acc} ({}/{})", c.passed, c.total)
                         })
                     }));
                     Some(row)
@@ -132,6 +138,8 @@ fn comparisons(s: &mut String, v: &View) {
         let has_maj = c.models.iter().any(|l| l.maj.is_some());
         let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
         header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+        let hats = super::comparison::hat_ks(c);
+        header.extend(hats.iter().map(|k| format!("pass^{k}")));
         if has_maj {
             header.push("maj@n".to_owned());
         }
@@ -147,6 +155,10 @@ fn comparisons(s: &mut String, v: &View) {
                 row.extend(
                     c.ks.iter()
                         .map(|k| l.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
+                );
+                row.extend(
+                    hats.iter()
+                        .map(|k| l.pass_hat_k.get(k).map_or(NONE.into(), |p| percent(*p))),
                 );
                 if has_maj {
                     row.push(l.maj.map_or(NONE.into(), percent));
@@ -237,7 +249,7 @@ fn metric_row(label: String, c: &Metrics) -> Vec<String> {
     let lat = c.latency_ms;
     vec![
         label,
-        percent(c.accuracy),
+        with_interval(c.accuracy, c.interval.map(|e| e.interval())),
         format!("{}/{}", c.passed, c.total),
         format!("{}/{}", c.valid, c.total),
         c.errors.to_string(),
@@ -445,12 +457,16 @@ mod tests {
             journals: &[],
             color: false,
             baseline: None,
+            golden: None,
         };
         let md = render(&View {
             ctx: &ctx,
             models: &models,
             specs: &specs,
             summary: &summary,
+            origins: &[],
+            runs: None,
+            flaky: &Default::default(),
         });
         assert_eq!(md.matches("\n#### `s/").count(), 10, "{md}");
         assert!(md.contains("\n…и ещё 2.\n"), "{md}");

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod documents;
 pub mod fake_server;
 pub mod managed;

@@ -93,9 +93,12 @@ pub fn compare_stratified<S: AsRef<[f64]>>(
     })
 }
 
+/// Strata as (normalized weight, per-instance values), and their weighted mean.
+type Normalized<'a> = (Vec<(f64, &'a [f64])>, f64);
+
 /// The non-empty strata with weights normalized to sum to 1, and the weighted mean
 /// of their means; `None` when every stratum is empty or the weights sum to 0.
-fn normalized(strata: &[(f64, Vec<f64>)]) -> Option<(Vec<(f64, &[f64])>, f64)> {
+fn normalized(strata: &[(f64, Vec<f64>)]) -> Option<Normalized<'_>> {
     let kept: Vec<&(f64, Vec<f64>)> = strata.iter().filter(|s| !s.1.is_empty()).collect();
     let total: f64 = kept.iter().map(|s| s.0).sum();
     if kept.is_empty() || total <= 0.0 {
