@@ -232,6 +232,57 @@ fn shipped_replay_report_shows_the_numbers_the_other_reports_print() {
         json!(true),
         "no sideways scrolling of the page at 390 px"
     );
+
+    // The golden view: a transcript that says smollm2 passed t01/0 with another
+    // answer shows one flip, with a word diff of the two responses.
+    let transcript = golden.join("t01_simple_logic/smollm2.jsonl");
+    let edited: Vec<String> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["instance"] == 0 {
+                v["passed"] = json!(true);
+                v["score"] = json!(1.0);
+                v["response"] = json!("Ответ: Иван бегает медленнее всех.");
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&transcript, edited.join("\n") + "\n").unwrap();
+    let run_id = std::fs::read_dir(results.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    let output = harness(&root())
+        .arg("report")
+        .arg(&run_id)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let rebuilt = report(&results, "html");
+    open(&mut b, &rebuilt, 1280, "replay_golden");
+    b.eval("document.querySelector('#tabs [data-view=golden]').click()");
+    let cell = b.eval(
+        "[...document.querySelectorAll('#view-golden tbody tr')].map(r => [...r.cells].map(c => c.textContent).join('|'))\
+         .filter(r => r.startsWith('smollm2|t01_simple_logic|'))",
+    );
+    assert_eq!(cell, json!(["smollm2|t01_simple_logic|10|1|0|1|0"]));
+    b.wait_for("document.querySelectorAll('#view-golden .vrow').length === 1");
+    b.eval("document.querySelector('#view-golden .vrow').click()");
+    b.wait_for("!document.getElementById('drill').hidden");
+    let diff = b.eval(
+        "[document.querySelectorAll('#drill-body pre.diff del').length > 0, \
+          document.querySelectorAll('#drill-body pre.diff ins').length > 0, \
+          document.querySelector('#drill-body').textContent.includes('the verdict flipped')]",
+    );
+    assert_eq!(diff, json!([true, true, true]));
+    b.screenshot(&artifacts().join("replay_golden_drill_1280.png"));
+    assert_clean(&b);
 }
 
 /// `model`'s recorded response to `id`, from the raw results.

@@ -21,6 +21,9 @@
 //!   the null and the unpooled one under the alternative (statsmodels
 //!   `samplesize_proportions_2indep_onetail`, `power_proportions_2indep`).
 //!
+//! - the seeded bootstraps (mean, paired, stratified): a plain-Python implementation
+//!   of the same stream and percentiles (`bootstrap_reference.py`, no shared code).
+//!
 //! Mean scores (partial credit, several samples per instance) get a percentile
 //! bootstrap that resamples instances, keeping each instance's samples together:
 //! samples of one instance are not independent, and treating them as such would

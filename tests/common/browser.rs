@@ -5,7 +5,7 @@
 //! `scripts/test.sh` install it).
 //!
 //! It records what the tests assert on: console errors, uncaught exceptions and
-//! every network request the page makes.
+//! every network request the page makes. `benches/report.rs` uses it too.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -34,7 +34,7 @@ pub fn chromium() -> Option<PathBuf> {
 pub fn artifacts() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| super::root().join("target"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
     target.join("browser")
 }
 

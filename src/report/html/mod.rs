@@ -25,13 +25,22 @@ use super::journals::Journals;
 pub use rows::GoldenCell;
 
 const CSS: &str = include_str!("report.css");
-const JS: &str = include_str!("report.js");
 const BODY: &str = include_str!("body.html");
+/// The page's script, in order: one function, so the parts share its scope.
+const SCRIPT: [&str; 6] = [
+    "(function () {\n'use strict';\n",
+    include_str!("lib.js"),
+    include_str!("overview.js"),
+    include_str!("instances.js"),
+    include_str!("views.js"),
+    "})();\n",
+];
 
 /// Writes the page for `v` to `path`, reading the records from `journals`.
 pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(path)?);
-    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(JS.as_bytes()));
+    let js = SCRIPT.concat();
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(js.as_bytes()));
     write!(
         out,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -44,19 +53,15 @@ pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Resul
         escape(v.ctx.timestamp)
     )?;
     out.write_all(b"<script type=\"application/json\" id=\"report-data\">")?;
-    let golden = {
-        let mut json = ScriptSafe(&mut out);
-        json.write_all(b"{\"records\":[")?;
-        let golden = write_rows(&mut json, v, journals)?;
-        json.write_all(b"],\"report\":")?;
-        let sampled = super::comparison::build(v);
-        let dir = v.ctx.golden.map(|_| golden.as_slice());
-        serde_json::to_writer(&mut json, &data::head(v, &sampled, dir))?;
-        json.write_all(b"}")?;
-        golden
-    };
-    drop(golden);
-    write!(out, "</script>\n<script>{JS}</script>\n</body>\n</html>\n")?;
+    let mut json = ScriptSafe(&mut out);
+    json.write_all(b"{\"records\":[")?;
+    let golden = write_rows(&mut json, v, journals)?;
+    json.write_all(b"],\"report\":")?;
+    let sampled = super::comparison::build(v);
+    let compared = v.ctx.golden.map(|_| golden.as_slice());
+    serde_json::to_writer(&mut json, &data::head(v, &sampled, compared))?;
+    json.write_all(b"}")?;
+    write!(out, "</script>\n<script>{js}</script>\n</body>\n</html>\n")?;
     out.flush()
 }
 
