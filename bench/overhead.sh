@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runner overhead against a zero-latency loopback server (see benches/overhead.rs).
+# Runner overhead against a zero-latency loopback server (see bench/overhead.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo bench --locked --bench overhead

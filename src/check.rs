@@ -11,12 +11,14 @@ use serde_json::{Map, Value};
 use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::format::{Example, GoldenInstances};
 use crate::golden::instances::{GoldenInstance, instances_path};
-use crate::golden::{self, GoldenMode, GoldenStatus};
+use crate::golden::stream::StreamCompare;
+use crate::golden::{GoldenMode, GoldenStatus};
 use crate::key_path;
 use crate::spec::Spec;
-use crate::verify::JudgeOutcome;
+use crate::text::visible_line;
 use crate::verify::Judged;
 use crate::verify::judge::combine;
+use crate::verify::{InstanceVerdict, JudgeOutcome};
 
 /// Options of a check run.
 #[derive(Debug, Clone)]
@@ -71,44 +73,22 @@ pub fn check_file(file: &Path, options: &CheckOptions) -> SpecCheck {
 
 fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     report.id = Some(spec.id.clone());
-    let mut lines = String::new();
-    let mut missing_seen = BTreeSet::new();
-    for index in 0..u64::from(spec.runs) {
-        let instance = match spec.instance(index) {
-            Ok(i) => i,
-            Err(e) => {
-                report.errors.push(e);
-                break;
-            }
-        };
-        for (rule, key, var) in spec.rules.missing_variables(&instance.vars) {
-            if missing_seen.insert((rule, key, var.clone())) {
-                report.errors.push(missing_variable(
-                    spec,
-                    rule,
-                    key,
-                    &var,
-                    &instance.vars,
-                    index,
-                ));
-            }
+    let path = instances_path(&options.golden_dir, &spec.id);
+    let golden_error = |e: std::io::Error| {
+        Diagnostic::new(
+            ErrorKind::Golden,
+            Location::file_start(&path),
+            format!("cannot compare with the golden file: {e}"),
+        )
+    };
+    let mut golden = match StreamCompare::new(&path, options.mode) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            report.errors.push(golden_error(e));
+            None
         }
-        let record = GoldenInstance {
-            index,
-            id: instance.id.clone(),
-            expected: spec.rules.expected(&instance.vars),
-            vars: instance.vars,
-            messages: instance.messages,
-        };
-        let line = serde_json::to_string(&record).expect("instances serialize");
-        if spec.def.golden_instances == Some(GoldenInstances::Digest) {
-            lines.push_str(&digest_line(&record, &line));
-        } else {
-            lines.push_str(&line);
-        }
-        lines.push('\n');
-        report.instances += 1;
-    }
+    };
+    let generated = check_instances(spec, golden.as_mut(), report);
     report.examples = spec.def.examples.len();
     if spec.rules.needs_sandbox()
         && !spec.def.examples.is_empty()
@@ -121,6 +101,8 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
         ));
         return;
     }
+    // Examples taken from a generated instance would repeat the generator's error.
+    let runnable = |example: &Example| generated || example.instance.is_none();
     let outcomes: Vec<Result<(), Diagnostic>> = if spec.rules.needs_sandbox() {
         // Each example is a program run that may wait for its time limit: overlap them.
         std::thread::scope(|scope| {
@@ -129,6 +111,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
                 .examples
                 .iter()
                 .enumerate()
+                .filter(|(_, example)| runnable(example))
                 .map(|(i, example)| scope.spawn(move || run_example(spec, i, example)))
                 .collect();
             handles
@@ -141,6 +124,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
             .examples
             .iter()
             .enumerate()
+            .filter(|(_, example)| runnable(example))
             .map(|(i, example)| run_example(spec, i, example))
             .collect()
     };
@@ -155,15 +139,102 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     if !report.errors.is_empty() {
         return;
     }
-    let path = instances_path(&options.golden_dir, &spec.id);
-    match golden::compare(&path, &lines, options.mode) {
-        Ok(status) => report.golden = Some(status),
-        Err(e) => report.errors.push(Diagnostic::new(
-            ErrorKind::Golden,
-            Location::file_start(&path),
-            format!("cannot update golden file: {e}"),
-        )),
+    if let Some(golden) = golden {
+        match golden.finish() {
+            Ok(status) => report.golden = Some(status),
+            Err(e) => report.errors.push(golden_error(e)),
+        }
     }
+}
+
+/// Generates and renders every instance, checking what the rules read from
+/// it and streaming its golden line to `golden`; whether generation held.
+fn check_instances(
+    spec: &Spec,
+    mut golden: Option<&mut StreamCompare>,
+    report: &mut SpecCheck,
+) -> bool {
+    let mut seen = BTreeSet::new();
+    let group_by = spec.def.report.group_by();
+    let mut grouped = vec![false; group_by.len()];
+    for index in 0..u64::from(spec.runs) {
+        let instance = match spec.instance(index) {
+            Ok(i) => i,
+            Err(e) => {
+                report.errors.push(e);
+                return false;
+            }
+        };
+        for (rule, key, var) in spec.rules.missing_variables(&instance.vars) {
+            if seen.insert((rule, key, var.clone())) {
+                report.errors.push(missing_variable(
+                    spec,
+                    rule,
+                    key,
+                    &var,
+                    &instance.vars,
+                    index,
+                ));
+            }
+        }
+        for (rule, key, why) in spec.rules.value_problems(&instance.vars) {
+            if seen.insert((rule, key, String::new())) {
+                let key = crate::verify::value_key(&spec.def.verify[rule], key);
+                report.errors.push(
+                    Diagnostic::new(
+                        ErrorKind::Invalid,
+                        spec.source_map().locate(key_path!["verify", rule, key]),
+                        format!("instance {index}: {why}"),
+                    )
+                    .with_source(spec.source_map().source()),
+                );
+            }
+        }
+        for (found, var) in grouped.iter_mut().zip(&group_by) {
+            *found |= crate::verify::lookup(&instance.vars, var).is_some();
+        }
+        let record = GoldenInstance {
+            index,
+            id: instance.id.clone(),
+            expected: spec.rules.expected(&instance.vars),
+            vars: instance.vars,
+            messages: instance.messages,
+        };
+        let mut line = serde_json::to_string(&record).expect("instances serialize");
+        if spec.def.golden_instances == Some(GoldenInstances::Digest) {
+            line = digest_line(&record, &line);
+        }
+        if let Some(g) = golden.as_deref_mut()
+            && let Err(e) = g.push_line(&line)
+        {
+            report.errors.push(Diagnostic::new(
+                ErrorKind::Golden,
+                Location::file_start(spec.file.as_path()),
+                format!("cannot write the golden comparison: {e}"),
+            ));
+            golden = None;
+        }
+        report.instances += 1;
+    }
+    for (j, var) in group_by.iter().enumerate().filter(|(j, _)| !grouped[*j]) {
+        report.errors.push(group_by_unknown(spec, j, var));
+    }
+    true
+}
+
+/// `[report] group_by` names a variable that no instance sets.
+fn group_by_unknown(spec: &Spec, j: usize, var: &str) -> Diagnostic {
+    let map = spec.source_map();
+    let location = match &spec.def.report.group_by {
+        Some(crate::format::OneOrMany::Many(_)) => map.locate(key_path!["report", "group_by", j]),
+        _ => map.locate(key_path!["report", "group_by"]),
+    };
+    Diagnostic::new(
+        ErrorKind::Invalid,
+        location,
+        format!("group_by names variable `{var}`, which no instance sets"),
+    )
+    .with_source(map.source())
 }
 
 /// A golden line that pins an instance without holding its content: for
@@ -242,12 +313,16 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
     let judged = example_judgements(spec, example, &vars)
         .map_err(|e| Diagnostic::new(ErrorKind::Example, at(), format!("{label}: {e}")))?;
     let verdict = spec.verify_judged(&example.response, &vars, &judged);
+    if let Some(fault) = spec_fault(spec, &label, &verdict) {
+        // The spec itself is broken, whatever the example expected: say where.
+        return Err(fault);
+    }
     let mut problems = Vec::new();
     if verdict.passed != example.passes {
         problems.push(if example.passes {
             format!(
                 "expected to pass, but failed: {}",
-                verdict.failure_details()
+                visible_line(&verdict.failure_details())
             )
         } else {
             "expected to fail, but passed".to_owned()
@@ -262,7 +337,8 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
         let details = verdict.failure_details();
         if !details.contains(detail.as_str()) {
             problems.push(format!(
-                "expected the failure detail to mention «{detail}», got «{details}»"
+                "expected the failure detail to mention «{detail}», got «{}»",
+                visible_line(&details)
             ));
         }
     }
@@ -275,6 +351,15 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
             format!("{label}: {}", problems.join("; ")),
         ))
     }
+}
+
+/// The first rule failure that the spec caused, at its key in the rule.
+fn spec_fault(spec: &Spec, label: &str, verdict: &InstanceVerdict) -> Option<Diagnostic> {
+    verdict
+        .rules
+        .iter()
+        .enumerate()
+        .find_map(|(i, o)| spec.fault_diagnostic(i, label, &o.name, &o.verdict))
 }
 
 /// Judge rules' verdicts from an example's fixed judge responses (`judge = [...]`):

@@ -95,11 +95,7 @@ impl Config {
                 return Ok(Config::default());
             }
             Err(e) => {
-                return Err(Diagnostic::new(
-                    ErrorKind::Io,
-                    Location::file_start(path),
-                    format!("cannot read config: {e}"),
-                ));
+                return Err(Diagnostic::io(path, format!("cannot read config: {e}")));
             }
         };
         let mut config: Config = toml::from_str(&text).map_err(|e| {
@@ -111,6 +107,14 @@ impl Config {
                 .with_source(&text)
         })?;
         config.path = Some(path.to_path_buf());
+        // Every key the configuration names is a secret from now on, used or not.
+        for var in config
+            .models
+            .values()
+            .filter_map(|m| m.api_key_env.as_deref())
+        {
+            crate::secrets::register_env(var);
+        }
         Ok(config)
     }
 

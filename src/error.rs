@@ -126,6 +126,11 @@ impl Diagnostic {
         }
     }
 
+    /// A problem reading the file or directory at `path` itself.
+    pub fn io(path: &Path, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(ErrorKind::Io, Location::file_start(path), message)
+    }
+
     /// Adds a hint.
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());

@@ -6,6 +6,9 @@
 //! 200 ms and at close, bounding what a power loss could take. A torn last
 //! line is dropped when the log is reopened.
 //!
+//! A whole file is replaced through a temporary sibling, `fsync`, a rename
+//! and an `fsync` of the directory ([`write_atomic`], [`AtomicFile`]).
+//!
 //! A leaf: it imports nothing from the rest of the crate.
 
 use std::fs::{File, OpenOptions};
@@ -109,14 +112,124 @@ pub fn for_each_line<T: serde::de::DeserializeOwned>(
 /// Writes `bytes` to `path` through a temporary sibling, `fsync` and a rename,
 /// so a reader (or a crash) sees the old file or the new one, never half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut file = File::create(&tmp)?;
+    let mut file = AtomicFile::create(path)?;
     file.write_all(bytes)?;
-    file.sync_data()?;
-    std::fs::rename(&tmp, path)
+    file.commit()
+}
+
+/// A file being replaced atomically: written to a temporary sibling (same
+/// directory, so the rename cannot cross file systems), which [`AtomicFile::commit`]
+/// syncs and renames over the target, then syncs the directory so the rename
+/// itself survives a power loss. Dropped without a commit, the temporary file
+/// is removed and the target is untouched.
+pub struct AtomicFile {
+    file: Option<io::BufWriter<File>>,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl AtomicFile {
+    /// Starts replacing `path` (creating its directory).
+    pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        let dir = parent_dir(path);
+        std::fs::create_dir_all(dir)?;
+        let name = path.file_name().map_or_else(
+            || std::ffi::OsString::from("file"),
+            std::ffi::OsStr::to_os_string,
+        );
+        // Hidden and per process: two writers never share a temporary file,
+        // and scanners of `*.jsonl` or `*.new` never mistake one for a result.
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(&name);
+        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        let tmp = dir.join(tmp_name);
+        let file = File::create(&tmp)?;
+        Ok(AtomicFile {
+            file: Some(io::BufWriter::new(file)),
+            tmp,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Syncs the new content and puts it in place of the old file.
+    pub fn commit(mut self) -> io::Result<()> {
+        let file = self.file.take().expect("committed once");
+        let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
+        stall_for_tests(&self.path);
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.path)?;
+        sync_dir(parent_dir(&self.path))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.as_mut().expect("not committed").write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().expect("not committed").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Syncs a directory, so renames and new entries in it are on disk.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The kill tests' hook (`tests/atomic_writes.rs`): with `HARNESS_TEST_STALL_WRITE`
+/// set, a write of a file whose name contains its value stops after writing
+/// the temporary file and before the rename, so a test can kill the process
+/// at the worst moment.
+fn stall_for_tests(path: &Path) {
+    static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let target = TARGET.get_or_init(|| std::env::var("HARNESS_TEST_STALL_WRITE").ok());
+    let name = path.file_name().map(|n| n.to_string_lossy());
+    if let (Some(target), Some(name)) = (target, name)
+        && name.contains(target.as_str())
+    {
+        eprintln!("stalling before the rename of {}", path.display());
+        loop {
+            std::thread::sleep(Duration::from_secs(60));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_replace_whole_files_and_leave_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/plan.json");
+        write_atomic(&path, b"old").unwrap();
+        write_atomic(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let mut abandoned = AtomicFile::create(&path).unwrap();
+        abandoned.write_all(b"half").unwrap();
+        drop(abandoned);
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("plan.json")]);
+    }
 }

@@ -79,7 +79,9 @@ impl PromptSet {
     }
 }
 
-fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
+/// A minijinja error in template `name` (whose text is `source`), with the
+/// line and column it points at inside the template.
+pub fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
     let mut message = e
         .detail()
         .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));

@@ -13,6 +13,19 @@ pub fn quote(value: &Value) -> String {
     }
 }
 
+/// A JSON value's kind, for messages: `null`, `a boolean`, `a number`,
+/// `a string`, `a list`, `an object`.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Shortens long text for details: at most `max_chars` characters, then `…`.
 pub fn clip(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
@@ -69,14 +82,30 @@ pub fn one_line(text: &str, max: usize) -> String {
 }
 
 /// Control characters other than tab and newline as `\uXXXX` text, so a
-/// model's escape sequences cannot garble a terminal showing the report.
+/// model's escape sequences cannot garble a terminal showing the report:
+/// C0 (ESC, BEL, CR, ...), DEL, C1 (CSI as one character, ...), and the
+/// bidirectional overrides that make text read otherwise than it is.
+/// Files keep the raw text; this is for what is shown.
 pub fn visible(text: &str) -> String {
+    escape_controls(text, false)
+}
+
+/// [`visible`], and newlines as `\n` too: model text inside one line of the
+/// harness's own output (a verdict's detail, an error) cannot start a line
+/// that looks like the harness's.
+pub fn visible_line(text: &str) -> String {
+    escape_controls(text, true)
+}
+
+fn escape_controls(text: &str, newlines: bool) -> String {
+    let bidi = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
-            out.push_str(&format!("\\u{:04X}", c as u32));
-        } else {
-            out.push(c);
+        match c {
+            '\n' if newlines => out.push_str("\\n"),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() || bidi(c) => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
         }
     }
     out
@@ -177,5 +206,7 @@ mod tests {
         assert_eq!(code_block("```\ny"), "````text\n```\ny\n````\n");
         assert_eq!(one_line(" a \n\t b ", 10), "a b");
         assert_eq!(visible("a\u{1b}[1m\r\n\tb"), "a\\u001B[1m\\u000D\n\tb");
+        assert_eq!(visible("\u{9b}2J\u{7}\u{202E}"), "\\u009B2J\\u0007\\u202E");
+        assert_eq!(visible_line("a\nb\tc\u{1b}"), "a\\nb\tc\\u001B");
     }
 }

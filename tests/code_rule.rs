@@ -3,13 +3,12 @@
 //! `--unsandboxed` escape hatch, many sandboxes at once, and `harness run`
 //! verifying model-written code from a (fake) model.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::fake_server::{FakeServer, Reply, Workspace, model_toml};
-use common::{harness, root, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::Workspace;
+use crate::common::{harness, root, run};
 use serde_json::{Map, Value, json};
 
 /// A correct solution for every t03 task family at once.
@@ -105,18 +104,7 @@ def add(a, b):
 /// A workspace with t03 and a fake model answering with `reply(prompt)`.
 fn t03_against(reply: fn(&str) -> String, runs: u32) -> (i32, String, Vec<Value>) {
     let fake = FakeServer::start(move |r| Reply::Text(reply(&r.prompt)));
-    let ws = Workspace::new();
-    ws.copy_spec("t03_code_gen.toml");
-    ws.write(
-        "harness.toml",
-        &model_toml(
-            "fake",
-            "openai",
-            "fake-model",
-            &fake.openai_base(),
-            "concurrency = 4",
-        ),
-    );
+    let ws = Workspace::with_fake("t03_code_gen.toml", &fake, "concurrency = 4");
     let runs = runs.to_string();
     let (code, out) = ws.run(&["specs/t03_code_gen.toml", "-m", "fake", "--runs", &runs]);
     let journal = ws.last_journal();

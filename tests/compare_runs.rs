@@ -4,13 +4,13 @@
 //! the regressions first, in the terminal, the JSON report and the HTML page;
 //! two identical runs show no significant difference.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::browser::Browser;
-use common::fake_server::{FakeServer, Reply, Workspace, expression, fake_workspace};
+use crate::common::browser::{Browser, artifacts};
+use crate::common::fake_server::{FakeServer, Reply, eval, expression};
+use crate::common::harness;
+use crate::common::workspace::{Workspace, fake_workspace};
 use serde_json::{Value, json};
 
 const SPEC: &str = r#"
@@ -38,7 +38,7 @@ fn three_runs() -> (Workspace, Vec<String>) {
     let flag = broken.clone();
     let fake = FakeServer::start(move |request| {
         let value = expression(&request.prompt)
-            .and_then(|e| common::fake_server::eval(&e))
+            .and_then(|e| eval(&e))
             .unwrap_or(0);
         let wrong = flag.load(Ordering::SeqCst) && value % 3 == 0;
         Reply::Text(format!(
@@ -61,7 +61,7 @@ fn three_runs() -> (Workspace, Vec<String>) {
 }
 
 fn report(ws: &Workspace, runs: &[&str]) -> (String, Value, std::path::PathBuf) {
-    let mut cmd = common::harness(ws.path());
+    let mut cmd = harness(ws.path());
     cmd.args(["report", "--results", "results", "--format", "json"])
         .args(runs);
     let output = cmd.output().unwrap();
@@ -150,7 +150,7 @@ fn a_worse_run_is_called_worse_with_its_regressions_first() {
     let verdict = browser
         .eval("document.querySelector('#view-compare .pair tbody tr td:last-child').textContent");
     assert_eq!(verdict, json!("worse"));
-    browser.screenshot(&common::browser::artifacts().join("compare_1280.png"));
+    browser.screenshot(&artifacts().join("compare_1280.png"));
     // The instance list's "Flipped" filter finds the same instances in both runs.
     browser.eval("document.querySelector('#tabs [data-view=instances]').click()");
     browser.eval(

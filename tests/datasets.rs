@@ -2,13 +2,11 @@
 //! rows, selection is seeded and capped, and every bad input names its file,
 //! line and field.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::parquet_file::{self, ParquetRow};
-use common::{harness, root, run};
+use crate::common::parquet_file::{self, ParquetRow};
+use crate::common::{harness, root, run};
 use serde_json::{Value, json};
 
 /// A workspace with the format fixtures next to the spec.
@@ -21,14 +19,12 @@ fn workspace() -> tempfile::TempDir {
     dir
 }
 
-/// Writes `spec.toml` reading `dataset` (the `[dataset]` table's body) and returns its path.
-fn spec(dir: &Path, dataset: &str, extra: &str) -> std::path::PathBuf {
+/// Writes `spec.toml` reading `dataset` (the `[dataset]` table's body).
+fn spec(dir: &Path, dataset: &str) {
     let text = format!(
-        "runs = 10\n[dataset]\n{dataset}\n[prompt]\nuser = \"{{{{ q }}}}\"\n{extra}\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\"\n"
+        "runs = 10\n[dataset]\n{dataset}\n[prompt]\nuser = \"{{{{ q }}}}\"\n\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\"\n"
     );
-    let path = dir.join("spec.toml");
-    fs::write(&path, text).unwrap();
-    path
+    fs::write(dir.join("spec.toml"), text).unwrap();
 }
 
 /// `harness show --json` of every instance: (exit code, instances, output).
@@ -42,6 +38,19 @@ fn show(dir: &Path, extra_args: &[&str]) -> (i32, Vec<Value>, String) {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     (code, lines, out)
+}
+
+/// The instances of `dir/spec.toml`, which must load (`what` names it in failures).
+fn loaded(dir: &Path, what: &str) -> Vec<Value> {
+    let (code, instances, out) = show(dir, &[]);
+    assert_eq!(code, 0, "{what}: {out}");
+    instances
+}
+
+/// The instances of a `spec.toml` reading `dataset`, which must load.
+fn load(dir: &Path, dataset: &str) -> Vec<Value> {
+    spec(dir, dataset);
+    loaded(dir, dataset)
 }
 
 fn vars(instances: &[Value]) -> Vec<Value> {
@@ -71,9 +80,7 @@ fn every_text_format_and_its_gzip_load_the_same_rows() {
         if dataset.contains("rows.data") {
             fs::copy(dir.path().join("rows.jsonl"), dir.path().join("rows.data")).unwrap();
         }
-        spec(dir.path(), dataset, "");
-        let (code, instances, out) = show(dir.path(), &[]);
-        assert_eq!(code, 0, "{dataset}: {out}");
+        let instances = load(dir.path(), dataset);
         assert_eq!(vars(&instances), expected_rows(), "{dataset}");
         assert_eq!(instances[1]["messages"][0]["content"], "Столица Франции?");
     }
@@ -97,9 +104,7 @@ fn parquet_rows_with_nested_lists_load() {
         },
     ];
     parquet_file::write(&dir.path().join("rows.parquet"), &rows);
-    spec(dir.path(), "path = \"rows.parquet\"", "");
-    let (code, instances, out) = show(dir.path(), &[]);
-    assert_eq!(code, 0, "{out}");
+    let instances = load(dir.path(), "path = \"rows.parquet\"");
     assert_eq!(
         vars(&instances),
         vec![
@@ -112,13 +117,10 @@ fn parquet_rows_with_nested_lists_load() {
 #[test]
 fn filter_sample_limit_fields_and_generate_shape_the_instances() {
     let dir = workspace();
-    spec(
+    let instances = load(
         dir.path(),
         "path = \"rows.jsonl\"\nfilter = 'row.topic != \"geo\"'\nfields = { q = \"q\", answer = [\"missing\", \"answer\"] }",
-        "",
     );
-    let (code, instances, out) = show(dir.path(), &[]);
-    assert_eq!(code, 0, "{out}");
     assert_eq!(
         vars(&instances),
         vec![
@@ -128,7 +130,7 @@ fn filter_sample_limit_fields_and_generate_shape_the_instances() {
     );
 
     // A seeded sample is the same on every load and changes with the seed.
-    spec(dir.path(), "path = \"rows.jsonl\"\nsample = 2", "");
+    spec(dir.path(), "path = \"rows.jsonl\"\nsample = 2");
     let (_, a, _) = show(dir.path(), &[]);
     let (_, b, _) = show(dir.path(), &[]);
     assert_eq!((a.len(), vars(&a)), (2, vars(&b)));
@@ -144,8 +146,7 @@ fn filter_sample_limit_fields_and_generate_shape_the_instances() {
         "runs = 10\n[dataset]\npath = \"rows.jsonl\"\nlimit = 2\n[generate]\nscript = '#{ q: row.q, answer: row.answer, n: index * 10 }'\n[prompt]\nuser = \"{{ q }} ({{ n }})\"\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\"\n",
     )
     .unwrap();
-    let (code, instances, out) = show(dir.path(), &[]);
-    assert_eq!(code, 0, "{out}");
+    let instances = loaded(dir.path(), "limit and [generate]");
     assert_eq!(instances.len(), 2);
     assert_eq!(
         instances[1]["messages"][0]["content"],
@@ -163,13 +164,10 @@ fn splits_interleave_and_runs_caps_them_evenly() {
             .collect();
         fs::write(dir.path().join(format!("data/{split}.jsonl")), rows).unwrap();
     }
-    spec(
+    let instances = load(
         dir.path(),
         "path = \"data/{split}.jsonl\"\nsplits = [\"a\", \"b\"]",
-        "",
     );
-    let (code, instances, out) = show(dir.path(), &[]);
-    assert_eq!(code, 0, "{out}");
     let order: Vec<(&str, &str)> = instances
         .iter()
         .map(|i| {
@@ -210,8 +208,7 @@ fn history_turns_follow_the_system_prompt() {
         "[dataset]\npath = \"rrr_published.jsonl\"\n[prompt]\nhistory = \"messages\"\nsystem = \"Маршруты: {{ routes | length }}\"\n[[verify]]\nrule = \"exact\"\nexpected = \"answer_id\"\n",
     )
     .unwrap();
-    let (code, instances, out) = show(dir.path(), &[]);
-    assert_eq!(code, 0, "{out}");
+    let instances = loaded(dir.path(), "history");
     assert_eq!(
         instances[2]["messages"],
         json!([
@@ -230,130 +227,132 @@ fn fails(dir: &Path) -> String {
     out
 }
 
+/// Bad inputs and what `check` must say: (file, contents, `[dataset]` extra,
+/// expected fragments separated by |).
+const BAD_ROWS: [(&str, &str, &str, &str); 19] = [
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n{\"q\": \"b\", \"answer\": 2}\n{\"q\": \"c\" \"answer\": 3}\n",
+        "",
+        "bad.jsonl:3:11|error[dataset]: row is not valid JSON: expected `,` or `}`\n",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n[1, 2]\n",
+        "",
+        "bad.jsonl:2:1|row 2: a row must be a JSON object, not a list",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n{\"q\": \"b\", \"ans\": 2}\n",
+        "fields = { q = \"q\", answer = \"answer\" }",
+        "bad.jsonl:2:1|row 2: field `answer` (for variable `answer`) is missing; the row has: ans, q",
+    ),
+    (
+        "bad.json",
+        "[\n  {\"q\": \"a\", \"answer\": 1},\n  \"oops\"\n]\n",
+        "",
+        "bad.json:3:1|row 3: a row must be a JSON object, not a string",
+    ),
+    (
+        "bad.json",
+        "{\"rows\": [], \"more\": []}",
+        "",
+        "bad.json:1:1|set `key` to the list of rows (lists: more, rows)",
+    ),
+    (
+        "bad.json",
+        "{\"rows\": []}",
+        "key = \"data\"",
+        "bad.json:1:1|the object has no key `data` (it has: rows)",
+    ),
+    (
+        "bad.json",
+        "[{\"q\": 1,}]",
+        "",
+        "bad.json:1:10|not valid JSON",
+    ),
+    (
+        "bad.csv",
+        "q,answer\na,1\nb,2,3\n",
+        "",
+        "bad.csv:3:1|bad CSV",
+    ),
+    (
+        "bad.csv",
+        "q,q\na,1\n",
+        "",
+        "bad.csv:1:1|the header names column `q` twice",
+    ),
+    (
+        "bad.parquet",
+        "not parquet at all",
+        "",
+        "bad.parquet:1:1|not a readable Parquet file",
+    ),
+    (
+        "bad.jsonl.gz",
+        "not gzip",
+        "",
+        "bad.jsonl.gz:1:1|cannot unpack gzip",
+    ),
+    (
+        "bad.txt",
+        "x",
+        "",
+        "spec.toml:3:8|cannot tell the format of",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n",
+        "filter = 'row.q.len()'",
+        "spec.toml:4:10|[dataset] filter on the row at bad.jsonl:1 must return true or false, but it returned i64",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n",
+        "filter = 'row.missing == 1'",
+        "spec.toml:4:15|filter on the row at bad.jsonl:1: Property not found: missing",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n",
+        "filter = 'row.q =='",
+        "spec.toml:4:19|Script is incomplete",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n",
+        "filter = 'false'",
+        "spec.toml:2:1|no rows left after `filter`, `sample` and `limit`",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n",
+        "map = '42'",
+        "spec.toml:4:7|[dataset] map on the row at bad.jsonl:1 must return a map of instance variables",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n",
+        "split = \"x\"\nsplits = [\"y\"]",
+        "use `split` (one) or `splits` (several), not both",
+    ),
+    (
+        "bad.jsonl",
+        "{\"q\": \"a\", \"answer\": 1}\n",
+        "splits = [\"x\", \"y\"]",
+        "several splits need `{split}` in `path`",
+    ),
+];
+
 #[test]
 fn bad_rows_name_their_file_line_and_field() {
     let dir = workspace();
     let d = dir.path();
-    let cases: Vec<(&str, &str, &str, &str)> = vec![
-        // (file, contents, [dataset] extra, expected fragments separated by |)
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n{\"q\": \"b\", \"answer\": 2}\n{\"q\": \"c\" \"answer\": 3}\n",
-            "",
-            "bad.jsonl:3:11|error[dataset]: row is not valid JSON: expected `,` or `}`\n",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n[1, 2]\n",
-            "",
-            "bad.jsonl:2:1|row 2: a row must be a JSON object, not a list",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n{\"q\": \"b\", \"ans\": 2}\n",
-            "fields = { q = \"q\", answer = \"answer\" }",
-            "bad.jsonl:2:1|row 2: field `answer` (for variable `answer`) is missing; the row has: ans, q",
-        ),
-        (
-            "bad.json",
-            "[\n  {\"q\": \"a\", \"answer\": 1},\n  \"oops\"\n]\n",
-            "",
-            "bad.json:3:1|row 3: a row must be a JSON object, not a string",
-        ),
-        (
-            "bad.json",
-            "{\"rows\": [], \"more\": []}",
-            "",
-            "bad.json:1:1|set `key` to the list of rows (lists: more, rows)",
-        ),
-        (
-            "bad.json",
-            "{\"rows\": []}",
-            "key = \"data\"",
-            "bad.json:1:1|the object has no key `data` (it has: rows)",
-        ),
-        (
-            "bad.json",
-            "[{\"q\": 1,}]",
-            "",
-            "bad.json:1:10|not valid JSON",
-        ),
-        (
-            "bad.csv",
-            "q,answer\na,1\nb,2,3\n",
-            "",
-            "bad.csv:3:1|bad CSV",
-        ),
-        (
-            "bad.csv",
-            "q,q\na,1\n",
-            "",
-            "bad.csv:1:1|the header names column `q` twice",
-        ),
-        (
-            "bad.parquet",
-            "not parquet at all",
-            "",
-            "bad.parquet:1:1|not a readable Parquet file",
-        ),
-        (
-            "bad.jsonl.gz",
-            "not gzip",
-            "",
-            "bad.jsonl.gz:1:1|cannot unpack gzip",
-        ),
-        (
-            "bad.txt",
-            "x",
-            "",
-            "spec.toml:3:8|cannot tell the format of",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n",
-            "filter = 'row.q.len()'",
-            "bad.jsonl:1:1|row 1: [dataset] filter must return true or false, but it returned i64",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n",
-            "filter = 'row.missing == 1'",
-            "spec.toml:4:15|filter on the row at bad.jsonl:1: Property not found: missing",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n",
-            "filter = 'row.q =='",
-            "spec.toml:4:19|Script is incomplete",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n",
-            "filter = 'false'",
-            "spec.toml:2:1|no rows left after `filter`, `sample` and `limit`",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n",
-            "map = '42'",
-            "bad.jsonl:1:1|[dataset] map must return a map of instance variables",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n",
-            "split = \"x\"\nsplits = [\"y\"]",
-            "use `split` (one) or `splits` (several), not both",
-        ),
-        (
-            "bad.jsonl",
-            "{\"q\": \"a\", \"answer\": 1}\n",
-            "splits = [\"x\", \"y\"]",
-            "several splits need `{split}` in `path`",
-        ),
-    ];
-    for (file, contents, extra, want) in cases {
+    for (file, contents, extra, want) in BAD_ROWS {
         fs::write(d.join(file), contents).unwrap();
-        spec(d, &format!("path = \"{file}\"\n{extra}"), "");
+        spec(d, &format!("path = \"{file}\"\n{extra}"));
         let out = fails(d);
         for fragment in want.split('|') {
             assert!(
@@ -368,20 +367,20 @@ fn bad_rows_name_their_file_line_and_field() {
 fn missing_files_hub_paths_and_history_errors() {
     let dir = workspace();
     let d = dir.path();
-    spec(d, "path = \"nowhere.jsonl\"", "");
+    spec(d, "path = \"nowhere.jsonl\"");
     let out = fails(d);
     assert!(
         out.contains("spec.toml:3:8") && out.contains("cannot read"),
         "{out}"
     );
 
-    spec(d, "path = \"data/{split}.jsonl\"", "");
+    spec(d, "path = \"data/{split}.jsonl\"");
     assert!(fails(d).contains("`path` has `{split}` but no `split` or `splits` is given"));
 
-    spec(d, "path = \"hf://owner/name\"", "");
+    spec(d, "path = \"hf://owner/name\"");
     assert!(fails(d).contains("an hf:// dataset needs `split"));
 
-    spec(d, "path = \"hf://owner/../x\"\nsplit = \"train\"", "");
+    spec(d, "path = \"hf://owner/../x\"\nsplit = \"train\"");
     assert!(fails(d).contains("is not `hf://owner/name`"));
 
     // History turns are checked: only user and assistant, each naming its row and turn.

@@ -2,15 +2,13 @@
 //! download path against a loopback server speaking the hub's wire format
 //! (the datasets server's `/parquet` listing, then each file's URL).
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use common::parquet_file::{self, ParquetRow};
-use common::{harness, run};
+use crate::common::parquet_file::{self, ParquetRow};
+use crate::common::{harness, run};
 use serde_json::json;
 
 const SPEC: &str = "[dataset]\npath = \"hf://owner/quiz\"\nsplit = \"train\"\n[prompt]\nuser = \"{{ q }}\"\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\"\n";

@@ -12,26 +12,12 @@
 //! Failures name the Markdown file and line that shows the example.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The comment that names a block's example file.
 const MARKER_OPEN: &str = "<!-- example:";
 const MARKER_CLOSE: &str = "-->";
 /// Where example files live, relative to the repository root.
 const EXAMPLES: &str = "docs/examples";
-/// Variables by which the harness detects CI (no `.new` files there): removed,
-/// so the check behaves as on a developer's machine.
-const CI_VARIABLES: &[&str] = &[
-    "CI",
-    "CONTINUOUS_INTEGRATION",
-    "BUILD_NUMBER",
-    "GITHUB_ACTIONS",
-    "GITLAB_CI",
-    "BUILDKITE",
-    "TF_BUILD",
-    "JENKINS_URL",
-    "TEAMCITY_VERSION",
-];
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -268,21 +254,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Runs the real binary in `dir` without color or CI detection.
 fn harness(dir: &Path, args: &[&str]) -> (i32, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE");
-    for var in CI_VARIABLES {
-        cmd.env_remove(var);
-    }
-    let out = cmd.output().expect("run the harness binary");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    crate::common::run(crate::common::harness(dir).args(args))
 }
 
 #[test]

@@ -6,34 +6,11 @@
 //! `cargo test` on a laptop) they say so and return; with `HARNESS_E2E=1`
 //! set and no server they fail.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::MutexGuard;
 
-use common::{harness, root, run};
-
-/// One test at a time: llama.cpp batches concurrent requests, which changes
-/// greedy outputs, and the golden comparison needs the server to itself.
-static SERVERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    SERVERS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("HARNESS_E2E").is_err(),
-                "HARNESS_E2E is set but {var} is not: start the servers with scripts/test.sh"
-            );
-            eprintln!("skipping: {var} is not set (scripts/test.sh starts llama-server)");
-            None
-        }
-    }
-}
+use crate::common::{e2e_var, harness, locks, report, root, run};
 
 /// A repository-shaped temp directory: the shipped specs and schemas, our
 /// datasets and `../shared` linked in at the same relative places (so dataset
@@ -47,6 +24,30 @@ impl Workspace {
     fn path(&self) -> &Path {
         &self.repo
     }
+}
+
+/// One test's state: its workspace, SmolLM2's base URL, and the servers to
+/// itself (llama.cpp batches concurrent requests, which changes greedy
+/// outputs, and the golden comparison needs the server alone).
+struct Live {
+    dir: Workspace,
+    smol: String,
+    _servers: MutexGuard<'static, ()>,
+}
+
+/// The live state for SmolLM2, and Gemma too when `with_gemma`; `None` when the tests skip.
+fn live(with_gemma: bool) -> Option<Live> {
+    let servers = locks::real_llama();
+    let smol = e2e_var("HARNESS_LLAMA_URL")?;
+    let gemma = match with_gemma {
+        true => Some(e2e_var("HARNESS_GEMMA_URL")?),
+        false => None,
+    };
+    Some(Live {
+        dir: workspace(&smol, gemma.as_deref()),
+        smol,
+        _servers: servers,
+    })
 }
 
 fn workspace(smol: &str, gemma: Option<&str>) -> Workspace {
@@ -96,9 +97,14 @@ fn journal(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Runs `args` again: `expected` records, every one from the cache, zero HTTP requests.
-fn rerun_from_cache(dir: &Path, args: &[&str], expected: usize) {
-    let (_, out) = run(harness(dir).args(args));
+/// `harness run TARGET -m MODEL --runs RUNS --no-progress`.
+fn run_args<'a>(target: &'a str, model: &'a str, runs: &'a str) -> [&'a str; 7] {
+    ["run", target, "-m", model, "--runs", runs, "--no-progress"]
+}
+
+/// Runs `harness run TARGET -m MODEL --runs RUNS` again: `expected` records, every one from the cache, zero HTTP requests.
+fn rerun_from_cache(dir: &Path, target: &str, model: &str, runs: &str, expected: usize) {
+    let (_, out) = run(harness(dir).args(run_args(target, model, runs)));
     let again = journal(dir);
     assert_eq!(again.len(), expected, "{out}");
     assert!(
@@ -119,15 +125,7 @@ fn run_smollm2(
     extra: &[&str],
 ) -> (String, Vec<serde_json::Value>) {
     let (code, out) = run(harness(dir)
-        .args([
-            "run",
-            target,
-            "-m",
-            "smollm2",
-            "--runs",
-            runs,
-            "--no-progress",
-        ])
+        .args(run_args(target, "smollm2", runs))
         .args(extra));
     assert!(code == 0 || code == 1, "{out}");
     let records = journal(dir);
@@ -150,11 +148,9 @@ fn run_smollm2(
 
 #[test]
 fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
-    let _one_at_a_time = exclusive();
-    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+    let Some(Live { dir, _servers, .. }) = live(false) else {
         return;
     };
-    let dir = workspace(&smol, None);
     let (out, records) = run_smollm2(dir.path(), "specs", "2", &["--format", "junit"]);
     let specs = fs::read_dir(dir.path().join("specs"))
         .unwrap()
@@ -186,31 +182,14 @@ fn shipped_specs_run_against_llama_server_and_rerun_from_cache() {
     );
 
     // The same plan again: every answer from the cache, zero HTTP requests.
-    rerun_from_cache(
-        dir.path(),
-        &[
-            "run",
-            "specs",
-            "-m",
-            "smollm2",
-            "--runs",
-            "2",
-            "--no-progress",
-        ],
-        records.len(),
-    );
+    rerun_from_cache(dir.path(), "specs", "smollm2", "2", records.len());
 }
 
 #[test]
 fn temperature_zero_is_deterministic_and_golden_transcripts_match() {
-    let _one_at_a_time = exclusive();
-    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+    let Some(Live { dir, _servers, .. }) = live(true) else {
         return;
     };
-    let Some(gemma) = server("HARNESS_GEMMA_URL") else {
-        return;
-    };
-    let dir = workspace(&smol, Some(&gemma));
     copy_dir(
         &root().join("golden/t06_mathematics"),
         &dir.path().join("golden/t06_mathematics"),
@@ -236,11 +215,9 @@ fn temperature_zero_is_deterministic_and_golden_transcripts_match() {
 
 #[test]
 fn structured_output_with_a_json_schema_over_the_real_wire() {
-    let _one_at_a_time = exclusive();
-    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+    let Some(Live { dir, _servers, .. }) = live(false) else {
         return;
     };
-    let dir = workspace(&smol, None);
     fs::write(
         dir.path().join("specs/route.schema.json"),
         r#"{"type":"object","properties":{"reasoning":{"type":"string","maxLength":200},"route_id":{"type":"integer"}},"required":["reasoning","route_id"],"additionalProperties":false}"#,
@@ -285,27 +262,14 @@ fields = { "/route_id" = "right" }
 
 #[test]
 fn rrr_reports_per_split_accuracy_and_the_rrr_csv_from_the_real_server() {
-    let _one_at_a_time = exclusive();
-    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+    let Some(Live { dir, _servers, .. }) = live(false) else {
         return;
     };
-    let dir = workspace(&smol, None);
     // Two rows per split: instances interleave the splits, so 8 covers all four.
     let (out, records) = run_smollm2(dir.path(), "specs/rrr.toml", "8", &[]);
     assert_eq!(records.len(), 8, "{out}");
     assert!(out.contains(" by split "), "{out}");
-    let reports = dir.path().join("results/reports");
-    let rrr = fs::read_dir(&reports)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("rrr_smollm2_")
-        })
-        .expect("the RRR CSV");
-    let text = fs::read_to_string(rrr).unwrap();
+    let text = report(&dir.path().join("results"), "rrr_smollm2_", "csv");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + 4, "{text}");
     for (line, split) in lines[1..]
@@ -336,11 +300,14 @@ fn rrr_reports_per_split_accuracy_and_the_rrr_csv_from_the_real_server() {
 
 #[test]
 fn sampled_aime_with_n_4_in_one_request_records_four_samples_and_reruns_from_cache() {
-    let _one_at_a_time = exclusive();
-    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+    let Some(Live {
+        dir,
+        smol,
+        _servers,
+    }) = live(false)
+    else {
         return;
     };
-    let dir = workspace(&smol, None);
     // Four samples, asked as one request of n = 4 (CI's llama-server has 4 slots).
     let spec = fs::read_to_string(dir.path().join("specs/aime.toml"))
         .unwrap()
@@ -354,15 +321,7 @@ fn sampled_aime_with_n_4_in_one_request_records_four_samples_and_reruns_from_cac
              options = {{ max_tokens = 64, extra_body = {{ cache_prompt = false }} }}\n"
         );
     fs::write(dir.path().join("harness.toml"), config).unwrap();
-    let args = [
-        "run",
-        "specs/aime.toml",
-        "-m",
-        "smollm2_n4",
-        "--runs",
-        "2",
-        "--no-progress",
-    ];
+    let args = run_args("specs/aime.toml", "smollm2_n4", "2");
     let (code, out) = run(harness(dir.path()).args(args));
     assert!(code == 0 || code == 1, "{out}");
     let records = journal(dir.path());
@@ -402,17 +361,15 @@ fn sampled_aime_with_n_4_in_one_request_records_four_samples_and_reruns_from_cac
     }
     assert!(out.contains("pass@4"), "{out}");
 
-    rerun_from_cache(dir.path(), &args, 8);
+    rerun_from_cache(dir.path(), "specs/aime.toml", "smollm2_n4", "2", 8);
 }
 
 #[test]
 fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_reruns_from_cache()
 {
-    let _one_at_a_time = exclusive();
-    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+    let Some(Live { dir, _servers, .. }) = live(false) else {
         return;
     };
-    let dir = workspace(&smol, None);
     let (out, records) = run_smollm2(dir.path(), "specs/rubric_quality.toml", "2", &[]);
     assert_eq!(records.len(), 2, "{out}");
     for r in &records {
@@ -436,19 +393,8 @@ fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_
         "the real judge never gave a level: {records:#?}"
     );
     // Again: model and judge answers both from the cache.
-    rerun_from_cache(
-        dir.path(),
-        &[
-            "run",
-            "specs/rubric_quality.toml",
-            "-m",
-            "smollm2",
-            "--runs",
-            "2",
-            "--no-progress",
-        ],
-        records.len(),
-    );
+    let rubric = "specs/rubric_quality.toml";
+    rerun_from_cache(dir.path(), rubric, "smollm2", "2", records.len());
 }
 
 /// `harness synth` on three documents the test makes (TXT, PDF, DOCX): the
@@ -458,11 +404,9 @@ fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_
 /// a second run asks nothing (everything is in the journal).
 #[test]
 fn synth_turns_three_documents_into_rated_pairs_with_the_real_server() {
-    let _one_at_a_time = exclusive();
-    let Some(smol) = server("HARNESS_LLAMA_URL") else {
+    let Some(Live { dir, _servers, .. }) = live(false) else {
         return;
     };
-    let dir = workspace(&smol, None);
     let docs = dir.path().join("docs");
     fs::create_dir_all(&docs).unwrap();
     fs::write(
@@ -472,12 +416,12 @@ fn synth_turns_three_documents_into_rated_pairs_with_the_real_server() {
     .unwrap();
     fs::write(
         docs.join("moon.pdf"),
-        common::documents::minimal_pdf("The Moon orbits the Earth every 27 days."),
+        crate::common::documents::minimal_pdf("The Moon orbits the Earth every 27 days."),
     )
     .unwrap();
     fs::write(
         docs.join("volga.docx"),
-        common::documents::minimal_docx(&[
+        crate::common::documents::minimal_docx(&[
             "Волга — самая длинная река в Европе.",
             "Она впадает в Каспийское море.",
         ]),

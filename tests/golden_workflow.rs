@@ -1,13 +1,12 @@
 //! The golden review loop, driven through the real binary: new → pending
 //! file → bless → unchanged → change shows a diff → review accepts/rejects.
 
-mod common;
-
 use std::fs;
 use std::io::Write;
+use std::path::Path;
 use std::process::Stdio;
 
-use common::{harness, run};
+use crate::common::{harness, run};
 
 const SPEC: &str = r#"
 seed = 1
@@ -32,10 +31,27 @@ fn setup() -> tempfile::TempDir {
     dir
 }
 
+/// `harness check specs EXTRA...` in `dir`: (exit code, output).
+fn check(dir: &Path, extra: &[&str]) -> (i32, String) {
+    run(harness(dir).args(["check", "specs"]).args(extra))
+}
+
+/// A workspace whose golden file is blessed, then whose spec changed (another seed).
+fn blessed_then_changed() -> tempfile::TempDir {
+    let dir = setup();
+    check(dir.path(), &["--bless"]);
+    fs::write(
+        dir.path().join("specs/sum.toml"),
+        SPEC.replace("seed = 1", "seed = 2"),
+    )
+    .unwrap();
+    dir
+}
+
 #[test]
 fn new_spec_is_reported_and_blessing_makes_it_pass() {
     let dir = setup();
-    let (code, out) = run(harness(dir.path()).args(["check", "specs"]));
+    let (code, out) = check(dir.path(), &[]);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("NEW") && out.contains("no golden file yet"),
@@ -43,27 +59,21 @@ fn new_spec_is_reported_and_blessing_makes_it_pass() {
     );
     assert!(dir.path().join("golden/sum/instances.jsonl.new").exists());
 
-    let (code, out) = run(harness(dir.path()).args(["check", "specs", "--bless"]));
+    let (code, out) = check(dir.path(), &["--bless"]);
     assert_eq!(code, 0, "{out}");
     assert!(!dir.path().join("golden/sum/instances.jsonl.new").exists());
     let golden = fs::read_to_string(dir.path().join("golden/sum/instances.jsonl")).unwrap();
     assert_eq!(golden.lines().count(), 3);
     assert!(golden.contains(r#""id":"sum/0""#), "{golden}");
 
-    let (code, out) = run(harness(dir.path()).args(["check", "specs"]));
+    let (code, out) = check(dir.path(), &[]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("golden unchanged"), "{out}");
 }
 
 #[test]
 fn a_changed_spec_prints_a_diff_and_ci_writes_no_pending_file() {
-    let dir = setup();
-    run(harness(dir.path()).args(["check", "specs", "--bless"]));
-    fs::write(
-        dir.path().join("specs/sum.toml"),
-        SPEC.replace("seed = 1", "seed = 2"),
-    )
-    .unwrap();
+    let dir = blessed_then_changed();
 
     let (code, out) = run(harness(dir.path())
         .args(["check", "specs"])
@@ -82,33 +92,27 @@ fn a_changed_spec_prints_a_diff_and_ci_writes_no_pending_file() {
 
 #[test]
 fn review_accepts_and_rejects_pending_changes() {
-    let dir = setup();
-    run(harness(dir.path()).args(["check", "specs", "--bless"]));
-    fs::write(
-        dir.path().join("specs/sum.toml"),
-        SPEC.replace("seed = 1", "seed = 2"),
-    )
-    .unwrap();
+    let dir = blessed_then_changed();
     let golden = dir.path().join("golden/sum/instances.jsonl");
     let before = fs::read_to_string(&golden).unwrap();
 
     // Reject: the golden file stays, the pending file goes.
-    run(harness(dir.path()).args(["check", "specs"]));
+    check(dir.path(), &[]);
     let out = review(dir.path(), "r\n");
     assert!(out.contains("1 rejected"), "{out}");
     assert_eq!(fs::read_to_string(&golden).unwrap(), before);
     assert!(!dir.path().join("golden/sum/instances.jsonl.new").exists());
 
     // Accept: the pending content becomes the golden file and check passes.
-    run(harness(dir.path()).args(["check", "specs"]));
+    check(dir.path(), &[]);
     let out = review(dir.path(), "a\n");
     assert!(out.contains("1 accepted"), "{out}");
     assert_ne!(fs::read_to_string(&golden).unwrap(), before);
-    let (code, out) = run(harness(dir.path()).args(["check", "specs"]));
+    let (code, out) = check(dir.path(), &[]);
     assert_eq!(code, 0, "{out}");
 }
 
-fn review(cwd: &std::path::Path, answers: &str) -> String {
+fn review(cwd: &Path, answers: &str) -> String {
     let mut child = harness(cwd)
         .arg("review")
         .stdin(Stdio::piped())
@@ -134,7 +138,7 @@ fn review(cwd: &std::path::Path, answers: &str) -> String {
 fn one_broken_spec_does_not_stop_the_others() {
     let dir = setup();
     fs::write(dir.path().join("specs/broken.toml"), "runs = \"many\"\n").unwrap();
-    let (code, out) = run(harness(dir.path()).args(["check", "specs", "--bless"]));
+    let (code, out) = check(dir.path(), &["--bless"]);
     assert_eq!(code, 2, "{out}");
     assert!(
         out.contains("FAIL  broken.toml") || out.contains("broken.toml"),

@@ -2,14 +2,13 @@
 //! solution, `harness run specs/humaneval.toml` verifies each in the sandbox,
 //! and all 164 pass. The data is read in place from `../shared/data/`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
 
-use common::fake_server::{FakeServer, Reply, model_toml};
-use common::{harness, root, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::model_toml;
+use crate::common::{harness, root, run};
 use serde_json::Value;
 
 fn rows() -> Vec<Value> {

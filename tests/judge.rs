@@ -4,13 +4,12 @@
 //! errors; the JSON schema on the wire; cached reruns and SIGKILL + resume
 //! without a repeated judge request; judge and rubric in every report.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::fake_server::{FakeServer, Reply, Request, Workspace, model_toml};
-use common::root;
+use crate::common::fake_server::{FakeServer, Reply, Request};
+use crate::common::report;
+use crate::common::workspace::{Workspace, model_toml};
 use serde_json::Value;
 
 fn is_judge(r: &Request) -> bool {
@@ -43,13 +42,8 @@ fn script(r: &Request) -> Reply {
 
 fn workspace(fake: &FakeServer) -> Workspace {
     let ws = Workspace::new();
-    ws.copy_spec("rubric_quality.toml");
-    std::fs::create_dir(ws.path().join("specs/rubrics")).unwrap();
-    std::fs::copy(
-        root().join("specs/rubrics/quality_5.toml"),
-        ws.path().join("specs/rubrics/quality_5.toml"),
-    )
-    .unwrap();
+    ws.copy_spec("rubric_quality.toml")
+        .copy_spec("rubrics/quality_5.toml");
     let base = fake.openai_base();
     let config = model_toml("m", "openai", "model-under-test", &base, "concurrency = 1")
         + model_toml("j", "openai", "judge-model", &base, "max_retries = 0").as_str();
@@ -135,29 +129,14 @@ fn judged_run_scores_levels_reasks_and_records_judge_errors_then_reruns_from_cac
     }
 
     // The reports name the judge and the rubric.
-    let report = std::fs::read_dir(ws.path().join("results/reports"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect::<Vec<_>>();
-    let md = report
-        .iter()
-        .find(|p| p.extension().unwrap() == "md")
-        .unwrap();
-    let md = std::fs::read_to_string(md).unwrap();
+    let results = ws.path().join("results");
+    let md = report(&results, "", "md");
     let hash = judge_of(eiffel)["rubric"].as_str().unwrap();
     assert!(md.contains("## Оценки Судьи") && md.contains(hash), "{md}");
-    let csv = report
-        .iter()
-        .find(|p| p.extension().unwrap() == "csv")
-        .unwrap();
-    let csv = std::fs::read_to_string(csv).unwrap();
+    let csv = report(&results, "", "csv");
     assert!(csv.contains(&format!("рубрика:j@{hash}=3/1")), "{csv}");
     assert!(out.contains("judge j on m / "), "{out}");
-    let xml = report
-        .iter()
-        .find(|p| p.extension().unwrap() == "xml")
-        .unwrap();
-    let xml = std::fs::read_to_string(xml).unwrap();
+    let xml = report(&results, "", "xml");
     assert!(
         xml.contains(&format!(r#"name="judge:рубрика" value="j rubric {hash}""#)),
         "{xml}"

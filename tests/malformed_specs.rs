@@ -20,10 +20,11 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::common::{harness, root};
 
 /// A fixture that does not finish within this is reported as hanging.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -32,19 +33,40 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 const MIN_FIXTURES: usize = 30;
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/malformed")
+    root().join("tests/fixtures/malformed")
 }
 
-/// Every `*.toml` fixture, sorted.
+/// Every `*.toml` fixture and every fixture directory (specs checked
+/// together, whose directives use the `FILE:LINE:COL` form), sorted.
 fn fixtures() -> Vec<PathBuf> {
     let dir = fixtures_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|entry| entry.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") || p.is_dir())
         .collect();
     files.sort();
     files
+}
+
+/// A fixture's text: the file (a spec that is not valid UTF-8 too), or a
+/// directory's `*.toml` files one after the other.
+fn fixture_source(fixture: &Path) -> std::io::Result<String> {
+    if !fixture.is_dir() {
+        return Ok(String::from_utf8_lossy(&std::fs::read(fixture)?).into_owned());
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixture)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.sort();
+    let mut text = String::new();
+    for file in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+    {
+        text.push_str(&String::from_utf8_lossy(&std::fs::read(file)?));
+    }
+    Ok(text)
 }
 
 /// One `# expect:` directive.
@@ -132,27 +154,13 @@ fn run_check(fixture: &Path) -> Result<(Option<i32>, String, Duration), String> 
     let err_path = tmp.path().join("stderr.txt");
     let stdout = File::create(&out_path).map_err(|e| e.to_string())?;
     let stderr = File::create(&err_path).map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+    let mut cmd = harness(tmp.path());
     cmd.arg("check")
         .arg(fixture)
         .arg("--golden")
         .arg(&golden)
-        .current_dir(tmp.path())
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr);
-    for var in [
-        "CI",
-        "CONTINUOUS_INTEGRATION",
-        "GITHUB_ACTIONS",
-        "GITLAB_CI",
-        "BUILD_NUMBER",
-        "TF_BUILD",
-    ] {
-        cmd.env_remove(var);
-    }
     let started = Instant::now();
     let mut child = cmd
         .spawn()
@@ -185,7 +193,7 @@ fn run_check(fixture: &Path) -> Result<(Option<i32>, String, Duration), String> 
 
 /// Checks one fixture; returns every problem with it.
 fn check_fixture(fixture: &Path) -> Vec<String> {
-    let source = match std::fs::read_to_string(fixture) {
+    let source = match fixture_source(fixture) {
         Ok(s) => s,
         Err(e) => return vec![format!("cannot read the fixture: {e}")],
     };
@@ -292,7 +300,7 @@ fn the_corpus_is_large_and_every_fixture_states_its_expectation() {
     );
     let mut bad = Vec::new();
     for file in &files {
-        let source = std::fs::read_to_string(file).unwrap();
+        let source = fixture_source(file).unwrap();
         match expectations(file, &source) {
             Ok(e) if e.is_empty() => bad.push(format!("{}: no expectations", file.display())),
             Ok(_) => {}

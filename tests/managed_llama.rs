@@ -6,21 +6,16 @@
 //! Needs `LLAMA_SERVER_BIN` and `SMOLLM2_MODEL` (exported by `scripts/test.sh`);
 //! without them these tests skip, unless `HARNESS_E2E=1` makes that a failure.
 
-mod common;
-
-use std::path::Path;
-use std::process::{Child, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-use common::fake_server::Workspace;
-use common::managed::{NoOrphans, alive, llama_paths, server_logs, started_pids, wait_until};
-
-/// One llama-server at a time: these machines have two cores.
-static ONE_SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::common::managed::{
+    NoOrphans, alive, llama_paths, server_logs, started_pids, wait_until,
+};
+use crate::common::workspace::Workspace;
+use crate::common::{locks, run};
 
 /// A workspace with t06 and a `smol` llamacpp model. The binary is not
 /// configured: the harness finds it in the cache directory the test setup
@@ -42,7 +37,7 @@ fn setup(model: &Path, max_tokens: u32) -> (Workspace, NoOrphans) {
     (ws, guard)
 }
 
-fn cmd(ws: &Workspace, bin: &Path, args: &[&str]) -> std::process::Command {
+fn cmd(ws: &Workspace, bin: &Path, args: &[&str]) -> Command {
     let mut cmd = ws.run_cmd(args);
     // `<cache>/llama-server-<version>/bin/llama-server`
     let cache = bin.ancestors().nth(3).expect("the cache layout");
@@ -101,19 +96,20 @@ fn assert_no_errors(records: &[serde_json::Value]) {
     }
 }
 
-/// One test's state: the workspace, the orphan guard, the binary, the server lock.
+/// One test's state: the workspace, the orphan guard, the binary, and the
+/// real server to itself (one llama-server at a time: these machines have two cores).
 struct Live {
     ws: Workspace,
     guard: NoOrphans,
-    bin: std::path::PathBuf,
-    _one: std::sync::MutexGuard<'static, ()>,
+    bin: PathBuf,
+    _one: MutexGuard<'static, ()>,
 }
 
 /// The real server's test state, with `model` (default: SmolLM2) answering
 /// at most `max_tokens`; `None` when the tests skip.
 fn live(model: Option<&Path>, max_tokens: u32) -> Option<Live> {
     let (bin, smollm2) = llama_paths()?;
-    let one = exclusive();
+    let one = locks::real_llama();
     let (ws, guard) = setup(model.unwrap_or(&smollm2), max_tokens);
     Some(Live {
         ws,
@@ -124,29 +120,35 @@ fn live(model: Option<&Path>, max_tokens: u32) -> Option<Live> {
 }
 
 impl Live {
-    /// Starts a 12-instance run and returns it once `records` answers are journaled, with the server pid.
-    fn mid_run(&self, records: usize) -> (Child, i32) {
-        let args = ["specs", "-m", "smol", "--runs", "12", "--no-cache"];
-        let child = spawn(&self.ws, &self.bin, &args);
-        let pid = wait_for_server(&self.ws);
-        wait_for_records(&self.ws, records);
-        (child, pid)
+    /// `harness run specs -m smol --runs RUNS` to completion: (exit code, output).
+    fn run_smol(&self, runs: &str) -> (i32, String) {
+        run(&mut cmd(
+            &self.ws,
+            &self.bin,
+            &["specs", "-m", "smol", "--runs", runs],
+        ))
     }
+}
+
+/// SmolLM2 mid-way through a 12-instance run, once `records` answers are
+/// journaled: the test state, the harness and the server pid; `None` when the tests skip.
+fn mid_run(records: usize) -> Option<(Live, Child, i32)> {
+    let live = live(None, 24)?;
+    let args = ["specs", "-m", "smol", "--runs", "12", "--no-cache"];
+    let child = spawn(&live.ws, &live.bin, &args);
+    let pid = wait_for_server(&live.ws);
+    wait_for_records(&live.ws, records);
+    Some((live, child, pid))
 }
 
 #[test]
 fn a_run_starts_uses_and_stops_the_server_and_a_rerun_hits_the_cache() {
-    let Some(Live {
-        ws,
-        guard,
-        bin,
-        _one,
-    }) = live(None, 16)
-    else {
+    let Some(live) = live(None, 16) else {
         return;
     };
+    let Live { ws, guard, .. } = &live;
     let started = Instant::now();
-    let (code, out) = common::run(&mut cmd(&ws, &bin, &["specs", "-m", "smol", "--runs", "3"]));
+    let (code, out) = live.run_smol("3");
     let elapsed = started.elapsed();
     assert!(code == 0 || code == 1, "{out}");
     assert!(
@@ -173,12 +175,12 @@ fn a_run_starts_uses_and_stops_the_server_and_a_rerun_hits_the_cache() {
 
     // The cache identity is the model file, not the URL with its random port:
     // a rerun finds every answer cached and starts no server at all.
-    let (code, out) = common::run(&mut cmd(&ws, &bin, &["specs", "-m", "smol", "--runs", "3"]));
+    let (code, out) = live.run_smol("3");
     assert!(code == 0 || code == 1, "{out}");
     assert!(out.contains("3 from cache, 0 HTTP attempts"), "{out}");
     assert!(!out.contains("starting its llamacpp server"), "{out}");
     // One more instance: the server starts again, on another port, and the three cached stay cached.
-    let (code, out) = common::run(&mut cmd(&ws, &bin, &["specs", "-m", "smol", "--runs", "4"]));
+    let (code, out) = live.run_smol("4");
     assert!(code == 0 || code == 1, "{out}");
     assert!(out.contains("3 from cache, 1 HTTP attempts"), "{out}");
     assert!(guard.survivors().is_empty());
@@ -186,10 +188,9 @@ fn a_run_starts_uses_and_stops_the_server_and_a_rerun_hits_the_cache() {
 
 #[test]
 fn a_server_killed_mid_run_stops_the_run_and_resume_restarts_it() {
-    let Some(live) = live(None, 24) else {
+    let Some((live, child, pid)) = mid_run(2) else {
         return;
     };
-    let (child, pid) = live.mid_run(2);
     let Live { ws, guard, bin, .. } = &live;
     // SAFETY: the server our harness child started (its pid from server.log).
     unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -204,7 +205,7 @@ fn a_server_killed_mid_run_stops_the_run_and_resume_restarts_it() {
     assert!(before.len() >= 2 && before.len() < 12, "{}", before.len());
     assert_no_errors(&before);
 
-    let (code, out) = common::run(&mut cmd(ws, bin, &["--resume", "latest", "--no-cache"]));
+    let (code, out) = run(&mut cmd(ws, bin, &["--resume", "latest", "--no-cache"]));
     assert!(code == 0 || code == 1, "{out}");
     let after = ws.journal(&run_dir);
     assert_eq!(after.len(), 12, "{out}");
@@ -222,10 +223,9 @@ fn a_server_killed_mid_run_stops_the_run_and_resume_restarts_it() {
 
 #[test]
 fn ctrl_c_stops_the_run_and_the_server() {
-    let Some(live) = live(None, 24) else {
+    let Some((live, child, pid)) = mid_run(1) else {
         return;
     };
-    let (child, pid) = live.mid_run(1);
     // SAFETY: our own child, the harness.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let (code, out) = output(child);
@@ -236,10 +236,9 @@ fn ctrl_c_stops_the_run_and_the_server() {
 
 #[test]
 fn a_sigkilled_harness_leaves_no_server_behind() {
-    let Some(live) = live(None, 24) else {
+    let Some((live, mut child, pid)) = mid_run(1) else {
         return;
     };
-    let (mut child, pid) = live.mid_run(1);
     assert!(alive(pid));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -252,17 +251,12 @@ fn a_sigkilled_harness_leaves_no_server_behind() {
 
 #[test]
 fn a_bad_model_path_fails_fast_with_the_servers_own_message() {
-    let Some(Live {
-        ws,
-        guard,
-        bin,
-        _one,
-    }) = live(Some(Path::new("models/missing.gguf")), 16)
-    else {
+    let Some(live) = live(Some(Path::new("models/missing.gguf")), 16) else {
         return;
     };
+    let Live { ws, guard, .. } = &live;
     let started = Instant::now();
-    let (code, out) = common::run(&mut cmd(&ws, &bin, &["specs", "-m", "smol", "--runs", "1"]));
+    let (code, out) = live.run_smol("1");
     assert_eq!(code, 3, "{out}");
     assert!(started.elapsed() < Duration::from_secs(30), "not fast");
     assert!(out.contains("exited during start-up"), "{out}");

@@ -4,17 +4,21 @@
 //! `/metrics`, `/v1/models` and `/v1/chat/completions` in OpenAI's wire
 //! format, and can fail at start-up or ignore SIGTERM on request.
 
-mod common;
-
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::fake_server::Workspace;
-use common::managed::{NoOrphans, alive, started_pids};
+use crate::common::managed::{NoOrphans, alive, started_pids};
+use crate::common::workspace::Workspace;
+use crate::common::{harness, root, run};
+
+/// The stand-in for `vllm serve`.
+fn fake_vllm() -> PathBuf {
+    root().join("tests/fixtures/managed/fake_vllm.py")
+}
 
 fn setup(server_extra: &str) -> (Workspace, NoOrphans) {
     let ws = Workspace::new();
     ws.copy_spec("t06_mathematics.toml");
-    let fake = common::root().join("tests/fixtures/managed/fake_vllm.py");
     ws.write("chat.jinja", "{{ messages }}");
     ws.write(
         "harness.toml",
@@ -24,7 +28,7 @@ fn setup(server_extra: &str) -> (Workspace, NoOrphans) {
              [models.tiny.server]\nbinary = \"{}\"\nctx_size = 2048\n\
              gpu_memory_utilization = 0.5\nchat_template = \"chat.jinja\"\n\
              extra_args = [\"--dtype\", \"float32\"]\nready_timeout_secs = 30\n{server_extra}",
-            fake.display()
+            fake_vllm().display()
         ),
     );
     let guard = NoOrphans(ws.path().join("results"));
@@ -33,10 +37,9 @@ fn setup(server_extra: &str) -> (Workspace, NoOrphans) {
 
 /// `harness run specs -m tiny --runs RUNS` with one knob of the stand-in set.
 fn run_tiny(ws: &Workspace, runs: &str, knob: &str, value: &str) -> (i32, String) {
-    common::run(
-        ws.run_cmd(&["specs", "-m", "tiny", "--runs", runs])
-            .env(knob, value),
-    )
+    run(ws
+        .run_cmd(&["specs", "-m", "tiny", "--runs", runs])
+        .env(knob, value))
 }
 
 fn server_log(ws: &Workspace) -> (String, Vec<i32>) {
@@ -47,11 +50,10 @@ fn server_log(ws: &Workspace) -> (String, Vec<i32>) {
 #[test]
 fn arguments_readiness_requests_and_a_graceful_stop() {
     let (ws, guard) = setup("");
-    let (code, out) = common::run(
-        ws.run_cmd(&["specs", "-m", "tiny", "--runs", "3"])
-            .env("OPENAI_API_KEY", "sk-must-not-leak")
-            .env("HF_TOKEN", "hf-needed-for-gated-models"),
-    );
+    let (code, out) = run(ws
+        .run_cmd(&["specs", "-m", "tiny", "--runs", "3"])
+        .env("OPENAI_API_KEY", "sk-must-not-leak")
+        .env("HF_TOKEN", "hf-needed-for-gated-models"));
     assert!(code == 0 || code == 1, "{out}");
     let (log, pids) = server_log(&ws);
     let chat = ws.path().join("chat.jinja");
@@ -155,8 +157,7 @@ fn managed_models_run_one_after_another() {
         .replace("[models.tiny.server]", "[models.other.server]")
         .replace("org/tiny-model", "org/other-model");
     ws.write("harness.toml", &format!("{config}\n{second}"));
-    let (code, out) =
-        common::run(&mut ws.run_cmd(&["specs", "-m", "tiny", "-m", "other", "--runs", "2"]));
+    let (code, out) = run(&mut ws.run_cmd(&["specs", "-m", "tiny", "-m", "other", "--runs", "2"]));
     assert!(code == 0 || code == 1, "{out}");
     let (log, pids) = server_log(&ws);
     assert_eq!(pids.len(), 2, "{log}");
@@ -175,23 +176,17 @@ fn managed_models_run_one_after_another() {
 #[test]
 fn a_managed_judge_serves_the_whole_run_beside_the_model_and_stops_after_it() {
     let (ws, guard) = setup("");
-    ws.copy_spec("rubric_quality.toml");
-    std::fs::create_dir(ws.path().join("specs/rubrics")).unwrap();
-    std::fs::copy(
-        common::root().join("specs/rubrics/quality_5.toml"),
-        ws.path().join("specs/rubrics/quality_5.toml"),
-    )
-    .unwrap();
+    ws.copy_spec("rubric_quality.toml")
+        .copy_spec("rubrics/quality_5.toml");
     let config = std::fs::read_to_string(ws.path().join("harness.toml")).unwrap();
-    let fake = common::root().join("tests/fixtures/managed/fake_vllm.py");
     let judge = format!(
         "[models.judge]\nprovider = \"vllm\"\nmodel = \"org/judge\"\nmax_retries = 0\n\
          [models.judge.server]\nbinary = \"{}\"\nready_timeout_secs = 30\n",
-        fake.display()
+        fake_vllm().display()
     );
     ws.write("harness.toml", &format!("{judge}\n{config}"));
-    let (code, out) = common::run(
-        ws.run_cmd(&[
+    let (code, out) = run(ws
+        .run_cmd(&[
             "specs/rubric_quality.toml",
             "-m",
             "tiny",
@@ -200,8 +195,7 @@ fn a_managed_judge_serves_the_whole_run_beside_the_model_and_stops_after_it() {
             "--runs",
             "2",
         ])
-        .env("FAKE_VLLM_REPLY", r#"{"reasoning": "ok", "level": 4}"#),
-    );
+        .env("FAKE_VLLM_REPLY", r#"{"reasoning": "ok", "level": 4}"#));
     assert_eq!(code, 0, "{out}");
     let records = ws.last_journal();
     assert_eq!(records.len(), 2);
@@ -232,11 +226,9 @@ fn synth_starts_stops_and_logs_a_managed_model() {
         "Фотосинтез — процесс, в котором растения на свету превращают углекислый газ и воду в глюкозу и кислород.",
     );
     let pairs = r#"[{"question": "Что дает фотосинтез?", "answer": "Глюкозу и кислород."}]"#;
-    let (code, out) = common::run(
-        common::harness(ws.path())
-            .args(["synth", "docs", "--model", "tiny", "--out", "data/qa.jsonl"])
-            .env("FAKE_VLLM_REPLY", pairs),
-    );
+    let (code, out) = run(harness(ws.path())
+        .args(["synth", "docs", "--model", "tiny", "--out", "data/qa.jsonl"])
+        .env("FAKE_VLLM_REPLY", pairs));
     // The stand-in answers the same to every step, so rating fails; the lifecycle is what counts.
     assert!(code == 0 || code == 1, "{out}");
     let log_path = ws.path().join("data/qa.synth/server.log");

@@ -2,13 +2,11 @@
 //! against an in-process fake server; and that what the fake answers
 //! (content, usage) lands in the run journal.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::fake_server::{
-    COMPLETION_TOKENS, FakeServer, PROMPT_TOKENS, Reply, Request, Workspace, model_toml,
-};
+use crate::common::fake_server::{COMPLETION_TOKENS, FakeServer, PROMPT_TOKENS, Reply, Request};
+use crate::common::workspace::{Workspace, model_toml};
+use crate::common::{root, run};
 use serde_json::{Value, json};
 
 fn keys(body: &Value) -> BTreeSet<&str> {
@@ -24,8 +22,17 @@ fn set<'a>(items: &[&'a str]) -> BTreeSet<&'a str> {
 }
 
 fn schema_file() -> Value {
-    let path = common::root().join("tests/fixtures/wire/answer.schema.json");
+    let path = root().join("tests/fixtures/wire/answer.schema.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A workspace with `tests/fixtures/wire/<name>` of each of `fixtures` in its `specs/`.
+fn wire_fixtures(fixtures: &[&str]) -> Workspace {
+    let ws = Workspace::new();
+    for name in fixtures {
+        ws.copy_fixture(&format!("wire/{name}"));
+    }
+    ws
 }
 
 /// Asserts every record passed and carries the fake's usage.
@@ -44,8 +51,7 @@ fn openai_body_for_a_shipped_spec_and_usage_in_the_journal() {
     let ws = Workspace::new();
     ws.copy_spec("t06_mathematics.toml");
     let model = format!("openai:fake-model-7b@{}", fake.openai_base());
-    let (code, out) = ws.run(&["specs/t06_mathematics.toml", "-m", &model, "--runs", "2"]);
-    assert_eq!(code, 0, "{out}");
+    ws.run_ok(&["specs/t06_mathematics.toml", "-m", &model, "--runs", "2"]);
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 2, "one request per instance");
@@ -93,9 +99,7 @@ fn openai_body_for_a_shipped_spec_and_usage_in_the_journal() {
 #[test]
 fn openai_defaults_spec_options_and_model_options() {
     let fake = FakeServer::healthy();
-    let ws = Workspace::new();
-    ws.copy_fixture("wire/defaults.toml")
-        .copy_fixture("wire/options.toml");
+    let ws = wire_fixtures(&["defaults.toml", "options.toml"]);
     let base = fake.openai_base();
     let tuned = "options = { temperature = 0.3, max_tokens = 77, seed = 5, top_p = 0.5 }";
     let config = [
@@ -103,8 +107,7 @@ fn openai_defaults_spec_options_and_model_options() {
         model_toml("tuned", "openai", "m-tuned", &base, tuned),
     ];
     ws.write("harness.toml", &config.concat());
-    let (code, out) = ws.run(&["specs", "-m", "plain", "-m", "tuned"]);
-    assert_eq!(code, 0, "{out}");
+    ws.run_ok(&["specs", "-m", "plain", "-m", "tuned"]);
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 4, "2 models × 2 specs × 1 instance");
@@ -128,18 +131,18 @@ fn openai_defaults_spec_options_and_model_options() {
         })
     );
     // Every spec option under OpenAI's names.
+    let sampling = [
+        "model",
+        "messages",
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "seed",
+    ];
     let plain_options = find("m-plain", false);
     assert_eq!(
         keys(&plain_options),
-        set(&[
-            "model",
-            "messages",
-            "temperature",
-            "max_tokens",
-            "top_p",
-            "seed",
-            "stop"
-        ])
+        set(&[&sampling[..], &["stop"]].concat())
     );
     assert_eq!(plain_options["temperature"].as_f64(), Some(0.7));
     assert_eq!(plain_options["top_p"].as_f64(), Some(0.9));
@@ -155,17 +158,7 @@ fn openai_defaults_spec_options_and_model_options() {
     assert_eq!(tuned_options["top_p"].as_f64(), Some(0.5));
     assert_eq!(tuned_options["stop"], json!(["\n\n", "END"]));
     let tuned_defaults = find("m-tuned", true);
-    assert_eq!(
-        keys(&tuned_defaults),
-        set(&[
-            "model",
-            "messages",
-            "temperature",
-            "max_tokens",
-            "top_p",
-            "seed"
-        ])
-    );
+    assert_eq!(keys(&tuned_defaults), set(&sampling));
 
     let records = ws.last_journal();
     assert_eq!(records.len(), 4);
@@ -183,12 +176,9 @@ fn openai_json_schema_format_and_reask_with_next_seed() {
             Reply::Correct
         }
     });
-    let ws = Workspace::new();
-    ws.copy_fixture("wire/structured.toml")
-        .copy_fixture("wire/answer.schema.json");
+    let ws = wire_fixtures(&["structured.toml", "answer.schema.json"]);
     let model = format!("openai:fake-json@{}", fake.openai_base());
-    let (code, out) = ws.run(&["specs/structured.toml", "-m", &model]);
-    assert_eq!(code, 0, "{out}");
+    ws.run_ok(&["specs/structured.toml", "-m", &model]);
 
     let requests = fake.requests();
     let prompts: BTreeSet<&str> = requests.iter().map(|r| r.prompt.as_str()).collect();
@@ -225,10 +215,7 @@ fn openai_json_schema_format_and_reask_with_next_seed() {
 #[test]
 fn ollama_body_options_format_and_usage() {
     let fake = FakeServer::healthy();
-    let ws = Workspace::new();
-    ws.copy_fixture("wire/options.toml")
-        .copy_fixture("wire/structured.toml")
-        .copy_fixture("wire/answer.schema.json");
+    let ws = wire_fixtures(&["options.toml", "structured.toml", "answer.schema.json"]);
     ws.write(
         "harness.toml",
         &model_toml(
@@ -239,8 +226,7 @@ fn ollama_body_options_format_and_usage() {
             "options = { num_ctx = 4096 }",
         ),
     );
-    let (code, out) = ws.run(&["specs", "-m", "local"]);
-    assert_eq!(code, 0, "{out}");
+    ws.run_ok(&["specs", "-m", "local"]);
 
     let requests = fake.requests();
     assert_eq!(
@@ -288,10 +274,9 @@ fn ollama_reference_reads_ollama_host() {
     let fake = FakeServer::healthy();
     let ws = Workspace::new();
     ws.copy_spec("t06_mathematics.toml");
-    let (code, out) = common::run(
-        ws.run_cmd(&["specs", "-m", "ollama:qwen3:8b", "--runs", "3"])
-            .env("OLLAMA_HOST", fake.host_port()),
-    );
+    let (code, out) = run(ws
+        .run_cmd(&["specs", "-m", "ollama:qwen3:8b", "--runs", "3"])
+        .env("OLLAMA_HOST", fake.host_port()));
     assert_eq!(code, 0, "{out}");
     let requests = fake.requests();
     assert_eq!(requests.len(), 3);
@@ -314,7 +299,7 @@ mod streaming {
     use harness::provider::{ChatRequest, ModelSpec, OllamaClient, ProviderKind};
 
     fn client(fake: &FakeServer) -> OllamaClient {
-        harness::provider::install_tls();
+        harness::net::install_tls();
         let mut spec = ModelSpec::new(ProviderKind::Ollama, "stream-model");
         spec.base_url = Some(fake.ollama_base());
         spec.timeout_secs = 5.0;

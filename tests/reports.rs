@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use harness::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
 use serde_json::Value;
 
+use crate::common::alone::{in_own_process, test_name};
+
 const STAMP: &str = "20261121_223000";
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journals/two_models.jsonl")
+    crate::common::root().join("tests/fixtures/journals/two_models.jsonl")
 }
 
 fn specs() -> Vec<SpecInfo> {
@@ -72,7 +74,7 @@ fn extra(out: &ReportOutput, ext: &str) -> String {
 }
 
 #[test]
-fn files_land_where_the_tz_says() {
+fn report_files_land_under_results_reports() {
     let (out, dir) = one_run();
     assert_eq!(
         out.markdown,
@@ -143,7 +145,7 @@ fn terminal_colors_do_not_shift_columns() {
 }
 
 #[test]
-fn raw_json_has_the_tz_keys_in_key_order() {
+fn raw_json_keeps_its_documented_keys_in_order() {
     let (out, _dir) = one_run();
     let v: Value = serde_json::from_str(&read(&out.raw[0])).unwrap();
     let items = v.as_array().unwrap();
@@ -255,10 +257,17 @@ fn peak_rss_kib() -> u64 {
 
 /// 100,000 records with 2 KB prompts: the report reads them one at a time, so
 /// memory stays far below the journal's size. Slow in debug builds: run with
-/// `cargo test --release --test reports -- --ignored`.
+/// `cargo test --release --test tests reports::large_journals -- --ignored`.
+/// Peak memory is the process's: the test measures it in a process of its own.
 #[test]
 #[ignore]
 fn large_journals_stay_bounded() {
+    if !in_own_process(
+        &test_name(module_path!(), "large_journals_stay_bounded"),
+        &[],
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
     let lines: Vec<Value> = read(&fixture())

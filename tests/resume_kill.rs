@@ -4,33 +4,37 @@
 //! for what was missing. The cache is off in both invocations so resume
 //! cannot hide a repeated request behind a cache hit.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::fake_server::{FakeServer, Reply, Workspace, interrupt_after, model_toml};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::run;
+use crate::common::workspace::{Workspace, interrupt_after};
 use serde_json::Value;
 
 const RUNS: u64 = 20;
 const CONCURRENCY: usize = 2;
 
 fn setup(fake: &FakeServer) -> Workspace {
-    let ws = Workspace::new();
-    ws.copy_spec("t06_mathematics.toml");
     let settings = format!("concurrency = {CONCURRENCY}\nmax_retries = 0\ntimeout_secs = 10");
-    ws.write(
-        "harness.toml",
-        &model_toml(
-            "fake",
-            "openai",
-            "fake-model",
-            &fake.openai_base(),
-            &settings,
-        ),
-    );
-    ws
+    Workspace::with_fake("t06_mathematics.toml", fake, &settings)
+}
+
+/// `harness run` of t06 on `fake` with `runs` instances (`extra` appended), not started yet.
+fn t06(ws: &Workspace, runs: u64, extra: &[&str]) -> Command {
+    let runs = runs.to_string();
+    let args = ["specs/t06_mathematics.toml", "-m", "fake", "--runs", &runs];
+    ws.run_cmd(&[&args[..], extra].concat())
+}
+
+/// A healthy server and a workspace whose t06 run of `runs` instances has finished.
+fn finished_run(runs: u64) -> (FakeServer, Workspace) {
+    let fake = FakeServer::healthy();
+    let ws = setup(&fake);
+    let (code, out) = run(&mut t06(&ws, runs, &[]));
+    assert_eq!(code, 0, "{out}");
+    (fake, ws)
 }
 
 /// The complete lines of a journal file (a torn last line excluded).
@@ -59,16 +63,7 @@ fn counts<I: IntoIterator<Item = String>>(items: I) -> BTreeMap<String, usize> {
 fn sigkill_then_resume_completes_the_plan_exactly_once() {
     let fake = FakeServer::start(|_| Reply::slow(150, Reply::Correct));
     let ws = setup(&fake);
-    let runs = RUNS.to_string();
-    let mut child = ws
-        .run_cmd(&[
-            "specs/t06_mathematics.toml",
-            "-m",
-            "fake",
-            "--runs",
-            &runs,
-            "--no-cache",
-        ])
+    let mut child = t06(&ws, RUNS, &["--no-cache"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -177,20 +172,8 @@ fn sigkill_then_resume_completes_the_plan_exactly_once() {
 fn sigint_stops_cleanly_and_resume_finishes() {
     let fake = FakeServer::start(|_| Reply::slow(150, Reply::Correct));
     let ws = setup(&fake);
-    let runs = RUNS.to_string();
     // Ctrl-C: the harness keeps what finished and exits 130 with a resume hint.
-    let (code, text) = interrupt_after(
-        &mut ws.run_cmd(&[
-            "specs/t06_mathematics.toml",
-            "-m",
-            "fake",
-            "--runs",
-            &runs,
-            "--no-cache",
-        ]),
-        &fake,
-        4,
-    );
+    let (code, text) = interrupt_after(&mut t06(&ws, RUNS, &["--no-cache"]), &fake, 4);
     assert_eq!(code, Some(130), "{text}");
     assert!(text.contains("--resume"), "{text}");
     let first = ws.last_journal();
@@ -227,10 +210,7 @@ fn sigint_stops_cleanly_and_resume_finishes() {
 /// in the same second; `--resume latest` must pick the newest, `-10` over `-9`.
 #[test]
 fn resume_latest_picks_the_newest_of_many_runs_in_one_second() {
-    let fake = FakeServer::healthy();
-    let ws = setup(&fake);
-    let (code, out) = ws.run(&["specs/t06_mathematics.toml", "-m", "fake", "--runs", "2"]);
-    assert_eq!(code, 0, "{out}");
+    let (_fake, ws) = finished_run(2);
     let original = ws.run_dirs().pop().unwrap();
     let plan: Value =
         serde_json::from_str(&std::fs::read_to_string(original.join("plan.json")).unwrap())
@@ -264,10 +244,7 @@ fn resume_latest_picks_the_newest_of_many_runs_in_one_second() {
 /// line. Resume must not lose those records (keep them or re-run them).
 #[test]
 fn a_bad_line_mid_journal_does_not_lose_the_records_after_it() {
-    let fake = FakeServer::healthy();
-    let ws = setup(&fake);
-    let (code, out) = ws.run(&["specs/t06_mathematics.toml", "-m", "fake", "--runs", "6"]);
-    assert_eq!(code, 0, "{out}");
+    let (_fake, ws) = finished_run(6);
     let journal_path = ws.run_dirs().pop().unwrap().join("journal.jsonl");
     let text = std::fs::read_to_string(&journal_path).unwrap();
     let lines = complete_lines(&text);

@@ -3,13 +3,11 @@
 //! JSON schema as `format`, invalid answers are re-asked up to 3 times, and
 //! the reports break accuracy down by split, with the RRR CSV per model.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::fake_server::{FakeServer, Reply};
-use common::{harness, root, run};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::{harness, report, root, run};
 use serde_json::{Value, json};
 
 /// A workspace with the shipped RRR spec and schemas, and `rows(split)` as each split's file.
@@ -177,20 +175,9 @@ fn a_run_reports_accuracy_per_split_and_writes_the_rrr_csv() {
         .expect("a per-split table");
     insta::assert_snapshot!("rrr_terminal_by_split", lines[at..at + 4].join("\n"));
 
-    let reports = dir.path().join("results/reports");
-    let file = |prefix: &str, ext: &str| {
-        let entry = fs::read_dir(&reports)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                let name = p.file_name().unwrap().to_string_lossy();
-                name.starts_with(prefix) && name.ends_with(ext)
-            })
-            .unwrap_or_else(|| panic!("no {prefix}*{ext} in {}", reports.display()));
-        fs::read_to_string(entry).unwrap()
-    };
+    let file = |prefix: &str, ext: &str| report(&dir.path().join("results"), prefix, ext);
     // The RRR CSV: times vary from run to run, everything else is exact.
-    let rrr = file("rrr_llama3.1_8b-instruct-q4_K_M_", ".csv");
+    let rrr = file("rrr_llama3.1_8b-instruct-q4_K_M_", "csv");
     let stable: Vec<String> = rrr
         .lines()
         .map(|l| {
@@ -208,12 +195,12 @@ fn a_run_reports_accuracy_per_split_and_writes_the_rrr_csv() {
         .collect();
     insta::assert_snapshot!("rrr_csv", stable.join("\n"));
 
-    let md = file("report_", ".md");
+    let md = file("report_", "md");
     assert!(md.contains("## Результаты по Группам"), "{md}");
     assert!(md.contains("| **llama3.1:8b-instruct-q4_K_M** | 66.7% ±36.5 (2/3) | 100.0% ±32.9 (2/2) | 50.0% ±40.5 (1/2) | 0.0% ±39.7 (0/1) |"), "{md}");
-    let csv = file("report_", ".csv");
+    let csv = file("report_", "csv");
     assert!(csv.contains(",split=routes_5,,"), "{csv}");
-    let report: Value = serde_json::from_str(&file("report_", ".json")).unwrap();
+    let report: Value = serde_json::from_str(&file("report_", "json")).unwrap();
     let cell = &report["models"][0]["specs"][0];
     assert_eq!(cell["groups"]["split"]["routes_9"]["valid"], 0);
     assert_eq!(cell["groups"]["split"]["routes_3"]["passed"], 2);

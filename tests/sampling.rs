@@ -3,11 +3,11 @@
 //! honest token accounting, per-sample cache keys, per-sample resume, and
 //! pass@k in the reports.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::fake_server::{FakeServer, Reply, Request, Workspace, expression, model_toml};
+use crate::common::fake_server::{FakeServer, Reply, Request, eval, expression};
+use crate::common::workspace::{Workspace, model_toml};
+use crate::common::{harness, report, run};
 use serde_json::Value;
 
 /// Arithmetic instances `index + 1`, four samples each, seeded from 5.
@@ -48,13 +48,19 @@ value = "seed 6"
 group_by = "parity"
 "#;
 
+/// The request's seed and the right value of its expression (0 when absent).
+fn seed_and_value(request: &Request) -> (u64, i64) {
+    let seed = request.body["seed"].as_u64().unwrap_or(0);
+    let value = expression(&request.prompt)
+        .and_then(|e| eval(&e))
+        .unwrap_or(0);
+    (seed, value)
+}
+
 /// Answers carry the request's seed, so a record shows which request produced it;
 /// sample 0 (seed 5) answers wrong, every other sample right.
 fn seeded(request: &Request) -> Reply {
-    let seed = request.body["seed"].as_u64().unwrap_or(0);
-    let value: i64 = expression(&request.prompt)
-        .and_then(|e| common::fake_server::eval(&e))
-        .unwrap_or(0);
+    let (seed, value) = seed_and_value(request);
     let answer = if seed == 5 { value + 10 } else { value };
     Reply::Text(format!("seed {seed}: the answer is {answer}"))
 }
@@ -69,11 +75,10 @@ fn setup(fake: &FakeServer, extra: &str) -> Workspace {
     ws
 }
 
-fn run(ws: &Workspace, extra: &[&str]) -> (String, Vec<Value>) {
+fn run_sampled(ws: &Workspace, extra: &[&str]) -> (String, Vec<Value>) {
     let mut args = vec!["specs/sampled.toml", "-m", "fake"];
     args.extend_from_slice(extra);
-    let (code, out) = ws.run(&args);
-    assert_eq!(code, 0, "{out}");
+    let out = ws.run_ok(&args);
     (out, ws.last_journal())
 }
 
@@ -96,7 +101,7 @@ fn keys(records: &[Value]) -> BTreeSet<(u64, u64)> {
 fn separate_requests_give_one_record_per_sample_with_derived_seeds_and_a_cached_rerun() {
     let fake = FakeServer::start(seeded);
     let ws = setup(&fake, "timeout_secs = 5");
-    let (out, records) = run(&ws, &[]);
+    let (out, records) = run_sampled(&ws, &[]);
     assert_eq!(records.len(), 12, "3 instances x 4 samples");
     assert_eq!(keys(&records).len(), 12);
     assert_eq!(fake.count(), 12, "max_n = 1: one request per sample");
@@ -132,7 +137,7 @@ fn separate_requests_give_one_record_per_sample_with_derived_seeds_and_a_cached_
     );
     assert!(out.contains("best: fake"), "{out}");
 
-    let (out, again) = run(&ws, &[]);
+    let (out, again) = run_sampled(&ws, &[]);
     assert_eq!(fake.count(), 12, "a rerun makes zero requests");
     assert!(again.iter().all(|r| r["cached"] == true), "{out}");
     // The cache gave every sample its own answer, never sample 0's.
@@ -151,7 +156,7 @@ fn separate_requests_give_one_record_per_sample_with_derived_seeds_and_a_cached_
 fn max_n_asks_samples_in_one_request_and_keeps_shared_usage_apart() {
     let fake = FakeServer::start(seeded);
     let ws = setup(&fake, "timeout_secs = 5\nmax_n = 4");
-    let (_, records) = run(&ws, &[]);
+    let (_, records) = run_sampled(&ws, &[]);
     assert_eq!(records.len(), 12);
     assert_eq!(keys(&records).len(), 12);
     let requests = fake.requests();
@@ -180,7 +185,7 @@ fn max_n_asks_samples_in_one_request_and_keeps_shared_usage_apart() {
         .sum();
     assert_eq!(attempts, 3, "a request's attempts are counted once");
 
-    let (_, again) = run(&ws, &[]);
+    let (_, again) = run_sampled(&ws, &[]);
     assert_eq!(fake.count(), 3, "a rerun makes zero requests");
     assert_eq!(again.len(), 12);
 }
@@ -189,7 +194,7 @@ fn max_n_asks_samples_in_one_request_and_keeps_shared_usage_apart() {
 fn resume_asks_only_the_missing_samples() {
     let fake = FakeServer::start(seeded);
     let ws = setup(&fake, "timeout_secs = 5\nmax_n = 4");
-    run(&ws, &[]);
+    run_sampled(&ws, &[]);
     assert_eq!(fake.count(), 3);
     // Drop samples 1 and 3 of instance 2 from the journal, as an interrupted run would lack them.
     let dir = ws.run_dirs().pop().unwrap();
@@ -205,8 +210,7 @@ fn resume_asks_only_the_missing_samples() {
         .collect();
     std::fs::write(&journal, kept).unwrap();
 
-    let (code, out) = ws.run(&["--resume", "latest", "--no-cache"]);
-    assert_eq!(code, 0, "{out}");
+    let out = ws.run_ok(&["--resume", "latest", "--no-cache"]);
     let requests = fake.requests();
     assert_eq!(
         requests.len(),
@@ -228,10 +232,7 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
     // `base` answers right only on samples with an even seed (5 + 1, 5 + 3): 50 %;
     // `good` always answers right: 100 %.
     let fake = FakeServer::start(|request| {
-        let seed = request.body["seed"].as_u64().unwrap_or(0);
-        let value: i64 = expression(&request.prompt)
-            .and_then(|e| common::fake_server::eval(&e))
-            .unwrap_or(0);
+        let (seed, value) = seed_and_value(request);
         let right = request.body["model"] == "good-model" || seed % 2 == 0;
         let answer = if right { value } else { value + 1 };
         Reply::Text(format!("seed {seed}: {answer}"))
@@ -243,11 +244,10 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
         &(model_toml("base", "openai", "base-model", &fake.openai_base(), "")
             + &*model_toml("good", "openai", "good-model", &fake.openai_base(), "")),
     );
-    let (code, out) = ws.run(&["specs/sampled.toml", "-m", "base", "-m", "good"]);
-    assert_eq!(code, 0, "{out}");
-    let mut cmd = common::harness(ws.path());
+    ws.run_ok(&["specs/sampled.toml", "-m", "base", "-m", "good"]);
+    let mut cmd = harness(ws.path());
     cmd.args(["report", "latest", "--baseline", "base", "--format", "json"]);
-    let (code, out) = common::run(&mut cmd);
+    let (code, out) = run(&mut cmd);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("best: good (baseline: base)"), "{out}");
     let good = out
@@ -259,16 +259,7 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
         "{good}"
     );
 
-    let reports = ws.path().join("results/reports");
-    let file = |ext: &str| {
-        let path = std::fs::read_dir(&reports)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == ext))
-            .max()
-            .unwrap();
-        std::fs::read_to_string(path).unwrap()
-    };
+    let file = |ext: &str| report(&ws.path().join("results"), "", ext);
     let json: Value = serde_json::from_str(&file("json")).unwrap();
     let c = &json["comparisons"][0];
     assert_eq!(
@@ -309,9 +300,9 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
         "{md}"
     );
     assert!(md.contains("+50.0 pp"), "{md}");
-    let mut cmd = common::harness(ws.path());
+    let mut cmd = harness(ws.path());
     cmd.args(["report", "latest", "--baseline", "nobody"]);
-    let (code, out) = common::run(&mut cmd);
+    let (code, out) = run(&mut cmd);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("baseline `nobody` has no sampled results for sampled"),

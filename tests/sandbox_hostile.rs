@@ -2,15 +2,22 @@
 //! to break out of the sandbox. Each must be contained, and the harness
 //! (this process) must keep running and keep sandboxing afterwards.
 //!
-//! One test in this binary on purpose: it puts a fake API key into its own
-//! environment, which is only sound while no other test runs beside it.
+//! The suite runs in a process of its own, started with a fake API key in
+//! its environment (the key must never reach a program). Sandboxed programs
+//! of other tests and other harnesses may run beside it: a surviving process
+//! counts against this suite when it descends from this process, or from
+//! nobody.
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use harness::sandbox::{self, Limits, Outcome, Program, Termination};
+
+use crate::common::alone::{in_own_process, test_name};
 
 const FAKE_KEY: &str = "sk-fake-hostile-suite-0123456789";
 
@@ -31,11 +38,40 @@ struct World {
     project: PathBuf,
     canary_dir: tempfile::TempDir,
     listener: TcpListener,
+    /// A pathname Unix socket in the canary directory, as a host service's.
+    unix: UnixListener,
+    /// An abstract Unix socket of the host's network namespace.
+    abstract_unix: UnixListener,
+    /// Whether cgroups bound each run's process tree here.
+    tree_limits: bool,
 }
 
 impl World {
     fn canary(&self) -> PathBuf {
         self.canary_dir.path().join("canary.txt")
+    }
+
+    fn unix_path(&self) -> PathBuf {
+        self.canary_dir.path().join("host.sock")
+    }
+
+    fn abstract_name() -> String {
+        format!("harness-hostile-{}", std::process::id())
+    }
+
+    /// Any connection that reached a listener of the host's.
+    fn connections(&self) -> Vec<&'static str> {
+        let mut reached = Vec::new();
+        if self.listener.accept().is_ok() {
+            reached.push("connected to the loopback listener");
+        }
+        if self.unix.accept().is_ok() {
+            reached.push("connected to the host's Unix socket");
+        }
+        if self.abstract_unix.accept().is_ok() {
+            reached.push("connected to the host's abstract Unix socket");
+        }
+        reached
     }
 
     fn substitute(&self, text: &str, run: usize) -> String {
@@ -50,6 +86,12 @@ impl World {
                 &self.listener.local_addr().unwrap().port().to_string(),
             )
             .replace("{harness_pid}", &std::process::id().to_string())
+            .replace("{unix_socket}", &self.unix_path().display().to_string())
+            .replace("{abstract_socket}", &World::abstract_name())
+            .replace(
+                "{tree_limits}",
+                if self.tree_limits { "True" } else { "False" },
+            )
             .replace("{run}", &run.to_string())
     }
 }
@@ -69,7 +111,7 @@ fn limits() -> Limits {
 fn python_program(source: String) -> Program {
     let python = sandbox::python::interpreter().expect("a python3 the sandbox can run");
     Program {
-        argv: python.argv(),
+        argv: python.argv("main.py"),
         files: vec![("main.py".into(), source.into_bytes())],
         read_paths: python.read_paths.clone(),
         limits: limits(),
@@ -121,24 +163,52 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
     problems
 }
 
-/// Processes of sandbox uids still alive (root only: other users keep their uid).
+/// A process's real uid and parent pid, from `/proc/PID/status`.
+fn uid_and_parent(pid: u32) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u32> {
+        let line = text.lines().find_map(|l| l.strip_prefix(name))?;
+        line.split_whitespace().next()?.parse().ok()
+    };
+    Some((field("Uid:")?, field("PPid:")?))
+}
+
+/// Whether a process of `uids` is this harness's: its nearest ancestor
+/// outside those uids is this process (every run is its child) or init (an
+/// orphan). Another harness whose slot of uids is the same as ours (they
+/// are shared out by pid) has its runs descend from itself instead.
+fn started_here(pid: u32, uids: &std::ops::Range<u32>) -> bool {
+    let mut at = pid;
+    // A sandbox run is three processes deep; the bound only stops a cycle.
+    for _ in 0..64 {
+        match uid_and_parent(at) {
+            Some((uid, parent)) if uids.contains(&uid) => at = parent,
+            Some(_) => return at == std::process::id() || at <= 1,
+            // Gone while we looked: its runs are judged on the next look.
+            None => return true,
+        }
+    }
+    true
+}
+
+/// This harness's processes of its sandbox uids still alive (root only:
+/// other users keep their uid).
 fn leftover_processes() -> Vec<String> {
+    let ours = sandbox::own_uids();
     let mut left = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let status = entry.path().join("status");
-        let Ok(text) = std::fs::read_to_string(status) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
             continue;
         };
-        let uid: u32 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
-        if (200_000..300_000).contains(&uid) {
-            left.push(format!(
-                "{} (uid {uid})",
-                entry.file_name().to_string_lossy()
-            ));
+        let Some((uid, _)) = uid_and_parent(pid) else {
+            continue;
+        };
+        if ours.contains(&uid) && started_here(pid, &ours) {
+            left.push(format!("{pid} (uid {uid})"));
         }
     }
     left
@@ -175,16 +245,42 @@ fn escape_files(run: usize, project: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
-    // SAFETY: the only test in this binary; nothing else reads the environment now.
-    unsafe { std::env::set_var("OPENAI_API_KEY", FAKE_KEY) };
+    let name = "hostile_snippets_are_contained_and_the_harness_keeps_going";
+    if !in_own_process(
+        &test_name(module_path!(), name),
+        &[("OPENAI_API_KEY", FAKE_KEY)],
+    ) {
+        return;
+    }
+    // The harness's environment holds the key, as a user's shell would give it.
+    assert_eq!(std::env::var("OPENAI_API_KEY").as_deref(), Ok(FAKE_KEY));
     let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    let canary_dir = tempfile::tempdir().unwrap();
+    let unix = UnixListener::bind(canary_dir.path().join("host.sock")).unwrap();
+    // Reachable by any uid, as a careless host service's socket would be.
+    std::fs::set_permissions(
+        canary_dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        canary_dir.path().join("host.sock"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let abstract_addr = SocketAddr::from_abstract_name(World::abstract_name()).unwrap();
     let world = World {
         project: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
-        canary_dir: tempfile::tempdir().unwrap(),
+        canary_dir,
         listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+        unix,
+        abstract_unix: UnixListener::bind_addr(&abstract_addr).unwrap(),
+        tree_limits: sandbox.isolation().tree_limits.is_some(),
     };
     world.listener.set_nonblocking(true).unwrap();
+    world.unix.set_nonblocking(true).unwrap();
+    world.abstract_unix.set_nonblocking(true).unwrap();
     std::fs::write(world.canary(), "canary").unwrap();
     let prelude = std::fs::read_to_string(dir.join("_prelude.py")).unwrap();
     let mut snippets: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -195,7 +291,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
         .collect();
     snippets.sort();
     assert!(
-        snippets.len() >= 20,
+        snippets.len() >= 25,
         "the suite has {} snippets",
         snippets.len()
     );
@@ -231,9 +327,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
             problems.push(format!("wrote {}", file.display()));
             let _ = std::fs::remove_file(file);
         }
-        if world.listener.accept().is_ok() {
-            problems.push("connected to the loopback listener".into());
-        }
+        problems.extend(world.connections().into_iter().map(str::to_owned));
         if unsafe { libc::geteuid() } == 0
             && let Err(e) = no_leftovers_within(Duration::from_secs(2))
         {

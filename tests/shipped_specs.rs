@@ -1,9 +1,7 @@
 //! The shipped specs: they check clean against the committed golden files,
 //! agree with the committed JSON Schema, and render as the snapshots show.
 
-mod common;
-
-use common::{harness, root, run};
+use crate::common::{harness, root, run};
 
 #[test]
 fn shipped_specs_check_clean() {

@@ -3,14 +3,13 @@
 //! with `zip`), the work folder layout, threshold and de-duplication, a model
 //! that never answers JSON, and Ctrl-C then resume without a repeated request.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::documents::write_documents;
-use common::fake_server::{FakeServer, Reply, Request, Workspace, interrupt_after, model_toml};
-use common::{harness, run};
+use crate::common::documents::write_documents;
+use crate::common::fake_server::{FakeServer, Reply, Request};
+use crate::common::workspace::{Workspace, interrupt_after, model_toml};
+use crate::common::{harness, run};
 use serde_json::{Value, json};
 
 /// The first word of the chunk text in a generation prompt.
@@ -84,13 +83,16 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Three pairs a chunk, the model and the pipeline in the output, ratings below 5 dropped.
+const EVERY_FORMAT: [&str; 4] = ["--metadata", "--threshold", "5", "--num-pairs=3"];
+
 #[test]
 fn every_format_becomes_rated_filtered_deduplicated_pairs() {
     let fake = FakeServer::start(model);
     let ws = workspace(&fake, 2);
     write_documents(&ws.path().join("docs"));
     std::fs::write(ws.path().join("docs/malformed.txt"), "MALFORMED notes.").unwrap();
-    let (code, out) = run(synth(&ws, &["--metadata", "--threshold", "5"]).arg("--num-pairs=3"));
+    let (code, out) = run(&mut synth(&ws, &EVERY_FORMAT));
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("skipped docs/broken.pdf"), "{out}");
 
@@ -126,7 +128,19 @@ fn every_format_becomes_rated_filtered_deduplicated_pairs() {
     let chunk =
         std::fs::read_to_string(ws.path().join("data/qa.synth/output/bananas_0.txt")).unwrap();
     assert_eq!(chunk, "Bananas are berries.\nThey grow in the tropics.");
+    assert_work_folder_and_requests(&ws, &fake);
 
+    // Running it again asks nothing: every request is in the journal.
+    let before = fake.count();
+    let (code, out) = run(&mut synth(&ws, &EVERY_FORMAT));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(fake.count(), before, "{out}");
+    assert_eq!(lines(&ws.path().join("data/qa.jsonl")), rows);
+    assert_the_template_benchmarks_the_output(&ws);
+}
+
+/// The work folder's stages and report, and what the fake was asked.
+fn assert_work_folder_and_requests(ws: &Workspace, fake: &FakeServer) {
     let work = ws.path().join("data/qa.synth");
     for f in [
         "output/apples_0.txt",
@@ -177,21 +191,11 @@ fn every_format_becomes_rated_filtered_deduplicated_pairs() {
         .find(|b| b.to_string().contains("Оцени"))
         .unwrap();
     assert_eq!(rating["temperature"], 0.3);
+}
 
-    // Running it again asks nothing: every request is in the journal.
-    let before = fake.count();
-    let (code, out) = run(&mut synth(
-        &ws,
-        &["--metadata", "--threshold", "5", "--num-pairs=3"],
-    ));
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(fake.count(), before, "{out}");
-    assert_eq!(lines(&ws.path().join("data/qa.jsonl")), rows);
-
-    // The spec template benchmarks models on this output as it is.
-    let spec = ws.path().join("specs/templates/synth_qa.toml");
-    std::fs::create_dir_all(spec.parent().unwrap()).unwrap();
-    std::fs::copy(common::root().join("specs/templates/synth_qa.toml"), &spec).unwrap();
+/// The spec template benchmarks models on synth's output as it is.
+fn assert_the_template_benchmarks_the_output(ws: &Workspace) {
+    ws.copy_spec("templates/synth_qa.toml");
     let check = |bless: bool| {
         let mut cmd = harness(ws.path());
         cmd.args(["check", "specs/templates/synth_qa.toml"]);

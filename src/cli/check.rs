@@ -9,7 +9,7 @@ use super::exit::{Exit, fail};
 use super::render;
 use crate::check::{CheckOptions, SpecCheck, check_file};
 use crate::golden::{GoldenMode, GoldenStatus, colorize_diff, is_ci};
-use crate::spec::spec_files;
+use crate::spec::{duplicate_id, spec_files};
 
 fn label(text: &str, color: bool, paint: fn(&str) -> String) -> String {
     let padded = format!("{text:<5}");
@@ -95,8 +95,17 @@ pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
         },
     };
     let (mut failed, mut differ) = (0, 0);
+    let mut ids: std::collections::BTreeMap<String, PathBuf> = Default::default();
     for file in &files {
-        let report = check_file(file, &options);
+        let mut report = check_file(file, &options);
+        if let Some(id) = &report.id {
+            match ids.get(id) {
+                Some(first) => report.errors.push(duplicate_id(file, id, first)),
+                None => {
+                    ids.insert(id.clone(), file.clone());
+                }
+            }
+        }
         print_report(&report, color);
         if !report.errors.is_empty() {
             failed += 1;

@@ -20,6 +20,9 @@ pub enum Exit {
     BadInput,
     /// A managed model server (`llamacpp:`, `vllm:`) failed to start or died mid-run.
     ServerFailed,
+    /// `harness run` finished, but some instances ended as error records (a
+    /// failed request, no verdict) and `--allow-errors` was not given.
+    RequestErrors,
     /// Interrupted by Ctrl-C; every finished answer is kept for `--resume`.
     Interrupted,
 }
@@ -32,6 +35,7 @@ impl Exit {
             Exit::Differences => 1,
             Exit::BadInput => 2,
             Exit::ServerFailed => 3,
+            Exit::RequestErrors => 4,
             Exit::Interrupted => 130,
         }
     }
@@ -54,7 +58,12 @@ impl From<Exit> for ExitCode {
 
 /// Prints `error: <message>` and returns [`Exit::BadInput`].
 pub fn fail(message: impl Display) -> Exit {
-    eprintln!("error: {message}");
+    // Errors can quote a server's reply; no configured key is ever printed,
+    // and model text in them shows its control characters escaped.
+    eprintln!(
+        "error: {}",
+        crate::text::visible(&crate::secrets::redact(&message.to_string()))
+    );
     Exit::BadInput
 }
 
@@ -74,11 +83,12 @@ mod tests {
             Exit::Differences,
             Exit::BadInput,
             Exit::ServerFailed,
+            Exit::RequestErrors,
             Exit::Interrupted,
         ]
         .iter()
         .map(|e| e.code())
         .collect();
-        assert_eq!(codes, [0, 1, 2, 3, 130]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 130]);
     }
 }

@@ -113,6 +113,10 @@ pub fn stdout_color() -> bool {
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Keys the harness may send anywhere: none of them is ever written or printed.
+    for name in ["OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"] {
+        crate::secrets::register_env(name);
+    }
     if cli.offline {
         crate::source::dataset::hf::set_offline(true);
     }

@@ -27,7 +27,7 @@ pub fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
         // The editor hint only helps where the schema is where the hint says.
         text = text.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n";
     }
-    if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, text)) {
+    if let Err(e) = crate::files::write_atomic(&file, text.as_bytes()) {
         return fail(format!("{}: {e}", file.display()));
     }
     let options = CheckOptions {

@@ -1,16 +1,20 @@
 //! Terminal rendering of diagnostics, in the familiar compiler layout.
+//! Control characters in any part (a message may quote a model's answer)
+//! are shown escaped.
 
 use owo_colors::OwoColorize;
 
 use crate::error::Diagnostic;
+use crate::text::visible;
 
 /// A diagnostic as text: message, location, source line with a caret, help.
 pub fn diagnostic(d: &Diagnostic, color: bool) -> String {
     let head = format!("error[{}]", d.kind.label());
+    let message = visible(&d.message);
     let mut out = if color {
-        format!("{}: {}\n", head.red().bold(), d.message.bold())
+        format!("{}: {}\n", head.red().bold(), message.bold())
     } else {
-        format!("{head}: {}\n", d.message)
+        format!("{head}: {message}\n")
     };
     let gutter = d.location.line.to_string().len();
     let pad = " ".repeat(gutter);
@@ -23,8 +27,9 @@ pub fn diagnostic(d: &Diagnostic, color: bool) -> String {
             caret
         };
         out.push_str(&format!(
-            "{pad} |\n{} | {line}\n{pad} | {caret}\n",
-            d.location.line
+            "{pad} |\n{} | {}\n{pad} | {caret}\n",
+            d.location.line,
+            visible(line)
         ));
     }
     if let Some(help) = &d.help {
@@ -35,7 +40,7 @@ pub fn diagnostic(d: &Diagnostic, color: bool) -> String {
         };
         out.push_str(&format!(
             "{pad} = {label}: {}\n",
-            help.replace('\n', &format!("\n{pad}   "))
+            visible(help).replace('\n', &format!("\n{pad}   "))
         ));
     }
     out

@@ -15,6 +15,7 @@ use crate::provider::{ModelSpec, ProviderKind};
 use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
+use crate::text::visible;
 
 /// Arguments of `harness run`.
 #[derive(Debug, clap::Args)]
@@ -60,6 +61,9 @@ pub struct RunArgs {
     /// The judge model for `judge` rules (default: harness.toml's [judge]).
     #[arg(long, conflicts_with = "resume")]
     pub judge: Option<String>,
+    /// Exit 0 even when some requests failed and their instances have no verdict.
+    #[arg(long)]
+    pub allow_errors: bool,
 }
 
 /// Runs `harness run`.
@@ -146,15 +150,23 @@ fn plan_new(
         golden_dir: args.golden.clone(),
         only,
         judge,
+        sandbox: None,
     })
 }
 
 fn load_specs(files: &[PathBuf], color: bool) -> Option<Vec<Arc<Spec>>> {
-    let mut specs = Vec::new();
+    let mut specs: Vec<Arc<Spec>> = Vec::new();
     let mut ok = true;
     for file in files {
         match Spec::load(file) {
-            Ok(s) => specs.push(Arc::new(s)),
+            Ok(s) => {
+                if let Some(first) = specs.iter().find(|f| f.id == s.id) {
+                    ok = false;
+                    let d = crate::spec::duplicate_id(file, &s.id, &first.file);
+                    eprint!("{}", render::diagnostic(&d, color));
+                }
+                specs.push(Arc::new(s));
+            }
             Err(diags) => {
                 ok = false;
                 for d in &diags.0 {
@@ -231,13 +243,19 @@ fn diagnostic(d: &crate::error::Diagnostic, color: bool) -> Exit {
 
 async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let Prepared {
-        manifest,
+        mut manifest,
         specs,
         created,
         file_stamp,
     } = prepare(args, color)?;
-    if specs.iter().any(|s| s.rules.needs_sandbox()) {
-        crate::sandbox::shared().map_err(fail)?;
+    preflight(&specs, manifest.runs, color)?;
+    if specs.iter().any(|s| s.rules.needs_sandbox()) || crate::sandbox::is_unsandboxed() {
+        let now = crate::sandbox::shared().map_err(fail)?.isolation();
+        // A resumed run keeps the weaker of its two confinements on record.
+        manifest.sandbox = match manifest.sandbox.take() {
+            Some(before) if !before.isolated => Some(before),
+            _ => Some(now),
+        };
     }
     let run_dir = args.results.join("runs").join(&manifest.run_id);
     run::write_manifest(&run_dir, &manifest).map_err(fail)?;
@@ -257,11 +275,17 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
         Err(e @ RunError::ServerStart(_)) => {
-            eprintln!("error: {e}");
+            eprintln!(
+                "error: {}",
+                visible(&crate::secrets::redact(&e.to_string()))
+            );
             return Err(Exit::ServerFailed);
         }
         Err(e @ RunError::ServerDied(_)) => {
-            eprintln!("error: {e}");
+            eprintln!(
+                "error: {}",
+                visible(&crate::secrets::redact(&e.to_string()))
+            );
             eprintln!(
                 "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
                 journal_path.display(),
@@ -289,6 +313,9 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         outcome.attempts,
         report.markdown.display()
     );
+    for change in &outcome.identity_changes {
+        println!("{change}");
+    }
     if outcome.interrupted {
         println!("html report: {}", report.html.display());
         eprintln!(
@@ -298,9 +325,42 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         return Ok(Exit::Interrupted);
     }
     let differ = golden_transcripts(args, &manifest, &specs, &transcripts, color)?;
+    let errors: usize = transcripts
+        .values()
+        .flat_map(|lines| lines.values())
+        .filter(|line| line.scored.error.is_some())
+        .count();
+    if errors > 0 {
+        let total: usize = transcripts.values().map(|lines| lines.len()).sum();
+        println!(
+            "{errors} of {total} answers are errors (a failed request or generation, no verdict); the report lists them"
+        );
+    }
     // Last, so it stays on screen: the page with every statistic and instance.
     println!("html report: {}", report.html.display());
-    Ok(Exit::differences_if(differ))
+    if errors == 0 || args.allow_errors {
+        Ok(Exit::differences_if(differ))
+    } else {
+        eprintln!("error: {errors} errors in this run (exit 4); `--allow-errors` accepts them");
+        Ok(Exit::RequestErrors)
+    }
+}
+
+/// Before any model is asked: every spec's instance 0 generates, renders and
+/// suits the rules, no `script` rule stalls, and no spec runs more instances
+/// than it allows. A broken spec fails the run at once (exit 2), not per instance.
+fn preflight(specs: &[Arc<Spec>], runs: Option<u32>, color: bool) -> Result<(), Exit> {
+    let mut ok = true;
+    for spec in specs {
+        if let Some(problem) = spec.runs_problem(spec.runs_for(runs)) {
+            ok = false;
+            eprintln!("error: {problem}");
+        } else if let Err(d) = spec.preflight() {
+            ok = false;
+            eprint!("{}", render::diagnostic(&d, color));
+        }
+    }
+    if ok { Ok(()) } else { Err(Exit::BadInput) }
 }
 
 /// Writes the run's reports.
@@ -359,10 +419,7 @@ fn golden_transcripts(
                 .unwrap_or_default();
             let path = transcript_path(&args.golden, &spec.id, &model.name);
             if args.bless {
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(fail)?;
-                }
-                std::fs::write(&path, render_transcript(lines))
+                crate::files::write_atomic(&path, render_transcript(lines).as_bytes())
                     .map_err(|e| fail(format!("{}: {e}", path.display())))?;
                 continue;
             }

@@ -8,6 +8,7 @@ use super::exit::Exit;
 use super::render;
 use crate::golden::instances::GoldenInstance;
 use crate::spec::Spec;
+use crate::text::visible;
 
 /// Runs `harness show`.
 pub fn run(
@@ -70,7 +71,7 @@ pub fn run(
         );
         println!("vars:");
         for (k, v) in &instance.vars {
-            println!("  {k} = {v}");
+            println!("  {k} = {}", visible(&v.to_string()));
         }
         println!("messages:");
         for m in &instance.messages {
@@ -80,13 +81,13 @@ pub fn run(
             );
             let role = if color { role.cyan().to_string() } else { role };
             println!("  {role}");
-            for line in m.content.lines() {
+            for line in visible(&m.content).lines() {
                 println!("    {line}");
             }
         }
         println!("expected:");
         for (k, v) in &expected {
-            println!("  {k} = {v}");
+            println!("  {k} = {}", visible(&v.to_string()));
         }
         println!();
     }

@@ -88,7 +88,10 @@ pub fn run(args: &SynthArgs) -> Exit {
 
 fn summarize(r: &SynthReport) -> Exit {
     for e in r.errors.iter().take(10) {
-        eprintln!("error: {e}");
+        eprintln!(
+            "error: {}",
+            crate::text::visible(&crate::secrets::redact(&e.to_string()))
+        );
     }
     if r.errors.len() > 10 {
         eprintln!(

@@ -1,8 +1,10 @@
 //! Printing golden transcript differences: regressions red, fixes green.
+//! A regression's detail quotes the model: it stays on its line, escaped.
 
 use owo_colors::OwoColorize;
 
 use crate::golden::transcript::TranscriptDiff;
+use crate::text::visible_line;
 
 fn paint(text: String, color: bool, f: fn(&str) -> String) -> String {
     if color { f(&text) } else { text }
@@ -27,9 +29,11 @@ pub fn print(diff: &TranscriptDiff, model: &str, spec: &str, verbose: bool, colo
     for (id, detail) in &diff.regressions {
         println!(
             "  {}",
-            paint(format!("✗ {id} now fails: {detail}"), color, |s| s
-                .red()
-                .to_string())
+            paint(
+                format!("✗ {id} now fails: {}", visible_line(detail)),
+                color,
+                |s| s.red().to_string()
+            )
         );
     }
     for id in &diff.fixes {

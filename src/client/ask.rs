@@ -95,9 +95,12 @@ pub async fn ask_batch(
     requests: &[(u32, ChatRequest)],
     cache: Option<&Cache>,
 ) -> Vec<Asked> {
+    let served = model.served(cache);
     let keys: Vec<Option<String>> = requests
         .iter()
-        .map(|(sample, r)| cache.map(|_| cache_key(&model.spec, &model.base_url, r, *sample)))
+        .map(|(sample, r)| {
+            cache.map(|_| cache_key(&model.spec, &model.base_url, r, *sample, served.as_ref()))
+        })
         .collect();
     let mut out: Vec<Option<Asked>> = keys
         .iter()
@@ -122,6 +125,9 @@ pub async fn ask_batch(
             Ok(list) => list.into_iter().map(Ok).collect::<Vec<_>>(),
             Err(e) => vec![Err(e); missing.len()],
         };
+        if let Some(Ok(first)) = choices.first() {
+            model.observe(cache, first.served.as_ref());
+        }
         for (j, &i) in missing.iter().enumerate() {
             let result = if j < choices.len() {
                 std::mem::replace(&mut choices[j], Err(ProviderError::Config(String::new())))
@@ -131,8 +137,16 @@ pub async fn ask_batch(
                     choices.len()
                 )))
             };
-            if let (Some(cache), Some(k), Ok(c)) = (cache, &keys[i], &result) {
-                let _ = cache.put(k, &model.spec, c);
+            if let (Some(cache), Ok(c)) = (cache, &result) {
+                let (sample, request) = &requests[i];
+                let k = cache_key(
+                    &model.spec,
+                    &model.base_url,
+                    request,
+                    *sample,
+                    c.served.as_ref(),
+                );
+                let _ = cache.put(&k, &model.spec, c);
             }
             // The request's attempts are counted once, on its first sample.
             out[i] = Some(Asked {
@@ -162,8 +176,21 @@ pub async fn ask(
 ) -> Asked {
     // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
     let sample = key.judge.map_or(key.sample, |(_, k)| k);
-    let cache_key = cache.map(|_| cache_key(&model.spec, &model.base_url, request, sample));
-    if let (Some(cache), Some(k)) = (cache, &cache_key)
+    let served = if model.provider.is_remote() {
+        model.served(cache)
+    } else {
+        None
+    };
+    let lookup = cache.map(|_| {
+        cache_key(
+            &model.spec,
+            &model.base_url,
+            request,
+            sample,
+            served.as_ref(),
+        )
+    });
+    if let (Some(cache), Some(k)) = (cache, &lookup)
         && let Ok(Some(hit)) = cache.get(k)
     {
         return Asked {
@@ -194,10 +221,14 @@ pub async fn ask(
         if let Some(why) = rejected {
             retries.push(format!("ask {asks}: {why}; asking again"));
         } else {
-            if let (Some(cache), Some(k), Ok(c)) = (cache, &cache_key, &result)
-                && model.provider.is_remote()
-            {
-                let _ = cache.put(k, &model.spec, c);
+            if let (Ok(c), true) = (&result, model.provider.is_remote()) {
+                model.observe(cache, c.served.as_ref());
+                // Kept under the identity that answered, which later lookups now use.
+                if let Some(cache) = cache {
+                    let served = c.served.as_ref().or(served.as_ref());
+                    let k = cache_key(&model.spec, &model.base_url, request, sample, served);
+                    let _ = cache.put(&k, &model.spec, c);
+                }
             }
             return Asked {
                 result,

@@ -1,7 +1,10 @@
 //! The response cache: SQLite (`results/cache.sqlite`), keyed by a SHA-256
 //! of everything that determines an answer — provider, base URL, model,
-//! messages, request options and sample index — and never an API key.
-//! Only successful responses are stored.
+//! messages, request options and sample index — and never an API key — and
+//! by the model identity the server last reported at that endpoint (its
+//! `model` field and `system_fingerprint`), so answers of a model the server
+//! no longer serves are never taken for the current model's. Only successful
+//! responses are stored.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -10,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::provider::{ChatRequest, Completion, ModelSpec};
+use crate::provider::{ChatRequest, Completion, ModelSpec, ServedBy};
 
 /// An open cache.
 pub struct Cache {
@@ -25,16 +28,27 @@ struct KeyMaterial<'a> {
     model: &'a str,
     request: &'a ChatRequest,
     sample: u32,
+    /// Absent until the endpoint has reported one, so older keys stay valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    served: Option<&'a ServedBy>,
 }
 
-/// The cache key of a request: hex SHA-256 of its canonical JSON.
-pub fn cache_key(model: &ModelSpec, base_url: &str, request: &ChatRequest, sample: u32) -> String {
+/// The cache key of a request to a server that reports `served` as its model:
+/// hex SHA-256 of its canonical JSON.
+pub fn cache_key(
+    model: &ModelSpec,
+    base_url: &str,
+    request: &ChatRequest,
+    sample: u32,
+    served: Option<&ServedBy>,
+) -> String {
     let material = KeyMaterial {
         provider: model.provider.prefix(),
         base_url,
         model: &model.model,
         request,
         sample,
+        served,
     };
     let bytes = serde_json::to_vec(&material).expect("requests serialize");
     let digest = Sha256::digest(&bytes);
@@ -58,6 +72,10 @@ impl Cache {
                  model TEXT NOT NULL,
                  completion TEXT NOT NULL,
                  created_unix INTEGER NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS identities (
+                 endpoint TEXT PRIMARY KEY,
+                 served TEXT NOT NULL
              );",
         )?;
         Ok(Cache {
@@ -71,6 +89,30 @@ impl Cache {
         let mut stmt = conn.prepare_cached("SELECT completion FROM responses WHERE key = ?1")?;
         let text: Option<String> = stmt.query_row(params![key], |row| row.get(0)).optional()?;
         Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// The model identity `endpoint` reported last, if it ever did.
+    pub fn identity(&self, endpoint: &str) -> rusqlite::Result<Option<ServedBy>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let text: Option<String> = conn
+            .query_row(
+                "SELECT served FROM identities WHERE endpoint = ?1",
+                params![endpoint],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// Records the model identity `endpoint` reports now.
+    pub fn set_identity(&self, endpoint: &str, served: &ServedBy) -> rusqlite::Result<()> {
+        let text = serde_json::to_string(served).expect("identities serialize");
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        conn.execute(
+            "INSERT OR REPLACE INTO identities (endpoint, served) VALUES (?1, ?2)",
+            params![endpoint, text],
+        )?;
+        Ok(())
     }
 
     /// Stores a successful completion.
@@ -121,23 +163,24 @@ mod tests {
     #[test]
     fn keys_separate_samples_and_models_and_round_trip() {
         let model = ModelSpec::new(ProviderKind::OpenAi, "m");
-        let k0 = cache_key(&model, "http://x", &request(), 0);
-        assert_ne!(k0, cache_key(&model, "http://x", &request(), 3));
+        let k0 = cache_key(&model, "http://x", &request(), 0, None);
+        assert_ne!(k0, cache_key(&model, "http://x", &request(), 3, None));
         assert_ne!(
             k0,
             cache_key(
                 &ModelSpec::new(ProviderKind::OpenAi, "n"),
                 "http://x",
                 &request(),
-                0
+                0,
+                None
             )
         );
-        assert_ne!(k0, cache_key(&model, "http://y", &request(), 0));
+        assert_ne!(k0, cache_key(&model, "http://y", &request(), 0, None));
         let mut extra = request();
         extra.extra.insert("cache_prompt".into(), false.into());
         assert_ne!(
             k0,
-            cache_key(&model, "http://x", &extra, 0),
+            cache_key(&model, "http://x", &extra, 0, None),
             "extra body fields are part of the key"
         );
         let dir = tempfile::tempdir().unwrap();
@@ -148,8 +191,20 @@ mod tests {
             usage: Usage::default(),
             finish_reason: None,
             shared: None,
+            served: None,
         };
         cache.put(&k0, &model, &c).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), Some(c));
+        let served = ServedBy {
+            model: "m-2026".into(),
+            fingerprint: Some("fp".into()),
+        };
+        assert_ne!(
+            k0,
+            cache_key(&model, "http://x", &request(), 0, Some(&served))
+        );
+        assert_eq!(cache.identity("e").unwrap(), None);
+        cache.set_identity("e", &served).unwrap();
+        assert_eq!(cache.identity("e").unwrap(), Some(served));
     }
 }

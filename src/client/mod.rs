@@ -24,8 +24,9 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use crate::provider::{
-    ModelSpec, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider,
+    ModelSpec, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider, ServedBy,
 };
+use cache::Cache;
 use limits::RateLimiter;
 use managed::{ManagedServer, ServerWatch};
 
@@ -59,11 +60,55 @@ pub struct ModelClient {
     pub limiter: Option<RateLimiter>,
     /// The managed server behind this model, watched for its death.
     pub server: Option<ServerWatch>,
+    /// The model identity the endpoint reported last (`None` inside: never);
+    /// the outer `None` until it is read from the cache.
+    served: std::sync::Mutex<Option<Option<ServedBy>>>,
+    /// Each change of the reported identity seen in this run, for the summary.
+    changes: std::sync::Mutex<Vec<String>>,
 }
 
-fn is_loopback(url: &str) -> bool {
-    let host = url.split("://").nth(1).unwrap_or(url);
-    host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
+impl ModelClient {
+    fn endpoint(&self) -> String {
+        endpoint_key(&self.spec, &self.base_url)
+    }
+
+    /// The identity cache keys are made with: the one the endpoint reported
+    /// last, in this run or an earlier one (read from `cache` once).
+    pub fn served(&self, cache: Option<&Cache>) -> Option<ServedBy> {
+        let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        served
+            .get_or_insert_with(|| cache.and_then(|c| c.identity(&self.endpoint()).ok().flatten()))
+            .clone()
+    }
+
+    /// Notes the identity a live answer reported. A different one than before
+    /// is kept for the run summary and stored, so from now on the cache
+    /// answers only with what this model said.
+    pub fn observe(&self, cache: Option<&Cache>, reported: Option<&ServedBy>) {
+        let Some(reported) = reported else { return };
+        let before = self.served(cache);
+        if before.as_ref() == Some(reported) {
+            return;
+        }
+        *self.served.lock().unwrap_or_else(|e| e.into_inner()) = Some(Some(reported.clone()));
+        if let Some(cache) = cache {
+            let _ = cache.set_identity(&self.endpoint(), reported);
+        }
+        if let Some(before) = before {
+            self.changes.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                "model `{}`: the server now reports {reported}, no longer {before}; answers cached from {before} are not reused (answers this run took from the cache before the change showed are asked again on the next run)",
+                self.spec.name
+            ));
+        }
+    }
+
+    /// The identity changes seen so far, one sentence each.
+    pub fn identity_changes(&self) -> Vec<String> {
+        self.changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// Builds the client side of each model; endpoints shared by several models share a semaphore.
@@ -71,7 +116,7 @@ pub fn connect(
     models: &[ModelSpec],
     golden_dir: &Path,
 ) -> Result<Vec<Arc<ModelClient>>, ClientError> {
-    crate::provider::install_tls();
+    crate::net::install_tls();
     let build = |direct: bool| {
         let b = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
@@ -101,7 +146,7 @@ pub fn connect(
         };
         let mut resolved = m.clone();
         resolved.base_url = Some(base_url.clone());
-        let http = if is_loopback(&base_url) {
+        let http = if crate::net::is_loopback(&base_url) {
             direct.clone()
         } else {
             proxied.clone()
@@ -126,9 +171,17 @@ pub fn connect(
             semaphore,
             limiter: m.requests_per_minute.map(RateLimiter::new),
             server: None,
+            served: Default::default(),
+            changes: Default::default(),
         }));
     }
     Ok(out)
+}
+
+/// What identifies a model's endpoint in the cache's identity table; `identity`
+/// is its [`cache_identity`].
+pub fn endpoint_key(model: &ModelSpec, identity: &str) -> String {
+    format!("{}|{identity}|{}", model.provider.prefix(), model.model)
 }
 
 /// What stands for the endpoint in cache keys: the base URL, except for a

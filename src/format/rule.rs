@@ -59,7 +59,7 @@ pub struct RuleDef {
     pub threshold: Option<f64>,
     /// Rhai expression returning a bool, a score or `#{passed, score, detail}` (script).
     pub script: Option<String>,
-    /// The instance variable holding the tests: a list of snippets or one snippet (code).
+    /// The instance variable holding the tests: a list of snippets (code).
     pub tests: Option<String>,
     /// minijinja template making each test's source from `test` (code); `| py` writes Python literals.
     pub test_template: Option<String>,

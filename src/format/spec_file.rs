@@ -25,6 +25,9 @@ pub struct SpecFile {
     pub tags: Vec<String>,
     /// Instances per model (default 10); `--runs` and `harness.toml` override.
     pub runs: Option<u32>,
+    /// Lets the spec make more than 10,000 instances (`runs`, or a dataset's rows):
+    /// above that, `harness check` and every run take minutes, so it must be meant.
+    pub allow_large_runs: Option<bool>,
     /// Seed of the instance generator (default 0). Instance i is a pure function of (seed, i).
     pub seed: Option<u64>,
     /// What `golden/<id>/instances.jsonl` holds: `full` instances (default) or

@@ -11,6 +11,7 @@
 //! and `text`.
 
 pub mod instances;
+pub mod stream;
 pub mod transcript;
 
 use std::io;
@@ -86,49 +87,6 @@ pub fn pending_path(golden: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn write(path: &Path, content: &str) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, content)
-}
-
-/// Compares `actual` with the golden file at `path`, acting per `mode`.
-pub fn compare(path: &Path, actual: &str, mode: GoldenMode) -> io::Result<GoldenStatus> {
-    let pending = pending_path(path);
-    let existing = match std::fs::read_to_string(path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
-    if existing.as_deref() == Some(actual) {
-        if pending.exists() {
-            std::fs::remove_file(&pending)?;
-        }
-        return Ok(GoldenStatus::Unchanged);
-    }
-    if mode.bless {
-        write(path, actual)?;
-        if pending.exists() {
-            std::fs::remove_file(&pending)?;
-        }
-        return Ok(GoldenStatus::Blessed);
-    }
-    let written = if mode.write_pending {
-        write(&pending, actual)?;
-        Some(pending)
-    } else {
-        None
-    };
-    Ok(match existing {
-        None => GoldenStatus::New { pending: written },
-        Some(old) => GoldenStatus::Changed {
-            diff: unified_diff(&old, actual, path),
-            pending: written,
-        },
-    })
-}
-
 /// A unified diff (3 lines of context) from `old` to `new`, uncolored.
 pub fn unified_diff(old: &str, new: &str, path: &Path) -> String {
     let name = path.display().to_string();
@@ -139,10 +97,12 @@ pub fn unified_diff(old: &str, new: &str, path: &Path) -> String {
         .to_string()
 }
 
-/// Colors a unified diff for a terminal: removals red, additions green, hunks cyan.
+/// A unified diff for a terminal: control characters escaped (the diff may
+/// quote a model), then removals red, additions green, hunks cyan.
 pub fn colorize_diff(diff: &str, color: bool) -> String {
+    let diff = crate::text::visible(diff);
     if !color {
-        return diff.to_owned();
+        return diff;
     }
     diff.lines()
         .map(|line| {
@@ -192,6 +152,14 @@ pub fn golden_for_pending(pending: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn compare(path: &Path, actual: &str, mode: GoldenMode) -> io::Result<GoldenStatus> {
+        let mut c = stream::StreamCompare::new(path, mode)?;
+        for line in actual.lines() {
+            c.push_line(line)?;
+        }
+        c.finish()
+    }
 
     #[test]
     fn compare_writes_pending_files_and_blesses() {

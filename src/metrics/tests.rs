@@ -41,6 +41,8 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         cached: false,
         retries: Vec::new(),
         judge_attempts: 0,
+        served_model: None,
+        system_fingerprint: None,
     }
 }
 

@@ -21,7 +21,7 @@ mod server_options;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::prompt::Message;
 
@@ -71,6 +71,20 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
+    /// Adds the optional settings both wire formats name alike (`top_p`,
+    /// `seed`, `stop`) to a body or options object, when they are set.
+    pub fn insert_optional(&self, map: &mut serde_json::Map<String, Value>) {
+        if let Some(top_p) = self.top_p {
+            map.insert("top_p".into(), json!(top_p));
+        }
+        if let Some(seed) = self.seed {
+            map.insert("seed".into(), json!(seed));
+        }
+        if !self.stop.is_empty() {
+            map.insert("stop".into(), json!(self.stop));
+        }
+    }
+
     /// The request of sample `sample`: the seed, when set, becomes `seed + sample`, so
     /// samples differ on a seeded server yet every sample reproduces (sample 0 keeps the seed).
     pub fn for_sample(&self, sample: u32) -> ChatRequest {
@@ -111,6 +125,29 @@ pub struct Completion {
     /// Set when this answer was one of several choices of one request (OpenAI `n`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<SharedUsage>,
+    /// Which model the server says answered, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<ServedBy>,
+}
+
+/// The model identity a server reports with an answer: the response's `model`
+/// field and, where present, its `system_fingerprint` (the backend build).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedBy {
+    /// The response's `model` field.
+    pub model: String,
+    /// The response's `system_fingerprint`, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl std::fmt::Display for ServedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.fingerprint {
+            Some(fp) => write!(f, "`{}` ({fp})", self.model),
+            None => write!(f, "`{}`", self.model),
+        }
+    }
 }
 
 /// Usage of a request that returned several choices. Servers disagree on what
@@ -192,15 +229,21 @@ impl ProviderError {
     }
 }
 
-/// Reads `Retry-After` in its delta-seconds form.
+/// Reads `Retry-After` in both of RFC 9110's forms: delta-seconds, or an
+/// HTTP date (IMF-fixdate, RFC 850 or asctime), which becomes the time left
+/// until it (zero when it has passed).
 pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    retry_after_at(value.trim(), std::time::SystemTime::now())
+}
+
+/// `Retry-After` as seen at `now`.
+fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// Maps a reqwest error onto our classification.
@@ -247,6 +290,35 @@ pub enum Provider {
     Replay(ReplayProvider),
 }
 
+/// Removes every configured API key from what a server sent back (an error
+/// body that echoes the key, an answer that repeats it) before anything keeps it.
+fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completion>, ProviderError> {
+    let clean = |text: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(text) {
+            *text = clean;
+        }
+    };
+    match result {
+        Ok(mut completions) => {
+            for c in &mut completions {
+                clean(&mut c.text);
+            }
+            Ok(completions)
+        }
+        Err(mut e) => {
+            match &mut e {
+                ProviderError::Connection(t)
+                | ProviderError::Malformed(t)
+                | ProviderError::NotRecorded(t)
+                | ProviderError::Config(t)
+                | ProviderError::Status { body: t, .. } => clean(t),
+                ProviderError::Timeout(_) => {}
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Identifies which instance and sample a request is for (replay and logging).
 #[derive(Debug, Clone, Copy)]
 pub struct RequestKey<'a> {
@@ -267,11 +339,12 @@ impl Provider {
         request: &ChatRequest,
         key: RequestKey<'_>,
     ) -> Result<Completion, ProviderError> {
-        match self {
+        let result = match self {
             Provider::OpenAi(c) => c.complete(request).await,
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
-        }
+        };
+        scrub(result.map(|c| vec![c])).map(|mut c| c.remove(0))
     }
 
     /// Whether several samples can be asked in one request (OpenAI's `n`).
@@ -285,12 +358,12 @@ impl Provider {
         request: &ChatRequest,
         n: u32,
     ) -> Result<Vec<Completion>, ProviderError> {
-        match self {
+        scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),
-        }
+        })
     }
 
     /// Whether answers come from the network (and so belong in the cache).
@@ -299,17 +372,32 @@ impl Provider {
     }
 }
 
-/// Installs the TLS crypto provider once per process.
-pub fn install_tls() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_and_http_dates() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(retry_after_at("3", now), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after_at("-1", now), None);
+        for date in [
+            "Sun, 06 Nov 1994 08:49:47 GMT",
+            "Sunday, 06-Nov-94 08:49:47 GMT",
+            "Sun Nov  6 08:49:47 1994",
+        ] {
+            assert_eq!(
+                retry_after_at(date, now),
+                Some(Duration::from_secs(10)),
+                "{date}"
+            );
+        }
+        assert_eq!(
+            retry_after_at("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after_at("soon", now), None);
+    }
 
     #[test]
     fn extra_body_fields_reach_the_wire() {

@@ -33,6 +33,8 @@ struct ChatChunk {
     eval_count: Option<u64>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -84,17 +86,9 @@ impl OllamaClient {
             "num_predict": request.max_tokens,
         });
         let opts = options.as_object_mut().expect("object");
-        if let Some(top_p) = request.top_p {
-            opts.insert("top_p".into(), json!(top_p));
-        }
-        if let Some(seed) = request.seed {
-            opts.insert("seed".into(), json!(seed));
-        }
+        request.insert_optional(opts);
         if let Some(num_ctx) = request.num_ctx {
             opts.insert("num_ctx".into(), json!(num_ctx));
-        }
-        if !request.stop.is_empty() {
-            opts.insert("stop".into(), json!(request.stop));
         }
         let mut body = json!({
             "model": self.model,
@@ -206,6 +200,13 @@ fn finish(text: String, last: ChatChunk) -> Result<Completion, ProviderError> {
         },
         finish_reason: last.done_reason,
         shared: None,
+        served: last
+            .model
+            .filter(|m| !m.is_empty())
+            .map(|model| super::ServedBy {
+                model,
+                fingerprint: None,
+            }),
     })
 }
 

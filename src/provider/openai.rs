@@ -24,6 +24,10 @@ struct ChatResponse {
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    system_fingerprint: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -62,6 +66,9 @@ impl OpenAiClient {
         let api_key = std::env::var(&key_var)
             .ok()
             .filter(|k| !k.is_empty() && !spec.provider.is_managed());
+        if let Some(key) = &api_key {
+            crate::secrets::register(key);
+        }
         if spec.api_key_env.is_some() && api_key.is_none() {
             return Err(ProviderError::Config(format!(
                 "model `{}`: environment variable {key_var} (api_key_env) is not set",
@@ -86,15 +93,7 @@ impl OpenAiClient {
             "max_tokens": request.max_tokens,
         });
         let map = body.as_object_mut().expect("object");
-        if let Some(top_p) = request.top_p {
-            map.insert("top_p".into(), json!(top_p));
-        }
-        if let Some(seed) = request.seed {
-            map.insert("seed".into(), json!(seed));
-        }
-        if !request.stop.is_empty() {
-            map.insert("stop".into(), json!(request.stop));
-        }
+        request.insert_optional(map);
         if n > 1 {
             map.insert("n".into(), json!(n));
         }
@@ -160,6 +159,13 @@ impl OpenAiClient {
             tokens_in: u.prompt_tokens,
             tokens_out: u.completion_tokens,
         });
+        let served = parsed
+            .model
+            .filter(|m| !m.is_empty())
+            .map(|model| super::ServedBy {
+                model,
+                fingerprint: parsed.system_fingerprint.filter(|f| !f.is_empty()),
+            });
         let count = parsed.choices.len() as u32;
         // With several choices the server's output count is not per choice (OpenAI sums them,
         // llama-server counts one): keep the request's figure aside instead of guessing.
@@ -182,6 +188,7 @@ impl OpenAiClient {
                 },
                 finish_reason: c.finish_reason,
                 shared,
+                served: served.clone(),
             })
             .collect())
     }

@@ -61,6 +61,7 @@ impl ReplayProvider {
                 },
                 finish_reason: None,
                 shared: None,
+                served: None,
             }),
             None => Err(ProviderError::NotRecorded(format!(
                 "the recorded run failed here: {}",
@@ -93,6 +94,7 @@ impl ReplayProvider {
                 usage: Usage::default(),
                 finish_reason: None,
                 shared: None,
+                served: None,
             }),
             Some(None) => Err(ProviderError::NotRecorded(format!(
                 "the recorded judge request of {} failed here",

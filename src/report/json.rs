@@ -13,6 +13,9 @@ use super::View;
 struct Report<'a> {
     timestamp: &'a str,
     runs: &'a [String],
+    /// How model-written code was confined, when the runs had any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<String>,
     specs: Vec<Spec<'a>>,
     models: Vec<Model<'a>>,
     /// Sampled specs: models compared on mean accuracy and pass@k.
@@ -65,6 +68,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
     let report = Report {
         timestamp: v.ctx.timestamp,
         runs: v.ctx.run_ids,
+        sandbox: super::sandbox_line(v.ctx),
         specs: v
             .specs
             .iter()

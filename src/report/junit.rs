@@ -58,6 +58,14 @@ pub(crate) fn write(w: &mut impl Write, v: &View, journals: &mut Journals) -> io
         failures += (t.total - t.passed).saturating_sub(t.errors);
     }
     writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    if let Some(line) = super::sandbox_line(v.ctx) {
+        // A comment may not hold "--".
+        writeln!(
+            w,
+            "<!-- sandbox: {} -->",
+            escape(&line, false).replace("--", "- -")
+        )?;
+    }
     writeln!(
         w,
         r#"<testsuites name="harness" tests="{tests}" failures="{failures}" errors="{errors}" time="{}">"#,

@@ -24,6 +24,9 @@ pub(crate) fn render(v: &View) -> String {
     let _ = writeln!(s, "**Дата и время:** {}\n", v.ctx.timestamp);
     let _ = writeln!(s, "**Протестированные модели:** {}\n", models.join(", "));
     let _ = writeln!(s, "**Запуски:** {}\n", runs.join(", "));
+    if let Some(line) = super::sandbox_line(v.ctx) {
+        let _ = writeln!(s, "**Песочница:** {line}\n");
+    }
     s.push_str("## Сводная Таблица Результатов\n\n");
     s.push_str(&summary_table(v));
     s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели. ± — половина 95% доверительного интервала (Вильсон для «верно/неверно», иначе бутстреп по заданиям).\n");

@@ -30,10 +30,11 @@ mod statistics;
 mod terminal;
 
 use std::collections::BTreeSet;
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::files::{AtomicFile, write_atomic};
 use crate::metrics::{MetricsBuilder, Summary};
 use crate::text::file_stem;
 use journals::Journals;
@@ -195,13 +196,14 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
             unique_stem(name, &mut stems),
             ctx.file_stamp
         ));
-        let mut raw = RawWriter::new(BufWriter::new(File::create(&path)?));
+        // Atomic: a kill mid-write must not leave half a raw file that looks like results.
+        let mut raw = RawWriter::new(AtomicFile::create(&path)?);
         for i in journals.model_range(m) {
             let record = journals.read(i)?;
             builder.add(name, &record);
             raw.write(name, &record)?;
         }
-        raw.finish()?;
+        raw.finish()?.commit()?;
         out.raw.push(path);
     }
     let summary = builder.finish();
@@ -223,7 +225,7 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     html::write(&out.html, &view, &mut journals)?;
 
     out.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
-    fs::write(&out.markdown, markdown::render(&view))?;
+    write_atomic(&out.markdown, markdown::render(&view).as_bytes())?;
     let mut done = Vec::new();
     for &format in ctx.formats {
         if done.contains(&format) {
@@ -237,23 +239,38 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
         };
         let path = reports_dir.join(format!("report_{}.{ext}", ctx.file_stamp));
         match format {
-            Format::Json => fs::write(&path, json::render(&view)?)?,
-            Format::Csv => fs::write(&path, csv::render(&view))?,
+            Format::Json => write_atomic(&path, json::render(&view)?.as_bytes())?,
+            Format::Csv => write_atomic(&path, csv::render(&view).as_bytes())?,
             Format::Junit => {
-                let mut w = BufWriter::new(File::create(&path)?);
+                let mut w = AtomicFile::create(&path)?;
                 junit::write(&mut w, &view, &mut journals)?;
-                w.flush()?;
+                w.commit()?;
             }
         }
         out.extra.push(path);
     }
     for (model, text) in rrr::render(&view) {
         let path = reports_dir.join(format!("rrr_{}_{}.csv", file_stem(&model), ctx.file_stamp));
-        fs::write(&path, text)?;
+        write_atomic(&path, text.as_bytes())?;
         out.extra.push(path);
     }
     out.terminal = terminal::render(&view);
     Ok(out)
+}
+
+/// How model-written code was confined in the reported runs, one line, from
+/// the manifest beside each journal; `None` when none ran any.
+pub(crate) fn sandbox_line(ctx: &ReportContext) -> Option<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for dir in ctx.journals.iter().filter_map(|j| j.parent()) {
+        let isolation = crate::run::read_manifest(dir).ok().and_then(|m| m.sandbox);
+        if let Some(line) = isolation.map(|i| i.describe())
+            && !lines.contains(&line)
+        {
+            lines.push(line);
+        }
+    }
+    (!lines.is_empty()).then(|| lines.join(" | "))
 }
 
 /// `name`'s file stem, suffixed `_2`, `_3`, ... when another model already took it.

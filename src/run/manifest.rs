@@ -30,6 +30,11 @@ pub struct Manifest {
     /// The judge model of `judge` rules, when one is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ModelSpec>,
+    /// How model-written code was confined (`--unsandboxed` or not, which
+    /// limits bounded each process tree), when the run had any to run or
+    /// `--unsandboxed` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::Isolation>,
 }
 
 impl Manifest {
@@ -114,10 +119,10 @@ pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
         .map_err(|e| RunError::Io(std::io::Error::other(format!("plan.json: {e}"))))
 }
 
-/// Writes a run's manifest.
+/// Writes a run's manifest atomically.
 pub fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunError> {
-    std::fs::create_dir_all(run_dir)?;
     let text = serde_json::to_string_pretty(manifest).expect("manifests serialize");
-    std::fs::write(run_dir.join("plan.json"), text + "\n")?;
+    // A resume rewrites the plan: a kill then must leave the old plan, not an empty one.
+    crate::files::write_atomic(&run_dir.join("plan.json"), (text + "\n").as_bytes())?;
     Ok(())
 }

@@ -51,6 +51,8 @@ pub struct RunOutcome {
     pub attempts: u64,
     /// Stopped by Ctrl-C before the plan was complete.
     pub interrupted: bool,
+    /// Each change of a server's reported model identity, one sentence each.
+    pub identity_changes: Vec<String>,
 }
 
 impl RunOutcome {
@@ -59,6 +61,7 @@ impl RunOutcome {
         self.cached += other.cached;
         self.attempts += other.attempts;
         self.interrupted |= other.interrupted;
+        self.identity_changes.extend(other.identity_changes);
     }
 }
 

@@ -167,6 +167,7 @@ pub fn pending(
     };
     let cache = Cache::open(cache)?;
     let identity = cache_identity(model, "");
+    let served = cache.identity(&crate::client::endpoint_key(model, &identity))?;
     for (si, instance, samples) in items {
         let Ok(inst) = specs[si].spec.instance(instance) else {
             return Ok(Pending::Requests);
@@ -174,7 +175,7 @@ pub fn pending(
         let base = build_request(&specs[si], model, inst.messages);
         for sample in samples {
             let request = base.for_sample(sample);
-            let key = cache::cache_key(model, &identity, &request, sample);
+            let key = cache::cache_key(model, &identity, &request, sample, served.as_ref());
             if cache.get(&key)?.is_none() {
                 return Ok(Pending::Requests);
             }

@@ -65,6 +65,12 @@ pub struct Record {
     /// HTTP attempts the judge made for this answer (0 when cached or unjudged).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub judge_attempts: u32,
+    /// The model the server said answered (the response's `model` field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_model: Option<String>,
+    /// The server's `system_fingerprint` with the answer, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_fingerprint: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -140,7 +140,7 @@ pub async fn schedule(
             }
             received = rx.recv() => {
                 let Some((mi, record)) = received else { break };
-                journal.append(&record)?;
+                append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
                 outcome.cached += u64::from(record.cached);
                 outcome.attempts += u64::from(record.attempts) + u64::from(record.judge_attempts);
@@ -167,10 +167,19 @@ pub async fn schedule(
     }
     journal.sync()?;
     progress.finish();
+    outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
     match server_died {
         Some(message) => Err(RunError::ServerDied(message)),
         None => Ok(outcome),
     }
+}
+
+/// Appends `record` with every configured API key removed, whatever field it hid in.
+fn append_redacted(journal: &mut journal::Journal, record: &Record) -> std::io::Result<()> {
+    let line = serde_json::to_string(record).map_err(std::io::Error::other)?;
+    let line = crate::secrets::redact(&line).into_owned();
+    let raw = serde_json::value::RawValue::from_string(line).map_err(std::io::Error::other)?;
+    journal.append(&raw)
 }
 
 /// One of a model's workers: pulls tasks from the model's queue until it is

@@ -123,6 +123,8 @@ pub async fn run_task(
         cached: false,
         retries: Vec::new(),
         judge_attempts: 0,
+        served_model: None,
+        system_fingerprint: None,
     };
     let inst = match s.instance(instance) {
         Ok(i) => i,
@@ -235,6 +237,10 @@ async fn finish(
             record.scored.tokens_in = completion.usage.tokens_in;
             record.scored.tokens_out = completion.usage.tokens_out;
             record.shared = completion.shared;
+            if let Some(served) = completion.served {
+                record.served_model = Some(served.model);
+                record.system_fingerprint = served.fingerprint;
+            }
             record.scored.answer = verdict
                 .rules
                 .iter()

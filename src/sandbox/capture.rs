@@ -1,11 +1,26 @@
-//! Waiting for a sandboxed process: its output read with a size cap, its exit
-//! watched through a pidfd, and a wall-clock deadline, all in one `poll` loop.
+//! Waiting for sandboxed processes: their output read with a size cap, their
+//! exits watched through pidfds, and a wall-clock deadline, all in one `poll`
+//! loop. Linked programs are watched together: when the leader (the one
+//! whose output decides) ends, the others are stopped.
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-/// What the loop saw.
+/// A started process to watch.
+pub(super) struct Watch<'a> {
+    /// Its pid, for its pidfd.
+    pub pid: libc::pid_t,
+    /// Its standard output.
+    pub stdout: std::fs::File,
+    /// Its standard error.
+    pub stderr: std::fs::File,
+    /// Kills it and everything it started.
+    pub kill: &'a dyn Fn(),
+}
+
+/// What the loop saw of one process.
+#[derive(Default)]
 pub(super) struct Captured {
     /// Standard output, at most the cap.
     pub stdout: Vec<u8>,
@@ -15,61 +30,80 @@ pub(super) struct Captured {
     pub timed_out: bool,
     /// The output passed the cap and the process was killed.
     pub output_limited: bool,
+    /// Killed because the leader had finished.
+    pub stopped: bool,
 }
 
-/// How long to keep reading after the process exited, for output still in flight.
+/// How long to keep reading after a process exited, for output still in flight.
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
 
-/// Reads `stdout`/`stderr` of `pid` until it exits; calls `kill` on timeout or
-/// when the output exceeds `cap` bytes.
+struct Watched<'a> {
+    streams: [Stream; 2],
+    pidfd: Option<OwnedFd>,
+    exited: bool,
+    drain_until: Option<Instant>,
+    /// When to stop it, the leader having ended.
+    stop_at: Option<Instant>,
+    kill: &'a dyn Fn(),
+    out: Captured,
+}
+
+impl Watched<'_> {
+    fn done(&self, now: Instant) -> bool {
+        let closed = self.streams.iter().all(|s| s.file.is_none());
+        // Without a pidfd (kernels before 5.3), closed pipes stand for the exit.
+        if self.pidfd.is_none() {
+            return closed;
+        }
+        self.exited && (closed || self.drain_until.is_some_and(|t| now >= t))
+    }
+
+    fn end(&mut self, flag: fn(&mut Captured)) {
+        if !self.exited {
+            flag(&mut self.out);
+            (self.kill)();
+        }
+    }
+}
+
+/// Reads every process's output until all have exited; kills all at
+/// `deadline`, one whose output passes `cap` bytes, and the others if they
+/// still run a moment after `leader` has exited.
 pub(super) fn capture(
-    pid: libc::pid_t,
-    stdout: std::fs::File,
-    stderr: std::fs::File,
+    watches: Vec<Watch>,
     deadline: Instant,
     cap: usize,
-    kill: &dyn Fn(),
-) -> Captured {
-    let mut streams = [Stream::new(stdout), Stream::new(stderr)];
-    let pidfd = pidfd_open(pid);
-    let mut out = Captured {
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        timed_out: false,
-        output_limited: false,
-    };
-    let mut exited = false;
-    let mut stop_at = deadline;
+    leader: Option<usize>,
+) -> Vec<Captured> {
+    let mut procs: Vec<Watched> = watches
+        .into_iter()
+        .map(|w| Watched {
+            pidfd: pidfd_open(w.pid),
+            streams: [Stream::new(w.stdout), Stream::new(w.stderr)],
+            exited: false,
+            drain_until: None,
+            stop_at: None,
+            kill: w.kill,
+            out: Captured::default(),
+        })
+        .collect();
     loop {
-        let open: Vec<usize> = (0..2).filter(|&i| streams[i].file.is_some()).collect();
-        // Without a pidfd (kernels before 5.3), closed pipes stand for the exit.
-        if open.is_empty() && (exited || pidfd.is_none()) {
+        let now = Instant::now();
+        if procs.iter().all(|p| p.done(now)) {
             break;
         }
-        let now = Instant::now();
-        if now >= stop_at {
-            if !exited {
-                out.timed_out = true;
-                kill();
+        if now >= deadline {
+            for p in &mut procs {
+                p.end(|c| c.timed_out = true);
             }
             break;
         }
-        let mut fds: Vec<libc::pollfd> = open
-            .iter()
-            .map(|&i| libc::pollfd {
-                fd: streams[i].file.as_ref().map_or(-1, |f| f.as_raw_fd()),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        if let (Some(fd), false) = (&pidfd, exited) {
-            fds.push(libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-        }
-        let timeout = (stop_at - now).as_millis().min(i32::MAX as u128) as i32 + 1;
+        let (slots, mut fds, wake) = poll_set(&procs, deadline);
+        let timeout = wake
+            .saturating_duration_since(now)
+            .as_millis()
+            .min(i32::MAX as u128) as i32
+            + 1;
         // SAFETY: `fds` is a valid array of pollfd for its length.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if rc < 0 {
@@ -78,33 +112,100 @@ pub(super) fn capture(
             }
             break;
         }
-        for (slot, &i) in open.iter().enumerate() {
-            if fds[slot].revents != 0 {
-                streams[i].read_some();
+        let mut leader_exited = false;
+        for (&(i, stream), fd) in slots.iter().zip(&fds) {
+            if fd.revents == 0 {
+                continue;
+            }
+            let p = &mut procs[i];
+            match stream {
+                Some(s) => p.streams[s].read_some(),
+                None => {
+                    p.exited = true;
+                    // Output may still be in flight from the process's last moments.
+                    p.drain_until = Some(Instant::now() + DRAIN_GRACE);
+                    leader_exited |= leader == Some(i);
+                }
+            }
+            let over = p.streams.iter().map(|s| s.data.len()).sum::<usize>() > cap;
+            if over && !p.exited && !p.out.output_limited {
+                p.end(|c| c.output_limited = true);
+                // Read on until it dies: a closed pipe would let it see EPIPE and act on it.
+                p.streams.iter_mut().for_each(|s| s.discard = true);
             }
         }
-        if !exited && fds.len() > open.len() && fds[open.len()].revents != 0 {
-            exited = true;
-            // Output may still be in flight from the process's last moments.
-            stop_at = Instant::now() + DRAIN_GRACE;
+        if leader_exited {
+            // The others usually end by themselves once the leader has (their
+            // input closes); those still running after the grace are stopped.
+            let stop_at = Instant::now() + DRAIN_GRACE;
+            for p in procs.iter_mut().filter(|p| !p.exited) {
+                p.stop_at = Some(stop_at);
+            }
         }
-        if streams.iter().map(|s| s.data.len()).sum::<usize>() > cap {
-            out.output_limited = true;
-            kill();
-            break;
+        let now = Instant::now();
+        for p in procs
+            .iter_mut()
+            .filter(|p| p.stop_at.is_some_and(|t| now >= t))
+        {
+            p.stop_at = None;
+            p.end(|c| c.stopped = true);
         }
     }
-    let [o, e] = streams;
-    out.stdout = o.data;
-    out.stderr = e.data;
-    out.stdout.truncate(cap);
-    out.stderr.truncate(cap);
-    out
+    procs
+        .into_iter()
+        .map(|p| {
+            let [o, e] = p.streams;
+            let mut out = p.out;
+            out.stdout = o.data;
+            out.stderr = e.data;
+            out.stdout.truncate(cap);
+            out.stderr.truncate(cap);
+            out
+        })
+        .collect()
+}
+
+/// What a pollfd watches: (process, its stream, or `None` for its pidfd).
+type Slot = (usize, Option<usize>);
+
+/// What to poll: each open stream and each running process's pidfd, each
+/// slot beside its pollfd; and when to wake at the latest.
+fn poll_set(procs: &[Watched], deadline: Instant) -> (Vec<Slot>, Vec<libc::pollfd>, Instant) {
+    let mut slots = Vec::new();
+    let mut fds = Vec::new();
+    let mut wake = deadline;
+    for (i, p) in procs.iter().enumerate() {
+        for (s, stream) in p.streams.iter().enumerate() {
+            if let Some(file) = &stream.file {
+                slots.push((i, Some(s)));
+                fds.push(pollfd(file.as_raw_fd()));
+            }
+        }
+        match (&p.pidfd, p.exited) {
+            (Some(fd), false) => {
+                slots.push((i, None));
+                fds.push(pollfd(fd.as_raw_fd()));
+            }
+            _ => wake = wake.min(p.drain_until.unwrap_or(deadline)),
+        }
+        wake = wake.min(p.stop_at.unwrap_or(deadline));
+    }
+    (slots, fds, wake)
+}
+
+fn pollfd(fd: libc::c_int) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
 }
 
 struct Stream {
     file: Option<std::fs::File>,
     data: Vec<u8>,
+    /// Past the cap: read and drop.
+    discard: bool,
 }
 
 impl Stream {
@@ -112,6 +213,7 @@ impl Stream {
         Stream {
             file: Some(file),
             data: Vec::new(),
+            discard: false,
         }
     }
 
@@ -119,6 +221,7 @@ impl Stream {
         let mut buf = [0u8; 16 * 1024];
         match self.file.as_mut().map(|f| f.read(&mut buf)) {
             Some(Ok(0)) | Some(Err(_)) => self.file = None,
+            Some(Ok(_)) if self.discard => {}
             Some(Ok(n)) => self.data.extend_from_slice(&buf[..n]),
             None => {}
         }

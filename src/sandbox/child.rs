@@ -15,7 +15,11 @@
 //! 3. in the namespace's init: a private `/proc`, a size-capped tmpfs as the
 //!    working directory holding the program's files, Landlock, seccomp,
 //!    rlimits;
-//! 4. a last fork: init stays behind to reap, the program execs as PID 2.
+//! 4. a last fork: init stays behind to reap, the program execs as PID 2,
+//!    keeping only its standard streams and its channel to a linked program.
+//!
+//! Before all of it, while still root, the child moves itself into the run's
+//! cgroups, so the whole tree counts against the tree's limits.
 
 use std::ffi::CString;
 use std::io;
@@ -23,6 +27,10 @@ use std::os::fd::RawFd;
 
 /// Everything the child needs, prepared before the fork.
 pub(super) struct ChildPlan {
+    /// `cgroup.procs` of the run's cgroups, to write itself into while still root.
+    pub cgroups: Vec<RawFd>,
+    /// The channel to a linked program, kept open across `exec`.
+    pub channel: Vec<RawFd>,
     /// `(resource, limits)` pairs for `setrlimit`.
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
     /// A shared empty network namespace to join instead of making one.
@@ -69,6 +77,10 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
 /// Must only be called between `fork` and `exec` (from `pre_exec`).
 pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
     unsafe {
+        // First, so every process of the run counts against the tree's limits.
+        if join_cgroups(&plan.cgroups).is_err() {
+            return check(plan, b"join the run's cgroup", -1);
+        }
         join_namespaces(plan)?;
         // Where the namespace's init leaves the program's wait status.
         let page = libc::mmap(
@@ -100,8 +112,36 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
             init(pid, status);
         }
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        Ok(())
+        keep_open(&plan.channel)
     }
+}
+
+/// Moves the calling process into each cgroup whose `cgroup.procs` is open as `fds`.
+///
+/// # Safety
+/// Only raw system calls: callable between `fork` and `exec`.
+pub(super) unsafe fn join_cgroups(fds: &[RawFd]) -> io::Result<()> {
+    for &fd in fds {
+        // "0" names the writer itself.
+        if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Lets `fds` survive `exec` (they were made close-on-exec so that no other
+/// child inherits them).
+///
+/// # Safety
+/// Only raw system calls: callable between `fork` and `exec`.
+pub(super) unsafe fn keep_open(fds: &[RawFd]) -> io::Result<()> {
+    for &fd in fds {
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Drops to the run's uid and enters new user, mount, PID, IPC, UTS and

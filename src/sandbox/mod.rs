@@ -3,17 +3,26 @@
 //! Each run gets fresh user, PID, network, mount, IPC and UTS namespaces, an
 //! unprivileged uid of its own, a size-capped tmpfs as its working
 //! directory, a Landlock ruleset hiding everything but system directories,
-//! a seccomp deny-list, rlimits, an empty environment and a wall-clock
-//! deadline that takes the whole process tree down. See `child.rs` for the
-//! order of the steps and why.
+//! a seccomp deny-list (no Unix or netlink sockets, no x32 calls), rlimits,
+//! a cgroup bounding the whole tree's memory and processes where the
+//! machine allows one, an empty environment and a wall-clock deadline that
+//! takes the whole process tree down. See `child.rs` for the order of the
+//! steps and why.
+//!
+//! Two programs can run as a pair joined by pipes and nothing else
+//! ([`Sandbox::run_pair`]): the `code` rule runs a model's program beside a
+//! checker it cannot reach.
 //!
 //! A leaf: it imports nothing from the rest of the crate. The `code` rule
 //! (in `verify`) decides what runs here and reads the outcome.
 
 mod capture;
+mod cgroup;
 mod child;
 mod fs_policy;
+mod plan;
 pub mod python;
+mod seat;
 mod seccomp;
 mod spawn;
 
@@ -22,7 +31,45 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use spawn::Sandbox;
+pub use plan::own_uids;
+pub use spawn::{PATH, Sandbox};
+
+/// Where a bare program name resolves on the sandbox's [`PATH`], if anywhere.
+pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
+    PATH.split(':')
+        .map(|dir| std::path::Path::new(dir).join(name))
+        .find(|p| p.is_file())
+}
+
+/// The variable naming a paired program's channel: `<read fd>,<write fd>`.
+pub const CHANNEL_ENV: &str = "HARNESS_CHANNEL";
+
+/// What confined model-written code in a run, as manifests record it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Isolation {
+    /// Namespaces, own uid, Landlock and seccomp; false under `--unsandboxed`.
+    pub isolated: bool,
+    /// The cgroups bounding each run's whole process tree (`cgroup v1:
+    /// memory, pids`), when any did; else only per-process rlimits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_limits: Option<String>,
+}
+
+impl Isolation {
+    /// One line for reports: `isolated; tree limits: cgroup v1: memory, pids`.
+    pub fn describe(&self) -> String {
+        let mode = if self.isolated {
+            "isolated (namespaces, own uid, Landlock, seccomp)"
+        } else {
+            "NOT isolated (--unsandboxed: limits and an empty environment only)"
+        };
+        let tree = self
+            .tree_limits
+            .as_deref()
+            .unwrap_or("none, per-process rlimits only");
+        format!("{mode}; process-tree limits: {tree}")
+    }
+}
 
 /// Resource limits of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,9 +79,11 @@ pub struct Limits {
     pub wall: Duration,
     /// CPU seconds (RLIMIT_CPU).
     pub cpu_secs: u64,
-    /// Address space in bytes (RLIMIT_AS).
+    /// Bytes: the address space of each process (RLIMIT_AS), and the
+    /// memory of the whole tree where a cgroup can bound it.
     pub memory_bytes: u64,
-    /// Processes and threads of the run's uid (RLIMIT_NPROC).
+    /// Processes and threads of the run's uid (RLIMIT_NPROC), and of the
+    /// whole tree where a cgroup can bound it.
     pub processes: u64,
     /// Largest file the program may write (RLIMIT_FSIZE).
     pub file_size_bytes: u64,
@@ -96,6 +145,10 @@ pub struct Outcome {
     pub timed_out: bool,
     /// The output exceeded its cap.
     pub output_limited: bool,
+    /// Stopped because the program it was paired with had finished.
+    pub stopped: bool,
+    /// The kernel killed a process of the tree for the tree's memory limit.
+    pub tree_memory_exceeded: bool,
     /// Standard output (capped).
     pub stdout: Vec<u8>,
     /// Standard error (capped).
@@ -134,10 +187,28 @@ impl Outcome {
             format!("killed: output over {} bytes", limits.output_bytes)
         } else if self.cpu_exhausted(limits) {
             format!("killed: CPU limit of {} s", limits.cpu_secs)
+        } else if self.stopped {
+            "stopped after the program it was paired with had ended".to_owned()
         } else {
-            match self.termination {
-                Termination::Exited(code) => format!("exited with status {code}"),
-                Termination::Signaled(sig) => format!("killed by signal {}", signal_name(sig)),
+            let tree = self.tree_memory_exceeded.then(|| {
+                format!(
+                    "the process tree's memory limit of {} MiB",
+                    limits.memory_bytes >> 20
+                )
+            });
+            match (self.termination, tree) {
+                (Termination::Signaled(libc::SIGKILL), Some(tree)) => format!("killed: {tree}"),
+                (Termination::Exited(code), Some(tree)) => {
+                    format!("exited with status {code} after a process was killed for {tree}")
+                }
+                (Termination::Signaled(sig), Some(tree)) => format!(
+                    "killed by signal {} after a process was killed for {tree}",
+                    signal_name(sig)
+                ),
+                (Termination::Exited(code), None) => format!("exited with status {code}"),
+                (Termination::Signaled(sig), None) => {
+                    format!("killed by signal {}", signal_name(sig))
+                }
             }
         }
     }

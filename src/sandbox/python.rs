@@ -1,5 +1,5 @@
-//! The Python runtime: finding a real interpreter once, and the runner that
-//! executes a solution against its tests and reports each result.
+//! The Python runtime: finding a real interpreter once, and how to run a
+//! script with it in the sandbox.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -7,9 +7,6 @@ use std::sync::OnceLock;
 
 use super::SandboxError;
 use super::fs_policy::SYSTEM_DIRS;
-
-/// The runner program, written to the working directory as `main.py`.
-pub const RUNNER: &str = include_str!("runner.py");
 
 /// A Python interpreter sandboxed programs can execute.
 #[derive(Debug, Clone)]
@@ -21,18 +18,18 @@ pub struct Interpreter {
 }
 
 impl Interpreter {
-    /// The command running `main.py`.
+    /// The command running `script`, a file of the working directory.
     ///
     /// Not `-I`: it would also ignore `PYTHONHASHSEED`, and the environment
     /// is ours already (empty but for a few variables), so `-s` (no user
     /// site) and `-B` (no bytecode files) give the same isolation with
     /// deterministic hashing.
-    pub fn argv(&self) -> Vec<String> {
+    pub fn argv(&self, script: &str) -> Vec<String> {
         vec![
             self.path.to_string_lossy().into_owned(),
             "-s".into(),
             "-B".into(),
-            "main.py".into(),
+            script.into(),
         ]
     }
 }

@@ -1,28 +1,30 @@
-//! Starting a program, isolated or (with `--unsandboxed`) not, and turning
-//! what happened into an [`Outcome`].
+//! Starting programs, isolated or (with `--unsandboxed`) not, alone or as a
+//! linked pair, and turning what happened into [`Outcome`]s.
 
-use std::ffi::CString;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
-use super::capture::{capture, reap};
-use super::child::{ChildPlan, enter};
-use super::{Limits, Outcome, Program, SandboxError, Termination, fs_policy, seccomp};
+use super::capture::{Captured, Watch, capture, reap};
+use super::cgroup::TreeLimits;
+use super::child::{enter, join_cgroups, keep_open};
+use super::plan::{
+    CpuSlot, Shared, child_plan, is_root, path_cstring, pipe, rlimits, run_ids, scratch_dir,
+    shared_netns, timeval,
+};
+use super::seat::Lease;
+use super::{CHANNEL_ENV, Isolation, Outcome, Program, SandboxError, Termination};
+use super::{fs_policy, seccomp};
 
 /// The environment a program sees: nothing of the harness's.
-const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// First uid handed to sandboxes when the harness runs as root.
-const UID_BASE: u32 = 200_000;
+pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 static RUN_COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -32,6 +34,27 @@ pub struct Sandbox {
     netns: Option<OwnedFd>,
     seccomp: Vec<BpfProgram>,
     scratch: PathBuf,
+    tree: Option<TreeLimits>,
+}
+
+/// A program on its way: what the parent holds until it is reaped.
+struct Started {
+    pid: libc::pid_t,
+    stdin: Option<ChildStdin>,
+    stdout: Option<std::fs::File>,
+    stderr: Option<std::fs::File>,
+    seat: Option<Lease>,
+    start: Instant,
+    _workdir: Workdir,
+}
+
+/// A run's working directory on the host, removed when dropped.
+struct Workdir(PathBuf);
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Sandbox {
@@ -52,6 +75,7 @@ impl Sandbox {
             netns: shared_netns(),
             seccomp: seccomp::filters()?,
             scratch: scratch_dir()?,
+            tree: TreeLimits::probe(),
         };
         // A trial run turns "user namespaces are disabled" and the like into
         // one clear error before any model is asked anything.
@@ -71,14 +95,16 @@ impl Sandbox {
         }
     }
 
-    /// A sandbox that does not isolate: rlimits, an empty environment and a
-    /// deadline only. For machines that cannot isolate, by explicit choice.
+    /// A sandbox that does not isolate: rlimits, tree limits where cgroups
+    /// allow, an empty environment and a deadline only. For machines that
+    /// cannot isolate, by explicit choice.
     pub fn unsandboxed() -> Sandbox {
         Sandbox {
             isolated: false,
             netns: None,
             seccomp: Vec::new(),
             scratch: scratch_dir().unwrap_or_else(|_| std::env::temp_dir()),
+            tree: TreeLimits::probe(),
         }
     }
 
@@ -87,63 +113,146 @@ impl Sandbox {
         self.isolated
     }
 
+    /// What confines a run here, for manifests and reports.
+    pub fn isolation(&self) -> Isolation {
+        Isolation {
+            isolated: self.isolated,
+            tree_limits: self.tree.as_ref().map(TreeLimits::describe),
+        }
+    }
+
     /// Runs `program` to completion or to its limits.
     ///
     /// At most one run per CPU at a time (more wait their turn): programs
     /// then get a CPU each, so their time limits mean the same on any load.
     pub fn run(&self, program: &Program) -> Result<Outcome, SandboxError> {
         let _slot = CpuSlot::take();
-        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let workdir = self.scratch.join(format!("{}-{n}", std::process::id()));
-        let result = self.run_in(program, &workdir, n);
-        let _ = std::fs::remove_dir_all(&workdir);
-        result
+        let mut started = self.start(program, &[])?;
+        feed(&mut started, &program.stdin);
+        let kill = self.killer(started.pid);
+        let watch = watch(&mut started, &kill)?;
+        let deadline = started.start + program.limits.wall;
+        let captured = capture(vec![watch], deadline, program.limits.output_bytes, None);
+        let [captured] = <[Captured; 1]>::try_from(captured).map_err(|_| lost())?;
+        Ok(self.finish(started, captured, &kill))
     }
 
-    fn run_in(&self, program: &Program, workdir: &Path, n: u32) -> Result<Outcome, SandboxError> {
+    /// Runs `worker` and `leader` together, joined by two pipes: each reads
+    /// what the other writes, through the descriptors named in its
+    /// `HARNESS_CHANNEL` variable (`<read>,<write>`). Neither can reach the
+    /// other otherwise: distinct uids, namespaces, working directories.
+    /// When the leader ends, the worker is stopped.
+    ///
+    /// The pair takes one CPU slot: one waits while the other computes.
+    pub fn run_pair(
+        &self,
+        worker: &Program,
+        leader: &Program,
+    ) -> Result<(Outcome, Outcome), SandboxError> {
+        let _slot = CpuSlot::take();
+        let io = |e: std::io::Error| SandboxError::Setup(format!("pipe: {e}"));
+        let (to_worker_read, to_worker_write) = pipe().map_err(io)?;
+        let (to_leader_read, to_leader_write) = pipe().map_err(io)?;
+        let worker_fds = [to_worker_read.as_raw_fd(), to_leader_write.as_raw_fd()];
+        let leader_fds = [to_leader_read.as_raw_fd(), to_worker_write.as_raw_fd()];
+        let mut w = self.start(worker, &worker_fds)?;
+        let mut l = match self.start(leader, &leader_fds) {
+            Ok(l) => l,
+            Err(e) => {
+                self.killer(w.pid)();
+                reap(w.pid);
+                return Err(e);
+            }
+        };
+        // Only the two programs may hold the ends: an end open here would
+        // keep the other from seeing end-of-file when its peer dies.
+        drop((
+            to_worker_read,
+            to_worker_write,
+            to_leader_read,
+            to_leader_write,
+        ));
+        feed(&mut w, &worker.stdin);
+        feed(&mut l, &leader.stdin);
+        let (kill_w, kill_l) = (self.killer(w.pid), self.killer(l.pid));
+        let watches = vec![watch(&mut w, &kill_w)?, watch(&mut l, &kill_l)?];
+        let deadline = w.start + worker.limits.wall.max(leader.limits.wall);
+        let cap = worker.limits.output_bytes.max(leader.limits.output_bytes);
+        let mut captured = capture(watches, deadline, cap, Some(1)).into_iter();
+        let (cw, cl) = (
+            captured.next().ok_or_else(lost)?,
+            captured.next().ok_or_else(lost)?,
+        );
+        Ok((self.finish(w, cw, &kill_w), self.finish(l, cl, &kill_l)))
+    }
+
+    /// Starts `program` in a fresh working directory; `channel` descriptors
+    /// stay open in it and are named in `HARNESS_CHANNEL`.
+    fn start(&self, program: &Program, channel: &[RawFd]) -> Result<Started, SandboxError> {
         let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
+        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let workdir = Workdir(self.scratch.join(format!("{}-{n}", std::process::id())));
         std::fs::DirBuilder::new()
             .mode(0o700)
-            .create(workdir)
+            .create(&workdir.0)
             .map_err(|e| io("create the working directory", e))?;
-        let (uid, gid) = run_ids(n);
         let limits = &program.limits;
+        let seat = match &self.tree {
+            Some(tree) => Some(
+                tree.lease(limits.memory_bytes, limits.processes)
+                    .map_err(|e| io("take a cgroup seat", e))?,
+            ),
+            None => None,
+        };
+        let cgroup_fds: Vec<RawFd> = seat.iter().flat_map(Lease::join_fds).collect();
         let mut command = Command::new(&program.argv[0]);
         command
             .args(&program.argv[1..])
             .env_clear()
             .env("PATH", PATH)
             .env("LANG", "C.UTF-8")
-            .env("HOME", workdir)
-            .env("TMPDIR", workdir)
+            .env("HOME", &workdir.0)
+            .env("TMPDIR", &workdir.0)
             .envs(program.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let [read, write] = channel {
+            command.env(CHANNEL_ENV, format!("{read},{write}"));
+        }
+        let channel = channel.to_vec();
         let (report_read, report_write) = pipe().map_err(|e| io("pipe", e))?;
         let start = Instant::now();
         let child = if self.isolated {
+            let (uid, gid) = run_ids(n);
+            let c = path_cstring(&workdir.0)?;
             // SAFETY: chown of a directory we just created.
-            let c = path_cstring(workdir)?;
             if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 && is_root() {
                 return Err(io("chown", std::io::Error::last_os_error()));
             }
-            let plan = self.plan(program, workdir, uid, gid, report_write.as_raw_fd())?;
+            let shared = Shared {
+                netns: self.netns.as_ref().map(AsRawFd::as_raw_fd),
+                seccomp: &self.seccomp,
+            };
+            let fds = (cgroup_fds, channel, report_write.as_raw_fd());
+            let plan = child_plan(&shared, program, &workdir.0, (uid, gid), fds)?;
             // SAFETY: `enter` makes only async-signal-safe system calls.
             unsafe {
                 command.pre_exec(move || enter(&plan));
             }
-            command.spawn()
+            spawn_in(&seat, command)
         } else {
             for (name, contents) in &program.files {
-                std::fs::write(workdir.join(name), contents)
+                std::fs::write(workdir.0.join(name), contents)
                     .map_err(|e| io("write a program file", e))?;
             }
             let rlimits = rlimits(limits);
-            command.current_dir(workdir).process_group(0);
-            // SAFETY: setrlimit is async-signal-safe.
+            command.current_dir(&workdir.0).process_group(0);
+            // SAFETY: write, fcntl and setrlimit are async-signal-safe.
             unsafe {
                 command.pre_exec(move || {
+                    join_cgroups(&cgroup_fds)?;
+                    keep_open(&channel)?;
                     for (resource, rl) in &rlimits {
                         if libc::setrlimit(*resource, rl) != 0 {
                             return Err(std::io::Error::last_os_error());
@@ -152,253 +261,95 @@ impl Sandbox {
                     Ok(())
                 });
             }
-            command.spawn()
+            spawn_in(&seat, command)
         };
         drop(report_write);
-        let mut child = match child {
-            Ok(child) => child,
-            Err(e) => {
-                let mut step = String::new();
-                let _ =
-                    std::io::Read::read_to_string(&mut std::fs::File::from(report_read), &mut step);
-                let at = if step.is_empty() { "exec".into() } else { step };
-                return Err(SandboxError::Setup(format!(
-                    "{at}: {e} (running {})",
-                    program.argv[0]
-                )));
-            }
-        };
-        let pid = child.id() as libc::pid_t;
-        if let Some(mut stdin) = child.stdin.take() {
-            // A program that never reads its input must not fail the run.
-            let _ = stdin.write_all(&program.stdin);
+        let mut child = child.map_err(|e| {
+            let mut step = String::new();
+            let _ = std::io::Read::read_to_string(&mut std::fs::File::from(report_read), &mut step);
+            let at = if step.is_empty() { "exec".into() } else { step };
+            SandboxError::Setup(format!("{at}: {e} (running {})", program.argv[0]))
+        })?;
+        let file = |f: Option<OwnedFd>| f.map(std::fs::File::from);
+        Ok(Started {
+            pid: child.id() as libc::pid_t,
+            stdin: child.stdin.take(),
+            stdout: file(child.stdout.take().map(OwnedFd::from)),
+            stderr: file(child.stderr.take().map(OwnedFd::from)),
+            seat,
+            start,
+            _workdir: workdir,
+        })
+    }
+
+    /// Kills the process tree of `pid`.
+    fn killer(&self, pid: libc::pid_t) -> impl Fn() + use<> {
+        // Isolated: the first process's death takes the PID namespace with it.
+        // Unsandboxed: the process group is the best we can do.
+        let target = if self.isolated { pid } else { -pid };
+        // SAFETY: signalling a process we started.
+        move || unsafe {
+            libc::kill(target, libc::SIGKILL);
         }
-        let isolated = self.isolated;
-        let kill = move || {
-            // Isolated: the first process's death takes the PID namespace with it.
-            // Unsandboxed: the process group is the best we can do.
-            let target = if isolated { pid } else { -pid };
-            // SAFETY: signalling a process we started.
-            unsafe { libc::kill(target, libc::SIGKILL) };
-        };
-        let stdout = std::fs::File::from(OwnedFd::from(child.stdout.take().expect("piped")));
-        let stderr = std::fs::File::from(OwnedFd::from(child.stderr.take().expect("piped")));
-        let captured = capture(
-            pid,
-            stdout,
-            stderr,
-            start + limits.wall,
-            limits.output_bytes,
-            &kill,
-        );
-        if !isolated {
+    }
+
+    /// Reaps a program the capture loop let go, and reads its limits' marks.
+    fn finish(&self, started: Started, captured: Captured, kill: &dyn Fn()) -> Outcome {
+        if !self.isolated {
             kill();
         }
-        let (status, usage) = reap(pid);
-        let wall = start.elapsed();
+        let (status, usage) = reap(started.pid);
+        let wall = started.start.elapsed();
         let termination = if libc::WIFSIGNALED(status) {
             Termination::Signaled(libc::WTERMSIG(status))
         } else {
             Termination::Exited(libc::WEXITSTATUS(status))
         };
-        Ok(Outcome {
+        let tree_memory_exceeded = started.seat.as_ref().is_some_and(Lease::oom_killed);
+        Outcome {
             termination,
             timed_out: captured.timed_out,
             output_limited: captured.output_limited,
+            stopped: captured.stopped,
+            tree_memory_exceeded,
             stdout: captured.stdout,
             stderr: captured.stderr,
             cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
             max_rss_kib: usage.ru_maxrss.max(0) as u64,
             wall,
-        })
-    }
-
-    fn plan(
-        &self,
-        program: &Program,
-        workdir: &Path,
-        uid: u32,
-        gid: u32,
-        report: i32,
-    ) -> Result<ChildPlan, SandboxError> {
-        let limits = &program.limits;
-        let mut files = Vec::new();
-        for (name, contents) in &program.files {
-            if name.contains('/') || name.starts_with('.') {
-                return Err(SandboxError::Setup(format!(
-                    "program file names are plain names, not `{name}`"
-                )));
-            }
-            files.push((path_cstring(&workdir.join(name))?, contents.clone()));
-        }
-        let landlock = fs_policy::ruleset(&program.read_paths)?;
-        Ok(ChildPlan {
-            netns: self.netns.as_ref().map(AsRawFd::as_raw_fd),
-            ids: is_root().then_some((uid, gid)),
-            rlimits: rlimits(limits),
-            uid_map: format!("{uid} {uid} 1").into_bytes(),
-            gid_map: format!("{gid} {gid} 1").into_bytes(),
-            workdir: path_cstring(workdir)?,
-            tmpfs_options: CString::new(format!(
-                "size={},nr_inodes=4096,mode=0700,uid={uid},gid={gid}",
-                limits.disk_bytes
-            ))
-            .expect("no NUL"),
-            files,
-            // The child inherits the descriptor; the parent's copy closes with the plan.
-            landlock: Some(landlock.into_raw_fd()),
-            late_rules: vec![
-                (path_cstring(workdir)?, fs_policy::access_bits(true)),
-                (c"/proc".to_owned(), fs_policy::access_bits(false)),
-            ],
-            seccomp: self.seccomp.clone(),
-            report,
-        })
-    }
-}
-
-impl Drop for ChildPlan {
-    fn drop(&mut self) {
-        if let Some(fd) = self.landlock.take() {
-            // SAFETY: the descriptor was made for this plan and is closed once.
-            drop(unsafe { OwnedFd::from_raw_fd(fd) });
         }
     }
 }
 
-/// A permit to run one program; the number of permits is the CPU count
-/// (`HARNESS_SANDBOX_JOBS` overrides).
-struct CpuSlot;
-
-static SLOTS: Mutex<usize> = Mutex::new(0);
-static SLOT_FREED: Condvar = Condvar::new();
-
-impl CpuSlot {
-    fn take() -> CpuSlot {
-        static LIMIT: OnceLock<usize> = OnceLock::new();
-        let limit = *LIMIT.get_or_init(|| {
-            std::env::var("HARNESS_SANDBOX_JOBS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .filter(|&n| n > 0)
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        });
-        let mut busy = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
-        while *busy >= limit {
-            busy = SLOT_FREED.wait(busy).unwrap_or_else(|e| e.into_inner());
+/// Starts `command`, in `seat` when there is one.
+fn spawn_in(seat: &Option<Lease>, command: Command) -> std::io::Result<std::process::Child> {
+    match seat {
+        Some(seat) => seat.spawn(command),
+        None => {
+            let mut command = command;
+            command.spawn()
         }
-        *busy += 1;
-        CpuSlot
     }
 }
 
-impl Drop for CpuSlot {
-    fn drop(&mut self) {
-        *SLOTS.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-        SLOT_FREED.notify_one();
+/// Writes a program's input and closes it.
+fn feed(started: &mut Started, input: &[u8]) {
+    if let Some(mut stdin) = started.stdin.take() {
+        // A program that never reads its input must not fail the run.
+        let _ = stdin.write_all(input);
     }
 }
 
-/// One empty network namespace (a loopback that is down, nothing else) for
-/// every run: making one per run costs about a millisecond, and sharing it
-/// leaks nothing, because no interface is up and Landlock (ABI 6+) scopes
-/// abstract Unix sockets to each run. Joining needs root; others make their own.
-fn shared_netns() -> Option<OwnedFd> {
-    if !is_root() || fs_policy::kernel_abi() < 6 {
-        return None;
-    }
-    // unshare moves only the calling thread, so a short-lived thread does it.
-    std::thread::spawn(|| {
-        // SAFETY: affects this thread only; it ends right after.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            return None;
-        }
-        std::fs::File::open("/proc/thread-self/ns/net")
-            .ok()
-            .map(OwnedFd::from)
+/// Hands a program's output streams to the capture loop.
+fn watch<'a>(started: &mut Started, kill: &'a dyn Fn()) -> Result<Watch<'a>, SandboxError> {
+    Ok(Watch {
+        pid: started.pid,
+        stdout: started.stdout.take().ok_or_else(lost)?,
+        stderr: started.stderr.take().ok_or_else(lost)?,
+        kill,
     })
-    .join()
-    .ok()
-    .flatten()
 }
 
-fn rlimits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::rlimit)> {
-    let mut processes = limits.processes;
-    if !is_root() {
-        // RLIMIT_NPROC counts every process of the real uid, and without
-        // root the run keeps ours: leave room for what is already running.
-        processes += running_processes();
-    }
-    let both = |n: u64| libc::rlimit {
-        rlim_cur: n,
-        rlim_max: n,
-    };
-    vec![
-        // SIGXCPU at the limit names the cause; SIGKILL a second later if ignored.
-        (
-            libc::RLIMIT_CPU,
-            libc::rlimit {
-                rlim_cur: limits.cpu_secs,
-                rlim_max: limits.cpu_secs + 1,
-            },
-        ),
-        (libc::RLIMIT_AS, both(limits.memory_bytes)),
-        (libc::RLIMIT_NPROC, both(processes)),
-        (libc::RLIMIT_FSIZE, both(limits.file_size_bytes)),
-        (libc::RLIMIT_NOFILE, both(limits.open_files)),
-        (libc::RLIMIT_CORE, both(0)),
-    ]
-}
-
-/// The uid and gid of run `n`: as root, one unprivileged uid per concurrent
-/// run, so RLIMIT_NPROC is enforced and runs cannot signal each other.
-fn run_ids(n: u32) -> (u32, u32) {
-    if is_root() {
-        let slot = (std::process::id() % 100) * 1000 + n % 1000;
-        (UID_BASE + slot, UID_BASE + slot)
-    } else {
-        // SAFETY: getuid/getgid cannot fail.
-        unsafe { (libc::getuid(), libc::getgid()) }
-    }
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn running_processes() -> u64 {
-    // The fourth field of /proc/loadavg is `running/total`.
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(3)?.split('/').nth(1)?.parse().ok())
-        .unwrap_or(4096)
-}
-
-/// `$TMPDIR/harness-sandbox`, traversable by the sandbox uids but not listable.
-fn scratch_dir() -> Result<PathBuf, SandboxError> {
-    let dir = std::env::temp_dir().join("harness-sandbox");
-    std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711)))
-        .map_err(|e| SandboxError::Setup(format!("{}: {e}", dir.display())))?;
-    Ok(dir)
-}
-
-fn path_cstring(path: &Path) -> Result<CString, SandboxError> {
-    CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| SandboxError::Setup(format!("NUL in path {}", path.display())))
-}
-
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-fn timeval(t: libc::timeval) -> Duration {
-    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+fn lost() -> SandboxError {
+    SandboxError::Setup("lost track of a program's output".into())
 }

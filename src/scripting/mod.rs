@@ -13,6 +13,8 @@ use rhai::packages::{
     Package,
 };
 use rhai::{Dynamic, Engine, EvalAltResult, ParseError, Position};
+use std::cell::Cell;
+use std::time::{Duration, Instant};
 
 pub mod rng;
 
@@ -21,7 +23,63 @@ use rng::ScriptRng;
 /// Default operation budget per script run: about 50 ms of work in a release build.
 pub const DEFAULT_MAX_OPERATIONS: u64 = 1_000_000;
 
-/// A new sandboxed engine allowing `max_operations` operations per run.
+/// The most operations a spec may allow one script run (`max_operations`):
+/// about 2.5 s of work in a release build.
+pub const MAX_OPERATIONS_CEILING: u64 = 50_000_000;
+
+/// Why a spec's `max_operations` cannot be used, if it cannot.
+pub fn max_operations_problem(max_operations: u64) -> Option<String> {
+    if max_operations == 0 {
+        Some("max_operations must be at least 1 (it bounds every script run)".into())
+    } else if max_operations > MAX_OPERATIONS_CEILING {
+        Some(format!(
+            "max_operations {max_operations} is above the ceiling of {MAX_OPERATIONS_CEILING} (about 2.5 s of work); a script needing more belongs in a dataset"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Wall-clock limit of one script run, whatever its operation budget: a run
+/// that stalls (a slow host, a huge string operation) ends here.
+pub const SCRIPT_DEADLINE: Duration = Duration::from_secs(1);
+
+/// Operations between two looks at the clock.
+const CLOCK_EVERY: u64 = 1024;
+
+thread_local! {
+    /// The operation count and start of the script run on this thread.
+    static RUN: Cell<(u64, Option<Instant>)> = const { Cell::new((0, None)) };
+}
+
+/// Ends a run that passed [`SCRIPT_DEADLINE`]. Rhai reports a run's operations
+/// counted from 1, so a count that did not grow marks a new run.
+fn past_deadline(ops: u64) -> Option<Dynamic> {
+    RUN.with(|run| {
+        let (last, start) = run.get();
+        let start = match start {
+            Some(start) if ops > last => start,
+            _ => Instant::now(),
+        };
+        run.set((ops, Some(start)));
+        (ops % CLOCK_EVERY == 0 && start.elapsed() > SCRIPT_DEADLINE)
+            .then(|| Dynamic::from(DEADLINE_PASSED))
+    })
+}
+
+const DEADLINE_PASSED: &str = "deadline passed";
+
+/// Functions that would block a run without counting operations.
+fn refuse_blocking(engine: &mut Engine) {
+    let refuse = || -> Result<(), Box<EvalAltResult>> {
+        Err("`sleep` is not available in spec scripts: they must not block".into())
+    };
+    engine.register_fn("sleep", move |_: i64| refuse());
+    engine.register_fn("sleep", move |_: f64| refuse());
+}
+
+/// A new sandboxed engine allowing `max_operations` operations per run (at
+/// most [`MAX_OPERATIONS_CEILING`]) and [`SCRIPT_DEADLINE`] of wall-clock time.
 pub fn sandboxed_engine(max_operations: u64) -> Engine {
     let mut engine = Engine::new_raw();
     for module in [
@@ -38,8 +96,10 @@ pub fn sandboxed_engine(max_operations: u64) -> Engine {
     ] {
         engine.register_global_module(module);
     }
+    refuse_blocking(&mut engine);
+    engine.on_progress(past_deadline);
     engine
-        .set_max_operations(max_operations)
+        .set_max_operations(max_operations.min(MAX_OPERATIONS_CEILING))
         .set_max_call_levels(48)
         .set_max_expr_depths(128, 64)
         .set_max_string_size(1 << 20)
@@ -79,20 +139,44 @@ impl From<ParseError> for ScriptError {
     }
 }
 
+/// The start of the message of a run stopped by its operation budget.
+const OUT_OF_BUDGET: &str = "the script ran out of its operation budget";
+/// The start of the message of a run stopped by [`SCRIPT_DEADLINE`].
+const PAST_DEADLINE: &str = "the script ran past its wall-clock limit";
+
+impl ScriptError {
+    /// Whether the run was stopped by a limit (operations or wall clock): the
+    /// script stalls or loops, whatever its input.
+    pub fn stalled(message: &str) -> bool {
+        [OUT_OF_BUDGET, PAST_DEADLINE]
+            .iter()
+            .any(|m| message.contains(m))
+    }
+}
+
 impl From<Box<EvalAltResult>> for ScriptError {
     fn from(e: Box<EvalAltResult>) -> Self {
         let pos = e.position();
         let message = match *e {
-            EvalAltResult::ErrorTooManyOperations(_) => {
-                "the script ran out of its operation budget (an endless loop?); \
-                 raise `max_operations` if the work is real"
-                    .to_owned()
-            }
+            EvalAltResult::ErrorTooManyOperations(_) => format!(
+                "{OUT_OF_BUDGET} (an endless loop?); raise `max_operations` if the work is real"
+            ),
+            EvalAltResult::ErrorTerminated(..) => format!(
+                "{PAST_DEADLINE} of {} s (a stalled or very slow script)",
+                SCRIPT_DEADLINE.as_secs()
+            ),
             EvalAltResult::ErrorStackOverflow(_) => {
                 "call depth limit exceeded (endless recursion?)".into()
             }
             EvalAltResult::ErrorRuntime(ref value, _) => runtime_text(value),
             other => strip_position(&other.to_string()),
+        };
+        // A deadline stops the run wherever it happens to be: no position is
+        // more to blame than another, so the error points at the whole script.
+        let pos = if message.starts_with(PAST_DEADLINE) {
+            Position::NONE
+        } else {
+            pos
         };
         ScriptError::at(message, pos)
     }
@@ -127,6 +211,36 @@ mod tests {
             .into();
         assert!(started.elapsed() < Duration::from_secs(1));
         assert!(err.message.contains("operation budget"), "{}", err.message);
+    }
+
+    #[test]
+    fn blocking_and_long_runs_end_within_the_deadline() {
+        let engine = sandboxed_engine(MAX_OPERATIONS_CEILING * 100);
+        let started = Instant::now();
+        let err: ScriptError = engine.eval::<()>("sleep(30)").unwrap_err().into();
+        assert!(
+            err.message.contains("`sleep` is not available"),
+            "{}",
+            err.message
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        let started = Instant::now();
+        let err: ScriptError = engine
+            .eval::<i64>("let x = 0; while true { x += 1; }")
+            .unwrap_err()
+            .into();
+        let took = started.elapsed();
+        assert!(
+            err.message.contains("wall-clock limit") || err.message.contains("operation budget"),
+            "{}",
+            err.message
+        );
+        assert!(
+            took < SCRIPT_DEADLINE + Duration::from_millis(500),
+            "{took:?}"
+        );
+        // The next run gets a fresh clock.
+        assert_eq!(engine.eval::<i64>("1 + 1").unwrap(), 2);
     }
 
     #[test]

@@ -22,13 +22,8 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let entries = std::fs::read_dir(path).map_err(|e| {
-                Diagnostic::new(
-                    ErrorKind::Io,
-                    Location::file_start(path),
-                    format!("cannot list directory: {e}"),
-                )
-            })?;
+            let entries = std::fs::read_dir(path)
+                .map_err(|e| Diagnostic::io(path, format!("cannot list directory: {e}")))?;
             let mut found: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -38,11 +33,7 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
         } else if path.exists() {
             files.push(path.clone());
         } else {
-            return Err(Diagnostic::new(
-                ErrorKind::Io,
-                Location::file_start(path),
-                "no such file or directory",
-            ));
+            return Err(Diagnostic::io(path, "no such file or directory"));
         }
     }
     Ok(files)
@@ -108,6 +99,29 @@ fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error)
     Diagnostic::new(kind, location, format!("{message}{at}")).with_source(source)
 }
 
+/// The error for a second spec with the id of `first`: at its `id` key, or
+/// at its start when the id comes from the file name.
+pub fn duplicate_id(file: &Path, id: &str, first: &Path) -> Diagnostic {
+    let source = std::fs::read_to_string(file).unwrap_or_default();
+    let location = SourceMap::parse(file, &source)
+        .ok()
+        .and_then(|map| {
+            map.value_span(key_path!["id"])
+                .map(|_| map.locate(key_path!["id"]))
+        })
+        .unwrap_or_else(|| Location::file_start(file));
+    Diagnostic::new(
+        ErrorKind::Invalid,
+        location,
+        format!(
+            "spec id `{id}` is taken by {}: both would write golden/{id}/ and mix their results",
+            first.display()
+        ),
+    )
+    .with_help("give one of them another `id`")
+    .with_source(&source)
+}
+
 /// Whether `id` can name a spec (and so golden directories): ASCII letters,
 /// digits, `_` and `-`.
 pub fn valid_id(id: &str) -> bool {
@@ -117,15 +131,22 @@ pub fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// Loads and compiles a spec.
 /// Reads and parses the spec file: its text, source map and serde model.
 fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
-    let source = std::fs::read_to_string(file).map_err(|e| {
+    let bytes =
+        std::fs::read(file).map_err(|e| Diagnostic::io(file, format!("cannot read spec: {e}")))?;
+    let source = String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let text = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();
         Diagnostic::new(
-            ErrorKind::Io,
-            Location::file_start(file),
-            format!("cannot read spec: {e}"),
+            ErrorKind::Toml,
+            Location::from_offset(file, &text, valid),
+            format!(
+                "the file is not valid UTF-8: byte 0x{:02x} cannot start or continue a character",
+                e.as_bytes()[valid]
+            ),
         )
+        .with_help("save the spec as UTF-8")
     })?;
     let map =
         SourceMap::parse(file, &source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
@@ -218,6 +239,9 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
         }
         None => runs,
     };
+    if let Some(e) = runs_ceiling(&def, runs, &map) {
+        errors.push(e.with_source(&source));
+    }
     let prompt = compile_prompt(&def, &map)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
@@ -249,6 +273,27 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
             Err(Diagnostics(errors))
         }
     }
+}
+
+/// The error for more instances than [`super::RUNS_CEILING`] without the
+/// spec's `allow_large_runs = true`: at `runs`, or at `[dataset]` when its rows decide.
+fn runs_ceiling(def: &SpecFile, runs: u32, map: &SourceMap) -> Option<Diagnostic> {
+    if runs <= super::RUNS_CEILING || def.allow_large_runs == Some(true) {
+        return None;
+    }
+    let key = if def.runs.is_some() {
+        key_path!["runs"]
+    } else {
+        key_path!["dataset"]
+    };
+    let message = format!(
+        "{runs} instances is above the ceiling of {} (checking and running them takes minutes or more)",
+        super::RUNS_CEILING
+    );
+    Some(
+        Diagnostic::new(ErrorKind::Invalid, map.locate(key), message)
+            .with_help("lower `runs`, or add `allow_large_runs = true` if so many are meant"),
+    )
 }
 
 fn compile_generator(

@@ -27,7 +27,10 @@ use crate::source::dataset::{At, Dataset, DatasetError};
 use crate::source::generate::Generator;
 use crate::verify::{InstanceVerdict, RuleSet};
 
-pub use load::{spec_files, valid_id};
+pub use load::{duplicate_id, spec_files, valid_id};
+
+/// The most instances a spec may make without `allow_large_runs = true`.
+pub const RUNS_CEILING: u32 = 10_000;
 
 /// Where a spec's generation script lives, for error positions.
 enum ScriptOrigin {
@@ -103,6 +106,16 @@ impl Spec {
             Some(ds) => runs.min(u32::try_from(ds.len()).unwrap_or(u32::MAX)),
             None => runs,
         }
+    }
+
+    /// Why running `runs` instances of this spec needs its opt-in, if it does.
+    pub fn runs_problem(&self, runs: u32) -> Option<String> {
+        (runs > RUNS_CEILING && self.def.allow_large_runs != Some(true)).then(|| {
+            format!(
+                "{}: {runs} instances is above the ceiling of {RUNS_CEILING}; the spec must say `allow_large_runs = true`",
+                self.file.display()
+            )
+        })
     }
 
     /// The variables of instance `index`.
@@ -215,6 +228,63 @@ impl Spec {
         judged: &crate::verify::Judged,
     ) -> InstanceVerdict {
         self.rules.verify_judged(response, vars, judged)
+    }
+
+    /// A rule failure the spec caused (a `script` rule that errs, a test
+    /// template that does not render), at its key in rule `rule`.
+    pub fn fault_diagnostic(
+        &self,
+        rule: usize,
+        label: &str,
+        name: &str,
+        verdict: &crate::verify::Verdict,
+    ) -> Option<Diagnostic> {
+        let fault = verdict.fault?;
+        let path = crate::key_path!["verify", rule, fault.key];
+        let location = if fault.line == 0 {
+            self.map.locate(path)
+        } else {
+            self.map.locate_in_string(path, fault.line, fault.column)
+        };
+        Some(
+            Diagnostic::new(
+                ErrorKind::Script,
+                location,
+                format!("{label}: rule `{name}`: {}", verdict.detail),
+            )
+            .with_source(self.map.source()),
+        )
+    }
+
+    /// What `harness run` checks before asking any model, in well under a
+    /// second for a sound spec: instance 0 generates and renders, its variables
+    /// suit the rules, and no `script` rule stalls on an empty answer. A broken
+    /// generator or a stalling script then fails the run at once, not per instance.
+    pub fn preflight(&self) -> Result<(), Diagnostic> {
+        let instance = self.instance(0)?;
+        let at = |rule: usize, key: &str| self.map.locate(crate::key_path!["verify", rule, key]);
+        if let Some((rule, key, var)) = self.rules.missing_variables(&instance.vars).pop() {
+            let message = format!("`{key}` names variable `{var}`, which instance 0 does not set");
+            return Err(Diagnostic::new(ErrorKind::Invalid, at(rule, key), message)
+                .with_source(self.map.source()));
+        }
+        if let Some((rule, key, why)) = self.rules.value_problems(&instance.vars).pop() {
+            let key = crate::verify::value_key(&self.def.verify[rule], key);
+            return Err(Diagnostic::new(
+                ErrorKind::Invalid,
+                at(rule, key),
+                format!("instance 0: {why}"),
+            )
+            .with_source(self.map.source()));
+        }
+        for (rule, name, verdict) in self.rules.probe(&instance.vars) {
+            if crate::scripting::ScriptError::stalled(&verdict.detail)
+                && let Some(d) = self.fault_diagnostic(rule, "an empty answer", name, &verdict)
+            {
+                return Err(d);
+            }
+        }
+        Ok(())
     }
 
     fn template_diagnostic(&self, e: &TemplateError, index: Option<u64>) -> Diagnostic {

@@ -4,6 +4,7 @@
 use crate::format::SpecFile;
 use crate::format::locate::Key;
 use crate::key_path;
+use crate::scripting::max_operations_problem;
 
 const TEMPERATURE: &str = "temperature must be within 0..2";
 const TOP_P: &str = "top_p must be within 0..1 (greater than 0)";
@@ -23,27 +24,42 @@ fn check(bad: bool, path: &[Key<'static>], message: &str) -> Check {
     (bad, path.to_vec(), message.to_owned())
 }
 
+/// The checks of a table that sets `temperature`, `top_p` and `max_tokens`.
+fn sampling_checks(
+    table: &'static str,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    max_tokens: Option<u32>,
+) -> [Check; 3] {
+    [
+        check(
+            bad_temperature(temperature),
+            key_path![table, "temperature"],
+            TEMPERATURE,
+        ),
+        check(bad_top_p(top_p), key_path![table, "top_p"], TOP_P),
+        check(
+            max_tokens == Some(0),
+            key_path![table, "max_tokens"],
+            MAX_TOKENS,
+        ),
+    ]
+}
+
 /// Every out-of-range value of `def`, in file order: (where, why).
 pub fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
     let r = &def.request;
-    let mut checks = vec![
-        check(
-            def.runs == Some(0),
-            key_path!["runs"],
-            "runs must be at least 1",
-        ),
-        check(
-            bad_temperature(r.temperature),
-            key_path!["request", "temperature"],
-            TEMPERATURE,
-        ),
-        check(bad_top_p(r.top_p), key_path!["request", "top_p"], TOP_P),
-        check(
-            r.max_tokens == Some(0),
-            key_path!["request", "max_tokens"],
-            MAX_TOKENS,
-        ),
-    ];
+    let mut checks = vec![check(
+        def.runs == Some(0),
+        key_path!["runs"],
+        "runs must be at least 1",
+    )];
+    checks.extend(sampling_checks(
+        "request",
+        r.temperature,
+        r.top_p,
+        r.max_tokens,
+    ));
     if let Some(s) = &def.sampling {
         let n = s.n();
         checks.push(check(
@@ -56,33 +72,26 @@ pub fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
                 format!("k = {k} is outside 1..={n}: pass@k needs k samples of the n drawn");
             checks.push(check(true, key_path!["sampling", "k", i], &message));
         }
-        checks.extend([
-            check(
-                bad_temperature(s.temperature),
-                key_path!["sampling", "temperature"],
-                TEMPERATURE,
-            ),
-            check(bad_top_p(s.top_p), key_path!["sampling", "top_p"], TOP_P),
-            check(
-                s.max_tokens == Some(0),
-                key_path!["sampling", "max_tokens"],
-                MAX_TOKENS,
-            ),
-        ]);
+        checks.extend(sampling_checks(
+            "sampling",
+            s.temperature,
+            s.top_p,
+            s.max_tokens,
+        ));
     }
-    let max_operations = def.generate.as_ref().and_then(|g| g.max_operations) == Some(0);
-    checks.extend([
-        check(
-            r.attempts == Some(0),
-            key_path!["request", "attempts"],
-            "attempts must be at least 1",
-        ),
-        check(
-            max_operations,
+    checks.push(check(
+        r.attempts == Some(0),
+        key_path!["request", "attempts"],
+        "attempts must be at least 1",
+    ));
+    let max_operations = def.generate.as_ref().and_then(|g| g.max_operations);
+    if let Some(message) = max_operations.and_then(max_operations_problem) {
+        checks.push(check(
+            true,
             key_path!["generate", "max_operations"],
-            "max_operations must be at least 1 (it bounds every script run)",
-        ),
-    ]);
+            &message,
+        ));
+    }
     checks
         .into_iter()
         .filter(|(bad, _, _)| *bad)

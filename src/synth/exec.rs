@@ -45,7 +45,7 @@ impl Task {
         check: Check,
     ) -> Task {
         Task {
-            key: cache_key(&model.spec, &model.base_url, &request, 0),
+            key: cache_key(&model.spec, &model.base_url, &request, 0, None),
             label,
             request,
             attempts,

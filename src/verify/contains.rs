@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{Expected, as_text_list, lookup};
+use super::expected::{Expected, as_text_list, lookup, text_problem};
 use super::{BuildContext, Rule, Verdict};
-use crate::error::{Diagnostic, ErrorKind};
+use crate::error::Diagnostic;
 use crate::format::RuleDef;
 
 #[derive(Clone, Copy)]
@@ -33,10 +33,11 @@ impl Matcher {
         }
     }
 
-    /// Whether `needle` occurs in `haystack` (both already normalized).
+    /// Whether `needle` occurs in `haystack` (both already normalized); an
+    /// empty needle occurs nowhere, so it can never pass an answer.
     fn occurs(&self, haystack: &str, needle: &str) -> bool {
         if needle.is_empty() {
-            return true;
+            return false;
         }
         haystack.match_indices(needle).any(|(start, m)| {
             !self.whole_word || {
@@ -49,6 +50,7 @@ impl Matcher {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Mode {
     All,
     Any,
@@ -61,38 +63,26 @@ struct Contains {
     mode: Mode,
 }
 
-/// The expected value, refusing a literal that names nothing to look for.
-fn needles(def: &RuleDef, cx: &BuildContext) -> Result<Expected, Diagnostic> {
-    let expected = Expected::from_def(def, cx)?;
-    if let Expected::Literal(Value::Array(items)) = &expected
-        && items.is_empty()
-    {
-        return Err(cx.error(
-            ErrorKind::Invalid,
-            "value",
-            "`value` is an empty list: there is nothing to look for",
-        ));
-    }
-    Ok(expected)
+/// The problem with the needles of an instance, if any: the rule's one
+/// `(key, why)`, reported by `harness check` and failing the rule at run time.
+fn needle_problems(expected: &Expected, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+    expected
+        .resolve(vars)
+        .and_then(|v| text_problem(v, true))
+        .map(|p| ("expected", format!("the expected value {p}")))
+        .into_iter()
+        .collect()
 }
 
 /// Builds a `contains` rule.
 pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let mode = match def.mode.as_deref() {
-        None | Some("all") => Mode::All,
-        Some("any") => Mode::Any,
-        Some(other) => {
-            return Err(cx
-                .error(
-                    ErrorKind::Invalid,
-                    "mode",
-                    format!("unknown mode `{other}`"),
-                )
-                .with_help("mode is `all` or `any`"));
-        }
-    };
+    let mode = cx.choice(
+        "mode",
+        def.mode.as_deref(),
+        &[("all", Mode::All), ("any", Mode::Any)],
+    )?;
     Ok(Box::new(Contains {
-        expected: needles(def, cx)?,
+        expected: Expected::from_def(def, cx)?,
         matcher: Matcher::from_def(def),
         mode,
     }))
@@ -101,7 +91,7 @@ pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>,
 /// Builds a `not_contains` rule.
 pub fn build_not_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     Ok(Box::new(Contains {
-        expected: needles(def, cx)?,
+        expected: Expected::from_def(def, cx)?,
         matcher: Matcher::from_def(def),
         mode: Mode::None,
     }))
@@ -112,10 +102,17 @@ impl Rule for Contains {
         Some(&self.expected)
     }
 
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        needle_problems(&self.expected, vars)
+    }
+
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let Some(expected) = self.expected.resolve(vars) else {
             return Verdict::fail("the expected value is missing from the instance");
         };
+        if let Some((_, problem)) = self.value_problems(vars).pop() {
+            return Verdict::fail(problem);
+        }
         let haystack = self.matcher.normalize(answer);
         let needles = as_text_list(expected);
         let (present, absent): (Vec<_>, Vec<_>) = needles
@@ -150,7 +147,7 @@ pub fn build_exclusive(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>
         return Err(cx.missing(&def.rule, "candidates", "\"names\"  # a list variable"));
     };
     Ok(Box::new(Exclusive {
-        expected: needles(def, cx)?,
+        expected: Expected::from_def(def, cx)?,
         candidates,
         matcher: Matcher::from_def(def),
     }))
@@ -167,6 +164,30 @@ impl Rule for Exclusive {
         vars
     }
 
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        let mut problems = needle_problems(&self.expected, vars);
+        match lookup(vars, &self.candidates) {
+            Some(Value::Array(items)) => {
+                if let Some(p) = items.iter().find_map(|c| text_problem(c, true)) {
+                    problems.push((
+                        "candidates",
+                        format!("a candidate in `{}` {p}", self.candidates),
+                    ));
+                }
+            }
+            Some(other) => problems.push((
+                "candidates",
+                format!(
+                    "`{}` must be a list of candidate names, but it is {}",
+                    self.candidates,
+                    crate::text::json_kind(other)
+                ),
+            )),
+            None => {}
+        }
+        problems
+    }
+
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let (Some(expected), Some(candidates)) =
             (self.expected.resolve(vars), lookup(vars, &self.candidates))
@@ -175,6 +196,9 @@ impl Rule for Exclusive {
                 "the expected value or the candidates are missing from the instance",
             );
         };
+        if let Some((_, problem)) = self.value_problems(vars).pop() {
+            return Verdict::fail(problem);
+        }
         let haystack = self.matcher.normalize(answer);
         let right = as_text_list(expected);
         let named = |c: &String| self.matcher.occurs(&haystack, &self.matcher.normalize(c));
@@ -243,5 +267,28 @@ mod tests {
         assert!(!m.occurs("яна", "ян"));
         assert!(m.occurs("это ян.", "ян"));
         assert!(m.occurs("семен", &m.normalize("Семён")));
+        assert!(!m.occurs("any answer", ""));
+    }
+
+    #[test]
+    fn empty_needles_and_scalar_candidates_fail_with_a_message() {
+        let r = exclusive();
+        let mut v = vars();
+        v.insert("answer".into(), Value::from(""));
+        let verdict = r.verify("Вера", "", &v);
+        assert!(
+            !verdict.passed && verdict.detail.contains("empty string"),
+            "{}",
+            verdict.detail
+        );
+        let mut v = vars();
+        v.insert("names".into(), Value::from("Анна, Вера"));
+        let verdict = r.verify("Вера", "", &v);
+        assert!(
+            !verdict.passed && verdict.detail.contains("must be a list"),
+            "{}",
+            verdict.detail
+        );
+        assert_eq!(r.value_problems(&v)[0].0, "candidates");
     }
 }

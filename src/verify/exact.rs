@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{Expected, as_text_list};
+use super::expected::{Expected, as_text_list, text_problem};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::format::RuleDef;
@@ -44,10 +44,22 @@ impl Rule for Exact {
         Some(&self.expected)
     }
 
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        self.expected
+            .resolve(vars)
+            .and_then(|v| text_problem(v, false))
+            .map(|p| ("expected", format!("the expected value {p}")))
+            .into_iter()
+            .collect()
+    }
+
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let Some(expected) = self.expected.resolve(vars) else {
             return Verdict::fail("the expected value is missing from the instance");
         };
+        if let Some((_, problem)) = self.value_problems(vars).pop() {
+            return Verdict::fail(problem);
+        }
         let got = self.normalize(answer);
         let alternatives = as_text_list(expected);
         if alternatives.iter().any(|alt| self.normalize(alt) == got) {
@@ -87,5 +99,17 @@ mod tests {
         assert!(!v.passed);
         assert!(v.detail.contains("character 7"), "{}", v.detail);
         assert!(rule(false).verify("<data>абв</data>", "", &vars).passed);
+    }
+
+    #[test]
+    fn an_empty_list_of_alternatives_fails_instead_of_panicking() {
+        let rule = Exact {
+            expected: Expected::Var("answer".into()),
+            case_sensitive: true,
+        };
+        let vars: Map<String, Value> = serde_json::from_str(r#"{"answer": []}"#).unwrap();
+        let v = rule.verify("x", "", &vars);
+        assert!(!v.passed && v.detail.contains("empty list"), "{}", v.detail);
+        assert_eq!(rule.value_problems(&vars)[0].0, "expected");
     }
 }

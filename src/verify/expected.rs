@@ -97,6 +97,32 @@ pub fn as_text_list(value: &Value) -> Vec<String> {
     }
 }
 
+/// Why `value` cannot serve as text to compare an answer with (one string, or
+/// a non-empty list of alternatives), if it cannot; `needle` also refuses empty
+/// text, which every answer contains.
+pub fn text_problem(value: &Value, needle: bool) -> Option<String> {
+    let scalar = |v: &Value| match v {
+        Value::Null | Value::Array(_) | Value::Object(_) => Some(format!(
+            "holds {}, which cannot be compared with text",
+            crate::text::json_kind(v)
+        )),
+        Value::String(s) if needle && s.trim().is_empty() => {
+            Some("holds an empty string: every answer contains it".to_owned())
+        }
+        _ => None,
+    };
+    match value {
+        Value::Array(items) if items.is_empty() => {
+            Some("is an empty list: there is nothing to compare with".to_owned())
+        }
+        Value::Array(items) => items
+            .iter()
+            .find_map(scalar)
+            .map(|p| format!("{p} (in a list)")),
+        other => scalar(other).map(|p| p.replacen("holds", "is", 1)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +135,29 @@ mod tests {
         assert_eq!(lookup(&vars, "a.b.1.c"), Some(&Value::from("x")));
         assert_eq!(lookup(&vars, "a.z"), None);
         assert_eq!(lookup(&vars, "a.b.7"), None);
+    }
+
+    #[test]
+    fn text_problems_name_empty_and_non_text_values() {
+        let p = |v: Value, needle| text_problem(&v, needle);
+        assert_eq!(p(Value::from("x"), true), None);
+        assert_eq!(p(serde_json::json!(["a", 1]), true), None);
+        assert!(
+            p(serde_json::json!([]), false)
+                .unwrap()
+                .contains("empty list")
+        );
+        assert!(p(Value::from(" "), true).unwrap().contains("empty string"));
+        assert_eq!(p(Value::from(""), false), None);
+        assert!(
+            p(serde_json::json!({"a": 1}), false)
+                .unwrap()
+                .contains("an object")
+        );
+        assert!(
+            p(serde_json::json!(["a", ""]), true)
+                .unwrap()
+                .contains("in a list")
+        );
     }
 }

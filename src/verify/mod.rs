@@ -17,6 +17,7 @@
 //! `error` and `text`. `verdict.rs` is the leaf the other files share.
 
 mod code;
+mod code_input;
 mod contains;
 mod exact;
 mod expected;
@@ -43,9 +44,11 @@ use crate::key_path;
 pub use expected::{Expected, lookup};
 pub use judge::JudgeRule;
 pub use registry::CompiledRule;
-pub use registry::rule_names;
+pub use registry::{rule_names, value_key};
 pub use rule_set::RuleSet;
-pub use verdict::{FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, Verdict};
+pub use verdict::{
+    FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, SpecFault, Verdict,
+};
 
 /// The behavior every rule implements.
 pub trait Rule: Send + Sync {
@@ -62,6 +65,20 @@ pub trait Rule: Send + Sync {
     /// The expected value for golden files, if the rule has one.
     fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
         self.reference()?.resolve(vars).cloned()
+    }
+    /// Why the values this rule reads from `vars` cannot be used whatever the
+    /// answer (an empty list, an empty needle, a map where text is needed), as
+    /// `(key, why)`. `harness check` reports each at the key; at run time the
+    /// rule fails with the same words instead of passing or panicking.
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        let _ = vars;
+        Vec::new()
+    }
+    /// A verdict on an empty answer, for rules running a spec's own code that
+    /// could stall whatever the answer (`script`); `None` for the others.
+    fn probe(&self, vars: &Map<String, Value>) -> Option<Verdict> {
+        let _ = vars;
+        None
     }
     /// Judges `answer` (extracted from `response`) for an instance with `vars`.
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict;
@@ -116,6 +133,28 @@ impl BuildContext<'_> {
                 "threshold",
                 "threshold must be within 0..1",
             ))
+        }
+    }
+
+    /// The option `value` of `key` names, out of `options`; the first is
+    /// the default when the key is absent.
+    pub fn choice<T: Copy>(
+        &self,
+        key: &str,
+        value: Option<&str>,
+        options: &[(&str, T)],
+    ) -> Result<T, Diagnostic> {
+        let Some(value) = value else {
+            return Ok(options[0].1);
+        };
+        match options.iter().find(|(name, _)| *name == value) {
+            Some((_, option)) => Ok(*option),
+            None => {
+                let names: Vec<String> = options.iter().map(|(n, _)| format!("`{n}`")).collect();
+                Err(self
+                    .error(ErrorKind::Invalid, key, format!("unknown {key} `{value}`"))
+                    .with_help(format!("{key} is {}", names.join(" or "))))
+            }
         }
     }
 

@@ -65,6 +65,20 @@ impl Rule for Numeric {
         Some(&self.expected)
     }
 
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        match self.expected.resolve(vars) {
+            Some(v) if as_number(v).is_none() => vec![(
+                "expected",
+                format!(
+                    "the expected value is {}, not a number: {}",
+                    crate::text::json_kind(v),
+                    clip(&v.to_string(), 60)
+                ),
+            )],
+            _ => Vec::new(),
+        }
+    }
+
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let Some(expected) = self.expected.resolve(vars).and_then(as_number) else {
             return Verdict::fail("the expected value is missing or not a number");

@@ -199,6 +199,13 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
             None
         }
     };
+    // A literal `value` is known now: refuse one no answer could be compared with.
+    for (key, why) in rule
+        .iter()
+        .flat_map(|r| r.value_problems(&Default::default()))
+    {
+        errors.push(cx.error(ErrorKind::Invalid, value_key(def, key), why));
+    }
     match (rule, extractor) {
         (Some(rule), Some(extractor)) if errors.is_empty() => Ok(CompiledRule {
             name: def.name.clone().unwrap_or_else(|| def.rule.clone()),
@@ -209,6 +216,16 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
             rule,
         }),
         _ => Err(errors),
+    }
+}
+
+/// The key a value problem is reported at: a rule's `expected` stands for
+/// its `value` when the spec wrote a literal.
+pub fn value_key<'a>(def: &RuleDef, key: &'a str) -> &'a str {
+    if key == "expected" && def.expected.is_none() && def.value.is_some() {
+        "value"
+    } else {
+        key
     }
 }
 

@@ -38,6 +38,17 @@ impl RuleSet {
                 Err(mut e) => errors.append(&mut e),
             }
         }
+        if errors.is_empty() && !defs.is_empty() && rules.iter().all(|r| r.report_only) {
+            // Every rule outside the score would make every answer pass at 100%.
+            errors.push(
+                Diagnostic::new(
+                    crate::error::ErrorKind::Invalid,
+                    map.locate(crate::key_path!["verify", 0]),
+                    "every [[verify]] rule is `report_only`: nothing would score the answers",
+                )
+                .with_help("let at least one rule count: remove `report_only = true` from it"),
+            );
+        }
         if errors.is_empty() {
             Ok(RuleSet { rules })
         } else {
@@ -140,6 +151,32 @@ impl RuleSet {
         self.rules
             .iter()
             .filter_map(|r| r.rule.expected(vars).map(|v| (r.name.clone(), v)))
+            .collect()
+    }
+
+    /// `(rule index, key, why)` for each value in `vars` a rule cannot use
+    /// whatever the answer (see [`super::Rule::value_problems`]).
+    pub fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(usize, &'static str, String)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                r.rule
+                    .value_problems(vars)
+                    .into_iter()
+                    .map(move |(key, why)| (i, key, why))
+            })
+            .collect()
+    }
+
+    /// `(rule index, rule name, verdict)` on an empty answer for the rules that
+    /// run a spec's own code ([`super::Rule::probe`]): a stalling script shows
+    /// before any model is asked.
+    pub fn probe(&self, vars: &Map<String, Value>) -> Vec<(usize, &str, Verdict)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, r.name.as_str(), r.rule.probe(vars)?)))
             .collect()
     }
 

@@ -106,6 +106,10 @@ impl ScriptRule {
 }
 
 impl Rule for ScriptRule {
+    fn probe(&self, vars: &Map<String, Value>) -> Option<Verdict> {
+        Some(self.verify("", "", vars))
+    }
+
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
         self.run(answer, response, vars).unwrap_or_else(|e| {
             let at = if e.line > 0 {
@@ -117,6 +121,7 @@ impl Rule for ScriptRule {
                 FailureKind::ScriptError,
                 format!("script error: {}{at}", e.message),
             )
+            .at_fault("script", e.line, e.column)
         })
     }
 }

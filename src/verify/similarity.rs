@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text};
 use super::{BuildContext, Rule, Verdict};
-use crate::error::{Diagnostic, ErrorKind};
+use crate::error::Diagnostic;
 use crate::format::RuleDef;
 
 #[derive(Clone, Copy)]
@@ -25,19 +25,11 @@ struct Similarity {
 
 /// Builds a `similarity` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let metric = match def.metric.as_deref() {
-        None | Some("chrf") => Metric::Chrf,
-        Some("levenshtein") => Metric::Levenshtein,
-        Some(other) => {
-            return Err(cx
-                .error(
-                    ErrorKind::Invalid,
-                    "metric",
-                    format!("unknown metric `{other}`"),
-                )
-                .with_help("metric is `chrf` or `levenshtein`"));
-        }
-    };
+    let metric = cx.choice(
+        "metric",
+        def.metric.as_deref(),
+        &[("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)],
+    )?;
     let threshold = cx.threshold(def, 0.5)?;
     Ok(Box::new(Similarity {
         expected: Expected::from_def(def, cx)?,

@@ -41,6 +41,22 @@ pub struct Verdict {
     /// The failure's category, when it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureKind>,
+    /// Set when the spec, not the answer, caused the failure (a `script` rule
+    /// that errs, a test template that does not render): where in the rule.
+    #[serde(skip)]
+    pub fault: Option<SpecFault>,
+}
+
+/// A place in a rule's TOML where a failure at verification time comes from:
+/// its key, and a 1-based line and column inside that key's string (0 when unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecFault {
+    /// The rule's key: `script`, `test_template`, ...
+    pub key: &'static str,
+    /// Line inside the key's string value.
+    pub line: usize,
+    /// Column inside the key's string value.
+    pub column: usize,
 }
 
 impl Verdict {
@@ -61,6 +77,7 @@ impl Verdict {
             score: 0.0,
             detail: detail.into(),
             failure: Some(kind),
+            fault: None,
         }
     }
 
@@ -71,7 +88,14 @@ impl Verdict {
             score: score.clamp(0.0, 1.0),
             detail,
             failure: (!passed).then_some(FailureKind::WrongValue),
+            fault: None,
         }
+    }
+
+    /// This verdict, marked as caused by the spec at `key` (line and column inside it).
+    pub fn at_fault(mut self, key: &'static str, line: usize, column: usize) -> Verdict {
+        self.fault = Some(SpecFault { key, line, column });
+        self
     }
 }
 

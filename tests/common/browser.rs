@@ -5,7 +5,7 @@
 //! `scripts/test.sh` install it).
 //!
 //! It records what the tests assert on: console errors, uncaught exceptions and
-//! every network request the page makes. `benches/report.rs` uses it too.
+//! every network request the page makes. `bench/report.rs` uses it too.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};

@@ -1,8 +1,6 @@
 //! Documents made by tests: a hand-written one-page PDF, a DOCX built with
 //! `zip`, and a folder of every format `harness synth` reads.
 
-#![allow(dead_code)]
-
 use std::io::Write;
 use std::path::Path;
 

@@ -81,22 +81,7 @@ impl Drop for NoOrphans {
 /// The real llama-server and SmolLM2 GGUF from `scripts/test.sh`
 /// (`LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`); `None` to skip, a failure under `HARNESS_E2E=1`.
 pub fn llama_paths() -> Option<(PathBuf, PathBuf)> {
-    let get = |var: &str| {
-        std::env::var_os(var)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    match (get("LLAMA_SERVER_BIN"), get("SMOLLM2_MODEL")) {
-        (Some(bin), Some(model)) => Some((bin, model)),
-        _ => {
-            assert!(
-                std::env::var("HARNESS_E2E").is_err(),
-                "HARNESS_E2E is set but LLAMA_SERVER_BIN / SMOLLM2_MODEL are not: run scripts/test.sh"
-            );
-            eprintln!(
-                "skipping: LLAMA_SERVER_BIN / SMOLLM2_MODEL not set (scripts/test.sh sets them)"
-            );
-            None
-        }
-    }
+    let bin = super::e2e_var("LLAMA_SERVER_BIN")?;
+    let model = super::e2e_var("SMOLLM2_MODEL")?;
+    Some((bin.into(), model.into()))
 }

@@ -1,12 +1,14 @@
-//! Helpers shared by the integration tests: run the real binary.
+//! Helpers shared by the integration tests: run the real binary, fake what
+//! must fail on cue, and guard what the tests share in this one process.
 
-#![allow(dead_code)]
-
+pub mod alone;
 pub mod browser;
 pub mod documents;
 pub mod fake_server;
+pub mod locks;
 pub mod managed;
 pub mod parquet_file;
+pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -45,4 +47,36 @@ pub fn run(cmd: &mut Command) -> (i32, String) {
     );
     assert!(!text.contains("panicked"), "the binary panicked:\n{text}");
     (status.code().unwrap_or(-1), text)
+}
+
+/// `var` as `scripts/test.sh` exports it for the real-server tests: `None`
+/// (the test skips) when it is unset, a failure when `HARNESS_E2E` is set.
+pub fn e2e_var(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ => {
+            assert!(
+                std::env::var("HARNESS_E2E").is_err(),
+                "HARNESS_E2E is set but {var} is not: run scripts/test.sh"
+            );
+            eprintln!("skipping: {var} is not set (scripts/test.sh sets it)");
+            None
+        }
+    }
+}
+
+/// The newest report in `results/reports` named `PREFIX*.EXT`, read.
+pub fn report(results: &Path, prefix: &str, ext: &str) -> String {
+    let dir = results.join("reports");
+    let suffix = format!(".{ext}");
+    let newest = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(prefix) && name.ends_with(&suffix)
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
+    std::fs::read_to_string(newest).unwrap()
 }

@@ -259,7 +259,7 @@ enum Startup {
 
 /// Polls `url` until it answers 200, the process exits, or `timeout` passes.
 async fn wait_ready(process: &ServerProcess, url: &str, timeout: Duration) -> Result<(), Startup> {
-    crate::provider::install_tls();
+    crate::net::install_tls();
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(5))

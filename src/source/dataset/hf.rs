@@ -10,7 +10,7 @@
 //! Online, the file list comes from the datasets server's
 //! `/parquet?dataset=&config=&split=` listing (`$HARNESS_HF_DATASETS_SERVER`,
 //! default `https://datasets-server.huggingface.co`); each file's `url` is
-//! fetched to `<file>.part` and renamed when complete. `HF_TOKEN`, when set,
+//! written atomically (a temporary sibling, then a rename). `HF_TOKEN`, when set,
 //! is sent as a bearer token and never written anywhere.
 
 use std::path::{Path, PathBuf};
@@ -186,7 +186,7 @@ fn download(split: &HubSplit, dir: &Path) -> Result<(), DatasetError> {
 }
 
 async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
-    crate::provider::install_tls();
+    crate::net::install_tls();
     let base = server();
     let mut builder = reqwest::Client::builder();
     if base.starts_with("http://127.0.0.1") || base.starts_with("http://localhost") {
@@ -194,6 +194,9 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
     }
     let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
     let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+    if let Some(token) = &token {
+        crate::secrets::register(token);
+    }
     let get = |url: &str| {
         let request = client.get(url);
         match &token {
@@ -246,13 +249,14 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
             .bytes()
             .await
             .map_err(|e| format!("downloading {name}: {e}"))?;
-        let part = dir.join(format!("{name}.part"));
-        std::fs::write(&part, &body).map_err(|e| format!("{}: {e}", part.display()))?;
-        std::fs::rename(&part, dir.join(&name)).map_err(|e| format!("{}: {e}", part.display()))?;
+        let path = dir.join(&name);
+        crate::files::write_atomic(&path, &body).map_err(|e| format!("{}: {e}", path.display()))?;
         names.push(name);
     }
+    // Written last: its presence says every file it names is complete.
     let manifest = serde_json::to_string(&names).expect("names serialize");
-    std::fs::write(dir.join("files.json"), manifest).map_err(|e| format!("{}: {e}", dir.display()))
+    crate::files::write_atomic(&dir.join("files.json"), manifest.as_bytes())
+        .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
 #[cfg(test)]

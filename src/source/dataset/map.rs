@@ -83,11 +83,17 @@ impl RowScript {
         })
     }
 
+    /// A wrong result: the script's fault, so at its key in the spec, naming the row.
     fn row_error(&self, origin: &Origin, message: String) -> DatasetError {
-        DatasetError::row(
-            origin,
-            format!("row {}: [dataset] {} {message}", origin.line, self.key),
-        )
+        DatasetError {
+            at: At::Key(self.key, 0, 0),
+            message: format!(
+                "[dataset] {} on the row at {}:{} {message}",
+                self.key,
+                origin.file.display(),
+                origin.line
+            ),
+        }
     }
 }
 

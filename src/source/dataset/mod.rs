@@ -58,11 +58,8 @@ impl Dataset {
     ) -> Result<Dataset, DatasetError> {
         let names = split_names(def)?;
         let max_ops = def.max_operations.unwrap_or(DEFAULT_MAX_OPERATIONS);
-        if max_ops == 0 {
-            return Err(DatasetError::key(
-                "max_operations",
-                "max_operations must be at least 1 (it bounds every script run)",
-            ));
+        if let Some(message) = crate::scripting::max_operations_problem(max_ops) {
+            return Err(DatasetError::key("max_operations", message));
         }
         let filter = def
             .filter

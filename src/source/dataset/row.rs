@@ -48,7 +48,7 @@ pub fn object_row(text: &str, origin: Origin) -> Result<Row, DatasetError> {
         format!(
             "row {}: a row must be a JSON object, not {}",
             origin.line,
-            kind(&value)
+            crate::text::json_kind(&value)
         ),
     ))
 }
@@ -59,17 +59,5 @@ pub fn json_message(e: &serde_json::Error) -> String {
     match text.rfind(" at line ") {
         Some(i) => text[..i].to_owned(),
         None => text,
-    }
-}
-
-/// A JSON value's kind, for messages.
-pub fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }

@@ -4,6 +4,8 @@
 //!
 //! Run with `cargo bench --bench sandbox` (or `bench/sandbox.sh`). Prints the
 //! median and mean wall time of each and their ratio; the target is ≤ 1.3×.
+//! Then, for the `code` rule's cost, the same command as a pair joined by
+//! pipes (a program and its checker), as each verdict runs it.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,6 +63,16 @@ fn main() {
         b.push(bare());
         s.push(sandboxed());
     }
+    let paired = || {
+        let start = Instant::now();
+        let (a, b) = sandbox.run_pair(&program, &program).expect("sandbox runs");
+        assert!(a.success() && b.success(), "{a:?} {b:?}");
+        start.elapsed()
+    };
+    let mut p = Vec::new();
+    for _ in 0..ROUNDS / 4 {
+        p.push(paired());
+    }
     let (bm, sm) = (median(b.clone()), median(s.clone()));
     println!("python: {}", python.path.display());
     println!("rounds: {ROUNDS} each, interleaved");
@@ -77,5 +89,11 @@ fn main() {
         sm.as_secs_f64() / bm.as_secs_f64(),
         mean(&s).as_secs_f64() / mean(&b).as_secs_f64(),
         sm.saturating_sub(bm)
+    );
+    println!(
+        "paired    python3 -c pass (two sandboxes, {} rounds): median {:.2?}, mean {:.2?}",
+        p.len(),
+        median(p.clone()),
+        mean(&p)
     );
 }

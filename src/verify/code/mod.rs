@@ -1,0 +1,252 @@
+//! `code`: the answer is a program; the instance's tests run against it, and
+//! the verdict names the first failing test and why.
+//!
+//! Two sandboxed processes, joined by nothing but a pair of pipes
+//! ([`crate::sandbox::Sandbox::run_pair`]). The program holds the model's
+//! code and a server (`serve.py`, or a spec's `runner` for another language)
+//! answering calls of its functions. The checker (`check.py`) holds the
+//! tests and the task's prelude; each call of the program's functions in a
+//! test crosses as data (`wire.py`), so the expected values never enter the
+//! program's process and a test passes only on values it computed, compared
+//! by the checker's own built-in types. The checker reads a nonce from its
+//! stdin and reports one line per test, `<nonce> {"test": i, "status":
+//! "pass"|"fail"|"gone"|"error", "kind", "error"}`; the program can write
+//! to neither.
+
+mod judge;
+
+use std::time::Duration;
+
+use minijinja::Environment;
+use serde_json::{Map, Value};
+
+use super::code_input::{Runtime, runtime, test_sources, test_template};
+use super::{BuildContext, FailureKind, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::format::RuleDef;
+use crate::sandbox::{self, Limits, Program};
+
+/// The checker: runs the tests and reports each result.
+const CHECKER: &str = include_str!("check.py");
+/// The Python program's server: loads the solution and answers calls.
+const SERVER: &str = include_str!("serve.py");
+/// Values on the wire, shared by both.
+const WIRE: &str = include_str!("wire.py");
+
+/// How test results become a score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scoring {
+    All,
+    Fraction,
+}
+
+struct CodeRule {
+    tests: String,
+    prelude: Option<String>,
+    template: Option<Environment<'static>>,
+    scoring: Scoring,
+    solution_file: String,
+    runtime: Runtime,
+    limits: Limits,
+}
+
+/// Builds a `code` rule.
+pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let Some(tests) = def.tests.clone() else {
+        return Err(cx.missing(&def.rule, "tests", "\"tests\""));
+    };
+    let scoring = match def.score.as_deref() {
+        None | Some("all") => Scoring::All,
+        Some("fraction") => Scoring::Fraction,
+        Some(other) => {
+            return Err(cx
+                .error(
+                    ErrorKind::Invalid,
+                    "score",
+                    format!("unknown score `{other}`"),
+                )
+                .with_help("use \"all\" (every test must pass) or \"fraction\""));
+        }
+    };
+    let template = test_template(def, cx)?;
+    let mut limits = Limits::default();
+    if let Some(secs) = def.timeout_secs {
+        if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "timeout_secs",
+                "timeout_secs must be within (0, 3600]",
+            ));
+        }
+        // The limit is CPU time, which a busy machine does not eat into, so a
+        // verdict does not depend on load; the wall clock, generous, catches
+        // programs that wait instead of compute.
+        limits.cpu_secs = secs.ceil() as u64;
+        limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
+    }
+    if let Some(mb) = def.memory_mb {
+        if mb < 16 {
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "memory_mb",
+                "memory_mb must be at least 16",
+            ));
+        }
+        limits.memory_bytes = mb << 20;
+    }
+    let language = def.language.as_deref().unwrap_or("python");
+    let runtime = runtime(def, cx, language)?;
+    let solution_file = def.solution_file.clone().unwrap_or_else(|| match language {
+        "python" => "solution.py".into(),
+        other => format!("solution.{other}"),
+    });
+    Ok(Box::new(CodeRule {
+        tests,
+        prelude: def.prelude.clone(),
+        template,
+        scoring,
+        solution_file,
+        runtime,
+        limits,
+    }))
+}
+
+impl Rule for CodeRule {
+    fn variables(&self) -> Vec<(&'static str, &str)> {
+        let mut vars = vec![("tests", self.tests.as_str())];
+        if let Some(prelude) = &self.prelude {
+            vars.push(("prelude", prelude));
+        }
+        vars
+    }
+
+    fn expected(&self, vars: &Map<String, Value>) -> Option<Value> {
+        test_sources(&self.tests, self.template.as_ref(), vars)
+            .ok()
+            .map(Value::from)
+    }
+
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        match test_sources(&self.tests, self.template.as_ref(), vars) {
+            Err(e) if e.key != "variable" => vec![(e.key, e.message)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn needs_sandbox(&self) -> bool {
+        true
+    }
+
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        let tests = match test_sources(&self.tests, self.template.as_ref(), vars) {
+            Ok(tests) => tests,
+            Err(e) => {
+                return Verdict::failed(FailureKind::ScriptError, e.message)
+                    .at_fault(e.key, e.line, e.column);
+            }
+        };
+        let (solution, prelude) = match self.solution(answer, vars) {
+            Ok(parts) => parts,
+            Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
+        };
+        let nonce = judge::nonce();
+        let (program, checker) = match self.programs(&solution, prelude, &tests, &nonce) {
+            Ok(programs) => programs,
+            Err(e) => return Verdict::failed(FailureKind::SandboxError, e),
+        };
+        let outcomes = sandbox::shared().and_then(|s| s.run_pair(&program, &checker));
+        let (program, checker) = match outcomes {
+            Ok(outcomes) => outcomes,
+            Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
+        };
+        let ran = judge::Ran {
+            program: &program,
+            checker: &checker,
+            nonce: &nonce,
+            limits: &self.limits,
+        };
+        judge::verdict(&tests, &ran, self.scoring == Scoring::Fraction)
+    }
+}
+
+impl CodeRule {
+    /// The program's code (the answer after the task's prelude, if any) and
+    /// the prelude alone, for the checker.
+    fn solution<'a>(
+        &self,
+        answer: &str,
+        vars: &'a Map<String, Value>,
+    ) -> Result<(String, Option<&'a str>), String> {
+        let Some(name) = &self.prelude else {
+            return Ok((answer.to_owned(), None));
+        };
+        match super::lookup(vars, name) {
+            Some(Value::String(prelude)) if prelude.ends_with('\n') => {
+                Ok((format!("{prelude}{answer}"), Some(prelude)))
+            }
+            Some(Value::String(prelude)) => Ok((format!("{prelude}\n{answer}"), Some(prelude))),
+            Some(other) => Err(format!("prelude `{name}` must be a string, found {other}")),
+            None => Err(format!("variable `{name}` is not set")),
+        }
+    }
+
+    /// The program (the model's code and its server) and the checker (the
+    /// tests, the prelude and the nonce), each for a sandbox of its own.
+    fn programs(
+        &self,
+        solution: &str,
+        prelude: Option<&str>,
+        tests: &[String],
+        nonce: &str,
+    ) -> Result<(Program, Program), String> {
+        let python = sandbox::python::interpreter().map_err(|e| e.to_string())?;
+        let env: Vec<(String, String)> = sandbox::python::ENV
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let file = |name: &str, text: &str| (name.to_owned(), text.as_bytes().to_vec());
+        let mut program = Program {
+            files: vec![file(&self.solution_file, solution)],
+            limits: self.limits.clone(),
+            ..Program::default()
+        };
+        match &self.runtime {
+            Runtime::Python => {
+                program.argv = python.argv("serve.py");
+                program.read_paths = python.read_paths.clone();
+                program.env = env.clone();
+                program
+                    .files
+                    .extend([file("serve.py", SERVER), file("wire.py", WIRE)]);
+            }
+            Runtime::Custom {
+                command,
+                runner_name,
+                runner,
+            } => {
+                program.argv = command.clone();
+                program.files.push((runner_name.clone(), runner.clone()));
+            }
+        }
+        let tests_json = serde_json::to_string(tests).map_err(|e| e.to_string())?;
+        let mut checker = Program {
+            argv: python.argv("check.py"),
+            files: vec![
+                file("check.py", CHECKER),
+                file("wire.py", WIRE),
+                file("tests.json", &tests_json),
+            ],
+            env,
+            stdin: format!("{nonce}\n").into_bytes(),
+            read_paths: python.read_paths.clone(),
+            limits: self.limits.clone(),
+        };
+        // The tests' own work is not the program's: the checker keeps at least the default memory.
+        let default_memory = Limits::default().memory_bytes;
+        checker.limits.memory_bytes = checker.limits.memory_bytes.max(default_memory);
+        if let Some(prelude) = prelude {
+            checker.files.push(file("prelude.py", prelude));
+        }
+        Ok((program, checker))
+    }
+}

@@ -1,0 +1,121 @@
+//! Response bodies in the providers' wire formats, and the answer each prompt gets.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use super::arith::{eval, expression};
+use super::{COMPLETION_TOKENS, PROMPT_TOKENS, Request};
+
+/// `/v1/chat/completions` response, shaped like llama.cpp's server output: `n` choices
+/// of the same content, and (as llama-server does) usage counting one choice only.
+pub(super) fn openai_body(model: &Value, content: &str, index: usize, n: u64) -> Value {
+    let choices: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "index": i,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop"
+            })
+        })
+        .collect();
+    json!({
+        "id": format!("chatcmpl-fake{index}"),
+        "object": "chat.completion",
+        "created": 1_767_225_600,
+        "model": model,
+        "system_fingerprint": "b0000-fake",
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": PROMPT_TOKENS,
+            "completion_tokens": COMPLETION_TOKENS,
+            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS
+        },
+        "timings": {"prompt_n": PROMPT_TOKENS, "predicted_n": COMPLETION_TOKENS, "predicted_ms": 12.5}
+    })
+}
+
+/// Ollama's non-streaming response (also the last line of a stream, with empty content).
+pub(super) fn ollama_final(model: &Value, content: &str) -> Value {
+    json!({
+        "model": model,
+        "created_at": "2026-01-01T00:00:00.000000Z",
+        "message": {"role": "assistant", "content": content},
+        "done_reason": "stop",
+        "done": true,
+        "total_duration": 123_456_789,
+        "load_duration": 1_234_567,
+        "prompt_eval_count": PROMPT_TOKENS,
+        "prompt_eval_duration": 2_345_678,
+        "eval_count": COMPLETION_TOKENS,
+        "eval_duration": 3_456_789
+    })
+}
+
+/// Ollama's NDJSON stream: content in 2-character lines, sent in 7-byte HTTP
+/// chunks that cut lines (and UTF-8 sequences) apart, so the client must
+/// buffer. A cut stream ends cleanly but never sends the `done: true` line.
+pub(super) async fn ollama_stream(
+    stream: &mut TcpStream,
+    model: &Value,
+    content: &str,
+    truncated: bool,
+) -> bool {
+    let mut ndjson = String::new();
+    let chars: Vec<char> = content.chars().collect();
+    for piece in chars.chunks(2) {
+        let line = json!({
+            "model": model,
+            "created_at": "2026-01-01T00:00:00.000000Z",
+            "message": {"role": "assistant", "content": piece.iter().collect::<String>()},
+            "done": false
+        });
+        ndjson.push_str(&format!("{line}\n"));
+    }
+    if !truncated {
+        ndjson.push_str(&format!("{}\n", ollama_final(model, "")));
+    }
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return false;
+    }
+    let bytes = ndjson.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = (start + 7).min(bytes.len());
+        let chunk = &bytes[start..end];
+        let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), chunk, b"\r\n"].concat();
+        if stream.write_all(&framed).await.is_err() {
+            return false;
+        }
+        start = end;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    stream.write_all(b"0\r\n\r\n").await.is_ok()
+}
+
+pub(super) fn last_user_message(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The answer to the prompt's expression (plus `offset`), as JSON when the request asks for JSON.
+pub(super) fn answer_text(request: &Request, offset: i64) -> String {
+    let value = expression(&request.prompt)
+        .and_then(|e| eval(&e))
+        .unwrap_or(42)
+        + offset;
+    let structured =
+        request.body.get("response_format").is_some() || request.body.get("format").is_some();
+    if structured {
+        json!({"answer": value}).to_string()
+    } else {
+        value.to_string()
+    }
+}

@@ -1,0 +1,15 @@
+//! What the tests share now that they run in one process, and the lock
+//! that keeps them from getting in each other's way: the real llama.cpp
+//! servers. The e2e tests need `scripts/test.sh`'s two servers to themselves
+//! (llama.cpp batches concurrent requests, which changes greedy output), and
+//! a managed-server test starts one more llama-server on machines with two
+//! cores: one such test at a time.
+
+use std::sync::{Mutex, MutexGuard};
+
+static LLAMA: Mutex<()> = Mutex::new(());
+
+/// Held by a test that uses a real llama.cpp server (shared or its own).
+pub fn real_llama() -> MutexGuard<'static, ()> {
+    LLAMA.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,82 @@
+//! The integration tests, in one binary: `cargo test --test tests`.
+//!
+//! One module per area; most drive the real `harness` binary in a temp
+//! workspace, some call the library directly. Helpers live in `common`: the
+//! fake model server (`fake_server`, for fault injection only), the
+//! workspace, documents and Parquet files the tests make, the managed-server
+//! helpers, and what keeps tests sharing this process from disturbing each
+//! other: a lock for the real llama.cpp servers (`locks`) and a process of
+//! its own for a test that sets or measures process-wide state (`alone`).
+//!
+//! - Specs and their loading: `shipped_specs`, `malformed_specs`, `stalls`,
+//!   `fuzz_specs` (a seeded mutation fuzzer), `golden_workflow`, `datasets`,
+//!   `datasets_hub`, `rrr`.
+//! - The front door: `front_door` (`harness new`, `harness completions`).
+//! - The project's own shape: `architecture` (layers, file and function
+//!   sizes) and `docs` (every documented TOML example is a checked file).
+//! - Runs against the fake server: `provider_wire`, `runner_faults`,
+//!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
+//!   `sampling`, `judge`, `synth`.
+//! - Model-written code in the sandbox: `code_rule`, `code_values` (every
+//!   value the program and its checker exchange), `forgery` (attacks on the
+//!   `code` verdict), `unsandboxed` (an empty environment either way, the
+//!   confinement on record), `humaneval` (reads `../shared/data/`),
+//!   `sandbox_hostile` (in a process of its own).
+//! - Model text on the terminal: `terminal_escapes`.
+//! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
+//!   is `#[ignore]`d: run it with `--release -- --ignored`).
+//! - The HTML report in headless Chromium (`common::browser`, Debian's
+//!   `chromium`; skipped without it unless `CI` or `HARNESS_E2E` is set):
+//!   `html_report` (the shipped replay, a sampled spec, hostile answers) and
+//!   `compare_runs` (`harness report RUN_A RUN_B`).
+//! - Managed servers: `managed_vllm` (a Python stand-in for vLLM) and
+//!   `managed_llama` (the real llama-server).
+//! - End to end against real llama.cpp servers: `e2e_llama`.
+//!
+//! The real-server tests need what `scripts/test.sh` starts and exports;
+//! without it they print why and pass, and with `HARNESS_E2E=1` they fail:
+//!
+//! - `HARNESS_LLAMA_URL`: SmolLM2-135M's llama-server (`e2e_llama`).
+//! - `HARNESS_GEMMA_URL`: Gemma 3 270M's llama-server (`e2e_llama`'s golden transcripts).
+//! - `LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`: the llama-server binary and SmolLM2's
+//!   GGUF, for `managed_llama` to start servers of its own.
+//! - `HARNESS_E2E=1`: a missing variable above is a failure, not a skip.
+//!
+//! Also read: `HARNESS_PYTHON`, the interpreter the sandbox runs Python with
+//! (default: the system `python3`), and `HOSTILE_VERBOSE=1`, which prints
+//! every hostile snippet's outcome.
+
+mod common;
+
+mod architecture;
+mod atomic_writes;
+mod code_rule;
+mod code_values;
+mod compare_runs;
+mod datasets;
+mod datasets_hub;
+mod docs;
+mod e2e_llama;
+mod forgery;
+mod front_door;
+mod fuzz_specs;
+mod golden_workflow;
+mod html_report;
+mod humaneval;
+mod judge;
+mod malformed_specs;
+mod managed_llama;
+mod managed_vllm;
+mod provider_wire;
+mod reports;
+mod resume_kill;
+mod rrr;
+mod run_errors;
+mod runner_faults;
+mod sampling;
+mod sandbox_hostile;
+mod shipped_specs;
+mod stalls;
+mod synth;
+mod terminal_escapes;
+mod unsandboxed;
