@@ -112,10 +112,12 @@ fn main() {
     );
     println!("write_reports (md, html, json, csv, raw): {write_ms:.0} ms");
     println!(
-        "html: {:.2} MiB ({} bytes, {:.0} bytes per record)",
+        "html: {:.2} MiB ({} bytes, {:.0} bytes per record, {:.2}× the journal's {:.2} MiB)",
         size as f64 / 1048576.0,
         size,
-        size as f64 / records as f64
+        size as f64 / records as f64,
+        size as f64 / text.len() as f64,
+        text.len() as f64 / 1048576.0
     );
     open_in_browser(&out.html, records);
 }

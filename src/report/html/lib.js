@@ -62,11 +62,12 @@ function table(head, body, cls) {
   const t = h('table', { class: cls },
     h('thead', null, h('tr', null, head.map((x) => h('th', null, x)))),
     h('tbody', null, body));
-  // Text columns (td.name) get left-aligned headers too.
+  // Text and bar columns (td.name, td.bar) get left-aligned headers too.
   const first = t.tBodies[0].rows[0];
   if (first) {
     [...first.cells].forEach((c, i) => {
-      if (c.classList.contains('name') && t.tHead.rows[0].cells[i]) t.tHead.rows[0].cells[i].classList.add('name');
+      const th = t.tHead.rows[0].cells[i];
+      for (const k of ['name', 'bar']) if (th && c.classList.contains(k)) th.classList.add(k);
     });
   }
   return h('div', { class: 'scroll' }, t);
