@@ -13,8 +13,7 @@ mod data;
 mod rows;
 
 use std::collections::{BTreeSet, HashSet};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use base64::Engine as _;
@@ -22,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use super::View;
 use super::journals::Journals;
+use crate::files::AtomicFile;
 pub use rows::GoldenCell;
 
 const CSS: &str = include_str!("report.css");
@@ -38,7 +38,9 @@ const SCRIPT: [&str; 6] = [
 
 /// Writes the page for `v` to `path`, reading the records from `journals`.
 pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Result<()> {
-    let mut out = BufWriter::new(File::create(path)?);
+    // Atomic like every report: a reader, or a kill mid-write, sees the old
+    // page or the new one, never half of one.
+    let mut out = AtomicFile::create(path)?;
     let js = SCRIPT.concat();
     let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(js.as_bytes()));
     write!(
@@ -62,7 +64,7 @@ pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Resul
     serde_json::to_writer(&mut json, &data::head(v, &sampled, compared))?;
     json.write_all(b"}")?;
     write!(out, "</script>\n<script>{js}</script>\n</body>\n</html>\n")?;
-    out.flush()
+    out.commit()
 }
 
 /// Streams one row per record; returns what the golden transcripts showed.
