@@ -101,6 +101,7 @@ fn main() {
         color: false,
         baseline: None,
         golden: None,
+        currency: "USD",
     };
     let started = Instant::now();
     let out = write_reports(&ctx).expect("reports written");

@@ -57,6 +57,20 @@ pub fn num(value: Option<f64>, decimals: usize, none: &str) -> String {
     value.map_or_else(|| none.to_owned(), |v| format!("{v:.decimals$}"))
 }
 
+/// A money amount without its currency: 2 decimals from 1 up, else 4
+/// significant digits, trailing zeros dropped (`0.000272`, `0.5`, `12.35`, `0`).
+pub fn money(amount: f64) -> String {
+    if amount.abs() >= 1.0 {
+        return format!("{amount:.2}");
+    }
+    if amount == 0.0 || !amount.is_finite() {
+        return "0".to_owned();
+    }
+    let decimals = (-amount.abs().log10().floor()) as usize + 3;
+    let text = format!("{amount:.decimals$}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// Column alignment.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -194,6 +208,11 @@ mod tests {
         assert_eq!(pad("5", 3, Align::Right), "  5");
         assert_eq!(num(None, 1, "—"), "—");
         assert_eq!(num(Some(2.25), 1, "—"), "2.2");
+        assert_eq!(money(0.000272), "0.000272");
+        assert_eq!(money(0.5), "0.5");
+        assert_eq!(money(12.345_6), "12.35");
+        assert_eq!(money(0.0), "0");
+        assert_eq!(money(0.012_345_6), "0.01235");
     }
 
     #[test]

@@ -130,6 +130,7 @@ fn hostile_answers_render_as_text() {
         color: false,
         baseline: None,
         golden: None,
+        currency: "USD",
     };
     let out = harness::report::write_reports(&ctx).unwrap();
     open(&mut b, &out.html, 1280, "hostile_overview");

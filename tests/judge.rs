@@ -12,7 +12,7 @@ use crate::common::report;
 use crate::common::workspace::{Workspace, model_toml};
 use serde_json::Value;
 
-fn is_judge(r: &Request) -> bool {
+pub(crate) fn is_judge(r: &Request) -> bool {
     r.body["model"] == "judge-model"
 }
 
@@ -41,12 +41,17 @@ fn script(r: &Request) -> Reply {
 }
 
 fn workspace(fake: &FakeServer) -> Workspace {
+    workspace_with(fake, "concurrency = 1", "max_retries = 0")
+}
+
+/// The rubric spec, model `m` and judge `j` on `fake`, with these `[models]` settings each.
+pub(crate) fn workspace_with(fake: &FakeServer, model: &str, judge: &str) -> Workspace {
     let ws = Workspace::new();
     ws.copy_spec("rubric_quality.toml")
         .copy_spec("rubrics/quality_5.toml");
     let base = fake.openai_base();
-    let config = model_toml("m", "openai", "model-under-test", &base, "concurrency = 1")
-        + model_toml("j", "openai", "judge-model", &base, "max_retries = 0").as_str();
+    let config = model_toml("m", "openai", "model-under-test", &base, model)
+        + model_toml("j", "openai", "judge-model", &base, judge).as_str();
     ws.write("harness.toml", &config);
     ws
 }

@@ -48,6 +48,7 @@ fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, t
         color,
         baseline: None,
         golden: None,
+        currency: "USD",
     };
     (write_reports(&ctx).unwrap(), dir)
 }

@@ -11,12 +11,13 @@
 //! - Specs and their loading: `shipped_specs`, `malformed_specs`, `stalls`,
 //!   `fuzz_specs` (a seeded mutation fuzzer), `golden_workflow`, `datasets`,
 //!   `datasets_hub`, `rrr`.
-//! - The front door: `front_door` (`harness new`, `harness completions`).
+//! - The front door: `front_door` (`harness new`, `harness completions`) and
+//!   `main_job` (the README's `harness run specs/`, offline, in a fresh copy).
 //! - The project's own shape: `architecture` (layers, file and function
 //!   sizes) and `docs` (every documented TOML example is a checked file).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
-//!   `sampling`, `judge`, `synth`.
+//!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Model-written code in the sandbox: `code_rule`, `code_values` (every
 //!   value the program and its checker exchange), `forgery` (attacks on the
 //!   `code` verdict), `unsandboxed` (an empty environment either way, the
@@ -53,6 +54,7 @@ mod atomic_writes;
 mod code_rule;
 mod code_values;
 mod compare_runs;
+mod costs;
 mod datasets;
 mod datasets_hub;
 mod docs;
@@ -64,6 +66,7 @@ mod golden_workflow;
 mod html_report;
 mod humaneval;
 mod judge;
+mod main_job;
 mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;

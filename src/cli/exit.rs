@@ -23,6 +23,9 @@ pub enum Exit {
     /// `harness run` finished, but some instances ended as error records (a
     /// failed request, no verdict) and `--allow-errors` was not given.
     RequestErrors,
+    /// `harness run` stopped at its budget (`--max-cost`, `--max-tokens-total`);
+    /// every finished answer is kept for `--resume` with a larger one.
+    Budget,
     /// Interrupted by Ctrl-C; every finished answer is kept for `--resume`.
     Interrupted,
 }
@@ -36,6 +39,7 @@ impl Exit {
             Exit::BadInput => 2,
             Exit::ServerFailed => 3,
             Exit::RequestErrors => 4,
+            Exit::Budget => 5,
             Exit::Interrupted => 130,
         }
     }
@@ -84,11 +88,12 @@ mod tests {
             Exit::BadInput,
             Exit::ServerFailed,
             Exit::RequestErrors,
+            Exit::Budget,
             Exit::Interrupted,
         ]
         .iter()
         .map(|e| e.code())
         .collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 130]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130]);
     }
 }

@@ -4,6 +4,7 @@
 //! The top layer: it may import every module; nothing imports it.
 
 mod check;
+mod costs;
 mod exit;
 mod new;
 mod render;

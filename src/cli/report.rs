@@ -36,6 +36,8 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
     );
     let mut model_ids = std::collections::BTreeMap::new();
     let mut golden = None;
+    // The first run's currency names the costs; a run in another one is warned about.
+    let mut currency: Option<String> = None;
     for id in &args.runs {
         let dir = match run::find_run(&runs_dir, id) {
             Ok(d) => d,
@@ -68,6 +70,14 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
         }
         // The first run's golden directory: what the HTML report diffs against.
         golden.get_or_insert_with(|| manifest.golden_dir.clone());
+        match &currency {
+            Some(c) if *c != manifest.currency => eprintln!(
+                "warning: run {} prices in {}, not {c}: its costs are shown in {c} unconverted",
+                manifest.run_id, manifest.currency
+            ),
+            Some(_) => {}
+            None => currency = Some(manifest.currency.clone()),
+        }
         journals.push(dir.join("journal.jsonl"));
         run_ids.push(manifest.run_id);
     }
@@ -85,6 +95,7 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
         color,
         baseline: args.baseline.as_deref(),
         golden: golden.as_deref(),
+        currency: currency.as_deref().unwrap_or("USD"),
     };
     match write_reports(&ctx) {
         Ok(out) => {

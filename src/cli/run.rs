@@ -61,9 +61,24 @@ pub struct RunArgs {
     /// The judge model for `judge` rules (default: harness.toml's [judge]).
     #[arg(long, conflicts_with = "resume")]
     pub judge: Option<String>,
+    /// Run only the golden subset of specs that declare `[golden] instances` (as `--bless` and replays do).
+    #[arg(long, conflicts_with = "resume")]
+    pub golden_subset: bool,
     /// Exit 0 even when some requests failed and their instances have no verdict.
     #[arg(long)]
     pub allow_errors: bool,
+    /// Start no request once the run's cost plus the worst case of the requests in flight would pass AMOUNT (default: harness.toml's run.max_cost).
+    #[arg(long, value_name = "AMOUNT", value_parser = super::costs::amount)]
+    pub max_cost: Option<f64>,
+    /// The same budget in tokens, prompts and answers together (default: harness.toml's run.max_tokens_total).
+    #[arg(long, value_name = "N")]
+    pub max_tokens_total: Option<u64>,
+    /// Token prices for models without a `price`: LiteLLM's model_prices_and_context_window.json.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// Print the plan's request count and cost estimate, and send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Runs `harness run`.
@@ -149,8 +164,10 @@ fn plan_new(
         runs: args.runs.or(config.run.runs),
         golden_dir: args.golden.clone(),
         only,
+        golden_subset: args.golden_subset || args.bless,
         judge,
         sandbox: None,
+        currency: config.currency.clone(),
     })
 }
 
@@ -208,6 +225,8 @@ struct Prepared {
     created: String,
     /// The same time for file names.
     file_stamp: String,
+    /// The budget: the flags, else harness.toml's `[run]`.
+    limits: run::Limits,
 }
 
 /// Loads the configuration, then the plan: a new one, or the resumed run's.
@@ -216,7 +235,7 @@ fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
         .map_err(|d| diagnostic(&d, color))?;
     let (created, file_stamp) = run::timestamps();
     let runs_dir = args.results.join("runs");
-    let (manifest, specs) = if let Some(id) = &args.resume {
+    let (mut manifest, specs) = if let Some(id) = &args.resume {
         let dir = run::find_run(&runs_dir, id).map_err(fail)?;
         let manifest = run::read_manifest(&dir).map_err(fail)?;
         let specs = load_specs(&manifest.spec_files, color).ok_or(Exit::BadInput)?;
@@ -227,11 +246,20 @@ fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
         let manifest = plan_new(args, &config, &specs, &file_stamp, &created)?;
         (manifest, specs)
     };
+    if let Some(file) = &args.prices {
+        super::costs::apply_prices(file, &mut manifest, color)?;
+    }
+    let limits = run::Limits {
+        max_cost: args.max_cost.or(config.run.max_cost),
+        max_tokens: args.max_tokens_total.or(config.run.max_tokens_total),
+    };
+    super::costs::check_priced(&mut manifest, limits)?;
     Ok(Prepared {
         manifest,
         specs,
         created,
         file_stamp,
+        limits,
     })
 }
 
@@ -247,6 +275,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         specs,
         created,
         file_stamp,
+        limits,
     } = prepare(args, color)?;
     preflight(&specs, manifest.runs, color)?;
     if specs.iter().any(|s| s.rules.needs_sandbox()) || crate::sandbox::is_unsandboxed() {
@@ -258,18 +287,25 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         };
     }
     let run_dir = args.results.join("runs").join(&manifest.run_id);
-    run::write_manifest(&run_dir, &manifest).map_err(fail)?;
+    let journal_path = run_dir.join("journal.jsonl");
     let mut runtimes = Vec::new();
     for spec in &specs {
         let runtime = run::spec_runtime(spec.clone(), manifest.runs)
             .map_err(|e| fail(format!("{}: {e}", spec.file.display())))?;
         runtimes.push(Arc::new(runtime));
     }
-    let journal_path = run_dir.join("journal.jsonl");
+    if args.dry_run {
+        return super::costs::dry_run(&manifest, &runtimes, &journal_path);
+    }
+    if specs.iter().any(|s| s.rules.needs_sandbox()) {
+        crate::sandbox::shared().map_err(fail)?;
+    }
+    run::write_manifest(&run_dir, &manifest).map_err(fail)?;
     let settings = RunSettings {
         use_cache: !args.no_cache,
         cache_path: args.results.join("cache.sqlite"),
         progress: !args.no_progress,
+        limits,
     };
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
     let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
@@ -324,6 +360,11 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         );
         return Ok(Exit::Interrupted);
     }
+    if outcome.budget_stopped {
+        super::costs::budget_stopped(&outcome, limits, &manifest.currency, &manifest.run_id);
+        return Ok(Exit::Budget);
+    }
+    super::costs::within_budget(&outcome, limits, &manifest.currency);
     let differ = golden_transcripts(args, &manifest, &specs, &transcripts, color)?;
     let errors: usize = transcripts
         .values()
@@ -394,6 +435,7 @@ fn reports(
         color,
         baseline: args.baseline.as_deref(),
         golden: Some(&args.golden),
+        currency: &manifest.currency,
     };
     write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
 }

@@ -26,16 +26,38 @@ pub struct Asked {
     pub cached: bool,
     /// Why earlier attempts were not accepted, in order.
     pub retries: Vec<String>,
+    /// Answers asked again because the caller rejected them: paid for, not kept.
+    pub rejected: Vec<Completion>,
 }
 
-/// Sends with retries on retryable errors, logging each failed attempt into `retries`.
+/// How an attempt meets the model's gate: the request, its choices, whether
+/// its first attempt may be refused, and where a result keeps its answers.
+struct Gated<'a, T> {
+    request: &'a ChatRequest,
+    n: u32,
+    refusable: bool,
+    answers: fn(&T) -> &[Completion],
+}
+
+/// Sends with retries on retryable errors, logging each failed attempt into
+/// `retries`; only a `refusable` request may be refused by the gate.
 async fn send_logged(
     model: &ModelClient,
     request: &ChatRequest,
     key: RequestKey<'_>,
+    refusable: bool,
     retries: &mut Vec<String>,
 ) -> (Result<Completion, ProviderError>, u32, Duration) {
-    with_retries(model, retries, || model.provider.complete(request, key)).await
+    let gated = Gated {
+        request,
+        n: 1,
+        refusable,
+        answers: std::slice::from_ref,
+    };
+    with_retries(model, gated, retries, || {
+        model.provider.complete(request, key)
+    })
+    .await
 }
 
 /// Sends one request for `n` choices, with the same retries as [`send_logged`].
@@ -45,13 +67,25 @@ async fn send_batch(
     n: u32,
     retries: &mut Vec<String>,
 ) -> (Result<Vec<Completion>, ProviderError>, u32, Duration) {
-    with_retries(model, retries, || model.provider.complete_n(request, n)).await
+    let gated = Gated {
+        request,
+        n,
+        refusable: true,
+        answers: Vec::as_slice,
+    };
+    with_retries(model, gated, retries, || {
+        model.provider.complete_n(request, n)
+    })
+    .await
 }
 
-/// Pacing, the endpoint's concurrency limit and bounded retries with backoff
-/// around one kind of request; returns the result, attempts and last latency.
+/// Pacing, the endpoint's concurrency limit, the gate and bounded retries
+/// with backoff around one kind of request; returns the result, attempts and
+/// last latency. The gate is asked once the request holds its permit, so what
+/// it admits is what is in flight; retries of an admitted request are never refused.
 async fn with_retries<T, F, Fut>(
     model: &ModelClient,
+    gated: Gated<'_, T>,
     retries: &mut Vec<String>,
     send: F,
 ) -> (Result<T, ProviderError>, u32, Duration)
@@ -66,9 +100,24 @@ where
         }
         let result = {
             let _permit = model.semaphore.acquire().await.expect("semaphore open");
+            let gate = model.gate();
+            let reservation = match gate {
+                Some((gate, may_refuse)) => {
+                    let refusable = may_refuse && gated.refusable && attempts == 0;
+                    match gate.admit(&model.spec, gated.request, gated.n, refusable) {
+                        Some(r) => Some((gate, r)),
+                        None => return (Err(ProviderError::NotStarted), attempts, Duration::ZERO),
+                    }
+                }
+                None => None,
+            };
             attempts += 1;
             let started = Instant::now();
             let r = send().await;
+            if let Some((gate, reservation)) = reservation {
+                let answers = r.as_ref().map_or(&[][..], gated.answers);
+                gate.settle(&model.spec, gated.request, reservation, answers);
+            }
             (r, started.elapsed())
         };
         match result {
@@ -112,6 +161,7 @@ pub async fn ask_batch(
                 latency: Duration::ZERO,
                 cached: true,
                 retries: Vec::new(),
+                rejected: Vec::new(),
             })
         })
         .collect();
@@ -155,6 +205,7 @@ pub async fn ask_batch(
                 latency,
                 cached: false,
                 retries: if j == 0 { retries.clone() } else { Vec::new() },
+                rejected: Vec::new(),
             });
         }
     }
@@ -199,11 +250,13 @@ pub async fn ask(
             latency: Duration::ZERO,
             cached: true,
             retries: Vec::new(),
+            rejected: Vec::new(),
         };
     }
     let mut total_attempts = 0;
     let mut asks = 0;
     let mut retries = Vec::new();
+    let mut rejected_answers = Vec::new();
     loop {
         asks += 1;
         // Re-asks vary the seed when one is set, so a deterministic server can answer differently.
@@ -211,8 +264,9 @@ pub async fn ask(
         if asks > 1 {
             this_request.seed = request.seed.map(|s| s.wrapping_add(u64::from(asks - 1)));
         }
+        // A re-ask belongs to a request already started: the gate may not refuse it.
         let (result, attempts, latency) =
-            send_logged(model, &this_request, key, &mut retries).await;
+            send_logged(model, &this_request, key, asks == 1, &mut retries).await;
         total_attempts += attempts;
         let rejected = match &result {
             Ok(c) if asks < max_asks && model.provider.is_remote() => accept(&c.text).err(),
@@ -220,6 +274,7 @@ pub async fn ask(
         };
         if let Some(why) = rejected {
             retries.push(format!("ask {asks}: {why}; asking again"));
+            rejected_answers.extend(result.ok());
         } else {
             if let (Ok(c), true) = (&result, model.provider.is_remote()) {
                 model.observe(cache, c.served.as_ref());
@@ -236,6 +291,7 @@ pub async fn ask(
                 latency,
                 cached: false,
                 retries,
+                rejected: rejected_answers,
             };
         }
     }

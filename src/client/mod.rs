@@ -14,6 +14,7 @@
 
 pub mod ask;
 pub mod cache;
+pub mod gate;
 pub mod limits;
 pub mod managed;
 
@@ -31,6 +32,7 @@ use limits::RateLimiter;
 use managed::{ManagedServer, ServerWatch};
 
 pub use ask::{Asked, ask, ask_batch};
+pub use gate::{Gate, Reservation};
 
 /// Why a model could not be made ready to ask.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +67,9 @@ pub struct ModelClient {
     served: std::sync::Mutex<Option<Option<ServedBy>>>,
     /// Each change of the reported identity seen in this run, for the summary.
     changes: std::sync::Mutex<Vec<String>>,
+    /// The run's budget, and whether it may refuse this model's requests
+    /// (a judge's never are: the answer it grades is already paid for).
+    gate: std::sync::OnceLock<(Arc<dyn Gate>, bool)>,
 }
 
 impl ModelClient {
@@ -100,6 +105,17 @@ impl ModelClient {
                 self.spec.name
             ));
         }
+    }
+
+    /// Puts every later attempt of this model through `gate`; `refusable`
+    /// lets it refuse first attempts. The first gate set stays.
+    pub fn set_gate(&self, gate: Arc<dyn Gate>, refusable: bool) {
+        let _ = self.gate.set((gate, refusable));
+    }
+
+    /// The gate and whether it may refuse, when one is set.
+    fn gate(&self) -> Option<(&dyn Gate, bool)> {
+        self.gate.get().map(|(g, r)| (g.as_ref(), *r))
     }
 
     /// The identity changes seen so far, one sentence each.
@@ -173,6 +189,7 @@ pub fn connect(
             server: None,
             served: Default::default(),
             changes: Default::default(),
+            gate: Default::default(),
         }));
     }
     Ok(out)

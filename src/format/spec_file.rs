@@ -33,6 +33,8 @@ pub struct SpecFile {
     /// What `golden/<id>/instances.jsonl` holds: `full` instances (default) or
     /// a `digest` of each, for datasets that must not be copied into the repository.
     pub golden_instances: Option<GoldenInstances>,
+    /// What the golden transcripts cover, when not every instance.
+    pub golden: Option<GoldenOptions>,
     /// Plain tables readable from scripts (`data.x`) and templates (`{{ data.x }}`).
     #[serde(default)]
     pub data: BTreeMap<String, Value>,
@@ -97,6 +99,16 @@ pub enum OneOrMany {
 pub enum CsvKind {
     /// Russian Router Ranking: one file per model, one row per split.
     Rrr,
+}
+
+/// The `[golden]` table: the seeded subset of instances the golden
+/// transcripts record, for specs too large to record (and check live) whole.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoldenOptions {
+    /// Instances recorded: a stratified sample across splits and `group_by`
+    /// groups, chosen from the spec's seed (default: every instance).
+    pub instances: Option<u32>,
 }
 
 /// What golden instance files hold.

@@ -44,6 +44,7 @@ pub struct Accumulator {
     side: BTreeMap<String, BTreeMap<(String, u64), sampling::Problem>>,
     /// (rule, judge, rubric) → running totals.
     judges: BTreeMap<(String, String, String), JudgeTotals>,
+    cost: super::cost::CostTotals,
 }
 
 impl Accumulator {
@@ -56,6 +57,7 @@ impl Accumulator {
         self.errors += u64::from(r.scored.error.is_some());
         self.cached += u64::from(r.cached);
         self.time_ms += r.latency_ms;
+        self.cost.add(r);
         // Only a request made now was timed: a cached or replayed answer (no HTTP
         // attempt) took no time, and its 0 ms would flatter the model and make the
         // speed absurd.
@@ -202,6 +204,7 @@ impl Accumulator {
             tokens_out: tokens(self.tokens_out),
             tokens_per_sec: (self.speed.1 > 0)
                 .then(|| self.speed.0 as f64 * 1000.0 / self.speed.1 as f64),
+            cost: self.cost.finish(),
             failures: self.failures,
             failing: self.failing,
             report_only,

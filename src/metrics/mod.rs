@@ -21,11 +21,13 @@ use serde_json::Value;
 use crate::run::record::Record;
 pub use accumulate::Accumulator;
 pub use builder::{Groups, MetricsBuilder, group_value};
+pub use cost::CostStats;
 pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
 pub use significance::{Board, Gap, Standing, Test, Versus};
 
 mod accumulate;
 mod builder;
+mod cost;
 mod sampling;
 mod significance;
 pub mod stats;
@@ -194,6 +196,9 @@ pub struct Metrics {
     pub tokens_out: Tokens,
     /// Generated tokens per second of latency over timed records reporting tokens.
     pub tokens_per_sec: Option<f64>,
+    /// What the records cost, when any of them (or their judging) had a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostStats>,
     /// Failure label → count and example.
     pub failures: BTreeMap<String, FailureStat>,
     /// The first [`FAILING_EXAMPLES`] records that did not pass.
@@ -286,6 +291,11 @@ impl Summary {
     /// The model's totals, when it has records.
     pub fn model(&self, model: &str) -> Option<&Metrics> {
         self.models.get(model)
+    }
+
+    /// What the whole run cost: every model's total; `None` when nothing had a price.
+    pub fn cost(&self) -> Option<CostStats> {
+        CostStats::total(self.models.values())
     }
 
     /// Mean of the model's category accuracies (each spec counts once, whatever its size).

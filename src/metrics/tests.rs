@@ -43,6 +43,9 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         judge_attempts: 0,
         served_model: None,
         system_fingerprint: None,
+        tokens_cached: None,
+        cost: None,
+        judge_cost: None,
     }
 }
 

@@ -15,6 +15,7 @@
 pub mod model_ref;
 mod ollama;
 mod openai;
+pub mod price;
 pub mod replay;
 mod server_options;
 
@@ -28,6 +29,7 @@ use crate::prompt::Message;
 pub use model_ref::{ModelRefError, ModelSpec, ProviderKind, ServerOptions};
 pub use ollama::{OllamaClient, base_from_env as ollama_base_from_env};
 pub use openai::{OpenAiClient, default_base_url as openai_default_base_url};
+pub use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub use replay::ReplayProvider;
 
 /// The shape of answer a request asks for.
@@ -110,6 +112,10 @@ pub struct Usage {
     pub tokens_in: Option<u64>,
     /// Generated tokens.
     pub tokens_out: Option<u64>,
+    /// Of the prompt tokens, those the provider read from its prompt cache
+    /// (OpenAI's `prompt_tokens_details.cached_tokens`), billed at `cached_input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_cached: Option<u64>,
 }
 
 /// One answer from a model.
@@ -190,6 +196,9 @@ pub enum ProviderError {
     /// The request could not be built (configuration).
     #[error("{0}")]
     Config(String),
+    /// Not sent: the run's budget (`--max-cost`, `--max-tokens-total`) would not cover it.
+    #[error("not started: the run's budget would not cover this request")]
+    NotStarted,
 }
 
 impl ProviderError {
@@ -202,7 +211,9 @@ impl ProviderError {
             ProviderError::Status { status, .. } => {
                 *status == 429 || *status == 408 || *status >= 500
             }
-            ProviderError::NotRecorded(_) | ProviderError::Config(_) => false,
+            ProviderError::NotRecorded(_)
+            | ProviderError::Config(_)
+            | ProviderError::NotStarted => false,
         }
     }
 
@@ -225,6 +236,7 @@ impl ProviderError {
             ProviderError::Malformed(_) => "malformed_response",
             ProviderError::NotRecorded(_) => "not_recorded",
             ProviderError::Config(_) => "config_error",
+            ProviderError::NotStarted => "not_started",
         }
     }
 }
@@ -312,7 +324,7 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
                 | ProviderError::NotRecorded(t)
                 | ProviderError::Config(t)
                 | ProviderError::Status { body: t, .. } => clean(t),
-                ProviderError::Timeout(_) => {}
+                ProviderError::Timeout(_) | ProviderError::NotStarted => {}
             }
             Err(e)
         }

@@ -96,6 +96,9 @@ pub struct ModelSpec {
     /// How a managed server (`llamacpp`, `vllm`) is started; unset for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerOptions>,
+    /// What the model costs (`price = { ... }` or `--prices`); unset: unknown, shown as "—".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<super::Price>,
 }
 
 fn one() -> u32 {
@@ -122,6 +125,7 @@ impl ModelSpec {
             stream: false,
             max_n: 1,
             server: provider.is_managed().then(ServerOptions::default),
+            price: None,
         }
     }
 

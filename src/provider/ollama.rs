@@ -197,6 +197,7 @@ fn finish(text: String, last: ChatChunk) -> Result<Completion, ProviderError> {
         usage: Usage {
             tokens_in: last.prompt_eval_count,
             tokens_out: last.eval_count,
+            tokens_cached: None,
         },
         finish_reason: last.done_reason,
         shared: None,

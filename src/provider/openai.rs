@@ -47,6 +47,14 @@ struct ChoiceMessage {
 struct WireUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 /// The default base URL: `OPENAI_BASE_URL`, else OpenAI's.
@@ -158,6 +166,7 @@ impl OpenAiClient {
         let usage = parsed.usage.map_or_else(Usage::default, |u| Usage {
             tokens_in: u.prompt_tokens,
             tokens_out: u.completion_tokens,
+            tokens_cached: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
         });
         let served = parsed
             .model
@@ -185,6 +194,7 @@ impl OpenAiClient {
                     } else {
                         usage.tokens_out
                     },
+                    tokens_cached: usage.tokens_cached,
                 },
                 finish_reason: c.finish_reason,
                 shared,

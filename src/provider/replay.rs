@@ -58,6 +58,7 @@ impl ReplayProvider {
                 usage: Usage {
                     tokens_in: line.scored.tokens_in,
                     tokens_out: line.scored.tokens_out,
+                    tokens_cached: None,
                 },
                 finish_reason: None,
                 shared: None,

@@ -2,10 +2,11 @@
 //! records, then one per `group_by` group (the `group` column says
 //! `var=value`), RFC 4180 quoting and CRLF line ends. Fractions stay fractions
 //! (accuracy 0..1) so spreadsheets can format them; empty means unknown.
-//! `judges` names each judge rule's judge and rubric hash. The statistics come
-//! last: the 95% interval of `accuracy` and its method (`wilson`, `bootstrap`),
-//! and for spec rows the model's tie-group rank in the spec and its paired
-//! difference from the spec's best model with interval and p-value.
+//! The cost columns are empty for a model without a price. `judges` names
+//! each judge rule's judge and rubric hash. The statistics come last: the 95%
+//! interval of `accuracy` and its method (`wilson`, `bootstrap`), and for spec
+//! rows the model's tie-group rank in the spec and its paired difference from
+//! the spec's best model with interval and p-value.
 
 use super::View;
 use crate::text::num;
@@ -19,7 +20,7 @@ fn method(m: Method) -> &'static str {
     }
 }
 
-const HEADER: [&str; 29] = [
+const HEADER: [&str; 35] = [
     "model",
     "spec",
     "title",
@@ -39,6 +40,12 @@ const HEADER: [&str; 29] = [
     "tokens_per_sec",
     "model_category_mean",
     "failures",
+    "cost",
+    "cost_estimated",
+    "cost_saved",
+    "judge_cost",
+    "cost_per_correct",
+    "currency",
     "group",
     "judges",
     "accuracy_low",
@@ -70,12 +77,14 @@ pub(crate) fn render(v: &View) -> String {
             let Some(c) = v.summary.cell(m, &s.id) else {
                 continue;
             };
+            let currency = v.ctx.currency;
             let standing = v.summary.boards.get(&s.id).and_then(|b| b.standing(m));
-            push_row(&mut out, (m, s, c), &mean, "", standing);
+            push_row(&mut out, (m, s, c), &mean, "", currency, standing);
             let groups = v.summary.groups(m, &s.id).into_iter().flatten();
             for (var, values) in groups {
                 for (value, g) in values {
-                    push_row(&mut out, (m, s, g), &mean, &format!("{var}={value}"), None);
+                    let group = format!("{var}={value}");
+                    push_row(&mut out, (m, s, g), &mean, &group, currency, None);
                 }
             }
         }
@@ -83,11 +92,17 @@ pub(crate) fn render(v: &View) -> String {
     out
 }
 
+/// An amount with every digit it has, or empty when unknown.
+fn money(amount: Option<f64>) -> String {
+    amount.map_or(String::new(), |a| a.to_string())
+}
+
 fn push_row(
     out: &mut String,
     (m, s, c): (&str, &super::SpecInfo, &Metrics),
     mean: &str,
     group: &str,
+    currency: &str,
     standing: Option<&Standing>,
 ) {
     let lat = c.latency_ms;
@@ -129,6 +144,12 @@ fn push_row(
         num(c.tokens_per_sec, 2, ""),
         mean.to_owned(),
         failures.join(";"),
+        money(c.cost.and_then(|c| c.amount)),
+        c.cost.map_or(String::new(), |c| c.estimated.to_string()),
+        money(c.cost.map(|c| c.saved)),
+        money(c.cost.and_then(|c| c.judge)),
+        money(c.cost.and_then(|c| c.per_correct)),
+        c.cost.map_or(String::new(), |_| currency.to_owned()),
         group.to_owned(),
         judges.join(";"),
         num(c.interval.map(|i| i.low), 4, ""),

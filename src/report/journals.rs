@@ -295,6 +295,7 @@ mod tests {
             color: false,
             baseline: None,
             golden: None,
+            currency: "USD",
         };
         let mut s = Journals::open(&ctx).unwrap();
         assert_eq!(

@@ -21,6 +21,9 @@ struct Report<'a> {
     /// Sampled specs: models compared on mean accuracy and pass@k.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     comparisons: Vec<super::comparison::Comparison>,
+    /// What the run cost, when anything had a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<super::costs::RunCost<'a>>,
     /// The overall leaderboard: tie groups on the mean of category accuracies.
     leaderboard: Option<&'a crate::metrics::Board>,
     /// Later runs against the first, when the report covers several.
@@ -82,6 +85,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
         leaderboard: v.summary.leaderboard.as_ref(),
         run_comparison: v.runs.as_ref(),
         flaky: v.flaky,
+        cost: super::costs::json(v),
         models: v
             .models
             .iter()

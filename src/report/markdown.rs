@@ -37,6 +37,7 @@ pub(crate) fn render(v: &View) -> String {
     comparisons(&mut s, v);
     s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));
+    s.push_str(&super::costs::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);
@@ -461,6 +462,7 @@ mod tests {
             color: false,
             baseline: None,
             golden: None,
+            currency: "USD",
         };
         let md = render(&View {
             ctx: &ctx,

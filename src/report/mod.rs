@@ -13,6 +13,7 @@
 //! never ask a model.
 
 pub mod comparison;
+mod costs;
 mod csv;
 mod fit;
 pub mod flaky;
@@ -130,6 +131,8 @@ pub struct ReportContext<'a> {
     pub baseline: Option<&'a str>,
     /// Golden transcripts the HTML report compares the records with, when given.
     pub golden: Option<&'a Path>,
+    /// The currency costs are in.
+    pub currency: &'a str,
 }
 
 /// The files written and the terminal table.

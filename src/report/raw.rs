@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::format::Role;
 use crate::metrics::{expected_output, test_id};
 use crate::prompt::Message;
-use crate::run::record::Record;
+use crate::run::record::{Cost, Record};
 
 /// One element of the raw array; field order is the key order.
 #[derive(Serialize)]
@@ -38,6 +38,11 @@ struct RawResult<'a> {
     attempts: u32,
     error: Option<&'a str>,
     cached: bool,
+    /// Present only for a model with a price, like the judge's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<&'a Cost>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    judge_cost: Option<&'a Cost>,
 }
 
 /// The prompt as text: `role: content` per message, separated by blank lines.
@@ -88,6 +93,8 @@ impl<W: Write> RawWriter<W> {
             attempts: r.attempts,
             error: r.scored.error.as_deref(),
             cached: r.cached,
+            cost: r.cost.as_ref(),
+            judge_cost: r.judge_cost.as_ref(),
         };
         let json = serde_json::to_string_pretty(&item).map_err(io::Error::other)?;
         // Strings are escaped, so every newline is between tokens and indenting is safe.

@@ -4,11 +4,13 @@
 
 use serde_json::{Map, Value};
 
+use super::cost::asked_cost;
+use super::record::Cost;
 use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, OutputFormat, Provider, RequestKey};
+use crate::provider::{ChatRequest, OutputFormat, Price, Provider, RequestKey};
 use crate::spec::Spec;
 use crate::verify::JudgeOutcome;
 use crate::verify::judge::{JudgeSample, combine, prompt::answer_schema, task_of};
@@ -22,6 +24,8 @@ pub(super) struct Judgement {
     pub retries: Vec<String>,
     /// The judge's HTTP attempts.
     pub attempts: u32,
+    /// What judging cost, when the judge is priced by the token.
+    pub cost: Option<Cost>,
 }
 
 /// The request of judge sample 0 for `prompt`: the rule's settings, overridden by the judge model's options.
@@ -58,6 +62,7 @@ pub(super) async fn ask_judge(
         judged: Judged::new(),
         retries: Vec::new(),
         attempts: 0,
+        cost: None,
     };
     for (index, name, rule, answer) in spec.rules.judge_tasks(response) {
         let mut outcome = JudgeOutcome {
@@ -85,6 +90,10 @@ pub(super) async fn ask_judge(
                 rule.read(text).map(|_| ())
             })
             .await;
+            if let Some(Price::Tokens(price)) = &judge.spec.price {
+                let cost = asked_cost(price, &request.messages, &asked);
+                out.cost = Some(out.cost.unwrap_or_default().plus(cost));
+            }
             // Replayed answers cost no request.
             if judge.provider.is_remote() {
                 outcome.attempts += asked.attempts;

@@ -27,6 +27,10 @@ pub struct Manifest {
     /// Per model, the spec ids it runs (absent: every spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub only: Option<BTreeMap<String, Vec<String>>>,
+    /// Every model runs only the golden subset of specs that declare one
+    /// (`--golden-subset`, `--bless`); replays always do.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub golden_subset: bool,
     /// The judge model of `judge` rules, when one is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ModelSpec>,
@@ -35,9 +39,26 @@ pub struct Manifest {
     /// `--unsandboxed` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Isolation>,
+    /// The currency of the models' prices and of every cost of the run.
+    #[serde(default = "usd")]
+    pub currency: String,
+}
+
+fn usd() -> String {
+    "USD".to_owned()
 }
 
 impl Manifest {
+    /// Whether `model` runs only the golden subsets: asked for, or a replay
+    /// (its transcripts hold nothing else).
+    pub fn golden_subset_for(&self, model: &str) -> bool {
+        self.golden_subset
+            || self
+                .models
+                .iter()
+                .any(|m| m.name == model && m.provider == crate::provider::ProviderKind::Replay)
+    }
+
     /// Whether `model` runs `spec` in this plan.
     pub fn includes(&self, model: &str, spec: &str) -> bool {
         self.only.as_ref().is_none_or(|only| {

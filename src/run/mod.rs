@@ -14,6 +14,9 @@
 //! `prompt`, `format`, `error`, `text` and the `progress`/`jsonl` leaves.
 
 mod ask_judge;
+pub mod budget;
+pub mod cost;
+mod estimate;
 pub mod journal;
 mod manifest;
 mod plan;
@@ -23,6 +26,8 @@ mod task;
 
 use std::path::PathBuf;
 
+pub use budget::{Limits, Spent};
+pub use estimate::{Estimate, estimate};
 pub use journal::{Transcripts, transcripts};
 pub use manifest::{Manifest, find_run, new_run_id, read_manifest, timestamps, write_manifest};
 pub use plan::{Pending, pending, run_plan};
@@ -30,6 +35,7 @@ pub use task::{SpecRuntime, build_request, spec_runtime};
 
 use crate::client::ClientError;
 
+/// How a run asks: the cache, progress and the budget.
 #[derive(Debug, Clone)]
 pub struct RunSettings {
     /// Use the response cache.
@@ -38,6 +44,8 @@ pub struct RunSettings {
     pub cache_path: PathBuf,
     /// Show progress.
     pub progress: bool,
+    /// The budget (`--max-cost`, `--max-tokens-total`).
+    pub limits: Limits,
 }
 
 /// What a run did.
@@ -51,6 +59,10 @@ pub struct RunOutcome {
     pub attempts: u64,
     /// Stopped by Ctrl-C before the plan was complete.
     pub interrupted: bool,
+    /// Stopped by the budget before the plan was complete.
+    pub budget_stopped: bool,
+    /// Under a budget, what the whole run has spent, earlier invocations of a resumed run included.
+    pub spent: Spent,
     /// Each change of a server's reported model identity, one sentence each.
     pub identity_changes: Vec<String>,
 }
@@ -61,6 +73,7 @@ impl RunOutcome {
         self.cached += other.cached;
         self.attempts += other.attempts;
         self.interrupted |= other.interrupted;
+        self.budget_stopped |= other.budget_stopped;
         self.identity_changes.extend(other.identity_changes);
     }
 }
@@ -83,6 +96,9 @@ pub enum RunError {
     /// The spec's answer schema could not be read.
     #[error("{0}")]
     Schema(#[from] crate::verify::SchemaError),
+    /// A spec's instances could not be made (its golden subset needs them all).
+    #[error("{0}")]
+    Spec(String),
     /// No run has the id asked for.
     #[error("no run `{id}` under {}", dir.display())]
     NoRun {

@@ -7,12 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::budget::{Meter, judge_clock};
 use super::record::TaskKey;
 use super::scheduler::{model_queue, schedule};
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime, build_request, journal};
 use crate::client::cache::{self, Cache};
 use crate::client::managed::ManagedServer;
-use crate::client::{cache_identity, connect, connect_managed};
+use crate::client::{ModelClient, cache_identity, connect, connect_managed};
 use crate::provider::ModelSpec;
 
 /// The URL of a managed model answered wholly from the cache: port 9 (discard),
@@ -36,6 +37,7 @@ pub async fn run_plan(
         .cloned()
         .partition(|m| m.provider.is_managed());
     let mut outcome = RunOutcome::default();
+    let meter = Arc::new(Meter::for_journal(settings.limits, &journal_path)?);
     let log = run_dir.join("server.log");
     // The judge grades every model's answers, so it lives for the whole plan:
     // a managed judge's server runs beside each model's, a fixed judge is built
@@ -43,6 +45,7 @@ pub async fn run_plan(
     let mut judge_server = None;
     let (judge, fixed_models) = match &manifest.judge {
         Some(j) if j.provider.is_managed() => {
+            meter.start_clock(&judge_clock(&j.name), j.price);
             eprintln!(
                 "judge {}: starting its {} server (log: {})",
                 j.name,
@@ -62,35 +65,73 @@ pub async fn run_plan(
         }
         None => (None, connect(&fixed, &manifest.golden_dir)?),
     };
-    let judge = judge.as_ref();
+    let parts = Parts {
+        manifest,
+        specs,
+        journal_path: &journal_path,
+        settings,
+        meter: &meter,
+        judge: judge.as_ref(),
+    };
     if !fixed_models.is_empty() {
-        outcome.add(
-            schedule(
-                manifest,
-                &fixed_models,
-                judge,
-                specs,
-                &journal_path,
-                settings,
-            )
-            .await?,
-        );
+        outcome.add(parts.schedule(&fixed_models).await?);
     }
     for model in &managed {
-        if outcome.interrupted {
+        if outcome.interrupted || outcome.budget_stopped {
             break;
         }
+        outcome.add(parts.managed(model, &log).await?);
+    }
+    if let Some(server) = judge_server {
+        server.stop();
+    }
+    if let Some(j) = &manifest.judge {
+        meter.stop_clock(&judge_clock(&j.name));
+    }
+    outcome.spent = meter.spent();
+    outcome.budget_stopped |= meter.refused();
+    Ok(outcome)
+}
+
+/// What every part of a plan shares: the plan, its specs, the journal, the
+/// settings, the meter and the judge.
+struct Parts<'a> {
+    manifest: &'a Manifest,
+    specs: &'a [Arc<SpecRuntime>],
+    journal_path: &'a Path,
+    settings: &'a RunSettings,
+    meter: &'a Arc<Meter>,
+    judge: Option<&'a Arc<ModelClient>>,
+}
+
+impl Parts<'_> {
+    /// Runs `models` through the scheduler.
+    async fn schedule(&self, models: &[Arc<ModelClient>]) -> Result<RunOutcome, RunError> {
+        schedule(
+            self.manifest,
+            models,
+            self.judge,
+            self.specs,
+            self.journal_path,
+            self.settings,
+            self.meter,
+        )
+        .await
+    }
+
+    /// One managed model's part: its server started only when some answer
+    /// is in neither the journal nor the cache, stopped when the part ends.
+    async fn managed(&self, model: &ModelSpec, log: &Path) -> Result<RunOutcome, RunError> {
+        let (manifest, settings) = (self.manifest, self.settings);
         let cache = settings.use_cache.then_some(settings.cache_path.as_path());
-        match pending(manifest, model, specs, &journal_path, cache)? {
-            Pending::Nothing => continue,
+        match pending(manifest, model, self.specs, self.journal_path, cache)? {
+            Pending::Nothing => return Ok(RunOutcome::default()),
             Pending::Cached => {
                 // Every answer is cached: no server, no memory, no start-up wait.
                 let mut offline = model.clone();
                 offline.base_url = Some(NO_SERVER.to_owned());
                 let models = connect(&[offline], &manifest.golden_dir)?;
-                outcome
-                    .add(schedule(manifest, &models, judge, specs, &journal_path, settings).await?);
-                continue;
+                return self.schedule(&models).await;
             }
             Pending::Requests => {}
         }
@@ -101,12 +142,14 @@ pub async fn run_plan(
             log.display()
         );
         let started = Instant::now();
+        // A GPU box is billed from the start of its server, loading included.
+        self.meter.start_clock(&model.name, model.price);
         let server = tokio::select! {
-            server = ManagedServer::start(model, &log) => server?,
+            server = ManagedServer::start(model, log) => server?,
             // Dropping the start stops the half-started server.
             _ = tokio::signal::ctrl_c() => {
-                outcome.interrupted = true;
-                break;
+                self.meter.stop_clock(&model.name);
+                return Ok(RunOutcome { interrupted: true, ..RunOutcome::default() });
             }
         };
         eprintln!(
@@ -117,18 +160,13 @@ pub async fn run_plan(
             server.pid()
         );
         let result = match connect_managed(model, &server, &manifest.golden_dir) {
-            Ok(runtime) => {
-                schedule(manifest, &[runtime], judge, specs, &journal_path, settings).await
-            }
+            Ok(runtime) => self.schedule(&[runtime]).await,
             Err(e) => Err(e.into()),
         };
         server.stop();
-        outcome.add(result?);
+        self.meter.stop_clock(&model.name);
+        result
     }
-    if let Some(server) = judge_server {
-        server.stop();
-    }
-    Ok(outcome)
 }
 
 /// What a managed model still needs before its server is worth starting.

@@ -71,10 +71,47 @@ pub struct Record {
     /// The server's `system_fingerprint` with the answer, when it sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_fingerprint: Option<String>,
+    /// Of `tokens_in`, those the provider read from its prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_cached: Option<u64>,
+    /// What the answer cost; absent when the model has no price (unknown, not free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// What judging the answer cost; absent when unjudged or the judge has no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_cost: Option<Cost>,
+}
+
+/// What one answer (or its judging) cost, in the run's currency.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Spent: 0 for an answer from the response cache.
+    pub amount: f64,
+    /// What an answer from the response cache would have cost asked live.
+    #[serde(default, skip_serializing_if = "is_zero_amount")]
+    pub saved: f64,
+    /// Some token count was estimated with the tokenizer: the server reported none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+impl Cost {
+    /// Both costs together, estimated when either is.
+    pub fn plus(self, other: Cost) -> Cost {
+        Cost {
+            amount: self.amount + other.amount,
+            saved: self.saved + other.saved,
+            estimated: self.estimated || other.estimated,
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_zero_amount(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Record {

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
+use super::budget::{Meter, judge_clock};
 use super::journal::{self};
 use super::record::{Record, TaskKey};
 use super::task::run_task;
@@ -42,7 +43,7 @@ pub(super) fn model_queue(
             continue;
         }
         let samples = spec.spec.samples();
-        for instance in 0..u64::from(spec.runs) {
+        for instance in spec.instances(manifest.golden_subset_for(model)) {
             total += u64::from(samples);
             let missing: Vec<u32> = (0..samples)
                 .filter(|&sample| {
@@ -65,7 +66,8 @@ pub(super) fn model_queue(
 
 /// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
 /// A watched managed server that dies stops the run with [`RunError::ServerDied`]
-/// after every record finished before its death is safely in the journal.
+/// after every record finished before its death is safely in the journal; a
+/// budget the `meter` refuses a request for stops it the same way.
 pub async fn schedule(
     manifest: &Manifest,
     models: &[Arc<ModelClient>],
@@ -73,7 +75,9 @@ pub async fn schedule(
     specs: &[Arc<SpecRuntime>],
     journal_path: &Path,
     settings: &RunSettings,
+    meter: &Arc<Meter>,
 ) -> Result<RunOutcome, RunError> {
+    meter_models(meter, models, judge);
     // Open first: it drops a torn last line, so `done` only counts records that stay.
     let mut journal = journal::open(journal_path)?;
     let mut done: HashSet<TaskKey> = HashSet::new();
@@ -114,6 +118,7 @@ pub async fn schedule(
                 tx: tx.clone(),
                 stop: stop.clone(),
                 cache: cache.clone(),
+                meter: meter.clone(),
             };
             workers.spawn(worker.run());
         }
@@ -139,7 +144,8 @@ pub async fn schedule(
                 workers.abort_all();
             }
             received = rx.recv() => {
-                let Some((mi, record)) = received else { break };
+                let Some((mi, mut record)) = received else { break };
+                meter.charge_hours(&models[mi].spec, judge.map(|j| &j.spec), &mut record);
                 append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
                 outcome.cached += u64::from(record.cached);
@@ -167,10 +173,33 @@ pub async fn schedule(
     }
     journal.sync()?;
     progress.finish();
+    for model in models {
+        meter.stop_clock(&model.spec.name);
+    }
+    outcome.budget_stopped = meter.refused();
     outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
     match server_died {
         Some(message) => Err(RunError::ServerDied(message)),
         None => Ok(outcome),
+    }
+}
+
+/// Starts the clocks of the models and judge priced by the hour and, under
+/// a budget, puts their requests through the meter (replayed answers are no
+/// requests). Without one nothing is gated: no request waits for a count.
+fn meter_models(meter: &Arc<Meter>, models: &[Arc<ModelClient>], judge: Option<&Arc<ModelClient>>) {
+    let gated = meter.limits() != Default::default();
+    for model in models.iter().filter(|m| m.provider.is_remote()) {
+        if gated {
+            model.set_gate(meter.clone(), true);
+        }
+        meter.start_clock(&model.spec.name, model.spec.price);
+    }
+    if let Some(judge) = judge.filter(|j| j.provider.is_remote()) {
+        if gated {
+            judge.set_gate(meter.clone(), false);
+        }
+        meter.start_clock(&judge_clock(&judge.spec.name), judge.spec.price);
     }
 }
 
@@ -193,6 +222,7 @@ struct Worker {
     tx: mpsc::Sender<(usize, Record)>,
     stop: Arc<AtomicBool>,
     cache: Option<Arc<Cache>>,
+    meter: Arc<Meter>,
 }
 
 impl Worker {
@@ -224,6 +254,10 @@ impl Worker {
             {
                 self.stop.store(true, Ordering::SeqCst);
                 return;
+            }
+            // The budget refused a request: no new work; this task's answers still count.
+            if self.meter.refused() {
+                self.stop.store(true, Ordering::SeqCst);
             }
             for record in records {
                 if self.tx.send((self.index, record)).await.is_err() {

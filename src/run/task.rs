@@ -12,7 +12,7 @@ use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::ResponseFormat;
 use crate::golden::transcript::ScoredAnswer;
-use crate::provider::{ChatRequest, ModelSpec, OutputFormat, RequestKey};
+use crate::provider::{ChatRequest, ModelSpec, OutputFormat, Price, ProviderError, RequestKey};
 use crate::spec::Spec;
 
 /// A spec ready to be run.
@@ -21,6 +21,8 @@ pub struct SpecRuntime {
     pub spec: Arc<Spec>,
     /// Instances to run.
     pub runs: u32,
+    /// The instances the golden transcripts record (`[golden] instances`), when a subset.
+    pub golden: Option<Vec<u64>>,
     /// The answer shape requested.
     pub format: OutputFormat,
     /// Compiled schema for checking structured answers before accepting them.
@@ -57,6 +59,21 @@ pub fn build_request(
         format: spec.format.clone(),
         num_ctx: o.num_ctx.or(r.num_ctx),
         extra: o.extra_body.clone().unwrap_or_default(),
+    }
+}
+
+impl SpecRuntime {
+    /// The instances a model runs: the golden subset when `golden_subset`
+    /// and the spec declares one (within `runs`), else `0..runs`.
+    pub fn instances(&self, golden_subset: bool) -> Vec<u64> {
+        match (&self.golden, golden_subset) {
+            (Some(subset), true) => subset
+                .iter()
+                .copied()
+                .filter(|&i| i < u64::from(self.runs))
+                .collect(),
+            _ => (0..u64::from(self.runs)).collect(),
+        }
     }
 }
 
@@ -125,6 +142,9 @@ pub async fn run_task(
         judge_attempts: 0,
         served_model: None,
         system_fingerprint: None,
+        tokens_cached: None,
+        cost: None,
+        judge_cost: None,
     };
     let inst = match s.instance(instance) {
         Ok(i) => i,
@@ -165,6 +185,10 @@ pub async fn run_task(
     };
     let mut records = Vec::new();
     for (&sample, asked) in samples.iter().zip(asked) {
+        // Refused by the budget: no answer and no record, so `--resume` asks it.
+        if matches!(asked.result, Err(ProviderError::NotStarted)) {
+            continue;
+        }
         let mut record = blank(sample);
         record.expected = s.rules.expected(&inst.vars);
         record.messages = inst.messages.clone();
@@ -197,6 +221,9 @@ async fn finish(
     } else {
         0
     };
+    if let Some(Price::Tokens(price)) = &model.spec.price {
+        record.cost = Some(super::cost::asked_cost(price, &record.messages, &asked));
+    }
     record.cached = asked.cached;
     record.retries = asked.retries;
     record.latency_ms = asked.latency.as_millis() as u64;
@@ -218,6 +245,7 @@ async fn finish(
                     .await;
                     record.retries.extend(j.retries);
                     record.judge_attempts = j.attempts;
+                    record.judge_cost = j.cost;
                     j.judged
                 }
                 _ => Default::default(),
@@ -236,6 +264,7 @@ async fn finish(
             };
             record.scored.tokens_in = completion.usage.tokens_in;
             record.scored.tokens_out = completion.usage.tokens_out;
+            record.tokens_cached = completion.usage.tokens_cached;
             record.shared = completion.shared;
             if let Some(served) = completion.served {
                 record.served_model = Some(served.model);
@@ -283,8 +312,12 @@ pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, R
     } else {
         request.attempts.unwrap_or(3).max(1)
     };
+    let golden = spec
+        .golden_subset()
+        .map_err(|d| RunError::Spec(d.to_string()))?;
     Ok(SpecRuntime {
         runs: spec.runs_for(runs),
+        golden,
         spec,
         format,
         validator,

@@ -37,7 +37,19 @@ pub(super) struct Captured {
 /// How long to keep reading after a process exited, for output still in flight.
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
 
+/// How much longer than its wall-clock budget a process that is still
+/// computing may run. On a loaded machine a CPU-bound program reaches its CPU
+/// limit late; its verdict should name that limit, not the load. A program
+/// that waits instead of computing gets no extension.
+const BUSY_STRETCH: u32 = 3;
+
+/// The step by which a busy process's deadline moves.
+const BUSY_STEP: Duration = Duration::from_millis(500);
+
 struct Watched<'a> {
+    pid: libc::pid_t,
+    /// CPU clock ticks seen at the last deadline check.
+    cpu_seen: u64,
     streams: [Stream; 2],
     pidfd: Option<OwnedFd>,
     exited: bool,
@@ -78,6 +90,8 @@ pub(super) fn capture(
     let mut procs: Vec<Watched> = watches
         .into_iter()
         .map(|w| Watched {
+            pid: w.pid,
+            cpu_seen: 0,
             pidfd: pidfd_open(w.pid),
             streams: [Stream::new(w.stdout), Stream::new(w.stderr)],
             exited: false,
@@ -87,10 +101,16 @@ pub(super) fn capture(
             out: Captured::default(),
         })
         .collect();
+    let mut deadline = deadline;
+    let hard_deadline =
+        deadline + deadline.saturating_duration_since(Instant::now()) * BUSY_STRETCH;
     loop {
         let now = Instant::now();
         if procs.iter().all(|p| p.done(now)) {
             break;
+        }
+        if now >= deadline && now < hard_deadline && still_computing(&mut procs) {
+            deadline = (now + BUSY_STEP).min(hard_deadline);
         }
         if now >= deadline {
             for p in &mut procs {
@@ -170,6 +190,69 @@ type Slot = (usize, Option<usize>);
 
 /// What to poll: each open stream and each running process's pidfd, each
 /// slot beside its pollfd; and when to wake at the latest.
+/// Whether a running process used CPU since the last check (which it records).
+fn still_computing(procs: &mut [Watched]) -> bool {
+    let mut busy = false;
+    for p in procs.iter_mut().filter(|p| !p.exited) {
+        let ticks = cpu_ticks(p.pid);
+        busy |= ticks > p.cpu_seen;
+        p.cpu_seen = ticks;
+    }
+    busy
+}
+
+/// User plus system CPU clock ticks of `pid` and every process below it:
+/// the watched process is the sandbox's init, and the program runs under it.
+/// 0 when nothing can be read (the tree is gone).
+fn cpu_ticks(pid: libc::pid_t) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![pid];
+    // Bounded: a tree is capped by its cgroup's process limit, and this by far.
+    let mut seen = 0;
+    while let Some(p) = pending.pop() {
+        seen += 1;
+        if seen > 4096 {
+            break;
+        }
+        total += own_ticks(p);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pending.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    total
+}
+
+/// User and system CPU clock ticks of one process, with those of its children
+/// already reaped, from `/proc/<pid>/stat`.
+fn own_ticks(pid: libc::pid_t) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // The command name may hold spaces and parentheses: fields start after the last `)`.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After `)`: state is field 3 of the man page, so utime, stime, cutime and
+    // cstime (14-17) are 11-14 here.
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (11..=14).map(field).sum()
+}
+
 fn poll_set(procs: &[Watched], deadline: Instant) -> (Vec<Slot>, Vec<libc::pollfd>, Instant) {
     let mut slots = Vec::new();
     let mut fds = Vec::new();
@@ -246,5 +329,44 @@ pub(super) fn reap(pid: libc::pid_t) -> (libc::c_int, libc::rusage) {
         if rc >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             return (status, usage);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_count_this_process_and_nothing_for_a_gone_one() {
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(60) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        std::hint::black_box(x);
+        assert!(cpu_ticks(std::process::id() as libc::pid_t) > 0);
+        assert_eq!(cpu_ticks(libc::pid_t::MAX), 0);
+    }
+
+    #[test]
+    fn cpu_ticks_count_a_busy_grandchild() {
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' & wait"])
+            .spawn()
+            .expect("sh runs");
+        let pid = shell.id() as libc::pid_t;
+        let start = Instant::now();
+        let mut ticks = 0;
+        while ticks == 0 && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+            ticks = cpu_ticks(pid);
+        }
+        // End the tree by its process group's members, all started here.
+        let _ = std::process::Command::new("pkill")
+            .args(["-P", &pid.to_string()])
+            .status();
+        let _ = shell.kill();
+        let _ = shell.wait();
+        assert!(ticks > 0, "the busy grandchild's CPU is counted");
     }
 }

@@ -10,6 +10,7 @@
 //! The glue of the spec path: it imports `format`, `source`, `prompt`,
 //! `verify`, `scripting` and `error`; the run, check and report layers import it.
 
+mod golden_subset;
 mod load;
 mod validate;
 

@@ -54,6 +54,11 @@ pub fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         key_path!["runs"],
         "runs must be at least 1",
     )];
+    checks.push(check(
+        def.golden.as_ref().and_then(|g| g.instances) == Some(0),
+        key_path!["golden", "instances"],
+        "golden instances must be at least 1",
+    ));
     checks.extend(sampling_checks(
         "request",
         r.temperature,

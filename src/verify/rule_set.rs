@@ -71,6 +71,11 @@ impl RuleSet {
         self.rules.iter().any(|r| r.rule.judge().is_some())
     }
 
+    /// The judge rules, in spec order, without answers (a dry run's estimate).
+    pub fn judge_rules(&self) -> impl Iterator<Item = &JudgeRule> {
+        self.rules.iter().filter_map(|r| r.rule.judge())
+    }
+
     /// The judge rules with the answer each extracts from `response`:
     /// `(rule index, rule name, rule, answer)`; rules that extract nothing are left out.
     pub fn judge_tasks<'a>(

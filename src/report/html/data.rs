@@ -1,9 +1,8 @@
 //! The HTML report's data besides the instance rows: runs, specs with their
 //! leaderboards, models with their totals, cells, comparisons, flaky instances.
 //!
-//! Cost is reserved: every model has a `cost` (USD, none until a run records
-//! prices), so the page's charts and tables can grow a cost axis without a new
-//! format.
+//! Every model and cell has a `cost` in the report's currency (none when no
+//! answer had a price), which the page plots as its third scatter axis.
 
 use std::collections::BTreeMap;
 
@@ -55,6 +54,8 @@ pub struct Meta<'a> {
     pub level: f64,
     /// Characters of a text kept in the page (longer ones are clipped).
     pub text_chars: usize,
+    /// The currency costs are in.
+    pub currency: &'a str,
 }
 
 /// A spec.
@@ -91,7 +92,7 @@ pub struct Model<'a> {
     pub tokens_out: Option<f64>,
     /// Output tokens per second of timed records.
     pub tokens_per_sec: Option<f64>,
-    /// Cost in USD: reserved, none until runs record prices.
+    /// What its answers cost, none when no answer had a price.
     pub cost: Option<f64>,
 }
 
@@ -116,7 +117,7 @@ pub struct Cell<'a> {
     pub p50_ms: Option<u64>,
     /// Mean output tokens.
     pub tokens_out: Option<f64>,
-    /// Cost in USD: reserved.
+    /// What the cell's answers cost, none when no answer had a price.
     pub cost: Option<f64>,
     /// pass@k, pass^k, maj@n (per-problem lists left out).
     pub sampled: Option<SampledMetrics>,
@@ -163,7 +164,7 @@ pub fn head<'a>(
                 p50_ms: total.and_then(|t| t.latency_ms).map(|l| l.p50),
                 tokens_out: total.and_then(|t| t.tokens_out.mean),
                 tokens_per_sec: total.and_then(|t| t.tokens_per_sec),
-                cost: None,
+                cost: total.and_then(|t| t.cost).and_then(|c| c.amount),
             }
         })
         .collect();
@@ -183,6 +184,7 @@ pub fn head<'a>(
             alpha: DEFAULT_ALPHA,
             level: DEFAULT_LEVEL,
             text_chars: super::rows::TEXT_CHARS,
+            currency: v.ctx.currency,
         },
         specs: v
             .specs
@@ -236,7 +238,7 @@ fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
         errors: c.errors,
         p50_ms: c.latency_ms.map(|l| l.p50),
         tokens_out: c.tokens_out.mean,
-        cost: None,
+        cost: c.cost.and_then(|c| c.amount),
         sampled: c.sampled.as_ref().map(|s| SampledMetrics {
             per_problem: Vec::new(),
             ..s.clone()

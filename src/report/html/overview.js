@@ -60,11 +60,11 @@ function heatmap() {
   return table(head, body, 'heat');
 }
 
-// Axes of the scatter plots; cost appears once runs record it.
+// Axes of the scatter plots; an axis no model has a value for is left out.
 const AXES = [
   { key: 'p50_ms', label: 'p50 latency, ms' },
   { key: 'tokens_out', label: 'output tokens per answer (mean)' },
-  { key: 'cost', label: 'cost, USD' },
+  { key: 'cost', label: 'cost, ' + R.meta.currency },
 ];
 
 function scatter(axis) {

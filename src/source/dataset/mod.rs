@@ -31,6 +31,7 @@ pub use error::{At, DatasetError, Origin};
 use map::RowScript;
 pub use row::Row;
 use select::Selection;
+pub use select::sample;
 
 use crate::format::Dataset as DatasetDef;
 use crate::scripting::DEFAULT_MAX_OPERATIONS;

@@ -44,7 +44,7 @@ pub fn select(rows: &[Row], sel: &Selection, split: u64) -> Result<Vec<u32>, Dat
 
 /// `n` of `items` chosen by a partial Fisher–Yates shuffle on ChaCha8 keyed by
 /// (seed, split), returned in their original order.
-fn sample(mut items: Vec<u32>, n: usize, seed: u64, split: u64) -> Vec<u32> {
+pub fn sample(mut items: Vec<u32>, n: usize, seed: u64, split: u64) -> Vec<u32> {
     if n >= items.len() {
         return items;
     }

@@ -26,6 +26,8 @@ pub use arith::{eval, expression};
 pub const PROMPT_TOKENS: u64 = 17;
 /// See [`PROMPT_TOKENS`].
 pub const COMPLETION_TOKENS: u64 = 5;
+/// Of [`PROMPT_TOKENS`], those the OpenAI wire reports read from its prompt cache.
+pub const CACHED_TOKENS: u64 = 4;
 /// Hard bounds, so a broken test cannot leave a server running forever.
 const LIFETIME: Duration = Duration::from_secs(120);
 const MAX_REQUESTS: usize = 5_000;

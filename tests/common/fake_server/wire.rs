@@ -7,7 +7,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::arith::{eval, expression};
-use super::{COMPLETION_TOKENS, PROMPT_TOKENS, Request};
+use super::{CACHED_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS, Request};
 
 /// `/v1/chat/completions` response, shaped like llama.cpp's server output: `n` choices
 /// of the same content, and (as llama-server does) usage counting one choice only.
@@ -31,7 +31,8 @@ pub(super) fn openai_body(model: &Value, content: &str, index: usize, n: u64) ->
         "usage": {
             "prompt_tokens": PROMPT_TOKENS,
             "completion_tokens": COMPLETION_TOKENS,
-            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS
+            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+            "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS}
         },
         "timings": {"prompt_n": PROMPT_TOKENS, "predicted_n": COMPLETION_TOKENS, "predicted_ms": 12.5}
     })

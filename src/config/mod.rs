@@ -1,6 +1,9 @@
 //! `harness.toml`: named models, run defaults (which models, which
 //! specs, how many instances: `config.yaml`'s `models_to_test`, `tests_to_run`,
-//! `runs_per_test` of older setups) and the judge slot. CLI flags override.
+//! `runs_per_test` of older setups), the judge slot, and what models cost
+//! (`price`, `currency`, and a LiteLLM price file in [`prices`]). CLI flags override.
+
+pub mod prices;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,12 +14,15 @@ use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::provider::model_ref::{
     DEFAULT_CONCURRENCY, ModelOptions, ServerOptions, managed_model_path,
 };
-use crate::provider::{ModelRefError, ModelSpec, ProviderKind};
+use crate::provider::{ModelRefError, ModelSpec, Price, ProviderKind};
 
 /// The parsed configuration file.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The currency of every price (default USD): only a label, never converted.
+    #[serde(default = "default_currency")]
+    pub currency: String,
     /// Run defaults.
     #[serde(default)]
     pub run: RunDefaults,
@@ -28,6 +34,23 @@ pub struct Config {
     /// Where the file was read from.
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            currency: default_currency(),
+            run: RunDefaults::default(),
+            models: BTreeMap::new(),
+            judge: None,
+            path: None,
+        }
+    }
+}
+
+/// The currency prices are in unless `currency` says otherwise.
+pub fn default_currency() -> String {
+    "USD".to_owned()
 }
 
 /// `[run]`: what `harness run` does with no arguments.
@@ -42,6 +65,10 @@ pub struct RunDefaults {
     pub specs: Vec<String>,
     /// Instances per spec (overrides each spec's `runs`).
     pub runs: Option<u32>,
+    /// The most a run may cost, in `currency` (`--max-cost` overrides).
+    pub max_cost: Option<f64>,
+    /// The most tokens a run may use (`--max-tokens-total` overrides).
+    pub max_tokens_total: Option<u64>,
 }
 
 /// `[models.<name>]`.
@@ -76,6 +103,9 @@ pub struct ModelConfig {
     pub max_n: Option<u32>,
     /// How the harness starts a `llamacpp` or `vllm` server.
     pub server: Option<ServerOptions>,
+    /// What the model costs: `{ input, output, cached_input }` per million
+    /// tokens, or `{ per_hour }` of its server's wall time.
+    pub price: Option<Price>,
 }
 
 /// `[judge]`.
@@ -148,6 +178,7 @@ impl Config {
         spec.options = m.options.clone();
         spec.stream = m.stream;
         spec.max_n = m.max_n.unwrap_or(1).max(1);
+        spec.price = m.price;
         Ok(spec)
     }
 
@@ -259,6 +290,28 @@ mod tests {
                 .to_string()
                 .contains("fast")
         );
+    }
+
+    #[test]
+    fn prices_and_the_currency_reach_the_model_and_bad_prices_are_located() {
+        let config: Config = toml::from_str(
+            "currency = \"EUR\"\n[run]\nmax_cost = 2.5\n[models.m]\nprovider = \"openai\"\nprice = { per_hour = 1.5 }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (config.currency.as_str(), config.run.max_cost),
+            ("EUR", Some(2.5))
+        );
+        let m = config.resolve_model("m").unwrap();
+        assert_eq!(m.price, Some(Price::PerHour(1.5)));
+        assert_eq!(Config::default().currency, "USD");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        let text = "[models.m]\nprovider = \"openai\"\nprice = { input = 1.0 }\n";
+        std::fs::write(&path, text).unwrap();
+        let e = Config::load(&path, true).unwrap_err();
+        assert_eq!(e.location.line, 3, "{e}");
+        assert!(e.message.contains("both `input` and `output`"), "{e}");
     }
 
     #[test]

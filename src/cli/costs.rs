@@ -1,0 +1,192 @@
+//! What `harness run` says and checks about money: prices from `--prices`,
+//! the refusal of a budget some model has no price for, the dry run's
+//! estimate, and the words a budget stop ends with.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::exit::{Exit, fail};
+use super::render;
+use crate::config::prices::PriceTable;
+use crate::provider::ModelSpec;
+use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
+use crate::text::{Align, money, pad};
+
+/// Parses `--max-cost`: a finite amount of 0 or more.
+pub fn amount(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{text}` is not an amount of 0 or more")),
+    }
+}
+
+/// The models of a plan and its judge.
+fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSpec> {
+    manifest.models.iter_mut().chain(manifest.judge.as_mut())
+}
+
+/// Gives every model of the plan without a price the one `file` has for it.
+pub fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) -> Result<(), Exit> {
+    let table = PriceTable::read(file).map_err(|d| {
+        eprint!("{}", render::diagnostic(&d, color));
+        Exit::BadInput
+    })?;
+    for model in priced_models(manifest).filter(|m| m.price.is_none()) {
+        model.price = table.lookup(model);
+    }
+    Ok(())
+}
+
+/// With a cost budget every model and the judge need a price: a budget that
+/// cannot see a model's spending would never stop it.
+pub fn check_priced(manifest: &mut Manifest, limits: Limits) -> Result<(), Exit> {
+    if limits.max_cost.is_none() {
+        return Ok(());
+    }
+    let missing: Vec<String> = priced_models(manifest)
+        .filter(|m| m.price.is_none())
+        .map(|m| format!("`{}`", m.name))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "--max-cost needs a price for every model, and {} has none: set `price = {{ input = ..., output = ... }}` (or `{{ per_hour = ... }}`) in its [models] table, or give --prices FILE; nothing was sent",
+        missing.join(", ")
+    )))
+}
+
+/// `harness run --dry-run`: the requests the plan still has and the most
+/// they could cost, per model and spec; sends nothing.
+pub fn dry_run(
+    manifest: &Manifest,
+    specs: &[Arc<SpecRuntime>],
+    journal_path: &Path,
+) -> Result<Exit, Exit> {
+    let rows = run::estimate(manifest, specs, journal_path).map_err(fail)?;
+    let currency = &manifest.currency;
+    let cost = |c: Option<f64>| c.map_or("—".to_owned(), |c| format!("{} {currency}", money(c)));
+    let header = [
+        "model",
+        "spec",
+        "requests",
+        "prompt tokens",
+        "max output tokens",
+        "cost at most",
+        "judge requests",
+        "judge cost at most",
+    ]
+    .map(str::to_owned);
+    let mut lines: Vec<[String; 8]> = vec![header];
+    for e in &rows {
+        lines.push([
+            e.model.clone(),
+            e.spec.clone(),
+            e.requests.to_string(),
+            e.prompt_tokens.to_string(),
+            e.max_output_tokens.to_string(),
+            cost(e.cost),
+            e.judge_requests.to_string(),
+            cost(e.judge_cost),
+        ]);
+    }
+    print!("{}", columns(&lines));
+    let total = |f: fn(&Estimate) -> u64| rows.iter().map(f).sum::<u64>();
+    let priced: f64 = rows
+        .iter()
+        .map(|e| e.cost.unwrap_or(0.0) + e.judge_cost.unwrap_or(0.0))
+        .sum();
+    let mut unpriced: Vec<&str> = rows
+        .iter()
+        .filter(|e| e.cost.is_none())
+        .map(|e| e.model.as_str())
+        .collect();
+    if let Some(judge) = manifest.judge.as_ref().filter(|j| j.price.is_none())
+        && rows.iter().any(|e| e.judge_requests > 0)
+    {
+        unpriced.push(&judge.name);
+    }
+    unpriced.dedup();
+    let unknown = if unpriced.is_empty() {
+        String::new()
+    } else {
+        format!(" (no price: {})", unpriced.join(", "))
+    };
+    println!(
+        "dry run: {} requests ({} to the judge); to the models {} prompt tokens and at most {} output tokens; cost at most {}, every answer at max_tokens and nothing from the cache{unknown}; nothing was sent",
+        total(|e| e.requests) + total(|e| e.judge_requests),
+        total(|e| e.judge_requests),
+        total(|e| e.prompt_tokens),
+        total(|e| e.max_output_tokens),
+        cost(Some(priced)),
+    );
+    Ok(Exit::Success)
+}
+
+/// Left-aligned first two columns, the rest right-aligned, two spaces apart.
+fn columns(lines: &[[String; 8]]) -> String {
+    let widths: Vec<usize> = (0..8)
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in lines {
+        let cells: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, text)| {
+                let align = if c < 2 { Align::Left } else { Align::Right };
+                pad(text, widths[c], align)
+            })
+            .collect();
+        out += cells.join("  ").trim_end();
+        out.push('\n');
+    }
+    out
+}
+
+/// What the run spent against each of its limits, `None` without a budget.
+fn against_limits(outcome: &RunOutcome, limits: Limits, currency: &str) -> Option<String> {
+    let spent = outcome.spent;
+    let mut words = Vec::new();
+    if let Some(max) = limits.max_cost {
+        words.push(format!(
+            "spent {} {currency} of --max-cost {} {currency}",
+            money(spent.cost),
+            money(max)
+        ));
+    }
+    if let Some(max) = limits.max_tokens {
+        words.push(format!(
+            "used {} tokens of --max-tokens-total {max}",
+            spent.tokens
+        ));
+    }
+    (!words.is_empty()).then(|| words.join(", "))
+}
+
+/// After a run that finished within its budget: what it spent of it.
+pub fn within_budget(outcome: &RunOutcome, limits: Limits, currency: &str) {
+    if let Some(words) = against_limits(outcome, limits, currency) {
+        println!("budget: {words}");
+    }
+}
+
+/// After a run stopped by its budget: what it spent, against which limit,
+/// and how to go on.
+pub fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &str, run_id: &str) {
+    let words = against_limits(outcome, limits, currency).unwrap_or_default();
+    let flag = if limits.max_cost.is_some() {
+        "--max-cost"
+    } else {
+        "--max-tokens-total"
+    };
+    eprintln!(
+        "budget reached: {words}; no request was started that could pass it, and every answer that finished is saved; continue with `harness run --resume {run_id} {flag} MORE`"
+    );
+}

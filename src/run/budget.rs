@@ -1,0 +1,353 @@
+//! The run's meter: what it has spent (money and tokens), what the requests
+//! in flight could still spend, and the clocks of models priced by the hour.
+//! As the client's [`Gate`] it refuses to start a request once the spent
+//! amount plus the worst case of every request in flight, this one included,
+//! would pass `--max-cost` or `--max-tokens-total`; after one refusal it
+//! refuses every later first attempt too, so the run winds down: what is in
+//! flight finishes and is journaled.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::cost::{answers_cost, billed, prompt_tokens, record_tokens};
+use super::journal;
+use super::record::{Cost, Record};
+use crate::client::{Gate, Reservation};
+use crate::provider::{ChatRequest, Completion, ModelSpec, PER_MILLION, Price};
+
+/// The budget of a run; unset limits do not stop it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    /// The most the run may cost, in its currency (`--max-cost`).
+    pub max_cost: Option<f64>,
+    /// The most tokens it may use, prompts and answers together (`--max-tokens-total`).
+    pub max_tokens: Option<u64>,
+}
+
+/// What was spent: money in the run's currency, and tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spent {
+    /// Money.
+    pub cost: f64,
+    /// Tokens, prompts and answers together.
+    pub tokens: u64,
+}
+
+/// A model priced by the hour, running since `since` (charged up to then).
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    per_hour: f64,
+    since: Instant,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    spent: Spent,
+    reserved: Spent,
+    refused: bool,
+    clocks: BTreeMap<String, Clock>,
+}
+
+impl State {
+    /// Spent so far, counting the running clocks up to `now`.
+    fn spent_at(&self, now: Instant) -> f64 {
+        self.spent.cost
+            + self
+                .clocks
+                .values()
+                .map(|c| hours(now - c.since) * c.per_hour)
+                .sum::<f64>()
+    }
+}
+
+/// The clock of a judge, apart from a model under test of the same name.
+pub fn judge_clock(name: &str) -> String {
+    format!("judge:{name}")
+}
+
+fn hours(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() / 3600.0
+}
+
+/// The run's meter and budget.
+#[derive(Debug, Default)]
+pub struct Meter {
+    limits: Limits,
+    state: Mutex<State>,
+}
+
+impl Meter {
+    /// A meter that starts from `before` (what earlier parts of the run spent).
+    pub fn new(limits: Limits, before: Spent) -> Meter {
+        if limits != Limits::default() {
+            // The tokenizer loads in a fraction of a second: before the first
+            // request, not inside it, where it would bunch paced requests up.
+            super::cost::text_tokens("");
+        }
+        let state = State {
+            spent: before,
+            ..State::default()
+        };
+        Meter {
+            limits,
+            state: Mutex::new(state),
+        }
+    }
+
+    /// A meter starting from what the journal at `path` (if any) records as
+    /// spent: a resumed run's budget covers the whole run. Without limits
+    /// nothing is read, since nothing is checked.
+    pub fn for_journal(limits: Limits, path: &Path) -> std::io::Result<Meter> {
+        let mut before = Spent::default();
+        if limits != Limits::default() && path.exists() {
+            journal::for_each_record(path, |r| {
+                let costs = r.cost.iter().chain(&r.judge_cost);
+                before.cost += costs.map(|c| c.amount).sum::<f64>();
+                if limits.max_tokens.is_some() {
+                    before.tokens += record_tokens(&r);
+                }
+            })?;
+        }
+        Ok(Meter::new(limits, before))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the run has spent so far, running clocks included.
+    pub fn spent(&self) -> Spent {
+        let state = self.state();
+        Spent {
+            cost: state.spent_at(Instant::now()),
+            tokens: state.spent.tokens,
+        }
+    }
+
+    /// Whether a request was refused: the budget stopped the run.
+    pub fn refused(&self) -> bool {
+        self.state().refused
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Starts `key`'s clock when `price` is by the hour and it is not running yet.
+    pub fn start_clock(&self, key: &str, price: Option<Price>) {
+        if let Some(Price::PerHour(per_hour)) = price {
+            let since = Instant::now();
+            self.state()
+                .clocks
+                .entry(key.to_owned())
+                .or_insert(Clock { per_hour, since });
+        }
+    }
+
+    /// Charges `key`'s clock up to now and returns the amount, when it runs.
+    pub fn charge_clock(&self, key: &str) -> Option<f64> {
+        let now = Instant::now();
+        let mut state = self.state();
+        let clock = state.clocks.get_mut(key)?;
+        let amount = super::cost::round(hours(now - clock.since) * clock.per_hour);
+        clock.since = now;
+        state.spent.cost += amount;
+        Some(amount)
+    }
+
+    /// Stops `key`'s clock; time since its last charge is not billed.
+    pub fn stop_clock(&self, key: &str) {
+        self.state().clocks.remove(key);
+    }
+
+    /// Charges the hours of a model (and judge) priced by the hour to the
+    /// record that ends each stretch of their server's time: the sum over the
+    /// records is the time from the clock's start to the last answer. An
+    /// answer from the response cache took none of it.
+    pub fn charge_hours(&self, model: &ModelSpec, judge: Option<&ModelSpec>, record: &mut Record) {
+        let hourly = |m: &ModelSpec| matches!(m.price, Some(Price::PerHour(_)));
+        let charge = |key: &str, live: bool| {
+            let amount = if live {
+                self.charge_clock(key)
+            } else {
+                Some(0.0)
+            };
+            amount.map(|amount| Cost {
+                amount,
+                ..Cost::default()
+            })
+        };
+        if hourly(model) {
+            record.cost = charge(&model.name, !record.cached);
+        }
+        if let Some(judge) = judge.filter(|j| hourly(j))
+            && record.rules.iter().any(|r| r.judge.is_some())
+        {
+            record.judge_cost = charge(&judge_clock(&judge.name), record.judge_attempts > 0);
+        }
+    }
+
+    /// The worst case of `request` for `n` choices: its prompt and every
+    /// choice's `max_tokens`, all at the model's highest token price.
+    pub fn worst_case(model: &ModelSpec, request: &ChatRequest, n: u32) -> Reservation {
+        let tokens =
+            prompt_tokens(&request.messages) + u64::from(n.max(1)) * u64::from(request.max_tokens);
+        let cost = match model.price {
+            Some(Price::Tokens(p)) => tokens as f64 * p.highest() / PER_MILLION,
+            _ => 0.0,
+        };
+        Reservation { cost, tokens }
+    }
+
+    /// Whether `extra` more in flight keeps the run within its limits.
+    fn fits(&self, state: &State, extra: Reservation) -> bool {
+        let cost = state.spent_at(Instant::now()) + state.reserved.cost + extra.cost;
+        let tokens = state.spent.tokens + state.reserved.tokens + extra.tokens;
+        self.limits.max_cost.is_none_or(|max| cost <= max)
+            && self.limits.max_tokens.is_none_or(|max| tokens <= max)
+    }
+}
+
+impl Gate for Meter {
+    fn admit(
+        &self,
+        model: &ModelSpec,
+        request: &ChatRequest,
+        n: u32,
+        refusable: bool,
+    ) -> Option<Reservation> {
+        let worst = Meter::worst_case(model, request, n);
+        let mut state = self.state();
+        if refusable && (state.refused || !self.fits(&state, worst)) {
+            state.refused = true;
+            return None;
+        }
+        state.reserved.cost += worst.cost;
+        state.reserved.tokens += worst.tokens;
+        Some(worst)
+    }
+
+    fn settle(
+        &self,
+        model: &ModelSpec,
+        request: &ChatRequest,
+        reservation: Reservation,
+        answers: &[Completion],
+    ) {
+        let tokens: u64 = answers
+            .iter()
+            .map(|a| billed(&request.messages, a).0.total())
+            .sum();
+        let cost = match model.price {
+            Some(Price::Tokens(p)) => answers_cost(&p, &request.messages, answers).amount,
+            _ => 0.0,
+        };
+        let mut state = self.state();
+        state.reserved.cost = (state.reserved.cost - reservation.cost).max(0.0);
+        state.reserved.tokens = state.reserved.tokens.saturating_sub(reservation.tokens);
+        state.spent.cost += cost;
+        state.spent.tokens += tokens;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Role;
+    use crate::prompt::Message;
+    use crate::provider::{OutputFormat, ProviderKind, TokenPrice, Usage};
+
+    fn model() -> ModelSpec {
+        let mut m = ModelSpec::new(ProviderKind::OpenAi, "m");
+        m.price = Some(Price::Tokens(TokenPrice {
+            input: 1.0,
+            output: 10.0,
+            cached_input: 1.0,
+        }));
+        m
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            messages: vec![Message {
+                role: Role::User,
+                content: "What is the capital of France?".into(),
+            }],
+            temperature: 0.0,
+            max_tokens: 86,
+            top_p: None,
+            seed: None,
+            stop: Vec::new(),
+            format: OutputFormat::Text,
+            num_ctx: None,
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn requests_start_while_the_worst_case_fits() {
+        // Worst case: (14 prompt + 86 max_tokens) × 10 per million = 0.001.
+        let (m, r) = (model(), request());
+        assert_eq!(Meter::worst_case(&m, &r, 1).tokens, 100);
+        let limits = Limits {
+            max_cost: Some(0.0025),
+            max_tokens: None,
+        };
+        let meter = Meter::new(limits, Spent::default());
+        let first = meter.admit(&m, &r, 1, true).unwrap();
+        let _second = meter.admit(&m, &r, 1, true).unwrap();
+        assert!(
+            meter.admit(&m, &r, 1, false).is_some(),
+            "retries always start"
+        );
+        assert!(meter.admit(&m, &r, 1, true).is_none());
+        assert!(meter.refused());
+        // Once refused, a freed reservation does not restart the run.
+        let answer = Completion {
+            text: "Paris".into(),
+            usage: Usage {
+                tokens_in: Some(14),
+                tokens_out: Some(1),
+                tokens_cached: None,
+            },
+            finish_reason: None,
+            shared: None,
+            served: None,
+        };
+        meter.settle(&m, &r, first, &[answer]);
+        assert!(meter.admit(&m, &r, 1, true).is_none());
+        let spent = meter.spent();
+        assert_eq!(spent.tokens, 15);
+        assert!((spent.cost - 24e-6).abs() < 1e-12, "{spent:?}");
+    }
+
+    #[test]
+    fn token_budgets_need_no_price() {
+        let (mut m, r) = (model(), request());
+        m.price = None;
+        let limits = Limits {
+            max_cost: None,
+            max_tokens: Some(150),
+        };
+        let meter = Meter::new(limits, Spent::default());
+        assert!(meter.admit(&m, &r, 1, true).is_some());
+        assert!(meter.admit(&m, &r, 1, true).is_none());
+    }
+
+    #[test]
+    fn hourly_clocks_charge_the_time_between_answers() {
+        let meter = Meter::new(Limits::default(), Spent::default());
+        meter.start_clock("gpu", Some(Price::PerHour(3600.0)));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let first = meter.charge_clock("gpu").unwrap();
+        assert!((0.02..1.0).contains(&first), "{first}");
+        let second = meter.charge_clock("gpu").unwrap();
+        assert!(second < first);
+        meter.stop_clock("gpu");
+        assert_eq!(meter.charge_clock("gpu"), None);
+        assert!((meter.spent().cost - first - second).abs() < 1e-9);
+    }
+}

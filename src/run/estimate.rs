@@ -1,0 +1,148 @@
+//! `harness run --dry-run`: what the rest of a plan would ask and the most
+//! it could cost, from the prompts' token counts and `max_tokens`, without a
+//! request. The response cache is not consulted: the estimate is for asking
+//! everything live.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::cost::prompt_tokens;
+use super::record::TaskKey;
+use super::scheduler::model_queue;
+use super::{Manifest, RunError, SpecRuntime, build_request, journal};
+use crate::format::Role;
+use crate::prompt::Message;
+use crate::provider::{ModelSpec, OutputFormat, PER_MILLION, Price, ProviderKind};
+use crate::verify::judge::task_of;
+
+/// What one model's part of one spec would ask.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Estimate {
+    /// The model's name.
+    pub model: String,
+    /// The spec id.
+    pub spec: String,
+    /// Requests to the model.
+    pub requests: u64,
+    /// Their prompt tokens, by the estimating tokenizer.
+    pub prompt_tokens: u64,
+    /// The most tokens the answers may have: `max_tokens` each.
+    pub max_output_tokens: u64,
+    /// The prompts at the input price plus `max_output_tokens` at the output
+    /// price; `None` when the model is not priced by the token.
+    pub cost: Option<f64>,
+    /// Requests to the judge.
+    pub judge_requests: u64,
+    /// The same bound for the judge, each answer judged taken at its
+    /// `max_tokens`; `None` when nothing is judged or the judge is not priced by the token.
+    pub judge_cost: Option<f64>,
+}
+
+/// Token counts of requests to one model, priced once summed.
+#[derive(Default)]
+struct Tokens {
+    requests: u64,
+    prompt: u64,
+    output: u64,
+}
+
+impl Tokens {
+    fn cost(&self, model: &ModelSpec) -> Option<f64> {
+        match model.price {
+            Some(Price::Tokens(p)) => {
+                Some((self.prompt as f64 * p.input + self.output as f64 * p.output) / PER_MILLION)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The estimate of every (model, spec) cell with requests left, in plan
+/// order; requests already in the journal at `journal_path` are left out.
+pub fn estimate(
+    manifest: &Manifest,
+    specs: &[Arc<SpecRuntime>],
+    journal_path: &Path,
+) -> Result<Vec<Estimate>, RunError> {
+    let mut done: HashSet<TaskKey> = HashSet::new();
+    if journal_path.exists() {
+        journal::for_each_record(journal_path, |r| {
+            done.insert(r.key());
+        })?;
+    }
+    let mut out = Vec::new();
+    for model in &manifest.models {
+        let batches = matches!(
+            model.provider,
+            ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm
+        );
+        let per_request = if batches { model.max_n.max(1) } else { 1 };
+        let items = model_queue(manifest, &model.name, per_request as usize, specs, &done).0;
+        for (si, spec) in specs.iter().enumerate() {
+            let mine = items.iter().filter(|(s, _, _)| *s == si);
+            let (asked, judged) = spec_tokens(manifest, model, spec, mine);
+            if asked.requests == 0 {
+                continue;
+            }
+            let judge = manifest.judge.as_ref();
+            out.push(Estimate {
+                model: model.name.clone(),
+                spec: spec.spec.id.clone(),
+                requests: asked.requests,
+                prompt_tokens: asked.prompt,
+                max_output_tokens: asked.output,
+                cost: asked.cost(model),
+                judge_requests: judged.requests,
+                judge_cost: judge
+                    .filter(|_| judged.requests > 0)
+                    .and_then(|j| judged.cost(j)),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The tokens of one model's requests on one spec, and of their judging.
+fn spec_tokens<'a>(
+    manifest: &Manifest,
+    model: &ModelSpec,
+    spec: &SpecRuntime,
+    items: impl Iterator<Item = &'a (usize, u64, Vec<u32>)>,
+) -> (Tokens, Tokens) {
+    let (mut asked, mut judged) = (Tokens::default(), Tokens::default());
+    for (_, instance, samples) in items {
+        // An instance that does not generate asks nothing: it becomes an error record.
+        let Ok(inst) = spec.spec.instance(*instance) else {
+            continue;
+        };
+        let request = build_request(spec, model, inst.messages.clone());
+        let answers = samples.len() as u64;
+        let requests = if answers > 1 && spec.format == OutputFormat::Text {
+            1
+        } else {
+            answers
+        };
+        asked.requests += requests;
+        asked.prompt += requests * prompt_tokens(&inst.messages);
+        asked.output += answers * u64::from(request.max_tokens);
+        let Some(judge) = manifest.judge.as_ref() else {
+            continue;
+        };
+        for rule in spec.spec.rules.judge_rules() {
+            let prompt = Message {
+                role: Role::User,
+                content: rule
+                    .prompt(task_of(&inst.messages), "", &inst.vars)
+                    .unwrap_or_default(),
+            };
+            let n = answers * u64::from(rule.samples);
+            let max_tokens = judge.options.max_tokens.unwrap_or(rule.max_tokens);
+            judged.requests += n;
+            let answer = u64::from(request.max_tokens);
+            judged.prompt += n * (prompt_tokens(std::slice::from_ref(&prompt)) + answer);
+            judged.output += n * u64::from(max_tokens);
+        }
+    }
+    (asked, judged)
+}
