@@ -14,6 +14,12 @@ if [ ! -x /usr/bin/python3 ] && [ -z "${HARNESS_PYTHON:-}" ] && command -v apt-g
   echo "installing python3 for the sandbox tests"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3) >/dev/null
 fi
+# The HTML report's browser tests (tests/html_report.rs, tests/compare_runs.rs)
+# drive Debian's headless Chromium over the DevTools protocol.
+if [ ! -x /usr/bin/chromium ] && [ -z "${HARNESS_CHROMIUM:-}" ] && command -v apt-get >/dev/null; then
+  echo "installing chromium for the browser tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+fi
 scripts/llama-server.sh ensure >/dev/null
 trap 'scripts/llama-server.sh stop all >/dev/null 2>&1 || true' EXIT
 # One thread each: the golden transcripts were recorded so, and thread count can change greedy output.

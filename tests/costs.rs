@@ -115,10 +115,17 @@ fn costs_per_record_and_cell_match_the_hand_computed_table_and_cache_hits_are_sa
     let table: Vec<&str> = out
         .lines()
         .skip_while(|l| !l.starts_with("cost (USD)"))
-        .take_while(|l| !l.is_empty())
+        .take_while(|l| !l.is_empty() && !l.starts_with("run cost"))
         .collect();
-    let free_row = table.iter().find(|l| l.starts_with("free ")).unwrap();
-    assert!(free_row.contains('—'), "{out}");
+    // Models as rows, or (pivoted to fit 80 columns) as columns, `free` the last.
+    let unpriced = match table.iter().find(|l| l.starts_with("free ")) {
+        Some(row) => row.contains('—'),
+        None => {
+            table[0].split_whitespace().last() == Some("free")
+                && table[2..].iter().all(|l| l.trim_end().ends_with('—'))
+        }
+    };
+    assert!(unpriced, "{out}");
     assert!(out.contains("run cost: 0.002328 USD"), "{out}");
     let csv = report(&ws.path().join("results"), "report_", "csv");
     assert!(csv.lines().next().unwrap().contains(",cost,"), "{csv}");

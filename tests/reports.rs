@@ -47,6 +47,7 @@ fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, t
         journals: &journals,
         color,
         baseline: None,
+        golden: None,
         currency: "USD",
     };
     (write_reports(&ctx).unwrap(), dir)
@@ -202,6 +203,36 @@ fn raw_json_keeps_its_documented_keys_in_order() {
     );
 }
 
+/// Seeded bootstraps and no clock: the same journals give every report byte for
+/// byte, the HTML page and a run comparison included.
+#[test]
+fn the_same_journals_give_the_same_bytes() {
+    for runs in [&["r1"][..], &["r1", "r2"]] {
+        let journals = vec![fixture(); runs.len()];
+        let (a, _a) = build(runs, journals.clone(), false);
+        let (b, _b) = build(runs, journals, false);
+        let files = |o: &ReportOutput| -> Vec<PathBuf> {
+            [&o.markdown, &o.html]
+                .into_iter()
+                .chain(&o.extra)
+                .chain(&o.raw)
+                .cloned()
+                .collect()
+        };
+        let (fa, fb) = (files(&a), files(&b));
+        assert_eq!(fa.len(), fb.len());
+        for (x, y) in fa.iter().zip(&fb) {
+            assert_eq!(
+                fs::read(x).unwrap(),
+                fs::read(y).unwrap(),
+                "{}",
+                x.display()
+            );
+        }
+        assert_eq!(a.terminal, b.terminal);
+    }
+}
+
 #[test]
 fn a_model_in_several_runs_is_shown_per_run() {
     let (out, dir) = build(&["r1", "r2"], vec![fixture(), fixture()], false);
@@ -218,15 +249,20 @@ fn a_model_in_several_runs_is_shown_per_run() {
     ]
     .map(|s| PathBuf::from(format!("{s}_{STAMP}.json")));
     assert_eq!(names, want);
-    assert!(
-        out.terminal
-            .lines()
-            .nth(2)
-            .unwrap()
-            .starts_with("r1/qwen3:8b "),
-        "{}",
-        out.terminal
-    );
+    for name in [
+        "r1/qwen3:8b",
+        "r2/qwen3:8b",
+        "r1/gpt-4o-mini",
+        "r2/gpt-4o-mini",
+    ] {
+        assert!(
+            out.terminal
+                .lines()
+                .any(|l| l.starts_with(&format!("   1  {name} "))),
+            "{name} on the leaderboard: {}",
+            out.terminal
+        );
+    }
     let raw: Value = serde_json::from_str(&read(&out.raw[1])).unwrap();
     assert_eq!(raw[0]["model_name"], "r2/qwen3:8b");
 }

@@ -26,6 +26,10 @@
 //! - Model text on the terminal: `terminal_escapes`.
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
 //!   is `#[ignore]`d: run it with `--release -- --ignored`).
+//! - The HTML report in headless Chromium (`common::browser`, Debian's
+//!   `chromium`; skipped without it unless `CI` or `HARNESS_E2E` is set):
+//!   `html_report` (the shipped replay, a sampled spec, hostile answers) and
+//!   `compare_runs` (`harness report RUN_A RUN_B`).
 //! - Managed servers: `managed_vllm` (a Python stand-in for vLLM) and
 //!   `managed_llama` (the real llama-server).
 //! - End to end against real llama.cpp servers: `e2e_llama`.
@@ -49,6 +53,7 @@ mod architecture;
 mod atomic_writes;
 mod code_rule;
 mod code_values;
+mod compare_runs;
 mod costs;
 mod datasets;
 mod datasets_hub;
@@ -58,6 +63,7 @@ mod forgery;
 mod front_door;
 mod fuzz_specs;
 mod golden_workflow;
+mod html_report;
 mod humaneval;
 mod judge;
 mod main_job;

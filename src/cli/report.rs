@@ -1,4 +1,5 @@
-//! `harness report RUN...`: rebuild reports from run journals, several runs side by side.
+//! `harness report RUN...`: rebuild reports from run journals, several runs side by
+//! side; with two or more runs, the later ones are compared with the first.
 
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use crate::spec::Spec;
 /// Arguments of `harness report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Run ids (or `latest`), one or more.
+    /// Run ids (or `latest`), one or more; the first is the baseline the others are compared with.
     #[arg(required = true)]
     pub runs: Vec<String>,
     /// Extra report formats.
@@ -34,6 +35,7 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
         Vec::<SpecInfo>::new(),
     );
     let mut model_ids = std::collections::BTreeMap::new();
+    let mut golden = None;
     // The first run's currency names the costs; a run in another one is warned about.
     let mut currency: Option<String> = None;
     for id in &args.runs {
@@ -66,6 +68,8 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
                 specs.push(info);
             }
         }
+        // The first run's golden directory: what the HTML report diffs against.
+        golden.get_or_insert_with(|| manifest.golden_dir.clone());
         match &currency {
             Some(c) if *c != manifest.currency => eprintln!(
                 "warning: run {} prices in {}, not {c}: its costs are shown in {c} unconverted",
@@ -90,6 +94,7 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
         journals: &journals,
         color,
         baseline: args.baseline.as_deref(),
+        golden: golden.as_deref(),
         currency: currency.as_deref().unwrap_or("USD"),
     };
     match write_reports(&ctx) {
@@ -99,6 +104,7 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
             for extra in &out.extra {
                 println!("        {}", extra.display());
             }
+            println!("html report: {}", out.html.display());
             Exit::Success
         }
         Err(e) => fail(format!("writing reports: {e}")),

@@ -353,6 +353,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         println!("{change}");
     }
     if outcome.interrupted {
+        println!("html report: {}", report.html.display());
         eprintln!(
             "interrupted: finished answers are saved; continue with `harness run --resume {}`",
             manifest.run_id
@@ -370,14 +371,15 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         .flat_map(|lines| lines.values())
         .filter(|line| line.scored.error.is_some())
         .count();
-    if errors == 0 {
-        return Ok(Exit::differences_if(differ));
+    if errors > 0 {
+        let total: usize = transcripts.values().map(|lines| lines.len()).sum();
+        println!(
+            "{errors} of {total} answers are errors (a failed request or generation, no verdict); the report lists them"
+        );
     }
-    let total: usize = transcripts.values().map(|lines| lines.len()).sum();
-    println!(
-        "{errors} of {total} answers are errors (a failed request or generation, no verdict); the report lists them"
-    );
-    if args.allow_errors {
+    // Last, so it stays on screen: the page with every statistic and instance.
+    println!("html report: {}", report.html.display());
+    if errors == 0 || args.allow_errors {
         Ok(Exit::differences_if(differ))
     } else {
         eprintln!("error: {errors} errors in this run (exit 4); `--allow-errors` accepts them");
@@ -432,6 +434,7 @@ fn reports(
         journals: &journals,
         color,
         baseline: args.baseline.as_deref(),
+        golden: Some(&args.golden),
         currency: &manifest.currency,
     };
     write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::sampling;
+use super::stats;
 use super::{
-    Example, FAILING_EXAMPLES, FailureStat, JudgeStats, Latency, Metrics, SamplingPlan, Tokens,
+    Estimate, Example, FAILING_EXAMPLES, FailureStat, JudgeStats, Latency, Method, Metrics,
+    SamplingPlan, Tokens,
 };
 use crate::run::record::Record;
 
@@ -56,8 +58,10 @@ impl Accumulator {
         self.cached += u64::from(r.cached);
         self.time_ms += r.latency_ms;
         self.cost.add(r);
-        // A cached answer took no time; counting its 0 ms would flatter the model.
-        let timed = r.has_response() && !r.cached;
+        // Only a request made now was timed: a cached or replayed answer (no HTTP
+        // attempt) took no time, and its 0 ms would flatter the model and make the
+        // speed absurd.
+        let timed = super::timed(r);
         if timed {
             self.latencies.push(r.latency_ms);
         }
@@ -91,7 +95,7 @@ impl Accumulator {
         self.problems
             .entry((r.spec.clone(), r.instance))
             .or_default()
-            .add(r.sample, answer, r.scored.passed);
+            .add(r.sample, answer, r.scored.passed, r.scored.score);
         for rule in &r.rules {
             let Some(j) = &rule.judge else { continue };
             let stat = self
@@ -116,8 +120,13 @@ impl Accumulator {
                 .or_default()
                 .entry((r.spec.clone(), r.instance))
                 .or_default()
-                .add(r.sample, answer, rule.verdict.passed);
+                .add(r.sample, answer, rule.verdict.passed, rule.verdict.score);
         }
+    }
+
+    /// Each instance's sample scores, keyed by (spec, instance).
+    pub fn problems(&self) -> &BTreeMap<(String, u64), sampling::Problem> {
+        &self.problems
     }
 
     /// The finished metrics, without sampled metrics.
@@ -185,6 +194,7 @@ impl Accumulator {
             } else {
                 self.score_sum / self.total as f64
             },
+            interval: estimate(&self.problems),
             valid: self.valid,
             errors: self.errors,
             cached: self.cached,
@@ -202,6 +212,20 @@ impl Accumulator {
             judges,
         }
     }
+}
+
+/// The 95% interval of an accuracy over `problems`: Wilson when every problem is one
+/// pass/fail sample, else the percentile bootstrap clustered by problem (seeded, so
+/// the same records give the same bytes).
+fn estimate(problems: &BTreeMap<(String, u64), sampling::Problem>) -> Option<Estimate> {
+    if problems.values().all(sampling::Problem::is_pass_fail) {
+        let passed = problems.values().filter(|p| p.n_correct() == 1).count() as u64;
+        let i = stats::wilson(passed, problems.len() as u64, stats::DEFAULT_LEVEL)?;
+        return Some(Estimate::new(i, Method::Wilson));
+    }
+    let scores: Vec<&[f64]> = problems.values().map(sampling::Problem::scores).collect();
+    let e = stats::bootstrap_mean(&scores, &stats::Bootstrap::default())?;
+    Some(Estimate::new(e.interval, Method::Bootstrap))
 }
 
 /// Nearest-rank percentile `p` (0..=100) of ascending `sorted`; `None` when empty.

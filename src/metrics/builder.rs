@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::accumulate::Accumulator;
-use super::{Metrics, SamplingPlan, Summary};
+use super::significance::{self, Board, Entry, Scores};
+use super::{Metrics, Outcome, SamplingPlan, Summary};
 use crate::run::record::Record;
 
 /// Per variable, per value: the breakdown of one cell by `group_by`.
@@ -85,24 +86,41 @@ impl MetricsBuilder {
         specs.get_mut(&r.spec).expect("inserted above").add(r);
     }
 
-    /// The finished metrics of every cell and model.
+    /// The finished metrics of every cell and model, with the leaderboards.
     pub fn finish(self) -> Summary {
         let plans = self.sampling;
-        Summary {
-            cells: self
-                .cells
-                .into_iter()
-                .map(|(m, specs)| {
-                    let specs = specs
-                        .into_iter()
-                        .map(|(s, a)| {
-                            let metrics = a.finish_with(plans.get(&s), true);
-                            (s, metrics)
-                        })
-                        .collect();
-                    (m, specs)
-                })
-                .collect(),
+        // Each cell's instances, taken before the cells are finished.
+        let mut scores: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
+        let mut outcomes: BTreeMap<String, BTreeMap<String, Vec<Outcome>>> = BTreeMap::new();
+        for (m, specs) in &self.cells {
+            for (s, acc) in specs {
+                let (cell_scores, cell_outcomes) = instances(acc);
+                scores
+                    .entry(s.clone())
+                    .or_default()
+                    .insert(m.clone(), cell_scores);
+                outcomes
+                    .entry(m.clone())
+                    .or_default()
+                    .insert(s.clone(), cell_outcomes);
+            }
+        }
+        let cells: BTreeMap<String, BTreeMap<String, Metrics>> = self
+            .cells
+            .into_iter()
+            .map(|(m, specs)| {
+                let specs = specs
+                    .into_iter()
+                    .map(|(s, a)| {
+                        let metrics = a.finish_with(plans.get(&s), true);
+                        (s, metrics)
+                    })
+                    .collect();
+                (m, specs)
+            })
+            .collect();
+        let mut summary = Summary {
+            cells,
             models: self
                 .models
                 .into_iter()
@@ -123,8 +141,80 @@ impl MetricsBuilder {
                     (m, specs)
                 })
                 .collect(),
-        }
+            boards: BTreeMap::new(),
+            leaderboard: None,
+            outcomes,
+        };
+        summary.boards = scores
+            .iter()
+            .map(|(spec, models)| {
+                let entries = models
+                    .iter()
+                    .filter_map(|(m, s)| {
+                        let cell = summary.cell(m, spec)?;
+                        let entry = Entry {
+                            score: cell.accuracy,
+                            interval: cell.interval.map(|e| e.interval()),
+                            scores: s,
+                        };
+                        Some((m.as_str(), entry))
+                    })
+                    .collect();
+                (spec.clone(), significance::spec_board(&entries))
+            })
+            .collect();
+        summary.leaderboard = leaderboard(&summary, &scores);
+        summary
     }
+}
+
+/// The overall board: the spec's own when there is one spec, else the stratified one.
+fn leaderboard(
+    summary: &Summary,
+    scores: &BTreeMap<String, BTreeMap<String, Scores>>,
+) -> Option<Board> {
+    if scores.len() == 1 {
+        return summary.boards.values().next().cloned();
+    }
+    let means: BTreeMap<&str, f64> = summary
+        .cells
+        .keys()
+        .filter_map(|m| Some((m.as_str(), summary.category_mean(m)?)))
+        .collect();
+    if means.is_empty() {
+        return None;
+    }
+    let data = scores
+        .iter()
+        .map(|(spec, models)| {
+            let models = models.iter().map(|(m, s)| (m.as_str(), s)).collect();
+            (spec.as_str(), models)
+        })
+        .collect();
+    Some(significance::overall_board(&means, &data))
+}
+
+/// One cell's instances: their sample scores for the boards, and their outcomes.
+fn instances(acc: &Accumulator) -> (Scores, Vec<Outcome>) {
+    let problems = acc.problems();
+    let mut scores = Scores {
+        by_instance: BTreeMap::new(),
+        pass_fail: problems
+            .values()
+            .all(super::sampling::Problem::is_pass_fail),
+    };
+    let mut outcomes = Vec::with_capacity(problems.len());
+    for ((_, instance), p) in problems {
+        let s = p.scores();
+        scores.by_instance.insert(*instance, s.to_vec());
+        outcomes.push(Outcome {
+            instance: *instance,
+            passed: p.n_correct() as u32,
+            samples: p.n_total() as u32,
+            score: s.iter().sum::<f64>() / s.len().max(1) as f64,
+        });
+    }
+    (scores, outcomes)
 }
 
 fn finish_groups(vars: Groups<Accumulator>, plan: Option<&SamplingPlan>) -> Groups<Metrics> {

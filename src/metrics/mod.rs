@@ -20,14 +20,16 @@ use serde_json::Value;
 
 use crate::run::record::Record;
 pub use accumulate::Accumulator;
-pub use builder::{Groups, MetricsBuilder};
+pub use builder::{Groups, MetricsBuilder, group_value};
 pub use cost::CostStats;
 pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
+pub use significance::{Board, Gap, Standing, Test, Versus};
 
 mod accumulate;
 mod builder;
 mod cost;
 mod sampling;
+mod significance;
 pub mod stats;
 
 /// Characters of a response, detail or expected value kept in an example.
@@ -42,6 +44,12 @@ pub fn test_id(r: &Record) -> String {
     } else {
         r.instance_id.clone()
     }
+}
+
+/// Whether `r`'s latency was measured now: answered by a request made in this run,
+/// not from the cache and not replayed (no HTTP attempt took any time).
+pub fn timed(r: &Record) -> bool {
+    r.has_response() && !r.cached && r.attempts > 0
 }
 
 /// The expected output: the single rule's value, else the map rule → value (null when empty).
@@ -97,7 +105,47 @@ pub struct FailureStat {
     pub example: Example,
 }
 
-/// Latency statistics in milliseconds over answered, non-cached records.
+/// How an accuracy's interval was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Wilson score interval: one pass/fail sample per instance.
+    Wilson,
+    /// Percentile bootstrap clustered by instance: partial credit or several samples.
+    Bootstrap,
+}
+
+/// A 95% interval of an accuracy, and its method.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    /// Lower limit.
+    pub low: f64,
+    /// Upper limit.
+    pub high: f64,
+    /// How it was computed.
+    pub method: Method,
+}
+
+impl Estimate {
+    /// An interval computed by `method`.
+    pub fn new(interval: stats::Interval, method: Method) -> Estimate {
+        Estimate {
+            low: interval.low,
+            high: interval.high,
+            method,
+        }
+    }
+
+    /// The interval without its method.
+    pub fn interval(&self) -> stats::Interval {
+        stats::Interval {
+            low: self.low,
+            high: self.high,
+        }
+    }
+}
+
+/// Latency statistics in milliseconds over answered records timed now (not cached or replayed).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Latency {
     /// Records measured.
@@ -130,6 +178,8 @@ pub struct Metrics {
     pub passed: u64,
     /// Mean score in [0, 1]; request errors score 0 (0 when there are no records).
     pub accuracy: f64,
+    /// 95% interval of `accuracy` (none without records).
+    pub interval: Option<Estimate>,
     /// Records with a valid response ([`Record::is_valid`]).
     pub valid: u64,
     /// Records with a request error.
@@ -138,13 +188,13 @@ pub struct Metrics {
     pub cached: u64,
     /// Sum of every record's `latency_ms` (errors included, cached ones are 0): time spent waiting.
     pub time_ms: u64,
-    /// Latency, when any answered non-cached record exists.
+    /// Latency, when any answered record was timed (not cached, not replayed).
     pub latency_ms: Option<Latency>,
     /// Prompt tokens.
     pub tokens_in: Tokens,
     /// Generated tokens.
     pub tokens_out: Tokens,
-    /// Generated tokens per second of latency over answered, non-cached records reporting tokens.
+    /// Generated tokens per second of latency over timed records reporting tokens.
     pub tokens_per_sec: Option<f64>,
     /// What the records cost, when any of them (or their judging) had a price.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -197,6 +247,34 @@ pub struct Summary {
     pub models: BTreeMap<String, Metrics>,
     /// Per (model, spec), the `group_by` breakdowns: variable → value → metrics.
     pub groups: BTreeMap<String, BTreeMap<String, Groups<Metrics>>>,
+    /// Per spec with records, its leaderboard: tie groups and paired comparisons.
+    pub boards: BTreeMap<String, Board>,
+    /// The overall leaderboard on the mean of category accuracies (none without records).
+    pub leaderboard: Option<Board>,
+    /// Per (model, spec), each instance's outcome in instance order: what flaky
+    /// instances and run comparisons line up.
+    #[serde(skip)]
+    pub outcomes: BTreeMap<String, BTreeMap<String, Vec<Outcome>>>,
+}
+
+/// One instance's samples for one model: how many passed, and the mean score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    /// Instance index.
+    pub instance: u64,
+    /// Samples that passed.
+    pub passed: u32,
+    /// Samples.
+    pub samples: u32,
+    /// Mean sample score.
+    pub score: f64,
+}
+
+impl Outcome {
+    /// The share of samples that passed.
+    pub fn rate(&self) -> f64 {
+        f64::from(self.passed) / f64::from(self.samples.max(1))
+    }
 }
 
 impl Summary {

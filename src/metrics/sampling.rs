@@ -34,12 +34,29 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
 pub struct Problem {
     /// (sample, extracted answer, passed), sorted by sample when finished.
     samples: Vec<(u32, Option<String>, bool)>,
+    /// Each sample's score, in the order added.
+    scores: Vec<f64>,
 }
 
 impl Problem {
     /// Adds one sample's outcome.
-    pub fn add(&mut self, sample: u32, answer: Option<String>, passed: bool) {
+    pub fn add(&mut self, sample: u32, answer: Option<String>, passed: bool, score: f64) {
         self.samples.push((sample, answer, passed));
+        self.scores.push(score);
+    }
+
+    /// The samples' scores, in the order added.
+    pub fn scores(&self) -> &[f64] {
+        &self.scores
+    }
+
+    /// Whether the problem is one pass/fail sample: one sample scoring exactly 1 when
+    /// it passed and 0 when not, so a pass rate (Wilson, McNemar) describes it.
+    pub fn is_pass_fail(&self) -> bool {
+        match (self.samples.as_slice(), self.scores.as_slice()) {
+            ([(_, _, passed)], [score]) => *score == f64::from(u8::from(*passed)),
+            _ => false,
+        }
     }
 
     /// Samples seen.

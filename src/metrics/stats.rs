@@ -21,10 +21,15 @@
 //!   the null and the unpooled one under the alternative (statsmodels
 //!   `samplesize_proportions_2indep_onetail`, `power_proportions_2indep`).
 //!
+//! - the seeded bootstraps (mean, paired, stratified): a plain-Python implementation
+//!   of the same stream and percentiles (`bootstrap_reference.py`, no shared code).
+//!
 //! Mean scores (partial credit, several samples per instance) get a percentile
 //! bootstrap that resamples instances, keeping each instance's samples together:
 //! samples of one instance are not independent, and treating them as such would
-//! shrink the interval by about the square root of the samples per instance.
+//! shrink the interval by about the square root of the samples per instance. A mean
+//! over several categories (each weighted as the caller says) resamples inside each
+//! category, so every category keeps its size ([`bootstrap_stratified`]).
 //! Bootstraps are seeded (see [`Bootstrap`]), so the same input gives the same bytes
 //! on every machine.
 
@@ -37,6 +42,7 @@ mod power;
 mod rank;
 #[cfg(test)]
 mod reference;
+mod stratified;
 mod wilson;
 
 pub use bootstrap::{MeanEstimate, bootstrap_mean};
@@ -44,7 +50,8 @@ pub use paired::{
     PassComparison, ScoreComparison, compare_passes, compare_scores, mcnemar_p, newcombe_paired,
 };
 pub use power::{min_detectable_effect, power, required_n};
-pub use rank::{Ranked, holm, tie_groups, tie_groups_scores};
+pub use rank::{Ranked, holm, rank_by, tie_groups, tie_groups_scores};
+pub use stratified::{Stratum, bootstrap_stratified, compare_stratified};
 pub use wilson::wilson;
 
 /// Confidence level used when a caller has no reason to pick another.

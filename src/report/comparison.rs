@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::View;
+use super::fit::{Cell, fitted};
+use crate::text::percent;
+
+/// Shown where a number is missing.
+const NONE: &str = "—";
 
 /// Tier thresholds on mean accuracy, highest first (the labels AIME leaderboards use).
 const TIERS: &[(f64, &str)] = &[
@@ -36,6 +41,8 @@ pub struct ModelLine {
     pub accuracy: f64,
     /// k → pass@k.
     pub pass_at_k: BTreeMap<u32, f64>,
+    /// k → pass^k: all k samples pass (how reliably, where pass@k says how possibly).
+    pub pass_hat_k: BTreeMap<u32, f64>,
     /// maj@n, when the spec asks for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maj: Option<f64>,
@@ -131,6 +138,7 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
                 model: m.clone(),
                 accuracy: sampled.mean_accuracy,
                 pass_at_k: sampled.pass_at_k.clone(),
+                pass_hat_k: sampled.pass_hat_k.clone(),
                 maj: sampled.maj,
                 tier: tier(sampled.mean_accuracy),
                 vs_baseline: None,
@@ -192,6 +200,103 @@ pub(crate) fn alongside(c: &Comparison) -> BTreeMap<&str, Vec<(&str, &GroupLine)
         for (rule, numbers) in &line.alongside {
             out.entry(rule).or_default().push((&line.model, numbers));
         }
+    }
+    out
+}
+
+/// The k values of pass^k worth a column: pass^1 is the mean accuracy again.
+pub(crate) fn hat_ks(c: &Comparison) -> Vec<u32> {
+    c.ks.iter().copied().filter(|k| *k > 1).collect()
+}
+
+/// A sampled spec's comparison for the terminal: mean accuracy, pass@k, maj@n,
+/// tier and change against the baseline per model (pass^k, which needs the room,
+/// is in the Markdown and HTML reports), then the report-only rules and mean
+/// accuracy / pass@(largest k) per group.
+pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
+    let has_maj = c.models.iter().any(|l| l.maj.is_some());
+    let mut header = vec!["model".to_owned(), "mean acc".to_owned()];
+    header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+    if has_maj {
+        header.push("maj".to_owned());
+    }
+    header.push("tier".to_owned());
+    if c.baseline.is_some() {
+        header.push("vs baseline".to_owned());
+    }
+    let rate = |p: Option<f64>| -> Cell { (p.map_or(NONE.into(), percent), p) };
+    let rows: Vec<Vec<Cell>> = c
+        .models
+        .iter()
+        .map(|l| {
+            let mut row = vec![(l.model.clone(), None), rate(Some(l.accuracy))];
+            row.extend(c.ks.iter().map(|k| rate(l.pass_at_k.get(k).copied())));
+            if has_maj {
+                row.push(rate(l.maj));
+            }
+            row.push((l.tier.to_owned(), None));
+            if c.baseline.is_some() {
+                row.push((l.vs_baseline.map_or(NONE.into(), points), None));
+            }
+            row
+        })
+        .collect();
+    let heading = super::fit::wrap(&format!("{} (sampled):", c.title), super::fit::WIDTH);
+    let mut out = format!(
+        "\n{heading}{}",
+        fitted(&header, &rows, color, Some("metric"))
+    );
+    if let Some(best) = &c.best {
+        out += &format!("best: {best}");
+        if let Some(base) = &c.baseline {
+            out += &format!(" (baseline: {base})");
+        }
+        out.push('\n');
+    }
+    for (rule, lines) in alongside(c) {
+        let heading = format!("{}: {rule} (report only):", c.title);
+        let mut header = vec!["model".to_owned(), "mean acc".to_owned()];
+        header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+        let rows: Vec<Vec<Cell>> = lines
+            .iter()
+            .map(|(model, g)| {
+                let mut row = vec![((*model).to_owned(), None), rate(Some(g.accuracy))];
+                row.extend(c.ks.iter().map(|k| rate(g.pass_at_k.get(k).copied())));
+                row
+            })
+            .collect();
+        let heading = super::fit::wrap(&heading, super::fit::WIDTH);
+        out += &format!(
+            "\n{heading}{}",
+            fitted(&header, &rows, color, Some("metric"))
+        );
+    }
+    let top = c.ks.last().copied();
+    for (var, values) in c.group_columns() {
+        let label = top.map_or("mean acc".to_owned(), |k| format!("mean acc / pass@{k}"));
+        let heading =
+            super::fit::wrap(&format!("{} by {var}: {label}", c.title), super::fit::WIDTH);
+        let mut header = vec!["model".to_owned()];
+        header.extend(values.iter().map(|v| (*v).clone()));
+        let rows: Vec<Vec<Cell>> = c
+            .models
+            .iter()
+            .map(|l| {
+                let mut row = vec![(l.model.clone(), None)];
+                for value in &values {
+                    let g = l.groups.get(var).and_then(|g| g.get(*value));
+                    let text = g.map_or(NONE.into(), |g| {
+                        match top.and_then(|k| g.pass_at_k.get(&k)).copied() {
+                            Some(p) => format!("{} / {}", percent(g.accuracy), percent(p)),
+                            None => percent(g.accuracy),
+                        }
+                    });
+                    row.push((text, g.map(|g| g.accuracy)));
+                }
+                row
+            })
+            .collect();
+        out += &format!("\n{heading}{}", fitted(&header, &rows, color, Some(var)));
     }
     out
 }

@@ -81,7 +81,8 @@ pub(super) fn terminal(v: &View) -> String {
     ];
     format!(
         "\n{}{}\n",
-        super::terminal::grid(&header, &rows, false),
+        // Categories across do not fit 80 columns: fitted pivots or splits them.
+        super::fit::fitted(&header, &rows, false, Some(&header[0])),
         run_line(&run, currency, words)
     )
 }

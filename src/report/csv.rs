@@ -2,15 +2,25 @@
 //! records, then one per `group_by` group (the `group` column says
 //! `var=value`), RFC 4180 quoting and CRLF line ends. Fractions stay fractions
 //! (accuracy 0..1) so spreadsheets can format them; empty means unknown.
-//! The cost columns are empty for a model without a price. The last column
-//! names each judge rule's judge and rubric hash.
+//! The cost columns are empty for a model without a price. `judges` names
+//! each judge rule's judge and rubric hash. The statistics come last: the 95%
+//! interval of `accuracy` and its method (`wilson`, `bootstrap`), and for spec
+//! rows the model's tie-group rank in the spec and its paired difference from
+//! the spec's best model with interval and p-value.
 
 use super::View;
 use crate::text::num;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Method, Metrics, Standing};
 
-const HEADER: [&str; 27] = [
+fn method(m: Method) -> &'static str {
+    match m {
+        Method::Wilson => "wilson",
+        Method::Bootstrap => "bootstrap",
+    }
+}
+
+const HEADER: [&str; 35] = [
     "model",
     "spec",
     "title",
@@ -38,6 +48,14 @@ const HEADER: [&str; 27] = [
     "currency",
     "group",
     "judges",
+    "accuracy_low",
+    "accuracy_high",
+    "interval",
+    "rank",
+    "vs_best_difference",
+    "vs_best_low",
+    "vs_best_high",
+    "vs_best_p",
 ];
 
 /// A field quoted when it holds a comma, quote, CR or LF; quotes doubled.
@@ -60,12 +78,13 @@ pub(crate) fn render(v: &View) -> String {
                 continue;
             };
             let currency = v.ctx.currency;
-            push_row(&mut out, m, s, c, &mean, "", currency);
+            let standing = v.summary.boards.get(&s.id).and_then(|b| b.standing(m));
+            push_row(&mut out, (m, s, c), &mean, "", currency, standing);
             let groups = v.summary.groups(m, &s.id).into_iter().flatten();
             for (var, values) in groups {
                 for (value, g) in values {
                     let group = format!("{var}={value}");
-                    push_row(&mut out, m, s, g, &mean, &group, currency);
+                    push_row(&mut out, (m, s, g), &mean, &group, currency, None);
                 }
             }
         }
@@ -80,12 +99,11 @@ fn money(amount: Option<f64>) -> String {
 
 fn push_row(
     out: &mut String,
-    m: &str,
-    s: &super::SpecInfo,
-    c: &Metrics,
+    (m, s, c): (&str, &super::SpecInfo, &Metrics),
     mean: &str,
     group: &str,
     currency: &str,
+    standing: Option<&Standing>,
 ) {
     let lat = c.latency_ms;
     // `label=count` pairs in label order: one cell, still easy to split.
@@ -105,6 +123,7 @@ fn push_row(
             )
         })
         .collect();
+    let versus = standing.and_then(|s| s.vs_best.as_ref());
     let row = [
         m.to_owned(),
         s.id.clone(),
@@ -133,6 +152,15 @@ fn push_row(
         c.cost.map_or(String::new(), |_| currency.to_owned()),
         group.to_owned(),
         judges.join(";"),
+        num(c.interval.map(|i| i.low), 4, ""),
+        num(c.interval.map(|i| i.high), 4, ""),
+        c.interval
+            .map_or(String::new(), |i| method(i.method).to_owned()),
+        standing.map_or(String::new(), |s| s.rank.to_string()),
+        num(versus.map(|x| x.difference), 4, ""),
+        num(versus.and_then(|x| x.interval).map(|i| i.low), 4, ""),
+        num(versus.and_then(|x| x.interval).map(|i| i.high), 4, ""),
+        num(versus.map(|x| x.p_value), 4, ""),
     ];
     let fields: Vec<String> = row.iter().map(|f| field(f)).collect();
     out.push_str(&fields.join(","));

@@ -35,10 +35,22 @@ struct Entry {
     offset: u64,
 }
 
+/// Where a shown model's records come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Origin {
+    /// Index of its journal (and run) in `ctx.journals`; none for a planned model
+    /// without records.
+    pub run: Option<usize>,
+    /// The model's name in that journal.
+    pub model: String,
+}
+
 /// The indexed records of every journal in a report.
 pub(crate) struct Journals {
     /// Shown model names, in report order.
     pub models: Vec<String>,
+    /// Per shown model, where its records come from.
+    pub origins: Vec<Origin>,
     /// Specs in report order.
     pub specs: Vec<SpecInfo>,
     /// All spec ids with records, sorted.
@@ -70,6 +82,7 @@ impl Journals {
             });
         }
         let mut models: Vec<String> = Vec::new();
+        let mut origins: Vec<Origin> = Vec::new();
         let mut shown: BTreeMap<(usize, usize), usize> = BTreeMap::new();
         let mut listed: Vec<&str> = ctx.models.iter().map(String::as_str).collect();
         let mut unlisted: Vec<&str> = raw_models
@@ -86,6 +99,10 @@ impl Journals {
             }
             let Some(raw) = raw_models.get(name) else {
                 models.push((*name).to_owned()); // planned but no records yet: an empty row
+                origins.push(Origin {
+                    run: None,
+                    model: (*name).to_owned(),
+                });
                 continue;
             };
             for &j in &runs_of[raw] {
@@ -104,6 +121,10 @@ impl Journals {
                 }
                 shown.insert((raw, j), models.len());
                 models.push(shown_name);
+                origins.push(Origin {
+                    run: Some(j),
+                    model: (*name).to_owned(),
+                });
             }
         }
         let spec_ids: Vec<String> = spec_names
@@ -141,6 +162,7 @@ impl Journals {
         }
         Ok(Journals {
             models,
+            origins,
             specs,
             spec_ids,
             entries,
@@ -181,7 +203,7 @@ impl Journals {
 }
 
 /// The run id of journal `j`: `ctx.run_ids[j]` when the lists match, else its directory name.
-fn run_id(ctx: &ReportContext, j: usize) -> String {
+pub(crate) fn run_id(ctx: &ReportContext, j: usize) -> String {
     if ctx.run_ids.len() == ctx.journals.len() {
         return ctx.run_ids[j].clone();
     }
@@ -272,6 +294,7 @@ mod tests {
             journals: &journals,
             color: false,
             baseline: None,
+            golden: None,
             currency: "USD",
         };
         let mut s = Journals::open(&ctx).unwrap();

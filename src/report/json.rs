@@ -24,12 +24,26 @@ struct Report<'a> {
     /// What the run cost, when anything had a price.
     #[serde(skip_serializing_if = "Option::is_none")]
     cost: Option<super::costs::RunCost<'a>>,
+    /// The overall leaderboard: tie groups on the mean of category accuracies.
+    leaderboard: Option<&'a crate::metrics::Board>,
+    /// Later runs against the first, when the report covers several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_comparison: Option<&'a super::runs::RunComparison>,
+    /// Instances whose samples disagree (specs with several samples or runs).
+    #[serde(skip_serializing_if = "is_stable")]
+    flaky: &'a super::flaky::Flaky,
+}
+
+fn is_stable(f: &&super::flaky::Flaky) -> bool {
+    f.stability.is_empty()
 }
 
 #[derive(Serialize)]
 struct Spec<'a> {
     id: &'a str,
     title: &'a str,
+    /// The spec's leaderboard: tie groups, each model against the best, detectable gap.
+    board: Option<&'a crate::metrics::Board>,
 }
 
 #[derive(Serialize)]
@@ -64,9 +78,13 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
             .map(|s| Spec {
                 id: &s.id,
                 title: &s.title,
+                board: v.summary.boards.get(&s.id),
             })
             .collect(),
         comparisons: super::comparison::build(v),
+        leaderboard: v.summary.leaderboard.as_ref(),
+        run_comparison: v.runs.as_ref(),
+        flaky: v.flaky,
         cost: super::costs::json(v),
         models: v
             .models

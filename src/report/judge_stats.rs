@@ -97,13 +97,12 @@ pub(crate) fn markdown(v: &View) -> String {
     s
 }
 
-/// The terminal lines (empty when nothing was judged).
+/// The terminal lines (empty when nothing was judged), wrapped to 80 columns.
 pub(crate) fn terminal(v: &View) -> String {
     let mut out = String::new();
     for r in rows(v) {
         let s = r.stat;
-        let _ = writeln!(
-            out,
+        let line = format!(
             "judge {} on {} / {} / {}, rubric {}: {} judged, {} judge errors, mean {}, spread {}{}",
             s.judge,
             r.model,
@@ -120,6 +119,7 @@ pub(crate) fn terminal(v: &View) -> String {
                 String::new()
             },
         );
+        out += &super::fit::wrap(&crate::text::visible(&line), super::fit::WIDTH);
     }
     out
 }

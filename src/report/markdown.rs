@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::metrics::{Example, Metrics};
 
 use super::View;
+use super::terminal::with_interval;
 use crate::text::{code_block, inline_code, md_cell, num, one_line, percent, table};
 
 /// Shown for cells without records.
@@ -28,9 +29,13 @@ pub(crate) fn render(v: &View) -> String {
     }
     s.push_str("## Сводная Таблица Результатов\n\n");
     s.push_str(&summary_table(v));
-    s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели.\n");
+    s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели. ± — половина 95% доверительного интервала (Вильсон для «верно/неверно», иначе бутстреп по заданиям).\n");
+    s.push_str(&super::statistics::leaderboard(v));
+    s.push_str(&super::statistics::categories(v));
+    s.push_str(&super::statistics::runs(v));
     groups(&mut s, v);
     comparisons(&mut s, v);
+    s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));
     s.push_str(&super::costs::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
@@ -62,9 +67,9 @@ fn summary_table(v: &View) -> String {
         .map(|m| {
             let mut row = vec![bold(m)];
             row.extend(v.specs.iter().map(|s| {
-                v.summary
-                    .cell(m, &s.id)
-                    .map_or(NONE.into(), |c| percent(c.accuracy))
+                v.summary.cell(m, &s.id).map_or(NONE.into(), |c| {
+                    with_interval(c.accuracy, c.interval.map(|e| e.interval()))
+                })
             }));
             row.push(
                 v.summary
@@ -111,7 +116,8 @@ fn groups(s: &mut String, v: &View) {
                     let mut row = vec![bold(m)];
                     row.extend(values.iter().map(|k| {
                         g.get(*k).map_or(NONE.into(), |c| {
-                            format!("{} ({}/{})", percent(c.accuracy), c.passed, c.total)
+                            let acc = with_interval(c.accuracy, c.interval.map(|e| e.interval()));
+                            format!("{acc} ({}/{})", c.passed, c.total)
                         })
                     }));
                     Some(row)
@@ -136,6 +142,8 @@ fn comparisons(s: &mut String, v: &View) {
         let has_maj = c.models.iter().any(|l| l.maj.is_some());
         let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
         header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+        let hats = super::comparison::hat_ks(c);
+        header.extend(hats.iter().map(|k| format!("pass^{k}")));
         if has_maj {
             header.push("maj@n".to_owned());
         }
@@ -151,6 +159,10 @@ fn comparisons(s: &mut String, v: &View) {
                 row.extend(
                     c.ks.iter()
                         .map(|k| l.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
+                );
+                row.extend(
+                    hats.iter()
+                        .map(|k| l.pass_hat_k.get(k).map_or(NONE.into(), |p| percent(*p))),
                 );
                 if has_maj {
                     row.push(l.maj.map_or(NONE.into(), percent));
@@ -241,7 +253,7 @@ fn metric_row(label: String, c: &Metrics) -> Vec<String> {
     let lat = c.latency_ms;
     vec![
         label,
-        percent(c.accuracy),
+        with_interval(c.accuracy, c.interval.map(|e| e.interval())),
         format!("{}/{}", c.passed, c.total),
         format!("{}/{}", c.valid, c.total),
         c.errors.to_string(),
@@ -449,6 +461,7 @@ mod tests {
             journals: &[],
             color: false,
             baseline: None,
+            golden: None,
             currency: "USD",
         };
         let md = render(&View {
@@ -456,6 +469,9 @@ mod tests {
             models: &models,
             specs: &specs,
             summary: &summary,
+            origins: &[],
+            runs: None,
+            flaky: &Default::default(),
         });
         assert_eq!(md.matches("\n#### `s/").count(), 10, "{md}");
         assert!(md.contains("\n…и ещё 2.\n"), "{md}");

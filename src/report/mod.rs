@@ -1,5 +1,6 @@
-//! Reports built from run journals: raw results, Markdown, JSON, CSV, JUnit
-//! and the terminal summary table.
+//! Reports built from run journals: raw results, Markdown, HTML, JSON, CSV,
+//! JUnit and the terminal summary, every accuracy with its interval and every
+//! ranking with its significance.
 //!
 //! Records are indexed first and read back one at a time ([`journals`]), so
 //! memory stays bounded by the metrics, not by the journals. Every output is
@@ -7,12 +8,16 @@
 //!
 //! Data flow: journals ([`journals`]) → `metrics::Summary` → one renderer per
 //! format. Imports go down only: `metrics`, `run` (records, manifests),
-//! `spec` (titles and `group_by`), `format`, `provider` (model tags) and
-//! `text`. Reports never ask a model.
+//! `spec` (titles and `group_by`), `format`, `provider` (model tags),
+//! `golden` (transcripts the HTML report diffs against) and `text`. Reports
+//! never ask a model.
 
 pub mod comparison;
 mod costs;
 mod csv;
+mod fit;
+pub mod flaky;
+mod html;
 mod journals;
 mod json;
 mod judge_stats;
@@ -21,6 +26,8 @@ mod markdown;
 pub mod model_tag;
 mod raw;
 mod rrr;
+pub mod runs;
+mod statistics;
 mod terminal;
 
 use std::collections::BTreeSet;
@@ -122,6 +129,8 @@ pub struct ReportContext<'a> {
     pub color: bool,
     /// The model sampled specs compare every model against (`--baseline`).
     pub baseline: Option<&'a str>,
+    /// Golden transcripts the HTML report compares the records with, when given.
+    pub golden: Option<&'a Path>,
     /// The currency costs are in.
     pub currency: &'a str,
 }
@@ -131,6 +140,8 @@ pub struct ReportContext<'a> {
 pub struct ReportOutput {
     /// `results/reports/report_<stamp>.md`.
     pub markdown: PathBuf,
+    /// `results/reports/report_<stamp>.html`.
+    pub html: PathBuf,
     /// `results/raw/<model>_<stamp>.json`, one per model.
     pub raw: Vec<PathBuf>,
     /// Extra format files.
@@ -149,6 +160,12 @@ pub(crate) struct View<'a> {
     pub specs: &'a [SpecInfo],
     /// Metrics keyed by shown model name and spec id.
     pub summary: &'a Summary,
+    /// Per shown model, its run and its name there.
+    pub origins: &'a [journals::Origin],
+    /// Later runs against the first, when the report covers several.
+    pub runs: Option<runs::RunComparison>,
+    /// Instances whose samples disagree.
+    pub flaky: &'a flaky::Flaky,
 }
 
 /// Builds every report for the given journals.
@@ -160,6 +177,7 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let mut journals = Journals::open(ctx)?;
     let models = std::mem::take(&mut journals.models);
     let specs = std::mem::take(&mut journals.specs);
+    let origins = std::mem::take(&mut journals.origins);
     let raw_dir = ctx.results_dir.join("raw");
     let reports_dir = ctx.results_dir.join("reports");
     fs::create_dir_all(&raw_dir)?;
@@ -192,12 +210,22 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
         out.raw.push(path);
     }
     let summary = builder.finish();
-    let view = View {
+    let empty = flaky::Flaky::default();
+    let mut view = View {
         ctx,
         models: &models,
         specs: &specs,
         summary: &summary,
+        origins: &origins,
+        runs: None,
+        flaky: &empty,
     };
+    view.runs = runs::build(&view);
+    let found = flaky::build(&view);
+    view.flaky = &found;
+
+    out.html = reports_dir.join(format!("report_{}.html", ctx.file_stamp));
+    html::write(&out.html, &view, &mut journals)?;
 
     out.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
     write_atomic(&out.markdown, markdown::render(&view).as_bytes())?;

@@ -1,52 +1,54 @@
-//! The summary table printed after a run: models × specs accuracy, then the
-//! category mean (the report's ИТОГО), request errors and median latency.
-//! Widths count characters, not bytes, so Cyrillic titles line up; color is
-//! applied after padding so escape codes never count toward a width.
-
-use owo_colors::OwoColorize;
+//! The summary printed after a run, fitted to 80 columns: the leaderboard (tie
+//! group, total with its interval, errors, median latency, speed), then accuracy
+//! per model and category (pivoted or split when too wide), `group_by` breakdowns,
+//! judges, sampled comparisons and the run comparison. The CLI prints the HTML
+//! report's path after it: the full statistics are there.
 
 use super::View;
-use crate::text::{Align, pad, percent};
+use super::fit::{Cell, fitted};
+use super::runs::{Pair, RunComparison};
+use crate::metrics::Metrics;
+use crate::metrics::stats::Interval;
+use crate::text::{num, percent};
 
-/// Shown for cells without records.
-const NONE: &str = "-";
+/// Shown for cells without records or numbers.
+const NONE: &str = "—";
 
-/// Colors an accuracy: green from 80 %, yellow from 50 %, red below.
-fn paint(text: &str, accuracy: f64) -> String {
-    if accuracy >= 0.8 {
-        text.green().to_string()
-    } else if accuracy >= 0.5 {
-        text.yellow().to_string()
-    } else {
-        text.red().to_string()
+/// An accuracy with half its 95% interval's width: `42.0% ±3.1`.
+pub(crate) fn with_interval(accuracy: f64, interval: Option<Interval>) -> String {
+    match interval {
+        Some(i) => format!("{} ±{:.1}", percent(accuracy), (i.high - i.low) * 50.0),
+        None => percent(accuracy),
     }
 }
 
-/// The table, one line per model, ending with a newline.
-pub(crate) fn render(v: &View) -> String {
-    let mut header = vec!["model".to_owned()];
-    header.extend(v.specs.iter().map(|s| s.title.clone()));
-    header.extend(["total", "errors", "p50 ms"].map(str::to_owned));
-    // Each cell: text plus the accuracy to color it by.
-    let rows: Vec<Vec<(String, Option<f64>)>> = v
-        .models
-        .iter()
-        .map(|m| {
-            let mut row = vec![(m.clone(), None)];
-            for s in v.specs {
-                let acc = v.summary.cell(m, &s.id).map(|c| c.accuracy);
-                row.push((acc.map_or(NONE.into(), percent), acc));
+/// Models in leaderboard order (rank, score, name), then those without records.
+pub(crate) fn ranked_models<'a>(v: &'a View) -> Vec<(&'a String, Option<u32>)> {
+    let mut out: Vec<(&String, Option<u32>)> = Vec::new();
+    if let Some(board) = &v.summary.leaderboard {
+        for s in &board.standings {
+            if let Some(m) = v.models.iter().find(|m| **m == s.model) {
+                out.push((m, Some(s.rank)));
             }
-            let mean = v.summary.category_mean(m);
-            row.push((mean.map_or(NONE.into(), percent), mean));
-            let total = v.summary.model(m);
-            row.push((total.map_or(NONE.into(), |t| t.errors.to_string()), None));
-            let p50 = total.and_then(|t| t.latency_ms).map(|l| l.p50.to_string());
-            row.push((p50.unwrap_or_else(|| NONE.into()), None));
-            row
-        })
-        .collect();
-    let mut out = grid(&header, &rows, v.ctx.color);
+        }
+    }
+    for m in v.models {
+        if !out.iter().any(|(n, _)| *n == m) {
+            out.push((m, None));
+        }
+    }
+    out
+}
+
+/// The summary, ending with a newline.
+pub(crate) fn render(v: &View) -> String {
+    let color = v.ctx.color;
+    let mut out = leaderboard(v);
+    let by_category = categories(v);
+    if !by_category.is_empty() {
+        out += "\n";
+        out += &by_category;
+    }
     for spec in v.specs {
         for var in &spec.group_by {
             out += &groups_table(v, &spec.title, &spec.id, var);
@@ -56,7 +58,7 @@ pub(crate) fn render(v: &View) -> String {
     out += &super::sandbox_line(v.ctx).map_or(String::new(), |l| format!("sandbox: {l}\n"));
     out += &super::costs::terminal(v);
     for c in super::comparison::build(v) {
-        out += &comparison_table(&c, v.ctx.color);
+        out += &super::comparison::terminal(&c, color);
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {
             out += &format!(
                 "baseline `{wanted}` has no sampled results for {}\n",
@@ -64,102 +66,85 @@ pub(crate) fn render(v: &View) -> String {
             );
         }
     }
+    if let Some(runs) = &v.runs {
+        out += &run_comparison(runs, color);
+    }
+    out += "\n± is half the 95% interval. Models sharing a rank are not significantly\n\
+            worse than the best of their group (paired tests, Holm-adjusted, α = 0.05).\n";
     out
 }
 
-/// A sampled spec's comparison: mean accuracy, pass@k, maj@n, tier and change
-/// against the baseline per model, then mean accuracy / pass@(largest k) per group.
-fn comparison_table(c: &super::comparison::Comparison, color: bool) -> String {
-    let has_maj = c.models.iter().any(|l| l.maj.is_some());
-    let mut header = vec![format!("{} (sampled)", c.title), "mean acc".to_owned()];
-    header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
-    if has_maj {
-        header.push("maj".to_owned());
-    }
-    header.push("tier".to_owned());
-    if c.baseline.is_some() {
-        header.push("vs baseline".to_owned());
-    }
-    let rows: Vec<Vec<(String, Option<f64>)>> = c
-        .models
+/// The leaderboard: rank, model, total with interval, errors, p50 latency, speed.
+fn leaderboard(v: &View) -> String {
+    let header = ["rank", "model", "total", "errors", "p50 ms", "tok/s"].map(str::to_owned);
+    let rows: Vec<Vec<Cell>> = ranked_models(v)
+        .into_iter()
+        .map(|(m, rank)| {
+            let total = v.summary.model(m);
+            let standing = v.summary.leaderboard.as_ref().and_then(|b| b.standing(m));
+            let mean = v.summary.category_mean(m);
+            let interval = standing.and_then(|s| s.interval);
+            vec![
+                (rank.map_or(NONE.into(), |r| r.to_string()), None),
+                (m.clone(), None),
+                (
+                    mean.map_or(NONE.into(), |a| with_interval(a, interval)),
+                    mean,
+                ),
+                (total.map_or(NONE.into(), |t| t.errors.to_string()), None),
+                (p50(total), None),
+                (num(total.and_then(|t| t.tokens_per_sec), 1, NONE), None),
+            ]
+        })
+        .collect();
+    // The label column comes second here: keep it left-aligned by moving rank into it.
+    let rows: Vec<Vec<Cell>> = rows
+        .into_iter()
+        .map(|mut r| {
+            let rank = r.remove(0).0;
+            r[0].0 = format!("{rank:>4}  {}", r[0].0);
+            r
+        })
+        .collect();
+    let mut header = header.to_vec();
+    header.remove(0);
+    header[0] = "rank  model".to_owned();
+    fitted(&header, &rows, v.ctx.color, None)
+}
+
+fn p50(m: Option<&Metrics>) -> String {
+    m.and_then(|t| t.latency_ms)
+        .map_or(NONE.into(), |l| l.p50.to_string())
+}
+
+/// Accuracy with interval per model (rows) and category (columns); categories
+/// without any record are left out.
+fn categories(v: &View) -> String {
+    let specs: Vec<&super::SpecInfo> = v
+        .specs
         .iter()
-        .map(|l| {
-            let mut row = vec![
-                (l.model.clone(), None),
-                (percent(l.accuracy), Some(l.accuracy)),
-            ];
-            for k in &c.ks {
-                let p = l.pass_at_k.get(k).copied();
-                row.push((p.map_or(NONE.into(), percent), p));
-            }
-            if has_maj {
-                row.push((l.maj.map_or(NONE.into(), percent), l.maj));
-            }
-            row.push((l.tier.to_owned(), None));
-            if c.baseline.is_some() {
-                let delta = l.vs_baseline.map(super::comparison::points);
-                row.push((delta.unwrap_or_else(|| NONE.into()), None));
+        .filter(|s| v.models.iter().any(|m| v.summary.cell(m, &s.id).is_some()))
+        .collect();
+    if specs.is_empty() {
+        return String::new();
+    }
+    let mut header = vec!["model".to_owned()];
+    header.extend(specs.iter().map(|s| s.title.clone()));
+    let rows: Vec<Vec<Cell>> = ranked_models(v)
+        .into_iter()
+        .map(|(m, _)| {
+            let mut row = vec![(m.clone(), None)];
+            for s in &specs {
+                let cell = v.summary.cell(m, &s.id);
+                let text = cell.map_or(NONE.into(), |c| {
+                    with_interval(c.accuracy, c.interval.map(|e| e.interval()))
+                });
+                row.push((text, cell.map(|c| c.accuracy)));
             }
             row
         })
         .collect();
-    let mut out = format!("\n{}", grid(&header, &rows, color));
-    if let Some(best) = &c.best {
-        out += &format!("best: {best}");
-        if let Some(base) = &c.baseline {
-            out += &format!(" (baseline: {base})");
-        }
-        out.push('\n');
-    }
-    for (rule, lines) in super::comparison::alongside(c) {
-        let mut header = vec![
-            format!("{}: {rule} (report only)", c.title),
-            "mean acc".to_owned(),
-        ];
-        header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
-        let rows: Vec<Vec<(String, Option<f64>)>> = lines
-            .iter()
-            .map(|(model, g)| {
-                let mut row = vec![
-                    ((*model).to_owned(), None),
-                    (percent(g.accuracy), Some(g.accuracy)),
-                ];
-                for k in &c.ks {
-                    let p = g.pass_at_k.get(k).copied();
-                    row.push((p.map_or(NONE.into(), percent), p));
-                }
-                row
-            })
-            .collect();
-        out += &format!("\n{}", grid(&header, &rows, color));
-    }
-    let top = c.ks.last().copied();
-    for (var, values) in c.group_columns() {
-        let label = top.map_or("mean acc".to_owned(), |k| format!("mean acc / pass@{k}"));
-        let mut header = vec![format!("{} by {var}: {label}", c.title)];
-        header.extend(values.iter().map(|v| (*v).clone()));
-        let rows: Vec<Vec<(String, Option<f64>)>> = c
-            .models
-            .iter()
-            .map(|l| {
-                let mut row = vec![(l.model.clone(), None)];
-                for value in &values {
-                    let g = l.groups.get(var).and_then(|g| g.get(*value));
-                    let text = g.map_or(NONE.into(), |g| {
-                        let pass = top.and_then(|k| g.pass_at_k.get(&k)).copied();
-                        match pass {
-                            Some(p) => format!("{} / {}", percent(g.accuracy), percent(p)),
-                            None => percent(g.accuracy),
-                        }
-                    });
-                    row.push((text, g.map(|g| g.accuracy)));
-                }
-                row
-            })
-            .collect();
-        out += &format!("\n{}", grid(&header, &rows, color));
-    }
-    out
+    fitted(&header, &rows, v.ctx.color, Some("category"))
 }
 
 /// Accuracy per value of `var` for each model with records in the spec.
@@ -173,66 +158,114 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
     if values.is_empty() {
         return String::new();
     }
-    let mut header = vec![format!("{title} by {var}")];
+    let mut header = vec!["model".to_owned()];
     header.extend(values.iter().map(|k| (*k).clone()));
-    let rows: Vec<Vec<(String, Option<f64>)>> = v
+    let rows: Vec<Vec<Cell>> = v
         .models
         .iter()
         .filter_map(|m| {
             let groups = v.summary.groups(m, spec)?.get(var)?;
             let mut row = vec![(m.clone(), None)];
             for value in &values {
-                let acc = groups.get(*value).map(|g| g.accuracy);
-                row.push((acc.map_or(NONE.into(), percent), acc));
+                let g = groups.get(*value);
+                let text = g.map_or(NONE.into(), |g| {
+                    with_interval(g.accuracy, g.interval.map(|e| e.interval()))
+                });
+                row.push((text, g.map(|g| g.accuracy)));
             }
             Some(row)
         })
         .collect();
-    format!("\n{}", grid(&header, &rows, v.ctx.color))
+    let heading = super::fit::wrap(
+        &format!("{title} by {var} (accuracy ±95%):"),
+        super::fit::WIDTH,
+    );
+    format!(
+        "\n{heading}{}",
+        fitted(&header, &rows, v.ctx.color, Some(var))
+    )
 }
 
-/// A table: first column left-aligned, the rest right-aligned, cells colored by their accuracy.
-pub(super) fn grid(header: &[String], rows: &[Vec<(String, Option<f64>)>], color: bool) -> String {
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].0.chars().count())
-                .chain([header[c].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let align = |c: usize| if c == 0 { Align::Left } else { Align::Right };
-    let line = |cells: Vec<String>| cells.join("  ").trim_end().to_owned() + "\n";
-    let mut out = line(
-        header
-            .iter()
-            .enumerate()
-            .map(|(c, h)| pad(h, widths[c], align(c)))
-            .collect(),
-    );
-    out += &line(widths.iter().map(|w| "-".repeat(*w)).collect());
-    for row in rows {
-        let cells = row.iter().enumerate().map(|(c, (text, acc))| {
-            let padded = pad(text, widths[c], align(c));
-            match acc {
-                Some(a) if color => paint(&padded, *a),
-                _ => padded,
-            }
-        });
-        out += &line(cells.collect());
+/// Each later run against the baseline: overall and per category, then flips.
+fn run_comparison(c: &RunComparison, color: bool) -> String {
+    let mut out = String::new();
+    for p in &c.pairs {
+        let mut title = format!("{} against {}", p.candidate, p.baseline);
+        if let Some(d) = &p.overall {
+            title += &format!(
+                ": {} ({}, {})",
+                d.verdict.label(),
+                super::comparison::points(d.difference),
+                p_equals(d.p_value)
+            );
+        }
+        out += "\n";
+        out += &super::fit::wrap(&title, super::fit::WIDTH);
+        out += &pair_table(p, color);
+        out += &flip_line("regressions (pass → fail)", &p.regressions);
+        out += &flip_line("fixes (fail → pass)", &p.fixes);
     }
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::paint;
+fn pair_table(p: &Pair, color: bool) -> String {
+    let header = ["category", "change", "95% interval", "p", "verdict"].map(str::to_owned);
+    let rows: Vec<Vec<Cell>> = p
+        .categories
+        .iter()
+        .map(|c| {
+            let d = &c.delta;
+            let interval = d.interval.map_or(NONE.into(), |i| {
+                format!("{:+.1}…{:+.1}", i.low * 100.0, i.high * 100.0)
+            });
+            let tone = match d.verdict {
+                super::runs::Verdict::Better => Some(1.0),
+                super::runs::Verdict::Worse => Some(0.0),
+                super::runs::Verdict::Same => None,
+            };
+            vec![
+                (super::fit::label(&c.title).chars().take(20).collect(), None),
+                (super::comparison::points(d.difference), None),
+                (interval, None),
+                (p_value(d.p_value), None),
+                (d.verdict.label().to_owned(), tone),
+            ]
+        })
+        .collect();
+    fitted(&header, &rows, color, None)
+}
 
-    #[test]
-    fn thresholds() {
-        assert_eq!(paint("x", 0.8), "\u{1b}[32mx\u{1b}[39m");
-        assert_eq!(paint("x", 0.5), "\u{1b}[33mx\u{1b}[39m");
-        assert_eq!(paint("x", 0.49), "\u{1b}[31mx\u{1b}[39m");
+/// `n: id, id, ...` for the first ten flips.
+fn flip_line(what: &str, flips: &[super::runs::Flip]) -> String {
+    if flips.is_empty() {
+        return String::new();
+    }
+    let ids: Vec<String> = flips
+        .iter()
+        .take(10)
+        .map(|f| format!("{}/{}", f.spec, f.instance))
+        .collect();
+    let more = if flips.len() > 10 { ", …" } else { "" };
+    super::fit::wrap(
+        &format!("{what}: {}: {}{more}", flips.len(), ids.join(", ")),
+        super::fit::WIDTH,
+    )
+}
+
+/// `p = 0.012`, or `p < 0.001`.
+pub(crate) fn p_equals(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".to_owned()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+/// A p-value with three decimals, `<0.001` below.
+pub(crate) fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".to_owned()
+    } else {
+        format!("{p:.3}")
     }
 }

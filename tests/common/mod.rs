@@ -2,6 +2,7 @@
 //! must fail on cue, and guard what the tests share in this one process.
 
 pub mod alone;
+pub mod browser;
 pub mod documents;
 pub mod fake_server;
 pub mod locks;

@@ -126,6 +126,21 @@ pub fn model_toml(name: &str, provider: &str, model: &str, base_url: &str, extra
     )
 }
 
+/// A workspace with one spec, `specs/<file>`, and the model `fake` on `fake`'s OpenAI API.
+pub fn fake_workspace(fake: &FakeServer, file: &str, spec: &str) -> Workspace {
+    let ws = Workspace::new();
+    ws.write(&format!("specs/{file}"), spec);
+    let table = model_toml(
+        "fake",
+        "openai",
+        "fake-model",
+        &fake.openai_base(),
+        "timeout_secs = 5",
+    );
+    ws.write("harness.toml", &table);
+    ws
+}
+
 /// Starts `cmd` with piped output, sends it SIGINT (Ctrl-C) once the server has
 /// seen `requests` requests, and returns its exit code and output (stderr, then stdout).
 pub fn interrupt_after(

@@ -57,20 +57,29 @@ pub(super) fn mean(values: &[f64]) -> f64 {
 /// Every cluster statistic here is a mean of per-instance values, so resampling
 /// those values is resampling instances with their samples kept together.
 pub(super) fn resampled_means(values: &[f64], cfg: &Bootstrap) -> Option<Vec<f64>> {
-    if values.is_empty() || cfg.resamples == 0 {
+    resampled_weighted(&[(1.0, values)], cfg)
+}
+
+/// Stratified resampling: each resample draws, stratum by stratum in order, as many
+/// values from each stratum as it holds, and keeps `sum(weight * stratum mean)`.
+/// Sorted; `None` when a stratum is empty, there is none, or `cfg` is unusable.
+///
+/// One stratum of weight 1 gives exactly the draws of [`resampled_means`].
+pub(super) fn resampled_weighted(strata: &[(f64, &[f64])], cfg: &Bootstrap) -> Option<Vec<f64>> {
+    if strata.is_empty() || strata.iter().any(|s| s.1.is_empty()) || cfg.resamples == 0 {
         return None;
     }
     z_for_level(cfg.level)?;
     let mut key = [0u8; 32];
     key[..8].copy_from_slice(&cfg.seed.to_le_bytes());
     let mut rng = ChaCha8Rng::from_seed(key);
-    let n = values.len() as u64;
     let mut draws: Vec<f64> = (0..cfg.resamples)
         .map(|_| {
-            (0..n)
-                .map(|_| values[below(&mut rng, n) as usize])
-                .sum::<f64>()
-                / n as f64
+            strata.iter().fold(0.0, |acc, (weight, values)| {
+                let n = values.len() as u64;
+                let sum: f64 = (0..n).map(|_| values[below(&mut rng, n) as usize]).sum();
+                acc + weight * (sum / n as f64)
+            })
         })
         .collect();
     draws.sort_by(f64::total_cmp);

@@ -200,7 +200,7 @@ pub fn compare_scores<S: AsRef<[f64]>>(
 }
 
 /// Two-sided p-value of "no difference" from sorted resampled differences.
-fn bootstrap_p(draws: &[f64]) -> f64 {
+pub(super) fn bootstrap_p(draws: &[f64]) -> f64 {
     let at_or_below = draws.partition_point(|d| *d <= 0.0);
     let at_or_above = draws.len() - draws.partition_point(|d| *d < 0.0);
     let far = at_or_below.min(at_or_above) as f64;

@@ -2,14 +2,16 @@
 //!
 //! Models are ordered by score (ties by name). The first is the leader of group 1;
 //! every other model is compared with it by the paired test, and the p-values of
-//! those comparisons are Holm-adjusted together. Models whose adjusted p-value is at
-//! least alpha join group 1. The best of the models left leads group 2, compared
-//! (and adjusted) against the models left after it, and so on.
+//! those comparisons are Holm-adjusted together. Walking down the score order, each
+//! model whose adjusted p-value is at least alpha joins group 1; the walk stops at
+//! the first model shown worse than the leader. That model leads group 2, compared
+//! (and adjusted) against the models after it, and so on.
 //!
-//! A group holds the models not shown worse than its leader, so it need not be a
-//! run of the score order: a model whose gap to the leader is large but noisy can
-//! join group 1 while one with a smaller, consistent gap lands in group 2. That is
-//! the evidence, not an error: only the second gap is established.
+//! So ranks always follow the score order: a group is a run of consecutive models,
+//! and no model ranks above one that scored higher. A model further down whose gap
+//! to the leader happens to be noisy (not significant) still lands in a later group
+//! once a better-scoring model between them was shown worse: a leaderboard that
+//! ranked it above that model would contradict its own scores.
 
 use std::collections::BTreeMap;
 
@@ -104,6 +106,20 @@ pub fn tie_groups_scores(
     }))
 }
 
+/// Tie groups of models given as (name, score, instances), with `p(a, b)` the p-value
+/// of whatever paired test the caller runs between the models at positions `a` (the
+/// group's leader) and `b` of `models`; sorted by rank, score, then name.
+///
+/// For scores the caller computes itself (a mean over categories, say): `p` is only
+/// asked for the pairs the walk needs, so a costly test runs no more than necessary.
+pub fn rank_by(
+    models: &[(String, f64, usize)],
+    alpha: f64,
+    p: impl FnMut(usize, usize) -> f64,
+) -> Vec<Ranked> {
+    group(models.iter().map(|(n, s, i)| (n, (*s, *i))), alpha, p)
+}
+
 /// Fails unless every model has as many instances as the first.
 fn check_lengths<'a>(
     mut lengths: impl Iterator<Item = (&'a String, usize)>,
@@ -145,15 +161,12 @@ fn group<'a>(
             adjusted_p: tested.map(|t| t.1),
         };
         ranked.push(entry(leader, None));
-        let mut worse = Vec::new();
-        for (k, &o) in others.iter().enumerate() {
-            if adjusted[k] >= alpha {
-                ranked.push(entry(o, Some((raw[k], adjusted[k]))));
-            } else {
-                worse.push(o);
-            }
+        // Members follow in score order up to the first model shown worse.
+        let members = adjusted.iter().take_while(|&&a| a >= alpha).count();
+        for (k, &o) in others[..members].iter().enumerate() {
+            ranked.push(entry(o, Some((raw[k], adjusted[k]))));
         }
-        left = worse;
+        left = others[members..].to_vec();
     }
     ranked
 }
@@ -201,15 +214,43 @@ mod tests {
     }
 
     #[test]
-    fn a_noisy_large_gap_can_tie_while_a_consistent_small_one_cannot() {
-        // Against the leader: b loses 7 instances and wins none; c loses 16 and wins 7.
-        // c is further behind, yet only b's gap is established.
+    fn ranks_follow_the_score_order() {
+        // Against the leader: b loses 7 instances and wins none (shown worse); c loses
+        // 16 and wins 7 (a bigger gap, but noisy: not shown worse on its own). Were
+        // group 1 "every model not shown worse", c (7/50) would share rank 1 while
+        // b (9/50) got rank 2. The group stops at b instead, and c follows it.
         let leader = format!("{}{}", "1".repeat(16), "0".repeat(34));
         let b = format!("{}{}", "0".repeat(7), &leader[7..]);
         let c = format!("{}{}{}", "0".repeat(16), "1".repeat(7), "0".repeat(27));
         let ranked =
             tie_groups(&passes(&[("leader", &leader), ("b", &b), ("c", &c)]), 0.05).unwrap();
-        assert_eq!(ranks(&ranked), [("leader", 1), ("c", 1), ("b", 2)]);
+        assert_eq!(ranks(&ranked), [("leader", 1), ("b", 2), ("c", 2)]);
+        assert_eq!(ranked[1].leader, "b");
+        assert_eq!(ranked[2].p_value, Some(mcnemar_p(9, 7)));
+        let scores: Vec<f64> = ranked.iter().map(|r| r.score).collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    }
+
+    #[test]
+    fn a_group_stops_at_the_first_model_shown_worse() {
+        // Against the leader a: b loses 1 (tied), c loses 8 and wins none (shown
+        // worse), d loses 19 and wins 10 (not shown worse: too noisy). d scores
+        // below c, so it must not join a's group past c.
+        let a = format!("{}{}", "1".repeat(30), "0".repeat(20));
+        let b = format!("0{}{}", "1".repeat(29), "0".repeat(20));
+        let c = format!("{}{}{}", "0".repeat(8), "1".repeat(22), "0".repeat(20));
+        let d = format!(
+            "{}{}{}{}",
+            "1".repeat(11),
+            "0".repeat(19),
+            "1".repeat(10),
+            "0".repeat(10)
+        );
+        let ranked =
+            tie_groups(&passes(&[("a", &a), ("b", &b), ("c", &c), ("d", &d)]), 0.05).unwrap();
+        assert_eq!(ranks(&ranked), [("a", 1), ("b", 1), ("c", 2), ("d", 2)]);
+        assert!(holm(&[mcnemar_p(1, 0), mcnemar_p(8, 0), mcnemar_p(19, 10)])[2] >= 0.05);
+        assert_eq!(ranked[3].leader, "c");
     }
 
     #[test]

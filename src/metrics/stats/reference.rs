@@ -170,3 +170,121 @@ fn min_detectable_effect_matches_statsmodels_power() {
     }
     assert!(solved >= 30, "only {solved} cases with an effect");
 }
+
+/// The seeded bootstraps against `bootstrap_reference.py`: the same random stream,
+/// resampling and percentiles, written from their specifications in plain Python.
+mod bootstrap {
+    use serde_json::Value;
+
+    use super::super::{
+        Bootstrap, bootstrap_mean, bootstrap_stratified, compare_scores, compare_stratified,
+    };
+    use super::{Errors, int, num};
+
+    const REFERENCE: &str = include_str!("../../../tests/fixtures/stats/bootstrap_reference.json");
+
+    fn cases(section: &str) -> Vec<Value> {
+        let all: Value = serde_json::from_str(REFERENCE).expect("bootstrap_reference.json parses");
+        let cases = all[section].as_array().cloned().unwrap_or_default();
+        assert!(cases.len() >= 3, "{section}: {} cases", cases.len());
+        cases
+    }
+
+    /// Per instance, its samples' scores.
+    fn instances(v: &Value) -> Vec<Vec<f64>> {
+        v.as_array()
+            .expect("a list of instances")
+            .iter()
+            .map(|s| {
+                s.as_array()
+                    .expect("samples")
+                    .iter()
+                    .filter_map(Value::as_f64)
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn cfg(case: &Value) -> Bootstrap {
+        Bootstrap {
+            resamples: int(case, "resamples") as u32,
+            seed: int(case, "seed"),
+            level: case["level"].as_f64().unwrap_or(0.95),
+        }
+    }
+
+    #[test]
+    fn bootstrap_mean_matches_plain_python() {
+        let mut errors = Errors("bootstrap", 0.0);
+        for case in cases("bootstrap") {
+            let got = bootstrap_mean(&instances(&case["instances"]), &cfg(&case)).expect("data");
+            errors.check(got.mean, num(&case, "mean"), &case);
+            errors.check(got.interval.low, num(&case, "low"), &case);
+            errors.check(got.interval.high, num(&case, "high"), &case);
+        }
+    }
+
+    #[test]
+    fn compare_scores_matches_plain_python() {
+        let mut errors = Errors("paired bootstrap", 0.0);
+        for case in cases("paired") {
+            let (a, b) = (instances(&case["first"]), instances(&case["second"]));
+            let got = compare_scores(&a, &b, &cfg(&case)).expect("same length");
+            assert_eq!(got.instances as u64, int(&case, "instances"));
+            let interval = got.interval.expect("an interval");
+            errors.check(got.difference, num(&case, "difference"), &case);
+            errors.check(interval.low, num(&case, "low"), &case);
+            errors.check(interval.high, num(&case, "high"), &case);
+            errors.check(got.p_value, num(&case, "p"), &case);
+        }
+    }
+
+    #[test]
+    fn bootstrap_stratified_matches_plain_python() {
+        let mut errors = Errors("stratified bootstrap", 0.0);
+        for case in cases("stratified") {
+            let strata: Vec<(f64, Vec<Vec<f64>>)> = case["strata"]
+                .as_array()
+                .expect("strata")
+                .iter()
+                .map(|s| (num(s, "weight"), instances(&s["instances"])))
+                .collect();
+            let refs: Vec<(f64, &[Vec<f64>])> =
+                strata.iter().map(|(w, s)| (*w, s.as_slice())).collect();
+            let got = bootstrap_stratified(&refs, &cfg(&case)).expect("data");
+            errors.check(got.mean, num(&case, "mean"), &case);
+            errors.check(got.interval.low, num(&case, "low"), &case);
+            errors.check(got.interval.high, num(&case, "high"), &case);
+        }
+    }
+
+    #[test]
+    fn compare_stratified_matches_plain_python() {
+        let mut errors = Errors("stratified paired bootstrap", 0.0);
+        for case in cases("stratified_paired") {
+            let side = |key: &str| -> Vec<Vec<Vec<f64>>> {
+                case[key]
+                    .as_array()
+                    .expect("strata")
+                    .iter()
+                    .map(instances)
+                    .collect()
+            };
+            let (a, b) = (side("first"), side("second"));
+            let (sa, sb) = (weighted(&a), weighted(&b));
+            let got = compare_stratified(&sa, &sb, &cfg(&case)).expect("paired");
+            let interval = got.interval.expect("an interval");
+            errors.check(got.difference, num(&case, "difference"), &case);
+            errors.check(got.first_mean, num(&case, "first_mean"), &case);
+            errors.check(got.second_mean, num(&case, "second_mean"), &case);
+            errors.check(interval.low, num(&case, "low"), &case);
+            errors.check(interval.high, num(&case, "high"), &case);
+            errors.check(got.p_value, num(&case, "p"), &case);
+        }
+    }
+
+    /// Each stratum with weight 1.
+    fn weighted(strata: &[Vec<Vec<f64>>]) -> Vec<(f64, &[Vec<f64>])> {
+        strata.iter().map(|v| (1.0, v.as_slice())).collect()
+    }
+}

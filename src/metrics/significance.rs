@@ -1,0 +1,434 @@
+//! Leaderboards with their statistics: per spec and over all specs, each model's
+//! score with its interval, its tie group, and its paired comparison with the best.
+//!
+//! A spec whose every record is one pass/fail sample per instance is compared by the
+//! exact McNemar test (instances both models answered); any other spec (partial
+//! credit, several samples) by the paired instance bootstrap. The overall board ranks
+//! the mean of category accuracies (the reports' total), each category weighted once,
+//! with a bootstrap stratified by category. Everything comes from [`stats`]; this
+//! file only lines the instances up.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::stats::{
+    self, Bootstrap, DEFAULT_ALPHA, DEFAULT_LEVEL, DEFAULT_POWER, Interval, Ranked,
+};
+
+/// The paired test behind a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Test {
+    /// Exact McNemar test, Newcombe's interval: one pass/fail sample per instance.
+    Mcnemar,
+    /// Paired percentile bootstrap over instances (stratified by spec over several).
+    Bootstrap,
+}
+
+/// One model against another on the instances both answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Versus {
+    /// The model compared with.
+    pub against: String,
+    /// This model's score minus the other's on the paired instances.
+    pub difference: f64,
+    /// 95% interval of `difference`.
+    pub interval: Option<Interval>,
+    /// Two-sided p-value of "no difference".
+    pub p_value: f64,
+    /// Instances paired.
+    pub instances: usize,
+}
+
+/// One model's line on a leaderboard.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Standing {
+    /// The shown model name.
+    pub model: String,
+    /// Tie group: 1 for the best; models the data cannot tell apart share it.
+    pub rank: u32,
+    /// Accuracy (a spec) or mean of category accuracies (overall).
+    pub score: f64,
+    /// 95% interval of `score`.
+    pub interval: Option<Interval>,
+    /// The leader of the model's tie group.
+    pub leader: String,
+    /// Holm-adjusted p-value against `leader` (none for a leader).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjusted_p: Option<f64>,
+    /// The paired comparison with the board's best model (none for the best).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_best: Option<Versus>,
+}
+
+/// The gap between the two best models and the instances needed to establish it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gap {
+    /// The best model's score minus the runner-up's.
+    pub difference: f64,
+    /// Instances per model a test at alpha 0.05 with power 0.8 needs for that gap
+    /// (two-proportion approximation); none when there is no gap.
+    pub needed: Option<u64>,
+}
+
+/// A leaderboard: models in rank order, and what the category can detect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Board {
+    /// The paired test used.
+    pub test: Test,
+    /// Distinct instances any model answered.
+    pub instances: usize,
+    /// Models in rank order (score, then name, within a rank).
+    pub standings: Vec<Standing>,
+    /// The smallest drop below the best score a test at alpha 0.05 detects with power
+    /// 0.8 at this many instances (two-proportion approximation; per spec only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mde: Option<f64>,
+    /// Between the two best models (per spec, with at least two models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap: Option<Gap>,
+}
+
+impl Board {
+    /// The standing of `model`, when it is on the board.
+    pub fn standing(&self, model: &str) -> Option<&Standing> {
+        self.standings.iter().find(|s| s.model == model)
+    }
+}
+
+/// One model's instances in one spec: instance → its samples' scores.
+#[derive(Debug, Clone, Default)]
+pub struct Scores {
+    /// Instance index → scores of its samples.
+    pub by_instance: BTreeMap<u64, Vec<f64>>,
+    /// Every instance is one pass/fail sample.
+    pub pass_fail: bool,
+}
+
+/// One model's entry in a spec board: its shown score and interval, and its instances.
+pub struct Entry<'a> {
+    /// Shown score (the cell's accuracy).
+    pub score: f64,
+    /// The cell's interval.
+    pub interval: Option<Interval>,
+    /// Its instances.
+    pub scores: &'a Scores,
+}
+
+/// The board of one spec from each model's entry, keyed by shown model name.
+pub fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
+    let pass_fail = entries.values().all(|e| e.scores.pass_fail);
+    let instances: BTreeSet<u64> = entries
+        .values()
+        .flat_map(|e| e.scores.by_instance.keys().copied())
+        .collect();
+    let names: Vec<&str> = entries.keys().copied().collect();
+    let compare = |a: usize, b: usize| -> Versus {
+        let (x, y) = (entries[names[a]].scores, entries[names[b]].scores);
+        if pass_fail {
+            let (mut first, mut second) = (Vec::new(), Vec::new());
+            for (i, s) in &x.by_instance {
+                if let Some(t) = y.by_instance.get(i) {
+                    first.push(s.first().is_some_and(|v| *v == 1.0));
+                    second.push(t.first().is_some_and(|v| *v == 1.0));
+                }
+            }
+            let c = stats::compare_passes(&first, &second, DEFAULT_LEVEL)
+                .expect("paired by construction");
+            versus(names[b], c.difference, c.interval, c.p_value, first.len())
+        } else {
+            let lined = |s: &Scores| -> Vec<Vec<f64>> {
+                let at = |i: &u64| s.by_instance.get(i).cloned().unwrap_or_default();
+                instances.iter().map(at).collect()
+            };
+            let c = stats::compare_scores(&lined(x), &lined(y), &Bootstrap::default())
+                .expect("lined up by construction");
+            versus(names[b], c.difference, c.interval, c.p_value, c.instances)
+        }
+    };
+    let rows: Vec<(String, f64, usize)> = names
+        .iter()
+        .map(|n| {
+            let e = &entries[n];
+            (n.to_string(), e.score, e.scores.by_instance.len())
+        })
+        .collect();
+    let intervals = names.iter().map(|n| entries[n].interval).collect();
+    let test = if pass_fail {
+        Test::Mcnemar
+    } else {
+        Test::Bootstrap
+    };
+    let mut board = assemble(&rows, intervals, test, instances.len(), compare);
+    if let Some(best) = board.standings.first() {
+        board.mde = stats::min_detectable_effect(
+            instances.len() as u64,
+            best.score,
+            DEFAULT_ALPHA,
+            DEFAULT_POWER,
+        );
+    }
+    if let [first, second, ..] = board.standings.as_slice() {
+        let difference = first.score - second.score;
+        board.gap = Some(Gap {
+            difference,
+            needed: stats::required_n(first.score, second.score, DEFAULT_ALPHA, DEFAULT_POWER),
+        });
+    }
+    board
+}
+
+/// The overall board: each model's mean of category accuracies (`means`, keyed by
+/// shown model name) from its instances per spec (`data`: spec → model → scores),
+/// every category weighted once, by the stratified bootstrap.
+pub fn overall_board(
+    means: &BTreeMap<&str, f64>,
+    data: &BTreeMap<&str, BTreeMap<&str, &Scores>>,
+) -> Board {
+    let names: Vec<&str> = means.keys().copied().collect();
+    // Per spec, the union of its instances: every model's strata line up on it.
+    let lined: Vec<BTreeSet<u64>> = data
+        .values()
+        .map(|models| {
+            models
+                .values()
+                .flat_map(|s| s.by_instance.keys().copied())
+                .collect()
+        })
+        .collect();
+    let strata_of = |model: &str| -> Vec<Vec<Vec<f64>>> {
+        data.values()
+            .zip(&lined)
+            .map(|(models, instances)| {
+                let s = models.get(model);
+                let at = |i: &u64| {
+                    s.and_then(|s| s.by_instance.get(i))
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                instances.iter().map(at).collect()
+            })
+            .collect()
+    };
+    let strata: Vec<Vec<Vec<Vec<f64>>>> = names.iter().map(|n| strata_of(n)).collect();
+    fn as_strata(s: &[Vec<Vec<f64>>]) -> Vec<stats::Stratum<'_, Vec<f64>>> {
+        s.iter().map(|v| (1.0, v.as_slice())).collect()
+    }
+    let cfg = Bootstrap::default();
+    let compare = |a: usize, b: usize| -> Versus {
+        let c = stats::compare_stratified(&as_strata(&strata[a]), &as_strata(&strata[b]), &cfg)
+            .expect("lined up by construction");
+        versus(names[b], c.difference, c.interval, c.p_value, c.instances)
+    };
+    let intervals: Vec<Option<Interval>> = strata
+        .iter()
+        .map(|s| stats::bootstrap_stratified(&as_strata(s), &cfg).map(|e| e.interval))
+        .collect();
+    let rows: Vec<(String, f64, usize)> = names
+        .iter()
+        .zip(&strata)
+        .map(|(n, s)| {
+            let answered = s.iter().flatten().filter(|v| !v.is_empty()).count();
+            (n.to_string(), means[n], answered)
+        })
+        .collect();
+    let total = lined.iter().map(BTreeSet::len).sum();
+    assemble(&rows, intervals, Test::Bootstrap, total, compare)
+}
+
+fn versus(
+    against: &str,
+    difference: f64,
+    interval: Option<Interval>,
+    p_value: f64,
+    instances: usize,
+) -> Versus {
+    Versus {
+        against: against.to_owned(),
+        difference,
+        interval,
+        p_value,
+        instances,
+    }
+}
+
+/// Ranks `rows` (name, score, instances) into tie groups, `compare(a, b)` giving model
+/// a against model b; each comparison runs once and also feeds `vs_best`.
+fn assemble(
+    rows: &[(String, f64, usize)],
+    intervals: Vec<Option<Interval>>,
+    test: Test,
+    instances: usize,
+    compare: impl Fn(usize, usize) -> Versus,
+) -> Board {
+    let memo = std::cell::RefCell::new(BTreeMap::<(usize, usize), Versus>::new());
+    let get = |a: usize, b: usize| -> Versus {
+        memo.borrow_mut()
+            .entry((a, b))
+            .or_insert_with(|| compare(a, b))
+            .clone()
+    };
+    // rank_by asks p(leader, other): the comparison is run as other against leader.
+    let ranked: Vec<Ranked> = stats::rank_by(rows, DEFAULT_ALPHA, |leader, other| {
+        get(other, leader).p_value
+    });
+    let index = |name: &str| rows.iter().position(|r| r.0 == name).unwrap_or(0);
+    let best = ranked.first().map(|r| index(&r.name));
+    let standings = ranked
+        .into_iter()
+        .map(|r| {
+            let at = index(&r.name);
+            Standing {
+                vs_best: best.filter(|b| *b != at).map(|b| get(at, b)),
+                interval: intervals[at],
+                model: r.name,
+                rank: r.rank,
+                score: r.score,
+                leader: r.leader,
+                adjusted_p: r.adjusted_p,
+            }
+        })
+        .collect();
+    Board {
+        test,
+        instances,
+        standings,
+        mde: None,
+        gap: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{fail, record};
+    use super::super::{Method, MetricsBuilder, Summary};
+    use super::*;
+    use crate::verify::FailureKind;
+
+    /// `passes[i]` says whether `model` passed instance `i` of `spec`.
+    fn add(b: &mut MetricsBuilder, model: &str, spec: &str, passes: &[bool]) {
+        for (i, &ok) in passes.iter().enumerate() {
+            let r = record(model, spec, i as u64);
+            let r = if ok {
+                r
+            } else {
+                fail(r, FailureKind::WrongValue, "wrong")
+            };
+            b.add(model, &r);
+        }
+    }
+
+    fn ranks(board: &Board) -> Vec<(&str, u32)> {
+        board
+            .standings
+            .iter()
+            .map(|s| (s.model.as_str(), s.rank))
+            .collect()
+    }
+
+    fn summary(f: impl FnOnce(&mut MetricsBuilder)) -> Summary {
+        let mut b = MetricsBuilder::new();
+        f(&mut b);
+        b.finish()
+    }
+
+    #[test]
+    fn pass_fail_cells_rank_by_mcnemar_in_score_order() {
+        let s = summary(|b| {
+            add(b, "a", "s", &[true; 30]);
+            add(b, "b", "s", &[[true; 20].as_slice(), &[false; 10]].concat());
+            add(b, "c", "s", &[[false].as_slice(), &[true; 29]].concat());
+        });
+        let board = &s.boards["s"];
+        assert_eq!(board.test, Test::Mcnemar);
+        assert_eq!(ranks(board), [("a", 1), ("c", 1), ("b", 2)]);
+        let b = board.standing("b").unwrap();
+        let vs = b.vs_best.as_ref().unwrap();
+        assert_eq!((vs.against.as_str(), vs.instances), ("a", 30));
+        assert!((vs.difference + 1.0 / 3.0).abs() < 1e-15);
+        assert_eq!(vs.p_value, stats::mcnemar_p(0, 10));
+        assert_eq!(vs.interval, stats::newcombe_paired(20, 0, 10, 0, 0.95));
+        assert_eq!(b.interval, stats::wilson(20, 30, 0.95));
+        assert_eq!(s.cells["b"]["s"].interval.unwrap().method, Method::Wilson);
+        // One spec: the overall board is the spec's.
+        assert_eq!(s.leaderboard.as_ref(), Some(board));
+        assert!(board.mde.is_some_and(|m| m > 0.0 && m < 1.0));
+        let gap = board.gap.as_ref().unwrap();
+        assert!((gap.difference - 1.0 / 30.0).abs() < 1e-15);
+        assert_eq!(
+            gap.needed,
+            stats::required_n(1.0, 29.0 / 30.0, DEFAULT_ALPHA, DEFAULT_POWER)
+        );
+    }
+
+    #[test]
+    fn partial_credit_ranks_by_the_paired_bootstrap() {
+        let s = summary(|b| {
+            add(b, "a", "s", &[true; 12]);
+            for i in 0..12 {
+                let mut r = record("half", "s", i);
+                r.scored.score = 0.5;
+                b.add("half", &r);
+            }
+        });
+        let board = &s.boards["s"];
+        assert_eq!(board.test, Test::Bootstrap);
+        assert_eq!(ranks(board), [("a", 1), ("half", 2)]);
+        let vs = board.standing("half").unwrap().vs_best.clone().unwrap();
+        assert_eq!(vs.difference, -0.5);
+        assert_eq!(
+            vs.interval,
+            Some(Interval {
+                low: -0.5,
+                high: -0.5
+            })
+        );
+        assert_eq!(
+            s.cells["half"]["s"].interval.unwrap().method,
+            Method::Bootstrap
+        );
+    }
+
+    #[test]
+    fn the_overall_board_weighs_each_category_once() {
+        // Pooled over records a would score 10/110 and b 100/110; per category both 50%.
+        let s = summary(|b| {
+            add(b, "a", "x", &[true; 10]);
+            add(b, "a", "y", &[false; 100]);
+            add(b, "b", "x", &[false; 10]);
+            add(b, "b", "y", &[true; 100]);
+        });
+        let board = s.leaderboard.as_ref().unwrap();
+        assert_eq!(board.test, Test::Bootstrap);
+        assert_eq!(ranks(board), [("a", 1), ("b", 1)]);
+        for st in &board.standings {
+            assert_eq!(Some(st.score), s.category_mean(&st.model));
+            assert_eq!(
+                st.interval,
+                Some(Interval {
+                    low: 0.5,
+                    high: 0.5
+                })
+            );
+        }
+        let vs = board.standings[1].vs_best.as_ref().unwrap();
+        assert_eq!((vs.difference, vs.p_value, vs.instances), (0.0, 1.0, 110));
+        assert_eq!(board.instances, 110);
+    }
+
+    #[test]
+    fn replayed_and_cached_answers_are_not_timed() {
+        let s = summary(|b| {
+            for i in 0..3 {
+                let mut r = record("replay", "s", i);
+                r.attempts = 0;
+                r.latency_ms = u64::from(i == 1);
+                b.add("replay", &r);
+            }
+        });
+        let total = &s.models["replay"];
+        assert_eq!((total.latency_ms, total.tokens_per_sec), (None, None));
+        assert_eq!(total.tokens_out.sum, 15, "token counts still count");
+    }
+}

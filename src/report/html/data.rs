@@ -1,0 +1,248 @@
+//! The HTML report's data besides the instance rows: runs, specs with their
+//! leaderboards, models with their totals, cells, comparisons, flaky instances.
+//!
+//! Every model and cell has a `cost` in the report's currency (none when no
+//! answer had a price), which the page plots as its third scatter axis.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::super::View;
+use super::super::comparison::Comparison;
+use super::super::flaky::Flaky;
+use super::super::runs::RunComparison;
+use super::rows::GoldenCell;
+use crate::metrics::stats::{DEFAULT_ALPHA, DEFAULT_LEVEL};
+use crate::metrics::{Board, Estimate, Metrics, SampledMetrics};
+
+/// Everything but the rows.
+#[derive(Serialize)]
+pub struct Head<'a> {
+    /// Report-wide facts.
+    pub meta: Meta<'a>,
+    /// Specs in report order.
+    pub specs: Vec<Spec<'a>>,
+    /// Models in report order.
+    pub models: Vec<Model<'a>>,
+    /// Model × spec cells with records.
+    pub cells: Vec<Cell<'a>>,
+    /// The overall leaderboard.
+    pub leaderboard: Option<&'a Board>,
+    /// Sampled specs: pass@k and friends per model.
+    pub sampled: &'a [Comparison],
+    /// Two or more runs: the later ones against the first.
+    pub runs: Option<&'a RunComparison>,
+    /// Flaky instances.
+    pub flaky: &'a Flaky,
+    /// Golden transcripts compared, per (model, spec); none when no golden directory was given.
+    pub golden: Option<&'a [GoldenCell]>,
+}
+
+/// Report-wide facts.
+#[derive(Serialize)]
+pub struct Meta<'a> {
+    /// When the report's runs were made (UTC).
+    pub timestamp: &'a str,
+    /// Run ids.
+    pub runs: &'a [String],
+    /// The harness that wrote the page.
+    pub version: &'static str,
+    /// Significance level of every test.
+    pub alpha: f64,
+    /// Confidence level of every interval.
+    pub level: f64,
+    /// Characters of a text kept in the page (longer ones are clipped).
+    pub text_chars: usize,
+    /// The currency costs are in.
+    pub currency: &'a str,
+}
+
+/// A spec.
+#[derive(Serialize)]
+pub struct Spec<'a> {
+    /// Id.
+    pub id: &'a str,
+    /// Title.
+    pub title: &'a str,
+    /// `[report] group_by`.
+    pub group_by: &'a [String],
+    /// The spec's leaderboard.
+    pub board: Option<&'a Board>,
+}
+
+/// A model and its totals.
+#[derive(Serialize)]
+pub struct Model<'a> {
+    /// Shown name.
+    pub name: &'a str,
+    /// Its name in its run.
+    pub model: &'a str,
+    /// Its run id (none for a planned model without records).
+    pub run: Option<String>,
+    /// Mean of category accuracies.
+    pub total: Option<f64>,
+    /// Records.
+    pub records: u64,
+    /// Request errors.
+    pub errors: u64,
+    /// Median latency of timed records, ms.
+    pub p50_ms: Option<u64>,
+    /// Mean output tokens.
+    pub tokens_out: Option<f64>,
+    /// Output tokens per second of timed records.
+    pub tokens_per_sec: Option<f64>,
+    /// What its answers cost, none when no answer had a price.
+    pub cost: Option<f64>,
+}
+
+/// One model × spec cell.
+#[derive(Serialize)]
+pub struct Cell<'a> {
+    /// Model index.
+    pub m: usize,
+    /// Spec index.
+    pub s: usize,
+    /// Accuracy.
+    pub accuracy: f64,
+    /// Its 95% interval.
+    pub interval: Option<Estimate>,
+    /// Records that passed.
+    pub passed: u64,
+    /// Records.
+    pub total: u64,
+    /// Request errors.
+    pub errors: u64,
+    /// Median latency, ms.
+    pub p50_ms: Option<u64>,
+    /// Mean output tokens.
+    pub tokens_out: Option<f64>,
+    /// What the cell's answers cost, none when no answer had a price.
+    pub cost: Option<f64>,
+    /// pass@k, pass^k, maj@n (per-problem lists left out).
+    pub sampled: Option<SampledMetrics>,
+    /// `group_by`: variable → value → the group's numbers.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<&'a str, BTreeMap<&'a str, Group>>,
+}
+
+/// One `group_by` group of a cell.
+#[derive(Serialize)]
+pub struct Group {
+    /// Accuracy.
+    pub accuracy: f64,
+    /// Its 95% interval.
+    pub interval: Option<Estimate>,
+    /// Passed records.
+    pub passed: u64,
+    /// Records.
+    pub total: u64,
+}
+
+/// The head of `v`'s page.
+pub fn head<'a>(
+    v: &'a View,
+    sampled: &'a [Comparison],
+    golden: Option<&'a [GoldenCell]>,
+) -> Head<'a> {
+    let models = v
+        .models
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let origin = v.origins.get(i);
+            let total = v.summary.model(name);
+            Model {
+                name,
+                model: origin.map_or(name.as_str(), |o| o.model.as_str()),
+                run: origin
+                    .and_then(|o| o.run)
+                    .map(|j| super::super::journals::run_id(v.ctx, j)),
+                total: v.summary.category_mean(name),
+                records: total.map_or(0, |t| t.total),
+                errors: total.map_or(0, |t| t.errors),
+                p50_ms: total.and_then(|t| t.latency_ms).map(|l| l.p50),
+                tokens_out: total.and_then(|t| t.tokens_out.mean),
+                tokens_per_sec: total.and_then(|t| t.tokens_per_sec),
+                cost: total.and_then(|t| t.cost).and_then(|c| c.amount),
+            }
+        })
+        .collect();
+    let mut cells = Vec::new();
+    for (m, name) in v.models.iter().enumerate() {
+        for (s, spec) in v.specs.iter().enumerate() {
+            if let Some(c) = v.summary.cell(name, &spec.id) {
+                cells.push(cell(v, (m, s), c));
+            }
+        }
+    }
+    Head {
+        meta: Meta {
+            timestamp: v.ctx.timestamp,
+            runs: v.ctx.run_ids,
+            version: env!("CARGO_PKG_VERSION"),
+            alpha: DEFAULT_ALPHA,
+            level: DEFAULT_LEVEL,
+            text_chars: super::rows::TEXT_CHARS,
+            currency: v.ctx.currency,
+        },
+        specs: v
+            .specs
+            .iter()
+            .map(|s| Spec {
+                id: &s.id,
+                title: &s.title,
+                group_by: &s.group_by,
+                board: v.summary.boards.get(&s.id),
+            })
+            .collect(),
+        models,
+        cells,
+        leaderboard: v.summary.leaderboard.as_ref(),
+        sampled,
+        runs: v.runs.as_ref(),
+        flaky: v.flaky,
+        golden,
+    }
+}
+
+fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
+    let groups = v
+        .summary
+        .groups(&v.models[m], &v.specs[s].id)
+        .into_iter()
+        .flatten()
+        .map(|(var, values)| {
+            let values = values
+                .iter()
+                .map(|(value, g)| {
+                    let group = Group {
+                        accuracy: g.accuracy,
+                        interval: g.interval,
+                        passed: g.passed,
+                        total: g.total,
+                    };
+                    (value.as_str(), group)
+                })
+                .collect();
+            (var.as_str(), values)
+        })
+        .collect();
+    Cell {
+        m,
+        s,
+        accuracy: c.accuracy,
+        interval: c.interval,
+        passed: c.passed,
+        total: c.total,
+        errors: c.errors,
+        p50_ms: c.latency_ms.map(|l| l.p50),
+        tokens_out: c.tokens_out.mean,
+        cost: c.cost.and_then(|c| c.amount),
+        sampled: c.sampled.as_ref().map(|s| SampledMetrics {
+            per_problem: Vec::new(),
+            ..s.clone()
+        }),
+        groups,
+    }
+}

@@ -1,0 +1,184 @@
+// The overview (leaderboard, heatmap, scatter plots) and the categories view.
+
+// ---------- overview ----------
+
+function errorBar(score, iv) {
+  const x = (v) => Math.max(0, Math.min(100, v * 100));
+  const bar = s('svg', { viewBox: '0 0 100 10', preserveAspectRatio: 'none', role: 'img',
+    'aria-label': pm(score, iv) },
+    s('rect', { x: 0, y: 2, width: x(score), height: 6, fill: 'var(--bar)', class: 'score' }));
+  if (iv) {
+    add(bar, [
+      s('line', { x1: x(iv.low), x2: x(iv.high), y1: 5, y2: 5, stroke: 'var(--err)', 'stroke-width': 0.8,
+        'vector-effect': 'non-scaling-stroke', class: 'interval', 'data-low': iv.low, 'data-high': iv.high }),
+      s('line', { x1: x(iv.low), x2: x(iv.low), y1: 2, y2: 8, stroke: 'var(--err)', 'vector-effect': 'non-scaling-stroke' }),
+      s('line', { x1: x(iv.high), x2: x(iv.high), y1: 2, y2: 8, stroke: 'var(--err)', 'vector-effect': 'non-scaling-stroke' }),
+    ]);
+  }
+  return bar;
+}
+
+function leaderboard() {
+  const board = R.leaderboard;
+  if (!board) return h('p', { class: 'muted' }, 'No records.');
+  const body = board.standings.map((st) => {
+    const vs = st.vs_best;
+    return h('tr', { class: st.rank % 2 ? 'group-a' : 'group-b', 'data-model': st.model, 'data-rank': st.rank },
+      h('td', null, h('span', { class: 'rank', title: 'tie group ' + st.rank }, st.rank)),
+      h('td', { class: 'name', title: st.model }, st.model),
+      h('td', { class: 'total' }, pm(st.score, st.interval)),
+      h('td', { class: 'bar' }, errorBar(st.score, st.interval)),
+      h('td', null, vs ? pts(vs.difference) : '—'),
+      h('td', null, vs ? pval(vs.p_value) : '—'));
+  });
+  return h('div', null,
+    table(['Rank', 'Model', 'Total ±95%', '95% interval', 'vs best', 'p'], body, 'board'),
+    h('p', { class: 'note' }, 'Total: the mean of category accuracies, each category weighted once; ± is half ' +
+      'the 95% interval (bootstrap stratified by category). Models sharing a rank are not significantly worse ' +
+      'than the best of their group (paired tests, Holm-adjusted, α = ' + R.meta.alpha + ').'));
+}
+
+function heat(x) {
+  const hue = Math.round(Math.max(0, Math.min(1, x)) * 120);
+  return 'hsl(' + hue + ', 62%, 38%)';
+}
+
+function heatmap() {
+  const head = ['Model'].concat(specs.map((sp) => sp.title));
+  const body = order.map((m) => h('tr', { 'data-model': models[m].name },
+    h('td', { class: 'name', title: models[m].name }, models[m].name),
+    specs.map((sp, si) => {
+      const c = cells.get(m + ':' + si);
+      if (!c) return h('td', { class: 'empty' }, '—');
+      const td = h('td', { class: 'cell', 'data-spec': sp.id,
+        title: sp.title + ': ' + pm(c.accuracy, c.interval) + ' (95% ' + span(c.interval) + '), ' +
+          c.passed + '/' + c.total + ' passed',
+        on: { click: () => showInstances({ model: m, spec: si, status: 'all' }) } }, pct(c.accuracy));
+      td.style.background = heat(c.accuracy);
+      return td;
+    })));
+  return table(head, body, 'heat');
+}
+
+// Axes of the scatter plots; an axis no model has a value for is left out.
+const AXES = [
+  { key: 'p50_ms', label: 'p50 latency, ms' },
+  { key: 'tokens_out', label: 'output tokens per answer (mean)' },
+  { key: 'cost', label: 'cost, ' + R.meta.currency },
+];
+
+function scatter(axis) {
+  const pts_ = order.map((i) => ({ m: models[i], st: rankOf.get(models[i].name) }))
+    .filter((p) => p.m[axis.key] != null && p.m.total != null);
+  if (!pts_.length) return null;
+  const W = 340, H = 230, L = 40, B = 34, T = 10, Rm = 12;
+  const maxX = Math.max(...pts_.map((p) => p.m[axis.key])) * 1.1 || 1;
+  const X = (v) => L + (v / maxX) * (W - L - Rm);
+  const Y = (v) => T + (1 - v) * (H - T - B);
+  const g = s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'accuracy against ' + axis.label,
+    'data-axis': axis.key });
+  const ax = s('g', { class: 'axis' });
+  for (let k = 0; k <= 4; k++) {
+    const y = Y(k / 4), x = X((maxX * k) / 4);
+    add(ax, [
+      s('line', { x1: L, x2: W - Rm, y1: y, y2: y, stroke: 'var(--line)' }),
+      s('text', { x: L - 4, y: y + 3, 'text-anchor': 'end' }, k * 25 + '%'),
+      s('line', { x1: x, x2: x, y1: H - B, y2: H - B + 3, stroke: 'var(--line)' }),
+      s('text', { x: x, y: H - B + 13, 'text-anchor': 'middle' }, num((maxX * k) / 4, maxX > 20 ? 0 : 1)),
+    ]);
+  }
+  add(ax, s('text', { x: (L + W) / 2, y: H - 4, 'text-anchor': 'middle' }, axis.label));
+  add(g, ax);
+  for (const p of pts_) {
+    const x = X(p.m[axis.key]), y = Y(p.m.total), iv = p.st && p.st.interval;
+    const mark = s('g', { class: 'mark', 'data-model': p.m.name, 'data-x': p.m[axis.key], 'data-y': p.m.total },
+      s('title', null, p.m.name + ': ' + pm(p.m.total, iv) + ', ' + axis.label + ' ' + num(p.m[axis.key], 1)));
+    if (iv) add(mark, s('line', { class: 'whisker', x1: x, x2: x, y1: Y(iv.high), y2: Y(iv.low) }));
+    const right = x > W * 0.6;
+    add(mark, [s('circle', { class: 'point', cx: x, cy: y, r: 4 }),
+      s('text', { x: right ? x - 6 : x + 6, y: y - 5, 'text-anchor': right ? 'end' : 'start' },
+        p.m.name.length > 24 ? p.m.name.slice(0, 23) + '…' : p.m.name)]);
+    add(g, mark);
+  }
+  return h('div', { class: 'chart' }, g);
+}
+
+function overview() {
+  const v = view('overview');
+  const charts = AXES.map(scatter).filter(Boolean);
+  add(v, [
+    h('h2', null, 'Leaderboard'), leaderboard(),
+    h('h2', null, 'Accuracy by category'),
+    h('p', { class: 'note' }, 'Click a cell to see its instances.'), heatmap(),
+    h('h2', null, 'Accuracy against cost of answering'),
+    charts.length ? h('div', { class: 'charts' }, charts)
+      : h('p', { class: 'note' }, 'No timed requests: replayed and cached answers have no latency to plot.'),
+  ]);
+}
+
+// ---------- categories ----------
+
+function boardTable(board) {
+  const body = board.standings.map((st) => h('tr', { class: st.rank % 2 ? 'group-a' : 'group-b', 'data-model': st.model },
+    h('td', null, h('span', { class: 'rank' }, st.rank)),
+    h('td', { class: 'name', title: st.model }, st.model),
+    h('td', null, pct(st.score)),
+    h('td', null, span(st.interval)),
+    h('td', null, st.vs_best ? pts(st.vs_best.difference) : '—'),
+    h('td', null, st.vs_best ? span(st.vs_best.interval).replace('%', ' pp') : '—'),
+    h('td', null, st.vs_best ? pval(st.vs_best.p_value) : '—')));
+  return table(['Rank', 'Model', 'Accuracy', '95% interval', 'vs best', '95% interval', 'p'], body, 'board');
+}
+
+function boardNote(board) {
+  const test = board.test === 'mcnemar' ? 'exact McNemar test, Newcombe interval' : 'paired bootstrap over instances';
+  let t = board.instances + ' instances; ' + test + '.';
+  if (board.mde != null) t += ' At this size the category detects a drop of ' + fix(board.mde * 100, 1) +
+    ' pp or more below the best model (power 80%).';
+  if (board.gap && board.gap.needed && board.gap.difference > 0) t += ' Telling the two best apart (gap ' +
+    fix(board.gap.difference * 100, 1) + ' pp) needs about ' + board.gap.needed + ' instances.';
+  return h('p', { class: 'note' }, t);
+}
+
+function groupTables(si) {
+  const out = [];
+  for (const v of specs[si].group_by) {
+    const values = new Set();
+    for (const m of order) {
+      const c = cells.get(m + ':' + si);
+      if (c && c.groups && c.groups[v]) Object.keys(c.groups[v]).forEach((k) => values.add(k));
+    }
+    if (!values.size) continue;
+    const vals = [...values].sort();
+    const body = order.filter((m) => cells.has(m + ':' + si)).map((m) => {
+      const g = (cells.get(m + ':' + si).groups || {})[v] || {};
+      return h('tr', null, h('td', { class: 'name' }, models[m].name),
+        vals.map((k) => h('td', { title: g[k] ? g[k].passed + '/' + g[k].total : '' }, g[k] ? pm(g[k].accuracy, g[k].interval) : '—')));
+    });
+    out.push(h('h4', null, 'By ' + v), table(['Model'].concat(vals), body));
+  }
+  return out;
+}
+
+function sampledTable(sp) {
+  const c = (R.sampled || []).find((x) => x.spec === sp.id);
+  if (!c) return null;
+  const hats = c.ks.filter((k) => k > 1);
+  const maj = c.models.some((l) => l.maj != null);
+  const head = ['Model', 'mean acc'].concat(c.ks.map((k) => 'pass@' + k), hats.map((k) => 'pass^' + k),
+    maj ? ['maj@n'] : [], ['tier']);
+  const body = c.models.map((l) => h('tr', null, h('td', { class: 'name' }, l.model), h('td', null, pct(l.accuracy)),
+    c.ks.map((k) => h('td', null, pct(l.pass_at_k[k]))), hats.map((k) => h('td', null, pct(l.pass_hat_k[k]))),
+    maj ? h('td', null, pct(l.maj)) : null, h('td', null, l.tier)));
+  return [h('h4', null, 'Sampled: pass@k (some of k pass) beside pass^k (all k pass)'), table(head, body)];
+}
+
+function categories() {
+  const v = view('categories');
+  specs.forEach((sp, si) => {
+    if (!sp.board) return;
+    add(v, h('div', { class: 'card', id: 'spec-' + sp.id },
+      h('h3', null, sp.title, ' ', h('span', { class: 'tag' }, sp.id)),
+      boardTable(sp.board), boardNote(sp.board), groupTables(si), sampledTable(sp)));
+  });
+}
