@@ -4,11 +4,13 @@
 //! computed by hand, cache hits as saved cost, the judge apart, an hourly
 //! price, `--max-cost` stopping within the in-flight bound and `--resume`
 //! finishing without a repeated request, `--max-tokens-total`, the refusal of
-//! a budget over an unpriced model, LiteLLM price files and `--dry-run`.
+//! a budget over an unpriced model, LiteLLM price files and `--dry-run`; the
+//! HTML report's cost-per-correct-answer chart in headless Chromium.
 
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use crate::common::browser::{Browser, artifacts};
 use crate::common::fake_server::{CACHED_TOKENS, FakeServer, Reply, Request};
 use crate::common::workspace::{Workspace, model_toml};
 use crate::common::{report, root};
@@ -131,6 +133,7 @@ fn costs_per_record_and_cell_match_the_hand_computed_table_and_cache_hits_are_sa
     assert!(csv.lines().next().unwrap().contains(",cost,"), "{csv}");
     let md = report(&ws.path().join("results"), "report_", "md");
     assert!(md.contains("## Стоимость"), "{md}");
+    html_cost_per_correct(&ws, &json);
 
     // Again: every answer from the response cache costs 0 and shows what it saved.
     let sent = fake.count();
@@ -145,6 +148,51 @@ fn costs_per_record_and_cell_match_the_hand_computed_table_and_cache_hits_are_sa
         "{cheap:#}"
     );
     assert!(out.contains("saved by the cache 0.002328 USD"), "{out}");
+}
+
+/// The HTML report's cost-per-correct-answer chart, in headless Chromium:
+/// one bar per priced model with a correct answer, cheapest first, each
+/// showing the JSON report's `per_correct`; the unpriced model has none.
+fn html_cost_per_correct(ws: &Workspace, json: &Value) {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    let page = ws
+        .path()
+        .join("results/reports")
+        .join(report_name(ws, "html"));
+    b.open(&page);
+    assert_eq!(b.errors(), Vec::<String>::new(), "console errors");
+    let mut expected: Vec<(f64, String)> = ["cheap", "dear"]
+        .iter()
+        .map(|m| {
+            (
+                cost_of(json, m, None)["per_correct"].as_f64().unwrap(),
+                m.to_string(),
+            )
+        })
+        .collect();
+    expected.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let expected: Vec<String> = expected
+        .iter()
+        .map(|(c, m)| format!("{m}={c:.6}"))
+        .collect();
+    let shown = b.eval(
+        "[...document.querySelectorAll('[data-chart=cost-per-correct] .bar')].map(b => b.dataset.model + '=' + b.querySelector('.value').textContent).join()",
+    );
+    assert_eq!(shown.as_str().unwrap(), expected.join(","));
+    b.screenshot(&artifacts().join("costs_overview_1280.png"));
+}
+
+/// The file name of the newest `report_*.EXT` under results/reports.
+fn report_name(ws: &Workspace, ext: &str) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(ws.path().join("results/reports"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("report_") && n.ends_with(&format!(".{ext}")))
+        .collect();
+    names.sort();
+    names.pop().expect("a report")
 }
 
 #[test]

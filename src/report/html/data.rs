@@ -94,6 +94,8 @@ pub struct Model<'a> {
     pub tokens_per_sec: Option<f64>,
     /// What its answers cost, none when no answer had a price.
     pub cost: Option<f64>,
+    /// Its cost divided by its correct answers, none without a price or a correct answer.
+    pub cost_per_correct: Option<f64>,
 }
 
 /// One model × spec cell.
@@ -165,6 +167,7 @@ pub fn head<'a>(
                 tokens_out: total.and_then(|t| t.tokens_out.mean),
                 tokens_per_sec: total.and_then(|t| t.tokens_per_sec),
                 cost: total.and_then(|t| t.cost).and_then(|c| c.amount),
+                cost_per_correct: total.and_then(|t| t.cost).and_then(|c| c.per_correct),
             }
         })
         .collect();

@@ -103,9 +103,33 @@ function scatter(axis) {
   return h('div', { class: 'chart' }, g);
 }
 
+// What one correct answer cost each priced model: a bar per model, cheapest first.
+function costPerCorrect() {
+  const priced = order.map((i) => models[i]).filter((m) => m.cost_per_correct != null)
+    .sort((a, b) => a.cost_per_correct - b.cost_per_correct);
+  if (!priced.length) return null;
+  const W = 340, row = 22, L = 120, Rm = 80;
+  const max = Math.max(...priced.map((m) => m.cost_per_correct)) || 1;
+  const g = s('svg', { viewBox: '0 0 ' + W + ' ' + (row * priced.length + 8), role: 'img',
+    'aria-label': 'cost per correct answer', 'data-chart': 'cost-per-correct' });
+  priced.forEach((m, k) => {
+    const y = 4 + k * row, w = Math.max(1, (m.cost_per_correct / max) * (W - L - Rm));
+    const name = m.name.length > 16 ? m.name.slice(0, 15) + '…' : m.name;
+    add(g, s('g', { class: 'bar', 'data-model': m.name }, [
+      s('title', null, m.name + ': ' + num(m.cost_per_correct, 6) + ' ' + R.meta.currency + ' per correct answer'),
+      s('text', { x: L - 6, y: y + 14, 'text-anchor': 'end' }, name),
+      s('rect', { class: 'point', x: L, y: y + 3, width: w, height: row - 8 }),
+      s('text', { class: 'value', x: L + w + 4, y: y + 14 }, num(m.cost_per_correct, 6)),
+    ]));
+  });
+  return h('div', { class: 'chart' }, [h('h3', null, 'Cost per correct answer, ' + R.meta.currency), g]);
+}
+
 function overview() {
   const v = view('overview');
   const charts = AXES.map(scatter).filter(Boolean);
+  const perCorrect = costPerCorrect();
+  if (perCorrect) charts.push(perCorrect);
   add(v, [
     h('h2', null, 'Leaderboard'), leaderboard(),
     h('h2', null, 'Accuracy by category'),
