@@ -21,7 +21,8 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${HARNESS_CHROMIUM:-}" ] && command -v ap
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
 fi
 scripts/llama-server.sh ensure >/dev/null
-trap 'scripts/llama-server.sh stop all >/dev/null 2>&1 || true' EXIT
+llama_pid=""
+trap '[ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; scripts/llama-server.sh stop all >/dev/null 2>&1 || true' EXIT
 # One thread each: the golden transcripts were recorded so, and thread count can change greedy output.
 HARNESS_LLAMA_URL="$(scripts/llama-server.sh start smollm2 -t 1)"
 HARNESS_GEMMA_URL="$(scripts/llama-server.sh start gemma3 -t 1)"
@@ -33,8 +34,22 @@ LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=
 SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
 export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
-# One test thread more than cores: the tests that need the llama servers take
-# turns (tests/common/locks.rs), and one waiting its turn holds a thread; with
-# a thread per core, two such tests would leave none for the rest.
-cargo test --locked -- --test-threads "$(($(nproc) + 1))"
+# The tests that need the real llama.cpp servers take turns (llama.cpp
+# batches concurrent requests, which changes greedy output). A test waiting
+# its turn would hold one of libtest's threads, and they sort together, so
+# they run one at a time in a process of their own, beside the rest.
+llama_tests=(e2e_llama:: managed_llama::)
+cargo test --locked --no-run
+llama_log="$(mktemp)"
+cargo test --locked --test tests -- --test-threads 1 "${llama_tests[@]}" >"$llama_log" 2>&1 &
+llama_pid=$!
+rest=0
+cargo test --locked -- $(printf -- '--skip %s ' "${llama_tests[@]}") || rest=$?
+llama=0
+wait "$llama_pid" || llama=$?
+echo "== the tests on the llama servers (one at a time)"
+cat "$llama_log"
+rm -f "$llama_log"
+if [ "$rest" -ne 0 ]; then exit "$rest"; fi
+if [ "$llama" -ne 0 ]; then exit "$llama"; fi
 cargo run --quiet --locked -- check specs/
