@@ -35,6 +35,9 @@ pub(super) struct Captured {
     pub output_limited: bool,
     /// Killed because the leader had finished.
     pub stopped: bool,
+    /// CPU time of its whole tree as last seen (at a deadline check): the
+    /// processes killed with it are never reaped into its own usage.
+    pub tree_cpu: Duration,
 }
 
 /// How long to keep reading after a process exited, for output still in flight.
@@ -122,6 +125,7 @@ pub(super) fn capture(
         }
         if now >= deadline {
             for p in &mut procs {
+                p.cpu_seen = p.cpu_seen.max(cpu_ticks(p.pid));
                 p.end(|c| c.timed_out = true);
             }
             break;
@@ -188,6 +192,7 @@ pub(super) fn capture(
             out.stderr = e.data;
             out.stdout.truncate(cap);
             out.stderr.truncate(cap);
+            out.tree_cpu = ticks_to_duration(p.cpu_seen);
             out
         })
         .collect()
@@ -210,11 +215,21 @@ fn still_computing(procs: &mut [Watched]) -> bool {
     busy
 }
 
+/// CPU clock ticks as time.
+fn ticks_to_duration(ticks: u64) -> Duration {
+    Duration::from_secs_f64(ticks as f64 / clock_ticks_per_sec() as f64)
+}
+
+/// The kernel's CPU clock ticks per second.
+fn clock_ticks_per_sec() -> u64 {
+    // SAFETY: sysconf reads a constant of the running system.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+}
+
 /// `d` in CPU clock ticks, plus one second: the kernel's own CPU limit
 /// fires at the budget, and the tick count lags it a little.
 fn ticks_in(d: Duration) -> u64 {
-    // SAFETY: sysconf reads a constant of the running system.
-    let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let per_sec = clock_ticks_per_sec();
     (d.as_secs_f64() * per_sec as f64) as u64 + per_sec
 }
 

@@ -155,6 +155,9 @@ pub struct Outcome {
     pub stderr: Vec<u8>,
     /// CPU time, user plus system.
     pub cpu: Duration,
+    /// CPU time of the whole process tree, at least `cpu`: the processes
+    /// killed with the program at its deadline are counted too.
+    pub tree_cpu: Duration,
     /// Peak resident memory in KiB.
     pub max_rss_kib: u64,
     /// Wall-clock time.

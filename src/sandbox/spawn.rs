@@ -309,6 +309,7 @@ impl Sandbox {
             Termination::Exited(libc::WEXITSTATUS(status))
         };
         let tree_memory_exceeded = started.seat.as_ref().is_some_and(Lease::oom_killed);
+        let cpu = timeval(usage.ru_utime) + timeval(usage.ru_stime);
         Outcome {
             termination,
             timed_out: captured.timed_out,
@@ -317,7 +318,8 @@ impl Sandbox {
             tree_memory_exceeded,
             stdout: captured.stdout,
             stderr: captured.stderr,
-            cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
+            cpu,
+            tree_cpu: cpu.max(captured.tree_cpu),
             max_rss_kib: usage.ru_maxrss.max(0) as u64,
             wall,
         }
