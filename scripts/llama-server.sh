@@ -5,7 +5,7 @@
 # Usage:
 #   scripts/llama-server.sh ensure                 # build or reuse server, fetch or reuse models; prints paths
 #   scripts/llama-server.sh paths                  # prints KEY=VALUE lines (eval-able); exit 1 if anything is missing
-#   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | gemma3; prints http://127.0.0.1:PORT
+#   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | gemma3 | judge (a second SmolLM2); prints http://127.0.0.1:PORT
 #   scripts/llama-server.sh stop [MODEL|all]       # stops servers this script started (by recorded PID)
 #   scripts/llama-server.sh status                 # lists running servers started by this script
 #
@@ -300,9 +300,18 @@ cmd_ensure() {
 
 model_path() {
     case "$1" in
-        smollm2) echo "$SMOLLM2_MODEL" ;;
+        smollm2 | judge) echo "$SMOLLM2_MODEL" ;;
         gemma3) echo "$GEMMA3_MODEL" ;;
-        *) die "unknown model '$1' (expected smollm2 or gemma3)" ;;
+        *) die "unknown model '$1' (expected smollm2, gemma3 or judge)" ;;
+    esac
+}
+
+# The model a server answers as: `judge` is a second SmolLM2 server, so the
+# judge's requests never share a server (and its batches) with the model's.
+model_alias() {
+    case "$1" in
+        judge) echo smollm2 ;;
+        *) echo "$1" ;;
     esac
 }
 
@@ -392,7 +401,7 @@ cmd_start() {
     rm -f "$pidf" "$urlf" "$argsf"
 
     # --alias makes the "model" field of responses the short name, not the path
-    local args=(-m "$model" --alias "$name" --host 127.0.0.1 -np 4 -c 8192)
+    local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c 8192)
     if [ "$name" = gemma3 ]; then
         [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"
         args+=(--chat-template-file "$GEMMA3_TEMPLATE")
@@ -462,15 +471,15 @@ stop_one() {
 cmd_stop() {
     local which="${1:-all}"
     case "$which" in
-        all) stop_one smollm2; stop_one gemma3 ;;
-        smollm2 | gemma3) stop_one "$which" ;;
-        *) die "unknown model '$which' (expected smollm2, gemma3 or all)" ;;
+        all) stop_one smollm2; stop_one gemma3; stop_one judge ;;
+        smollm2 | gemma3 | judge) stop_one "$which" ;;
+        *) die "unknown model '$which' (expected smollm2, gemma3, judge or all)" ;;
     esac
 }
 
 cmd_status() {
     local name pidf
-    for name in smollm2 gemma3; do
+    for name in smollm2 gemma3 judge; do
         pidf="$STATE_DIR/$name.pid"
         if [ -f "$pidf" ] && is_ours "$(cat "$pidf")"; then
             echo "$name running pid=$(cat "$pidf") url=$(cat "$STATE_DIR/$name.url" 2>/dev/null || echo '?')"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README): builds or reuses llama-server and the
-# two tiny models (cached under ~/.cache/harness), starts both servers on
-# loopback, runs every test (unit, integration, fault injection, SIGKILL
-# resume, end-to-end against the real servers), checks the shipped specs,
-# and stops the servers it started.
+# two tiny models (cached under ~/.cache/harness), starts their servers on
+# loopback (SmolLM2 twice, one for the judge), runs every test (unit,
+# integration, fault injection, SIGKILL resume, end-to-end against the real
+# servers), checks the shipped specs, and stops the servers it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +26,11 @@ trap '[ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; scripts/llama-server
 # One thread each: the golden transcripts were recorded so, and thread count can change greedy output.
 HARNESS_LLAMA_URL="$(scripts/llama-server.sh start smollm2 -t 1)"
 HARNESS_GEMMA_URL="$(scripts/llama-server.sh start gemma3 -t 1)"
-export HARNESS_LLAMA_URL HARNESS_GEMMA_URL HARNESS_E2E=1
-echo "llama-server: smollm2 at $HARNESS_LLAMA_URL, gemma3 at $HARNESS_GEMMA_URL"
+# The judge's SmolLM2 on a server of its own: it works beside the model's
+# instead of after it, and never shares its batches.
+HARNESS_JUDGE_URL="$(scripts/llama-server.sh start judge -t 1)"
+export HARNESS_LLAMA_URL HARNESS_GEMMA_URL HARNESS_JUDGE_URL HARNESS_E2E=1
+echo "llama-server: smollm2 at $HARNESS_LLAMA_URL, gemma3 at $HARNESS_GEMMA_URL, the judge at $HARNESS_JUDGE_URL"
 # The managed-server tests (tests/managed_llama.rs) start their own llama-server
 # from the binary and model file.
 LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=//p')"

@@ -39,18 +39,19 @@ struct Live {
 fn live(with_gemma: bool) -> Option<Live> {
     let servers = locks::real_llama();
     let smol = e2e_var("HARNESS_LLAMA_URL")?;
+    let judge = e2e_var("HARNESS_JUDGE_URL")?;
     let gemma = match with_gemma {
         true => Some(e2e_var("HARNESS_GEMMA_URL")?),
         false => None,
     };
     Some(Live {
-        dir: workspace(&smol, gemma.as_deref()),
+        dir: workspace(&smol, gemma.as_deref(), &judge),
         smol,
         _servers: servers,
     })
 }
 
-fn workspace(smol: &str, gemma: Option<&str>) -> Workspace {
+fn workspace(smol: &str, gemma: Option<&str>, judge: &str) -> Workspace {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     copy_dir(&root().join("specs"), &repo.join("specs"));
@@ -66,6 +67,7 @@ fn workspace(smol: &str, gemma: Option<&str>) -> Workspace {
     let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
     let config = template
         .replace("__SMOL__", smol)
+        .replace("__JUDGE__", judge)
         .replace("__GEMMA__", gemma.unwrap_or("http://127.0.0.1:9"));
     fs::write(dir.path().join("harness.toml"), config).unwrap();
     dir

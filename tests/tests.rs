@@ -39,6 +39,7 @@
 //!
 //! - `HARNESS_LLAMA_URL`: SmolLM2-135M's llama-server (`e2e_llama`).
 //! - `HARNESS_GEMMA_URL`: Gemma 3 270M's llama-server (`e2e_llama`'s golden transcripts).
+//! - `HARNESS_JUDGE_URL`: a second SmolLM2 server, the judge's (`e2e_llama`).
 //! - `LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`: the llama-server binary and SmolLM2's
 //!   GGUF, for `managed_llama` to start servers of its own.
 //! - `HARNESS_E2E=1`: a missing variable above is a failure, not a skip.
