@@ -179,6 +179,12 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
     problems
 }
 
+/// How a run ended, with its wall-clock and whole-tree CPU time.
+fn account(outcome: &Outcome, limits: &Limits) -> String {
+    let (wall, cpu) = (outcome.wall, outcome.tree_cpu);
+    format!("{} (wall {wall:?}, cpu {cpu:?})", outcome.describe(limits))
+}
+
 /// The cores this machine gives the tests.
 fn cores() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
@@ -328,10 +334,8 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
                 let stdout = String::from_utf8_lossy(&outcome.stdout);
                 if std::env::var_os("HOSTILE_VERBOSE").is_some() {
                     eprintln!(
-                        "── {name}: {} (wall {:?}, cpu {:?})\n{stdout}",
-                        outcome.describe(&program.limits),
-                        outcome.wall,
-                        outcome.tree_cpu
+                        "── {name}: {}\n{stdout}",
+                        account(&outcome, &program.limits)
                     );
                 }
                 if stdout.contains(FAKE_KEY) || outcome.stderr.windows(8).any(|w| w == b"sk-fake-")
