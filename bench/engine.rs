@@ -40,7 +40,7 @@ fn main() {
     println!("t06 generate+render+verify: {count} instances, {rate:.0} instances/s on one thread");
 
     let binary = env!("CARGO_BIN_EXE_harness");
-    let runs: Vec<Duration> = (0..7)
+    let runs: Vec<Duration> = (0..10)
         .map(|_| {
             let started = Instant::now();
             let status = Command::new(binary)

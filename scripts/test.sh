@@ -22,7 +22,9 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${HARNESS_CHROMIUM:-}" ] && command -v ap
 fi
 scripts/llama-server.sh ensure >/dev/null
 llama_pid=""
-trap '[ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; scripts/llama-server.sh stop all >/dev/null 2>&1 || true' EXIT
+# errexit holds inside traps too: a failed kill (the process already
+# waited for) must not skip stopping the servers.
+trap '{ [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true' EXIT
 # One thread each: the golden transcripts were recorded so, and thread count can change greedy output.
 HARNESS_LLAMA_URL="$(scripts/llama-server.sh start smollm2 -t 1)"
 HARNESS_GEMMA_URL="$(scripts/llama-server.sh start gemma3 -t 1)"

@@ -99,7 +99,7 @@ impl World {
 fn limits() -> Limits {
     Limits {
         wall: Duration::from_secs(3),
-        cpu_secs: 3,
+        cpu: Duration::from_secs(3),
         memory_bytes: 256 << 20,
         processes: 32,
         output_bytes: 256 << 10,
@@ -148,7 +148,7 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
         problems.push(format!("took {:?}, past the deadline", outcome.wall));
     }
     // The budget, the tick count's lag (1 s), one stretch step on every core.
-    let most_cpu = Duration::from_secs(limits.cpu_secs + 1) + Duration::from_millis(500) * cores();
+    let most_cpu = limits.cpu + Duration::from_secs(1) + Duration::from_millis(500) * cores();
     if outcome.wall > limits.wall + slack && outcome.tree_cpu > most_cpu {
         problems.push(format!(
             "took {:?} and {:?} of CPU: its deadline moved past its CPU budget ({})",
@@ -389,5 +389,30 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
     assert!(
         report.is_empty(),
         "hostile snippets not contained:\n{report}"
+    );
+}
+
+/// RLIMIT_CPU counts whole seconds; a fractional limit is kept by the
+/// capture loop's watch, so an endless loop ends near it, not a second on.
+#[test]
+fn a_fractional_cpu_limit_stops_a_loop_near_it() {
+    let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
+    let mut program = python_program("while True:\n    pass\n".into());
+    program.limits.cpu = Duration::from_millis(300);
+    program.limits.wall = Duration::from_secs(10);
+    let outcome = sandbox.run(&program).unwrap_or_else(|e| panic!("{e}"));
+    let limits = &program.limits;
+    assert!(
+        outcome.cpu_exhausted(limits),
+        "{}",
+        account(&outcome, limits)
+    );
+    assert!(!outcome.timed_out, "{}", account(&outcome, limits));
+    assert_eq!(outcome.describe(limits), "killed: CPU limit of 0.3 s");
+    // A tick or two of the watch past the limit, far from RLIMIT_CPU's 1 s.
+    assert!(
+        outcome.tree_cpu < Duration::from_millis(600),
+        "{}",
+        account(&outcome, limits)
     );
 }

@@ -1,7 +1,10 @@
 //! `harness check`: one line per spec, details for failures, diffs for
 //! changed golden files, and a summary.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use owo_colors::OwoColorize;
 
@@ -74,6 +77,44 @@ fn pending_note(pending: Option<&Path>) -> String {
     }
 }
 
+/// Checks `files` on one thread per core and hands each report to `take`
+/// in the files' order, as soon as it and those before it are done: a spec
+/// mostly waits for its examples' programs, so specs overlap, while the
+/// output reads as if they ran one after another.
+fn each_checked(files: &[PathBuf], options: &CheckOptions, mut take: impl FnMut(&Path, SpecCheck)) {
+    let workers = std::thread::available_parallelism()
+        .map_or(2, usize::from)
+        .clamp(2, 8)
+        .min(files.len());
+    let next = AtomicUsize::new(0);
+    let (done, reports) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let done = done.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    if done.send((i, check_file(file, options))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done);
+        let mut waiting = BTreeMap::new();
+        let mut shown = 0;
+        for (i, report) in reports {
+            waiting.insert(i, report);
+            while let Some(report) = waiting.remove(&shown) {
+                take(&files[shown], report);
+                shown += 1;
+            }
+        }
+    });
+}
+
 /// Runs `harness check`.
 pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
     let files = match spec_files(paths) {
@@ -95,14 +136,13 @@ pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
         },
     };
     let (mut failed, mut differ) = (0, 0);
-    let mut ids: std::collections::BTreeMap<String, PathBuf> = Default::default();
-    for file in &files {
-        let mut report = check_file(file, &options);
+    let mut ids: BTreeMap<String, PathBuf> = Default::default();
+    each_checked(&files, &options, |file, mut report| {
         if let Some(id) = &report.id {
             match ids.get(id) {
                 Some(first) => report.errors.push(duplicate_id(file, id, first)),
                 None => {
-                    ids.insert(id.clone(), file.clone());
+                    ids.insert(id.clone(), file.to_path_buf());
                 }
             }
         }
@@ -112,7 +152,7 @@ pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
         } else if report.golden.as_ref().is_some_and(GoldenStatus::differs) {
             differ += 1;
         }
-    }
+    });
     let ok = files.len() - failed - differ;
     println!(
         "\n{} spec{}: {ok} ok, {differ} with golden differences, {failed} failed",

@@ -30,6 +30,20 @@ pub struct Asked {
     pub rejected: Vec<Completion>,
 }
 
+impl Asked {
+    /// An answer the cache held: no attempt made, no time spent.
+    fn from_cache(hit: Completion) -> Asked {
+        Asked {
+            result: Ok(hit),
+            attempts: 0,
+            latency: Duration::ZERO,
+            cached: true,
+            retries: Vec::new(),
+            rejected: Vec::new(),
+        }
+    }
+}
+
 /// How an attempt meets the model's gate: the request, its choices, whether
 /// its first attempt may be refused, and where a result keeps its answers.
 struct Gated<'a, T> {
@@ -155,14 +169,7 @@ pub async fn ask_batch(
         .iter()
         .map(|k| {
             let hit = cache.zip(k.as_ref())?.0.get(k.as_ref()?).ok()??;
-            Some(Asked {
-                result: Ok(hit),
-                attempts: 0,
-                latency: Duration::ZERO,
-                cached: true,
-                retries: Vec::new(),
-                rejected: Vec::new(),
-            })
+            Some(Asked::from_cache(hit))
         })
         .collect();
     let missing: Vec<usize> = (0..requests.len()).filter(|&i| out[i].is_none()).collect();
@@ -244,14 +251,7 @@ pub async fn ask(
     if let (Some(cache), Some(k)) = (cache, &lookup)
         && let Ok(Some(hit)) = cache.get(k)
     {
-        return Asked {
-            result: Ok(hit),
-            attempts: 0,
-            latency: Duration::ZERO,
-            cached: true,
-            retries: Vec::new(),
-            rejected: Vec::new(),
-        };
+        return Asked::from_cache(hit);
     }
     let mut total_attempts = 0;
     let mut asks = 0;

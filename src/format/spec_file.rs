@@ -267,6 +267,10 @@ pub struct Example {
     pub score: Option<f64>,
     /// Text the failure detail must contain.
     pub detail: Option<String>,
+    /// The `code` rules' CPU limit for this example alone, in seconds (may be
+    /// fractional): an example that proves the limit stops an endless loop
+    /// need not wait out the spec's own.
+    pub timeout_secs: Option<f64>,
     /// Fixed judge responses, one per judge sample, for specs with a `judge` rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge: Vec<String>,

@@ -20,6 +20,9 @@ pub(super) struct Watch<'a> {
     /// The CPU time its whole tree may use; past it, a busy tree gets no
     /// more wall-clock time.
     pub cpu_budget: Duration,
+    /// A CPU limit finer than RLIMIT_CPU's whole seconds, which any one
+    /// process of the tree may use before the tree is killed.
+    pub cpu_limit: Option<Duration>,
 }
 
 /// What the loop saw of one process.
@@ -35,6 +38,8 @@ pub(super) struct Captured {
     pub output_limited: bool,
     /// Killed because the leader had finished.
     pub stopped: bool,
+    /// Killed because a process passed the fractional CPU limit.
+    pub cpu_limited: bool,
     /// CPU time of its whole tree as last seen (at a deadline check): the
     /// processes killed with it are never reaped into its own usage.
     pub tree_cpu: Duration,
@@ -54,12 +59,19 @@ const BUSY_STRETCH: u32 = 3;
 /// The step by which a busy process's deadline moves.
 const BUSY_STEP: Duration = Duration::from_millis(500);
 
+/// How often a fractional CPU limit is checked: the CPU clock's tick on
+/// Linux, so a program is stopped within about a tick of its limit.
+const CPU_WATCH_STEP: Duration = Duration::from_millis(10);
+
 struct Watched<'a> {
     pid: libc::pid_t,
     /// CPU clock ticks seen at the last deadline check.
     cpu_seen: u64,
     /// CPU clock ticks the tree may use before its deadline stops moving.
     cpu_budget: u64,
+    /// CPU clock ticks any one process may use, when the limit is finer
+    /// than whole seconds.
+    cpu_limit: Option<u64>,
     streams: [Stream; 2],
     pidfd: Option<OwnedFd>,
     exited: bool,
@@ -103,6 +115,7 @@ pub(super) fn capture(
             pid: w.pid,
             cpu_seen: 0,
             cpu_budget: ticks_in(w.cpu_budget),
+            cpu_limit: w.cpu_limit.map(exact_ticks),
             pidfd: pidfd_open(w.pid),
             streams: [Stream::new(w.stdout), Stream::new(w.stderr)],
             exited: false,
@@ -130,7 +143,19 @@ pub(super) fn capture(
             }
             break;
         }
-        let (slots, mut fds, wake) = poll_set(&procs, deadline);
+        let mut wake_by = deadline;
+        for p in procs.iter_mut().filter(|p| !p.exited) {
+            let Some(limit) = p.cpu_limit else { continue };
+            if tree_pids(p.pid)
+                .into_iter()
+                .any(|q| process_ticks(q) >= limit)
+            {
+                p.cpu_seen = p.cpu_seen.max(cpu_ticks(p.pid));
+                p.end(|c| c.cpu_limited = true);
+            }
+            wake_by = wake_by.min(now + CPU_WATCH_STEP);
+        }
+        let (slots, mut fds, wake) = poll_set(&procs, wake_by);
         let timeout = wake
             .saturating_duration_since(now)
             .as_millis()
@@ -226,6 +251,11 @@ fn clock_ticks_per_sec() -> u64 {
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
 }
 
+/// `d` in CPU clock ticks, rounded up.
+fn exact_ticks(d: Duration) -> u64 {
+    (d.as_secs_f64() * clock_ticks_per_sec() as f64).ceil() as u64
+}
+
 /// `d` in CPU clock ticks, plus one second: the kernel's own CPU limit
 /// fires at the budget, and the tick count lags it a little.
 fn ticks_in(d: Duration) -> u64 {
@@ -237,16 +267,19 @@ fn ticks_in(d: Duration) -> u64 {
 /// the watched process is the sandbox's init, and the program runs under it.
 /// 0 when nothing can be read (the tree is gone).
 fn cpu_ticks(pid: libc::pid_t) -> u64 {
-    let mut total = 0;
+    tree_pids(pid).into_iter().map(own_ticks).sum()
+}
+
+/// `pid` and every process below it, as far as `/proc` shows them.
+fn tree_pids(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut tree = Vec::new();
     let mut pending = vec![pid];
     // Bounded: a tree is capped by its cgroup's process limit, and this by far.
-    let mut seen = 0;
     while let Some(p) = pending.pop() {
-        seen += 1;
-        if seen > 4096 {
+        if tree.len() >= 4096 {
             break;
         }
-        total += own_ticks(p);
+        tree.push(p);
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
             continue;
         };
@@ -260,12 +293,23 @@ fn cpu_ticks(pid: libc::pid_t) -> u64 {
             );
         }
     }
-    total
+    tree
 }
 
 /// User and system CPU clock ticks of one process, with those of its children
 /// already reaped, from `/proc/<pid>/stat`.
 fn own_ticks(pid: libc::pid_t) -> u64 {
+    stat_ticks(pid, 14)
+}
+
+/// User and system CPU clock ticks of one process alone: what RLIMIT_CPU counts.
+fn process_ticks(pid: libc::pid_t) -> u64 {
+    stat_ticks(pid, 12)
+}
+
+/// The sum of `/proc/<pid>/stat`'s time fields from utime up to `last`
+/// (counted after the command name: 11 utime, 12 stime, 13 cutime, 14 cstime).
+fn stat_ticks(pid: libc::pid_t, last: usize) -> u64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0;
     };
@@ -282,7 +326,7 @@ fn own_ticks(pid: libc::pid_t) -> u64 {
             .and_then(|f| f.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    (11..=14).map(field).sum()
+    (11..=last).map(field).sum()
 }
 
 fn poll_set(procs: &[Watched], deadline: Instant) -> (Vec<Slot>, Vec<libc::pollfd>, Instant) {

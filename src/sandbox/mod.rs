@@ -77,8 +77,9 @@ pub struct Limits {
     /// Wall-clock time from start before the whole process tree is killed
     /// (time waiting for a free CPU before the start does not count).
     pub wall: Duration,
-    /// CPU seconds (RLIMIT_CPU).
-    pub cpu_secs: u64,
+    /// CPU time of each process: RLIMIT_CPU, which counts whole seconds,
+    /// rounded up; a fractional limit is also watched to the CPU clock tick.
+    pub cpu: Duration,
     /// Bytes: the address space of each process (RLIMIT_AS), and the
     /// memory of the whole tree where a cgroup can bound it.
     pub memory_bytes: u64,
@@ -95,11 +96,24 @@ pub struct Limits {
     pub disk_bytes: u64,
 }
 
+impl Limits {
+    /// The CPU limit in the whole seconds RLIMIT_CPU counts, rounded up.
+    pub fn cpu_rlimit(&self) -> u64 {
+        self.cpu.as_secs() + u64::from(self.cpu.subsec_nanos() > 0)
+    }
+
+    /// The CPU limit when it is not whole seconds: RLIMIT_CPU cannot hold
+    /// it, so the capture loop watches each process's CPU clock instead.
+    pub(crate) fn fractional_cpu(&self) -> Option<Duration> {
+        (self.cpu.subsec_nanos() > 0).then_some(self.cpu)
+    }
+}
+
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             wall: Duration::from_secs(21),
-            cpu_secs: 10,
+            cpu: Duration::from_secs(10),
             memory_bytes: 512 << 20,
             processes: 32,
             file_size_bytes: 16 << 20,
@@ -149,6 +163,8 @@ pub struct Outcome {
     pub stopped: bool,
     /// The kernel killed a process of the tree for the tree's memory limit.
     pub tree_memory_exceeded: bool,
+    /// Killed by the watch when a process passed a fractional CPU limit.
+    pub cpu_limited: bool,
     /// Standard output (capped).
     pub stdout: Vec<u8>,
     /// Standard error (capped).
@@ -172,11 +188,14 @@ impl Outcome {
 
     /// Killed for using its CPU seconds.
     pub fn cpu_exhausted(&self, limits: &Limits) -> bool {
+        if self.cpu_limited {
+            return true;
+        }
         match self.termination {
             Termination::Signaled(libc::SIGXCPU) => true,
             // Killed at the hard limit (a second past the soft one) after ignoring SIGXCPU.
             Termination::Signaled(libc::SIGKILL) => {
-                self.cpu.as_secs_f64() + 0.05 >= limits.cpu_secs as f64
+                self.cpu.as_secs_f64() + 0.05 >= limits.cpu.as_secs_f64()
             }
             _ => false,
         }
@@ -189,7 +208,7 @@ impl Outcome {
         } else if self.output_limited {
             format!("killed: output over {} bytes", limits.output_bytes)
         } else if self.cpu_exhausted(limits) {
-            format!("killed: CPU limit of {} s", limits.cpu_secs)
+            format!("killed: CPU limit of {} s", limits.cpu.as_secs_f64())
         } else if self.stopped {
             "stopped after the program it was paired with had ended".to_owned()
         } else {

@@ -152,8 +152,8 @@ pub(super) fn rlimits(limits: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::
         (
             libc::RLIMIT_CPU,
             libc::rlimit {
-                rlim_cur: limits.cpu_secs,
-                rlim_max: limits.cpu_secs + 1,
+                rlim_cur: limits.cpu_rlimit(),
+                rlim_max: limits.cpu_rlimit() + 1,
             },
         ),
         (libc::RLIMIT_AS, both(limits.memory_bytes)),

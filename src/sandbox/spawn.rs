@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
@@ -315,6 +315,7 @@ impl Sandbox {
             timed_out: captured.timed_out,
             output_limited: captured.output_limited,
             stopped: captured.stopped,
+            cpu_limited: captured.cpu_limited,
             tree_memory_exceeded,
             stdout: captured.stdout,
             stderr: captured.stderr,
@@ -356,7 +357,8 @@ fn watch<'a>(
         stdout: started.stdout.take().ok_or_else(lost)?,
         stderr: started.stderr.take().ok_or_else(lost)?,
         kill,
-        cpu_budget: Duration::from_secs(limits.cpu_secs),
+        cpu_budget: limits.cpu,
+        cpu_limit: limits.fractional_cpu(),
     })
 }
 

@@ -221,6 +221,37 @@ impl Spec {
         self.rules.verify(response, vars)
     }
 
+    /// The rules as example `index` sees them when it sets `timeout_secs`:
+    /// every `code` rule's CPU limit replaced by the example's. `None` when
+    /// the example keeps the spec's rules.
+    pub fn example_rules(&self, index: usize) -> Result<Option<RuleSet>, Diagnostic> {
+        let Some(secs) = self.def.examples.get(index).and_then(|e| e.timeout_secs) else {
+            return Ok(None);
+        };
+        let at = || {
+            self.map
+                .locate(crate::key_path!["example", index, "timeout_secs"])
+        };
+        let problem = if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+            Some("timeout_secs must be within (0, 3600]")
+        } else if !self.def.verify.iter().any(|r| r.rule == "code") {
+            Some("timeout_secs limits `code` rules, and this spec has none")
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            return Err(Diagnostic::new(ErrorKind::Invalid, at(), message));
+        }
+        let mut defs = self.def.verify.clone();
+        for def in defs.iter_mut().filter(|d| d.rule == "code") {
+            def.timeout_secs = Some(secs);
+        }
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        RuleSet::build(&defs, &self.map, dir)
+            .map(Some)
+            .map_err(|mut errors| errors.remove(0))
+    }
+
     /// Verifies `response` with judge rules' verdicts already obtained.
     pub fn verify_judged(
         &self,

@@ -81,7 +81,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
         // The limit is CPU time, which a busy machine does not eat into, so a
         // verdict does not depend on load; the wall clock, generous, catches
         // programs that wait instead of compute.
-        limits.cpu_secs = secs.ceil() as u64;
+        limits.cpu = Duration::from_secs_f64(secs);
         limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
     }
     if let Some(mb) = def.memory_mb {
