@@ -205,15 +205,7 @@ fn the_judge_costs_apart_from_the_model() {
         }
     });
     let ws = crate::judge::workspace_with(&fake, CHEAP, DEAR);
-    let args = [
-        "specs/rubric_quality.toml",
-        "-m",
-        "m",
-        "--judge",
-        "j",
-        "--runs",
-        "2",
-    ];
+    let args = crate::judge::judged_run("2");
     ws.run_ok(&[&args[..], &["--format", "json"]].concat());
     for r in ws.last_journal() {
         assert!(

@@ -57,7 +57,7 @@ pub(crate) fn workspace_with(fake: &FakeServer, model: &str, judge: &str) -> Wor
 }
 
 /// `harness run` arguments: the rubric spec, model `m` judged by `j`, `runs` instances.
-fn judged_run(runs: &str) -> [&str; 7] {
+pub(crate) fn judged_run(runs: &str) -> [&str; 7] {
     [
         "specs/rubric_quality.toml",
         "-m",

@@ -82,9 +82,12 @@ fn pending_note(pending: Option<&Path>) -> String {
 /// mostly waits for its examples' programs, so specs overlap, while the
 /// output reads as if they ran one after another.
 fn each_checked(files: &[PathBuf], options: &CheckOptions, mut take: impl FnMut(&Path, SpecCheck)) {
+    // Twice the cores: a spec whose examples wait for a sandbox seat (one per
+    // core) leaves its core to a spec that computes.
     let workers = std::thread::available_parallelism()
         .map_or(2, usize::from)
-        .clamp(2, 8)
+        .saturating_mul(2)
+        .clamp(4, 16)
         .min(files.len());
     let next = AtomicUsize::new(0);
     let (done, reports) = mpsc::channel();
