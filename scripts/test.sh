@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (README): builds or reuses llama-server and the
 # two tiny models (cached under ~/.cache/harness), starts their servers on
-# loopback (SmolLM2 twice, one for the judge), runs every test (unit,
+# loopback (SmolLM2 twice, one for the judge) and a single-node Slurm
+# cluster (scripts/slurm-cluster.sh), runs every test (unit,
 # integration, fault injection, SIGKILL resume, end-to-end against the real
-# servers), checks the shipped specs, and stops the servers it started.
+# servers and cluster), checks the shipped specs, and stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,11 +21,17 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${HARNESS_CHROMIUM:-}" ] && command -v ap
   echo "installing chromium for the browser tests"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
 fi
+# The Slurm example's test (tests/cluster.rs) submits to a real single-node
+# cluster: Debian's slurm-wlm and munge, daemons in the foreground.
+scripts/slurm-cluster.sh ensure
 scripts/llama-server.sh ensure >/dev/null
 llama_pid=""
 # errexit holds inside traps too: a failed kill (the process already
-# waited for) must not skip stopping the servers.
-trap '{ [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true' EXIT
+# waited for) must not skip stopping the servers and the cluster.
+trap '{ [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true; scripts/slurm-cluster.sh stop >/dev/null 2>&1 || true' EXIT
+eval "$(scripts/slurm-cluster.sh start)"
+export SLURM_CONF
+echo "slurm: a single-node cluster, SLURM_CONF=$SLURM_CONF"
 # One thread each: the golden transcripts were recorded so, and thread count can change greedy output.
 HARNESS_LLAMA_URL="$(scripts/llama-server.sh start smollm2 -t 1)"
 HARNESS_GEMMA_URL="$(scripts/llama-server.sh start gemma3 -t 1)"

@@ -4,32 +4,8 @@
 //! golden transcript offline, so every category must show a number.
 
 use std::fs;
-use std::path::Path;
-use std::process::Command;
 
-use crate::common::{harness, root, run};
-
-/// Copies the files git tracks under `from` to `to`, nothing else: no
-/// `results/`, no `.new` files, no local `harness.toml`.
-fn copy_tracked(from: &Path, to: &Path) {
-    let out = Command::new("git")
-        .args(["ls-files", "-z"])
-        .current_dir(from)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git ls-files failed");
-    for rel in out.stdout.split(|&b| b == 0).filter(|s| !s.is_empty()) {
-        let rel = std::str::from_utf8(rel).expect("UTF-8 path");
-        let source = from.join(rel);
-        // A file deleted in the work tree but not yet in git: a clone has it, we cannot.
-        if !source.exists() {
-            continue;
-        }
-        let target = to.join(rel);
-        fs::create_dir_all(target.parent().unwrap()).unwrap();
-        fs::copy(&source, &target).unwrap();
-    }
-}
+use crate::common::{fresh_copy, harness, run};
 
 /// The summary table's cells without a number (`-`), as `model: column`.
 /// The table starts at the header line beginning with `model`, under it a
@@ -71,10 +47,7 @@ fn empty_cells(out: &str) -> Vec<String> {
 #[test]
 fn the_main_job_replays_every_category_offline_in_a_fresh_copy() {
     let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    copy_tracked(&root(), &repo);
-    let shared = root().join("../shared").canonicalize().unwrap();
-    std::os::unix::fs::symlink(shared, tmp.path().join("shared")).unwrap();
+    let repo = fresh_copy(tmp.path());
 
     let (code, out) = run(harness(&repo).args(["run", "specs/", "--no-progress"]));
     assert_eq!(code, 0, "{out}");

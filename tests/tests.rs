@@ -13,6 +13,9 @@
 //!   `datasets_hub`, `rrr`.
 //! - The front door: `front_door` (`harness new`, `harness completions`) and
 //!   `main_job` (the README's `harness run specs/`, offline, in a fresh copy).
+//! - Past one machine: `shards` (`run --shard`, `merge`, offline in a fresh
+//!   copy) and `cluster` (the Slurm example on a real single-node cluster,
+//!   the Kubernetes example's manifests and their pods' commands).
 //! - The project's own shape: `architecture` (layers, file and function
 //!   sizes) and `docs` (every documented TOML example is a checked file).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
@@ -42,6 +45,7 @@
 //! - `HARNESS_JUDGE_URL`: a second SmolLM2 server, the judge's (`e2e_llama`).
 //! - `LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`: the llama-server binary and SmolLM2's
 //!   GGUF, for `managed_llama` to start servers of its own.
+//! - `SLURM_CONF`: the single-node Slurm cluster's configuration (`cluster`).
 //! - `HARNESS_E2E=1`: a missing variable above is a failure, not a skip.
 //!
 //! Also read: `HARNESS_PYTHON`, the interpreter the sandbox runs Python with
@@ -52,6 +56,7 @@ mod common;
 
 mod architecture;
 mod atomic_writes;
+mod cluster;
 mod code_rule;
 mod code_values;
 mod compare_runs;
@@ -79,6 +84,7 @@ mod run_errors;
 mod runner_faults;
 mod sampling;
 mod sandbox_hostile;
+mod shards;
 mod shipped_specs;
 mod stalls;
 mod synth;

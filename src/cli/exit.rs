@@ -13,7 +13,8 @@ pub enum Exit {
     /// Everything held.
     Success,
     /// Golden files differ (instances or transcripts), a spec has no golden
-    /// file yet, or `review` skipped pending files.
+    /// file yet, `review` skipped pending files, or `merge` found shards
+    /// missing answers.
     Differences,
     /// Bad input: a spec error, a failing example, an unreadable file, a bad
     /// configuration, or any other error that stops a command.

@@ -6,6 +6,8 @@
 mod check;
 mod costs;
 mod exit;
+mod finish;
+mod merge;
 mod new;
 mod render;
 mod report;
@@ -70,6 +72,8 @@ enum Command {
     },
     /// Run specs against models: journal, reports, golden transcript diffs.
     Run(run::RunArgs),
+    /// Merge the shards of one plan (`harness run --shard`) into one run with its reports.
+    Merge(merge::MergeArgs),
     /// Rebuild reports from the journals of one or more runs, side by side.
     Report(report::ReportArgs),
     /// Turn documents into a rated, filtered QA dataset (JSONL).
@@ -140,6 +144,7 @@ pub fn main() -> ExitCode {
             json,
         } => show::run(&spec, start, count, seed, json, color),
         Command::Run(args) => run::run(&args, color),
+        Command::Merge(args) => merge::run(&args, color),
         Command::Report(args) => report::run(&args, color),
         Command::Synth(args) => synth::run(&args),
         Command::Schema => {

@@ -5,14 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::exit::{Exit, either, fail};
+use super::finish::Finish;
 use super::render;
 use crate::config::Config;
-use crate::golden::transcript::{
-    TranscriptLine, compare_transcripts, read_transcript, recorded_models, render_transcript,
-    transcript_path,
-};
+use crate::golden::transcript::recorded_models;
 use crate::provider::{ModelSpec, ProviderKind};
-use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
+use crate::report::Format;
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 use crate::text::visible;
@@ -79,6 +77,14 @@ pub struct RunArgs {
     /// Print the plan's request count and cost estimate, and send nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run one slice of the plan: `I/N` (shard I of N, from 0), or `auto` /
+    /// `auto/N` from a Slurm array task or a Kubernetes Indexed Job; merge the
+    /// shards with `harness merge`.
+    #[arg(long, value_name = "I/N|auto[/N]", conflicts_with_all = ["resume", "bless"])]
+    pub shard: Option<String>,
+    /// The run's id (its directory under results/runs); a shard's gets `-shard-I-of-N` after it.
+    #[arg(long, value_name = "ID", conflicts_with = "resume")]
+    pub run_id: Option<String>,
 }
 
 /// Runs `harness run`.
@@ -156,8 +162,29 @@ fn plan_new(
         )));
     }
     let runs_dir = args.results.join("runs");
-    Ok(Manifest {
-        run_id: run::new_run_id(&runs_dir, file_stamp),
+    let shard = match &args.shard {
+        Some(text) => Some(run::Shard::parse(text, |name| std::env::var(name).ok()).map_err(fail)?),
+        None => None,
+    };
+    let run_id = match (&args.run_id, shard) {
+        (Some(id), shard) => {
+            let id = shard.map_or_else(|| id.clone(), |s| format!("{id}-{}", s.suffix()));
+            if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+                return Err(fail(format!("--run-id `{id}`: not a directory name")));
+            }
+            if runs_dir.join(&id).exists() {
+                return Err(fail(format!(
+                    "run `{id}` exists under {}; resume it with --resume {id}",
+                    runs_dir.display()
+                )));
+            }
+            id
+        }
+        (None, Some(s)) => run::new_run_id(&runs_dir, &format!("{file_stamp}-{}", s.suffix())),
+        (None, None) => run::new_run_id(&runs_dir, file_stamp),
+    };
+    let mut manifest = Manifest {
+        run_id,
         created: created.to_owned(),
         spec_files: specs.iter().map(|s| s.file.clone()).collect(),
         models,
@@ -168,7 +195,11 @@ fn plan_new(
         judge,
         sandbox: None,
         currency: config.currency.clone(),
-    })
+        plan_hash: None,
+        shard,
+    };
+    manifest.plan_hash = Some(run::plan_hash(&manifest).map_err(fail)?);
+    Ok(manifest)
 }
 
 fn load_specs(files: &[PathBuf], color: bool) -> Option<Vec<Arc<Spec>>> {
@@ -331,16 +362,16 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         }
         Err(e) => return Err(fail(e)),
     };
-    let transcripts = run::transcripts(&journal_path).map_err(fail)?;
-    let report = reports(
-        args,
-        &manifest,
-        &specs,
-        &journal_path,
-        &created,
-        &file_stamp,
+    let finish = Finish {
+        results: &args.results,
+        golden: &args.golden,
+        formats: &args.formats,
+        baseline: args.baseline.as_deref(),
+        bless: args.bless,
+        verbose: args.verbose,
         color,
-    )?;
+    };
+    let report = finish.reports(&manifest, &specs, &journal_path, &created, &file_stamp)?;
     print!("{}", report.terminal);
     println!(
         "{} records written ({} from cache, {} HTTP attempts); report: {}",
@@ -365,14 +396,17 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         return Ok(Exit::Budget);
     }
     super::costs::within_budget(&outcome, limits, &manifest.currency);
-    let differ = golden_transcripts(args, &manifest, &specs, &transcripts, color)?;
-    let errors: usize = transcripts
-        .values()
-        .flat_map(|lines| lines.values())
-        .filter(|line| line.scored.error.is_some())
-        .count();
+    if let Some(shard) = manifest.shard {
+        // One shard holds a slice of every spec: its golden comparison is the merge's.
+        println!(
+            "shard {shard} of plan {} done; merge the shards with `harness merge`",
+            manifest.plan_hash.as_deref().unwrap_or("?")
+        );
+    }
+    let differ =
+        manifest.shard.is_none() && finish.golden_transcripts(&manifest, &specs, &journal_path)?;
+    let (errors, total) = (report.errors, report.answers);
     if errors > 0 {
-        let total: usize = transcripts.values().map(|lines| lines.len()).sum();
         println!(
             "{errors} of {total} answers are errors (a failed request or generation, no verdict); the report lists them"
         );
@@ -402,77 +436,4 @@ fn preflight(specs: &[Arc<Spec>], runs: Option<u32>, color: bool) -> Result<(), 
         }
     }
     if ok { Ok(()) } else { Err(Exit::BadInput) }
-}
-
-/// Writes the run's reports.
-fn reports(
-    args: &RunArgs,
-    manifest: &Manifest,
-    specs: &[Arc<Spec>],
-    journal_path: &Path,
-    created: &str,
-    file_stamp: &str,
-    color: bool,
-) -> Result<ReportOutput, Exit> {
-    let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
-    let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
-    let model_ids = manifest
-        .models
-        .iter()
-        .map(|m| (m.name.clone(), m.model.clone()))
-        .collect();
-    let journals = [journal_path.to_path_buf()];
-    let ctx = ReportContext {
-        run_ids: std::slice::from_ref(&manifest.run_id),
-        timestamp: created,
-        file_stamp,
-        results_dir: &args.results,
-        models: &model_names,
-        model_ids: &model_ids,
-        specs: &spec_infos,
-        formats: &args.formats,
-        journals: &journals,
-        color,
-        baseline: args.baseline.as_deref(),
-        golden: Some(&args.golden),
-        currency: &manifest.currency,
-    };
-    write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
-}
-
-/// Compares each (model, spec) pair with its golden transcript, or records it
-/// with `--bless`; returns whether anything differs.
-fn golden_transcripts(
-    args: &RunArgs,
-    manifest: &Manifest,
-    specs: &[Arc<Spec>],
-    transcripts: &run::Transcripts,
-    color: bool,
-) -> Result<bool, Exit> {
-    let mut differ = false;
-    for model in &manifest.models {
-        for spec in specs {
-            if !manifest.includes(&model.name, &spec.id) {
-                continue;
-            }
-            let lines: Vec<TranscriptLine> = transcripts
-                .get(&(model.name.clone(), spec.id.clone()))
-                .map(|by_key| by_key.values().cloned().collect())
-                .unwrap_or_default();
-            let path = transcript_path(&args.golden, &spec.id, &model.name);
-            if args.bless {
-                crate::files::write_atomic(&path, render_transcript(lines).as_bytes())
-                    .map_err(|e| fail(format!("{}: {e}", path.display())))?;
-                continue;
-            }
-            let golden = read_transcript(&path).ok();
-            let diff = compare_transcripts(golden.as_deref(), &lines);
-            differ |=
-                super::transcript_view::print(&diff, &model.name, &spec.id, args.verbose, color);
-        }
-    }
-    if args.bless {
-        println!("golden transcripts written under {}", args.golden.display());
-    }
-    Ok(differ)
 }

@@ -83,6 +83,30 @@ impl Cache {
         })
     }
 
+    /// Copies every answer and served identity of the cache at `other` that
+    /// this one lacks (a key already here is kept: both hold the same
+    /// request's answer); returns the answers added.
+    pub fn absorb(&self, other: &Path) -> rusqlite::Result<u64> {
+        let conn = self.conn.lock().expect("cache lock");
+        conn.execute(
+            "ATTACH DATABASE ?1 AS other",
+            [other.to_string_lossy().as_ref()],
+        )?;
+        let copied = (|| {
+            let added = conn.execute(
+                "INSERT OR IGNORE INTO responses SELECT key, provider, model, completion, created_unix FROM other.responses",
+                [],
+            )?;
+            conn.execute(
+                "INSERT OR IGNORE INTO identities SELECT endpoint, served FROM other.identities",
+                [],
+            )?;
+            Ok(added as u64)
+        })();
+        conn.execute("DETACH DATABASE other", [])?;
+        copied
+    }
+
     /// The cached completion for `key`, if any.
     pub fn get(&self, key: &str) -> rusqlite::Result<Option<Completion>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,5 +230,34 @@ mod tests {
         assert_eq!(cache.identity("e").unwrap(), None);
         cache.set_identity("e", &served).unwrap();
         assert_eq!(cache.identity("e").unwrap(), Some(served));
+    }
+
+    #[test]
+    fn absorbing_a_cache_adds_what_it_lacks_and_keeps_what_it_has() {
+        let model = ModelSpec::new(ProviderKind::OpenAi, "m");
+        let answer = |text: &str| Completion {
+            text: text.into(),
+            usage: Usage::default(),
+            finish_reason: None,
+            shared: None,
+            served: None,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+        let (mine, theirs) = (Cache::open(&a).unwrap(), Cache::open(&b).unwrap());
+        mine.put("k1", &model, &answer("mine")).unwrap();
+        theirs.put("k1", &model, &answer("theirs")).unwrap();
+        theirs.put("k2", &model, &answer("two")).unwrap();
+        let served = ServedBy {
+            model: "m".into(),
+            fingerprint: None,
+        };
+        theirs.set_identity("e", &served).unwrap();
+        drop(theirs);
+        assert_eq!(mine.absorb(&b).unwrap(), 1);
+        assert_eq!(mine.get("k1").unwrap().unwrap().text, "mine");
+        assert_eq!(mine.get("k2").unwrap().unwrap().text, "two");
+        assert_eq!(mine.identity("e").unwrap(), Some(served));
+        assert_eq!(mine.absorb(&b).unwrap(), 0, "absorbing twice adds nothing");
     }
 }

@@ -148,6 +148,10 @@ pub struct ReportOutput {
     pub extra: Vec<PathBuf>,
     /// The summary table for the terminal.
     pub terminal: String,
+    /// Records reported.
+    pub answers: u64,
+    /// Of those, answers with a request or generation error (no verdict).
+    pub errors: u64,
 }
 
 /// What the renderers see: names in report order and the finished metrics.
@@ -204,6 +208,8 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
         for i in journals.model_range(m) {
             let record = journals.read(i)?;
             builder.add(name, &record);
+            out.answers += 1;
+            out.errors += u64::from(record.scored.error.is_some());
             raw.write(name, &record)?;
         }
         raw.finish()?.commit()?;

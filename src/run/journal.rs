@@ -33,17 +33,24 @@ pub fn read_journal(path: &Path) -> io::Result<BTreeMap<TaskKey, Record>> {
     Ok(records)
 }
 
-/// Transcript lines by (model, spec), then (instance, sample), read one record
-/// at a time so memory holds answers, not prompts (flat at 100,000 records).
+/// Transcript lines by (model, spec), then (instance, sample).
 pub type Transcripts = BTreeMap<(String, String), BTreeMap<(u64, u32), TranscriptLine>>;
 
-/// The transcript lines of a journal; later lines win on duplicate keys.
-pub fn transcripts(journal_path: &Path) -> Result<Transcripts, RunError> {
+/// The transcript lines of the (model, spec) pairs `wanted` keeps, read one
+/// record at a time: memory holds only the answers of the pairs asked for,
+/// so a run whose pairs have no golden transcript holds none (flat in N).
+/// Later lines win on duplicate keys.
+pub fn transcripts(
+    journal_path: &Path,
+    wanted: impl Fn(&str, &str) -> bool,
+) -> Result<Transcripts, RunError> {
     let mut out = Transcripts::new();
     for_each_record(journal_path, |r| {
-        out.entry((r.model.clone(), r.spec.clone()))
-            .or_default()
-            .insert((r.instance, r.sample), r.transcript_line());
+        if wanted(&r.model, &r.spec) {
+            out.entry((r.model.clone(), r.spec.clone()))
+                .or_default()
+                .insert((r.instance, r.sample), r.transcript_line());
+        }
     })?;
     Ok(out)
 }

@@ -42,6 +42,12 @@ pub struct Manifest {
     /// The currency of the models' prices and of every cost of the run.
     #[serde(default = "usd")]
     pub currency: String,
+    /// The plan's hash ([`super::shard::plan_hash`]): shards of one plan share it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_hash: Option<String>,
+    /// The slice of the plan this run computes (`--shard`); absent: all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::Shard>,
 }
 
 fn usd() -> String {
@@ -57,6 +63,11 @@ impl Manifest {
                 .models
                 .iter()
                 .any(|m| m.name == model && m.provider == crate::provider::ProviderKind::Replay)
+    }
+
+    /// Whether this run computes the key at `ordinal` ([`super::shard::ordinal`]).
+    pub fn owns(&self, ordinal: u64) -> bool {
+        self.shard.is_none_or(|s| s.owns(ordinal))
     }
 
     /// Whether `model` runs `spec` in this plan.

@@ -19,9 +19,11 @@ pub mod cost;
 mod estimate;
 pub mod journal;
 mod manifest;
+pub mod merge;
 mod plan;
 pub mod record;
 mod scheduler;
+pub mod shard;
 mod task;
 
 use std::path::PathBuf;
@@ -31,6 +33,7 @@ pub use estimate::{Estimate, estimate};
 pub use journal::{Transcripts, transcripts};
 pub use manifest::{Manifest, find_run, new_run_id, read_manifest, timestamps, write_manifest};
 pub use plan::{Pending, pending, run_plan};
+pub use shard::{Shard, ShardError, plan_hash};
 pub use task::{SpecRuntime, build_request, spec_runtime};
 
 use crate::client::ClientError;

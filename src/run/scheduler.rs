@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use super::budget::{Meter, judge_clock};
 use super::journal::{self};
 use super::record::{Record, TaskKey};
+use super::shard;
 use super::task::run_task;
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime};
 use crate::client::ModelClient;
@@ -38,14 +39,20 @@ pub(super) fn model_queue(
 ) -> (Vec<QueueItem>, u64, u64) {
     let mut items = Vec::new();
     let (mut total, mut pending) = (0u64, 0u64);
+    let offsets = shard::spec_offsets(specs);
     for (si, spec) in specs.iter().enumerate() {
         if !manifest.includes(model, &spec.spec.id) {
             continue;
         }
         let samples = spec.spec.samples();
         for instance in spec.instances(manifest.golden_subset_for(model)) {
-            total += u64::from(samples);
+            // A shard's plan is its own keys: the others are not pending here.
+            let owned = |sample: &u32| {
+                manifest.owns(shard::ordinal(offsets[si], samples, instance, *sample))
+            };
+            total += (0..samples).filter(owned).count() as u64;
             let missing: Vec<u32> = (0..samples)
+                .filter(owned)
                 .filter(|&sample| {
                     !done.contains(&TaskKey {
                         model: model.to_owned(),

@@ -10,6 +10,7 @@ pub mod managed;
 pub mod parquet_file;
 pub mod workspace;
 
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -79,4 +80,37 @@ pub fn report(results: &Path, prefix: &str, ext: &str) -> String {
         .max()
         .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
     std::fs::read_to_string(newest).unwrap()
+}
+
+/// A fresh copy of the repository in `tmp/repo`, with `../shared` beside it
+/// as the specs expect: only the files git tracks (what a clone has), so no
+/// `results/`, no `.new` files, no local `harness.toml`. Returns `tmp/repo`.
+pub fn fresh_copy(tmp: &Path) -> PathBuf {
+    let repo = tmp.join("repo");
+    copy_tracked(&root(), &repo);
+    let shared = root().join("../shared").canonicalize().unwrap();
+    std::os::unix::fs::symlink(shared, tmp.join("shared")).unwrap();
+    repo
+}
+
+/// Copies the files git tracks under `from` to `to`, nothing else: no
+/// `results/`, no `.new` files, no local `harness.toml`.
+fn copy_tracked(from: &Path, to: &Path) {
+    let out = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(from)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git ls-files failed");
+    for rel in out.stdout.split(|&b| b == 0).filter(|s| !s.is_empty()) {
+        let rel = std::str::from_utf8(rel).expect("UTF-8 path");
+        let source = from.join(rel);
+        // A file deleted in the work tree but not yet in git: a clone has it, we cannot.
+        if !source.exists() {
+            continue;
+        }
+        let target = to.join(rel);
+        fs::create_dir_all(target.parent().unwrap()).unwrap();
+        fs::copy(&source, &target).unwrap();
+    }
 }

@@ -1,0 +1,124 @@
+//! The end of a run, shared by `harness run` and `harness merge`: the
+//! reports from the journal, then each (model, spec) pair against its golden
+//! transcript (or blessed as the new one).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::exit::{Exit, fail};
+use crate::golden::transcript::{
+    TranscriptLine, compare_transcripts, read_transcript, render_transcript, transcript_path,
+};
+use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
+use crate::run::{self, Manifest};
+use crate::spec::Spec;
+
+/// Where the reports go and how the golden comparison is shown.
+pub(super) struct Finish<'a> {
+    /// The results directory (reports, raw files).
+    pub results: &'a Path,
+    /// The golden directory.
+    pub golden: &'a Path,
+    /// Extra report formats.
+    pub formats: &'a [Format],
+    /// The model others are compared against on sampled specs.
+    pub baseline: Option<&'a str>,
+    /// Record the transcripts as golden instead of comparing.
+    pub bless: bool,
+    /// Show response text diffs.
+    pub verbose: bool,
+    /// Color the terminal output.
+    pub color: bool,
+}
+
+impl Finish<'_> {
+    /// Writes the run's reports from its journal.
+    pub fn reports(
+        &self,
+        manifest: &Manifest,
+        specs: &[Arc<Spec>],
+        journal_path: &Path,
+        created: &str,
+        file_stamp: &str,
+    ) -> Result<ReportOutput, Exit> {
+        let spec_infos: Vec<SpecInfo> = specs.iter().map(|s| SpecInfo::of(s)).collect();
+        let model_names: Vec<String> = manifest.models.iter().map(|m| m.name.clone()).collect();
+        let model_ids = manifest
+            .models
+            .iter()
+            .map(|m| (m.name.clone(), m.model.clone()))
+            .collect();
+        let journals = [journal_path.to_path_buf()];
+        let ctx = ReportContext {
+            run_ids: std::slice::from_ref(&manifest.run_id),
+            timestamp: created,
+            file_stamp,
+            results_dir: self.results,
+            models: &model_names,
+            model_ids: &model_ids,
+            specs: &spec_infos,
+            formats: self.formats,
+            journals: &journals,
+            color: self.color,
+            baseline: self.baseline,
+            golden: Some(self.golden),
+            currency: &manifest.currency,
+        };
+        write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
+    }
+
+    /// Compares each (model, spec) pair with its golden transcript, or records
+    /// it when blessing; returns whether anything differs.
+    pub fn golden_transcripts(
+        &self,
+        manifest: &Manifest,
+        specs: &[Arc<Spec>],
+        journal_path: &Path,
+    ) -> Result<bool, Exit> {
+        // Only pairs with something to compare (or to bless) are read into
+        // memory, so a large run with no golden transcript holds no answers.
+        let mut compared: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for model in &manifest.models {
+            for spec in specs {
+                if self.bless || transcript_path(self.golden, &spec.id, &model.name).exists() {
+                    compared.entry(&model.name).or_default().insert(&spec.id);
+                }
+            }
+        }
+        let wanted =
+            |model: &str, spec: &str| compared.get(model).is_some_and(|s| s.contains(spec));
+        let transcripts = run::transcripts(journal_path, wanted).map_err(fail)?;
+        let mut differ = false;
+        for model in &manifest.models {
+            for spec in specs {
+                if !manifest.includes(&model.name, &spec.id) {
+                    continue;
+                }
+                let lines: Vec<TranscriptLine> = transcripts
+                    .get(&(model.name.clone(), spec.id.clone()))
+                    .map(|by_key| by_key.values().cloned().collect())
+                    .unwrap_or_default();
+                let path = transcript_path(self.golden, &spec.id, &model.name);
+                if self.bless {
+                    crate::files::write_atomic(&path, render_transcript(lines).as_bytes())
+                        .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+                    continue;
+                }
+                let golden = read_transcript(&path).ok();
+                let diff = compare_transcripts(golden.as_deref(), &lines);
+                differ |= super::transcript_view::print(
+                    &diff,
+                    &model.name,
+                    &spec.id,
+                    self.verbose,
+                    self.color,
+                );
+            }
+        }
+        if self.bless {
+            println!("golden transcripts written under {}", self.golden.display());
+        }
+        Ok(differ)
+    }
+}
