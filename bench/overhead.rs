@@ -6,64 +6,12 @@
 //! minimal OpenAI-compatible responder in this process, answering every
 //! request at once, so the numbers are the harness's own cost.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+#[path = "zero_server.rs"]
+mod zero_server;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
-
-fn respond(stream: TcpStream) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-    let mut writer = stream;
-    loop {
-        let mut content_length = 0usize;
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some(v) = l.to_ascii_lowercase().strip_prefix("content-length:") {
-                content_length = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; content_length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let reply = r#"{"id":"b","object":"chat.completion","created":0,"model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Ответ: 42"},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":4,"total_tokens":44}}"#;
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            reply.len()
-        );
-        if writer
-            .write_all(head.as_bytes())
-            .and_then(|_| writer.write_all(reply.as_bytes()))
-            .is_err()
-        {
-            return;
-        }
-    }
-}
-
-fn serve() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let _ = stream.set_nodelay(true);
-            std::thread::spawn(move || respond(stream));
-        }
-    });
-    port
-}
 
 /// Peak RSS of waited-for children so far, in MiB (Linux reports KiB).
 fn children_peak_rss_mib() -> f64 {
@@ -110,12 +58,12 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("specs")).unwrap();
-    std::fs::copy(
-        root.join("specs/t06_mathematics.toml"),
-        dir.path().join("specs/t06_mathematics.toml"),
-    )
-    .unwrap();
-    let port = serve();
+    // t06 as shipped, allowed past the 10,000-instance ceiling for the 100k run.
+    let spec = std::fs::read_to_string(root.join("specs/t06_mathematics.toml")).unwrap();
+    let spec = spec.replacen("runs = 10\n", "runs = 10\nallow_large_runs = true\n", 1);
+    assert!(spec.contains("allow_large_runs"), "t06 sets `runs = 10`");
+    std::fs::write(dir.path().join("specs/t06_mathematics.toml"), spec).unwrap();
+    let port = zero_server::serve();
     let binary = env!("CARGO_BIN_EXE_harness");
     let (rate, rss) = run(binary, dir.path(), port, 10_000);
     println!(

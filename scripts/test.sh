@@ -50,7 +50,7 @@ export LLAMA_SERVER_BIN SMOLLM2_MODEL
 # batches concurrent requests, which changes greedy output). A test waiting
 # its turn would hold one of libtest's threads, and they sort together, so
 # they run one at a time in a process of their own, beside the rest.
-llama_tests=(e2e_llama:: managed_llama::)
+llama_tests=(e2e_llama:: managed_llama:: pool_llama::)
 cargo test --locked --no-run
 llama_log="$(mktemp)"
 cargo test --locked --test tests -- --test-threads 1 "${llama_tests[@]}" >"$llama_log" 2>&1 &

@@ -35,7 +35,8 @@
 //!   `compare_runs` (`harness report RUN_A RUN_B`).
 //! - Managed servers: `managed_vllm` (a Python stand-in for vLLM) and
 //!   `managed_llama` (the real llama-server).
-//! - End to end against real llama.cpp servers: `e2e_llama`.
+//! - End to end against real llama.cpp servers: `e2e_llama`, and
+//!   `pool_llama` (two servers of its own in one pool, one killed mid-run).
 //!
 //! The real-server tests need what `scripts/test.sh` starts and exports;
 //! without it they print why and pass, and with `HARNESS_E2E=1` they fail:
@@ -44,7 +45,7 @@
 //! - `HARNESS_GEMMA_URL`: Gemma 3 270M's llama-server (`e2e_llama`'s golden transcripts).
 //! - `HARNESS_JUDGE_URL`: a second SmolLM2 server, the judge's (`e2e_llama`).
 //! - `LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`: the llama-server binary and SmolLM2's
-//!   GGUF, for `managed_llama` to start servers of its own.
+//!   GGUF, for `managed_llama` and `pool_llama` to start servers of their own.
 //! - `SLURM_CONF`: the single-node Slurm cluster's configuration (`cluster`).
 //! - `HARNESS_E2E=1`: a missing variable above is a failure, not a skip.
 //!
@@ -76,6 +77,7 @@ mod main_job;
 mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;
+mod pool_llama;
 mod provider_wire;
 mod reports;
 mod resume_kill;

@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::ModelClient;
 use super::cache::{Cache, cache_key};
 use super::limits::backoff;
+use super::{ModelClient, pool};
 use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey};
 
 /// Backoff bounds.
@@ -28,6 +28,8 @@ pub struct Asked {
     pub retries: Vec<String>,
     /// Answers asked again because the caller rejected them: paid for, not kept.
     pub rejected: Vec<Completion>,
+    /// In a pool, the endpoint that gave the result.
+    pub endpoint: Option<String>,
 }
 
 impl Asked {
@@ -40,6 +42,7 @@ impl Asked {
             cached: true,
             retries: Vec::new(),
             rejected: Vec::new(),
+            endpoint: None,
         }
     }
 }
@@ -61,15 +64,15 @@ async fn send_logged(
     key: RequestKey<'_>,
     refusable: bool,
     retries: &mut Vec<String>,
-) -> (Result<Completion, ProviderError>, u32, Duration) {
+) -> Sent<Completion> {
     let gated = Gated {
         request,
         n: 1,
         refusable,
         answers: std::slice::from_ref,
     };
-    with_retries(model, gated, retries, || {
-        model.provider.complete(request, key)
+    with_retries(model, gated, retries, |i| {
+        model.endpoints[i].provider.complete(request, key)
     })
     .await
 }
@@ -80,72 +83,121 @@ async fn send_batch(
     request: &ChatRequest,
     n: u32,
     retries: &mut Vec<String>,
-) -> (Result<Vec<Completion>, ProviderError>, u32, Duration) {
+) -> Sent<Vec<Completion>> {
     let gated = Gated {
         request,
         n,
         refusable: true,
         answers: Vec::as_slice,
     };
-    with_retries(model, gated, retries, || {
-        model.provider.complete_n(request, n)
+    with_retries(model, gated, retries, |i| {
+        model.endpoints[i].provider.complete_n(request, n)
     })
     .await
 }
 
-/// Pacing, the endpoint's concurrency limit, the gate and bounded retries
-/// with backoff around one kind of request; returns the result, attempts and
-/// last latency. The gate is asked once the request holds its permit, so what
-/// it admits is what is in flight; retries of an admitted request are never refused.
+/// What sending a request came to: the result, HTTP attempts, the last
+/// attempt's latency, and (in a pool) the endpoint that gave the result.
+type Sent<T> = (Result<T, ProviderError>, u32, Duration, Option<String>);
+
+/// Picks an endpoint, paces, takes the endpoint's concurrency permit, asks the
+/// gate and sends, with bounded retries and backoff, around one kind of
+/// request. The gate is asked once the request holds its permit, so what it
+/// admits is what is in flight; retries of an admitted request are never
+/// refused. In a pool, an attempt that takes its endpoint out goes to another
+/// at once without using a retry; when every endpoint is out, waiting for the
+/// soonest probe uses one.
 async fn with_retries<T, F, Fut>(
     model: &ModelClient,
     gated: Gated<'_, T>,
     retries: &mut Vec<String>,
     send: F,
-) -> (Result<T, ProviderError>, u32, Duration)
+) -> Sent<T>
 where
-    F: Fn() -> Fut,
+    F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = Result<T, ProviderError>>,
 {
-    let mut attempts = 0;
+    let (mut attempts, mut failovers, mut waits) = (0u32, 0u32, 0u32);
+    let pool = model.is_pool();
     loop {
-        if let Some(limiter) = &model.limiter {
+        let assigned = match pool::assign(&model.endpoints) {
+            Ok(a) => a,
+            Err(down) => {
+                let e = ProviderError::Connection(format!(
+                    "every endpoint of `{}` is out ({})",
+                    model.spec.name,
+                    down.errors.join("; ")
+                ));
+                waits += 1;
+                if attempts - failovers + waits > model.spec.max_retries {
+                    return (Err(e), attempts, Duration::ZERO, None);
+                }
+                retries.push(format!(
+                    "{e}; waiting {:.1} s for a probe",
+                    down.wait.as_secs_f64()
+                ));
+                tokio::time::sleep(down.wait).await;
+                continue;
+            }
+        };
+        let endpoint = assigned.endpoint;
+        if let Some(limiter) = &endpoint.limiter {
             limiter.acquire().await;
         }
         let result = {
-            let _permit = model.semaphore.acquire().await.expect("semaphore open");
+            let _permit = endpoint.semaphore.acquire().await.expect("semaphore open");
             let gate = model.gate();
             let reservation = match gate {
                 Some((gate, may_refuse)) => {
                     let refusable = may_refuse && gated.refusable && attempts == 0;
                     match gate.admit(&model.spec, gated.request, gated.n, refusable) {
                         Some(r) => Some((gate, r)),
-                        None => return (Err(ProviderError::NotStarted), attempts, Duration::ZERO),
+                        None => {
+                            return (
+                                Err(ProviderError::NotStarted),
+                                attempts,
+                                Duration::ZERO,
+                                None,
+                            );
+                        }
                     }
                 }
                 None => None,
             };
             attempts += 1;
             let started = Instant::now();
-            let r = send().await;
+            let r = send(assigned.index).await;
             if let Some((gate, reservation)) = reservation {
                 let answers = r.as_ref().map_or(&[][..], gated.answers);
                 gate.settle(&model.spec, gated.request, reservation, answers);
             }
             (r, started.elapsed())
         };
+        let taken_out = pool && assigned.finished(result.0.as_ref().map(|_| ()));
+        let url = pool.then(|| endpoint.url.clone());
+        drop(assigned);
         match result {
-            (Err(e), _) if e.retryable() && attempts <= model.spec.max_retries => {
+            (Err(e), _) if e.retryable() && taken_out && failovers < model.spec.max_retries + 1 => {
+                failovers += 1;
+                retries.push(format!(
+                    "attempt {attempts}: {} at {} ({e}); the endpoint is out, asking another",
+                    e.kind(),
+                    endpoint.url
+                ));
+            }
+            (Err(e), _)
+                if e.retryable() && attempts - failovers + waits <= model.spec.max_retries =>
+            {
                 retries.push(format!("attempt {attempts}: {} ({e})", e.kind()));
                 tokio::time::sleep(backoff(
-                    attempts - 1,
+                    attempts - failovers + waits - 1,
                     BACKOFF_BASE,
                     BACKOFF_CAP,
                     e.retry_after(),
                 ))
                 .await;
             }
-            (r, latency) => return (r, attempts, latency),
+            (r, latency) => return (r, attempts, latency, url),
         }
     }
 }
@@ -176,7 +228,7 @@ pub async fn ask_batch(
     if let Some(&first) = missing.first() {
         let mut retries = Vec::new();
         let n = missing.len() as u32;
-        let (result, attempts, latency) =
+        let (result, attempts, latency, endpoint) =
             send_batch(model, &requests[first].1, n, &mut retries).await;
         let mut choices = match result {
             Ok(list) => list.into_iter().map(Ok).collect::<Vec<_>>(),
@@ -213,6 +265,7 @@ pub async fn ask_batch(
                 cached: false,
                 retries: if j == 0 { retries.clone() } else { Vec::new() },
                 rejected: Vec::new(),
+                endpoint: endpoint.clone(),
             });
         }
     }
@@ -234,7 +287,7 @@ pub async fn ask(
 ) -> Asked {
     // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
     let sample = key.judge.map_or(key.sample, |(_, k)| k);
-    let served = if model.provider.is_remote() {
+    let served = if model.provider().is_remote() {
         model.served(cache)
     } else {
         None
@@ -265,18 +318,18 @@ pub async fn ask(
             this_request.seed = request.seed.map(|s| s.wrapping_add(u64::from(asks - 1)));
         }
         // A re-ask belongs to a request already started: the gate may not refuse it.
-        let (result, attempts, latency) =
+        let (result, attempts, latency, endpoint) =
             send_logged(model, &this_request, key, asks == 1, &mut retries).await;
         total_attempts += attempts;
         let rejected = match &result {
-            Ok(c) if asks < max_asks && model.provider.is_remote() => accept(&c.text).err(),
+            Ok(c) if asks < max_asks && model.provider().is_remote() => accept(&c.text).err(),
             _ => None,
         };
         if let Some(why) = rejected {
             retries.push(format!("ask {asks}: {why}; asking again"));
             rejected_answers.extend(result.ok());
         } else {
-            if let (Ok(c), true) = (&result, model.provider.is_remote()) {
+            if let (Ok(c), true) = (&result, model.provider().is_remote()) {
                 model.observe(cache, c.served.as_ref());
                 // Kept under the identity that answered, which later lookups now use.
                 if let Some(cache) = cache {
@@ -292,6 +345,7 @@ pub async fn ask(
                 cached: false,
                 retries,
                 rejected: rejected_answers,
+                endpoint,
             };
         }
     }

@@ -17,6 +17,7 @@ pub mod cache;
 pub mod gate;
 pub mod limits;
 pub mod managed;
+pub mod pool;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -52,14 +53,12 @@ pub enum ClientError {
 pub struct ModelClient {
     /// Its configuration.
     pub spec: ModelSpec,
-    /// The client.
-    pub provider: Provider,
-    /// The resolved base URL, or a managed model's `llamacpp:<file>` (part of cache keys).
+    /// Where requests go: one endpoint, or a pool of replicas.
+    pub endpoints: Vec<pool::Endpoint>,
+    /// What stands for the endpoints in cache keys: the resolved base URL, a
+    /// managed model's `llamacpp:<file>`, or a pool's `pool:<name>` (so a
+    /// resume may use other replicas).
     pub base_url: String,
-    /// Bounds requests in flight to the endpoint.
-    pub semaphore: Arc<Semaphore>,
-    /// Optional requests-per-minute pacing.
-    pub limiter: Option<RateLimiter>,
     /// The managed server behind this model, watched for its death.
     pub server: Option<ServerWatch>,
     /// The model identity the endpoint reported last (`None` inside: never);
@@ -73,6 +72,16 @@ pub struct ModelClient {
 }
 
 impl ModelClient {
+    /// The wire format (every endpoint of a pool speaks the same one).
+    pub fn provider(&self) -> &Provider {
+        &self.endpoints[0].provider
+    }
+
+    /// Whether requests are spread over several endpoints.
+    pub fn is_pool(&self) -> bool {
+        self.endpoints.len() > 1
+    }
+
     fn endpoint(&self) -> String {
         endpoint_key(&self.spec, &self.base_url)
     }
@@ -145,47 +154,69 @@ pub fn connect(
     let mut semaphores: HashMap<String, Arc<Semaphore>> = HashMap::new();
     let mut out = Vec::new();
     for m in models {
-        // Resolve the base URL once: clients, the endpoint semaphore and cache keys share it.
-        let base_url = match m.provider {
+        // Resolve the base URLs once: clients, the endpoint semaphores and cache keys share them.
+        let urls = match m.provider {
             // Set by the caller to the started server's URL (see `connect_managed`).
-            ProviderKind::LlamaCpp | ProviderKind::Vllm => m.base_url.clone().ok_or_else(|| {
-                ClientError::Setup(format!("model `{}`: its server is not running", m.name))
-            })?,
-            ProviderKind::OpenAi => m
-                .base_url
-                .clone()
-                .unwrap_or_else(crate::provider::openai_default_base_url),
-            ProviderKind::Ollama => m.base_url.clone().unwrap_or_else(|| {
-                crate::provider::ollama_base_from_env(std::env::var("OLLAMA_HOST").ok())
-            }),
-            ProviderKind::Replay => format!("replay:{}", m.name),
+            ProviderKind::LlamaCpp | ProviderKind::Vllm => {
+                vec![m.base_url.clone().ok_or_else(|| {
+                    ClientError::Setup(format!("model `{}`: its server is not running", m.name))
+                })?]
+            }
+            ProviderKind::OpenAi if m.endpoints().is_empty() => {
+                vec![crate::provider::openai_default_base_url()]
+            }
+            ProviderKind::Ollama if m.endpoints().is_empty() => {
+                vec![crate::provider::ollama_base_from_env(
+                    std::env::var("OLLAMA_HOST").ok(),
+                )]
+            }
+            ProviderKind::OpenAi | ProviderKind::Ollama => m.endpoints(),
+            ProviderKind::Replay => vec![format!("replay:{}", m.name)],
         };
-        let mut resolved = m.clone();
-        resolved.base_url = Some(base_url.clone());
-        let http = if crate::net::is_loopback(&base_url) {
-            direct.clone()
-        } else {
-            proxied.clone()
-        };
-        let provider = match m.provider {
-            ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm => Provider::OpenAi(
-                OpenAiClient::new(&resolved, http)
-                    .map_err(|e| ClientError::Setup(e.to_string()))?,
-            ),
-            ProviderKind::Ollama => Provider::Ollama(OllamaClient::new(&resolved, http, m.stream)),
-            ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
-        };
-        let identity = cache_identity(m, &base_url);
-        let semaphore = semaphores
-            .entry(identity.clone())
-            .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
-            .clone();
+        let mut endpoints = Vec::new();
+        for url in &urls {
+            let mut resolved = m.clone();
+            resolved.set_endpoints(vec![url.clone()]);
+            let http = if crate::net::is_loopback(url) {
+                direct.clone()
+            } else {
+                proxied.clone()
+            };
+            let provider = match m.provider {
+                ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm => {
+                    Provider::OpenAi(
+                        OpenAiClient::new(&resolved, http)
+                            .map_err(|e| ClientError::Setup(e.to_string()))?,
+                    )
+                }
+                ProviderKind::Ollama => {
+                    Provider::Ollama(OllamaClient::new(&resolved, http, m.stream))
+                }
+                ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
+            };
+            // Models at one endpoint share its concurrency limit.
+            let shared = if m.provider.is_managed() {
+                cache_identity(m, url)
+            } else {
+                url.clone()
+            };
+            let semaphore = semaphores
+                .entry(shared)
+                .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
+                .clone();
+            let limiter = m.requests_per_minute.map(RateLimiter::new);
+            endpoints.push(pool::Endpoint::new(
+                url.clone(),
+                provider,
+                semaphore,
+                limiter,
+            ));
+        }
+        let identity = cache_identity(m, &urls[0]);
         out.push(Arc::new(ModelClient {
             spec: m.clone(),
-            provider,
+            endpoints,
             base_url: identity,
-            semaphore,
-            limiter: m.requests_per_minute.map(RateLimiter::new),
             server: None,
             served: Default::default(),
             changes: Default::default(),
@@ -202,9 +233,13 @@ pub fn endpoint_key(model: &ModelSpec, identity: &str) -> String {
 }
 
 /// What stands for the endpoint in cache keys: the base URL, except for a
-/// managed server, whose port changes with every start: its model file or id.
+/// managed server, whose port changes with every start: its model file or
+/// id; and for a pool, whose answers are the model's whichever replica gave
+/// them: `pool:<name>`.
 pub fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
-    if model.provider.is_managed() {
+    if !model.pool.is_empty() {
+        format!("pool:{}", model.name)
+    } else if model.provider.is_managed() {
         format!("{}:{}", model.provider.prefix(), model.model)
     } else {
         base_url.to_owned()

@@ -81,8 +81,8 @@ pub struct ModelConfig {
     /// `llamacpp` the GGUF file, for `vllm` a hub id or a local path (relative
     /// paths are relative to this file).
     pub model: Option<String>,
-    /// Server base URL.
-    pub base_url: Option<String>,
+    /// Server base URL, or a list of them: replicas of one model, a pool.
+    pub base_url: Option<BaseUrl>,
     /// Environment variable holding the API key; the key itself never goes in a file.
     pub api_key_env: Option<String>,
     /// Requests in flight (default 4).
@@ -106,6 +106,29 @@ pub struct ModelConfig {
     /// What the model costs: `{ input, output, cached_input }` per million
     /// tokens, or `{ per_hour }` of its server's wall time.
     pub price: Option<Price>,
+}
+
+/// `base_url`: one URL, or a pool's list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum BaseUrl {
+    /// One endpoint.
+    One(String),
+    /// A pool: replicas of one model.
+    Pool(Vec<String>),
+}
+
+impl BaseUrl {
+    /// The URLs, without trailing slashes.
+    fn urls(&self) -> Vec<String> {
+        let list = match self {
+            BaseUrl::One(u) => std::slice::from_ref(u),
+            BaseUrl::Pool(list) => list.as_slice(),
+        };
+        list.iter()
+            .map(|u| u.trim_end_matches('/').to_owned())
+            .collect()
+    }
 }
 
 /// `[judge]`.
@@ -166,10 +189,11 @@ impl Config {
         } else if m.server.is_some() {
             return Err(ModelError::ServerOptions(name.to_owned()));
         }
-        spec.base_url = m
-            .base_url
-            .clone()
-            .map(|u| u.trim_end_matches('/').to_owned());
+        let urls = m.base_url.as_ref().map(BaseUrl::urls).unwrap_or_default();
+        if m.base_url.is_some() && urls.is_empty() {
+            return Err(ModelError::EmptyPool(name.to_owned()));
+        }
+        spec.set_endpoints(urls);
         spec.api_key_env = m.api_key_env.clone();
         spec.concurrency = m.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1);
         spec.requests_per_minute = m.requests_per_minute;
@@ -246,6 +270,9 @@ pub enum ModelError {
         /// `llamacpp` or `vllm`.
         provider: &'static str,
     },
+    /// `base_url = []`.
+    #[error("model `{0}`: base_url is an empty list: give one URL, or the replicas of a pool")]
+    EmptyPool(String),
 }
 
 fn known_models(known: &[String]) -> String {
@@ -312,6 +339,33 @@ mod tests {
         let e = Config::load(&path, true).unwrap_err();
         assert_eq!(e.location.line, 3, "{e}");
         assert!(e.message.contains("both `input` and `output`"), "{e}");
+    }
+
+    #[test]
+    fn a_list_of_base_urls_is_a_pool() {
+        let config: Config = toml::from_str(
+            r#"
+            [models.pool]
+            provider = "openai"
+            model = "smol"
+            base_url = ["http://a:8000/v1/", "http://b:8000/v1"]
+            [models.one]
+            provider = "openai"
+            base_url = ["http://a:8000/v1"]
+            [models.none]
+            provider = "openai"
+            base_url = []
+            "#,
+        )
+        .unwrap();
+        let m = config.resolve_model("pool").unwrap();
+        assert_eq!(m.pool, ["http://a:8000/v1", "http://b:8000/v1"]);
+        assert_eq!(m.endpoints(), m.pool);
+        let m = config.resolve_model("one").unwrap();
+        assert!(m.pool.is_empty());
+        assert_eq!(m.base_url.as_deref(), Some("http://a:8000/v1"));
+        let e = config.resolve_model("none").unwrap_err().to_string();
+        assert!(e.contains("empty list"), "{e}");
     }
 
     #[test]

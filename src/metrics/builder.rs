@@ -33,6 +33,8 @@ pub struct MetricsBuilder {
     groups: BTreeMap<String, BTreeMap<String, Groups<Accumulator>>>,
     /// Spec id → what its `[sampling]` asks to report.
     sampling: BTreeMap<String, SamplingPlan>,
+    /// Per model, its pool's endpoints.
+    endpoints: super::endpoints::EndpointTally,
 }
 
 impl MetricsBuilder {
@@ -57,6 +59,7 @@ impl MetricsBuilder {
 
     /// Counts `r` under the model name `model` (which may differ from `r.model`) and `r.spec`.
     pub fn add(&mut self, model: &str, r: &Record) {
+        self.endpoints.add(model, r);
         if let Some(vars) = self.group_by.get(&r.spec) {
             let groups = self
                 .groups
@@ -120,6 +123,7 @@ impl MetricsBuilder {
             })
             .collect();
         let mut summary = Summary {
+            endpoints: self.endpoints.finish(),
             cells,
             models: self
                 .models

@@ -22,12 +22,14 @@ use crate::run::record::Record;
 pub use accumulate::Accumulator;
 pub use builder::{Groups, MetricsBuilder, group_value};
 pub use cost::CostStats;
+pub use endpoints::EndpointStats;
 pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
 pub use significance::{Board, Gap, Standing, Test, Versus};
 
 mod accumulate;
 mod builder;
 mod cost;
+mod endpoints;
 mod sampling;
 mod significance;
 pub mod stats;
@@ -251,6 +253,9 @@ pub struct Summary {
     pub boards: BTreeMap<String, Board>,
     /// The overall leaderboard on the mean of category accuracies (none without records).
     pub leaderboard: Option<Board>,
+    /// Per model with a pool of endpoints, each endpoint's requests and latency.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub endpoints: BTreeMap<String, BTreeMap<String, EndpointStats>>,
     /// Per (model, spec), each instance's outcome in instance order: what flaky
     /// instances and run comparisons line up.
     #[serde(skip)]

@@ -41,6 +41,7 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         cached: false,
         retries: Vec::new(),
         judge_attempts: 0,
+        endpoint: None,
         served_model: None,
         system_fingerprint: None,
         tokens_cached: None,

@@ -73,8 +73,13 @@ pub struct ModelSpec {
     pub provider: ProviderKind,
     /// The model id sent to the server.
     pub model: String,
-    /// Server base URL; provider default or environment when unset.
+    /// Server base URL; provider default or environment when unset. In a
+    /// pool, the first endpoint.
     pub base_url: Option<String>,
+    /// Every endpoint of a pool (two or more replicas of one model); empty
+    /// for a single endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pool: Vec<String>,
     /// Name of the environment variable holding the API key (never the key).
     pub api_key_env: Option<String>,
     /// Requests in flight at once.
@@ -116,6 +121,7 @@ impl ModelSpec {
             provider,
             model: model.to_owned(),
             base_url: None,
+            pool: Vec::new(),
             api_key_env: None,
             concurrency: DEFAULT_CONCURRENCY,
             requests_per_minute: None,
@@ -146,18 +152,42 @@ impl ModelSpec {
                 });
             }
         };
-        let (model, base_url) = match rest.rsplit_once('@') {
-            Some((model, url)) if url.starts_with("http://") || url.starts_with("https://") => {
-                (model, Some(url.trim_end_matches('/').to_owned()))
-            }
-            _ => (rest, None),
+        let is_url = |u: &str| u.starts_with("http://") || u.starts_with("https://");
+        // `NAME@URL1,URL2`: a pool of replicas; every part must be a URL.
+        let at = [rest.find("@http://"), rest.find("@https://")]
+            .into_iter()
+            .flatten()
+            .min();
+        let (model, urls) = match at.map(|at| (&rest[..at], &rest[at + 1..])) {
+            Some((model, urls)) if urls.split(',').all(is_url) => (
+                model,
+                urls.split(',')
+                    .map(|u| u.trim_end_matches('/').to_owned())
+                    .collect::<Vec<_>>(),
+            ),
+            _ => (rest, Vec::new()),
         };
         if model.is_empty() {
             return Err(ModelRefError::NoModel(reference.to_owned()));
         }
         let mut spec = ModelSpec::new(provider, model);
-        spec.base_url = base_url;
+        spec.set_endpoints(urls);
         Ok(spec)
+    }
+
+    /// Sets the endpoints: none (the provider's default), one, or a pool.
+    pub fn set_endpoints(&mut self, urls: Vec<String>) {
+        self.base_url = urls.first().cloned();
+        self.pool = if urls.len() > 1 { urls } else { Vec::new() };
+    }
+
+    /// The endpoints a client sends to: the pool's, or the one base URL.
+    pub fn endpoints(&self) -> Vec<String> {
+        if self.pool.is_empty() {
+            self.base_url.iter().cloned().collect()
+        } else {
+            self.pool.clone()
+        }
     }
 
     /// The name as a file-name-safe slug (`qwen3:8b` → `qwen3_8b`).
@@ -246,6 +276,11 @@ mod tests {
         let m = ModelSpec::parse("openai:my-model@http://gpu-box:8000/v1/").unwrap();
         assert_eq!(m.base_url.as_deref(), Some("http://gpu-box:8000/v1"));
         assert_eq!(m.model, "my-model");
+        assert!(m.pool.is_empty());
+        let m = ModelSpec::parse("openai:m@http://a:8000/v1,http://b:8000/v1/").unwrap();
+        assert_eq!(m.pool, ["http://a:8000/v1", "http://b:8000/v1"]);
+        assert_eq!(m.base_url.as_deref(), Some("http://a:8000/v1"));
+        assert_eq!(m.endpoints().len(), 2);
         let m = ModelSpec::parse("ollama:hf.co/t-tech/T-pro-it-1.0-Q4_K_M-GGUF").unwrap();
         assert_eq!(m.file_stem(), "hf.co_t-tech_T-pro-it-1.0-Q4_K_M-GGUF");
         assert!(ModelSpec::parse("gpt4").is_err());

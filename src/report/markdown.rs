@@ -38,6 +38,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));
     s.push_str(&super::costs::markdown(v));
+    s.push_str(&super::endpoints::markdown(v));
     s.push_str("\n## Результаты по Моделям\n");
     for m in v.models {
         details(&mut s, v, m);

@@ -15,6 +15,7 @@
 pub mod comparison;
 mod costs;
 mod csv;
+mod endpoints;
 mod fit;
 pub mod flaky;
 mod html;

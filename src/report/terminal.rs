@@ -57,6 +57,7 @@ pub(crate) fn render(v: &View) -> String {
     out += &super::judge_stats::terminal(v);
     out += &super::sandbox_line(v.ctx).map_or(String::new(), |l| format!("sandbox: {l}\n"));
     out += &super::costs::terminal(v);
+    out += &super::endpoints::terminal(v);
     for c in super::comparison::build(v) {
         out += &super::comparison::terminal(&c, color);
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {

@@ -95,7 +95,7 @@ pub(super) async fn ask_judge(
                 out.cost = Some(out.cost.unwrap_or_default().plus(cost));
             }
             // Replayed answers cost no request.
-            if judge.provider.is_remote() {
+            if judge.provider().is_remote() {
                 outcome.attempts += asked.attempts;
             }
             outcome.cached += u32::from(asked.cached);
@@ -117,7 +117,7 @@ pub(super) async fn ask_judge(
                 },
             });
         }
-        if let Provider::Replay(replay) = &judge.provider
+        if let Provider::Replay(replay) = judge.provider()
             && let Some(recorded) = replay.recorded_judge(key, name)
         {
             // Replayed judgements keep the name of the judge that made them.

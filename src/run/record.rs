@@ -65,6 +65,9 @@ pub struct Record {
     /// HTTP attempts the judge made for this answer (0 when cached or unjudged).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub judge_attempts: u32,
+    /// In a pool, the endpoint (base URL) that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
     /// The model the server said answered (the response's `model` field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_model: Option<String>,

@@ -100,7 +100,7 @@ pub async fn schedule(
     let mut progress_rows = Vec::new();
     for model in models {
         // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
-        let per_request = if model.provider.supports_n() {
+        let per_request = if model.provider().supports_n() {
             model.spec.max_n.max(1) as usize
         } else {
             1
@@ -115,7 +115,8 @@ pub async fn schedule(
     let (tx, mut rx) = mpsc::channel::<(usize, Record)>(1024);
     let mut workers = tokio::task::JoinSet::new();
     for (mi, model) in models.iter().enumerate() {
-        for _ in 0..model.spec.concurrency.max(1) {
+        // Each endpoint of a pool keeps its own concurrency.
+        for _ in 0..model.spec.concurrency.max(1) * model.endpoints.len() {
             let worker = Worker {
                 index: mi,
                 model: model.clone(),
@@ -196,13 +197,13 @@ pub async fn schedule(
 /// requests). Without one nothing is gated: no request waits for a count.
 fn meter_models(meter: &Arc<Meter>, models: &[Arc<ModelClient>], judge: Option<&Arc<ModelClient>>) {
     let gated = meter.limits() != Default::default();
-    for model in models.iter().filter(|m| m.provider.is_remote()) {
+    for model in models.iter().filter(|m| m.provider().is_remote()) {
         if gated {
             model.set_gate(meter.clone(), true);
         }
         meter.start_clock(&model.spec.name, model.spec.price);
     }
-    if let Some(judge) = judge.filter(|j| j.provider.is_remote()) {
+    if let Some(judge) = judge.filter(|j| j.provider().is_remote()) {
         if gated {
             judge.set_gate(meter.clone(), false);
         }

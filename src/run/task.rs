@@ -140,6 +140,7 @@ pub async fn run_task(
         cached: false,
         retries: Vec::new(),
         judge_attempts: 0,
+        endpoint: None,
         served_model: None,
         system_fingerprint: None,
         tokens_cached: None,
@@ -167,7 +168,7 @@ pub async fn run_task(
         .collect();
     // Structured answers may need re-asks one by one, so only free text is batched.
     let batched =
-        requests.len() > 1 && model.provider.supports_n() && spec.format == OutputFormat::Text;
+        requests.len() > 1 && model.provider().supports_n() && spec.format == OutputFormat::Text;
     let asked = if batched {
         ask_batch(model, &requests, cache).await
     } else {
@@ -216,7 +217,7 @@ async fn finish(
     record: &mut Record,
 ) {
     let vars = &record.vars;
-    record.attempts = if model.provider.is_remote() {
+    record.attempts = if model.provider().is_remote() {
         asked.attempts
     } else {
         0
@@ -226,11 +227,12 @@ async fn finish(
     }
     record.cached = asked.cached;
     record.retries = asked.retries;
+    record.endpoint = asked.endpoint;
     record.latency_ms = asked.latency.as_millis() as u64;
     match asked.result {
         Ok(completion) => {
             // A replayed model's recorded judgements replay too, unless a judge is named.
-            let judge = judge.or((!model.provider.is_remote()).then_some(model));
+            let judge = judge.or((!model.provider().is_remote()).then_some(model));
             let judged = match judge {
                 Some(judge) if s.rules.needs_judge() => {
                     let j = ask_judge(
