@@ -104,21 +104,29 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     // Examples taken from a generated instance would repeat the generator's error.
     let runnable = |example: &Example| generated || example.instance.is_none();
     let outcomes: Vec<Result<(), Diagnostic>> = if spec.rules.needs_sandbox() {
-        // Each example is a program run that may wait for its time limit: overlap them.
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = spec
-                .def
-                .examples
-                .iter()
-                .enumerate()
-                .filter(|(_, example)| runnable(example))
-                .map(|(i, example)| scope.spawn(move || run_example(spec, i, example)))
+        // Each example is a program run that may wait for its time limit: overlap
+        // them, the ones with a limit of their own (a program meant to run into
+        // it) first, so the longest runs do not start last and hold the end up.
+        let mut order: Vec<(usize, &Example)> = spec
+            .def
+            .examples
+            .iter()
+            .enumerate()
+            .filter(|(_, example)| runnable(example))
+            .collect();
+        order.sort_by_key(|(i, example)| (example.timeout_secs.is_none(), *i));
+        let mut outcomes: Vec<(usize, Result<(), Diagnostic>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = order
+                .into_iter()
+                .map(|(i, example)| (i, scope.spawn(move || run_example(spec, i, example))))
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("an example panicked"))
+                .map(|(i, h)| (i, h.join().expect("an example panicked")))
                 .collect()
-        })
+        });
+        outcomes.sort_by_key(|(i, _)| *i);
+        outcomes.into_iter().map(|(_, outcome)| outcome).collect()
     } else {
         spec.def
             .examples

@@ -220,3 +220,44 @@ fn a_pool_of_two_llama_servers_answers_like_one_and_loses_nothing_when_one_dies(
     got.sort();
     assert_eq!(got, want, "the same answers with one server lost");
 }
+
+#[test]
+fn a_pool_whose_every_endpoint_is_down_ends_in_error_records_naming_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two loopback ports nobody listens on: bound, then released.
+    let closed: Vec<String> = (0..2)
+        .map(|_| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+        })
+        .collect();
+    let dir = workspace(tmp.path(), &[&closed[0], &closed[1]]);
+    let config = fs::read_to_string(dir.join("harness.toml")).unwrap();
+    fs::write(
+        dir.join("harness.toml"),
+        config.replace("timeout_secs = 300", "timeout_secs = 5\nmax_retries = 1"),
+    )
+    .unwrap();
+    let (code, out) = run(harness(&dir).args([
+        "run",
+        "specs/t06_mathematics.toml",
+        "-m",
+        "smollm2",
+        "--runs",
+        "2",
+        "--no-progress",
+    ]));
+    assert_eq!(code, 4, "{out}");
+    let records = records(&dir, "results");
+    assert_eq!(records.len(), 2, "{out}");
+    for r in &records {
+        let error = r["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("every endpoint of `smollm2` is out"),
+            "{error}"
+        );
+        for url in &closed {
+            assert!(error.contains(url.as_str()), "{error} names {url}");
+        }
+    }
+}

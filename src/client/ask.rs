@@ -123,11 +123,7 @@ where
         let assigned = match pool::assign(&model.endpoints) {
             Ok(a) => a,
             Err(down) => {
-                let e = ProviderError::Connection(format!(
-                    "every endpoint of `{}` is out ({})",
-                    model.spec.name,
-                    down.errors.join("; ")
-                ));
+                let e = all_out(model, &down.errors);
                 waits += 1;
                 if attempts - failovers + waits > model.spec.max_retries {
                     return (Err(e), attempts, Duration::ZERO, None);
@@ -197,9 +193,23 @@ where
                 ))
                 .await;
             }
+            (Err(e), latency) if pool && e.retryable() => {
+                // Out of retries with the whole pool out: say so, naming each endpoint.
+                let e = pool::all_out(&model.endpoints).map_or(e, |errors| all_out(model, &errors));
+                return (Err(e), attempts, latency, url);
+            }
             (r, latency) => return (r, attempts, latency, url),
         }
     }
+}
+
+/// The error of a request that found every endpoint of `model`'s pool out.
+fn all_out(model: &ModelClient, errors: &[String]) -> ProviderError {
+    ProviderError::Connection(format!(
+        "every endpoint of `{}` is out ({})",
+        model.spec.name,
+        errors.join("; ")
+    ))
 }
 
 /// Asks for several samples of one instance: cached ones come from the cache, the

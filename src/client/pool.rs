@@ -189,7 +189,19 @@ impl Assigned<'_> {
     }
 }
 
-/// Whether `url` is out now (for the summary).
+/// When no endpoint is up (each is out, or waits for a probe to come back):
+/// `url: last error` of each.
+pub fn all_out(endpoints: &[Endpoint]) -> Option<Vec<String>> {
+    let down = |e: &Endpoint| e.health().out_until.is_some();
+    endpoints.iter().all(down).then(|| {
+        endpoints
+            .iter()
+            .map(|e| format!("{}: {}", e.url, e.health().last_error))
+            .collect()
+    })
+}
+
+/// Whether the endpoint is out now.
 pub fn is_out(endpoint: &Endpoint) -> bool {
     endpoint
         .health()

@@ -55,6 +55,9 @@ struct Model<'a> {
     total: Option<&'a Metrics>,
     /// Only specs with records, in report order.
     specs: Vec<Cell<'a>>,
+    /// A pool's endpoints: requests, errors and latency of each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoints: Option<&'a std::collections::BTreeMap<String, crate::metrics::EndpointStats>>,
 }
 
 #[derive(Serialize)]
@@ -93,6 +96,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
                 name: m,
                 category_mean: v.summary.category_mean(m),
                 total: v.summary.model(m),
+                endpoints: v.summary.endpoints.get(m.as_str()),
                 specs: v
                     .specs
                     .iter()

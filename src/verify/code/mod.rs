@@ -230,7 +230,7 @@ impl CodeRule {
         }
         let tests_json = serde_json::to_string(tests).map_err(|e| e.to_string())?;
         let mut checker = Program {
-            argv: python.argv("check.py"),
+            argv: python.own_argv("check.py"),
             files: vec![
                 file("check.py", CHECKER),
                 file("wire.py", WIRE),
