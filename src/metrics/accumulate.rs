@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::problems::{Keep, Problem, Problems};
 use super::sampling;
 use super::stats;
 use super::{
@@ -32,22 +33,34 @@ pub struct Accumulator {
     errors: u64,
     cached: u64,
     time_ms: u64,
+    /// What is kept per record beyond the counts.
+    keep: Keep,
+    /// Timed records' latencies (not kept for [`Keep::Counts`]).
     latencies: Vec<u64>,
     tokens_in: (u64, u64),
     tokens_out: (u64, u64),
     speed: (u64, u64),
     failures: BTreeMap<String, FailureStat>,
     failing: Vec<Example>,
-    /// (spec, instance) → its samples' outcomes.
-    problems: BTreeMap<(String, u64), sampling::Problem>,
-    /// Report-only rule → (spec, instance) → its samples' outcomes by that rule.
-    side: BTreeMap<String, BTreeMap<(String, u64), sampling::Problem>>,
+    /// Every (spec, instance)'s samples' outcomes.
+    problems: Problems,
+    /// Report-only rule → every (spec, instance)'s samples' outcomes by that rule.
+    side: BTreeMap<String, Problems>,
     /// (rule, judge, rubric) → running totals.
     judges: BTreeMap<(String, String, String), JudgeTotals>,
     cost: super::cost::CostTotals,
 }
 
 impl Accumulator {
+    /// An empty accumulator keeping `keep` of each record.
+    pub fn new(keep: Keep) -> Accumulator {
+        Accumulator {
+            keep,
+            problems: Problems::new(keep),
+            ..Accumulator::default()
+        }
+    }
+
     /// Counts one record.
     pub fn add(&mut self, r: &Record) {
         self.total += 1;
@@ -62,7 +75,7 @@ impl Accumulator {
         // attempt) took no time, and its 0 ms would flatter the model and make the
         // speed absurd.
         let timed = super::timed(r);
-        if timed {
+        if timed && self.keep != Keep::Counts {
             self.latencies.push(r.latency_ms);
         }
         if let Some(n) = r.scored.tokens_in {
@@ -90,12 +103,15 @@ impl Accumulator {
         if !r.scored.passed && self.failing.len() < FAILING_EXAMPLES {
             self.failing.push(Example::of(r));
         }
-        // Votes compare answers; a long one is cut so memory stays bounded.
-        let answer = r.scored.answer.as_deref().map(|a| crate::text::clip(a, 64));
+        // Votes compare answers; a long one is cut so memory stays bounded, and
+        // none is kept where nothing votes.
+        let votes = self.keep == Keep::Answers;
+        let clip = |a: Option<&String>| a.filter(|_| votes).map(|a| crate::text::clip(a, 64));
+        let key = (r.spec.as_str(), r.instance);
+        let answer = clip(r.scored.answer.as_ref());
+        let (passed, score) = (r.scored.passed, r.scored.score);
         self.problems
-            .entry((r.spec.clone(), r.instance))
-            .or_default()
-            .add(r.sample, answer, r.scored.passed, r.scored.score);
+            .add(key, r.sample, answer.as_deref(), passed, score);
         for rule in &r.rules {
             let Some(j) = &rule.judge else { continue };
             let stat = self
@@ -114,19 +130,31 @@ impl Accumulator {
             }
         }
         for rule in r.rules.iter().filter(|o| o.report_only) {
-            let answer = rule.answer.as_deref().map(|a| crate::text::clip(a, 64));
-            self.side
-                .entry(rule.name.clone())
-                .or_default()
-                .entry((r.spec.clone(), r.instance))
-                .or_default()
-                .add(r.sample, answer, rule.verdict.passed, rule.verdict.score);
+            let answer = clip(rule.answer.as_ref());
+            let (passed, score) = (rule.verdict.passed, rule.verdict.score);
+            if !self.side.contains_key(&rule.name) {
+                let problems = Problems::new(self.keep);
+                self.side.insert(rule.name.clone(), problems);
+            }
+            let side = self.side.get_mut(&rule.name).expect("inserted above");
+            side.add(key, r.sample, answer.as_deref(), passed, score);
         }
     }
 
-    /// Each instance's sample scores, keyed by (spec, instance).
-    pub fn problems(&self) -> &BTreeMap<(String, u64), sampling::Problem> {
+    /// Each instance's samples; [`Accumulator::settle`] first.
+    pub fn problems(&self) -> &Problems {
         &self.problems
+    }
+
+    /// Timed records' latencies, in the order added.
+    pub fn latencies(&self) -> &[u64] {
+        &self.latencies
+    }
+
+    /// Puts the problems in (spec, instance) order for reading.
+    pub fn settle(&mut self) {
+        self.problems.settle();
+        self.side.values_mut().for_each(Problems::settle);
     }
 
     /// The finished metrics, without sampled metrics.
@@ -136,7 +164,17 @@ impl Accumulator {
 
     /// The finished metrics, with pass@k and friends when `plan` is given (the spec has
     /// `[sampling]`); `keep_problems` also lists per-problem counts.
-    pub fn finish_with(mut self, plan: Option<&SamplingPlan>, keep_problems: bool) -> Metrics {
+    pub fn finish_with(self, plan: Option<&SamplingPlan>, keep_problems: bool) -> Metrics {
+        self.finish_keeping(plan, keep_problems).0
+    }
+
+    /// [`Accumulator::finish_with`], handing back the (settled) problems too.
+    pub fn finish_keeping(
+        mut self,
+        plan: Option<&SamplingPlan>,
+        keep_problems: bool,
+    ) -> (Metrics, Problems) {
+        self.settle();
         let sampled = plan.map(|plan| {
             let mut metrics = sampling::sampled(&self.problems, plan, keep_problems);
             metrics.alongside = self
@@ -149,21 +187,10 @@ impl Accumulator {
         let report_only = self
             .side
             .iter()
-            .map(|(name, problems)| {
-                let (passed, total) = problems
-                    .values()
-                    .fold((0, 0), |(p, t), pr| (p + pr.n_correct(), t + pr.n_total()));
-                (name.clone(), passed as f64 / total.max(1) as f64)
-            })
+            .map(|(name, p)| (name.clone(), p.passed() as f64 / p.total().max(1) as f64))
             .collect();
         self.latencies.sort_unstable();
-        let v = &self.latencies;
-        let latency_ms = (!v.is_empty()).then(|| Latency {
-            count: v.len() as u64,
-            mean: v.iter().sum::<u64>() as f64 / v.len() as f64,
-            p50: percentile(v, 50.0).unwrap_or(0),
-            p95: percentile(v, 95.0).unwrap_or(0),
-        });
+        let latency_ms = latency(&self.latencies);
         let judges = std::mem::take(&mut self.judges)
             .into_iter()
             .map(|((rule, judge, rubric), t)| {
@@ -186,7 +213,7 @@ impl Accumulator {
             sum,
             mean: (count > 0).then(|| sum as f64 / count as f64),
         };
-        Metrics {
+        let metrics = Metrics {
             total: self.total,
             passed: self.passed,
             accuracy: if self.total == 0 {
@@ -194,7 +221,7 @@ impl Accumulator {
             } else {
                 self.score_sum / self.total as f64
             },
-            interval: estimate(&self.problems),
+            interval: estimate(self.problems.iter()),
             valid: self.valid,
             errors: self.errors,
             cached: self.cached,
@@ -210,20 +237,35 @@ impl Accumulator {
             report_only,
             sampled,
             judges,
-        }
+        };
+        (metrics, self.problems)
     }
+}
+
+/// Count, mean and percentiles of ascending `sorted` latencies; `None` when empty.
+pub fn latency(sorted: &[u64]) -> Option<Latency> {
+    (!sorted.is_empty()).then(|| Latency {
+        count: sorted.len() as u64,
+        mean: sorted.iter().sum::<u64>() as f64 / sorted.len() as f64,
+        p50: percentile(sorted, 50.0).unwrap_or(0),
+        p95: percentile(sorted, 95.0).unwrap_or(0),
+    })
 }
 
 /// The 95% interval of an accuracy over `problems`: Wilson when every problem is one
 /// pass/fail sample, else the percentile bootstrap clustered by problem (seeded, so
 /// the same records give the same bytes).
-fn estimate(problems: &BTreeMap<(String, u64), sampling::Problem>) -> Option<Estimate> {
-    if problems.values().all(sampling::Problem::is_pass_fail) {
-        let passed = problems.values().filter(|p| p.n_correct() == 1).count() as u64;
-        let i = stats::wilson(passed, problems.len() as u64, stats::DEFAULT_LEVEL)?;
+pub fn estimate<'a>(problems: impl Iterator<Item = Problem<'a>> + Clone) -> Option<Estimate> {
+    if problems.clone().all(|p| p.is_pass_fail()) {
+        let (mut passed, mut count) = (0u64, 0u64);
+        for p in problems {
+            passed += u64::from(p.n_correct() == 1);
+            count += 1;
+        }
+        let i = stats::wilson(passed, count, stats::DEFAULT_LEVEL)?;
         return Some(Estimate::new(i, Method::Wilson));
     }
-    let scores: Vec<&[f64]> = problems.values().map(sampling::Problem::scores).collect();
+    let scores: Vec<&[f64]> = problems.map(|p| p.scores()).collect();
     let e = stats::bootstrap_mean(&scores, &stats::Bootstrap::default())?;
     Some(Estimate::new(e.interval, Method::Bootstrap))
 }

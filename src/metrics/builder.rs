@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::accumulate::Accumulator;
+use super::accumulate::{Accumulator, estimate, latency};
+use super::problems::{Keep, Problems};
 use super::significance::{self, Board, Entry, Scores};
 use super::{Metrics, Outcome, SamplingPlan, Summary};
 use crate::run::record::Record;
@@ -57,9 +58,19 @@ impl MetricsBuilder {
         self
     }
 
+    /// What a cell or group of `spec` keeps per record: answers only when its plan may vote.
+    fn keep(&self, spec: &str) -> Keep {
+        if self.sampling.contains_key(spec) {
+            Keep::Answers
+        } else {
+            Keep::Outcomes
+        }
+    }
+
     /// Counts `r` under the model name `model` (which may differ from `r.model`) and `r.spec`.
     pub fn add(&mut self, model: &str, r: &Record) {
         self.endpoints.add(model, r);
+        let keep = self.keep(&r.spec);
         if let Some(vars) = self.group_by.get(&r.spec) {
             let groups = self
                 .groups
@@ -72,65 +83,62 @@ impl MetricsBuilder {
                     .entry(var.clone())
                     .or_default()
                     .entry(group_value(r, var))
-                    .or_default()
+                    .or_insert_with(|| Accumulator::new(keep))
                     .add(r);
             }
         }
-        // Look up by &str first so the common case allocates nothing.
+        // Look up by &str first so the common case allocates nothing. A model keeps
+        // only totals: its problems and latencies are its cells', read at finish.
         if !self.models.contains_key(model) {
-            self.models.insert(model.to_owned(), Accumulator::default());
+            self.models
+                .insert(model.to_owned(), Accumulator::new(Keep::Counts));
             self.cells.insert(model.to_owned(), BTreeMap::new());
         }
         self.models.get_mut(model).expect("inserted above").add(r);
         let specs = self.cells.get_mut(model).expect("inserted above");
         if !specs.contains_key(&r.spec) {
-            specs.insert(r.spec.clone(), Accumulator::default());
+            specs.insert(r.spec.clone(), Accumulator::new(keep));
         }
         specs.get_mut(&r.spec).expect("inserted above").add(r);
     }
 
     /// The finished metrics of every cell and model, with the leaderboards.
-    pub fn finish(self) -> Summary {
+    pub fn finish(mut self) -> Summary {
         let plans = self.sampling;
-        // Each cell's instances, taken before the cells are finished.
+        for specs in self.cells.values_mut() {
+            specs.values_mut().for_each(Accumulator::settle);
+        }
+        let models = self
+            .models
+            .into_iter()
+            .map(|(m, a)| {
+                let metrics = model_metrics(a, &self.cells[&m]);
+                (m, metrics)
+            })
+            .collect();
+        // Each cell's problems become its instances' scores and outcomes once it is finished.
         let mut scores: BTreeMap<String, BTreeMap<String, Scores>> = BTreeMap::new();
         let mut outcomes: BTreeMap<String, BTreeMap<String, Vec<Outcome>>> = BTreeMap::new();
-        for (m, specs) in &self.cells {
+        let mut cells: BTreeMap<String, BTreeMap<String, Metrics>> = BTreeMap::new();
+        for (m, specs) in self.cells {
+            let finished = cells.entry(m.clone()).or_default();
             for (s, acc) in specs {
-                let (cell_scores, cell_outcomes) = instances(acc);
-                scores
-                    .entry(s.clone())
-                    .or_default()
-                    .insert(m.clone(), cell_scores);
+                let (metrics, problems) = acc.finish_keeping(plans.get(&s), true);
                 outcomes
                     .entry(m.clone())
                     .or_default()
-                    .insert(s.clone(), cell_outcomes);
+                    .insert(s.clone(), instance_outcomes(&problems));
+                scores
+                    .entry(s.clone())
+                    .or_default()
+                    .insert(m.clone(), Scores::new(problems));
+                finished.insert(s, metrics);
             }
         }
-        let cells: BTreeMap<String, BTreeMap<String, Metrics>> = self
-            .cells
-            .into_iter()
-            .map(|(m, specs)| {
-                let specs = specs
-                    .into_iter()
-                    .map(|(s, a)| {
-                        let metrics = a.finish_with(plans.get(&s), true);
-                        (s, metrics)
-                    })
-                    .collect();
-                (m, specs)
-            })
-            .collect();
         let mut summary = Summary {
             endpoints: self.endpoints.finish(),
             cells,
-            models: self
-                .models
-                .into_iter()
-                // Totals span specs with and without samples: pass@k is per spec only.
-                .map(|(m, a)| (m, a.finish()))
-                .collect(),
+            models,
             groups: self
                 .groups
                 .into_iter()
@@ -198,27 +206,38 @@ fn leaderboard(
     Some(significance::overall_board(&means, &data))
 }
 
-/// One cell's instances: their sample scores for the boards, and their outcomes.
-fn instances(acc: &Accumulator) -> (Scores, Vec<Outcome>) {
-    let problems = acc.problems();
-    let mut scores = Scores {
-        by_instance: BTreeMap::new(),
-        pass_fail: problems
-            .values()
-            .all(super::sampling::Problem::is_pass_fail),
-    };
-    let mut outcomes = Vec::with_capacity(problems.len());
-    for ((_, instance), p) in problems {
+/// A model's metrics: its totals, with the interval and latencies of its
+/// (settled) cells' records. Totals span specs with and without samples:
+/// pass@k is per spec only.
+fn model_metrics(totals: Accumulator, cells: &BTreeMap<String, Accumulator>) -> Metrics {
+    let mut metrics = totals.finish();
+    // Cells in spec order, each in instance order: the order of (spec, instance) keys.
+    metrics.interval = estimate(cells.values().flat_map(|c| c.problems().iter()));
+    let mut times: Vec<u64> = cells
+        .values()
+        .flat_map(|c| c.latencies())
+        .copied()
+        .collect();
+    times.sort_unstable();
+    metrics.latency_ms = latency(&times);
+    metrics
+}
+
+/// One cell's instances' outcomes, from its settled problems.
+fn instance_outcomes(problems: &Problems) -> Vec<Outcome> {
+    let outcome = |p: super::problems::Problem| {
         let s = p.scores();
-        scores.by_instance.insert(*instance, s.to_vec());
-        outcomes.push(Outcome {
-            instance: *instance,
+        Outcome {
+            instance: p.instance,
             passed: p.n_correct() as u32,
             samples: p.n_total() as u32,
             score: s.iter().sum::<f64>() / s.len().max(1) as f64,
-        });
-    }
-    (scores, outcomes)
+        }
+    };
+    // Sized up front: grown by doubling, a large cell's list would leave its old copies behind.
+    let mut outcomes = Vec::with_capacity(problems.iter().count());
+    outcomes.extend(problems.iter().map(outcome));
+    outcomes
 }
 
 fn finish_groups(vars: Groups<Accumulator>, plan: Option<&SamplingPlan>) -> Groups<Metrics> {

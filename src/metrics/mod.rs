@@ -1,8 +1,11 @@
 //! Metrics over journal records, per (model, spec) cell and per model.
 //!
 //! An [`Accumulator`] keeps numbers and a bounded number of examples, never
-//! whole records, so 100,000 records cost a few megabytes: the only per-record
-//! state is one `u64` latency, kept so percentiles are exact.
+//! whole records, so 100,000 records cost a few megabytes: the per-record
+//! state of a cell is one `u64` latency, kept so percentiles are exact, and
+//! one compact row per sample (`problems`: instance, sample, pass, score;
+//! the clipped answer only where a `[sampling]` plan votes). A model keeps
+//! only totals and reads its cells' rows and latencies when it is finished.
 //!
 //! Percentiles use the nearest-rank method: the p-th percentile of `n` sorted
 //! values is the value at 1-based rank `ceil(p / 100 * n)` (rank 1 for p = 0),
@@ -30,6 +33,7 @@ mod accumulate;
 mod builder;
 mod cost;
 mod endpoints;
+mod problems;
 mod sampling;
 mod significance;
 pub mod stats;

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::problems::{Problem, Problems};
+
 /// Unbiased pass@k of one problem with `n` samples, `c` of them passing (`k <= n`).
 pub fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
     if n < k || n - c < k {
@@ -27,74 +29,6 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
     }
     // C(c, k) / C(n, k) = prod_{i=0}^{k-1} (c - i) / (n - i).
     (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
-}
-
-/// One problem's samples, in sample order.
-#[derive(Debug, Clone, Default)]
-pub struct Problem {
-    /// (sample, extracted answer, passed), sorted by sample when finished.
-    samples: Vec<(u32, Option<String>, bool)>,
-    /// Each sample's score, in the order added.
-    scores: Vec<f64>,
-}
-
-impl Problem {
-    /// Adds one sample's outcome.
-    pub fn add(&mut self, sample: u32, answer: Option<String>, passed: bool, score: f64) {
-        self.samples.push((sample, answer, passed));
-        self.scores.push(score);
-    }
-
-    /// The samples' scores, in the order added.
-    pub fn scores(&self) -> &[f64] {
-        &self.scores
-    }
-
-    /// Whether the problem is one pass/fail sample: one sample scoring exactly 1 when
-    /// it passed and 0 when not, so a pass rate (Wilson, McNemar) describes it.
-    pub fn is_pass_fail(&self) -> bool {
-        match (self.samples.as_slice(), self.scores.as_slice()) {
-            ([(_, _, passed)], [score]) => *score == f64::from(u8::from(*passed)),
-            _ => false,
-        }
-    }
-
-    /// Samples seen.
-    pub fn n_total(&self) -> u64 {
-        self.samples.len() as u64
-    }
-
-    /// Samples that passed.
-    pub fn n_correct(&self) -> u64 {
-        self.samples.iter().filter(|s| s.2).count() as u64
-    }
-
-    /// Whether the majority answer passed: the most frequent extracted answer
-    /// (ties to the one seen at the lowest sample) is taken; no answer never wins.
-    pub fn majority_passed(&self) -> bool {
-        let mut sorted = self.samples.clone();
-        sorted.sort_by_key(|s| s.0);
-        let mut votes: Vec<(&str, u64, bool)> = Vec::new();
-        for (_, answer, passed) in &sorted {
-            let Some(a) = answer.as_deref().map(str::trim) else {
-                continue;
-            };
-            match votes.iter_mut().find(|v| v.0 == a) {
-                Some(v) => {
-                    v.1 += 1;
-                    v.2 |= *passed;
-                }
-                None => votes.push((a, 1, *passed)),
-            }
-        }
-        let mut best: Option<&(&str, u64, bool)> = None;
-        for v in &votes {
-            if best.is_none_or(|b| v.1 > b.1) {
-                best = Some(v);
-            }
-        }
-        best.is_some_and(|b| b.2)
-    }
 }
 
 /// One problem's line in reports.
@@ -145,14 +79,10 @@ pub struct SamplingPlan {
 }
 
 /// Sampled metrics of `problems`, keyed by (spec, instance).
-pub fn sampled(
-    problems: &BTreeMap<(String, u64), Problem>,
-    plan: &SamplingPlan,
-    keep_problems: bool,
-) -> SampledMetrics {
-    let count = problems.len() as u64;
+pub fn sampled(problems: &Problems, plan: &SamplingPlan, keep_problems: bool) -> SampledMetrics {
+    let count = problems.iter().count() as u64;
     let mean = |f: &dyn Fn(&Problem) -> Option<f64>| {
-        let values: Vec<f64> = problems.values().filter_map(f).collect();
+        let values: Vec<f64> = problems.iter().filter_map(|p| f(&p)).collect();
         if values.is_empty() {
             0.0
         } else {
@@ -179,7 +109,7 @@ pub fn sampled(
     };
     SampledMetrics {
         problems: count,
-        n: problems.values().map(Problem::n_total).max().unwrap_or(0),
+        n: problems.iter().map(|p| p.n_total()).max().unwrap_or(0),
         mean_accuracy: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
         pass_at_k: ks_of(false),
         pass_hat_k: ks_of(true),
@@ -190,15 +120,11 @@ pub fn sampled(
         per_problem: if keep_problems {
             problems
                 .iter()
-                .map(|((spec, instance), p)| {
-                    let mut samples = p.samples.clone();
-                    samples.sort_by_key(|s| s.0);
-                    ProblemStat {
-                        id: format!("{spec}/{instance}"),
-                        n_correct: p.n_correct(),
-                        n_total: p.n_total(),
-                        answers: samples.into_iter().map(|s| s.1).collect(),
-                    }
+                .map(|p| ProblemStat {
+                    id: format!("{}/{}", p.spec, p.instance),
+                    n_correct: p.n_correct(),
+                    n_total: p.n_total(),
+                    answers: p.answers(),
                 })
                 .collect()
         } else {

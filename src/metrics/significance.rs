@@ -8,9 +8,11 @@
 //! with a bootstrap stratified by category. Everything comes from [`stats`]; this
 //! file only lines the instances up.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
+
+use super::problems::Problems;
 
 use super::stats::{
     self, Bootstrap, DEFAULT_ALPHA, DEFAULT_LEVEL, DEFAULT_POWER, Interval, Ranked,
@@ -100,10 +102,61 @@ impl Board {
 /// One model's instances in one spec: instance → its samples' scores.
 #[derive(Debug, Clone, Default)]
 pub struct Scores {
-    /// Instance index → scores of its samples.
-    pub by_instance: BTreeMap<u64, Vec<f64>>,
+    /// The cell's settled problems (taken over, not copied, so boards cost no memory).
+    problems: Problems,
+    /// Distinct instances.
+    count: usize,
     /// Every instance is one pass/fail sample.
     pub pass_fail: bool,
+}
+
+impl Scores {
+    /// The scores of a cell's settled `problems` (all of one spec).
+    pub fn new(problems: Problems) -> Scores {
+        let (mut count, mut pass_fail) = (0, true);
+        for p in problems.iter() {
+            count += 1;
+            pass_fail &= p.is_pass_fail();
+        }
+        Scores {
+            problems,
+            count,
+            pass_fail,
+        }
+    }
+
+    /// Each instance with its samples' scores, in instance order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[f64])> {
+        self.problems.iter().map(|p| (p.instance, p.scores()))
+    }
+
+    /// The instances, ascending.
+    pub fn instances(&self) -> impl Iterator<Item = u64> + '_ {
+        self.problems.iter().map(|p| p.instance)
+    }
+
+    /// The scores of `instance`'s samples, when it was run.
+    pub fn get(&self, instance: u64) -> Option<&[f64]> {
+        self.problems.scores_of(instance)
+    }
+
+    /// A copy of `instance`'s scores, empty when it was not run.
+    fn owned(&self, instance: u64) -> Vec<f64> {
+        self.get(instance).map(<[f64]>::to_vec).unwrap_or_default()
+    }
+
+    /// Instances run.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+}
+
+/// The instances any of `scores` ran, ascending (a sorted list, far smaller than a set).
+fn union<'a>(scores: impl Iterator<Item = &'a Scores>) -> Vec<u64> {
+    let mut all: Vec<u64> = scores.flat_map(Scores::instances).collect();
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// One model's entry in a spec board: its shown score and interval, and its instances.
@@ -119,17 +172,22 @@ pub struct Entry<'a> {
 /// The board of one spec from each model's entry, keyed by shown model name.
 pub fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
     let pass_fail = entries.values().all(|e| e.scores.pass_fail);
-    let instances: BTreeSet<u64> = entries
-        .values()
-        .flat_map(|e| e.scores.by_instance.keys().copied())
-        .collect();
+    // Only pairs line instances up; one model's count needs no list.
+    let instances = match entries.len() {
+        0 | 1 => Vec::new(),
+        _ => union(entries.values().map(|e| e.scores)),
+    };
+    let count = match entries.values().next() {
+        Some(e) if entries.len() == 1 => e.scores.len(),
+        _ => instances.len(),
+    };
     let names: Vec<&str> = entries.keys().copied().collect();
     let compare = |a: usize, b: usize| -> Versus {
         let (x, y) = (entries[names[a]].scores, entries[names[b]].scores);
         if pass_fail {
             let (mut first, mut second) = (Vec::new(), Vec::new());
-            for (i, s) in &x.by_instance {
-                if let Some(t) = y.by_instance.get(i) {
+            for (i, s) in x.iter() {
+                if let Some(t) = y.get(i) {
                     first.push(s.first().is_some_and(|v| *v == 1.0));
                     second.push(t.first().is_some_and(|v| *v == 1.0));
                 }
@@ -139,7 +197,7 @@ pub fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
             versus(names[b], c.difference, c.interval, c.p_value, first.len())
         } else {
             let lined = |s: &Scores| -> Vec<Vec<f64>> {
-                let at = |i: &u64| s.by_instance.get(i).cloned().unwrap_or_default();
+                let at = |i: &u64| s.owned(*i);
                 instances.iter().map(at).collect()
             };
             let c = stats::compare_scores(&lined(x), &lined(y), &Bootstrap::default())
@@ -151,7 +209,7 @@ pub fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
         .iter()
         .map(|n| {
             let e = &entries[n];
-            (n.to_string(), e.score, e.scores.by_instance.len())
+            (n.to_string(), e.score, e.scores.len())
         })
         .collect();
     let intervals = names.iter().map(|n| entries[n].interval).collect();
@@ -160,14 +218,10 @@ pub fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
     } else {
         Test::Bootstrap
     };
-    let mut board = assemble(&rows, intervals, test, instances.len(), compare);
+    let mut board = assemble(&rows, intervals, test, count, compare);
     if let Some(best) = board.standings.first() {
-        board.mde = stats::min_detectable_effect(
-            instances.len() as u64,
-            best.score,
-            DEFAULT_ALPHA,
-            DEFAULT_POWER,
-        );
+        board.mde =
+            stats::min_detectable_effect(count as u64, best.score, DEFAULT_ALPHA, DEFAULT_POWER);
     }
     if let [first, second, ..] = board.standings.as_slice() {
         let difference = first.score - second.score;
@@ -188,25 +242,16 @@ pub fn overall_board(
 ) -> Board {
     let names: Vec<&str> = means.keys().copied().collect();
     // Per spec, the union of its instances: every model's strata line up on it.
-    let lined: Vec<BTreeSet<u64>> = data
+    let lined: Vec<Vec<u64>> = data
         .values()
-        .map(|models| {
-            models
-                .values()
-                .flat_map(|s| s.by_instance.keys().copied())
-                .collect()
-        })
+        .map(|models| union(models.values().copied()))
         .collect();
     let strata_of = |model: &str| -> Vec<Vec<Vec<f64>>> {
         data.values()
             .zip(&lined)
             .map(|(models, instances)| {
                 let s = models.get(model);
-                let at = |i: &u64| {
-                    s.and_then(|s| s.by_instance.get(i))
-                        .cloned()
-                        .unwrap_or_default()
-                };
+                let at = |i: &u64| s.map(|s| s.owned(*i)).unwrap_or_default();
                 instances.iter().map(at).collect()
             })
             .collect()
@@ -233,7 +278,7 @@ pub fn overall_board(
             (n.to_string(), means[n], answered)
         })
         .collect();
-    let total = lined.iter().map(BTreeSet::len).sum();
+    let total = lined.iter().map(Vec::len).sum();
     assemble(&rows, intervals, Test::Bootstrap, total, compare)
 }
 

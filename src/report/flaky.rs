@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::View;
-use crate::metrics::{pass_at_k, pass_hat_k};
+use crate::metrics::{Outcome, pass_at_k, pass_hat_k};
 
 /// One instance that passed some of its samples but not all.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,34 +53,47 @@ pub struct Flaky {
     pub instances: Vec<FlakyInstance>,
 }
 
-/// Instance → (samples passed, samples).
-type Counts = BTreeMap<u64, (u32, u32)>;
+/// The instances with more than one sample in `lists` (each one run's outcomes of a
+/// cell), pooled: (instance, samples passed, samples), in instance order.
+fn repeated(lists: &[&[Outcome]]) -> Vec<(u64, u32, u32)> {
+    let of = |o: &Outcome| (o.instance, o.passed, o.samples);
+    let many = |r: &(u64, u32, u32)| r.2 > 1;
+    // One run, in instance order (as the metrics list it): nothing to pool, so no
+    // copy of a large cell whose instances have one sample each.
+    if let [list] = lists
+        && list.is_sorted_by(|a, b| a.instance < b.instance)
+    {
+        return list.iter().map(of).filter(many).collect();
+    }
+    let mut all: Vec<(u64, u32, u32)> = lists.iter().flat_map(|l| l.iter().map(of)).collect();
+    all.sort_unstable_by_key(|r| r.0);
+    let mut pooled: Vec<(u64, u32, u32)> = Vec::new();
+    for (i, c, n) in all {
+        match pooled.last_mut() {
+            Some(last) if last.0 == i => (last.1, last.2) = (last.1 + c, last.2 + n),
+            _ => pooled.push((i, c, n)),
+        }
+    }
+    pooled.retain(many);
+    pooled
+}
 
 /// Flaky instances of the report's models, pooled over their runs.
 pub(crate) fn build(v: &View) -> Flaky {
-    // (model, spec) → instance → (passed, samples), over every run of the model.
-    let mut pooled: BTreeMap<(&str, &str), Counts> = BTreeMap::new();
+    // (model, spec) → its outcomes in every run of the model.
+    let mut pooled: BTreeMap<(&str, &str), Vec<&[Outcome]>> = BTreeMap::new();
     for (m, shown) in v.models.iter().enumerate() {
         let model = v
             .origins
             .get(m)
             .map_or(shown.as_str(), |o| o.model.as_str());
         for (spec, outcomes) in v.summary.outcomes.get(shown).into_iter().flatten() {
-            let cell = pooled.entry((model, spec)).or_default();
-            for o in outcomes {
-                let e = cell.entry(o.instance).or_default();
-                e.0 += o.passed;
-                e.1 += o.samples;
-            }
+            pooled.entry((model, spec)).or_default().push(outcomes);
         }
     }
     let mut out = Flaky::default();
-    for ((model, spec), instances) in pooled {
-        let repeated: Vec<(u64, u32, u32)> = instances
-            .into_iter()
-            .filter(|(_, (_, n))| *n > 1)
-            .map(|(i, (c, n))| (i, c, n))
-            .collect();
+    for ((model, spec), lists) in pooled {
+        let repeated = repeated(&lists);
         let Some(k) = repeated.iter().map(|r| r.2).min() else {
             continue;
         };

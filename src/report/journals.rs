@@ -1,8 +1,9 @@
 //! The records of several journals in report order, read on demand.
 //!
 //! Loading 100,000 records with their prompts could take gigabytes, so a
-//! first pass keeps only each record's key and byte offset; reports then
-//! seek to each record when they need it. Like `read_journal`, unparseable
+//! first pass keeps only each record's journal and byte offset (one word,
+//! sorted by the records' keys, which are then dropped); reports then seek to
+//! each record when they need it. Like `read_journal`, unparseable
 //! lines (a torn last line) are skipped, later lines win on duplicate keys,
 //! and a missing journal counts as empty.
 //!
@@ -12,6 +13,7 @@
 //! model's runs in journal order; a name that would repeat (one journal
 //! given twice) gets `#2`, `#3`. Specs: `ctx.specs`, then the others by id.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
@@ -22,18 +24,37 @@ use crate::run::record::Record;
 
 use super::{ReportContext, SpecInfo};
 
-/// Where one record lives, with its sort key (shown model, spec id, instance, sample).
+/// Where one record lives, with its sort key, while the journals are indexed.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
-    /// Index into [`Journals::models`].
-    model: usize,
-    /// Index into `Journals::spec_ids` (sorted, so comparing indices compares ids).
-    spec: usize,
+struct Found {
+    /// Index into the raw model names, then into [`Journals::models`].
+    model: u32,
+    /// Index into the raw spec ids, then into `Journals::spec_ids` (sorted, so
+    /// comparing indices compares ids).
+    spec: u32,
     instance: u64,
     sample: u32,
-    journal: usize,
+    journal: u32,
     offset: u64,
 }
+
+impl Found {
+    /// The record's key: (shown model, spec id, instance, sample) once mapped.
+    fn key(&self) -> (u32, u32, u64, u32) {
+        (self.model, self.spec, self.instance, self.sample)
+    }
+}
+
+/// The first position in [`Journals::locations`] of one (model, spec) cell.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    model: u32,
+    spec: u32,
+    start: usize,
+}
+
+/// Bits of a location holding the byte offset; the journal index takes the rest.
+const OFFSET_BITS: u32 = 48;
 
 /// Where a shown model's records come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,31 +76,33 @@ pub(crate) struct Journals {
     pub specs: Vec<SpecInfo>,
     /// All spec ids with records, sorted.
     spec_ids: Vec<String>,
-    /// Sorted by (model, spec id, instance, sample), like `TaskKey`.
-    entries: Vec<Entry>,
+    /// The cells with records, in (model, spec) order, each with its first location.
+    cells: Vec<Cell>,
+    /// Each record's journal and byte offset in one word (the journal in the top
+    /// 16 bits), sorted by (model, spec id, instance, sample) like `TaskKey`:
+    /// 8 bytes a record, so 100,000 records cost under a megabyte.
+    locations: Vec<u64>,
     readers: Vec<Option<BufReader<File>>>,
 }
-
-/// One journal's records: (model name, spec id, instance, sample) → offset.
-type JournalIndex = BTreeMap<(usize, usize, u64, u32), u64>;
 
 impl Journals {
     /// Indexes every journal of `ctx`.
     pub fn open(ctx: &ReportContext) -> io::Result<Journals> {
         let (mut raw_models, mut spec_names) = (Interner::default(), Interner::default());
-        let mut indexes = Vec::new();
+        let mut found = Vec::new();
         let mut readers = Vec::new();
-        for path in ctx.journals {
-            let (index, reader) = index_journal(path, &mut raw_models, &mut spec_names)?;
-            indexes.push(index);
-            readers.push(reader);
+        for (j, path) in ctx.journals.iter().enumerate() {
+            let j = u32::try_from(j)
+                .ok()
+                .filter(|&j| j < 1 << (64 - OFFSET_BITS))
+                .ok_or_else(|| io::Error::other("too many journals to index"))?;
+            let names = (&mut raw_models, &mut spec_names);
+            readers.push(index_journal(path, j, names, &mut found)?);
         }
         // (raw model, journal) → shown model position.
         let mut runs_of: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); raw_models.names.len()];
-        for (j, index) in indexes.iter().enumerate() {
-            index.keys().for_each(|k| {
-                runs_of[k.0].insert(j);
-            });
+        for f in &found {
+            runs_of[f.model as usize].insert(f.journal as usize);
         }
         let mut models: Vec<String> = Vec::new();
         let mut origins: Vec<Origin> = Vec::new();
@@ -139,21 +162,11 @@ impl Journals {
             .iter()
             .map(|s| spec_ids.binary_search(s).unwrap_or(0))
             .collect();
-        let mut entries = Vec::new();
-        for (j, index) in indexes.into_iter().enumerate() {
-            for ((raw, spec, instance, sample), offset) in index {
-                let model = shown[&(raw, j)];
-                entries.push(Entry {
-                    model,
-                    spec: rank[spec],
-                    instance,
-                    sample,
-                    journal: j,
-                    offset,
-                });
-            }
+        for f in &mut found {
+            f.model = shown[&(f.model as usize, f.journal as usize)] as u32;
+            f.spec = rank[f.spec as usize] as u32;
         }
-        entries.sort_by_key(|e| (e.model, e.spec, e.instance, e.sample));
+        let (cells, locations) = locate(found);
         let mut specs: Vec<SpecInfo> = ctx.specs.to_vec();
         for id in &spec_ids {
             if !specs.iter().any(|s| &s.id == id) {
@@ -165,37 +178,43 @@ impl Journals {
             origins,
             specs,
             spec_ids,
-            entries,
+            cells,
+            locations,
             readers,
         })
     }
 
-    /// The positions in [`Journals::entries`] of one shown model's records.
-    pub fn model_range(&self, model: usize) -> Range<usize> {
-        let lo = self.entries.partition_point(|e| e.model < model);
-        lo..self.entries.partition_point(|e| e.model <= model)
+    /// The first location of the `i`th cell (the end when there is none).
+    fn start(&self, i: usize) -> usize {
+        self.cells.get(i).map_or(self.locations.len(), |c| c.start)
     }
 
-    /// The positions in [`Journals::entries`] of one shown model's records of `spec`.
+    /// The positions in [`Journals::locations`] of one shown model's records.
+    pub fn model_range(&self, model: usize) -> Range<usize> {
+        let lo = self.cells.partition_point(|c| (c.model as usize) < model);
+        let hi = self.cells.partition_point(|c| (c.model as usize) <= model);
+        self.start(lo)..self.start(hi)
+    }
+
+    /// The positions in [`Journals::locations`] of one shown model's records of `spec`.
     pub fn cell_range(&self, model: usize, spec: &str) -> Range<usize> {
         let Ok(s) = self.spec_ids.binary_search_by(|x| x.as_str().cmp(spec)) else {
             return 0..0;
         };
-        let lo = self
-            .entries
-            .partition_point(|e| (e.model, e.spec) < (model, s));
-        lo..self
-            .entries
-            .partition_point(|e| (e.model, e.spec) <= (model, s))
+        let at = |c: &Cell| (c.model as usize, c.spec as usize);
+        let lo = self.cells.partition_point(|c| at(c) < (model, s));
+        let hi = self.cells.partition_point(|c| at(c) <= (model, s));
+        self.start(lo)..self.start(hi)
     }
 
-    /// Reads the record at position `i` of [`Journals::entries`].
+    /// Reads the record at position `i` of [`Journals::locations`].
     pub fn read(&mut self, i: usize) -> io::Result<Record> {
-        let e = self.entries[i];
-        let reader = self.readers[e.journal]
+        let location = self.locations[i];
+        let (journal, offset) = (location >> OFFSET_BITS, location & ((1 << OFFSET_BITS) - 1));
+        let reader = self.readers[journal as usize]
             .as_mut()
             .ok_or_else(|| io::Error::other("journal vanished"))?;
-        reader.seek(SeekFrom::Start(e.offset))?;
+        reader.seek(SeekFrom::Start(offset))?;
         let mut line = Vec::new();
         reader.read_until(b'\n', &mut line)?;
         serde_json::from_slice(&line).map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))
@@ -226,28 +245,59 @@ impl Interner {
         self.ids.get(name).copied()
     }
 
-    fn intern(&mut self, name: &str) -> usize {
+    fn intern(&mut self, name: &str) -> u32 {
         if let Some(i) = self.get(name) {
-            return i;
+            return i as u32;
         }
         self.names.push(name.to_owned());
         self.ids.insert(name.to_owned(), self.names.len() - 1);
-        self.names.len() - 1
+        (self.names.len() - 1) as u32
     }
 }
 
+/// Sorts the records found (models and specs already mapped to their report
+/// positions) and keeps the last line of each key, like a map would; returns the
+/// cells and the records' locations.
+fn locate(mut found: Vec<Found>) -> (Vec<Cell>, Vec<u64>) {
+    // A shown model comes from one journal, so equal keys share one: the later line
+    // (larger offset) sorts first and stays.
+    found.sort_unstable_by_key(|f| (f.key(), Reverse(f.offset)));
+    found.dedup_by_key(|f| f.key());
+    let mut cells: Vec<Cell> = Vec::new();
+    for (i, f) in found.iter().enumerate() {
+        if cells
+            .last()
+            .is_none_or(|c| (c.model, c.spec) != (f.model, f.spec))
+        {
+            cells.push(Cell {
+                model: f.model,
+                spec: f.spec,
+                start: i,
+            });
+        }
+    }
+    let locations = found
+        .iter()
+        .map(|f| u64::from(f.journal) << OFFSET_BITS | f.offset)
+        .collect();
+    (cells, locations)
+}
+
+/// Appends journal `journal`'s records to `found`, interning their model and spec
+/// names; the reader for later seeks, none when the journal is missing.
 fn index_journal(
     path: &Path,
-    models: &mut Interner,
-    specs: &mut Interner,
-) -> io::Result<(JournalIndex, Option<BufReader<File>>)> {
+    journal: u32,
+    (models, specs): (&mut Interner, &mut Interner),
+    found: &mut Vec<Found>,
+) -> io::Result<Option<BufReader<File>>> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((BTreeMap::new(), None)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
     let mut reader = BufReader::new(file);
-    let (mut index, mut offset, mut line) = (BTreeMap::new(), 0u64, Vec::new());
+    let (mut offset, mut line) = (0u64, Vec::new());
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line)?;
@@ -256,17 +306,21 @@ fn index_journal(
         }
         // Parse the whole record, not just its key, so exactly the lines read_journal accepts count.
         if let Ok(r) = serde_json::from_slice::<Record>(&line) {
-            let key = (
-                models.intern(&r.model),
-                specs.intern(&r.spec),
-                r.instance,
-                r.sample,
-            );
-            index.insert(key, offset);
+            if offset >> OFFSET_BITS != 0 {
+                return Err(io::Error::other("journal too large to index"));
+            }
+            found.push(Found {
+                model: models.intern(&r.model),
+                spec: specs.intern(&r.spec),
+                instance: r.instance,
+                sample: r.sample,
+                journal,
+                offset,
+            });
         }
         offset += n as u64;
     }
-    Ok((index, Some(reader)))
+    Ok(Some(reader))
 }
 
 #[cfg(test)]

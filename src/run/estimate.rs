@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::cost::prompt_tokens;
+use super::queue::Tasks;
 use super::record::TaskKey;
-use super::scheduler::model_queue;
 use super::{Manifest, RunError, SpecRuntime, build_request, journal};
 use crate::format::Role;
 use crate::prompt::Message;
@@ -71,6 +71,7 @@ pub fn estimate(
             done.insert(r.key());
         })?;
     }
+    let done = Arc::new(done);
     let mut out = Vec::new();
     for model in &manifest.models {
         let batches = matches!(
@@ -78,7 +79,14 @@ pub fn estimate(
             ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm
         );
         let per_request = if batches { model.max_n.max(1) } else { 1 };
-        let items = model_queue(manifest, &model.name, per_request as usize, specs, &done).0;
+        let items: Vec<_> = Tasks::new(
+            manifest,
+            &model.name,
+            per_request as usize,
+            specs,
+            done.clone(),
+        )
+        .collect();
         for (si, spec) in specs.iter().enumerate() {
             let mine = items.iter().filter(|(s, _, _)| *s == si);
             let (asked, judged) = spec_tokens(manifest, model, spec, mine);
@@ -108,7 +116,7 @@ fn spec_tokens<'a>(
     manifest: &Manifest,
     model: &ModelSpec,
     spec: &SpecRuntime,
-    items: impl Iterator<Item = &'a (usize, u64, Vec<u32>)>,
+    items: impl Iterator<Item = &'a super::queue::QueueItem>,
 ) -> (Tokens, Tokens) {
     let (mut asked, mut judged) = (Tokens::default(), Tokens::default());
     for (_, instance, samples) in items {

@@ -21,6 +21,7 @@ pub mod journal;
 mod manifest;
 pub mod merge;
 mod plan;
+mod queue;
 pub mod record;
 mod scheduler;
 pub mod shard;

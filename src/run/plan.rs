@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::budget::{Meter, judge_clock};
+use super::queue::Tasks;
 use super::record::TaskKey;
-use super::scheduler::{model_queue, schedule};
+use super::scheduler::schedule;
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime, build_request, journal};
 use crate::client::cache::{self, Cache};
 use crate::client::managed::ManagedServer;
@@ -196,8 +197,8 @@ pub fn pending(
             done.insert(r.key());
         })?;
     }
-    let items = model_queue(manifest, &model.name, 1, specs, &done).0;
-    if items.is_empty() {
+    let mut items = Tasks::new(manifest, &model.name, 1, specs, Arc::new(done)).peekable();
+    if items.peek().is_none() {
         return Ok(Pending::Nothing);
     }
     let Some(cache) = cache else {

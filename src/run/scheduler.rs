@@ -12,64 +12,13 @@ use tokio::sync::mpsc;
 
 use super::budget::{Meter, judge_clock};
 use super::journal::{self};
+use super::queue::Tasks;
 use super::record::{Record, TaskKey};
-use super::shard;
 use super::task::run_task;
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime};
 use crate::client::ModelClient;
 use crate::client::cache::Cache;
 use crate::progress::Progress;
-
-/// Tasks of one model in plan order, skipping samples already done: (spec, instance, samples).
-struct TaskQueue {
-    items: Vec<QueueItem>,
-    next: usize,
-}
-
-type QueueItem = (usize, u64, Vec<u32>);
-
-/// One model's tasks not yet in the journal (`done`), in plan order, as
-/// requests of up to `per_request` samples; with the total and pending sample counts.
-pub(super) fn model_queue(
-    manifest: &Manifest,
-    model: &str,
-    per_request: usize,
-    specs: &[Arc<SpecRuntime>],
-    done: &HashSet<TaskKey>,
-) -> (Vec<QueueItem>, u64, u64) {
-    let mut items = Vec::new();
-    let (mut total, mut pending) = (0u64, 0u64);
-    let offsets = shard::spec_offsets(specs);
-    for (si, spec) in specs.iter().enumerate() {
-        if !manifest.includes(model, &spec.spec.id) {
-            continue;
-        }
-        let samples = spec.spec.samples();
-        for instance in spec.instances(manifest.golden_subset_for(model)) {
-            // A shard's plan is its own keys: the others are not pending here.
-            let owned = |sample: &u32| {
-                manifest.owns(shard::ordinal(offsets[si], samples, instance, *sample))
-            };
-            total += (0..samples).filter(owned).count() as u64;
-            let missing: Vec<u32> = (0..samples)
-                .filter(owned)
-                .filter(|&sample| {
-                    !done.contains(&TaskKey {
-                        model: model.to_owned(),
-                        spec: spec.spec.id.clone(),
-                        instance,
-                        sample,
-                    })
-                })
-                .collect();
-            for chunk in missing.chunks(per_request) {
-                pending += chunk.len() as u64;
-                items.push((si, instance, chunk.to_vec()));
-            }
-        }
-    }
-    (items, total, pending)
-}
 
 /// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
 /// A watched managed server that dies stops the run with [`RunError::ServerDied`]
@@ -91,6 +40,7 @@ pub async fn schedule(
     journal::for_each_record(journal_path, |r| {
         done.insert(r.key());
     })?;
+    let done = Arc::new(done);
     let cache = if settings.use_cache {
         Some(Arc::new(Cache::open(&settings.cache_path)?))
     } else {
@@ -105,10 +55,10 @@ pub async fn schedule(
         } else {
             1
         };
-        let (items, total, pending) =
-            model_queue(manifest, &model.spec.name, per_request, specs, &done);
+        let tasks = Tasks::new(manifest, &model.spec.name, per_request, specs, done.clone());
+        let (total, pending) = tasks.counts();
         progress_rows.push((model.spec.name.clone(), total - pending, total));
-        queues.push(Arc::new(Mutex::new(TaskQueue { items, next: 0 })));
+        queues.push(Arc::new(Mutex::new(tasks)));
     }
     let mut progress = Progress::new(&progress_rows, settings.progress);
     let stop = Arc::new(AtomicBool::new(false));
@@ -225,7 +175,7 @@ struct Worker {
     index: usize,
     model: Arc<ModelClient>,
     judge: Option<Arc<ModelClient>>,
-    queue: Arc<Mutex<TaskQueue>>,
+    queue: Arc<Mutex<Tasks>>,
     specs: Vec<Arc<SpecRuntime>>,
     tx: mpsc::Sender<(usize, Record)>,
     stop: Arc<AtomicBool>,
@@ -238,9 +188,7 @@ impl Worker {
         while !self.stop.load(Ordering::SeqCst) {
             let next = {
                 let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-                let item = q.items.get(q.next).cloned();
-                q.next += 1;
-                item
+                q.next()
             };
             let Some((si, instance, samples)) = next else {
                 return;
@@ -250,7 +198,7 @@ impl Worker {
                 self.judge.as_deref(),
                 &self.specs[si],
                 instance,
-                &samples,
+                &samples.to_vec(),
                 self.cache.as_deref(),
             )
             .await;

@@ -12,7 +12,7 @@
 mod data;
 mod rows;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -92,7 +92,7 @@ fn write_rows(
         })
         .collect();
     let mut golden = rows::Golden::new(v.ctx.golden);
-    let mut seen = HashSet::new();
+    let mut seen = Seen { v, last: None };
     let mut first = true;
     for (m, shown) in v.models.iter().enumerate() {
         let origin = v
@@ -112,7 +112,8 @@ fn write_rows(
                 flags |= rows::RUN_FLIP;
             }
             let g = golden.check(shown, origin, &record);
-            let row = rows::row(&record, (m, s), &v.specs[s].group_by, &mut seen, flags, g);
+            let new = seen.first(m, s, record.instance);
+            let row = rows::row(&record, (m, s), &v.specs[s].group_by, new, flags, g);
             if !first {
                 json.write_all(b",")?;
             }
@@ -121,6 +122,33 @@ fn write_rows(
         }
     }
     Ok(golden.cells)
+}
+
+/// Which instances' prompts the page holds already, without a set of every
+/// instance: rows come model by model, each model's in (spec, instance) order,
+/// so a row's instance is new when the previous row's differs and no earlier
+/// model ran it (its outcomes, sorted by instance, tell).
+struct Seen<'a, 'v> {
+    v: &'a View<'v>,
+    /// The previous row's (model, spec, instance).
+    last: Option<(usize, usize, u64)>,
+}
+
+impl Seen<'_, '_> {
+    /// Whether the row of model `m`, spec `s` (in `v.specs`) and `instance` is the
+    /// first of its instance on the page.
+    fn first(&mut self, m: usize, s: usize, instance: u64) -> bool {
+        if self.last.replace((m, s, instance)) == Some((m, s, instance)) {
+            return false;
+        }
+        let spec = &self.v.specs[s].id;
+        let outcomes = &self.v.summary.outcomes;
+        let ran = |model: &String| {
+            let cell = outcomes.get(model).and_then(|specs| specs.get(spec));
+            cell.is_some_and(|o| o.binary_search_by_key(&instance, |o| o.instance).is_ok())
+        };
+        !self.v.models[..m].iter().any(ran)
+    }
 }
 
 /// Text safe in HTML content and attribute values.

@@ -3,7 +3,7 @@
 //! value, extracted answer, each rule's verdict and the judge's reasoning, and the
 //! differences against the golden transcript.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde::Serialize;
@@ -235,18 +235,18 @@ fn diff(before: &str, after: &str) -> Vec<(char, String)> {
     ops
 }
 
-/// The row of `r`, its prompt included when its instance is new to `seen`.
+/// The row of `r`, its prompt included when its instance is `new` to the page.
 pub fn row<'a>(
     r: &'a Record,
     (m, s): (usize, usize),
     group_by: &'a [String],
-    seen: &mut HashSet<(usize, u64)>,
+    new: bool,
     flags: u8,
     golden: Option<GoldenRow>,
 ) -> Row<'a> {
     let text = |t: &str| clip(t, TEXT_CHARS);
     let note = |t: &str| clip(t, NOTE_CHARS);
-    let prompt = seen.insert((s, r.instance)).then(|| {
+    let prompt = new.then(|| {
         r.messages
             .iter()
             .map(|msg| {
