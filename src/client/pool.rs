@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
@@ -35,8 +35,6 @@ pub struct Endpoint {
     pub limiter: Option<RateLimiter>,
     /// Requests assigned to it and not finished (waiting for a permit included).
     in_flight: AtomicUsize,
-    /// Requests sent to it in this process.
-    sent: AtomicU64,
     health: Mutex<Health>,
 }
 
@@ -68,18 +66,12 @@ impl Endpoint {
             semaphore,
             limiter,
             in_flight: AtomicUsize::new(0),
-            sent: AtomicU64::new(0),
             health: Mutex::new(Health::default()),
         }
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
         self.health.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Requests sent to it so far.
-    pub fn sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
     }
 }
 
@@ -138,7 +130,6 @@ pub fn assign(endpoints: &[Endpoint]) -> Result<Assigned<'_>, AllDown> {
                 endpoint.health().probing = true;
             }
             endpoint.in_flight.fetch_add(1, Ordering::Relaxed);
-            endpoint.sent.fetch_add(1, Ordering::Relaxed);
             Ok(Assigned {
                 endpoint,
                 index: i,
@@ -202,7 +193,8 @@ pub fn all_out(endpoints: &[Endpoint]) -> Option<Vec<String>> {
 }
 
 /// Whether the endpoint is out now.
-pub fn is_out(endpoint: &Endpoint) -> bool {
+#[cfg(test)]
+fn is_out(endpoint: &Endpoint) -> bool {
     endpoint
         .health()
         .out_until

@@ -16,14 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::seat::{self, Lease, Seat};
-
-/// Which hierarchy bounds the tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Version {
-    V1,
-    V2,
-}
+use super::seat::{self, Lease, Seat, Version};
 
 /// Where this process may make cgroups, probed once, and its seats.
 pub(super) struct TreeLimits {

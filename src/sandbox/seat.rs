@@ -14,7 +14,15 @@ use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use super::cgroup::Version;
+/// Which cgroup hierarchy bounds the tree (here, below `cgroup`, which
+/// probes for it, so the two files do not import each other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Version {
+    /// cgroup v1: one hierarchy per controller.
+    V1,
+    /// cgroup v2: the unified hierarchy.
+    V2,
+}
 
 type Job = Box<dyn FnOnce() + Send>;
 
