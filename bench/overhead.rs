@@ -10,8 +10,6 @@
 mod zero_server;
 
 use std::path::Path;
-use std::process::Command;
-use std::time::Instant;
 
 /// Peak RSS of waited-for children so far, in MiB (Linux reports KiB).
 fn children_peak_rss_mib() -> f64 {
@@ -21,55 +19,21 @@ fn children_peak_rss_mib() -> f64 {
     usage.ru_maxrss as f64 / 1024.0
 }
 
-fn run(binary: &str, dir: &Path, port: u16, runs: u32) -> (f64, f64) {
-    std::fs::write(
-        dir.join("harness.toml"),
-        format!(
-            "[models.bench]\nprovider = \"openai\"\nmodel = \"bench\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nconcurrency = 64\n"
-        ),
-    )
-    .unwrap();
-    let started = Instant::now();
-    let out = Command::new(binary)
-        .args([
-            "run",
-            "specs/t06_mathematics.toml",
-            "-m",
-            "bench",
-            "--no-cache",
-            "--no-progress",
-            "--runs",
-        ])
-        .arg(runs.to_string())
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("harness runs");
-    let wall = started.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// One uncached run of `runs` t06 instances: instances/s and the peak RSS
+/// of every harness run so far.
+fn run(dir: &Path, runs: u32) -> (f64, f64) {
+    let n = runs.to_string();
+    let wall = zero_server::timed(dir, &zero_server::t06_run_args(&n));
     (f64::from(runs) / wall, children_peak_rss_mib())
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("specs")).unwrap();
-    // t06 as shipped, allowed past the 10,000-instance ceiling for the 100k run.
-    let spec = std::fs::read_to_string(root.join("specs/t06_mathematics.toml")).unwrap();
-    let spec = spec.replacen("runs = 10\n", "runs = 10\nallow_large_runs = true\n", 1);
-    assert!(spec.contains("allow_large_runs"), "t06 sets `runs = 10`");
-    std::fs::write(dir.path().join("specs/t06_mathematics.toml"), spec).unwrap();
-    let port = zero_server::serve();
-    let binary = env!("CARGO_BIN_EXE_harness");
-    let (rate, rss) = run(binary, dir.path(), port, 10_000);
+    let dir = zero_server::t06_workspace();
+    let (rate, rss) = run(dir.path(), 10_000);
     println!(
         "overhead: 10,000 instances at concurrency 64: {rate:.0} instances/s, peak RSS {rss:.1} MiB"
     );
-    let (rate, rss) = run(binary, dir.path(), port, 100_000);
+    let (rate, rss) = run(dir.path(), 100_000);
     println!(
         "overhead: 100,000 instances at concurrency 64: {rate:.0} instances/s, peak RSS {rss:.1} MiB"
     );

@@ -44,21 +44,12 @@ a="$(start a)"
 b="$(start b)"
 mkdir -p "$tmp/ws/specs"
 cp specs/t06_mathematics.toml "$tmp/ws/specs/"
-cat >"$tmp/ws/harness.toml" <<TOML
-[models.one]
-provider = "openai"
-model = "SmolLM2-135M-Instruct.Q4_1"
-base_url = "$a"
-concurrency = 1
-options = { max_tokens = 128, extra_body = { cache_prompt = false } }
-
-[models.two]
-provider = "openai"
-model = "SmolLM2-135M-Instruct.Q4_1"
-base_url = ["$a", "$b"]
-concurrency = 1
-options = { max_tokens = 128, extra_body = { cache_prompt = false } }
-TOML
+# The same model twice: on server a alone, and as a pool of a and b.
+model() {
+    printf '[models.%s]\nprovider = "openai"\nmodel = "SmolLM2-135M-Instruct.Q4_1"\nbase_url = %s\n' "$1" "$2"
+    printf 'concurrency = 1\noptions = { max_tokens = 128, extra_body = { cache_prompt = false } }\n\n'
+}
+{ model one "\"$a\""; model two "[\"$a\", \"$b\"]"; } >"$tmp/ws/harness.toml"
 
 rate() {
     local model="$1" t0 t1

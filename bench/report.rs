@@ -92,16 +92,8 @@ fn main() {
         run_ids: &["bench".to_owned()],
         timestamp: "2026-11-23 00:00:00",
         file_stamp: "bench",
-        results_dir: dir.path(),
-        models: &models,
-        model_ids: &Default::default(),
-        specs: &specs,
         formats: &[Format::Json, Format::Csv],
-        journals: &journals,
-        color: false,
-        baseline: None,
-        golden: None,
-        currency: "USD",
+        ..ReportContext::new(dir.path(), &models, &specs, &journals)
     };
     let started = Instant::now();
     let out = write_reports(&ctx).expect("reports written");

@@ -10,7 +10,8 @@ N="${N:-32}"
 ROUNDS="${ROUNDS:-3}"
 
 cargo build --release --quiet --locked
-HARNESS="$PWD/target/release/harness"
+HARNESS="$PWD/${CARGO_TARGET_DIR:-target}/release/harness"
+[ -x "$HARNESS" ] || HARNESS="${CARGO_TARGET_DIR:-$PWD/target}/release/harness"
 scripts/llama-server.sh ensure >/dev/null
 started_here=0
 if ! url="$(cat "${HARNESS_LLAMA_STATE:-/tmp/harness-llama}/smollm2.url" 2>/dev/null)" || ! curl -sf "$url/health" >/dev/null; then
@@ -26,14 +27,7 @@ trap cleanup EXIT
 
 mkdir -p "$work/specs" "$work/bodies"
 cp specs/t06_mathematics.toml "$work/specs/"
-cat > "$work/harness.toml" <<TOML
-[models.sat]
-provider = "openai"
-model = "smollm2"
-base_url = "$url/v1"
-concurrency = 4
-options = { max_tokens = 32 }
-TOML
+printf '[models.sat]\nprovider = "openai"\nmodel = "smollm2"\nbase_url = "%s/v1"\nconcurrency = 4\noptions = { max_tokens = 32 }\n' "$url" >"$work/harness.toml"
 
 # The minimal client sends byte-for-byte what harness sends: bodies built from harness's own journal.
 (cd "$work" && "$HARNESS" run specs/t06_mathematics.toml -m sat --runs "$N" --no-cache --no-progress --results warm >/dev/null 2>&1)

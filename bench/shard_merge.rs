@@ -10,61 +10,17 @@
 #[path = "zero_server.rs"]
 mod zero_server;
 
-use std::path::Path;
-use std::process::Command;
-use std::time::Instant;
-
-/// Runs `harness ARGS` in `dir`; returns its wall time in seconds.
-fn timed(dir: &Path, args: &[&str]) -> f64 {
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("harness runs");
-    let wall = started.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "harness {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    wall
-}
+use zero_server::timed;
 
 fn main() {
     let n: u32 = std::env::var("HARNESS_BENCH_N")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = zero_server::t06_workspace();
     let dir = tmp.path();
-    std::fs::create_dir(dir.join("specs")).unwrap();
-    let spec = std::fs::read_to_string(root.join("specs/t06_mathematics.toml")).unwrap();
-    let spec = spec.replacen("runs = 10\n", "runs = 10\nallow_large_runs = true\n", 1);
-    assert!(spec.contains("allow_large_runs"), "t06 sets `runs = 10`");
-    std::fs::write(dir.join("specs/t06_mathematics.toml"), spec).unwrap();
-    let port = zero_server::serve();
-    std::fs::write(
-        dir.join("harness.toml"),
-        format!(
-            "[models.bench]\nprovider = \"openai\"\nmodel = \"bench\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nconcurrency = 64\n"
-        ),
-    )
-    .unwrap();
     let n_text = n.to_string();
-    let common = [
-        "run",
-        "specs/t06_mathematics.toml",
-        "-m",
-        "bench",
-        "--no-cache",
-        "--no-progress",
-        "--runs",
-        &n_text,
-    ];
+    let common = zero_server::t06_run_args(&n_text);
     let whole = timed(dir, &[&common[..], &["--run-id", "whole"]].concat());
     let shards: Vec<f64> = (0..4)
         .map(|i| {

@@ -109,6 +109,27 @@ pub fn for_each_line<T: serde::de::DeserializeOwned>(
     Ok(())
 }
 
+/// Calls `f` with the offset, the bytes (newline included, when there is
+/// one) and the value of each line of `reader` that parses as `T`, in
+/// order; other lines are skipped. Stops at the first error `f` returns.
+pub fn for_each_line_at<T: serde::de::DeserializeOwned, E: From<io::Error>>(
+    reader: &mut impl BufRead,
+    mut f: impl FnMut(u64, &[u8], T) -> Result<(), E>,
+) -> Result<(), E> {
+    let (mut offset, mut line) = (0u64, Vec::new());
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if let Ok(value) = serde_json::from_slice::<T>(&line) {
+            f(offset, &line, value)?;
+        }
+        offset += n as u64;
+    }
+}
+
 /// Writes `bytes` to `path` through a temporary sibling, `fsync` and a rename,
 /// so a reader (or a crash) sees the old file or the new one, never half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {

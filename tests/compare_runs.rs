@@ -13,24 +13,7 @@ use crate::common::harness;
 use crate::common::workspace::{Workspace, fake_workspace};
 use serde_json::{Value, json};
 
-const SPEC: &str = r#"
-id = "sums"
-title = "Sums"
-runs = 30
-
-[generate]
-script = '''
-#{ expr: `${index} + 1`, answer: index + 1 }
-'''
-
-[prompt]
-user = "Вычисли значение выражения: {{ expr }}"
-
-[[verify]]
-rule = "numeric"
-extract = "last_number"
-expected = "answer"
-"#;
+pub(crate) const SPEC: &str = include_str!("fixtures/specs/sums.toml");
 
 /// Runs the spec three times: right, then wrong on every third instance, then right again.
 fn three_runs() -> (Workspace, Vec<String>) {

@@ -1,9 +1,10 @@
 //! The HTML report in a real browser (headless Chromium over the DevTools
 //! protocol): reports from real runs (the shipped replay with its judged specs,
-//! a sampled spec against the fake server) and from a journal of hostile
-//! answers, opened from `file://`. Each test asserts no console errors and no
-//! network request, the numbers the page shows against the other reports, the
-//! filters, the drill-down, and that model output renders as text.
+//! a sampled spec and a pool of two endpoints against fake servers) and from
+//! a journal of hostile answers, opened from `file://`. Each test asserts no
+//! console errors and no network request, the numbers the page shows against
+//! the other reports, the filters, the drill-down, and that model output
+//! renders as text.
 //! Screenshots at 1280 and 390 px land in `target/browser/`.
 
 mod replay;
@@ -117,20 +118,12 @@ fn hostile_answers_render_as_text() {
         ..harness::report::SpecInfo::plain("t01_simple_logic")
     }];
     let journals = [journal];
+    let results = dir.path().join("results");
     let ctx = harness::report::ReportContext {
         run_ids: &["r1".to_owned()],
         timestamp: "2026-11-21 22:30:00",
         file_stamp: "hostile",
-        results_dir: &dir.path().join("results"),
-        models: &ctx_models,
-        model_ids: &Default::default(),
-        specs: &specs,
-        formats: &[],
-        journals: &journals,
-        color: false,
-        baseline: None,
-        golden: None,
-        currency: "USD",
+        ..harness::report::ReportContext::new(&results, &ctx_models, &specs, &journals)
     };
     let out = harness::report::write_reports(&ctx).unwrap();
     open(&mut b, &out.html, 1280, "hostile_overview");
@@ -162,51 +155,13 @@ fn hostile_answers_render_as_text() {
     assert_clean(&b);
 }
 
-/// Sample 0 of every instance answers wrong, the others right: every instance is flaky.
-fn seeded(request: &Request) -> Reply {
-    let seed = request.body["seed"].as_u64().unwrap_or(0);
-    let value: i64 = crate::common::fake_server::expression(&request.prompt)
-        .and_then(|e| crate::common::fake_server::eval(&e))
-        .unwrap_or(0);
-    let answer = if seed == 5 { value + 10 } else { value };
-    Reply::Text(format!("the answer is {answer}"))
-}
-
-const SAMPLED: &str = r#"
-id = "sampled"
-title = "Sampled sums"
-runs = 3
-
-[generate]
-script = '''
-#{ expr: `${index} + 1`, answer: index + 1, parity: if index % 2 == 0 { "even" } else { "odd" } }
-'''
-
-[prompt]
-user = "Вычисли значение выражения: {{ expr }}"
-
-[sampling]
-n = 4
-temperature = 0.7
-seed = 5
-k = [1, 2, 4]
-
-[[verify]]
-rule = "numeric"
-extract = "last_number"
-expected = "answer"
-
-[report]
-group_by = "parity"
-"#;
-
 #[test]
 fn sampled_spec_report_shows_pass_at_k_beside_pass_hat_k_and_flaky_instances() {
     let Some(mut b) = Browser::launch() else {
         return;
     };
-    let fake = FakeServer::start(seeded);
-    let ws = fake_workspace(&fake, "sampled.toml", SAMPLED);
+    let fake = FakeServer::start(crate::sampling::seeded);
+    let ws = fake_workspace(&fake, "sampled.toml", crate::sampling::SPEC);
     let (code, out) = ws.run(&["specs/sampled.toml", "-m", "fake"]);
     assert_eq!(code, 0, "{out}");
     let html = report(&ws.path().join("results"), "html");
@@ -251,4 +206,55 @@ fn sampled_spec_report_shows_pass_at_k_beside_pass_hat_k_and_flaky_instances() {
     wait_count(&mut b, 3, 12);
     open(&mut b, &html, 390, "sampled_overview");
     assert_clean(&b);
+}
+
+/// Answers every sum right.
+fn sums(request: &Request) -> Reply {
+    let value = crate::common::fake_server::expression(&request.prompt)
+        .and_then(|e| crate::common::fake_server::eval(&e))
+        .unwrap_or(0);
+    Reply::Text(format!("the answer is {value}"))
+}
+
+#[test]
+fn a_pool_run_shows_each_endpoints_requests_beside_the_json_report() {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    let (one, two) = (FakeServer::start(sums), FakeServer::start(sums));
+    let ws = crate::common::workspace::Workspace::new();
+    ws.write("specs/sums.toml", crate::compare_runs::SPEC);
+    let pool = format!(
+        "openai:fake-model@{},{}",
+        one.openai_base(),
+        two.openai_base()
+    );
+    ws.run_ok(&["specs/sums.toml", "-m", &pool, "--format", "json"]);
+    let results = ws.path().join("results");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(report(&results, "json")).unwrap()).unwrap();
+    let endpoints = json["models"][0]["endpoints"].as_object().unwrap().clone();
+    assert_eq!(endpoints.len(), 2, "{endpoints:?}");
+    open(&mut b, &report(&results, "html"), 1280, "pool_overview");
+    let rows = b.eval(
+        "[...document.querySelectorAll('table.pools tbody tr')].map(r => [...r.cells].map(c => c.textContent))",
+    );
+    let rows: Vec<Vec<String>> = serde_json::from_value(rows).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (row, (url, stats)) in rows.iter().zip(&endpoints) {
+        assert_eq!(row[0], "fake-model", "{row:?}");
+        assert_eq!(&row[1], url, "endpoints in the JSON report's order");
+        assert_eq!(row[2], stats["requests"].to_string(), "{row:?}");
+        assert_eq!(row[3], "0", "{row:?}");
+        assert_eq!(row[5], stats["latency_ms"]["p50"].to_string(), "{row:?}");
+    }
+    let served: u64 = endpoints
+        .values()
+        .map(|e| e["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        served, 30,
+        "every instance answered by one endpoint or the other"
+    );
+    assert!(one.count() > 0 && two.count() > 0, "both endpoints served");
 }

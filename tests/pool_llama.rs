@@ -120,6 +120,20 @@ fn records(dir: &Path, results: &str) -> Vec<Value> {
         .collect()
 }
 
+/// `harness run` of t06 on the pool `smollm2` in `dir`, with `extra` arguments.
+fn t06(dir: &Path, extra: &[&str]) -> Command {
+    let mut cmd = harness(dir);
+    cmd.args([
+        "run",
+        "specs/t06_mathematics.toml",
+        "-m",
+        "smollm2",
+        "--no-progress",
+    ])
+    .args(extra);
+    cmd
+}
+
 fn endpoint_of(r: &Value) -> String {
     r["endpoint"].as_str().unwrap_or_default().to_owned()
 }
@@ -134,18 +148,9 @@ fn a_pool_of_two_llama_servers_answers_like_one_and_loses_nothing_when_one_dies(
     let a = Server::start(&bin, &model, &tmp.path().join("a.log"));
     let mut b = Server::start(&bin, &model, &tmp.path().join("b.log"));
     let dir = workspace(tmp.path(), &[&a.url, &b.url]);
-    let spec = "specs/t06_mathematics.toml";
 
     // Both serve; the answers are the golden transcript's (exit 0: no diff).
-    let (code, out) = run(harness(&dir).args([
-        "run",
-        spec,
-        "-m",
-        "smollm2",
-        "--no-progress",
-        "--results",
-        "both",
-    ]));
+    let (code, out) = run(&mut t06(&dir, &["--results", "both"]));
     assert_eq!(code, 0, "{out}");
     let both = records(&dir, "both");
     assert_eq!(both.len(), 10, "{out}");
@@ -162,17 +167,7 @@ fn a_pool_of_two_llama_servers_answers_like_one_and_loses_nothing_when_one_dies(
     }
 
     // One dies mid-run: the other finishes, every answer still the golden one.
-    let mut child = harness(&dir)
-        .args([
-            "run",
-            spec,
-            "-m",
-            "smollm2",
-            "--no-progress",
-            "--no-cache",
-            "--results",
-            "killed",
-        ])
+    let mut child = t06(&dir, &["--no-cache", "--results", "killed"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -238,15 +233,7 @@ fn a_pool_whose_every_endpoint_is_down_ends_in_error_records_naming_each() {
         config.replace("timeout_secs = 300", "timeout_secs = 5\nmax_retries = 1"),
     )
     .unwrap();
-    let (code, out) = run(harness(&dir).args([
-        "run",
-        "specs/t06_mathematics.toml",
-        "-m",
-        "smollm2",
-        "--runs",
-        "2",
-        "--no-progress",
-    ]));
+    let (code, out) = run(&mut t06(&dir, &["--runs", "2"]));
     assert_eq!(code, 4, "{out}");
     let records = records(&dir, "results");
     assert_eq!(records.len(), 2, "{out}");

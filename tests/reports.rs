@@ -39,16 +39,9 @@ fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, t
         run_ids: &run_ids,
         timestamp: "2026-11-21 22:30:00",
         file_stamp: STAMP,
-        results_dir: dir.path(),
-        models: &models,
-        model_ids: &Default::default(),
-        specs: &specs,
         formats: &[Format::Json, Format::Csv, Format::Junit, Format::Csv],
-        journals: &journals,
         color,
-        baseline: None,
-        golden: None,
-        currency: "USD",
+        ..ReportContext::new(dir.path(), &models, &specs, &journals)
     };
     (write_reports(&ctx).unwrap(), dir)
 }

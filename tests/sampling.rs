@@ -11,42 +11,7 @@ use crate::common::{harness, report, run};
 use serde_json::Value;
 
 /// Arithmetic instances `index + 1`, four samples each, seeded from 5.
-const SPEC: &str = r#"
-id = "sampled"
-title = "Sampled sums"
-runs = 3
-
-[generate]
-script = '''
-let parity = if index % 2 == 0 { "even" } else { "odd" };
-#{ expr: `${index} + 1`, answer: index + 1, parity: parity }
-'''
-
-[prompt]
-user = "Вычисли значение выражения: {{ expr }}"
-
-[sampling]
-n = 4
-temperature = 0.7
-seed = 5
-k = [1, 2, 4]
-maj = true
-
-[[verify]]
-rule = "numeric"
-extract = "last_number"
-expected = "answer"
-
-# Judged and reported, never part of pass or score: only sample 1 (seed 6) says it.
-[[verify]]
-rule = "contains"
-name = "says_seed_6"
-report_only = true
-value = "seed 6"
-
-[report]
-group_by = "parity"
-"#;
+pub(crate) const SPEC: &str = include_str!("fixtures/specs/sampled.toml");
 
 /// The request's seed and the right value of its expression (0 when absent).
 fn seed_and_value(request: &Request) -> (u64, i64) {
@@ -59,7 +24,7 @@ fn seed_and_value(request: &Request) -> (u64, i64) {
 
 /// Answers carry the request's seed, so a record shows which request produced it;
 /// sample 0 (seed 5) answers wrong, every other sample right.
-fn seeded(request: &Request) -> Reply {
+pub(crate) fn seeded(request: &Request) -> Reply {
     let (seed, value) = seed_and_value(request);
     let answer = if seed == 5 { value + 10 } else { value };
     Reply::Text(format!("seed {seed}: the answer is {answer}"))

@@ -12,16 +12,10 @@ use crate::verify::{FailureKind, RuleOutcome, Verdict};
 /// A passing record of `model`/`spec`/`instance` with a response, 100 ms, 10 in / 5 out.
 pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
     Record {
-        model: model.into(),
-        spec: spec.into(),
-        instance,
-        sample: 0,
-        instance_id: format!("{spec}/{instance}"),
         messages: vec![Message {
             role: Role::User,
             content: format!("question {instance}"),
         }],
-        vars: Default::default(),
         expected: [("answer".to_owned(), json!("42"))].into_iter().collect(),
         scored: ScoredAnswer {
             response: Some("42".into()),
@@ -34,19 +28,9 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
             error: None,
         },
         rules: vec![rule(Verdict::pass())],
-        failure: None,
         latency_ms: 100,
-        shared: None,
         attempts: 1,
-        cached: false,
-        retries: Vec::new(),
-        judge_attempts: 0,
-        endpoint: None,
-        served_model: None,
-        system_fingerprint: None,
-        tokens_cached: None,
-        cost: None,
-        judge_cost: None,
+        ..Record::blank(model, spec, instance, 0)
     }
 }
 

@@ -20,6 +20,7 @@ use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
 
+use crate::files::for_each_line_at;
 use crate::run::record::Record;
 
 use super::{ReportContext, SpecInfo};
@@ -297,29 +298,21 @@ fn index_journal(
         Err(e) => return Err(e),
     };
     let mut reader = BufReader::new(file);
-    let (mut offset, mut line) = (0u64, Vec::new());
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            break;
+    // Parse the whole record, not just its key, so exactly the lines read_journal accepts count.
+    for_each_line_at(&mut reader, |offset, _, r: Record| {
+        if offset >> OFFSET_BITS != 0 {
+            return Err(io::Error::other("journal too large to index"));
         }
-        // Parse the whole record, not just its key, so exactly the lines read_journal accepts count.
-        if let Ok(r) = serde_json::from_slice::<Record>(&line) {
-            if offset >> OFFSET_BITS != 0 {
-                return Err(io::Error::other("journal too large to index"));
-            }
-            found.push(Found {
-                model: models.intern(&r.model),
-                spec: specs.intern(&r.spec),
-                instance: r.instance,
-                sample: r.sample,
-                journal,
-                offset,
-            });
-        }
-        offset += n as u64;
-    }
+        found.push(Found {
+            model: models.intern(&r.model),
+            spec: specs.intern(&r.spec),
+            instance: r.instance,
+            sample: r.sample,
+            journal,
+            offset,
+        });
+        Ok(())
+    })?;
     Ok(Some(reader))
 }
 
@@ -337,19 +330,9 @@ mod tests {
         let journals = [fixture.clone(), fixture];
         let models = ["planned".to_owned(), "gpt-4o-mini".to_owned()];
         let ctx = ReportContext {
-            run_ids: &[],
             timestamp: "t",
             file_stamp: "f",
-            results_dir: Path::new("."),
-            models: &models,
-            model_ids: &Default::default(),
-            specs: &[],
-            formats: &[],
-            journals: &journals,
-            color: false,
-            baseline: None,
-            golden: None,
-            currency: "USD",
+            ..ReportContext::new(Path::new("."), &models, &[], &journals)
         };
         let mut s = Journals::open(&ctx).unwrap();
         assert_eq!(

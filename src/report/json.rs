@@ -38,12 +38,25 @@ fn is_stable(f: &&super::flaky::Flaky) -> bool {
     f.stability.is_empty()
 }
 
+/// A spec as the JSON report gives it (the HTML page adds its groups).
 #[derive(Serialize)]
-struct Spec<'a> {
+pub(crate) struct Spec<'a> {
     id: &'a str,
     title: &'a str,
     /// The spec's leaderboard: tie groups, each model against the best, detectable gap.
     board: Option<&'a crate::metrics::Board>,
+}
+
+/// Every spec of the report, in display order.
+pub(crate) fn specs<'a>(v: &View<'a>) -> Vec<Spec<'a>> {
+    v.specs
+        .iter()
+        .map(|s| Spec {
+            id: &s.id,
+            title: &s.title,
+            board: v.summary.boards.get(&s.id),
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -75,15 +88,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
         timestamp: v.ctx.timestamp,
         runs: v.ctx.run_ids,
         sandbox: super::sandbox_line(v.ctx),
-        specs: v
-            .specs
-            .iter()
-            .map(|s| Spec {
-                id: &s.id,
-                title: &s.title,
-                board: v.summary.boards.get(&s.id),
-            })
-            .collect(),
+        specs: specs(v),
         comparisons: super::comparison::build(v),
         leaderboard: v.summary.leaderboard.as_ref(),
         run_comparison: v.runs.as_ref(),

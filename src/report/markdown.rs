@@ -451,19 +451,9 @@ mod tests {
             }],
         );
         let ctx = ReportContext {
-            run_ids: &[],
             timestamp: "t",
             file_stamp: "f",
-            results_dir: std::path::Path::new("."),
-            models: &models,
-            model_ids: &Default::default(),
-            specs: &specs,
-            formats: &[],
-            journals: &[],
-            color: false,
-            baseline: None,
-            golden: None,
-            currency: "USD",
+            ..ReportContext::new(std::path::Path::new("."), &models, &specs, &[])
         };
         let md = render(&View {
             ctx: &ctx,

@@ -136,6 +136,38 @@ pub struct ReportContext<'a> {
     pub currency: &'a str,
 }
 
+/// No model ids: what [`ReportContext::new`] starts from.
+static NO_MODEL_IDS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
+impl<'a> ReportContext<'a> {
+    /// Reports of `models` on `specs` from `journals` into `results_dir`:
+    /// no run ids, timestamps or model ids, Markdown and raw JSON only,
+    /// uncolored, no baseline or golden transcripts, costs in USD. Callers
+    /// set the rest with struct update syntax.
+    pub fn new(
+        results_dir: &'a Path,
+        models: &'a [String],
+        specs: &'a [SpecInfo],
+        journals: &'a [PathBuf],
+    ) -> ReportContext<'a> {
+        ReportContext {
+            run_ids: &[],
+            timestamp: "",
+            file_stamp: "",
+            results_dir,
+            models,
+            model_ids: &NO_MODEL_IDS,
+            specs,
+            formats: &[],
+            journals,
+            color: false,
+            baseline: None,
+            golden: None,
+            currency: "USD",
+        }
+    }
+}
+
 /// The files written and the terminal table.
 #[derive(Debug, Default)]
 pub struct ReportOutput {

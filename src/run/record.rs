@@ -118,6 +118,36 @@ fn is_zero_amount(x: &f64) -> bool {
 }
 
 impl Record {
+    /// A record of `model` on `spec`'s instance and sample before anything
+    /// was asked: no messages, no answer, no rules, nothing spent.
+    pub fn blank(model: &str, spec: &str, instance: u64, sample: u32) -> Record {
+        Record {
+            model: model.to_owned(),
+            spec: spec.to_owned(),
+            instance,
+            sample,
+            instance_id: format!("{spec}/{instance}"),
+            messages: Vec::new(),
+            vars: Default::default(),
+            expected: Default::default(),
+            scored: ScoredAnswer::default(),
+            rules: Vec::new(),
+            failure: None,
+            latency_ms: 0,
+            shared: None,
+            attempts: 0,
+            cached: false,
+            retries: Vec::new(),
+            judge_attempts: 0,
+            endpoint: None,
+            served_model: None,
+            system_fingerprint: None,
+            tokens_cached: None,
+            cost: None,
+            judge_cost: None,
+        }
+    }
+
     /// The plan key of this record.
     pub fn key(&self) -> TaskKey {
         TaskKey {

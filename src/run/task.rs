@@ -11,7 +11,6 @@ use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::ResponseFormat;
-use crate::golden::transcript::ScoredAnswer;
 use crate::provider::{ChatRequest, ModelSpec, OutputFormat, Price, ProviderError, RequestKey};
 use crate::spec::Spec;
 
@@ -122,31 +121,7 @@ pub async fn run_task(
     cache: Option<&Cache>,
 ) -> Vec<Record> {
     let s = &spec.spec;
-    let blank = |sample: u32| Record {
-        model: model.spec.name.clone(),
-        spec: s.id.clone(),
-        instance,
-        sample,
-        instance_id: format!("{}/{instance}", s.id),
-        messages: Vec::new(),
-        vars: Default::default(),
-        expected: Default::default(),
-        scored: ScoredAnswer::default(),
-        rules: Vec::new(),
-        failure: None,
-        latency_ms: 0,
-        shared: None,
-        attempts: 0,
-        cached: false,
-        retries: Vec::new(),
-        judge_attempts: 0,
-        endpoint: None,
-        served_model: None,
-        system_fingerprint: None,
-        tokens_cached: None,
-        cost: None,
-        judge_cost: None,
-    };
+    let blank = |sample: u32| Record::blank(&model.spec.name, &s.id, instance, sample);
     let inst = match s.instance(instance) {
         Ok(i) => i,
         Err(d) => {

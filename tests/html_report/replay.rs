@@ -119,8 +119,8 @@ fn check_overview(b: &mut Browser, json: &Value, out: &str) {
 fn check_instances(b: &mut Browser, json: &Value, results: &Path) {
     // Filters change the visible rows.
     b.eval("document.querySelector('#tabs [data-view=instances]').click()");
-    let total = count_records(json);
-    let failed = total - count_passed(json);
+    let total = sum_totals(json, "total");
+    let failed = total - sum_totals(json, "passed");
     wait_count(b, total, total);
     set_filter(b, "status", "fail");
     wait_count(b, failed, total);
@@ -239,21 +239,13 @@ fn raw_response(results: &Path, model: &str, id: &str) -> String {
     panic!("no raw record of {model} for {id}")
 }
 
-fn count_records(json: &Value) -> usize {
+/// The sum over models of their `total[key]` in the JSON report.
+fn sum_totals(json: &Value, key: &str) -> usize {
     json["models"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["total"]["total"].as_u64().unwrap_or(0) as usize)
-        .sum()
-}
-
-fn count_passed(json: &Value) -> usize {
-    json["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["total"]["passed"].as_u64().unwrap_or(0) as usize)
+        .map(|m| m["total"][key].as_u64().unwrap_or(0) as usize)
         .sum()
 }
 

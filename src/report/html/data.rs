@@ -1,5 +1,6 @@
 //! The HTML report's data besides the instance rows: runs, specs with their
-//! leaderboards, models with their totals, cells, comparisons, flaky instances.
+//! leaderboards, models with their totals (and a pool's endpoints), cells,
+//! comparisons, flaky instances.
 //!
 //! Every model and cell has a `cost` in the report's currency (none when no
 //! answer had a price), which the page plots as its third scatter axis.
@@ -14,7 +15,7 @@ use super::super::flaky::Flaky;
 use super::super::runs::RunComparison;
 use super::rows::GoldenCell;
 use crate::metrics::stats::{DEFAULT_ALPHA, DEFAULT_LEVEL};
-use crate::metrics::{Board, Estimate, Metrics, SampledMetrics};
+use crate::metrics::{Board, EndpointStats, Estimate, Metrics, SampledMetrics};
 
 /// Everything but the rows.
 #[derive(Serialize)]
@@ -58,17 +59,14 @@ pub struct Meta<'a> {
     pub currency: &'a str,
 }
 
-/// A spec.
+/// A spec: the JSON report's, and its groups.
 #[derive(Serialize)]
 pub struct Spec<'a> {
-    /// Id.
-    pub id: &'a str,
-    /// Title.
-    pub title: &'a str,
+    /// Id, title and leaderboard.
+    #[serde(flatten)]
+    pub spec: super::super::json::Spec<'a>,
     /// `[report] group_by`.
     pub group_by: &'a [String],
-    /// The spec's leaderboard.
-    pub board: Option<&'a Board>,
 }
 
 /// A model and its totals.
@@ -96,6 +94,9 @@ pub struct Model<'a> {
     pub cost: Option<f64>,
     /// Its cost divided by its correct answers, none without a price or a correct answer.
     pub cost_per_correct: Option<f64>,
+    /// A pool's endpoints by base URL: requests, errors and latency of each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<&'a BTreeMap<String, EndpointStats>>,
 }
 
 /// One model × spec cell.
@@ -168,6 +169,7 @@ pub fn head<'a>(
                 tokens_per_sec: total.and_then(|t| t.tokens_per_sec),
                 cost: total.and_then(|t| t.cost).and_then(|c| c.amount),
                 cost_per_correct: total.and_then(|t| t.cost).and_then(|c| c.per_correct),
+                endpoints: v.summary.endpoints.get(name.as_str()),
             }
         })
         .collect();
@@ -189,14 +191,12 @@ pub fn head<'a>(
             text_chars: super::rows::TEXT_CHARS,
             currency: v.ctx.currency,
         },
-        specs: v
-            .specs
-            .iter()
-            .map(|s| Spec {
-                id: &s.id,
-                title: &s.title,
+        specs: super::super::json::specs(v)
+            .into_iter()
+            .zip(v.specs)
+            .map(|(spec, s)| Spec {
+                spec,
                 group_by: &s.group_by,
-                board: v.summary.boards.get(&s.id),
             })
             .collect(),
         models,

@@ -1,4 +1,5 @@
-// The overview (leaderboard, heatmap, scatter plots) and the categories view.
+// The overview (leaderboard, heatmap, scatter plots, pool endpoints) and the
+// categories view.
 
 // ---------- overview ----------
 
@@ -94,9 +95,10 @@ function scatter(axis) {
     const mark = s('g', { class: 'mark', 'data-model': p.m.name, 'data-x': p.m[axis.key], 'data-y': p.m.total },
       s('title', null, p.m.name + ': ' + pm(p.m.total, iv) + ', ' + axis.label + ' ' + num(p.m[axis.key], 1)));
     if (iv) add(mark, s('line', { class: 'whisker', x1: x, x2: x, y1: Y(iv.high), y2: Y(iv.low) }));
-    const right = x > W * 0.6;
+    // Labels go beside the point: left of it near the right edge, below it near the top.
+    const right = x > W * 0.6, below = y < T + 12;
     add(mark, [s('circle', { class: 'point', cx: x, cy: y, r: 4 }),
-      s('text', { x: right ? x - 6 : x + 6, y: y - 5, 'text-anchor': right ? 'end' : 'start' },
+      s('text', { x: right ? x - 6 : x + 6, y: below ? y + 14 : y - 5, 'text-anchor': right ? 'end' : 'start' },
         p.m.name.length > 24 ? p.m.name.slice(0, 23) + '…' : p.m.name)]);
     add(g, mark);
   }
@@ -125,6 +127,23 @@ function costPerCorrect() {
   return h('div', { class: 'chart' }, [h('h3', null, 'Cost per correct answer, ' + R.meta.currency), g]);
 }
 
+// A pool's replicas: which endpoint answered how much, how fast, how often it failed.
+function pools() {
+  const body = [];
+  for (const i of order) {
+    for (const [url, e] of Object.entries(models[i].endpoints || {})) {
+      const l = e.latency_ms;
+      body.push(h('tr', { 'data-model': models[i].name },
+        h('td', { class: 'name' }, models[i].name), h('td', { class: 'name' }, url),
+        h('td', null, e.requests), h('td', null, e.errors),
+        h('td', null, l ? fix(l.mean, 0) : '—'), h('td', null, l ? l.p50 : '—'), h('td', null, l ? l.p95 : '—')));
+    }
+  }
+  if (!body.length) return null;
+  return [h('h2', null, 'Pool endpoints'),
+    table(['Model', 'Endpoint', 'Requests', 'Errors', 'mean ms', 'p50 ms', 'p95 ms'], body, 'pools')];
+}
+
 function overview() {
   const v = view('overview');
   const charts = AXES.map(scatter).filter(Boolean);
@@ -137,6 +156,7 @@ function overview() {
     h('h2', null, 'Accuracy against cost of answering'),
     charts.length ? h('div', { class: 'charts' }, charts)
       : h('p', { class: 'note' }, 'No timed requests: replayed and cached answers have no latency to plot.'),
+    pools(),
   ]);
 }
 
