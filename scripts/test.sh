@@ -46,22 +46,30 @@ LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=
 SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
 export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
-# The tests that need the real llama.cpp servers take turns (llama.cpp
+# The tests on the shared llama.cpp servers (e2e_llama) take turns (llama.cpp
 # batches concurrent requests, which changes greedy output). A test waiting
 # its turn would hold one of libtest's threads, and they sort together, so
-# they run one at a time in a process of their own, beside the rest.
-llama_tests=(e2e_llama:: managed_llama:: pool_llama::)
+# they run one at a time in a process of their own, beside the rest. They
+# are the longest part; the tests that start llama-servers of their own
+# (managed_llama, pool_llama) run one at a time beside them once the rest
+# is done, so the CPU-bound rest never shares the cores with three servers.
+shared_tests=(e2e_llama::)
+own_tests=(managed_llama:: pool_llama::)
 cargo test --locked --no-run
 llama_log="$(mktemp)"
-cargo test --locked --test tests -- --test-threads 1 "${llama_tests[@]}" >"$llama_log" 2>&1 &
+cargo test --locked --test tests -- --test-threads 1 "${shared_tests[@]}" >"$llama_log" 2>&1 &
 llama_pid=$!
 rest=0
-cargo test --locked -- $(printf -- '--skip %s ' "${llama_tests[@]}") || rest=$?
+cargo test --locked -- $(printf -- '--skip %s ' "${shared_tests[@]}" "${own_tests[@]}") || rest=$?
+echo "== the tests on llama-servers of their own (one at a time)"
+own=0
+cargo test --locked --test tests -- --test-threads 1 "${own_tests[@]}" || own=$?
 llama=0
 wait "$llama_pid" || llama=$?
-echo "== the tests on the llama servers (one at a time)"
+echo "== the tests on the shared llama servers (one at a time)"
 cat "$llama_log"
 rm -f "$llama_log"
-if [ "$rest" -ne 0 ]; then exit "$rest"; fi
-if [ "$llama" -ne 0 ]; then exit "$llama"; fi
+for code in "$rest" "$own" "$llama"; do
+  if [ "$code" -ne 0 ]; then exit "$code"; fi
+done
 cargo run --quiet --locked -- check specs/

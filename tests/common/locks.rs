@@ -1,9 +1,10 @@
 //! What the tests share now that they run in one process, and the lock
 //! that keeps them from getting in each other's way: the real llama.cpp
-//! servers. The e2e tests need `scripts/test.sh`'s two servers to themselves
+//! servers. The e2e tests need `scripts/test.sh`'s servers to themselves
 //! (llama.cpp batches concurrent requests, which changes greedy output), and
-//! a managed-server test starts one more llama-server on machines with two
-//! cores: one such test at a time.
+//! a managed-server or pool test starts llama-servers of its own on machines
+//! with two cores: one such test at a time in a process. `scripts/test.sh`
+//! runs the two kinds in separate processes, since they share no server.
 
 use std::sync::{Mutex, MutexGuard};
 
