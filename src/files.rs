@@ -91,22 +91,28 @@ fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u
     Ok(if last_ok { len } else { last_start })
 }
 
+/// Opens `path` for reading; `None` when it does not exist (a journal or
+/// log not written yet reads as empty).
+pub fn open_existing(path: &Path) -> io::Result<Option<File>> {
+    match File::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Calls `f` with each line that parses as `T`, in file order; other lines are skipped.
 pub fn for_each_line<T: serde::de::DeserializeOwned>(
     path: &Path,
     mut f: impl FnMut(T),
 ) -> io::Result<()> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
+    let Some(file) = open_existing(path)? else {
+        return Ok(());
     };
-    for line in BufReader::new(file).split(b'\n') {
-        if let Ok(record) = serde_json::from_slice::<T>(&line?) {
-            f(record);
-        }
-    }
-    Ok(())
+    for_each_line_at(&mut BufReader::new(file), |_, _, value| {
+        f(value);
+        Ok::<(), io::Error>(())
+    })
 }
 
 /// Calls `f` with the offset, the bytes (newline included, when there is

@@ -20,7 +20,7 @@ use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::Path;
 
-use crate::files::for_each_line_at;
+use crate::files::{for_each_line_at, open_existing};
 use crate::run::record::Record;
 
 use super::{ReportContext, SpecInfo};
@@ -292,10 +292,8 @@ fn index_journal(
     (models, specs): (&mut Interner, &mut Interner),
     found: &mut Vec<Found>,
 ) -> io::Result<Option<BufReader<File>>> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(file) = open_existing(path)? else {
+        return Ok(None);
     };
     let mut reader = BufReader::new(file);
     // Parse the whole record, not just its key, so exactly the lines read_journal accepts count.

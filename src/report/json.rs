@@ -47,16 +47,15 @@ pub(crate) struct Spec<'a> {
     board: Option<&'a crate::metrics::Board>,
 }
 
-/// Every spec of the report, in display order.
-pub(crate) fn specs<'a>(v: &View<'a>) -> Vec<Spec<'a>> {
-    v.specs
-        .iter()
-        .map(|s| Spec {
+impl<'a> Spec<'a> {
+    /// Spec `s` of the report, with its leaderboard.
+    pub(crate) fn of(v: &View<'a>, s: &'a super::SpecInfo) -> Spec<'a> {
+        Spec {
             id: &s.id,
             title: &s.title,
             board: v.summary.boards.get(&s.id),
-        })
-        .collect()
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -88,7 +87,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
         timestamp: v.ctx.timestamp,
         runs: v.ctx.run_ids,
         sandbox: super::sandbox_line(v.ctx),
-        specs: specs(v),
+        specs: v.specs.iter().map(|s| Spec::of(v, s)).collect(),
         comparisons: super::comparison::build(v),
         leaderboard: v.summary.leaderboard.as_ref(),
         run_comparison: v.runs.as_ref(),

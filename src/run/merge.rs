@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::record::Record;
 use super::shard::{self, Shard};
 use super::{Manifest, SpecRuntime};
-use crate::files::{AtomicFile, for_each_line_at};
+use crate::files::{AtomicFile, for_each_line_at, open_existing};
 
 /// Why shards could not be merged.
 #[derive(Debug, thiserror::Error)]
@@ -247,11 +247,9 @@ fn for_each_raw(
     path: &Path,
     mut f: impl FnMut(u64, usize, Record) -> Result<(), MergeError>,
 ) -> Result<(), MergeError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())).into()),
-    };
+    let file = open_existing(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let Some(file) = file else { return Ok(()) };
     // A last line the crash left without its newline is not copied: the
     // merged journal's next line would run into it.
     for_each_line_at(&mut BufReader::new(file), |offset, line, record| {

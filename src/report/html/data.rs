@@ -191,11 +191,11 @@ pub fn head<'a>(
             text_chars: super::rows::TEXT_CHARS,
             currency: v.ctx.currency,
         },
-        specs: super::super::json::specs(v)
-            .into_iter()
-            .zip(v.specs)
-            .map(|(spec, s)| Spec {
-                spec,
+        specs: v
+            .specs
+            .iter()
+            .map(|s| Spec {
+                spec: super::super::json::Spec::of(v, s),
                 group_by: &s.group_by,
             })
             .collect(),
