@@ -98,7 +98,9 @@ fn main() {
     let started = Instant::now();
     let out = write_reports(&ctx).expect("reports written");
     let write_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let size = std::fs::metadata(&out.html).expect("html exists").len();
+    let size = std::fs::metadata(&out.files.html)
+        .expect("html exists")
+        .len();
     println!(
         "report: {records} records ({} models × {SPECS} specs × {INSTANCES} instances)",
         MODELS.len()
@@ -112,7 +114,7 @@ fn main() {
         size as f64 / text.len() as f64,
         text.len() as f64 / 1048576.0
     );
-    open_in_browser(&out.html, records);
+    open_in_browser(&out.files.html, records);
 }
 
 /// Opens the page several times and prints the median of each timing.

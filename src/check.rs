@@ -29,8 +29,23 @@ pub struct CheckOptions {
     pub mode: GoldenMode,
 }
 
+/// How many of a spec's examples held, shown as `held/total`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Examples {
+    /// Examples that held.
+    pub held: usize,
+    /// Examples in the spec.
+    pub total: usize,
+}
+
+impl std::fmt::Display for Examples {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.held, self.total)
+    }
+}
+
 /// The result of checking one spec file.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct SpecCheck {
     /// The spec file.
     pub file: PathBuf,
@@ -38,10 +53,8 @@ pub struct SpecCheck {
     pub id: Option<String>,
     /// Instances generated and rendered.
     pub instances: usize,
-    /// Examples that held.
-    pub examples_passed: usize,
-    /// Examples in the spec.
-    pub examples: usize,
+    /// The spec's examples and how many held.
+    pub examples: Examples,
     /// Every problem found.
     pub errors: Vec<Diagnostic>,
     /// The golden comparison, when the spec was sound enough to make one.
@@ -55,13 +68,7 @@ pub fn check_file(file: &Path, options: &CheckOptions) -> SpecCheck {
     let started = Instant::now();
     let mut report = SpecCheck {
         file: file.to_path_buf(),
-        id: None,
-        instances: 0,
-        examples_passed: 0,
-        examples: 0,
-        errors: Vec::new(),
-        golden: None,
-        elapsed: Duration::ZERO,
+        ..SpecCheck::default()
     };
     match Spec::load(file) {
         Err(diags) => report.errors = diags.0,
@@ -89,7 +96,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
         }
     };
     let generated = check_instances(spec, golden.as_mut(), report);
-    report.examples = spec.def.examples.len();
+    report.examples.total = spec.def.examples.len();
     if spec.rules.needs_sandbox()
         && !spec.def.examples.is_empty()
         && let Err(e) = crate::sandbox::shared()
@@ -138,7 +145,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     };
     for outcome in outcomes {
         match outcome {
-            Ok(()) => report.examples_passed += 1,
+            Ok(()) => report.examples.held += 1,
             Err(e) => report
                 .errors
                 .push(e.with_source(spec.source_map().source())),

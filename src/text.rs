@@ -160,6 +160,11 @@ fn longest_run(text: &str, c: char) -> usize {
     best
 }
 
+/// A table header: `first`, then `rest`.
+pub fn header_row(first: &str, rest: impl IntoIterator<Item = String>) -> Vec<String> {
+    std::iter::once(first.to_owned()).chain(rest).collect()
+}
+
 /// A Markdown table padded to character widths, so the source reads as a table too.
 pub fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
     let widths: Vec<usize> = (0..header.len())

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::common::fake_server::{FakeServer, Reply};
 use crate::common::workspace::{Workspace, model_toml};
-use crate::common::{harness, root, run};
+use crate::common::{harness, python_suite, root, run};
 
 const SPECS: [&str; 2] = ["assert_style.toml", "check_style.toml"];
 
@@ -21,21 +21,13 @@ fn fixtures() -> PathBuf {
 
 /// Every attack, by file stem, sorted; then the honest answer last.
 fn answers() -> Vec<(String, String)> {
-    let mut attacks: Vec<(String, String)> = std::fs::read_dir(fixtures().join("attacks"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+    let mut attacks: Vec<(String, String)> = python_suite(&fixtures().join("attacks"), 12)
+        .into_iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
             (name, std::fs::read_to_string(&p).unwrap())
         })
         .collect();
-    attacks.sort();
-    assert!(
-        attacks.len() >= 12,
-        "the suite has {} attacks",
-        attacks.len()
-    );
     let honest = std::fs::read_to_string(fixtures().join("honest.py")).unwrap();
     attacks.push(("honest".into(), honest));
     attacks

@@ -91,14 +91,10 @@ fn wait_count(b: &mut Browser, expected: usize, total: usize) {
 const HOSTILE: &str = "</script><script>window.__pwned = 1</script>\
     <img src=x onerror=\"window.__pwned = 2\"> \u{1b}[31mred\u{1b}[0m <b>bold</b>";
 
-#[test]
-fn hostile_answers_render_as_text() {
-    let Some(mut b) = Browser::launch() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let run_dir = dir.path().join("results/runs/r1");
-    std::fs::create_dir_all(&run_dir).unwrap();
+/// The two-model journal fixture with every answer made [`HOSTILE`], written
+/// as `run_dir/journal.jsonl`.
+fn hostile_journal(run_dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(run_dir).unwrap();
     let fixture = root().join("tests/fixtures/journals/two_models.jsonl");
     let mut lines = Vec::new();
     for line in std::fs::read_to_string(fixture).unwrap().lines() {
@@ -112,6 +108,16 @@ fn hostile_answers_render_as_text() {
     }
     let journal = run_dir.join("journal.jsonl");
     std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    journal
+}
+
+#[test]
+fn hostile_answers_render_as_text() {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = hostile_journal(&dir.path().join("results/runs/r1"));
     let ctx_models = vec!["qwen3:8b".to_owned()];
     let specs = vec![harness::report::SpecInfo {
         title: "<img src=x onerror=\"window.__pwned = 4\">".into(),
@@ -126,7 +132,7 @@ fn hostile_answers_render_as_text() {
         ..harness::report::ReportContext::new(&results, &ctx_models, &specs, &journals)
     };
     let out = harness::report::write_reports(&ctx).unwrap();
-    open(&mut b, &out.html, 1280, "hostile_overview");
+    open(&mut b, &out.files.html, 1280, "hostile_overview");
     b.eval("document.querySelector('#tabs [data-view=instances]').click()");
     b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
     b.eval("document.querySelector('#view-instances .vrow').click()");

@@ -56,6 +56,7 @@ fn read(path: &Path) -> String {
 
 fn extra(out: &ReportOutput, ext: &str) -> String {
     let path = out
+        .files
         .extra
         .iter()
         .find(|p| p.extension().is_some_and(|e| e == ext))
@@ -71,10 +72,11 @@ fn extra(out: &ReportOutput, ext: &str) -> String {
 fn report_files_land_under_results_reports() {
     let (out, dir) = one_run();
     assert_eq!(
-        out.markdown,
+        out.files.markdown,
         dir.path().join(format!("reports/report_{STAMP}.md"))
     );
     let raw: Vec<_> = out
+        .files
         .raw
         .iter()
         .map(|p| p.strip_prefix(dir.path()).unwrap().to_owned())
@@ -88,13 +90,13 @@ fn report_files_land_under_results_reports() {
         .map(PathBuf::from)
     );
     // The repeated Csv format is written once.
-    assert_eq!(out.extra.len(), 3);
+    assert_eq!(out.files.extra.len(), 3);
 }
 
 #[test]
 fn markdown_report() {
     let (out, _dir) = one_run();
-    insta::assert_snapshot!(read(&out.markdown));
+    insta::assert_snapshot!(read(&out.files.markdown));
 }
 
 #[test]
@@ -141,7 +143,7 @@ fn terminal_colors_do_not_shift_columns() {
 #[test]
 fn raw_json_keeps_its_documented_keys_in_order() {
     let (out, _dir) = one_run();
-    let v: Value = serde_json::from_str(&read(&out.raw[0])).unwrap();
+    let v: Value = serde_json::from_str(&read(&out.files.raw[0])).unwrap();
     let items = v.as_array().unwrap();
     let ids: Vec<&str> = items
         .iter()
@@ -189,7 +191,7 @@ fn raw_json_keeps_its_documented_keys_in_order() {
     // The later journal line for instance 1 wins over the earlier one.
     assert_eq!(items[2]["llm_response"], "Самый высокий — Борис.");
     assert_eq!(items[8]["error"], "request timed out after 30 s");
-    let gpt: Value = serde_json::from_str(&read(&out.raw[1])).unwrap();
+    let gpt: Value = serde_json::from_str(&read(&out.files.raw[1])).unwrap();
     assert_eq!(
         gpt[5]["expected_output"]["format"], "object",
         "several rules: the map"
@@ -204,14 +206,7 @@ fn the_same_journals_give_the_same_bytes() {
         let journals = vec![fixture(); runs.len()];
         let (a, _a) = build(runs, journals.clone(), false);
         let (b, _b) = build(runs, journals, false);
-        let files = |o: &ReportOutput| -> Vec<PathBuf> {
-            [&o.markdown, &o.html]
-                .into_iter()
-                .chain(&o.extra)
-                .chain(&o.raw)
-                .cloned()
-                .collect()
-        };
+        let files = |o: &ReportOutput| -> Vec<PathBuf> { o.files.all().cloned().collect() };
         let (fa, fb) = (files(&a), files(&b));
         assert_eq!(fa.len(), fb.len());
         for (x, y) in fa.iter().zip(&fb) {
@@ -230,6 +225,7 @@ fn the_same_journals_give_the_same_bytes() {
 fn a_model_in_several_runs_is_shown_per_run() {
     let (out, dir) = build(&["r1", "r2"], vec![fixture(), fixture()], false);
     let names: Vec<_> = out
+        .files
         .raw
         .iter()
         .map(|p| p.strip_prefix(dir.path().join("raw")).unwrap().to_owned())
@@ -256,17 +252,17 @@ fn a_model_in_several_runs_is_shown_per_run() {
             out.terminal
         );
     }
-    let raw: Value = serde_json::from_str(&read(&out.raw[1])).unwrap();
+    let raw: Value = serde_json::from_str(&read(&out.files.raw[1])).unwrap();
     assert_eq!(raw[0]["model_name"], "r2/qwen3:8b");
 }
 
 #[test]
 fn no_journals_still_make_a_report() {
     let (out, _dir) = build(&[], Vec::new(), false);
-    let md = read(&out.markdown);
+    let md = read(&out.files.markdown);
     assert!(md.contains("| **qwen3:8b**"), "{md}");
     assert!(md.contains("Нет записей."), "{md}");
-    assert_eq!(read(&out.raw[0]), "[]\n");
+    assert_eq!(read(&out.files.raw[0]), "[]\n");
 }
 
 /// Peak resident memory of this process, in KiB (Linux).

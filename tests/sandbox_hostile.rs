@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use harness::sandbox::{self, Limits, Outcome, Program, Termination};
 
 use crate::common::alone::{in_own_process, test_name};
+use crate::common::python_suite;
 
 const FAKE_KEY: &str = "sk-fake-hostile-suite-0123456789";
 
@@ -144,24 +145,24 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
     // used the budget: a tree of many processes (a fork bomb), each under its
     // own limit, must not compute far past it.
     let slack = Duration::from_secs(2);
-    if outcome.wall > limits.wall * 4 + slack {
-        problems.push(format!("took {:?}, past the deadline", outcome.wall));
+    if outcome.usage.wall > limits.wall * 4 + slack {
+        problems.push(format!("took {:?}, past the deadline", outcome.usage.wall));
     }
     // The budget, the tick count's lag (1 s), one stretch step on every core.
     let most_cpu = limits.cpu + Duration::from_secs(1) + Duration::from_millis(500) * cores();
-    if outcome.wall > limits.wall + slack && outcome.tree_cpu > most_cpu {
+    if outcome.usage.wall > limits.wall + slack && outcome.usage.tree_cpu > most_cpu {
         problems.push(format!(
             "took {:?} and {:?} of CPU: its deadline moved past its CPU budget ({})",
-            outcome.wall,
-            outcome.tree_cpu,
+            outcome.usage.wall,
+            outcome.usage.tree_cpu,
             outcome.describe(limits)
         ));
     }
     let ok = match expect {
         Expect::Contained => outcome.success() && stdout.contains("CONTAINED"),
-        Expect::Killed => outcome.timed_out || outcome.cpu_exhausted(limits),
+        Expect::Killed => outcome.killed.timed_out || outcome.cpu_exhausted(limits),
         Expect::OutputLimit => {
-            outcome.output_limited && outcome.stdout.len() <= limits.output_bytes
+            outcome.killed.output_limited && outcome.stdout.len() <= limits.output_bytes
         }
         Expect::KilledBySignal => outcome.termination == Termination::Signaled(libc::SIGSEGV),
     };
@@ -169,7 +170,7 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
         problems.push(format!(
             "expected {expect:?}, got {} (timed out: {}, stderr: {})",
             outcome.describe(limits),
-            outcome.timed_out,
+            outcome.killed.timed_out,
             String::from_utf8_lossy(&outcome.stderr)
                 .chars()
                 .take(400)
@@ -181,7 +182,7 @@ fn judge(expect: &Expect, outcome: &Outcome, limits: &Limits) -> Vec<String> {
 
 /// How a run ended, with its wall-clock and whole-tree CPU time.
 fn account(outcome: &Outcome, limits: &Limits) -> String {
-    let (wall, cpu) = (outcome.wall, outcome.tree_cpu);
+    let (wall, cpu) = (outcome.usage.wall, outcome.usage.tree_cpu);
     format!("{} (wall {wall:?}, cpu {cpu:?})", outcome.describe(limits))
 }
 
@@ -310,18 +311,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
     world.abstract_unix.set_nonblocking(true).unwrap();
     std::fs::write(world.canary(), "canary").unwrap();
     let prelude = std::fs::read_to_string(dir.join("_prelude.py")).unwrap();
-    let mut snippets: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "py"))
-        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('_'))
-        .collect();
-    snippets.sort();
-    assert!(
-        snippets.len() >= 25,
-        "the suite has {} snippets",
-        snippets.len()
-    );
+    let snippets = python_suite(&dir, 25);
 
     let mut report = String::new();
     for (run, path) in snippets.iter().enumerate() {
@@ -407,11 +397,11 @@ fn a_fractional_cpu_limit_stops_a_loop_near_it() {
         "{}",
         account(&outcome, limits)
     );
-    assert!(!outcome.timed_out, "{}", account(&outcome, limits));
+    assert!(!outcome.killed.timed_out, "{}", account(&outcome, limits));
     assert_eq!(outcome.describe(limits), "killed: CPU limit of 0.3 s");
     // A tick or two of the watch past the limit, far from RLIMIT_CPU's 1 s.
     assert!(
-        outcome.tree_cpu < Duration::from_millis(600),
+        outcome.usage.tree_cpu < Duration::from_millis(600),
         "{}",
         account(&outcome, limits)
     );

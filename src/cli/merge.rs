@@ -121,9 +121,9 @@ fn merge_runs(args: &MergeArgs, color: bool) -> Result<Exit, Exit> {
         &file_stamp,
     )?;
     print!("{}", report.terminal);
-    println!("report: {}", report.markdown.display());
+    println!("report: {}", report.files.markdown.display());
     let differ = finish.golden_transcripts(&manifest, &specs, &journal_path)?;
-    println!("html report: {}", report.html.display());
+    println!("html report: {}", report.files.html.display());
     if report.errors > 0 && !args.allow_errors {
         eprintln!(
             "error: {} of {} answers are errors (exit 4); `--allow-errors` accepts them",

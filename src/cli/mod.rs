@@ -3,6 +3,7 @@
 //!
 //! The top layer: it may import every module; nothing imports it.
 
+mod asking;
 mod check;
 mod costs;
 mod exit;

@@ -100,11 +100,11 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
     match write_reports(&ctx) {
         Ok(out) => {
             print!("{}", out.terminal);
-            println!("report: {}", out.markdown.display());
-            for extra in &out.extra {
+            println!("report: {}", out.files.markdown.display());
+            for extra in &out.files.extra {
                 println!("        {}", extra.display());
             }
-            println!("html report: {}", out.html.display());
+            println!("html report: {}", out.files.html.display());
             Exit::Success
         }
         Err(e) => fail(format!("writing reports: {e}")),

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::asking::AskingArgs;
 use super::exit::{Exit, either, fail};
 use super::finish::Finish;
 use super::render;
@@ -23,18 +24,15 @@ pub struct RunArgs {
     /// Models: `ollama:NAME`, `openai:NAME[@URL]`, `llamacpp:FILE.gguf`, `vllm:MODEL`, `replay:NAME`, or names from harness.toml.
     #[arg(short = 'm', long = "model")]
     pub models: Vec<String>,
-    /// The configuration file.
-    #[arg(long, default_value = "harness.toml")]
-    pub config: PathBuf,
+    /// The configuration, the response cache, progress.
+    #[command(flatten)]
+    pub asking: AskingArgs,
     /// Instances per spec (overrides the specs and harness.toml).
     #[arg(long, conflicts_with = "resume")]
     pub runs: Option<u32>,
     /// Complete an interrupted run: its id or `latest`.
     #[arg(long)]
     pub resume: Option<String>,
-    /// Ask the models even when the cache has the answer.
-    #[arg(long)]
-    pub no_cache: bool,
     /// Record the new transcripts as golden.
     #[arg(long)]
     pub bless: bool,
@@ -44,15 +42,9 @@ pub struct RunArgs {
     /// Extra report formats.
     #[arg(long = "format", value_enum)]
     pub formats: Vec<Format>,
-    /// Results directory.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
     /// Golden directory.
     #[arg(long, default_value = "golden")]
     pub golden: PathBuf,
-    /// No progress bars or progress lines.
-    #[arg(long)]
-    pub no_progress: bool,
     /// Compare every model against this one on sampled specs.
     #[arg(long)]
     pub baseline: Option<String>,
@@ -161,7 +153,7 @@ fn plan_new(
             spec.id
         )));
     }
-    let runs_dir = args.results.join("runs");
+    let runs_dir = args.asking.results.join("runs");
     let shard = match &args.shard {
         Some(text) => Some(run::Shard::parse(text, |name| std::env::var(name).ok()).map_err(fail)?),
         None => None,
@@ -262,10 +254,12 @@ struct Prepared {
 
 /// Loads the configuration, then the plan: a new one, or the resumed run's.
 fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
-    let config = Config::load(&args.config, args.config != Path::new("harness.toml"))
+    let config = args
+        .asking
+        .load_config()
         .map_err(|d| diagnostic(&d, color))?;
     let (created, file_stamp) = run::timestamps();
-    let runs_dir = args.results.join("runs");
+    let runs_dir = args.asking.results.join("runs");
     let (mut manifest, specs) = if let Some(id) = &args.resume {
         let dir = run::find_run(&runs_dir, id).map_err(fail)?;
         let manifest = run::read_manifest(&dir).map_err(fail)?;
@@ -317,7 +311,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
             _ => Some(now),
         };
     }
-    let run_dir = args.results.join("runs").join(&manifest.run_id);
+    let run_dir = args.asking.results.join("runs").join(&manifest.run_id);
     let journal_path = run_dir.join("journal.jsonl");
     let mut runtimes = Vec::new();
     for spec in &specs {
@@ -333,9 +327,9 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     }
     run::write_manifest(&run_dir, &manifest).map_err(fail)?;
     let settings = RunSettings {
-        use_cache: !args.no_cache,
-        cache_path: args.results.join("cache.sqlite"),
-        progress: !args.no_progress,
+        use_cache: !args.asking.no_cache,
+        cache_path: args.asking.cache_path(),
+        progress: !args.asking.no_progress,
         limits,
     };
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
@@ -363,7 +357,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         Err(e) => return Err(fail(e)),
     };
     let finish = Finish {
-        results: &args.results,
+        results: &args.asking.results,
         golden: &args.golden,
         formats: &args.formats,
         baseline: args.baseline.as_deref(),
@@ -378,13 +372,13 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         outcome.written,
         outcome.cached,
         outcome.attempts,
-        report.markdown.display()
+        report.files.markdown.display()
     );
     for change in &outcome.identity_changes {
         println!("{change}");
     }
     if outcome.interrupted {
-        println!("html report: {}", report.html.display());
+        println!("html report: {}", report.files.html.display());
         eprintln!(
             "interrupted: finished answers are saved; continue with `harness run --resume {}`",
             manifest.run_id
@@ -412,7 +406,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         );
     }
     // Last, so it stays on screen: the page with every statistic and instance.
-    println!("html report: {}", report.html.display());
+    println!("html report: {}", report.files.html.display());
     if errors == 0 || args.allow_errors {
         Ok(Exit::differences_if(differ))
     } else {

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use super::asking::AskingArgs;
 use super::exit::{Exit, fail};
-use crate::config::Config;
-use crate::synth::{SynthOptions, SynthReport};
+use crate::synth::{Overrides, SynthOptions, SynthReport};
 
 /// Arguments of `harness synth`.
 #[derive(Debug, clap::Args)]
@@ -36,23 +36,14 @@ pub struct SynthArgs {
     /// Summarize each document first and give the summary to QA generation.
     #[arg(long)]
     pub summary: bool,
-    /// The configuration file.
-    #[arg(long, default_value = "harness.toml")]
-    pub config: PathBuf,
-    /// Ask the model even when the cache has the answer.
-    #[arg(long)]
-    pub no_cache: bool,
-    /// Results directory (holds the response cache).
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
-    /// No progress bars or progress lines.
-    #[arg(long)]
-    pub no_progress: bool,
+    /// The configuration, the response cache, progress.
+    #[command(flatten)]
+    pub asking: AskingArgs,
 }
 
 /// Runs `harness synth`.
 pub fn run(args: &SynthArgs) -> Exit {
-    let config = match Config::load(&args.config, args.config.as_os_str() != "harness.toml") {
+    let config = match args.asking.load_config() {
         Ok(c) => c,
         Err(d) => return fail(d),
     };
@@ -67,11 +58,13 @@ pub fn run(args: &SynthArgs) -> Exit {
         work: args.work.clone(),
         pipeline: args.pipeline.clone(),
         metadata: args.metadata,
-        cache: (!args.no_cache).then(|| args.results.join("cache.sqlite")),
-        progress: !args.no_progress,
-        num_pairs: args.num_pairs,
-        threshold: args.threshold,
-        summary: args.summary,
+        cache: (!args.asking.no_cache).then(|| args.asking.cache_path()),
+        progress: !args.asking.no_progress,
+        overrides: Overrides {
+            num_pairs: args.num_pairs,
+            threshold: args.threshold,
+            summary: args.summary,
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

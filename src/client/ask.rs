@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::cache::{Cache, cache_key};
 use super::limits::backoff;
-use super::{ModelClient, pool};
+use super::{Attempt, ModelClient, pool};
 use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey};
 
 /// Backoff bounds.
@@ -54,6 +54,17 @@ struct Gated<'a, T> {
     n: u32,
     refusable: bool,
     answers: fn(&T) -> &[Completion],
+}
+
+impl<T> Gated<'_, T> {
+    /// The attempt as `model`'s gate sees it.
+    fn attempt<'a>(&'a self, model: &'a ModelClient) -> Attempt<'a> {
+        Attempt {
+            model: &model.spec,
+            request: self.request,
+            n: self.n,
+        }
+    }
 }
 
 /// Sends with retries on retryable errors, logging each failed attempt into
@@ -146,7 +157,7 @@ where
             let reservation = match gate {
                 Some((gate, may_refuse)) => {
                     let refusable = may_refuse && gated.refusable && attempts == 0;
-                    match gate.admit(&model.spec, gated.request, gated.n, refusable) {
+                    match gate.admit(gated.attempt(model), refusable) {
                         Some(r) => Some((gate, r)),
                         None => {
                             return (
@@ -165,7 +176,7 @@ where
             let r = send(assigned.index).await;
             if let Some((gate, reservation)) = reservation {
                 let answers = r.as_ref().map_or(&[][..], gated.answers);
-                gate.settle(&model.spec, gated.request, reservation, answers);
+                gate.settle(gated.attempt(model), reservation, answers);
             }
             (r, started.elapsed())
         };

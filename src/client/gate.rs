@@ -14,24 +14,23 @@ pub struct Reservation {
     pub tokens: u64,
 }
 
+/// One HTTP attempt as a gate sees it: which model, what request, how many choices.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    /// The model asked.
+    pub model: &'a ModelSpec,
+    /// The request sent.
+    pub request: &'a ChatRequest,
+    /// Choices asked for.
+    pub n: u32,
+}
+
 /// Admits or refuses attempts and learns what each one used.
 pub trait Gate: Send + Sync {
-    /// Reserves the worst case of `request` asking for `n` choices; `None`
-    /// refuses it, which only a `refusable` attempt may be.
-    fn admit(
-        &self,
-        model: &ModelSpec,
-        request: &ChatRequest,
-        n: u32,
-        refusable: bool,
-    ) -> Option<Reservation>;
+    /// Reserves the worst case of `attempt`; `None` refuses it, which only a
+    /// `refusable` attempt may be.
+    fn admit(&self, attempt: Attempt<'_>, refusable: bool) -> Option<Reservation>;
 
     /// Ends `reservation` with the answers the attempt returned (none for an error).
-    fn settle(
-        &self,
-        model: &ModelSpec,
-        request: &ChatRequest,
-        reservation: Reservation,
-        answers: &[Completion],
-    );
+    fn settle(&self, attempt: Attempt<'_>, reservation: Reservation, answers: &[Completion]);
 }

@@ -33,7 +33,7 @@ use limits::RateLimiter;
 use managed::{ManagedServer, ServerWatch};
 
 pub use ask::{Asked, ask, ask_batch};
-pub use gate::{Gate, Reservation};
+pub use gate::{Attempt, Gate, Reservation};
 
 /// Why a model could not be made ready to ask.
 #[derive(Debug, thiserror::Error)]

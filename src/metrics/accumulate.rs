@@ -7,8 +7,8 @@ use super::problems::{Keep, Problem, Problems};
 use super::sampling;
 use super::stats;
 use super::{
-    Estimate, Example, FAILING_EXAMPLES, FailureStat, JudgeStats, Latency, Method, Metrics,
-    SamplingPlan, Tokens,
+    Estimate, Example, FAILING_EXAMPLES, FailureStat, JudgeKey, JudgeStats, Latency, Method,
+    Metrics, SamplingPlan, Tokens,
 };
 use crate::run::record::Record;
 
@@ -47,7 +47,7 @@ pub struct Accumulator {
     /// Report-only rule → every (spec, instance)'s samples' outcomes by that rule.
     side: BTreeMap<String, Problems>,
     /// (rule, judge, rubric) → running totals.
-    judges: BTreeMap<(String, String, String), JudgeTotals>,
+    judges: BTreeMap<JudgeKey, JudgeTotals>,
     cost: super::cost::CostTotals,
 }
 
@@ -116,7 +116,11 @@ impl Accumulator {
             let Some(j) = &rule.judge else { continue };
             let stat = self
                 .judges
-                .entry((rule.name.clone(), j.judge.clone(), j.rubric.clone()))
+                .entry(JudgeKey {
+                    rule: rule.name.clone(),
+                    judge: j.judge.clone(),
+                    rubric: j.rubric.clone(),
+                })
                 .or_default();
             stat.attempts += u64::from(j.attempts);
             match (j.level, j.spread) {
@@ -193,12 +197,10 @@ impl Accumulator {
         let latency_ms = latency(&self.latencies);
         let judges = std::mem::take(&mut self.judges)
             .into_iter()
-            .map(|((rule, judge, rubric), t)| {
+            .map(|(key, t)| {
                 let n = t.judged as f64;
                 JudgeStats {
-                    rule,
-                    judge,
-                    rubric,
+                    key,
                     judged: t.judged,
                     errors: t.errors,
                     mean_score: (t.judged > 0).then(|| t.score_sum / n),

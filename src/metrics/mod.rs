@@ -221,15 +221,24 @@ pub struct Metrics {
     pub judges: Vec<JudgeStats>,
 }
 
-/// What one judge said about one rule's answers, over a cell or model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JudgeStats {
+/// What judge statistics are kept apart by: judgements under different
+/// judges or rubrics are never pooled.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct JudgeKey {
     /// The judge rule's name.
     pub rule: String,
     /// The judge model.
     pub judge: String,
     /// The rubric hash.
     pub rubric: String,
+}
+
+/// What one judge said about one rule's answers, over a cell or model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeStats {
+    /// Which rule, judge and rubric.
+    #[serde(flatten)]
+    pub key: JudgeKey,
     /// Answers the judge gave a level to.
     pub judged: u64,
     /// Answers left without a level (judge errors); they score 0 in `accuracy`.

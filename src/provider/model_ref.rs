@@ -284,12 +284,8 @@ mod tests {
         let m = ModelSpec::parse("ollama:hf.co/t-tech/T-pro-it-1.0-Q4_K_M-GGUF").unwrap();
         assert_eq!(m.file_stem(), "hf.co_t-tech_T-pro-it-1.0-Q4_K_M-GGUF");
         assert!(ModelSpec::parse("gpt4").is_err());
-        assert!(
-            ModelSpec::parse("foo:bar")
-                .unwrap_err()
-                .to_string()
-                .contains("unknown provider")
-        );
+        let unknown = ModelSpec::parse("foo:bar").unwrap_err().to_string();
+        assert!(unknown.contains("unknown provider"), "{unknown}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::View;
 use super::fit::{Cell, fitted};
-use crate::text::percent;
+use crate::text::{header_row, percent};
 
 /// Shown where a number is missing.
 const NONE: &str = "—";
@@ -66,6 +66,16 @@ pub struct GroupLine {
     pub accuracy: f64,
     /// k → pass@k.
     pub pass_at_k: BTreeMap<u32, f64>,
+}
+
+impl GroupLine {
+    /// Mean accuracy, then pass@`top` after a slash when the group has it.
+    pub fn with_pass_at(&self, top: Option<u32>) -> String {
+        match top.and_then(|k| self.pass_at_k.get(&k)) {
+            Some(p) => format!("{} / {}", percent(self.accuracy), percent(*p)),
+            None => percent(self.accuracy),
+        }
+    }
 }
 
 /// The comparison of every model on one sampled spec.
@@ -276,8 +286,7 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
         let label = top.map_or("mean acc".to_owned(), |k| format!("mean acc / pass@{k}"));
         let heading =
             super::fit::wrap(&format!("{} by {var}: {label}", c.title), super::fit::WIDTH);
-        let mut header = vec!["model".to_owned()];
-        header.extend(values.iter().map(|v| (*v).clone()));
+        let header = header_row("model", values.iter().map(|v| (*v).clone()));
         let rows: Vec<Vec<Cell>> = c
             .models
             .iter()
@@ -285,12 +294,7 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
                 let mut row = vec![(l.model.clone(), None)];
                 for value in &values {
                     let g = l.groups.get(var).and_then(|g| g.get(*value));
-                    let text = g.map_or(NONE.into(), |g| {
-                        match top.and_then(|k| g.pass_at_k.get(&k)).copied() {
-                            Some(p) => format!("{} / {}", percent(g.accuracy), percent(p)),
-                            None => percent(g.accuracy),
-                        }
-                    });
+                    let text = g.map_or(NONE.into(), |g| g.with_pass_at(top));
                     row.push((text, g.map(|g| g.accuracy)));
                 }
                 row

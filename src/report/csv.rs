@@ -119,7 +119,7 @@ fn push_row(
         .map(|j| {
             format!(
                 "{}:{}@{}={}/{}",
-                j.rule, j.judge, j.rubric, j.judged, j.errors
+                j.key.rule, j.key.judge, j.key.rubric, j.judged, j.errors
             )
         })
         .collect();
@@ -173,10 +173,15 @@ mod tests {
 
     #[test]
     fn rfc4180_quoting() {
-        assert_eq!(field("plain"), "plain");
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(field("Логика"), "Логика");
+        let cases = [
+            ("plain", "plain"),
+            ("a,b", "\"a,b\""),
+            ("say \"hi\"", "\"say \"\"hi\"\"\""),
+            ("two\nlines", "\"two\nlines\""),
+            ("Логика", "Логика"),
+        ];
+        for (raw, quoted) in cases {
+            assert_eq!(field(raw), quoted, "{raw:?}");
+        }
     }
 }

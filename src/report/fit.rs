@@ -200,21 +200,16 @@ mod tests {
         assert_eq!(paint("x", 0.49), "\u{1b}[31mx\u{1b}[39m");
     }
 
+    /// A narrow table stays as is; many categories pivot when the models fit.
     #[test]
-    fn a_narrow_table_stays_as_is() {
-        let (h, r) = table(3, 2);
-        let text = fitted(&h, &r, false, Some("category"));
-        assert!(text.starts_with("model  "), "{text}");
-        assert_eq!(text.lines().count(), 4);
-    }
-
-    #[test]
-    fn many_categories_pivot_when_the_models_fit() {
-        let (h, r) = table(16, 2);
-        let text = fitted(&h, &r, false, Some("category"));
-        assert!(widest(&text) <= WIDTH, "{text}");
-        assert!(text.starts_with("category "), "{text}");
-        assert_eq!(text.lines().count(), 18);
+    fn narrow_tables_stay_and_long_ones_pivot() {
+        for (categories, starts, lines) in [(3, "model  ", 4), (16, "category ", 18)] {
+            let (h, r) = table(categories, 2);
+            let text = fitted(&h, &r, false, Some("category"));
+            assert!(widest(&text) <= WIDTH, "{text}");
+            assert!(text.starts_with(starts), "{text}");
+            assert_eq!(text.lines().count(), lines);
+        }
     }
 
     #[test]

@@ -26,7 +26,11 @@ fn rows<'a>(v: &'a View) -> Vec<Row<'a>> {
                 continue;
             };
             for stat in &cell.judges {
-                let same_rule = cell.judges.iter().filter(|s| s.rule == stat.rule).count();
+                let same_rule = cell
+                    .judges
+                    .iter()
+                    .filter(|s| s.key.rule == stat.key.rule)
+                    .count();
                 out.push(Row {
                     model: m,
                     spec: &spec.title,
@@ -44,9 +48,9 @@ fn cells(r: &Row) -> [String; 10] {
     [
         r.model.to_owned(),
         r.spec.to_owned(),
-        s.rule.clone(),
-        s.judge.clone(),
-        s.rubric.clone(),
+        s.key.rule.clone(),
+        s.key.judge.clone(),
+        s.key.rubric.clone(),
         s.judged.to_string(),
         s.errors.to_string(),
         s.mean_score.map_or("—".into(), percent),
@@ -91,7 +95,7 @@ pub(crate) fn markdown(v: &View) -> String {
             "\n**⚠ {} / {} / {}:** {WARNING}.",
             md_cell(r.model),
             md_cell(r.spec),
-            md_cell(&r.stat.rule)
+            md_cell(&r.stat.key.rule)
         );
     }
     s
@@ -104,11 +108,11 @@ pub(crate) fn terminal(v: &View) -> String {
         let s = r.stat;
         let line = format!(
             "judge {} on {} / {} / {}, rubric {}: {} judged, {} judge errors, mean {}, spread {}{}",
-            s.judge,
+            s.key.judge,
             r.model,
             r.spec,
-            s.rule,
-            s.rubric,
+            s.key.rule,
+            s.key.rubric,
             s.judged,
             s.errors,
             s.mean_score.map_or("—".into(), percent),

@@ -93,8 +93,8 @@ pub(crate) fn write(w: &mut impl Write, v: &View, journals: &mut Journals) -> io
                     writeln!(
                         w,
                         r#"      <property name="{}" value="{}"/>"#,
-                        escape(&format!("judge:{}", j.rule), true),
-                        escape(&format!("{} rubric {}", j.judge, j.rubric), true),
+                        escape(&format!("judge:{}", j.key.rule), true),
+                        escape(&format!("{} rubric {}", j.key.judge, j.key.rubric), true),
                     )?;
                 }
                 writeln!(w, "    </properties>")?;

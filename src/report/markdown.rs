@@ -7,7 +7,7 @@ use crate::metrics::{Example, Metrics};
 
 use super::View;
 use super::terminal::with_interval;
-use crate::text::{code_block, inline_code, md_cell, num, one_line, percent, table};
+use crate::text::{code_block, header_row, inline_code, md_cell, num, one_line, percent, table};
 
 /// Shown for cells without records.
 const NONE: &str = "—";
@@ -101,14 +101,7 @@ fn groups(s: &mut String, v: &View) {
                 s.push_str("\n## Результаты по Группам\n");
                 heading = true;
             }
-            let _ = writeln!(
-                s,
-                "\n### {} — по {}\n",
-                md_cell(&spec.title),
-                inline_code(var)
-            );
-            let mut header = vec!["Модель".to_owned()];
-            header.extend(values.iter().map(|k| md_cell(k)));
+            let header = header_row("Модель", values.iter().map(|k| md_cell(k)));
             let rows: Vec<Vec<String>> = v
                 .models
                 .iter()
@@ -124,6 +117,8 @@ fn groups(s: &mut String, v: &View) {
                     Some(row)
                 })
                 .collect();
+            let (title, by) = (md_cell(&spec.title), inline_code(var));
+            let _ = writeln!(s, "\n### {title} — по {by}\n");
             s.push_str(&label_table(&header, &rows));
         }
     }
@@ -207,13 +202,9 @@ fn comparisons(s: &mut String, v: &View) {
         let top = c.ks.last().copied();
         for (var, values) in c.group_columns() {
             let label = top.map_or(String::new(), |k| format!(" / pass@{k}"));
-            let _ = writeln!(
-                s,
-                "\n#### По {} (средняя точность{label})\n",
-                inline_code(var)
-            );
-            let mut header = vec!["Модель".to_owned()];
-            header.extend(values.iter().map(|v| md_cell(v)));
+            let by = inline_code(var);
+            let _ = writeln!(s, "\n#### По {by} (средняя точность{label})\n");
+            let header = header_row("Модель", values.iter().map(|v| md_cell(v)));
             let rows: Vec<Vec<String>> = c
                 .models
                 .iter()
@@ -223,12 +214,7 @@ fn comparisons(s: &mut String, v: &View) {
                         l.groups
                             .get(var)
                             .and_then(|g| g.get(*value))
-                            .map_or(NONE.into(), |g| {
-                                match top.and_then(|k| g.pass_at_k.get(&k)) {
-                                    Some(p) => format!("{} / {}", percent(g.accuracy), percent(*p)),
-                                    None => percent(g.accuracy),
-                                }
-                            })
+                            .map_or(NONE.into(), |g| g.with_pass_at(top))
                     }));
                     row
                 })

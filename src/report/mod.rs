@@ -171,6 +171,19 @@ impl<'a> ReportContext<'a> {
 /// The files written and the terminal table.
 #[derive(Debug, Default)]
 pub struct ReportOutput {
+    /// The report files.
+    pub files: ReportFiles,
+    /// The summary table for the terminal.
+    pub terminal: String,
+    /// Records reported.
+    pub answers: u64,
+    /// Of those, answers with a request or generation error (no verdict).
+    pub errors: u64,
+}
+
+/// The files a report writes.
+#[derive(Debug, Default)]
+pub struct ReportFiles {
     /// `results/reports/report_<stamp>.md`.
     pub markdown: PathBuf,
     /// `results/reports/report_<stamp>.html`.
@@ -179,12 +192,16 @@ pub struct ReportOutput {
     pub raw: Vec<PathBuf>,
     /// Extra format files.
     pub extra: Vec<PathBuf>,
-    /// The summary table for the terminal.
-    pub terminal: String,
-    /// Records reported.
-    pub answers: u64,
-    /// Of those, answers with a request or generation error (no verdict).
-    pub errors: u64,
+}
+
+impl ReportFiles {
+    /// Every file: the Markdown and HTML reports, the extra formats, the raw files.
+    pub fn all(&self) -> impl Iterator<Item = &PathBuf> {
+        [&self.markdown, &self.html]
+            .into_iter()
+            .chain(&self.extra)
+            .chain(&self.raw)
+    }
 }
 
 /// What the renderers see: names in report order and the finished metrics.
@@ -246,7 +263,7 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
             raw.write(name, &record)?;
         }
         raw.finish()?.commit()?;
-        out.raw.push(path);
+        out.files.raw.push(path);
     }
     let summary = builder.finish();
     let empty = flaky::Flaky::default();
@@ -263,11 +280,11 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let found = flaky::build(&view);
     view.flaky = &found;
 
-    out.html = reports_dir.join(format!("report_{}.html", ctx.file_stamp));
-    html::write(&out.html, &view, &mut journals)?;
+    out.files.html = reports_dir.join(format!("report_{}.html", ctx.file_stamp));
+    html::write(&out.files.html, &view, &mut journals)?;
 
-    out.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
-    write_atomic(&out.markdown, markdown::render(&view).as_bytes())?;
+    out.files.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
+    write_atomic(&out.files.markdown, markdown::render(&view).as_bytes())?;
     let mut done = Vec::new();
     for &format in ctx.formats {
         if done.contains(&format) {
@@ -289,12 +306,12 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
                 w.commit()?;
             }
         }
-        out.extra.push(path);
+        out.files.extra.push(path);
     }
     for (model, text) in rrr::render(&view) {
         let path = reports_dir.join(format!("rrr_{}_{}.csv", file_stem(&model), ctx.file_stamp));
         write_atomic(&path, text.as_bytes())?;
-        out.extra.push(path);
+        out.files.extra.push(path);
     }
     out.terminal = terminal::render(&view);
     Ok(out)

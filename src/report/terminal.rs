@@ -9,7 +9,7 @@ use super::fit::{Cell, fitted};
 use super::runs::{Pair, RunComparison};
 use crate::metrics::Metrics;
 use crate::metrics::stats::Interval;
-use crate::text::{num, percent};
+use crate::text::{header_row, num, percent};
 
 /// Shown for cells without records or numbers.
 const NONE: &str = "—";
@@ -159,8 +159,7 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
     if values.is_empty() {
         return String::new();
     }
-    let mut header = vec!["model".to_owned()];
-    header.extend(values.iter().map(|k| (*k).clone()));
+    let header = header_row("model", values.iter().map(|k| (*k).clone()));
     let rows: Vec<Vec<Cell>> = v
         .models
         .iter()

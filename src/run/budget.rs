@@ -14,8 +14,8 @@ use std::time::Instant;
 use super::cost::{answers_cost, billed, prompt_tokens, record_tokens};
 use super::journal;
 use super::record::{Cost, Record};
-use crate::client::{Gate, Reservation};
-use crate::provider::{ChatRequest, Completion, ModelSpec, PER_MILLION, Price};
+use crate::client::{Attempt, Gate, Reservation};
+use crate::provider::{Completion, ModelSpec, PER_MILLION, Price};
 
 /// The budget of a run; unset limits do not stop it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -190,9 +190,9 @@ impl Meter {
         }
     }
 
-    /// The worst case of `request` for `n` choices: its prompt and every
-    /// choice's `max_tokens`, all at the model's highest token price.
-    pub fn worst_case(model: &ModelSpec, request: &ChatRequest, n: u32) -> Reservation {
+    /// The worst case of an attempt: its prompt and every choice's
+    /// `max_tokens`, all at the model's highest token price.
+    pub fn worst_case(Attempt { model, request, n }: Attempt<'_>) -> Reservation {
         let tokens =
             prompt_tokens(&request.messages) + u64::from(n.max(1)) * u64::from(request.max_tokens);
         let cost = match model.price {
@@ -212,14 +212,8 @@ impl Meter {
 }
 
 impl Gate for Meter {
-    fn admit(
-        &self,
-        model: &ModelSpec,
-        request: &ChatRequest,
-        n: u32,
-        refusable: bool,
-    ) -> Option<Reservation> {
-        let worst = Meter::worst_case(model, request, n);
+    fn admit(&self, attempt: Attempt<'_>, refusable: bool) -> Option<Reservation> {
+        let worst = Meter::worst_case(attempt);
         let mut state = self.state();
         if refusable && (state.refused || !self.fits(&state, worst)) {
             state.refused = true;
@@ -230,13 +224,8 @@ impl Gate for Meter {
         Some(worst)
     }
 
-    fn settle(
-        &self,
-        model: &ModelSpec,
-        request: &ChatRequest,
-        reservation: Reservation,
-        answers: &[Completion],
-    ) {
+    fn settle(&self, attempt: Attempt<'_>, reservation: Reservation, answers: &[Completion]) {
+        let Attempt { model, request, .. } = attempt;
         let tokens: u64 = answers
             .iter()
             .map(|a| billed(&request.messages, a).0.total())
@@ -258,7 +247,7 @@ mod tests {
     use super::*;
     use crate::format::Role;
     use crate::prompt::Message;
-    use crate::provider::{OutputFormat, ProviderKind, TokenPrice, Usage};
+    use crate::provider::{ChatRequest, OutputFormat, ProviderKind, TokenPrice, Usage};
 
     fn model() -> ModelSpec {
         let mut m = ModelSpec::new(ProviderKind::OpenAi, "m");
@@ -287,23 +276,32 @@ mod tests {
         }
     }
 
+    /// One choice of `request` to `model`.
+    fn at<'a>(model: &'a ModelSpec, request: &'a ChatRequest) -> Attempt<'a> {
+        Attempt {
+            model,
+            request,
+            n: 1,
+        }
+    }
+
     #[test]
     fn requests_start_while_the_worst_case_fits() {
         // Worst case: (14 prompt + 86 max_tokens) × 10 per million = 0.001.
         let (m, r) = (model(), request());
-        assert_eq!(Meter::worst_case(&m, &r, 1).tokens, 100);
+        assert_eq!(Meter::worst_case(at(&m, &r)).tokens, 100);
         let limits = Limits {
             max_cost: Some(0.0025),
             max_tokens: None,
         };
         let meter = Meter::new(limits, Spent::default());
-        let first = meter.admit(&m, &r, 1, true).unwrap();
-        let _second = meter.admit(&m, &r, 1, true).unwrap();
+        let first = meter.admit(at(&m, &r), true).unwrap();
+        let _second = meter.admit(at(&m, &r), true).unwrap();
         assert!(
-            meter.admit(&m, &r, 1, false).is_some(),
+            meter.admit(at(&m, &r), false).is_some(),
             "retries always start"
         );
-        assert!(meter.admit(&m, &r, 1, true).is_none());
+        assert!(meter.admit(at(&m, &r), true).is_none());
         assert!(meter.refused());
         // Once refused, a freed reservation does not restart the run.
         let answer = Completion {
@@ -317,8 +315,8 @@ mod tests {
             shared: None,
             served: None,
         };
-        meter.settle(&m, &r, first, &[answer]);
-        assert!(meter.admit(&m, &r, 1, true).is_none());
+        meter.settle(at(&m, &r), first, &[answer]);
+        assert!(meter.admit(at(&m, &r), true).is_none());
         let spent = meter.spent();
         assert_eq!(spent.tokens, 15);
         assert!((spent.cost - 24e-6).abs() < 1e-12, "{spent:?}");
@@ -333,8 +331,8 @@ mod tests {
             max_tokens: Some(150),
         };
         let meter = Meter::new(limits, Spent::default());
-        assert!(meter.admit(&m, &r, 1, true).is_some());
-        assert!(meter.admit(&m, &r, 1, true).is_none());
+        assert!(meter.admit(at(&m, &r), true).is_some());
+        assert!(meter.admit(at(&m, &r), true).is_none());
     }
 
     #[test]

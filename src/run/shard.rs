@@ -199,72 +199,56 @@ pub fn plan_hash(manifest: &Manifest) -> std::io::Result<String> {
 mod tests {
     use super::*;
 
-    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    /// The scheduler's variables from `NAME=value` words.
+    fn env(vars: &str) -> impl Fn(&str) -> Option<String> {
         let vars: Vec<(String, String)> = vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
     }
 
     /// `--shard` text, the scheduler's variables, and (index, count) or a part of the error.
-    type Case<'a> = (
-        &'a str,
-        &'a [(&'a str, &'a str)],
-        Result<(u32, u32), &'a str>,
-    );
+    type Case<'a> = (&'a str, &'a str, Result<(u32, u32), &'a str>);
 
     #[test]
     fn shards_parse_from_text_and_schedulers() {
         let cases: &[Case] = &[
-            ("0/4", &[], Ok((0, 4))),
-            ("3/4", &[], Ok((3, 4))),
-            ("4/4", &[], Err("expected I/N")),
-            ("1/0", &[], Err("expected I/N")),
-            ("2", &[], Err("expected I/N")),
-            ("x/2", &[], Err("expected I/N")),
+            ("0/4", "", Ok((0, 4))),
+            ("3/4", "", Ok((3, 4))),
+            ("4/4", "", Err("expected I/N")),
+            ("1/0", "", Err("expected I/N")),
+            ("2", "", Err("expected I/N")),
+            ("x/2", "", Err("expected I/N")),
             (
                 "auto",
-                &[
-                    ("SLURM_ARRAY_TASK_ID", "2"),
-                    ("SLURM_ARRAY_TASK_COUNT", "4"),
-                ],
+                "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=4",
                 Ok((2, 4)),
             ),
             (
                 "auto",
-                &[
-                    ("SLURM_ARRAY_TASK_ID", "3"),
-                    ("SLURM_ARRAY_TASK_MIN", "1"),
-                    ("SLURM_ARRAY_TASK_MAX", "4"),
-                ],
+                "SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=4",
                 Ok((2, 4)),
             ),
             (
                 "auto/8",
-                &[
-                    ("SLURM_ARRAY_TASK_ID", "5"),
-                    ("SLURM_ARRAY_TASK_COUNT", "4"),
-                ],
+                "SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_COUNT=4",
                 Ok((5, 8)),
             ),
-            ("auto/3", &[("JOB_COMPLETION_INDEX", "1")], Ok((1, 3))),
+            ("auto/3", "JOB_COMPLETION_INDEX=1", Ok((1, 3))),
             (
                 "auto",
-                &[("JOB_COMPLETION_INDEX", "1")],
+                "JOB_COMPLETION_INDEX=1",
                 Err("shard count is unknown"),
             ),
-            ("auto", &[], Err("neither SLURM_ARRAY_TASK_ID")),
+            ("auto", "", Err("neither SLURM_ARRAY_TASK_ID")),
             (
                 "auto/2",
-                &[("JOB_COMPLETION_INDEX", "2")],
+                "JOB_COMPLETION_INDEX=2",
                 Err("not below the count"),
             ),
-            (
-                "auto/2",
-                &[("JOB_COMPLETION_INDEX", "one")],
-                Err("is not a number"),
-            ),
+            ("auto/2", "JOB_COMPLETION_INDEX=one", Err("is not a number")),
         ];
         for (text, vars, want) in cases {
             let got = Shard::parse(text, env(vars));

@@ -7,6 +7,8 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use super::Killed;
+
 /// A started process to watch.
 pub(super) struct Watch<'a> {
     /// Its pid, for its pidfd.
@@ -32,14 +34,8 @@ pub(super) struct Captured {
     pub stdout: Vec<u8>,
     /// Standard error, at most the cap.
     pub stderr: Vec<u8>,
-    /// The deadline passed and the process was killed.
-    pub timed_out: bool,
-    /// The output passed the cap and the process was killed.
-    pub output_limited: bool,
-    /// Killed because the leader had finished.
-    pub stopped: bool,
-    /// Killed because a process passed the fractional CPU limit.
-    pub cpu_limited: bool,
+    /// Why the loop killed the process, if it did.
+    pub killed: Killed,
     /// CPU time of its whole tree as last seen (at a deadline check): the
     /// processes killed with it are never reaped into its own usage.
     pub tree_cpu: Duration,
@@ -92,9 +88,9 @@ impl Watched<'_> {
         self.exited && (closed || self.drain_until.is_some_and(|t| now >= t))
     }
 
-    fn end(&mut self, flag: fn(&mut Captured)) {
+    fn end(&mut self, flag: fn(&mut Killed)) {
         if !self.exited {
-            flag(&mut self.out);
+            flag(&mut self.out.killed);
             (self.kill)();
         }
     }
@@ -185,7 +181,7 @@ pub(super) fn capture(
                 }
             }
             let over = p.streams.iter().map(|s| s.data.len()).sum::<usize>() > cap;
-            if over && !p.exited && !p.out.output_limited {
+            if over && !p.exited && !p.out.killed.output_limited {
                 p.end(|c| c.output_limited = true);
                 // Read on until it dies: a closed pipe would let it see EPIPE and act on it.
                 p.streams.iter_mut().for_each(|s| s.discard = true);

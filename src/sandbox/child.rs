@@ -226,12 +226,8 @@ unsafe fn mount_workdir(plan: &ChildPlan) -> io::Result<()> {
         }
         check(plan, b"chdir", libc::chdir(plan.workdir.as_ptr()))?;
         let name = b"sandbox";
-        check(
-            plan,
-            b"sethostname",
-            libc::sethostname(name.as_ptr().cast(), name.len()),
-        )?;
-        Ok(())
+        let rc = libc::sethostname(name.as_ptr().cast(), name.len());
+        check(plan, b"sethostname", rc)
     }
 }
 

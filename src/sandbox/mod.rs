@@ -155,20 +155,36 @@ pub enum Termination {
 pub struct Outcome {
     /// How it ended.
     pub termination: Termination,
+    /// Why it or a process of its tree was killed, if one was.
+    pub killed: Killed,
+    /// Standard output (capped).
+    pub stdout: Vec<u8>,
+    /// Standard error (capped).
+    pub stderr: Vec<u8>,
+    /// The time and memory it used.
+    pub usage: Usage,
+}
+
+/// Why a program or a process of its tree was killed: by the sandbox's
+/// watch for a limit, or by the kernel for the tree's memory. More than one
+/// can hold when a second limit passed before the first kill landed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Killed {
     /// The wall-clock deadline passed.
     pub timed_out: bool,
     /// The output exceeded its cap.
     pub output_limited: bool,
     /// Stopped because the program it was paired with had finished.
     pub stopped: bool,
+    /// A process passed a fractional CPU limit.
+    pub cpu_limited: bool,
     /// The kernel killed a process of the tree for the tree's memory limit.
     pub tree_memory_exceeded: bool,
-    /// Killed by the watch when a process passed a fractional CPU limit.
-    pub cpu_limited: bool,
-    /// Standard output (capped).
-    pub stdout: Vec<u8>,
-    /// Standard error (capped).
-    pub stderr: Vec<u8>,
+}
+
+/// The time and memory a run used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
     /// CPU time, user plus system.
     pub cpu: Duration,
     /// CPU time of the whole process tree, at least `cpu`: the processes
@@ -183,19 +199,21 @@ pub struct Outcome {
 impl Outcome {
     /// Exited with status 0 within every limit.
     pub fn success(&self) -> bool {
-        self.termination == Termination::Exited(0) && !self.timed_out && !self.output_limited
+        self.termination == Termination::Exited(0)
+            && !self.killed.timed_out
+            && !self.killed.output_limited
     }
 
     /// Killed for using its CPU seconds.
     pub fn cpu_exhausted(&self, limits: &Limits) -> bool {
-        if self.cpu_limited {
+        if self.killed.cpu_limited {
             return true;
         }
         match self.termination {
             Termination::Signaled(libc::SIGXCPU) => true,
             // Killed at the hard limit (a second past the soft one) after ignoring SIGXCPU.
             Termination::Signaled(libc::SIGKILL) => {
-                self.cpu.as_secs_f64() + 0.05 >= limits.cpu.as_secs_f64()
+                self.usage.cpu.as_secs_f64() + 0.05 >= limits.cpu.as_secs_f64()
             }
             _ => false,
         }
@@ -203,16 +221,16 @@ impl Outcome {
 
     /// A one-line account of how the run ended, for verdict details.
     pub fn describe(&self, limits: &Limits) -> String {
-        if self.timed_out {
+        if self.killed.timed_out {
             format!("timed out after {:.1} s", limits.wall.as_secs_f64())
-        } else if self.output_limited {
+        } else if self.killed.output_limited {
             format!("killed: output over {} bytes", limits.output_bytes)
         } else if self.cpu_exhausted(limits) {
             format!("killed: CPU limit of {} s", limits.cpu.as_secs_f64())
-        } else if self.stopped {
+        } else if self.killed.stopped {
             "stopped after the program it was paired with had ended".to_owned()
         } else {
-            let tree = self.tree_memory_exceeded.then(|| {
+            let tree = self.killed.tree_memory_exceeded.then(|| {
                 format!(
                     "the process tree's memory limit of {} MiB",
                     limits.memory_bytes >> 20

@@ -20,7 +20,9 @@ use super::plan::{
     shared_netns, timeval,
 };
 use super::seat::Lease;
-use super::{CHANNEL_ENV, Isolation, Limits, Outcome, Program, SandboxError, Termination};
+use super::{
+    CHANNEL_ENV, Isolation, Killed, Limits, Outcome, Program, SandboxError, Termination, Usage,
+};
 use super::{fs_policy, seccomp};
 
 /// The environment a program sees: nothing of the harness's.
@@ -308,21 +310,22 @@ impl Sandbox {
         } else {
             Termination::Exited(libc::WEXITSTATUS(status))
         };
-        let tree_memory_exceeded = started.seat.as_ref().is_some_and(Lease::oom_killed);
+        let killed = Killed {
+            tree_memory_exceeded: started.seat.as_ref().is_some_and(Lease::oom_killed),
+            ..captured.killed
+        };
         let cpu = timeval(usage.ru_utime) + timeval(usage.ru_stime);
         Outcome {
             termination,
-            timed_out: captured.timed_out,
-            output_limited: captured.output_limited,
-            stopped: captured.stopped,
-            cpu_limited: captured.cpu_limited,
-            tree_memory_exceeded,
+            killed,
             stdout: captured.stdout,
             stderr: captured.stderr,
-            cpu,
-            tree_cpu: cpu.max(captured.tree_cpu),
-            max_rss_kib: usage.ru_maxrss.max(0) as u64,
-            wall,
+            usage: Usage {
+                cpu,
+                tree_cpu: cpu.max(captured.tree_cpu),
+                max_rss_kib: usage.ru_maxrss.max(0) as u64,
+                wall,
+            },
         }
     }
 }

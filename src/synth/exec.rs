@@ -16,7 +16,7 @@ use crate::client::cache::{Cache, cache_key};
 use crate::client::{ModelClient, ask};
 use crate::files::{AppendLog, for_each_line};
 use crate::progress::Progress;
-use crate::provider::{ChatRequest, RequestKey};
+use crate::provider::{ChatRequest, RequestKey, Usage};
 
 /// Checks an answer's text: `Err` explains why it is not what was asked for.
 pub type Check = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
@@ -74,10 +74,9 @@ pub struct Entry {
     /// Why earlier attempts or asks were not accepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retries: Vec<String>,
-    /// Prompt tokens.
-    pub tokens_in: Option<u64>,
-    /// Generated tokens.
-    pub tokens_out: Option<u64>,
+    /// The tokens the server reported for the answer.
+    #[serde(flatten)]
+    pub usage: Usage,
     /// The last attempt's latency.
     pub latency_ms: u64,
 }
@@ -226,8 +225,7 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
         attempts: asked.attempts,
         cached: asked.cached,
         retries: asked.retries,
-        tokens_in: None,
-        tokens_out: None,
+        usage: Usage::default(),
         latency_ms: asked.latency.as_millis() as u64,
     };
     match asked.result {
@@ -235,8 +233,7 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
             if let Err(why) = (task.check)(&completion.text) {
                 entry.error = Some(format!("malformed answer: {why}"));
             }
-            entry.tokens_in = completion.usage.tokens_in;
-            entry.tokens_out = completion.usage.tokens_out;
+            entry.usage = completion.usage;
             entry.response = Some(completion.text);
         }
         Err(e) => entry.error = Some(format!("{}: {e}", e.kind())),

@@ -34,6 +34,7 @@ use crate::client::managed::ManagedServer;
 use crate::provider::ModelSpec;
 use exec::{Check, StageOutcome, SynthJournal, Task};
 use output::{WorkDir, WriteError};
+pub use pipeline::Overrides;
 use pipeline::{Pipeline, PipelineError};
 use read::{Document, Skipped};
 
@@ -56,12 +57,8 @@ pub struct SynthOptions {
     pub cache: Option<PathBuf>,
     /// Show progress.
     pub progress: bool,
-    /// Overrides the pipeline's pairs per chunk.
-    pub num_pairs: Option<u32>,
-    /// Overrides the pipeline's rating threshold.
-    pub threshold: Option<f64>,
-    /// Summarize documents first, whatever the pipeline says.
-    pub summary: bool,
+    /// What the command line changes in the pipeline.
+    pub overrides: Overrides,
 }
 
 /// Why a synth run could not go on.
@@ -146,15 +143,7 @@ pub struct ChunkedDoc {
 /// Runs the whole pipeline; a Ctrl-C returns early with `interrupted` set.
 pub async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> {
     let mut pipeline = Pipeline::load(opts.pipeline.as_deref())?;
-    if opts.num_pairs.is_some() {
-        pipeline.generation.def.num_pairs = opts.num_pairs;
-    }
-    if opts.threshold.is_some() {
-        pipeline.rating.def.threshold = opts.threshold;
-    }
-    if opts.summary {
-        pipeline.summary.def.enabled = Some(true);
-    }
+    pipeline.apply(&opts.overrides);
     let work_root = opts
         .work
         .clone()

@@ -28,6 +28,17 @@ pub struct PipelineError {
     pub message: String,
 }
 
+/// What the command line changes in a pipeline.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// The generation step's pairs per chunk.
+    pub num_pairs: Option<u32>,
+    /// The rating step's lowest rating kept.
+    pub threshold: Option<f64>,
+    /// Summarize documents first, whatever the pipeline says.
+    pub summary: bool,
+}
+
 /// One LLM step: its prompts, schema and sampling. Keys that belong to one
 /// step only (`num_pairs`, `batch_size`, `threshold`, `enabled`) are refused elsewhere.
 #[derive(Debug, Clone, Deserialize)]
@@ -101,6 +112,19 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Applies the command line's `overrides`.
+    pub fn apply(&mut self, overrides: &Overrides) {
+        if overrides.num_pairs.is_some() {
+            self.generation.def.num_pairs = overrides.num_pairs;
+        }
+        if overrides.threshold.is_some() {
+            self.rating.def.threshold = overrides.threshold;
+        }
+        if overrides.summary {
+            self.summary.def.enabled = Some(true);
+        }
+    }
+
     /// Loads `path`, or the embedded default when `None`.
     pub fn load(path: Option<&Path>) -> Result<Pipeline, PipelineError> {
         match path {
@@ -244,6 +268,27 @@ fn render_schema(template: &str, context: &Value) -> Result<serde_json::Value, S
 mod tests {
     use super::*;
     use crate::provider::ProviderKind;
+
+    #[test]
+    fn overrides_change_only_what_they_name() {
+        let mut p = Pipeline::load(None).unwrap();
+        p.apply(&Overrides::default());
+        assert_eq!(
+            (p.num_pairs(), p.threshold(), p.summarize()),
+            (25, 1.0, false)
+        );
+        let overrides = Overrides {
+            num_pairs: Some(5),
+            threshold: Some(7.5),
+            summary: true,
+        };
+        p.apply(&overrides);
+        assert_eq!(
+            (p.num_pairs(), p.threshold(), p.summarize()),
+            (5, 7.5, true)
+        );
+        assert_eq!(p.batch_size(), 4, "what no override names stays");
+    }
 
     #[test]
     fn the_default_pipeline_has_the_seed_defaults() {

@@ -76,11 +76,8 @@ fn needle_problems(expected: &Expected, vars: &Map<String, Value>) -> Vec<(&'sta
 
 /// Builds a `contains` rule.
 pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let mode = cx.choice(
-        "mode",
-        def.mode.as_deref(),
-        &[("all", Mode::All), ("any", Mode::Any)],
-    )?;
+    let modes = [("all", Mode::All), ("any", Mode::Any)];
+    let mode = cx.choice("mode", def.mode.as_deref(), &modes)?;
     Ok(Box::new(Contains {
         expected: Expected::from_def(def, cx)?,
         matcher: Matcher::from_def(def),
@@ -143,9 +140,10 @@ struct Exclusive {
 
 /// Builds an `exclusive` rule.
 pub fn build_exclusive(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let Some(candidates) = def.candidates.clone() else {
-        return Err(cx.missing(&def.rule, "candidates", "\"names\"  # a list variable"));
-    };
+    let example = "\"names\"  # a list variable";
+    let candidates = cx
+        .required(def.candidates.as_ref(), &def.rule, "candidates", example)?
+        .clone();
     Ok(Box::new(Exclusive {
         expected: Expected::from_def(def, cx)?,
         candidates,
@@ -273,22 +271,21 @@ mod tests {
     #[test]
     fn empty_needles_and_scalar_candidates_fail_with_a_message() {
         let r = exclusive();
-        let mut v = vars();
-        v.insert("answer".into(), Value::from(""));
-        let verdict = r.verify("Вера", "", &v);
-        assert!(
-            !verdict.passed && verdict.detail.contains("empty string"),
-            "{}",
-            verdict.detail
-        );
-        let mut v = vars();
-        v.insert("names".into(), Value::from("Анна, Вера"));
-        let verdict = r.verify("Вера", "", &v);
-        assert!(
-            !verdict.passed && verdict.detail.contains("must be a list"),
-            "{}",
-            verdict.detail
-        );
-        assert_eq!(r.value_problems(&v)[0].0, "candidates");
+        let cases = [
+            ("answer", "", "empty string"),
+            ("names", "Анна, Вера", "must be a list"),
+        ];
+        let with = |variable: &str, value: &str| {
+            let mut v = vars();
+            v.insert(variable.into(), Value::from(value));
+            v
+        };
+        for (variable, value, problem) in cases {
+            let verdict = r.verify("Вера", "", &with(variable, value));
+            let detail = &verdict.detail;
+            assert!(!verdict.passed && detail.contains(problem), "{detail}");
+        }
+        let scalar = with("names", "Анна, Вера");
+        assert_eq!(r.value_problems(&scalar)[0].0, "candidates");
     }
 }

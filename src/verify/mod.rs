@@ -122,6 +122,17 @@ impl BuildContext<'_> {
         .with_help(format!("add, for example: {key} = {example}"))
     }
 
+    /// `value`, or the [`missing`](Self::missing) diagnostic when the rule lacks it.
+    pub fn required<'v, T: ?Sized>(
+        &self,
+        value: Option<&'v T>,
+        rule: &str,
+        key: &str,
+        example: &str,
+    ) -> Result<&'v T, Diagnostic> {
+        value.ok_or_else(|| self.missing(rule, key, example))
+    }
+
     /// The rule's `threshold` (or `default`), which must lie within 0..1.
     pub fn threshold(&self, def: &RuleDef, default: f64) -> Result<f64, Diagnostic> {
         let threshold = def.threshold.unwrap_or(default);

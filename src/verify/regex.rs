@@ -13,9 +13,7 @@ struct RegexRule {
 
 /// Builds a `regex` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let Some(pattern) = &def.pattern else {
-        return Err(cx.missing(&def.rule, "pattern", "'^\\d+$'"));
-    };
+    let pattern = cx.required(def.pattern.as_ref(), &def.rule, "pattern", "'^\\d+$'")?;
     let pattern = regex::Regex::new(pattern).map_err(|e| {
         cx.error(
             ErrorKind::Regex,

@@ -22,70 +22,82 @@ struct RuleKind {
 
 const COMMON_KEYS: &[&str] = &["rule", "name", "weight", "gate", "report_only", "extract"];
 
+/// A registry entry: the rule's name, default extraction, builder and own keys.
+const fn kind(
+    name: &'static str,
+    default_extract: ExtractKind,
+    build: Builder,
+    keys: &'static [&'static str],
+) -> RuleKind {
+    RuleKind {
+        name,
+        keys,
+        default_extract,
+        build,
+    }
+}
+
 const RULES: &[RuleKind] = &[
-    RuleKind {
-        name: "exact",
-        keys: &["expected", "value", "case_sensitive"],
-        default_extract: ExtractKind::Text,
-        build: exact::build,
-    },
-    RuleKind {
-        name: "contains",
-        keys: &["expected", "value", "case_sensitive", "whole_word", "mode"],
-        default_extract: ExtractKind::Text,
-        build: contains::build_contains,
-    },
-    RuleKind {
-        name: "not_contains",
-        keys: &["expected", "value", "case_sensitive", "whole_word"],
-        default_extract: ExtractKind::Text,
-        build: contains::build_not_contains,
-    },
-    RuleKind {
-        name: "exclusive",
-        keys: &[
+    kind(
+        "exact",
+        ExtractKind::Text,
+        exact::build,
+        &["expected", "value", "case_sensitive"],
+    ),
+    kind(
+        "contains",
+        ExtractKind::Text,
+        contains::build_contains,
+        &["expected", "value", "case_sensitive", "whole_word", "mode"],
+    ),
+    kind(
+        "not_contains",
+        ExtractKind::Text,
+        contains::build_not_contains,
+        &["expected", "value", "case_sensitive", "whole_word"],
+    ),
+    kind(
+        "exclusive",
+        ExtractKind::Text,
+        contains::build_exclusive,
+        &[
             "expected",
             "value",
             "candidates",
             "case_sensitive",
             "whole_word",
         ],
-        default_extract: ExtractKind::Text,
-        build: contains::build_exclusive,
-    },
-    RuleKind {
-        name: "regex",
-        keys: &["pattern"],
-        default_extract: ExtractKind::Text,
-        build: regex::build,
-    },
-    RuleKind {
-        name: "set_equal",
-        keys: &["entities", "partial"],
-        default_extract: ExtractKind::Text,
-        build: set_equal::build,
-    },
-    RuleKind {
-        name: "numeric",
-        keys: &["expected", "value", "tolerance", "relative_tolerance"],
-        default_extract: ExtractKind::LastNumber,
-        build: numeric::build,
-    },
-    RuleKind {
-        name: "json_field",
-        keys: &["schema", "fields"],
-        default_extract: ExtractKind::Json,
-        build: json_field::build,
-    },
-    RuleKind {
-        name: "similarity",
-        keys: &["expected", "value", "metric", "threshold"],
-        default_extract: ExtractKind::Text,
-        build: similarity::build,
-    },
-    RuleKind {
-        name: "code",
-        keys: &[
+    ),
+    kind("regex", ExtractKind::Text, regex::build, &["pattern"]),
+    kind(
+        "set_equal",
+        ExtractKind::Text,
+        set_equal::build,
+        &["entities", "partial"],
+    ),
+    kind(
+        "numeric",
+        ExtractKind::LastNumber,
+        numeric::build,
+        &["expected", "value", "tolerance", "relative_tolerance"],
+    ),
+    kind(
+        "json_field",
+        ExtractKind::Json,
+        json_field::build,
+        &["schema", "fields"],
+    ),
+    kind(
+        "similarity",
+        ExtractKind::Text,
+        similarity::build,
+        &["expected", "value", "metric", "threshold"],
+    ),
+    kind(
+        "code",
+        ExtractKind::CodeBlock,
+        code::build,
+        &[
             "tests",
             "test_template",
             "prelude",
@@ -97,12 +109,12 @@ const RULES: &[RuleKind] = &[
             "runner",
             "solution_file",
         ],
-        default_extract: ExtractKind::CodeBlock,
-        build: code::build,
-    },
-    RuleKind {
-        name: "judge",
-        keys: &[
+    ),
+    kind(
+        "judge",
+        ExtractKind::Text,
+        judge::build,
+        &[
             "rubric",
             "rubric_file",
             "template",
@@ -115,15 +127,13 @@ const RULES: &[RuleKind] = &[
             "max_tokens",
             "attempts",
         ],
-        default_extract: ExtractKind::Text,
-        build: judge::build,
-    },
-    RuleKind {
-        name: "script",
-        keys: &["script", "threshold"],
-        default_extract: ExtractKind::Text,
-        build: script::build,
-    },
+    ),
+    kind(
+        "script",
+        ExtractKind::Text,
+        script::build,
+        &["script", "threshold"],
+    ),
 ];
 
 /// The names of every rule, for documentation and hints.

@@ -26,9 +26,12 @@ fn scope_for(response: &str, answer: &str, vars: Dynamic) -> Scope<'static> {
 
 /// Builds a `script` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let Some(source) = &def.script else {
-        return Err(cx.missing(&def.rule, "script", "'answer.len() > 0'"));
-    };
+    let source = cx.required(
+        def.script.as_ref(),
+        &def.rule,
+        "script",
+        "'answer.len() > 0'",
+    )?;
     let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
     // Names only: constants in a compile-time scope would be folded into the AST.
     let mut scope = Scope::new();

@@ -25,11 +25,8 @@ struct Similarity {
 
 /// Builds a `similarity` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let metric = cx.choice(
-        "metric",
-        def.metric.as_deref(),
-        &[("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)],
-    )?;
+    let metrics = [("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)];
+    let metric = cx.choice("metric", def.metric.as_deref(), &metrics)?;
     let threshold = cx.threshold(def, 0.5)?;
     Ok(Box::new(Similarity {
         expected: Expected::from_def(def, cx)?,

@@ -82,6 +82,22 @@ pub fn report(results: &Path, prefix: &str, ext: &str) -> String {
     std::fs::read_to_string(newest).unwrap()
 }
 
+/// The Python programs of a fixture suite in `dir`, sorted; files whose name
+/// starts with `_` are the suite's helpers, not members. Fails when the suite
+/// has fewer than `at_least`, so a lost fixture cannot pass unnoticed.
+pub fn python_suite(dir: &Path, at_least: usize) -> Vec<PathBuf> {
+    let mut suite: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('_'))
+        .collect();
+    suite.sort();
+    let found = suite.len();
+    assert!(found >= at_least, "{}: {found} programs", dir.display());
+    suite
+}
+
 /// A fresh copy of the repository in `tmp/repo`, with `../shared` beside it
 /// as the specs expect: only the files git tracks (what a clone has), so no
 /// `results/`, no `.new` files, no local `harness.toml`. Returns `tmp/repo`.

@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ManagedError, ServerOptions, find_on_path, push_flag, with_template_and_extra};
+use super::{
+    ManagedError, ServerOptions, find_on_path, on_loopback, push_flag, with_template_and_extra,
+};
 use crate::provider::ModelSpec;
 
 /// The binary's file name.
@@ -75,13 +77,8 @@ fn newest_cached(cache: &Path) -> Option<PathBuf> {
 pub fn args(spec: &ModelSpec, options: &ServerOptions, port: u16) -> Vec<String> {
     let slots = options.slots(spec);
     let ctx = u64::from(options.ctx_size.unwrap_or(DEFAULT_CTX_PER_SLOT)) * u64::from(slots);
-    let mut args: Vec<String> = vec![
-        "--model".into(),
-        spec.model.clone(),
-        "--host".into(),
-        "127.0.0.1".into(),
-        "--port".into(),
-        port.to_string(),
+    let mut args = on_loopback(["--model".into(), spec.model.clone()], port);
+    args.extend([
         // Responses name the model as reports do, not by its path.
         "--alias".into(),
         spec.name.clone(),
@@ -89,7 +86,7 @@ pub fn args(spec: &ModelSpec, options: &ServerOptions, port: u16) -> Vec<String>
         slots.to_string(),
         "--ctx-size".into(),
         ctx.to_string(),
-    ];
+    ]);
     push_flag(&mut args, "--threads", options.threads);
     with_template_and_extra(args, "--chat-template-file", options)
 }

@@ -111,6 +111,20 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
+/// `serve` (the server's leading arguments naming the model) and a listener
+/// on loopback at `port`: a server the harness starts is never reachable
+/// from another machine.
+fn on_loopback(serve: [String; 2], port: u16) -> Vec<String> {
+    let [verb, model] = serve;
+    let listen = [
+        "--host".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        port.to_string(),
+    ];
+    [verb, model].into_iter().chain(listen).collect()
+}
+
 /// Appends `flag value` when `value` is set.
 fn push_flag(args: &mut Vec<String>, flag: &str, value: Option<impl std::fmt::Display>) {
     if let Some(value) = value {

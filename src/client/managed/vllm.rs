@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use super::{ManagedError, ServerOptions, find_on_path, push_flag, with_template_and_extra};
+use super::{
+    ManagedError, ServerOptions, find_on_path, on_loopback, push_flag, with_template_and_extra,
+};
 use crate::provider::ModelSpec;
 
 /// The command's file name.
@@ -31,18 +33,14 @@ pub fn find_binary(options: &ServerOptions) -> Result<PathBuf, ManagedError> {
 /// sequence per request in flight (`--max-num-seqs`, times `max_n`), and
 /// `ctx_size` is the per-sequence `--max-model-len`.
 pub fn args(spec: &ModelSpec, options: &ServerOptions, port: u16) -> Vec<String> {
-    let mut args: Vec<String> = vec![
-        "serve".into(),
-        spec.model.clone(),
-        "--host".into(),
-        "127.0.0.1".into(),
-        "--port".into(),
-        port.to_string(),
+    let mut args = on_loopback(["serve".into(), spec.model.clone()], port);
+    let seqs = options.slots(spec).to_string();
+    args.extend([
         "--served-model-name".into(),
         spec.model.clone(),
         "--max-num-seqs".into(),
-        options.slots(spec).to_string(),
-    ];
+        seqs,
+    ]);
     push_flag(&mut args, "--max-model-len", options.ctx_size);
     let memory = options.gpu_memory_utilization;
     push_flag(&mut args, "--gpu-memory-utilization", memory);

@@ -48,6 +48,13 @@ impl Errors {
         );
         self.1 = self.1.max(err);
     }
+
+    /// Checks each value against the reference under its key in `case`.
+    fn check_keys(&mut self, case: &Value, got: &[(&str, f64)]) {
+        for &(key, value) in got {
+            self.check(value, num(case, key), case);
+        }
+    }
 }
 
 impl Drop for Errors {
@@ -61,8 +68,7 @@ fn wilson_matches_statsmodels() {
     let mut errors = Errors("wilson", 0.0);
     for case in cases("wilson", 150) {
         let got = wilson(int(&case, "k"), int(&case, "n"), num(&case, "level")).expect("n > 0");
-        errors.check(got.low, num(&case, "low"), &case);
-        errors.check(got.high, num(&case, "high"), &case);
+        errors.check_keys(&case, &[("low", got.low), ("high", got.high)]);
     }
 }
 
@@ -104,8 +110,7 @@ fn newcombe_matches_epir() {
             .unzip();
         let cmp = compare_passes(&first, &second, level).expect("same length");
         assert_eq!(cmp.interval, Some(got));
-        errors.check(cmp.difference, num(&case, "difference"), &case);
-        errors.check(got.high, num(&case, "high"), &case);
+        errors.check_keys(&case, &[("difference", cmp.difference), ("high", got.high)]);
     }
 }
 
@@ -180,6 +185,22 @@ mod bootstrap {
         Bootstrap, bootstrap_mean, bootstrap_stratified, compare_scores, compare_stratified,
     };
     use super::{Errors, int, num};
+    use crate::metrics::stats::{MeanEstimate, ScoreComparison};
+
+    /// A mean and its interval against the case's `mean`, `low` and `high`.
+    fn check_mean(errors: &mut Errors, case: &Value, got: &MeanEstimate) {
+        let (low, high) = (got.interval.low, got.interval.high);
+        errors.check_keys(case, &[("mean", got.mean), ("low", low), ("high", high)]);
+    }
+
+    /// A comparison against the case's `difference`, `low`, `high` and `p`.
+    fn check_comparison(errors: &mut Errors, case: &Value, got: &ScoreComparison) {
+        let interval = got.interval.expect("an interval");
+        let (low, high) = (interval.low, interval.high);
+        let keys = [("difference", got.difference), ("low", low), ("high", high)];
+        errors.check_keys(case, &keys);
+        errors.check(got.p_value, num(case, "p"), case);
+    }
 
     const REFERENCE: &str = include_str!("../../../tests/fixtures/stats/bootstrap_reference.json");
 
@@ -218,9 +239,7 @@ mod bootstrap {
         let mut errors = Errors("bootstrap", 0.0);
         for case in cases("bootstrap") {
             let got = bootstrap_mean(&instances(&case["instances"]), &cfg(&case)).expect("data");
-            errors.check(got.mean, num(&case, "mean"), &case);
-            errors.check(got.interval.low, num(&case, "low"), &case);
-            errors.check(got.interval.high, num(&case, "high"), &case);
+            check_mean(&mut errors, &case, &got);
         }
     }
 
@@ -231,11 +250,7 @@ mod bootstrap {
             let (a, b) = (instances(&case["first"]), instances(&case["second"]));
             let got = compare_scores(&a, &b, &cfg(&case)).expect("same length");
             assert_eq!(got.instances as u64, int(&case, "instances"));
-            let interval = got.interval.expect("an interval");
-            errors.check(got.difference, num(&case, "difference"), &case);
-            errors.check(interval.low, num(&case, "low"), &case);
-            errors.check(interval.high, num(&case, "high"), &case);
-            errors.check(got.p_value, num(&case, "p"), &case);
+            check_comparison(&mut errors, &case, &got);
         }
     }
 
@@ -252,9 +267,7 @@ mod bootstrap {
             let refs: Vec<(f64, &[Vec<f64>])> =
                 strata.iter().map(|(w, s)| (*w, s.as_slice())).collect();
             let got = bootstrap_stratified(&refs, &cfg(&case)).expect("data");
-            errors.check(got.mean, num(&case, "mean"), &case);
-            errors.check(got.interval.low, num(&case, "low"), &case);
-            errors.check(got.interval.high, num(&case, "high"), &case);
+            check_mean(&mut errors, &case, &got);
         }
     }
 
@@ -273,13 +286,12 @@ mod bootstrap {
             let (a, b) = (side("first"), side("second"));
             let (sa, sb) = (weighted(&a), weighted(&b));
             let got = compare_stratified(&sa, &sb, &cfg(&case)).expect("paired");
-            let interval = got.interval.expect("an interval");
-            errors.check(got.difference, num(&case, "difference"), &case);
-            errors.check(got.first_mean, num(&case, "first_mean"), &case);
-            errors.check(got.second_mean, num(&case, "second_mean"), &case);
-            errors.check(interval.low, num(&case, "low"), &case);
-            errors.check(interval.high, num(&case, "high"), &case);
-            errors.check(got.p_value, num(&case, "p"), &case);
+            check_comparison(&mut errors, &case, &got);
+            let means = [
+                ("first_mean", got.first_mean),
+                ("second_mean", got.second_mean),
+            ];
+            errors.check_keys(&case, &means);
         }
     }
 

@@ -82,21 +82,41 @@ pub struct Model<'a> {
     pub total: Option<f64>,
     /// Records.
     pub records: u64,
+    /// Errors, latency, tokens and cost of its records.
+    #[serde(flatten)]
+    pub load: Load,
+    /// Output tokens per second of timed records.
+    pub tokens_per_sec: Option<f64>,
+    /// Its cost divided by its correct answers, none without a price or a correct answer.
+    pub cost_per_correct: Option<f64>,
+    /// A pool's endpoints by base URL: requests, errors and latency of each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<&'a BTreeMap<String, EndpointStats>>,
+}
+
+/// What a model's or a cell's records took: errors, latency, tokens, cost.
+#[derive(Serialize, Default)]
+pub struct Load {
     /// Request errors.
     pub errors: u64,
     /// Median latency of timed records, ms.
     pub p50_ms: Option<u64>,
     /// Mean output tokens.
     pub tokens_out: Option<f64>,
-    /// Output tokens per second of timed records.
-    pub tokens_per_sec: Option<f64>,
-    /// What its answers cost, none when no answer had a price.
+    /// What the answers cost, none when no answer had a price.
     pub cost: Option<f64>,
-    /// Its cost divided by its correct answers, none without a price or a correct answer.
-    pub cost_per_correct: Option<f64>,
-    /// A pool's endpoints by base URL: requests, errors and latency of each.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub endpoints: Option<&'a BTreeMap<String, EndpointStats>>,
+}
+
+impl Load {
+    /// The load of the records `m` sums up.
+    fn of(m: &Metrics) -> Load {
+        Load {
+            errors: m.errors,
+            p50_ms: m.latency_ms.map(|l| l.p50),
+            tokens_out: m.tokens_out.mean,
+            cost: m.cost.and_then(|c| c.amount),
+        }
+    }
 }
 
 /// One model × spec cell.
@@ -106,32 +126,22 @@ pub struct Cell<'a> {
     pub m: usize,
     /// Spec index.
     pub s: usize,
-    /// Accuracy.
-    pub accuracy: f64,
-    /// Its 95% interval.
-    pub interval: Option<Estimate>,
-    /// Records that passed.
-    pub passed: u64,
-    /// Records.
-    pub total: u64,
-    /// Request errors.
-    pub errors: u64,
-    /// Median latency, ms.
-    pub p50_ms: Option<u64>,
-    /// Mean output tokens.
-    pub tokens_out: Option<f64>,
-    /// What the cell's answers cost, none when no answer had a price.
-    pub cost: Option<f64>,
+    /// Accuracy, interval and counts.
+    #[serde(flatten)]
+    pub accuracy: Accuracy,
+    /// Errors, latency, tokens and cost.
+    #[serde(flatten)]
+    pub load: Load,
     /// pass@k, pass^k, maj@n (per-problem lists left out).
     pub sampled: Option<SampledMetrics>,
-    /// `group_by`: variable → value → the group's numbers.
+    /// `group_by`: variable → value → the group's accuracy.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub groups: BTreeMap<&'a str, BTreeMap<&'a str, Group>>,
+    pub groups: BTreeMap<&'a str, BTreeMap<&'a str, Accuracy>>,
 }
 
-/// One `group_by` group of a cell.
+/// The accuracy of a cell or of one `group_by` group of it.
 #[derive(Serialize)]
-pub struct Group {
+pub struct Accuracy {
     /// Accuracy.
     pub accuracy: f64,
     /// Its 95% interval.
@@ -140,6 +150,18 @@ pub struct Group {
     pub passed: u64,
     /// Records.
     pub total: u64,
+}
+
+impl Accuracy {
+    /// The accuracy of the records `m` sums up.
+    fn of(m: &Metrics) -> Accuracy {
+        Accuracy {
+            accuracy: m.accuracy,
+            interval: m.interval,
+            passed: m.passed,
+            total: m.total,
+        }
+    }
 }
 
 /// The head of `v`'s page.
@@ -163,11 +185,8 @@ pub fn head<'a>(
                     .map(|j| super::super::journals::run_id(v.ctx, j)),
                 total: v.summary.category_mean(name),
                 records: total.map_or(0, |t| t.total),
-                errors: total.map_or(0, |t| t.errors),
-                p50_ms: total.and_then(|t| t.latency_ms).map(|l| l.p50),
-                tokens_out: total.and_then(|t| t.tokens_out.mean),
+                load: total.map(Load::of).unwrap_or_default(),
                 tokens_per_sec: total.and_then(|t| t.tokens_per_sec),
-                cost: total.and_then(|t| t.cost).and_then(|c| c.amount),
                 cost_per_correct: total.and_then(|t| t.cost).and_then(|c| c.per_correct),
                 endpoints: v.summary.endpoints.get(name.as_str()),
             }
@@ -218,15 +237,7 @@ fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
         .map(|(var, values)| {
             let values = values
                 .iter()
-                .map(|(value, g)| {
-                    let group = Group {
-                        accuracy: g.accuracy,
-                        interval: g.interval,
-                        passed: g.passed,
-                        total: g.total,
-                    };
-                    (value.as_str(), group)
-                })
+                .map(|(value, g)| (value.as_str(), Accuracy::of(g)))
                 .collect();
             (var.as_str(), values)
         })
@@ -234,14 +245,8 @@ fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
     Cell {
         m,
         s,
-        accuracy: c.accuracy,
-        interval: c.interval,
-        passed: c.passed,
-        total: c.total,
-        errors: c.errors,
-        p50_ms: c.latency_ms.map(|l| l.p50),
-        tokens_out: c.tokens_out.mean,
-        cost: c.cost.and_then(|c| c.amount),
+        accuracy: Accuracy::of(c),
+        load: Load::of(c),
         sampled: c.sampled.as_ref().map(|s| SampledMetrics {
             per_problem: Vec::new(),
             ..s.clone()

@@ -110,20 +110,20 @@ pub(super) fn verdict(tests: &[String], ran: &Ran, fraction: bool) -> Verdict {
 /// Why the tests stopped before one was reported: the program's end when
 /// the checker saw it go (`gone`) or both ran out of time, else the checker's.
 fn unfinished(ran: &Ran, gone: bool) -> (String, FailureKind) {
-    let (who, outcome) = if gone || ran.checker.timed_out {
+    let (who, outcome) = if gone || ran.checker.killed.timed_out {
         ("", ran.program)
     } else {
         ("the checker ", ran.checker)
     };
     let limits = ran.limits;
-    let kind = if outcome.timed_out || outcome.cpu_exhausted(limits) {
+    let kind = if outcome.killed.timed_out || outcome.cpu_exhausted(limits) {
         FailureKind::Timeout
-    } else if outcome.output_limited || outcome.tree_memory_exceeded {
+    } else if outcome.killed.output_limited || outcome.killed.tree_memory_exceeded {
         FailureKind::ResourceLimit
     } else {
         FailureKind::RuntimeError
     };
-    let ended = if outcome.stopped {
+    let ended = if outcome.killed.stopped {
         // Still running after the checker saw its channel close.
         "closed its channel to the checker".to_owned()
     } else {
@@ -132,7 +132,7 @@ fn unfinished(ran: &Ran, gone: bool) -> (String, FailureKind) {
     let stderr = String::from_utf8_lossy(&outcome.stderr);
     let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
     let why = match last {
-        Some(line) if !outcome.timed_out => {
+        Some(line) if !outcome.killed.timed_out => {
             format!("{who}{ended} ({})", clip(line.trim(), 120))
         }
         _ => format!("{who}{ended}"),

@@ -52,9 +52,9 @@ struct CodeRule {
 
 /// Builds a `code` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let Some(tests) = def.tests.clone() else {
-        return Err(cx.missing(&def.rule, "tests", "\"tests\""));
-    };
+    let tests = cx
+        .required(def.tests.as_ref(), &def.rule, "tests", "\"tests\"")?
+        .clone();
     let scoring = match def.score.as_deref() {
         None | Some("all") => Scoring::All,
         Some("fraction") => Scoring::Fraction,

@@ -220,12 +220,8 @@ mod tests {
                 criteria: String::new(),
             },
         ];
-        assert!(
-            Rubric::new(twice)
-                .unwrap_err()
-                .to_string()
-                .contains("twice")
-        );
+        let err = Rubric::new(twice).unwrap_err().to_string();
+        assert!(err.contains("twice"), "{err}");
     }
 
     #[test]

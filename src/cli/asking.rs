@@ -1,0 +1,37 @@
+//! The options of the commands that ask models (`run`, `synth`): where the
+//! models are defined, where the response cache lives, and whether progress
+//! is shown.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::error::Diagnostic;
+
+/// Options shared by the commands that ask models.
+#[derive(Debug, clap::Args)]
+pub struct AskingArgs {
+    /// The configuration file.
+    #[arg(long, default_value = "harness.toml")]
+    pub config: PathBuf,
+    /// Ask the models even when the cache has the answer.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Results directory: runs, reports and the response cache.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// No progress bars or progress lines.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl AskingArgs {
+    /// The configuration; a file named with `--config` must exist, the default may not.
+    pub fn load_config(&self) -> Result<Config, Diagnostic> {
+        Config::load(&self.config, self.config != Path::new("harness.toml"))
+    }
+
+    /// The response cache under the results directory.
+    pub fn cache_path(&self) -> PathBuf {
+        self.results.join("cache.sqlite")
+    }
+}
