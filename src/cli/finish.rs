@@ -3,7 +3,7 @@
 //! transcript (or blessed as the new one).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::exit::{Exit, fail};
@@ -14,25 +14,53 @@ use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports
 use crate::run::{self, Manifest};
 use crate::spec::Spec;
 
+/// The options of the commands that end a run (`run`, `merge`): the report
+/// formats, the golden comparison, and whether request errors fail the run.
+#[derive(Debug, clap::Args)]
+pub struct FinishArgs {
+    /// Golden directory.
+    #[arg(long, default_value = "golden")]
+    pub golden: PathBuf,
+    /// Extra report formats.
+    #[arg(long = "format", value_enum)]
+    pub formats: Vec<Format>,
+    /// Show response text diffs against golden transcripts.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Exit 0 even when some requests failed and their instances have no verdict.
+    #[arg(long)]
+    pub allow_errors: bool,
+}
+
 /// Where the reports go and how the golden comparison is shown.
 pub(super) struct Finish<'a> {
     /// The results directory (reports, raw files).
     pub results: &'a Path,
-    /// The golden directory.
-    pub golden: &'a Path,
-    /// Extra report formats.
-    pub formats: &'a [Format],
+    /// Formats, golden directory, diffs, errors allowed.
+    pub args: &'a FinishArgs,
     /// The model others are compared against on sampled specs.
     pub baseline: Option<&'a str>,
     /// Record the transcripts as golden instead of comparing.
     pub bless: bool,
-    /// Show response text diffs.
-    pub verbose: bool,
     /// Color the terminal output.
     pub color: bool,
 }
 
 impl Finish<'_> {
+    /// The exit code once the reports and the golden comparison are done:
+    /// answers without a verdict fail the run unless errors are allowed;
+    /// else golden differences do.
+    pub fn exit(&self, report: &ReportOutput, differ: bool) -> Exit {
+        if report.errors == 0 || self.args.allow_errors {
+            return Exit::differences_if(differ);
+        }
+        eprintln!(
+            "error: {} of {} answers are errors (exit 4); `--allow-errors` accepts them",
+            report.errors, report.answers
+        );
+        Exit::RequestErrors
+    }
+
     /// Writes the run's reports from its journal.
     pub fn reports(
         &self,
@@ -58,11 +86,11 @@ impl Finish<'_> {
             models: &model_names,
             model_ids: &model_ids,
             specs: &spec_infos,
-            formats: self.formats,
+            formats: &self.args.formats,
             journals: &journals,
             color: self.color,
             baseline: self.baseline,
-            golden: Some(self.golden),
+            golden: Some(&self.args.golden),
             currency: &manifest.currency,
         };
         write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
@@ -81,7 +109,8 @@ impl Finish<'_> {
         let mut compared: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for model in &manifest.models {
             for spec in specs {
-                if self.bless || transcript_path(self.golden, &spec.id, &model.name).exists() {
+                if self.bless || transcript_path(&self.args.golden, &spec.id, &model.name).exists()
+                {
                     compared.entry(&model.name).or_default().insert(&spec.id);
                 }
             }
@@ -99,7 +128,7 @@ impl Finish<'_> {
                     .get(&(model.name.clone(), spec.id.clone()))
                     .map(|by_key| by_key.values().cloned().collect())
                     .unwrap_or_default();
-                let path = transcript_path(self.golden, &spec.id, &model.name);
+                let path = transcript_path(&self.args.golden, &spec.id, &model.name);
                 if self.bless {
                     crate::files::write_atomic(&path, render_transcript(lines).as_bytes())
                         .map_err(|e| fail(format!("{}: {e}", path.display())))?;
@@ -111,13 +140,16 @@ impl Finish<'_> {
                     &diff,
                     &model.name,
                     &spec.id,
-                    self.verbose,
+                    self.args.verbose,
                     self.color,
                 );
             }
         }
         if self.bless {
-            println!("golden transcripts written under {}", self.golden.display());
+            println!(
+                "golden transcripts written under {}",
+                self.args.golden.display()
+            );
         }
         Ok(differ)
     }

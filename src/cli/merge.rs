@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::exit::{Exit, fail};
-use super::finish::Finish;
+use super::finish::{Finish, FinishArgs};
 use crate::client::cache::Cache;
-use crate::report::Format;
 use crate::run::merge::{self, ShardRun};
 use crate::run::{self, SpecRuntime};
 use crate::spec::Spec;
@@ -25,18 +24,9 @@ pub struct MergeArgs {
     /// Results directory: reports, raw files, and the response cache the shards' caches join.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
-    /// Golden directory.
-    #[arg(long, default_value = "golden")]
-    pub golden: PathBuf,
-    /// Extra report formats.
-    #[arg(long = "format", value_enum)]
-    pub formats: Vec<Format>,
-    /// Show response text diffs against golden transcripts.
-    #[arg(short, long)]
-    pub verbose: bool,
-    /// Exit 0 even when some requests failed and their instances have no verdict.
-    #[arg(long)]
-    pub allow_errors: bool,
+    /// Report formats, the golden comparison, errors allowed.
+    #[command(flatten)]
+    pub finish: FinishArgs,
 }
 
 /// Runs `harness merge`.
@@ -106,11 +96,9 @@ fn merge_runs(args: &MergeArgs, color: bool) -> Result<Exit, Exit> {
     let (_, file_stamp) = run::timestamps();
     let finish = Finish {
         results: &args.results,
-        golden: &args.golden,
-        formats: &args.formats,
+        args: &args.finish,
         baseline: None,
         bless: false,
-        verbose: args.verbose,
         color,
     };
     let report = finish.reports(
@@ -124,14 +112,7 @@ fn merge_runs(args: &MergeArgs, color: bool) -> Result<Exit, Exit> {
     println!("report: {}", report.files.markdown.display());
     let differ = finish.golden_transcripts(&manifest, &specs, &journal_path)?;
     println!("html report: {}", report.files.html.display());
-    if report.errors > 0 && !args.allow_errors {
-        eprintln!(
-            "error: {} of {} answers are errors (exit 4); `--allow-errors` accepts them",
-            report.errors, report.answers
-        );
-        return Ok(Exit::RequestErrors);
-    }
-    Ok(Exit::differences_if(differ))
+    Ok(finish.exit(&report, differ))
 }
 
 fn load_specs(files: &[PathBuf], color: bool) -> Result<Vec<Arc<Spec>>, Exit> {

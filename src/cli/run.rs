@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use super::asking::AskingArgs;
 use super::exit::{Exit, either, fail};
-use super::finish::Finish;
+use super::finish::{Finish, FinishArgs};
 use super::render;
 use crate::config::Config;
 use crate::golden::transcript::recorded_models;
 use crate::provider::{ModelSpec, ProviderKind};
-use crate::report::Format;
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 use crate::text::visible;
@@ -36,15 +35,9 @@ pub struct RunArgs {
     /// Record the new transcripts as golden.
     #[arg(long)]
     pub bless: bool,
-    /// Show response text diffs against golden transcripts.
-    #[arg(short, long)]
-    pub verbose: bool,
-    /// Extra report formats.
-    #[arg(long = "format", value_enum)]
-    pub formats: Vec<Format>,
-    /// Golden directory.
-    #[arg(long, default_value = "golden")]
-    pub golden: PathBuf,
+    /// Report formats, the golden comparison, errors allowed.
+    #[command(flatten)]
+    pub finish: FinishArgs,
     /// Compare every model against this one on sampled specs.
     #[arg(long)]
     pub baseline: Option<String>,
@@ -54,9 +47,6 @@ pub struct RunArgs {
     /// Run only the golden subset of specs that declare `[golden] instances` (as `--bless` and replays do).
     #[arg(long, conflicts_with = "resume")]
     pub golden_subset: bool,
-    /// Exit 0 even when some requests failed and their instances have no verdict.
-    #[arg(long)]
-    pub allow_errors: bool,
     /// Start no request once the run's cost plus the worst case of the requests in flight would pass AMOUNT (default: harness.toml's run.max_cost).
     #[arg(long, value_name = "AMOUNT", value_parser = super::costs::amount)]
     pub max_cost: Option<f64>,
@@ -109,7 +99,7 @@ fn plan_new(
         // Offline default: replay every recorded transcript, each model on the specs it recorded.
         let mut by_model: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for spec in specs {
-            for model in recorded_models(&args.golden, &spec.id) {
+            for model in recorded_models(&args.finish.golden, &spec.id) {
                 by_model.entry(model).or_default().push(spec.id.clone());
             }
         }
@@ -181,7 +171,7 @@ fn plan_new(
         spec_files: specs.iter().map(|s| s.file.clone()).collect(),
         models,
         runs: args.runs.or(config.run.runs),
-        golden_dir: args.golden.clone(),
+        golden_dir: args.finish.golden.clone(),
         only,
         golden_subset: args.golden_subset || args.bless,
         judge,
@@ -358,11 +348,9 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     };
     let finish = Finish {
         results: &args.asking.results,
-        golden: &args.golden,
-        formats: &args.formats,
+        args: &args.finish,
         baseline: args.baseline.as_deref(),
         bless: args.bless,
-        verbose: args.verbose,
         color,
     };
     let report = finish.reports(&manifest, &specs, &journal_path, &created, &file_stamp)?;
@@ -407,12 +395,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     }
     // Last, so it stays on screen: the page with every statistic and instance.
     println!("html report: {}", report.files.html.display());
-    if errors == 0 || args.allow_errors {
-        Ok(Exit::differences_if(differ))
-    } else {
-        eprintln!("error: {errors} errors in this run (exit 4); `--allow-errors` accepts them");
-        Ok(Exit::RequestErrors)
-    }
+    Ok(finish.exit(&report, differ))
 }
 
 /// Before any model is asked: every spec's instance 0 generates, renders and
