@@ -47,24 +47,12 @@ impl Asked {
     }
 }
 
-/// How an attempt meets the model's gate: the request, its choices, whether
-/// its first attempt may be refused, and where a result keeps its answers.
+/// How an attempt meets the model's gate: the attempt as the gate sees it,
+/// whether its first try may be refused, and where a result keeps its answers.
 struct Gated<'a, T> {
-    request: &'a ChatRequest,
-    n: u32,
+    attempt: Attempt<'a>,
     refusable: bool,
     answers: fn(&T) -> &[Completion],
-}
-
-impl<T> Gated<'_, T> {
-    /// The attempt as `model`'s gate sees it.
-    fn attempt<'a>(&'a self, model: &'a ModelClient) -> Attempt<'a> {
-        Attempt {
-            model: &model.spec,
-            request: self.request,
-            n: self.n,
-        }
-    }
 }
 
 /// Sends with retries on retryable errors, logging each failed attempt into
@@ -76,9 +64,13 @@ async fn send_logged(
     refusable: bool,
     retries: &mut Vec<String>,
 ) -> Sent<Completion> {
-    let gated = Gated {
+    let attempt = Attempt {
+        model: &model.spec,
         request,
         n: 1,
+    };
+    let gated = Gated {
+        attempt,
         refusable,
         answers: std::slice::from_ref,
     };
@@ -95,9 +87,13 @@ async fn send_batch(
     n: u32,
     retries: &mut Vec<String>,
 ) -> Sent<Vec<Completion>> {
-    let gated = Gated {
+    let attempt = Attempt {
+        model: &model.spec,
         request,
         n,
+    };
+    let gated = Gated {
+        attempt,
         refusable: true,
         answers: Vec::as_slice,
     };
@@ -157,7 +153,7 @@ where
             let reservation = match gate {
                 Some((gate, may_refuse)) => {
                     let refusable = may_refuse && gated.refusable && attempts == 0;
-                    match gate.admit(gated.attempt(model), refusable) {
+                    match gate.admit(gated.attempt, refusable) {
                         Some(r) => Some((gate, r)),
                         None => {
                             return (
@@ -176,7 +172,7 @@ where
             let r = send(assigned.index).await;
             if let Some((gate, reservation)) = reservation {
                 let answers = r.as_ref().map_or(&[][..], gated.answers);
-                gate.settle(gated.attempt(model), reservation, answers);
+                gate.settle(gated.attempt, reservation, answers);
             }
             (r, started.elapsed())
         };

@@ -28,13 +28,9 @@ struct SetEqual {
 
 /// Builds a `set_equal` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let Some(entities) = def.entities.as_ref().filter(|e| !e.is_empty()) else {
-        return Err(cx.missing(
-            &def.rule,
-            "entities",
-            "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]",
-        ));
-    };
+    let example = "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]";
+    let entities = def.entities.as_ref().filter(|e| !e.is_empty());
+    let entities = cx.required(entities, &def.rule, "entities", example)?;
     let mut groups = Vec::new();
     for (i, e) in entities.iter().enumerate() {
         let pattern = Regex::new(&e.pattern).map_err(|err| {
