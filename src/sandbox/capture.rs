@@ -390,6 +390,45 @@ fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// SIGKILL to the PID namespace's init under an isolated run's first process
+/// `first`; false when it has none (yet, or any more). The kernel kills the
+/// rest of the namespace and reports init's exit only once all of it is gone,
+/// so the first process, which waits for init, outlives the whole tree.
+pub(super) fn kill_namespace_init(first: libc::pid_t) -> bool {
+    let path = format!("/proc/{first}/task/{first}/children");
+    let children = std::fs::read_to_string(path).unwrap_or_default();
+    let Some(init) = children.split_whitespace().find_map(|c| c.parse().ok()) else {
+        return false;
+    };
+    let Some(pidfd) = pidfd_open(init) else {
+        return false;
+    };
+    // The descriptor holds the process itself: once it is known to be the
+    // first process's child, a reused pid cannot redirect the signal.
+    if parent_of(init) != Some(first) {
+        return false;
+    }
+    // SAFETY: a pidfd we own, a signal number, no siginfo, no flags.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    rc == 0
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name's last `)`: the state, then the parent.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Reaps `pid`, returning its wait status and resource use.
 pub(super) fn reap(pid: libc::pid_t) -> (libc::c_int, libc::rusage) {
     let mut status = 0;

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
-use super::capture::{Captured, Watch, capture, reap};
+use super::capture::{Captured, Watch, capture, kill_namespace_init, reap};
 use super::cgroup::TreeLimits;
 use super::child::{enter, join_cgroups, keep_open};
 use super::plan::{
@@ -289,12 +289,19 @@ impl Sandbox {
 
     /// Kills the process tree of `pid`.
     fn killer(&self, pid: libc::pid_t) -> impl Fn() + use<> {
-        // Isolated: the first process's death takes the PID namespace with it.
-        // Unsandboxed: the process group is the best we can do.
-        let target = if self.isolated { pid } else { -pid };
-        // SAFETY: signalling a process we started.
-        move || unsafe {
-            libc::kill(target, libc::SIGKILL);
+        let isolated = self.isolated;
+        move || {
+            // Isolated: killing the namespace's init means the first process
+            // exits, and is reaped, only after every process of the run is
+            // gone. Before init exists (or after it is gone) the first
+            // process's own death takes the namespace down with it.
+            if isolated && kill_namespace_init(pid) {
+                return;
+            }
+            // Unsandboxed: the process group is the best we can do.
+            let target = if isolated { pid } else { -pid };
+            // SAFETY: signalling a process we started.
+            unsafe { libc::kill(target, libc::SIGKILL) };
         }
     }
 
