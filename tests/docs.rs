@@ -262,7 +262,7 @@ fn every_spec_example_passes_harness_check() {
     let blocks = all_toml_blocks();
     let specs = example_files("specs");
     let tmp = tempfile::tempdir().expect("a temporary directory");
-    // The whole examples folder, so specs can read their fixtures (`../datasets/...`).
+    // The whole examples folder, so specs can read their fixtures (the datasets folder).
     let examples = tmp.path().join("examples");
     copy_dir(&root().join(EXAMPLES), &examples);
     let golden = tmp.path().join("golden");

@@ -13,8 +13,8 @@ use std::sync::MutexGuard;
 use crate::common::{e2e_var, harness, locks, report, root, run};
 
 /// A repository-shaped temp directory: the shipped specs and schemas, our
-/// datasets and `../shared` linked in at the same relative places (so dataset
-/// paths resolve), and the CI models' harness.toml.
+/// datasets linked in at the same relative place (so dataset paths resolve),
+/// and the CI models' harness.toml.
 struct Workspace {
     _tmp: tempfile::TempDir,
     repo: PathBuf,
@@ -61,8 +61,6 @@ fn workspace(smol: &str, gemma: Option<&str>, judge: &str) -> Workspace {
     let t05 = "golden/t05_summarization/instances.jsonl";
     fs::create_dir_all(repo.join(t05).parent().unwrap()).unwrap();
     fs::copy(root().join(t05), repo.join(t05)).unwrap();
-    let shared = root().join("../shared").canonicalize().unwrap();
-    std::os::unix::fs::symlink(shared, tmp.path().join("shared")).unwrap();
     let dir = Workspace { _tmp: tmp, repo };
     let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
     let config = template

@@ -184,8 +184,8 @@ fn no_mutant_of_any_spec_makes_the_harness_panic() {
     let corpus = corpus();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let tmp = tempfile::tempdir().unwrap();
-    // Mutants sit where the originals did, relative to `../schemas` and the
-    // like, through a copy of each source directory's helper files.
+    // Mutants sit where the originals did, relative to the schemas folder and
+    // the like, through a copy of each source directory's helper files.
     let work = tmp.path().join("a/b");
     std::fs::create_dir_all(&work).unwrap();
     let golden = tmp.path().join("golden");

@@ -1,6 +1,6 @@
 //! HumanEval end to end: a (fake) model answers every task with its canonical
 //! solution, `harness run specs/humaneval.toml` verifies each in the sandbox,
-//! and all 164 pass. The data is read in place from `../shared/data/`.
+//! and all 164 pass. The data is the repository's `datasets/humaneval/`.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -12,7 +12,7 @@ use crate::common::{harness, root, run};
 use serde_json::Value;
 
 fn rows() -> Vec<Value> {
-    let path = root().join("../shared/data/humaneval/HumanEval.jsonl.gz");
+    let path = root().join("datasets/humaneval/HumanEval.jsonl.gz");
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("HumanEval data"))
         .read_to_string(&mut text)

@@ -1,6 +1,6 @@
 //! The README's main command, `harness run specs/` with no model, in a fresh
 //! copy of the repository: only the tracked files (what a clone has), with
-//! `../shared` beside it as the specs expect. It replays every committed
+//! nothing beside it. It replays every committed
 //! golden transcript offline, so every category must show a number.
 
 use std::fs;

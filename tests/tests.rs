@@ -17,14 +17,15 @@
 //!   copy) and `cluster` (the Slurm example on a real single-node cluster,
 //!   the Kubernetes example's manifests and their pods' commands).
 //! - The project's own shape: `architecture` (layers, file and function
-//!   sizes) and `docs` (every documented TOML example is a checked file).
+//!   sizes), `docs` (every documented TOML example is a checked file) and
+//!   `self_contained` (nothing reads a path outside the repository).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
 //!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Model-written code in the sandbox: `code_rule`, `code_values` (every
 //!   value the program and its checker exchange), `forgery` (attacks on the
 //!   `code` verdict), `unsandboxed` (an empty environment either way, the
-//!   confinement on record), `humaneval` (reads `../shared/data/`),
+//!   confinement on record), `humaneval` (reads `datasets/humaneval/`),
 //!   `sandbox_hostile` (in a process of its own).
 //! - Model text on the terminal: `terminal_escapes`.
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
@@ -86,6 +87,7 @@ mod run_errors;
 mod runner_faults;
 mod sampling;
 mod sandbox_hostile;
+mod self_contained;
 mod shards;
 mod shipped_specs;
 mod stalls;

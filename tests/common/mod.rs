@@ -98,14 +98,12 @@ pub fn python_suite(dir: &Path, at_least: usize) -> Vec<PathBuf> {
     suite
 }
 
-/// A fresh copy of the repository in `tmp/repo`, with `../shared` beside it
-/// as the specs expect: only the files git tracks (what a clone has), so no
-/// `results/`, no `.new` files, no local `harness.toml`. Returns `tmp/repo`.
+/// A fresh copy of the repository in `tmp/repo`, with nothing beside it: only
+/// the files git tracks (what a clone has), so no `results/`, no `.new`
+/// files, no local `harness.toml`. Returns `tmp/repo`.
 pub fn fresh_copy(tmp: &Path) -> PathBuf {
     let repo = tmp.join("repo");
     copy_tracked(&root(), &repo);
-    let shared = root().join("../shared").canonicalize().unwrap();
-    std::os::unix::fs::symlink(shared, tmp.join("shared")).unwrap();
     repo
 }
 
