@@ -25,9 +25,14 @@ passes = true
 "#;
 
 fn setup() -> tempfile::TempDir {
+    setup_with("sum", SPEC)
+}
+
+/// A workspace with one spec, `specs/<name>.toml`.
+fn setup_with(name: &str, spec: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir(dir.path().join("specs")).unwrap();
-    fs::write(dir.path().join("specs/sum.toml"), SPEC).unwrap();
+    fs::write(dir.path().join(format!("specs/{name}.toml")), spec).unwrap();
     dir
 }
 
@@ -149,4 +154,32 @@ fn one_broken_spec_does_not_stop_the_others() {
         "{out}"
     );
     assert!(dir.path().join("golden/sum/instances.jsonl").exists());
+}
+
+#[test]
+fn a_changed_instance_shows_the_fields_that_changed() {
+    // The second version adds a variable, words its prompt otherwise and
+    // makes one instance fewer.
+    let v1 = SPEC.replace(
+        "{{ a }} + {{ b }} = ?",
+        "A shop sells {{ a }} apples and {{ b }} pears. How many fruits does it sell? Answer with one number.",
+    );
+    let dir = setup_with("fruit", &v1);
+    let spec = dir.path().join("specs/fruit.toml");
+    check(dir.path(), &["--bless"]);
+    let v2 = v1
+        .replace("runs = 3", "runs = 2")
+        .replace("b: rng.int(1, 9) }", "b: rng.int(1, 9), unit: \"kg\" }")
+        .replace("How many fruits", "How many {{ unit }} of fruit");
+    fs::write(&spec, v2).unwrap();
+    let (code, out) = run(harness(dir.path())
+        .args(["check", "specs"])
+        .env("CI", "true"));
+    assert_eq!(code, 1, "{out}");
+    let diff: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("---"))
+        .take_while(|l| !l.is_empty() && !l.starts_with("1 spec"))
+        .collect();
+    insta::assert_snapshot!(diff.join("\n"));
 }

@@ -1,7 +1,7 @@
 //! Model text on the terminal: a response that tries to set the window
 //! title, clear and rewrite lines and forge the harness's summary line is
 //! shown escaped, on its own line, by `harness check` (an example's failure)
-//! and `harness run` (a golden regression and the `-v` response diff). The
+//! and `harness run` (a golden regression and the `-v` field diff). The
 //! journal keeps the raw text.
 
 use crate::common::fake_server::{FakeServer, Reply};
@@ -86,7 +86,7 @@ fn run_shows_a_regression_and_its_diff_escaped() {
     let (code, out) = ws.run(&["specs/escapes.toml", "-m", "m", "--no-cache", "-v"]);
     assert_eq!(code, 1, "the regression is a difference:\n{out}");
     assert!(out.contains("now fails"), "{out}");
-    assert!(out.contains("response of"), "the -v diff: {out}");
+    assert!(out.contains("changed fields of"), "the -v diff: {out}");
     let found = problems(&out);
     assert!(found.is_empty(), "{found:?}\n{out}");
     let journal = ws.last_journal();

@@ -11,7 +11,7 @@ use owo_colors::OwoColorize;
 use super::exit::{Exit, fail};
 use super::render;
 use crate::check::{CheckOptions, SpecCheck, check_file};
-use crate::golden::{GoldenMode, GoldenStatus, colorize_diff, is_ci};
+use crate::golden::{GoldenMode, GoldenStatus, is_ci};
 use crate::spec::{duplicate_id, spec_files};
 
 fn label(text: &str, color: bool, paint: fn(&str) -> String) -> String {
@@ -59,7 +59,7 @@ fn print_report(r: &SpecCheck, color: bool) {
                 label("DIFF", color, |s| s.yellow().bold().to_string()),
                 pending_note(pending.as_deref())
             );
-            print!("{}", colorize_diff(diff, color));
+            print!("{}", diff.render(color));
         }
     }
 }

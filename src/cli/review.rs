@@ -4,7 +4,8 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 
 use super::exit::{Exit, fail};
-use crate::golden::{colorize_diff, golden_for_pending, pending_files, unified_diff};
+use crate::golden::diff::GoldenDiff;
+use crate::golden::{golden_for_pending, pending_files};
 
 /// Runs `harness review`.
 pub fn run(golden: &Path, color: bool) -> Exit {
@@ -27,10 +28,7 @@ pub fn run(golden: &Path, color: bool) -> Exit {
         };
         let old = std::fs::read_to_string(&target).unwrap_or_default();
         println!("[{}/{}] {}", i + 1, pending.len(), target.display());
-        print!(
-            "{}",
-            colorize_diff(&unified_diff(&old, &new, &target), color)
-        );
+        print!("{}", GoldenDiff::between(&old, &new, &target).render(color));
         let choice = loop {
             print!("accept (a), reject (r), skip (s)? ");
             let _ = std::io::stdout().flush();

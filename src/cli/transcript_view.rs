@@ -1,4 +1,5 @@
-//! Printing golden transcript differences: regressions red, fixes green.
+//! Printing golden transcript differences: regressions red, fixes green, and
+//! with `-v` every changed field (a response as an inline word diff).
 //! A regression's detail quotes the model: it stays on its line, escaped.
 
 use owo_colors::OwoColorize;
@@ -19,56 +20,115 @@ pub fn print(diff: &TranscriptDiff, model: &str, spec: &str, verbose: bool, colo
     if !diff.differs() {
         return false;
     }
-    println!(
+    print!("{}", render(diff, model, spec, verbose, color));
+    true
+}
+
+/// The lines [`print`] shows for a diff that differs.
+fn render(diff: &TranscriptDiff, model: &str, spec: &str, verbose: bool, color: bool) -> String {
+    let mut out = String::new();
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
+    line(format!(
         "{model} × {spec}: {} regressions, {} fixes, {} score changes, {} changed responses",
         diff.regressions.len(),
         diff.fixes.len(),
         diff.score_changes.len(),
         diff.response_changes.len()
-    );
+    ));
     for (id, detail) in &diff.regressions {
-        println!(
-            "  {}",
-            paint(
-                format!("✗ {id} now fails: {}", visible_line(detail)),
-                color,
-                |s| s.red().to_string()
-            )
-        );
+        let text = format!("✗ {} now fails: {}", visible_line(id), visible_line(detail));
+        line(format!("  {}", paint(text, color, |s| s.red().to_string())));
     }
     for id in &diff.fixes {
-        println!(
+        let text = format!("✓ {} now passes", visible_line(id));
+        line(format!(
             "  {}",
-            paint(format!("✓ {id} now passes"), color, |s| s
-                .green()
-                .to_string())
-        );
+            paint(text, color, |s| s.green().to_string())
+        ));
     }
     for (id, old, new) in &diff.score_changes {
-        println!("  ~ {id} score {old:.3} → {new:.3}");
+        line(format!(
+            "  ~ {} score {old:.3} → {new:.3}",
+            visible_line(id)
+        ));
     }
     for (id, in_golden) in &diff.membership {
-        println!(
-            "  {} {id}",
-            if *in_golden {
-                "- only in golden:"
-            } else {
-                "+ not in golden:"
-            }
-        );
+        let side = if *in_golden {
+            "- only in golden:"
+        } else {
+            "+ not in golden:"
+        };
+        line(format!("  {side} {}", visible_line(id)));
     }
     if verbose {
-        for (id, old, new) in &diff.response_changes {
-            println!("  response of {id}:");
-            let text = crate::golden::unified_diff(
-                &(old.clone() + "\n"),
-                &(new.clone() + "\n"),
-                std::path::Path::new(id),
-            );
-            for line in crate::golden::colorize_diff(&text, color).lines() {
-                println!("    {line}");
+        for (id, fields) in &diff.fields {
+            line(format!("  changed fields of {}:", visible_line(id)));
+            for field in fields {
+                line(format!("    {}", field.render(color)));
             }
         }
     }
-    true
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::golden::transcript::{ScoredAnswer, TranscriptLine, compare_transcripts};
+
+    fn line(instance: u64, response: &str, passed: bool) -> TranscriptLine {
+        TranscriptLine {
+            id: format!("shop/{instance}"),
+            instance,
+            sample: 0,
+            model: "m".into(),
+            scored: ScoredAnswer {
+                response: Some(response.into()),
+                answer: Some(response.into()),
+                passed,
+                score: if passed { 1.0 } else { 0.0 },
+                detail: if passed {
+                    String::new()
+                } else {
+                    "expected 12.5".into()
+                },
+                tokens_in: Some(40),
+                tokens_out: Some(12),
+                ..ScoredAnswer::default()
+            },
+            judge: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn changed_transcript_lines_show_their_fields() {
+        let golden = vec![
+            line(
+                0,
+                "The total is 12.5 EUR: five items at 2.5 EUR each, no discount applied.",
+                true,
+            ),
+            line(1, "42", true),
+            line(2, "7", false),
+        ];
+        let mut new = vec![
+            line(
+                0,
+                "The total is 12.6 EUR: five items at 2.5 EUR each, no discount applied.",
+                false,
+            ),
+            line(1, "42", true),
+            line(3, "9", true),
+        ];
+        new[1].scored.tokens_out = Some(13);
+        let diff = compare_transcripts(Some(&golden), &new);
+        let verbose = render(&diff, "m", "shop", true, false);
+        insta::assert_snapshot!(verbose);
+        assert!(verbose.starts_with(&render(&diff, "m", "shop", false, false)));
+    }
 }

@@ -1,6 +1,7 @@
 //! Golden files: reviewed expectations kept in `golden/`, compared on every
-//! check, with colored unified diffs and an insta-style review loop (a `.new`
-//! file beside a changed golden file; `harness review` accepts or rejects).
+//! check, with colored diffs that name the fields that changed ([`diff`]) and
+//! an insta-style review loop (a `.new` file beside a changed golden file;
+//! `harness review` accepts or rejects).
 //!
 //! Two stores live here: golden instances (`<spec>/instances.jsonl`, what a
 //! spec generates; [`instances`]) and golden transcripts (`<spec>/<model>.jsonl`,
@@ -10,6 +11,8 @@
 //! A store, low in the layers: it imports only `prompt` (the message type)
 //! and `text`.
 
+pub mod diff;
+pub mod fields;
 pub mod instances;
 pub mod stream;
 pub mod transcript;
@@ -17,8 +20,7 @@ pub mod transcript;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use owo_colors::OwoColorize;
-use similar::TextDiff;
+use diff::GoldenDiff;
 
 /// What comparing a golden file found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,10 +32,10 @@ pub enum GoldenStatus {
         /// The `.new` file written for review.
         pending: Option<PathBuf>,
     },
-    /// The file differs; `diff` is the unified diff, `pending` the `.new` written, if any.
+    /// The file differs; `diff` says how, `pending` is the `.new` written, if any.
     Changed {
-        /// Unified diff from the golden file to the new content.
-        diff: String,
+        /// The differences from the golden file to the new content.
+        diff: GoldenDiff,
         /// The `.new` file written for review.
         pending: Option<PathBuf>,
     },
@@ -85,42 +87,6 @@ pub fn pending_path(golden: &Path) -> PathBuf {
     let mut name = golden.as_os_str().to_owned();
     name.push(".new");
     PathBuf::from(name)
-}
-
-/// A unified diff (3 lines of context) from `old` to `new`, uncolored.
-pub fn unified_diff(old: &str, new: &str, path: &Path) -> String {
-    let name = path.display().to_string();
-    TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&name, &format!("{name} (new)"))
-        .to_string()
-}
-
-/// A unified diff for a terminal: control characters escaped (the diff may
-/// quote a model), then removals red, additions green, hunks cyan.
-pub fn colorize_diff(diff: &str, color: bool) -> String {
-    let diff = crate::text::visible(diff);
-    if !color {
-        return diff;
-    }
-    diff.lines()
-        .map(|line| {
-            if line.starts_with("---") || line.starts_with("+++") {
-                line.bold().to_string()
-            } else if line.starts_with('-') {
-                line.red().to_string()
-            } else if line.starts_with('+') {
-                line.green().to_string()
-            } else if line.starts_with("@@") {
-                line.cyan().to_string()
-            } else {
-                line.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
 }
 
 /// Every pending `.new` file under `dir`, sorted.
@@ -197,7 +163,7 @@ mod tests {
         .unwrap() else {
             panic!("expected a change");
         };
-        assert!(diff.contains("-a\n+b"), "{diff}");
+        assert!(diff.to_string().contains("-a\n+b"), "{diff}");
         assert!(pending_files(dir.path()).unwrap().is_empty());
     }
 }

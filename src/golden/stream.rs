@@ -8,10 +8,11 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use super::{GoldenMode, GoldenStatus, pending_path, unified_diff};
+use super::diff::GoldenDiff;
+use super::{GoldenMode, GoldenStatus, pending_path};
 use crate::files::AtomicFile;
 
-/// New content kept in memory for a full unified diff, at most.
+/// New content kept in memory for a full diff, at most.
 const DIFF_KEEP: usize = 1 << 20;
 
 /// A golden comparison being fed line by line; see [`StreamCompare::finish`].
@@ -91,7 +92,7 @@ impl StreamCompare {
     }
 
     /// Ends the comparison: unchanged, blessed, or a difference with its diff
-    /// (a full unified diff when both sides are small, else the first differing line).
+    /// (every difference when both sides are small, else the first differing line).
     pub fn finish(mut self) -> io::Result<GoldenStatus> {
         let existed = self.golden.is_some();
         if existed && self.first_difference.is_none() {
@@ -130,20 +131,18 @@ impl StreamCompare {
         })
     }
 
-    fn diff(&mut self) -> io::Result<String> {
+    fn diff(&mut self) -> io::Result<GoldenDiff> {
         let small_golden = std::fs::metadata(&self.path)?.len() < DIFF_KEEP as u64;
         if let (Some(new), true) = (&self.kept, small_golden) {
             let old = std::fs::read_to_string(&self.path)?;
-            return Ok(unified_diff(&old, new, &self.path));
+            return Ok(GoldenDiff::between(&old, new, &self.path));
         }
         let (line, old, new) = self.first_difference.clone().unwrap_or((0, None, None));
-        let side =
-            |l: Option<String>| l.map_or("(no line)".to_owned(), |l| crate::text::clip(&l, 400));
-        Ok(format!(
-            "--- {name}\n+++ {name} (new)\n@@ first difference at line {line} (too large for a full diff) @@\n-{}\n+{}\n",
-            side(old),
-            side(new),
-            name = self.path.display()
+        Ok(GoldenDiff::first_difference(
+            &self.path,
+            line,
+            old.as_deref(),
+            new.as_deref(),
         ))
     }
 }
@@ -200,7 +199,7 @@ mod tests {
             };
             assert_eq!(
                 diff,
-                unified_diff("a\nb\n", &(lines.join("\n") + "\n"), &path)
+                GoldenDiff::between("a\nb\n", &(lines.join("\n") + "\n"), &path)
             );
         }
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();

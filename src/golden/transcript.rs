@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::fields::{FieldChange, field_changes};
 use crate::text::file_stem;
 
 /// What a model answered to one instance and sample, and how it scored: the
@@ -126,6 +127,8 @@ pub struct TranscriptDiff {
     pub response_changes: Vec<(String, String, String)>,
     /// Instances only in one of the two: (id, in golden?).
     pub membership: Vec<(String, bool)>,
+    /// Every field that changed, per instance in both: (id, changes).
+    pub fields: Vec<(String, Vec<FieldChange>)>,
 }
 
 impl TranscriptDiff {
@@ -182,6 +185,12 @@ pub fn compare_transcripts(
                     .push((label(n), o.scored.score, n.scored.score))
             }
             _ => {}
+        }
+        if o != n {
+            let value =
+                |l: &TranscriptLine| serde_json::to_value(l).expect("transcripts serialize");
+            diff.fields
+                .push((label(n), field_changes(&value(o), &value(n))));
         }
         if o.scored.response != n.scored.response {
             diff.response_changes.push((
@@ -246,6 +255,34 @@ mod tests {
         assert_eq!(d.fixes, vec!["s/1".to_string()]);
         assert_eq!(d.score_changes, vec![("s/2".to_string(), 0.2, 0.5)]);
         assert_eq!(d.response_changes.len(), 1);
+        let fields: Vec<(&str, Vec<String>)> = d
+            .fields
+            .iter()
+            .map(|(id, f)| (id.as_str(), f.iter().map(|c| c.render(false)).collect()))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![
+                (
+                    "s/0",
+                    vec![
+                        "detail: (absent) → \"wrong\"".to_string(),
+                        "passed: true → false".to_string(),
+                        "response: \"a\" → \"a2\"".to_string(),
+                        "score: 1.0 → 0.0".to_string(),
+                    ]
+                ),
+                (
+                    "s/1",
+                    vec![
+                        "detail: \"wrong\" → (absent)".to_string(),
+                        "passed: false → true".to_string(),
+                        "score: 0.0 → 1.0".to_string(),
+                    ]
+                ),
+                ("s/2", vec!["score: 0.2 → 0.5".to_string()]),
+            ]
+        );
         assert_eq!(
             d.membership,
             vec![("s/4".to_string(), false), ("s/3".to_string(), true)]
