@@ -2,7 +2,7 @@
 //!
 //! A pipeline declared per rule: strip `<think>` blocks, strip a wrapping code
 //! fence, narrow with ordered regex patterns, apply a kind (number, JSON, code
-//! block, line), trim.
+//! block, line; JSON optionally narrowed to one field by a JSON pointer), trim.
 
 use std::sync::LazyLock;
 
@@ -17,24 +17,56 @@ pub struct Extractor {
     patterns: Vec<Regex>,
 }
 
-/// A pattern in an `extract` table that did not compile.
+/// Why an `extract` table cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("pattern {} does not compile: {source}", index + 1)]
-pub struct PatternError {
-    /// Which pattern (0-based).
-    pub index: usize,
-    /// The regex error.
-    pub source: regex::Error,
+pub enum ExtractError {
+    /// A pattern did not compile.
+    #[error("pattern {} does not compile: {source}", index + 1)]
+    Pattern {
+        /// Which pattern (0-based).
+        index: usize,
+        /// The regex error.
+        source: regex::Error,
+    },
+    /// The pointer is not a JSON pointer.
+    #[error("`{0}` is not a JSON pointer: it starts with `/` (`/total`, `/items/0/price`)")]
+    Pointer(String),
+    /// A pointer with a kind that finds no JSON.
+    #[error("`pointer` reads the JSON object the `json` kind finds, but this `kind` is `{0}`")]
+    PointerKind(String),
+}
+
+impl ExtractError {
+    /// The `extract` table's key at fault, and the pattern's index for a pattern.
+    pub fn key(&self) -> (&'static str, Option<usize>) {
+        match self {
+            ExtractError::Pattern { index, .. } => ("patterns", Some(*index)),
+            ExtractError::Pointer(_) | ExtractError::PointerKind(_) => ("pointer", None),
+        }
+    }
 }
 
 impl Extractor {
-    /// Compiles the pipeline's patterns.
-    pub fn new(def: ExtractDef) -> Result<Extractor, PatternError> {
+    /// Compiles the pipeline's patterns and checks its pointer.
+    pub fn new(def: ExtractDef) -> Result<Extractor, ExtractError> {
+        if let Some(pointer) = &def.pointer {
+            if !pointer.starts_with('/') {
+                return Err(ExtractError::Pointer(pointer.clone()));
+            }
+            if def.kind != ExtractKind::Json {
+                let kind = serde_json::to_value(def.kind).expect("kinds serialize");
+                return Err(ExtractError::PointerKind(
+                    kind.as_str().unwrap_or_default().to_owned(),
+                ));
+            }
+        }
         let patterns = def
             .patterns
             .iter()
             .enumerate()
-            .map(|(index, p)| Regex::new(p).map_err(|source| PatternError { index, source }))
+            .map(|(index, p)| {
+                Regex::new(p).map_err(|source| ExtractError::Pattern { index, source })
+            })
             .collect::<Result<_, _>>()?;
         Ok(Extractor { def, patterns })
     }
@@ -61,7 +93,10 @@ impl Extractor {
             ExtractKind::Text => text.to_owned(),
             ExtractKind::LastNumber => last_number(text)?,
             ExtractKind::FirstNumber => first_number(text)?,
-            ExtractKind::Json => first_json_object(text)?.to_owned(),
+            ExtractKind::Json => match &self.def.pointer {
+                Some(pointer) => json_at(first_json_object(text)?, pointer)?,
+                None => first_json_object(text)?.to_owned(),
+            },
             ExtractKind::CodeBlock => code_block(text, self.def.language.as_deref()).to_owned(),
             ExtractKind::FirstLine => text.lines().find(|l| !l.trim().is_empty())?.to_owned(),
             ExtractKind::LastLine => text.lines().rfind(|l| !l.trim().is_empty())?.to_owned(),
@@ -177,6 +212,16 @@ pub fn first_number(text: &str) -> Option<String> {
     numbers(text).next()
 }
 
+/// The value at `pointer` in the JSON `object`: a string as its text,
+/// anything else as compact JSON; `None` when nothing is there.
+fn json_at(object: &str, pointer: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(object).ok()?;
+    match value.pointer(pointer)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
 /// The first complete JSON object in `text`, wherever it starts.
 pub fn first_json_object(text: &str) -> Option<&str> {
     first_json_where(text, &['{'])
@@ -268,6 +313,39 @@ mod tests {
         );
         assert_eq!(first_json_object("{broken {\"a\":1}"), Some("{\"a\":1}"));
         assert_eq!(first_json_object("no json"), None);
+    }
+
+    #[test]
+    fn a_pointer_takes_one_field_of_the_json() {
+        let def = |pointer: &str| ExtractDef {
+            pointer: Some(pointer.into()),
+            ..ExtractDef::of(ExtractKind::Json)
+        };
+        let text = r#"Итого: ```json
+{"total": 12.50, "items": [{"price": 4}, {"price": "8.5"}], "ok": true}
+```"#;
+        let cases = [
+            ("/total", Some("12.5")),
+            ("/items/0/price", Some("4")),
+            ("/items/1/price", Some("8.5")),
+            ("/items/0", Some(r#"{"price":4}"#)),
+            ("/ok", Some("true")),
+            ("/missing", None),
+            ("/items/7/price", None),
+        ];
+        for (pointer, want) in cases {
+            assert_eq!(run(def(pointer), text).as_deref(), want, "{pointer}");
+        }
+        assert_eq!(run(def("/total"), "no json here"), None);
+        let bad = Extractor::new(def("total")).unwrap_err();
+        assert_eq!(bad.key(), ("pointer", None));
+        assert!(bad.to_string().contains("`total` is not a JSON pointer"));
+        let wrong_kind = ExtractDef {
+            kind: ExtractKind::LastNumber,
+            ..def("/total")
+        };
+        let e = Extractor::new(wrong_kind).unwrap_err().to_string();
+        assert!(e.contains("`kind` is `last_number`"), "{e}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The `extract` key: a kind name, or a table with ordered patterns and a kind.
+//! The `extract` key: a kind name, or a table with ordered patterns, a kind
+//! and, for JSON, a pointer to the field that is the answer.
 
 use std::fmt;
 
@@ -17,7 +18,8 @@ pub enum ExtractKind {
     LastNumber,
     /// The first number.
     FirstNumber,
-    /// The first valid JSON object, also inside fences or prose.
+    /// The first valid JSON object, also inside fences or prose; with a
+    /// `pointer`, the value it points at.
     Json,
     /// The first fenced code block (preferring `language`), else the whole text.
     CodeBlock,
@@ -58,6 +60,10 @@ pub struct ExtractDef {
     pub trim: bool,
     /// Preferred fence language for `code_block`.
     pub language: Option<String>,
+    /// A JSON pointer (`/total`, `/items/0/price`) into the object the
+    /// `json` kind found: the answer is the value there (a string as its
+    /// text, anything else as JSON).
+    pub pointer: Option<String>,
 }
 
 impl ExtractDef {
@@ -80,8 +86,7 @@ impl ExtractDef {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExtractTable {
-    #[serde(default)]
-    kind: ExtractKind,
+    kind: Option<ExtractKind>,
     #[serde(default)]
     patterns: Vec<String>,
     #[serde(default)]
@@ -93,6 +98,7 @@ struct ExtractTable {
     #[serde(default = "yes")]
     trim: bool,
     language: Option<String>,
+    pointer: Option<String>,
 }
 
 fn yes() -> bool {
@@ -113,14 +119,21 @@ impl<'de> Deserialize<'de> for ExtractDef {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExtractDef, A::Error> {
                 let t = ExtractTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                // A pointer reads JSON: it implies the `json` kind.
+                let implied = if t.pointer.is_some() {
+                    ExtractKind::Json
+                } else {
+                    ExtractKind::Text
+                };
                 Ok(ExtractDef {
-                    kind: t.kind,
+                    kind: t.kind.unwrap_or(implied),
                     patterns: t.patterns,
                     last_match: t.last_match,
                     strip_think: t.strip_think,
                     strip_fences: t.strip_fences,
                     trim: t.trim,
                     language: t.language,
+                    pointer: t.pointer,
                 })
             }
         }
@@ -150,7 +163,8 @@ impl JsonSchema for ExtractDef {
                         "strip_think": {"type": "boolean", "description": "Remove <think> blocks (default true)."},
                         "strip_fences": {"type": "boolean", "description": "Unwrap a fenced response (default false)."},
                         "trim": {"type": "boolean", "description": "Trim the result (default true)."},
-                        "language": {"type": "string", "description": "Preferred fence language for code_block."}
+                        "language": {"type": "string", "description": "Preferred fence language for code_block."},
+                        "pointer": {"type": "string", "description": "A JSON pointer (/total, /items/0/price) into the JSON object found: the answer is the value there. Implies kind = \"json\"."}
                     }
                 }
             ]

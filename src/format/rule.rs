@@ -2,8 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::extract::ExtractDef;
@@ -41,9 +44,9 @@ pub struct RuleDef {
     pub candidates: Option<String>,
     /// Regular expression the answer must match (regex).
     pub pattern: Option<String>,
-    /// Absolute tolerance (numeric).
+    /// Absolute tolerance (numeric; json_field's numbers).
     pub tolerance: Option<f64>,
-    /// Relative tolerance (numeric).
+    /// Relative tolerance, a fraction of the expected value (numeric; json_field's numbers).
     pub relative_tolerance: Option<f64>,
     /// Entity groups (set_equal).
     pub entities: Option<Vec<EntityDef>>,
@@ -105,8 +108,10 @@ pub struct EntityDef {
     pub name: String,
     /// Regex finding the entities in the answer; group 1 if present, else the whole match.
     pub pattern: String,
-    /// Normalizers applied to found and expected values, in order.
-    #[serde(default)]
+    /// Normalizers applied to found and expected values, in order: a list,
+    /// or one name.
+    #[serde(default, deserialize_with = "one_or_many")]
+    #[schemars(schema_with = "one_or_many_schema")]
     pub normalize: Vec<Normalizer>,
     /// The instance variable holding the expected list.
     pub expected: String,
@@ -128,6 +133,33 @@ pub enum Normalizer {
     Date,
 }
 
+/// `normalize = "lowercase"` or `normalize = ["lowercase", "trim"]`; an
+/// unknown name keeps its did-you-mean error either way.
+fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Normalizer>, D::Error> {
+    struct OneOrMany;
+    impl<'de> Visitor<'de> for OneOrMany {
+        type Value = Vec<Normalizer>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a normalizer name or a list of them")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Normalizer::deserialize(de::value::StrDeserializer::<E>::new(v)).map(|n| vec![n])
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Vec::deserialize(de::value::SeqAccessDeserializer::new(seq))
+        }
+    }
+    deserializer.deserialize_any(OneOrMany)
+}
+
+fn one_or_many_schema(generator: &mut SchemaGenerator) -> Schema {
+    let one = generator.subschema_for::<Normalizer>();
+    json_schema!({
+        "description": "Normalizers applied to found and expected values, in order: a list, or one name.",
+        "anyOf": [one, {"type": "array", "items": one}]
+    })
+}
+
 /// One level of a rubric.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -138,4 +170,36 @@ pub struct Level {
     pub name: String,
     /// What an answer at this level looks like.
     pub criteria: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entity(normalize: &str) -> Result<EntityDef, String> {
+        let text = format!("name = \"e\"\npattern = '\\d+'\nexpected = \"v\"\n{normalize}");
+        toml::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn normalize_takes_one_name_or_a_list() {
+        let cases: [(&str, &[Normalizer]); 4] = [
+            ("", &[]),
+            ("normalize = \"digits\"", &[Normalizer::Digits]),
+            ("normalize = [\"trim\"]", &[Normalizer::Trim]),
+            (
+                "normalize = [\"trim\", \"lowercase\"]",
+                &[Normalizer::Trim, Normalizer::Lowercase],
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(entity(text).unwrap().normalize, want, "{text}");
+        }
+        for bad in ["normalize = \"lowercas\"", "normalize = [\"lowercas\"]"] {
+            let e = entity(bad).unwrap_err();
+            assert!(e.contains("unknown variant `lowercas`"), "{bad}: {e}");
+        }
+        let e = entity("normalize = 3").unwrap_err();
+        assert!(e.contains("a normalizer name or a list of them"), "{e}");
+    }
 }

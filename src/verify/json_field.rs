@@ -1,10 +1,12 @@
 //! `json_field`: the answer is JSON that satisfies a JSON Schema and whose
 //! fields, addressed by JSON pointer, equal instance variables with typed
-//! equality (numbers compare by value: `3` equals `3.0`, never `"3"`).
+//! equality (numbers compare by value: `3` equals `3.0`, never `"3"`; with
+//! `tolerance` or `relative_tolerance`, within it, as the `numeric` rule).
 
 use serde_json::{Map, Value};
 
 use super::expected::lookup;
+use super::numeric::Tolerance;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::RuleDef;
@@ -13,6 +15,8 @@ use crate::text::{clip, quote};
 struct JsonField {
     validator: Option<jsonschema::Validator>,
     fields: Vec<(String, String)>,
+    /// Numbers compare within this; exact by default.
+    tolerance: Tolerance,
 }
 
 /// Reads and compiles a JSON Schema file relative to the spec directory.
@@ -54,22 +58,31 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
     if validator.is_none() && fields.is_empty() {
         return Err(cx.missing(&def.rule, "fields", "{ \"/route_id\" = \"answer_id\" }"));
     }
-    Ok(Box::new(JsonField { validator, fields }))
+    let tolerance = Tolerance::from_def(def, cx, 0.0)?;
+    Ok(Box::new(JsonField {
+        validator,
+        fields,
+        tolerance,
+    }))
 }
 
-/// Typed equality: numbers by value, everything else structurally.
-pub fn typed_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+/// Typed equality of `got` and `want`: numbers by value (within
+/// `tolerance` of `want`), everything else structurally.
+pub fn typed_eq(got: &Value, want: &Value, tolerance: Tolerance) -> bool {
+    match (got, want) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => tolerance.allows(x, y),
+            _ => false,
+        },
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| typed_eq(a, b))
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| typed_eq(a, b, tolerance))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| typed_eq(v, w)))
+                    .all(|(k, v)| y.get(k).is_some_and(|w| typed_eq(v, w, tolerance)))
         }
-        _ => a == b,
+        _ => got == want,
     }
 }
 
@@ -81,6 +94,18 @@ fn type_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+impl JsonField {
+    /// `, allowed error E` for a number compared with a tolerance.
+    fn allowed(&self, want: &Value) -> String {
+        match want.as_f64() {
+            Some(w) if self.tolerance.allowed(w) > 0.0 => {
+                format!(", allowed error {}", self.tolerance.allowed(w))
+            }
+            _ => String::new(),
+        }
     }
 }
 
@@ -136,13 +161,14 @@ impl Rule for JsonField {
             };
             match parsed.pointer(pointer) {
                 None => problems.push(format!("{pointer}: missing, expected {}", quote(want))),
-                Some(got) if typed_eq(got, want) => {}
+                Some(got) if typed_eq(got, want, self.tolerance) => {}
                 Some(got) => problems.push(format!(
-                    "{pointer}: expected {} ({}), got {} ({})",
+                    "{pointer}: expected {} ({}), got {} ({}){}",
                     quote(want),
                     type_name(want),
                     quote(got),
-                    type_name(got)
+                    type_name(got),
+                    self.allowed(want)
                 )),
             }
         }
@@ -158,23 +184,87 @@ impl Rule for JsonField {
 mod tests {
     use super::*;
 
+    use serde_json::json;
+
+    const EXACT: Tolerance = Tolerance {
+        absolute: 0.0,
+        relative: 0.0,
+    };
+
     #[test]
     fn typed_equality_compares_numbers_by_value_only() {
-        assert!(typed_eq(&serde_json::json!(3), &serde_json::json!(3.0)));
-        assert!(!typed_eq(&serde_json::json!(3), &serde_json::json!("3")));
+        assert!(typed_eq(&json!(3), &json!(3.0), EXACT));
+        assert!(!typed_eq(&json!(3), &json!("3"), EXACT));
         assert!(typed_eq(
-            &serde_json::json!({"a": [1, 2.0]}),
-            &serde_json::json!({"a": [1.0, 2]})
+            &json!({"a": [1, 2.0]}),
+            &json!({"a": [1.0, 2]}),
+            EXACT
         ));
     }
 
     #[test]
-    fn fields_are_compared_and_explained() {
+    fn numbers_compare_within_the_tolerance() {
+        let tolerance = |absolute, relative| Tolerance { absolute, relative };
+        // (got, want, absolute, relative, equal?)
+        let cases = [
+            (json!(12.5), json!(12.5), 0.0, 0.0, true),
+            (json!(12.504), json!(12.5), 0.0, 0.0, false),
+            (json!(12.504), json!(12.5), 0.01, 0.0, true),
+            (json!(12.52), json!(12.5), 0.01, 0.0, false),
+            (json!(1001), json!(1000), 0.0, 0.001, true),
+            (json!(1002), json!(1000), 0.0, 0.001, false),
+            (json!(1002), json!(1000), 5.0, 0.001, true),
+            (
+                json!([1.001, {"p": 2}]),
+                json!([1, {"p": 2.001}]),
+                0.01,
+                0.0,
+                true,
+            ),
+            (json!("12.5"), json!(12.5), 1.0, 0.0, false),
+        ];
+        for (got, want, absolute, relative, equal) in cases {
+            assert_eq!(
+                typed_eq(&got, &want, tolerance(absolute, relative)),
+                equal,
+                "{got} vs {want} within {absolute} / {relative}"
+            );
+        }
+    }
+
+    /// A rule comparing `pointer` with variable `var`, and vars where `var` is `value`.
+    fn rule(
+        pointer: &str,
+        var: &str,
+        value: f64,
+        absolute: f64,
+    ) -> (JsonField, Map<String, Value>) {
         let rule = JsonField {
             validator: None,
-            fields: vec![("/route_id".into(), "answer_id".into())],
+            fields: vec![(pointer.into(), var.into())],
+            tolerance: Tolerance {
+                absolute,
+                relative: 0.0,
+            },
         };
-        let vars: Map<String, Value> = serde_json::from_str(r#"{"answer_id": 3}"#).unwrap();
+        let vars = json!({ var: value }).as_object().unwrap().clone();
+        (rule, vars)
+    }
+
+    #[test]
+    fn a_failure_names_the_allowed_error() {
+        let (rule, vars) = rule("/total", "total", 12.5, 0.01);
+        assert!(rule.verify(r#"{"total": 12.504}"#, "", &vars).passed);
+        let v = rule.verify(r#"{"total": 12.6}"#, "", &vars);
+        assert_eq!(
+            v.detail,
+            "/total: expected 12.5 (a number), got 12.6 (a number), allowed error 0.01"
+        );
+    }
+
+    #[test]
+    fn fields_are_compared_and_explained() {
+        let (rule, vars) = rule("/route_id", "answer_id", 3.0, 0.0);
         assert!(rule.verify(r#"{"route_id": 3}"#, "", &vars).passed);
         let v = rule.verify(r#"{"route_id": "3"}"#, "", &vars);
         assert!(v.detail.contains("a string"), "{}", v.detail);

@@ -12,28 +12,58 @@ use crate::text::clip;
 
 struct Numeric {
     expected: Expected,
-    absolute: f64,
-    relative: f64,
+    tolerance: Tolerance,
+}
+
+/// How far a number may be from the expected one: `abs(got - want) <=
+/// max(absolute, relative * abs(want))`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// The absolute error allowed (`tolerance`).
+    pub absolute: f64,
+    /// The error allowed as a fraction of the expected value (`relative_tolerance`).
+    pub relative: f64,
+}
+
+impl Tolerance {
+    /// A rule's `tolerance` and `relative_tolerance`, each a non-negative
+    /// number; `absolute` when the rule sets no `tolerance`.
+    pub fn from_def(def: &RuleDef, cx: &BuildContext, absolute: f64) -> Result<Self, Diagnostic> {
+        for (key, value) in [
+            ("tolerance", def.tolerance),
+            ("relative_tolerance", def.relative_tolerance),
+        ] {
+            if value.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+                return Err(cx.error(
+                    ErrorKind::Invalid,
+                    key,
+                    format!("`{key}` must be a non-negative number"),
+                ));
+            }
+        }
+        Ok(Tolerance {
+            absolute: def.tolerance.unwrap_or(absolute),
+            relative: def.relative_tolerance.unwrap_or(0.0),
+        })
+    }
+
+    /// The error allowed around `want`.
+    pub fn allowed(&self, want: f64) -> f64 {
+        self.absolute.max(self.relative * want.abs())
+    }
+
+    /// Whether `got` is close enough to `want`.
+    pub fn allows(&self, got: f64, want: f64) -> bool {
+        (got - want).abs() <= self.allowed(want)
+    }
 }
 
 /// Builds a `numeric` rule.
 pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    for (key, value) in [
-        ("tolerance", def.tolerance),
-        ("relative_tolerance", def.relative_tolerance),
-    ] {
-        if value.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                key,
-                format!("`{key}` must be a non-negative number"),
-            ));
-        }
-    }
+    let tolerance = Tolerance::from_def(def, cx, 1e-9)?;
     Ok(Box::new(Numeric {
         expected: Expected::from_def(def, cx)?,
-        absolute: def.tolerance.unwrap_or(1e-9),
-        relative: def.relative_tolerance.unwrap_or(0.0),
+        tolerance,
     }))
 }
 
@@ -89,8 +119,8 @@ impl Rule for Numeric {
                 format!("«{}» is not a number", clip(answer, 80)),
             );
         };
-        let allowed = self.absolute.max(self.relative * expected.abs());
-        if (got - expected).abs() <= allowed {
+        let allowed = self.tolerance.allowed(expected);
+        if self.tolerance.allows(got, expected) {
             Verdict::pass()
         } else {
             Verdict::fail(format!(
@@ -107,8 +137,7 @@ mod tests {
     fn rule(absolute: f64, relative: f64) -> Numeric {
         Numeric {
             expected: Expected::Var("answer".into()),
-            absolute,
-            relative,
+            tolerance: Tolerance { absolute, relative },
         }
     }
 

@@ -6,7 +6,7 @@ use super::{
     code, contains, exact, json_field, judge, numeric, regex, script, set_equal, similarity,
 };
 use crate::error::{Diagnostic, ErrorKind, did_you_mean};
-use crate::extract::Extractor;
+use crate::extract::{ExtractError, Extractor};
 use crate::format::{ExtractDef, ExtractKind, RuleDef};
 use crate::key_path;
 
@@ -85,7 +85,7 @@ const RULES: &[RuleKind] = &[
         "json_field",
         ExtractKind::Json,
         json_field::build,
-        &["schema", "fields"],
+        &["schema", "fields", "tolerance", "relative_tolerance"],
     ),
     kind(
         "similarity",
@@ -195,10 +195,17 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
     let extractor = match Extractor::new(extract_def) {
         Ok(x) => Some(x),
         Err(e) => {
-            let loc = cx.map.locate(key_path![
-                "verify", cx.index, "extract", "patterns", e.index
-            ]);
-            errors.push(Diagnostic::new(ErrorKind::Regex, loc, e.to_string()));
+            let loc = match e.key() {
+                (key, Some(i)) => cx
+                    .map
+                    .locate(key_path!["verify", cx.index, "extract", key, i]),
+                (key, None) => cx.map.locate(key_path!["verify", cx.index, "extract", key]),
+            };
+            let kind = match e {
+                ExtractError::Pattern { .. } => ErrorKind::Regex,
+                _ => ErrorKind::Invalid,
+            };
+            errors.push(Diagnostic::new(kind, loc, e.to_string()));
             None
         }
     };
