@@ -88,6 +88,13 @@ pub fn template_error(name: &str, source: &str, e: &minijinja::Error) -> Templat
     if e.kind() == minijinja::ErrorKind::UndefinedError {
         message.push_str(" (a variable the instance does not set, or a misspelled name)");
     }
+    if e.kind() == minijinja::ErrorKind::UnknownFilter && e.detail() == Some("filter py is unknown")
+    {
+        // The one filter users expect everywhere because the code rule's docs show it.
+        message.push_str(
+            " (`py` exists only in a `code` rule's `test_template`; write `json` or `tojson` here)",
+        );
+    }
     let (line, column) = match e.range() {
         Some(range) => {
             let before = &source[..range.start.min(source.len())];

@@ -272,6 +272,22 @@ mod tests {
     }
 
     #[test]
+    fn a_first_difference_alone_is_paired_too() {
+        let old = r#"{"id":"s/9","sample":2,"score":1.0}"#;
+        let new = r#"{"id":"s/9","sample":2,"score":0.5}"#;
+        let path = Path::new("big.jsonl");
+        let diff = GoldenDiff::first_difference(path, 10, Some(old), Some(new));
+        assert!(
+            diff.to_string().ends_with(
+                "@@ first difference at line 10 (too large for a full diff) @@\n~ line 10: s/9#2\n    score: 1.0 → 0.5\n"
+            ),
+            "{diff}"
+        );
+        let gone = GoldenDiff::first_difference(path, 11, Some(old), None);
+        assert!(gone.to_string().ends_with(&format!("@@\n-{old}\n")), "{gone}");
+    }
+
+    #[test]
     fn records_without_ids_pair_by_position() {
         let diff = GoldenDiff::between("[1]\n{\"x\":1}\n", "[2]\n{\"x\":1}\n", Path::new("f"));
         assert!(
