@@ -153,12 +153,20 @@ pub struct AtomicFile {
     file: Option<io::BufWriter<File>>,
     tmp: PathBuf,
     path: PathBuf,
+    /// The outermost directory `create` made, removed again (when empty)
+    /// if nothing is committed, so an abandoned write leaves no trace.
+    made: Option<PathBuf>,
 }
 
 impl AtomicFile {
     /// Starts replacing `path` (creating its directory).
     pub fn create(path: &Path) -> io::Result<AtomicFile> {
         let dir = parent_dir(path);
+        let made = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .last()
+            .map(Path::to_path_buf);
         std::fs::create_dir_all(dir)?;
         let name = path.file_name().map_or_else(
             || std::ffi::OsString::from("file"),
@@ -175,6 +183,7 @@ impl AtomicFile {
             file: Some(io::BufWriter::new(file)),
             tmp,
             path: path.to_path_buf(),
+            made,
         })
     }
 
@@ -204,6 +213,14 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.file.take().is_some() {
             let _ = std::fs::remove_file(&self.tmp);
+            // Innermost first; a directory something else wrote into stays.
+            if let Some(made) = &self.made {
+                for dir in parent_dir(&self.path).ancestors() {
+                    if std::fs::remove_dir(dir).is_err() || dir == made {
+                        break;
+                    }
+                }
+            }
         }
     }
 }
@@ -258,5 +275,10 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("plan.json")]);
+        // An abandoned first write removes the directories it made, and only those.
+        let deep = dir.path().join("sub/a/b/new.json");
+        drop(AtomicFile::create(&deep).unwrap());
+        assert!(!dir.path().join("sub/a").exists());
+        assert!(path.exists());
     }
 }

@@ -95,6 +95,27 @@ pub fn one_line(text: &str, max: usize) -> String {
     visible(&clip(&flat, max))
 }
 
+/// `text` wrapped at word boundaries to `width` columns, continuation lines
+/// indented by two spaces; ends with a newline.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let fits = line.chars().count() + 1 + word.chars().count() <= width;
+        if !line.trim().is_empty() && !fits {
+            out += line.trim_end();
+            out.push('\n');
+            line = "  ".to_owned();
+        } else if !line.is_empty() && !line.ends_with("  ") {
+            line.push(' ');
+        }
+        line += word;
+    }
+    out += line.trim_end();
+    out.push('\n');
+    out
+}
+
 /// Control characters other than tab and newline as `\uXXXX` text, so a
 /// model's escape sequences cannot garble a terminal showing the report:
 /// C0 (ESC, BEL, CR, ...), DEL, C1 (CSI as one character, ...), and the

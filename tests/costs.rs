@@ -413,15 +413,62 @@ fn a_dry_run_prints_requests_and_a_cost_estimate_and_sends_nothing() {
     let out = ws.run_ok(&[&ALL[..], &["3", "--dry-run"]].concat());
     assert_eq!(fake.count(), 0);
     assert!(!ws.path().join("results/runs").exists());
-    let cheap = out
-        .lines()
-        .find(|l| l.starts_with("cheap ") && l.contains("t06"))
-        .unwrap();
+    let cheap = out.lines().find(|l| l.starts_with("cheap / t06")).unwrap();
     let cells: Vec<&str> = cheap.split_whitespace().collect();
-    // 3 requests, each at most 256 tokens (t06's max_tokens).
-    assert_eq!((cells[2], cells[4]), ("3", "768"), "{cheap}");
-    let free = out.lines().find(|l| l.starts_with("free ")).unwrap();
-    assert!(free.contains('—'), "{free}");
+    // 3 requests, no re-asks (text answers), each at most 256 tokens (t06's max_tokens).
+    assert_eq!((cells[3], cells[4], cells[6]), ("3", "0", "768"), "{cheap}");
+    // A wide table is split into column groups, each repeating the label.
+    let free = out.lines().filter(|l| l.starts_with("free "));
+    assert!(free.clone().any(|l| l.contains('—')), "{out}");
     assert!(out.contains("dry run: 18 requests"), "{out}");
-    assert!(out.contains("nothing was sent"), "{out}");
+    assert!(out.contains("Nothing was sent."), "{out}");
+    assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+}
+
+/// A JSON spec whose every answer fails to parse: each request is asked
+/// again up to its `attempts`, and each ask is billed.
+const JSON_SPEC: &str = r#"id = "json_asks"
+runs = 4
+[generate]
+script = '#{ word: "ok" }'
+[prompt]
+user = "Answer with a JSON object holding {{ word }}."
+[request]
+response_format = "json"
+attempts = 3
+max_tokens = 16
+[[verify]]
+rule = "contains"
+expected = "word"
+"#;
+
+#[test]
+fn a_dry_run_bounds_the_re_asks_a_run_makes() {
+    let fake = FakeServer::start(|_| Reply::Text("not json at all".to_owned()));
+    let ws = Workspace::new();
+    ws.write("specs/json_asks.toml", JSON_SPEC);
+    ws.write(
+        "harness.toml",
+        &model_toml("cheap", "openai", "cheap-model", &fake.openai_base(), CHEAP),
+    );
+    let out = ws.run_ok(&["specs/", "-m", "cheap", "--dry-run"]);
+    // One model and spec: the table is pivoted, one line per number.
+    let value = |name: &str| {
+        let line = out.lines().find(|l| l.starts_with(name));
+        let line = line.unwrap_or_else(|| panic!("{name}: {out}"));
+        line.split_whitespace().last().unwrap().to_owned()
+    };
+    // 4 requests, 2 more asks each at most; 12 answers of at most 16 tokens.
+    assert_eq!(value("requests"), "4", "{out}");
+    assert_eq!(value("re-asks"), "8", "{out}");
+    assert_eq!(value("max output tokens"), "192", "{out}");
+    let flat = out.replace("\n  ", " ");
+    assert!(
+        flat.contains("4 requests (0 to the judge) and at most 8 re-asks"),
+        "{out}"
+    );
+    assert_eq!(fake.count(), 0);
+    let (code, run) = ws.run(&["specs/", "-m", "cheap", "--allow-errors"]);
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(fake.count(), 12, "every request asked 3 times: {run}");
 }

@@ -46,15 +46,19 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
         "../*/tests.json",
         "model code the sandbox must keep in",
     ),
+    (
+        "specs/t03_code_gen.toml",
+        "../../../etc/shadow",
+        "an example of model code the sandbox must keep in",
+    ),
 ];
 
 /// Files run from the repository root (code), whose relative paths mean
-/// `root/...`; everything else is read relative to its own folder.
+/// `root/...`; everything else (data, and Markdown's links) is read relative
+/// to its own folder.
 fn runs_from_root(file: &Path) -> bool {
-    matches!(
-        file.extension().and_then(|e| e.to_str()),
-        Some("rs" | "sh" | "md")
-    ) || file.starts_with(".ci")
+    matches!(file.extension().and_then(|e| e.to_str()), Some("rs" | "sh"))
+        || file.starts_with(".ci")
 }
 
 /// `base/rel` with `.` and `..` folded, without touching the disk; `None`
@@ -73,7 +77,7 @@ fn resolve(base: &Path, rel: &str) -> Option<PathBuf> {
 
 /// The relative paths in `text` that start by climbing (`../`).
 fn climbing_paths(text: &str) -> Vec<String> {
-    let re = regex::Regex::new(r#"(?:\.\./)+[^\s"'`),;\]]*"#).unwrap();
+    let re = regex::Regex::new(r#"(?:\.\./)+[^\s"'`),;\]\\]*"#).unwrap();
     re.find_iter(text).map(|m| m.as_str().to_owned()).collect()
 }
 
@@ -97,12 +101,25 @@ fn tracked_files() -> Vec<PathBuf> {
 fn escapes_in(file: &Path, text: &str) -> Vec<String> {
     let root = PathBuf::from("/repo");
     let mut found = Vec::new();
+    // A doc's example block is a copy of the file its marker names: its paths
+    // are that file's.
+    let mut example: Option<PathBuf> = None;
     for (n, line) in text.lines().enumerate() {
+        if let Some(path) = line
+            .trim()
+            .strip_prefix("<!-- example: ")
+            .and_then(|l| l.strip_suffix(" -->"))
+        {
+            example = Some(PathBuf::from(path));
+        } else if line.starts_with("```") && !line.trim_end().ends_with("```toml") {
+            example = None;
+        }
+        let own = example.as_deref().unwrap_or(file);
         // `#[path]` and `#:schema` are read from the file's own folder.
         let own_folder =
-            !runs_from_root(file) || line.contains("#[path") || line.contains("#:schema");
+            !runs_from_root(own) || line.contains("#[path") || line.contains("#:schema");
         let base = if own_folder {
-            root.join(file.parent().unwrap())
+            root.join(own.parent().unwrap())
         } else {
             root.clone()
         };
@@ -154,6 +171,11 @@ fn the_scanner_finds_what_leaves() {
         ("bench/a.rs", "#[path = \"../tests/common/x.rs\"]", 0),
         ("docs/examples/specs/a.toml", "path = \"../datasets/x\"", 0),
         ("docs/examples/specs/a.toml", "path = \"../../../../x\"", 1),
+        (
+            "docs/a.md",
+            "<!-- example: docs/examples/specs/a.toml -->\n```toml\n#:schema ../../../schemas/s.json\n```\n#:schema ../../../schemas/s.json",
+            1,
+        ),
     ];
     for (file, line, expected) in cases {
         let found = escapes_in(Path::new(file), line);

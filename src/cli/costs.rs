@@ -9,8 +9,9 @@ use super::exit::{Exit, fail};
 use super::render;
 use crate::config::prices::PriceTable;
 use crate::provider::ModelSpec;
+use crate::report::fit::fitted;
 use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
-use crate::text::{Align, money, pad};
+use crate::text::money;
 
 /// Parses `--max-cost`: a finite amount of 0 or more.
 pub fn amount(text: &str) -> Result<f64, String> {
@@ -66,31 +67,38 @@ pub fn dry_run(
     let rows = run::estimate(manifest, specs, journal_path).map_err(fail)?;
     let currency = &manifest.currency;
     let cost = |c: Option<f64>| c.map_or("—".to_owned(), |c| format!("{} {currency}", money(c)));
-    let header = [
-        "model",
-        "spec",
+    let judged = rows.iter().any(|e| e.judge_requests > 0);
+    let mut header: Vec<String> = [
+        "model / spec",
         "requests",
+        "re-asks",
         "prompt tokens",
         "max output tokens",
         "cost at most",
-        "judge requests",
-        "judge cost at most",
     ]
-    .map(str::to_owned);
-    let mut lines: Vec<[String; 8]> = vec![header];
-    for e in &rows {
-        lines.push([
-            e.model.clone(),
-            e.spec.clone(),
-            e.requests.to_string(),
-            e.prompt_tokens.to_string(),
-            e.max_output_tokens.to_string(),
-            cost(e.cost),
-            e.judge_requests.to_string(),
-            cost(e.judge_cost),
-        ]);
+    .map(str::to_owned)
+    .to_vec();
+    if judged {
+        header.extend(["judge requests", "judge cost at most"].map(str::to_owned));
     }
-    print!("{}", columns(&lines));
+    let lines: Vec<Vec<(String, Option<f64>)>> = rows
+        .iter()
+        .map(|e| {
+            let mut line = vec![
+                format!("{} / {}", e.model, e.spec),
+                e.requests.to_string(),
+                e.reasks.to_string(),
+                e.prompt_tokens.to_string(),
+                e.max_output_tokens.to_string(),
+                cost(e.cost),
+            ];
+            if judged {
+                line.extend([e.judge_requests.to_string(), cost(e.judge_cost)]);
+            }
+            line.into_iter().map(|c| (c, None)).collect()
+        })
+        .collect();
+    print!("{}", fitted(&header, &lines, false, Some("estimate")));
     let total = |f: fn(&Estimate) -> u64| rows.iter().map(f).sum::<u64>();
     let priced: f64 = rows
         .iter()
@@ -112,42 +120,23 @@ pub fn dry_run(
     } else {
         format!(" (no price: {})", unpriced.join(", "))
     };
-    println!(
-        "dry run: {} requests ({} to the judge); to the models {} prompt tokens and at most {} output tokens; cost at most {}, every answer at max_tokens and nothing from the cache{unknown}; nothing was sent",
+    let line = format!(
+        "dry run: {} requests ({} to the judge) and at most {} re-asks; to the models {} prompt tokens and at most {} output tokens; cost at most {}, every answer at max_tokens, every re-ask made and nothing from the cache{unknown}. Not counted: retries of failed requests (at most {} each), which return no answer to bill. Nothing was sent.",
         total(|e| e.requests) + total(|e| e.judge_requests),
         total(|e| e.judge_requests),
+        total(|e| e.reasks),
         total(|e| e.prompt_tokens),
         total(|e| e.max_output_tokens),
         cost(Some(priced)),
-    );
-    Ok(Exit::Success)
-}
-
-/// Left-aligned first two columns, the rest right-aligned, two spaces apart.
-fn columns(lines: &[[String; 8]]) -> String {
-    let widths: Vec<usize> = (0..8)
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for line in lines {
-        let cells: Vec<String> = line
+        manifest
+            .models
             .iter()
-            .enumerate()
-            .map(|(c, text)| {
-                let align = if c < 2 { Align::Left } else { Align::Right };
-                pad(text, widths[c], align)
-            })
-            .collect();
-        out += cells.join("  ").trim_end();
-        out.push('\n');
-    }
-    out
+            .map(|m| m.max_retries)
+            .max()
+            .unwrap_or(0),
+    );
+    print!("{}", crate::text::wrap(&line, 80));
+    Ok(Exit::Success)
 }
 
 /// What the run spent against each of its limits, `None` without a budget.

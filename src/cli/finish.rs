@@ -32,6 +32,38 @@ pub struct FinishArgs {
     pub allow_errors: bool,
 }
 
+/// Causes of error records shown on the terminal; the report lists every record.
+const CAUSES_SHOWN: usize = 5;
+
+/// How many answers are errors and their most common causes, each with its
+/// endpoint (`6 × connection refused (http://127.0.0.1:9/v1/...)`), redacted
+/// and escaped, wrapped to 80 columns; nothing when there are none.
+pub(super) fn print_errors(report: &ReportOutput) {
+    if report.errors == 0 {
+        return;
+    }
+    let head = format!(
+        "{} of {} answers are errors (a failed request or generation, no verdict); most common causes:",
+        report.errors, report.answers
+    );
+    print!("{}", crate::text::wrap(&head, 80));
+    for c in report.error_causes.iter().take(CAUSES_SHOWN) {
+        let at = c
+            .endpoint
+            .as_deref()
+            .map_or(String::new(), |e| format!(" ({e})"));
+        let line = format!("{} × {}{at}", c.count, c.cause);
+        let line = crate::text::visible_line(&crate::secrets::redact(&line));
+        for part in crate::text::wrap(&line, 78).lines() {
+            println!("  {part}");
+        }
+    }
+    let more = report.error_causes.len().saturating_sub(CAUSES_SHOWN);
+    if more > 0 {
+        println!("  and {more} more causes: the Markdown report lists every error");
+    }
+}
+
 /// Where the reports go and how the golden comparison is shown.
 pub(super) struct Finish<'a> {
     /// The results directory (reports, raw files).

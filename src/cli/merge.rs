@@ -111,6 +111,7 @@ fn merge_runs(args: &MergeArgs, color: bool) -> Result<Exit, Exit> {
     print!("{}", report.terminal);
     println!("report: {}", report.files.markdown.display());
     let differ = finish.golden_transcripts(&manifest, &specs, &journal_path)?;
+    super::finish::print_errors(&report);
     println!("html report: {}", report.files.html.display());
     Ok(finish.exit(&report, differ))
 }

@@ -59,7 +59,7 @@ enum Command {
         /// The spec file.
         spec: PathBuf,
         /// How many instances.
-        #[arg(short = 'n', long, default_value_t = 3)]
+        #[arg(short = 'n', long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         count: u64,
         /// First instance index.
         #[arg(long, default_value_t = 0)]

@@ -15,6 +15,9 @@ use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 use crate::text::visible;
 
+/// The most instances per spec `--runs` takes: more is a typo, not a plan.
+const MAX_RUNS: i64 = 1_000_000;
+
 /// Arguments of `harness run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -26,8 +29,8 @@ pub struct RunArgs {
     /// The configuration, the response cache, progress.
     #[command(flatten)]
     pub asking: AskingArgs,
-    /// Instances per spec (overrides the specs and harness.toml).
-    #[arg(long, conflicts_with = "resume")]
+    /// Instances per spec, 1 to 1,000,000 (overrides the specs and harness.toml).
+    #[arg(long, conflicts_with = "resume", value_parser = clap::value_parser!(u32).range(1..=MAX_RUNS))]
     pub runs: Option<u32>,
     /// Complete an interrupted run: its id or `latest`.
     #[arg(long)]
@@ -51,7 +54,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "AMOUNT", value_parser = super::costs::amount)]
     pub max_cost: Option<f64>,
     /// The same budget in tokens, prompts and answers together (default: harness.toml's run.max_tokens_total).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_tokens_total: Option<u64>,
     /// Token prices for models without a `price`: LiteLLM's model_prices_and_context_window.json.
     #[arg(long, value_name = "FILE")]
@@ -278,6 +281,40 @@ fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
     })
 }
 
+/// Fails when a model's golden subset of a spec holds no instance below the
+/// spec's `runs`: such a plan would ask nothing and report nothing for it.
+fn check_selection(manifest: &Manifest, runtimes: &[Arc<run::SpecRuntime>]) -> Result<(), Exit> {
+    let mut empty = Vec::new();
+    for model in &manifest.models {
+        let golden = manifest.golden_subset_for(&model.name);
+        for rt in runtimes {
+            let id = &rt.spec.id;
+            let (Some(subset), true) = (&rt.golden, golden) else {
+                continue;
+            };
+            if !manifest.includes(&model.name, id) || !rt.instances(true).is_empty() {
+                continue;
+            }
+            let held: Vec<String> = subset.iter().map(u64::to_string).collect();
+            empty.push(format!(
+                "`{}` on spec `{id}` runs only its golden subset (instances {}), and none is below runs = {}: use --runs {} or more",
+                model.name,
+                held.join(", "),
+                rt.runs,
+                subset.iter().max().map_or(1, |m| m + 1),
+            ));
+        }
+    }
+    if empty.is_empty() {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "the plan selects no instance for {} model × spec pair(s):\n  {}",
+        empty.len(),
+        empty.join("\n  ")
+    )))
+}
+
 /// Prints a diagnostic and returns [`Exit::BadInput`].
 fn diagnostic(d: &crate::error::Diagnostic, color: bool) -> Exit {
     eprint!("{}", render::diagnostic(d, color));
@@ -309,6 +346,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
             .map_err(|e| fail(format!("{}: {e}", spec.file.display())))?;
         runtimes.push(Arc::new(runtime));
     }
+    check_selection(&manifest, &runtimes)?;
     if args.dry_run {
         return super::costs::dry_run(&manifest, &runtimes, &journal_path);
     }
@@ -356,12 +394,10 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let report = finish.reports(&manifest, &specs, &journal_path, &created, &file_stamp)?;
     print!("{}", report.terminal);
     println!(
-        "{} records written ({} from cache, {} HTTP attempts); report: {}",
-        outcome.written,
-        outcome.cached,
-        outcome.attempts,
-        report.files.markdown.display()
+        "{} records written ({} from cache, {} HTTP attempts)",
+        outcome.written, outcome.cached, outcome.attempts,
     );
+    println!("report: {}", report.files.markdown.display());
     for change in &outcome.identity_changes {
         println!("{change}");
     }
@@ -387,12 +423,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     }
     let differ =
         manifest.shard.is_none() && finish.golden_transcripts(&manifest, &specs, &journal_path)?;
-    let (errors, total) = (report.errors, report.answers);
-    if errors > 0 {
-        println!(
-            "{errors} of {total} answers are errors (a failed request or generation, no verdict); the report lists them"
-        );
-    }
+    super::finish::print_errors(&report);
     // Last, so it stays on screen: the page with every statistic and instance.
     println!("html report: {}", report.files.html.display());
     Ok(finish.exit(&report, differ))

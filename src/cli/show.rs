@@ -34,8 +34,18 @@ pub fn run(
     };
     let mut end = start.saturating_add(count);
     if let Some(dataset) = spec.dataset() {
-        // A dataset has only so many rows; asking for more shows them all.
-        end = end.min(dataset.len() as u64);
+        // A dataset has only so many rows; asking for more shows them all,
+        // but a start past the last one shows nothing, which is a mistake.
+        let rows = dataset.len() as u64;
+        if start >= rows {
+            let last = rows
+                .checked_sub(1)
+                .map_or(String::new(), |l| format!(", 0 to {l}"));
+            return super::exit::fail(format!(
+                "--start {start} is past the end: the dataset has {rows} instances{last}"
+            ));
+        }
+        end = end.min(rows);
     }
     for index in start..end {
         let instance = match spec.instance(index) {

@@ -28,10 +28,10 @@ pub struct SynthArgs {
     #[arg(long)]
     pub metadata: bool,
     /// Pairs asked per chunk (overrides the pipeline).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub num_pairs: Option<u32>,
     /// Lowest rating kept, 1-10 (overrides the pipeline).
-    #[arg(long)]
+    #[arg(long, value_parser = threshold)]
     pub threshold: Option<f64>,
     /// Summarize each document first and give the summary to QA generation.
     #[arg(long)]
@@ -39,6 +39,14 @@ pub struct SynthArgs {
     /// The configuration, the response cache, progress.
     #[command(flatten)]
     pub asking: AskingArgs,
+}
+
+/// A `--threshold`: a rating from 1 to 10.
+fn threshold(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if (1.0..=10.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{text}` is not a rating from 1 to 10")),
+    }
 }
 
 /// Runs `harness synth`.

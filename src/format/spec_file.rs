@@ -64,7 +64,9 @@ pub struct SpecFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportOptions {
-    /// Instance variables to break accuracy down by (`"split"` or `["split", "topic"]`).
+    /// The number cells, ranks and totals show: `pass_rate` (default) or `mean_score`.
+    pub headline: Option<Headline>,
+    /// Instance variables to break results down by (`"split"` or `["split", "topic"]`).
     pub group_by: Option<OneOrMany>,
     /// An extra per-model CSV in a published benchmark's format: `rrr`.
     pub csv: Option<CsvKind>,
@@ -79,6 +81,36 @@ impl ReportOptions {
             None => Vec::new(),
             Some(OneOrMany::One(s)) => vec![s.clone()],
             Some(OneOrMany::Many(v)) => v.clone(),
+        }
+    }
+}
+
+/// Which of a spec's two numbers is its headline: the one its cells show and
+/// its models are ranked and compared by. Reports give both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Headline {
+    /// The share of instances (samples) that passed every rule, gates included.
+    #[default]
+    PassRate,
+    /// The mean weighted score: partial credit, as the rules' weights say.
+    MeanScore,
+}
+
+impl Headline {
+    /// One sample's value under this headline.
+    pub fn value(self, passed: bool, score: f64) -> f64 {
+        match self {
+            Headline::PassRate => f64::from(u8::from(passed)),
+            Headline::MeanScore => score,
+        }
+    }
+
+    /// The name reports use: `pass rate`, `mean score`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Headline::PassRate => "pass rate",
+            Headline::MeanScore => "mean score",
         }
     }
 }

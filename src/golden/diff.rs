@@ -284,7 +284,10 @@ mod tests {
             "{diff}"
         );
         let gone = GoldenDiff::first_difference(path, 11, Some(old), None);
-        assert!(gone.to_string().ends_with(&format!("@@\n-{old}\n")), "{gone}");
+        assert!(
+            gone.to_string().ends_with(&format!("@@\n-{old}\n")),
+            "{gone}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::accumulate::{Accumulator, estimate, latency};
 use super::problems::{Keep, Problems};
 use super::significance::{self, Board, Entry, Scores};
-use super::{Metrics, Outcome, SamplingPlan, Summary};
+use super::{Headline, Metrics, Outcome, SamplingPlan, Summary};
 use crate::run::record::Record;
 
 /// Per variable, per value: the breakdown of one cell by `group_by`.
@@ -34,6 +34,8 @@ pub struct MetricsBuilder {
     groups: BTreeMap<String, BTreeMap<String, Groups<Accumulator>>>,
     /// Spec id → what its `[sampling]` asks to report.
     sampling: BTreeMap<String, SamplingPlan>,
+    /// Spec id → its headline, when not the pass rate.
+    headlines: BTreeMap<String, Headline>,
     /// Per model, its pool's endpoints.
     endpoints: super::endpoints::EndpointTally,
 }
@@ -58,6 +60,17 @@ impl MetricsBuilder {
         self
     }
 
+    /// Ranks and shows spec `spec` by `headline` (the pass rate unless set).
+    pub fn headline(mut self, spec: &str, headline: Headline) -> MetricsBuilder {
+        self.headlines.insert(spec.to_owned(), headline);
+        self
+    }
+
+    /// The headline of `spec`.
+    fn headline_of(&self, spec: &str) -> Headline {
+        self.headlines.get(spec).copied().unwrap_or_default()
+    }
+
     /// What a cell or group of `spec` keeps per record: answers only when its plan may vote.
     fn keep(&self, spec: &str) -> Keep {
         if self.sampling.contains_key(spec) {
@@ -71,6 +84,7 @@ impl MetricsBuilder {
     pub fn add(&mut self, model: &str, r: &Record) {
         self.endpoints.add(model, r);
         let keep = self.keep(&r.spec);
+        let headline = self.headline_of(&r.spec);
         if let Some(vars) = self.group_by.get(&r.spec) {
             let groups = self
                 .groups
@@ -83,23 +97,33 @@ impl MetricsBuilder {
                     .entry(var.clone())
                     .or_default()
                     .entry(group_value(r, var))
-                    .or_insert_with(|| Accumulator::new(keep))
+                    .or_insert_with(|| Accumulator::new(keep, headline))
                     .add(r);
             }
         }
         // Look up by &str first so the common case allocates nothing. A model keeps
         // only totals: its problems and latencies are its cells', read at finish.
         if !self.models.contains_key(model) {
-            self.models
-                .insert(model.to_owned(), Accumulator::new(Keep::Counts));
+            let totals = Accumulator::new(Keep::Counts, self.model_headline());
+            self.models.insert(model.to_owned(), totals);
             self.cells.insert(model.to_owned(), BTreeMap::new());
         }
         self.models.get_mut(model).expect("inserted above").add(r);
         let specs = self.cells.get_mut(model).expect("inserted above");
         if !specs.contains_key(&r.spec) {
-            specs.insert(r.spec.clone(), Accumulator::new(keep));
+            specs.insert(r.spec.clone(), Accumulator::new(keep, headline));
         }
         specs.get_mut(&r.spec).expect("inserted above").add(r);
+    }
+
+    /// The headline of a model's totals: the pass rate when every spec's is,
+    /// else the mean score.
+    fn model_headline(&self) -> Headline {
+        if self.headlines.values().all(|h| *h == Headline::PassRate) {
+            Headline::PassRate
+        } else {
+            Headline::MeanScore
+        }
     }
 
     /// The finished metrics of every cell and model, with the leaderboards.
@@ -165,7 +189,7 @@ impl MetricsBuilder {
                     .filter_map(|(m, s)| {
                         let cell = summary.cell(m, spec)?;
                         let entry = Entry {
-                            score: cell.accuracy,
+                            score: cell.score(),
                             interval: cell.interval.map(|e| e.interval()),
                             scores: s,
                         };

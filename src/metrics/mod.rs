@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::format::Headline;
 use crate::run::record::Record;
 pub use accumulate::Accumulator;
 pub use builder::{Groups, MetricsBuilder, group_value};
@@ -111,17 +112,18 @@ pub struct FailureStat {
     pub example: Example,
 }
 
-/// How an accuracy's interval was computed.
+/// How a headline number's interval was computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
-    /// Wilson score interval: one pass/fail sample per instance.
+    /// Wilson score interval on instances: one pass/fail sample per instance,
+    /// or every instance scoring the same (where a bootstrap has no width).
     Wilson,
     /// Percentile bootstrap clustered by instance: partial credit or several samples.
     Bootstrap,
 }
 
-/// A 95% interval of an accuracy, and its method.
+/// A 95% interval of a headline number, and its method.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
     /// Lower limit.
@@ -182,9 +184,14 @@ pub struct Metrics {
     pub total: u64,
     /// Records whose every rule passed.
     pub passed: u64,
-    /// Mean score in [0, 1]; request errors score 0 (0 when there are no records).
-    pub accuracy: f64,
-    /// 95% interval of `accuracy` (none without records).
+    /// Which number is the headline: what cells show and models are ranked by.
+    pub headline: Headline,
+    /// The share of records that passed every rule, gates included (0 without records).
+    pub pass_rate: f64,
+    /// Mean weighted score in [0, 1], partial credit included; request errors
+    /// score 0 (0 without records).
+    pub mean_score: f64,
+    /// 95% interval of the headline number (none without records).
     pub interval: Option<Estimate>,
     /// Records with a valid response ([`Record::is_valid`]).
     pub valid: u64,
@@ -253,6 +260,16 @@ pub struct JudgeStats {
     pub attempts: u64,
 }
 
+impl Metrics {
+    /// The headline number: [`Metrics::pass_rate`] or [`Metrics::mean_score`].
+    pub fn score(&self) -> f64 {
+        match self.headline {
+            Headline::PassRate => self.pass_rate,
+            Headline::MeanScore => self.mean_score,
+        }
+    }
+}
+
 /// Finished metrics: model → spec → cell, and model → totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
@@ -316,11 +333,12 @@ impl Summary {
         CostStats::total(self.models.values())
     }
 
-    /// Mean of the model's category accuracies (each spec counts once, whatever its size).
+    /// Mean of the model's category headline numbers (each spec counts once,
+    /// whatever its size): the total reports show and rank by.
     pub fn category_mean(&self, model: &str) -> Option<f64> {
         let specs = self.cells.get(model)?;
         (!specs.is_empty())
-            .then(|| specs.values().map(|m| m.accuracy).sum::<f64>() / specs.len() as f64)
+            .then(|| specs.values().map(Metrics::score).sum::<f64>() / specs.len() as f64)
     }
 }
 

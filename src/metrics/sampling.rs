@@ -52,7 +52,7 @@ pub struct SampledMetrics {
     /// The largest number of samples of any problem.
     pub n: u64,
     /// Mean over problems of the fraction of their samples that passed.
-    pub mean_accuracy: f64,
+    pub pass_rate: f64,
     /// k → mean over problems of unbiased pass@k (problems with fewer than k samples skipped).
     pub pass_at_k: BTreeMap<u32, f64>,
     /// k → mean over problems of pass^k.
@@ -110,7 +110,7 @@ pub fn sampled(problems: &Problems, plan: &SamplingPlan, keep_problems: bool) ->
     SampledMetrics {
         problems: count,
         n: problems.iter().map(|p| p.n_total()).max().unwrap_or(0),
-        mean_accuracy: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
+        pass_rate: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
         pass_at_k: ks_of(false),
         pass_hat_k: ks_of(true),
         alongside: BTreeMap::new(),

@@ -266,9 +266,18 @@ pub fn overall_board(
             .expect("lined up by construction");
         versus(names[b], c.difference, c.interval, c.p_value, c.instances)
     };
+    // Where every instance of every category scores the same the bootstrap has
+    // no width; Wilson on the instances answered says what they can show.
     let intervals: Vec<Option<Interval>> = strata
         .iter()
-        .map(|s| stats::bootstrap_stratified(&as_strata(s), &cfg).map(|e| e.interval))
+        .map(|s| {
+            let e = stats::bootstrap_stratified(&as_strata(s), &cfg)?;
+            if e.interval.high > e.interval.low {
+                return Some(e.interval);
+            }
+            let answered = s.iter().flatten().filter(|v| !v.is_empty()).count();
+            stats::wilson_share(e.mean, answered as u64, DEFAULT_LEVEL)
+        })
         .collect();
     let rows: Vec<(String, f64, usize)> = names
         .iter()
@@ -345,135 +354,5 @@ fn assemble(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::tests::{fail, record};
-    use super::super::{Method, MetricsBuilder, Summary};
-    use super::*;
-    use crate::verify::FailureKind;
-
-    /// `passes[i]` says whether `model` passed instance `i` of `spec`.
-    fn add(b: &mut MetricsBuilder, model: &str, spec: &str, passes: &[bool]) {
-        for (i, &ok) in passes.iter().enumerate() {
-            let r = record(model, spec, i as u64);
-            let r = if ok {
-                r
-            } else {
-                fail(r, FailureKind::WrongValue, "wrong")
-            };
-            b.add(model, &r);
-        }
-    }
-
-    fn ranks(board: &Board) -> Vec<(&str, u32)> {
-        board
-            .standings
-            .iter()
-            .map(|s| (s.model.as_str(), s.rank))
-            .collect()
-    }
-
-    fn summary(f: impl FnOnce(&mut MetricsBuilder)) -> Summary {
-        let mut b = MetricsBuilder::new();
-        f(&mut b);
-        b.finish()
-    }
-
-    #[test]
-    fn pass_fail_cells_rank_by_mcnemar_in_score_order() {
-        let s = summary(|b| {
-            add(b, "a", "s", &[true; 30]);
-            add(b, "b", "s", &[[true; 20].as_slice(), &[false; 10]].concat());
-            add(b, "c", "s", &[[false].as_slice(), &[true; 29]].concat());
-        });
-        let board = &s.boards["s"];
-        assert_eq!(board.test, Test::Mcnemar);
-        assert_eq!(ranks(board), [("a", 1), ("c", 1), ("b", 2)]);
-        let b = board.standing("b").unwrap();
-        let vs = b.vs_best.as_ref().unwrap();
-        assert_eq!((vs.against.as_str(), vs.instances), ("a", 30));
-        assert!((vs.difference + 1.0 / 3.0).abs() < 1e-15);
-        assert_eq!(vs.p_value, stats::mcnemar_p(0, 10));
-        assert_eq!(vs.interval, stats::newcombe_paired(20, 0, 10, 0, 0.95));
-        assert_eq!(b.interval, stats::wilson(20, 30, 0.95));
-        assert_eq!(s.cells["b"]["s"].interval.unwrap().method, Method::Wilson);
-        // One spec: the overall board is the spec's.
-        assert_eq!(s.leaderboard.as_ref(), Some(board));
-        assert!(board.mde.is_some_and(|m| m > 0.0 && m < 1.0));
-        let gap = board.gap.as_ref().unwrap();
-        assert!((gap.difference - 1.0 / 30.0).abs() < 1e-15);
-        assert_eq!(
-            gap.needed,
-            stats::required_n(1.0, 29.0 / 30.0, DEFAULT_ALPHA, DEFAULT_POWER)
-        );
-    }
-
-    #[test]
-    fn partial_credit_ranks_by_the_paired_bootstrap() {
-        let s = summary(|b| {
-            add(b, "a", "s", &[true; 12]);
-            for i in 0..12 {
-                let mut r = record("half", "s", i);
-                r.scored.score = 0.5;
-                b.add("half", &r);
-            }
-        });
-        let board = &s.boards["s"];
-        assert_eq!(board.test, Test::Bootstrap);
-        assert_eq!(ranks(board), [("a", 1), ("half", 2)]);
-        let vs = board.standing("half").unwrap().vs_best.clone().unwrap();
-        assert_eq!(vs.difference, -0.5);
-        assert_eq!(
-            vs.interval,
-            Some(Interval {
-                low: -0.5,
-                high: -0.5
-            })
-        );
-        assert_eq!(
-            s.cells["half"]["s"].interval.unwrap().method,
-            Method::Bootstrap
-        );
-    }
-
-    #[test]
-    fn the_overall_board_weighs_each_category_once() {
-        // Pooled over records a would score 10/110 and b 100/110; per category both 50%.
-        let s = summary(|b| {
-            add(b, "a", "x", &[true; 10]);
-            add(b, "a", "y", &[false; 100]);
-            add(b, "b", "x", &[false; 10]);
-            add(b, "b", "y", &[true; 100]);
-        });
-        let board = s.leaderboard.as_ref().unwrap();
-        assert_eq!(board.test, Test::Bootstrap);
-        assert_eq!(ranks(board), [("a", 1), ("b", 1)]);
-        for st in &board.standings {
-            assert_eq!(Some(st.score), s.category_mean(&st.model));
-            assert_eq!(
-                st.interval,
-                Some(Interval {
-                    low: 0.5,
-                    high: 0.5
-                })
-            );
-        }
-        let vs = board.standings[1].vs_best.as_ref().unwrap();
-        assert_eq!((vs.difference, vs.p_value, vs.instances), (0.0, 1.0, 110));
-        assert_eq!(board.instances, 110);
-    }
-
-    #[test]
-    fn replayed_and_cached_answers_are_not_timed() {
-        let s = summary(|b| {
-            for i in 0..3 {
-                let mut r = record("replay", "s", i);
-                r.attempts = 0;
-                r.latency_ms = u64::from(i == 1);
-                b.add("replay", &r);
-            }
-        });
-        let total = &s.models["replay"];
-        assert_eq!((total.latency_ms, total.tokens_per_sec), (None, None));
-        assert_eq!(total.tokens_out.sum, 15, "token counts still count");
-    }
-}
+#[path = "significance_tests.rs"]
+mod tests;

@@ -52,7 +52,7 @@ pub use paired::{
 pub use power::{min_detectable_effect, power, required_n};
 pub use rank::{Ranked, holm, rank_by, tie_groups, tie_groups_scores};
 pub use stratified::{Stratum, bootstrap_stratified, compare_stratified};
-pub use wilson::wilson;
+pub use wilson::{wilson, wilson_share};
 
 /// Confidence level used when a caller has no reason to pick another.
 pub const DEFAULT_LEVEL: f64 = 0.95;

@@ -104,8 +104,12 @@ fn cell_metrics_match_hand_computed_values() {
     let mut acc = Accumulator::default();
     cell().iter().for_each(|r| acc.add(r));
     let m = acc.finish();
-    // Scores 1 + 0.5 + 1 + 0 + 0 over 5 records.
-    assert_eq!((m.total, m.passed, m.accuracy), (5, 2, 0.5));
+    // Scores 1 + 0.5 + 1 + 0 + 0 over 5 records; 2 of 5 passed every rule.
+    assert_eq!((m.total, m.passed, m.mean_score), (5, 2, 0.5));
+    assert_eq!(
+        (m.headline, m.pass_rate, m.score()),
+        (Headline::PassRate, 0.4, 0.4)
+    );
     // The timeout has no response; no_answer is not a valid response.
     assert_eq!((m.valid, m.errors, m.cached), (3, 1, 1));
     // 100 + 300 + 0 + 5000 + 200.
@@ -157,8 +161,14 @@ fn cell_metrics_match_hand_computed_values() {
 fn empty_metrics_have_no_averages() {
     let m = Accumulator::default().finish();
     assert_eq!(
-        (m.total, m.accuracy, m.latency_ms, m.tokens_per_sec),
-        (0, 0.0, None, None)
+        (
+            m.total,
+            m.pass_rate,
+            m.mean_score,
+            m.latency_ms,
+            m.tokens_per_sec
+        ),
+        (0, 0.0, 0.0, None, None)
     );
     assert_eq!(m.tokens_in.mean, None);
 }
@@ -206,7 +216,7 @@ fn model_totals_and_category_mean() {
     b.add("run2/m", &record("m", "a", 0));
     let s = b.finish();
     // Pooled: 1 of 4; per category: (1.0 + 0.0) / 2.
-    assert_eq!(s.model("m").unwrap().accuracy, 0.25);
+    assert_eq!(s.model("m").unwrap().pass_rate, 0.25);
     assert_eq!(s.category_mean("m"), Some(0.5));
     assert_eq!(s.cell("m", "b").unwrap().total, 3);
     assert_eq!(s.cell("run2/m", "a").unwrap().total, 1);
@@ -302,7 +312,7 @@ fn sampled_record(instance: u64, sample: u32, answer: &str, passed: bool) -> Rec
 }
 
 #[test]
-fn sampled_cells_report_pass_at_k_mean_accuracy_majority_and_problems() {
+fn sampled_cells_report_pass_at_k_pass_rate_majority_and_problems() {
     // Problem 0: 1 of 4 pass (majority answer 7 is wrong); problem 1: 3 of 4 pass.
     let outcomes = [
         (0, ["7", "7", "5", "9"], [false, false, true, false]),
@@ -331,11 +341,7 @@ fn sampled_cells_report_pass_at_k_mean_accuracy_majority_and_problems() {
     let summary = builder.finish();
     let s = summary.cell("m", "s").unwrap().sampled.clone().unwrap();
     assert_eq!((s.problems, s.n), (2, 4));
-    assert!(
-        (s.mean_accuracy - 0.5).abs() < 1e-12,
-        "got {}",
-        s.mean_accuracy
-    );
+    assert!((s.pass_rate - 0.5).abs() < 1e-12, "got {}", s.pass_rate);
     assert!((s.pass_at_k[&1] - 0.5).abs() < 1e-12);
     // pass@2: problem 0: 1 - C(3,2)/C(4,2) = 0.5; problem 1: 1 - 0 = 1.
     assert!(

@@ -1,5 +1,6 @@
-//! Model comparison on sampled specs: mean accuracy and pass@k per model and
-//! group, the best model, each model's change against a baseline, and a tier.
+//! Model comparison on sampled specs: pass rate and pass@k per model and
+//! group, the best model (only when the spec's board says it is significantly
+//! better than every other), each model's change against a baseline, and a tier.
 //!
 //! Built from the finished [`Summary`](crate::metrics::Summary) only, so the
 //! terminal, Markdown and JSON show the same numbers.
@@ -10,12 +11,13 @@ use serde::Serialize;
 
 use super::View;
 use super::fit::{Cell, fitted};
+use crate::metrics::stats;
 use crate::text::{header_row, percent};
 
 /// Shown where a number is missing.
 const NONE: &str = "—";
 
-/// Tier thresholds on mean accuracy, highest first (the labels AIME leaderboards use).
+/// Tier thresholds on the pass rate, highest first (the labels AIME leaderboards use).
 const TIERS: &[(f64, &str)] = &[
     (0.50, "exceptional"),
     (0.30, "excellent"),
@@ -24,11 +26,11 @@ const TIERS: &[(f64, &str)] = &[
     (0.05, "fair"),
 ];
 
-/// The tier label of a mean accuracy in [0, 1].
-pub fn tier(accuracy: f64) -> &'static str {
+/// The tier label of a pass rate in [0, 1].
+pub fn tier(pass_rate: f64) -> &'static str {
     TIERS
         .iter()
-        .find(|(min, _)| accuracy >= *min)
+        .find(|(min, _)| pass_rate >= *min)
         .map_or("needs improvement", |(_, label)| label)
 }
 
@@ -37,8 +39,8 @@ pub fn tier(accuracy: f64) -> &'static str {
 pub struct ModelLine {
     /// The shown model name.
     pub model: String,
-    /// Mean accuracy over samples (the expected pass@1).
-    pub accuracy: f64,
+    /// Pass rate over samples (the expected pass@1).
+    pub pass_rate: f64,
     /// k → pass@k.
     pub pass_at_k: BTreeMap<u32, f64>,
     /// k → pass^k: all k samples pass (how reliably, where pass@k says how possibly).
@@ -46,15 +48,19 @@ pub struct ModelLine {
     /// maj@n, when the spec asks for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maj: Option<f64>,
-    /// [`tier`] of `accuracy`.
+    /// [`tier`] of `pass_rate`.
     pub tier: &'static str,
-    /// `accuracy` minus the baseline's, when a baseline is set and found.
+    /// `pass_rate` minus the baseline's, when a baseline is set and found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_baseline: Option<f64>,
+    /// Whether `vs_baseline` is significant (paired test on the instances both
+    /// answered, α = 0.05); a difference that is not is no improvement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_baseline_significant: Option<bool>,
     /// Report-only rule (a flexible extraction beside the strict one) → its numbers.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub alongside: BTreeMap<String, GroupLine>,
-    /// Group variable → value → (mean accuracy, pass@k).
+    /// Group variable → value → (pass rate, pass@k).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, BTreeMap<String, GroupLine>>,
 }
@@ -62,18 +68,18 @@ pub struct ModelLine {
 /// One group's numbers for one model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupLine {
-    /// Mean accuracy over samples.
-    pub accuracy: f64,
+    /// Pass rate over samples.
+    pub pass_rate: f64,
     /// k → pass@k.
     pub pass_at_k: BTreeMap<u32, f64>,
 }
 
 impl GroupLine {
-    /// Mean accuracy, then pass@`top` after a slash when the group has it.
+    /// Pass rate, then pass@`top` after a slash when the group has it.
     pub fn with_pass_at(&self, top: Option<u32>) -> String {
         match top.and_then(|k| self.pass_at_k.get(&k)) {
-            Some(p) => format!("{} / {}", percent(self.accuracy), percent(*p)),
-            None => percent(self.accuracy),
+            Some(p) => format!("{} / {}", percent(self.pass_rate), percent(*p)),
+            None => percent(self.pass_rate),
         }
     }
 }
@@ -89,7 +95,8 @@ pub struct Comparison {
     pub ks: Vec<u32>,
     /// Models in report order.
     pub models: Vec<ModelLine>,
-    /// The model with the highest mean accuracy (the first on ties).
+    /// The model the spec's board ranks alone at the top: significantly better
+    /// than every other (paired tests, Holm-adjusted); none when models tie.
     pub best: Option<String>,
     /// The baseline model's shown name, when set and found.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,7 +144,7 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
                         groups.entry(var.clone()).or_default().insert(
                             value.clone(),
                             GroupLine {
-                                accuracy: s.mean_accuracy,
+                                pass_rate: s.pass_rate,
                                 pass_at_k: s.pass_at_k.clone(),
                             },
                         );
@@ -146,18 +153,19 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
             }
             models.push(ModelLine {
                 model: m.clone(),
-                accuracy: sampled.mean_accuracy,
+                pass_rate: sampled.pass_rate,
                 pass_at_k: sampled.pass_at_k.clone(),
                 pass_hat_k: sampled.pass_hat_k.clone(),
                 maj: sampled.maj,
-                tier: tier(sampled.mean_accuracy),
+                tier: tier(sampled.pass_rate),
                 vs_baseline: None,
+                vs_baseline_significant: None,
                 alongside: sampled
                     .alongside
                     .iter()
                     .map(|(name, s)| {
                         let line = GroupLine {
-                            accuracy: s.mean_accuracy,
+                            pass_rate: s.pass_rate,
                             pass_at_k: s.pass_at_k.clone(),
                         };
                         (name.clone(), line)
@@ -173,18 +181,20 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
             .ctx
             .baseline
             .and_then(|b| models.iter().find(|l| names(&l.model, b)))
-            .map(|l| (l.model.clone(), l.accuracy));
-        if let Some((_, base)) = &baseline {
+            .map(|l| (l.model.clone(), l.pass_rate));
+        if let Some((base_name, base)) = &baseline {
             for line in &mut models {
-                line.vs_baseline = Some(line.accuracy - base);
+                line.vs_baseline = Some(line.pass_rate - base);
+                line.vs_baseline_significant = (line.model != *base_name)
+                    .then(|| significant(v, &spec.id, &line.model, base_name));
             }
         }
-        let mut best: Option<&ModelLine> = None;
-        for line in &models {
-            if best.is_none_or(|b| line.accuracy > b.accuracy) {
-                best = Some(line);
-            }
-        }
+        // The board ranks alone at the top only a model significantly better
+        // than each other one; a higher number alone names no best model.
+        let best = v.summary.boards.get(&spec.id).and_then(|board| {
+            let top: Vec<_> = board.standings.iter().filter(|s| s.rank == 1).collect();
+            (board.standings.len() > 1 && top.len() == 1).then(|| top[0].model.clone())
+        });
         let mut ks: Vec<u32> = models
             .iter()
             .flat_map(|l| l.pass_at_k.keys().copied())
@@ -195,12 +205,35 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
             spec: spec.id.clone(),
             title: spec.title.clone(),
             ks,
-            best: best.map(|b| b.model.clone()),
+            best,
             baseline: baseline.map(|(name, _)| name),
             models,
         });
     }
     out
+}
+
+/// Whether `model`'s pass rate on `spec` differs significantly from
+/// `baseline`'s: a paired bootstrap over the instances both answered, α = 0.05.
+fn significant(v: &View, spec: &str, model: &str, baseline: &str) -> bool {
+    let outcomes = |m: &str| v.summary.outcomes.get(m).and_then(|s| s.get(spec));
+    let (Some(x), Some(y)) = (outcomes(model), outcomes(baseline)) else {
+        return false;
+    };
+    let samples = |o: &crate::metrics::Outcome| -> Vec<f64> {
+        let mut s = vec![1.0; o.passed as usize];
+        s.resize(o.samples as usize, 0.0);
+        s
+    };
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for o in x {
+        if let Ok(at) = y.binary_search_by_key(&o.instance, |b| b.instance) {
+            first.push(samples(o));
+            second.push(samples(&y[at]));
+        }
+    }
+    let cfg = stats::Bootstrap::default();
+    stats::compare_scores(&first, &second, &cfg).is_ok_and(|c| c.p_value < stats::DEFAULT_ALPHA)
 }
 
 /// Report-only rule names of a comparison, each with (model, its numbers) in model order.
@@ -225,7 +258,7 @@ pub(crate) fn hat_ks(c: &Comparison) -> Vec<u32> {
 /// accuracy / pass@(largest k) per group.
 pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
     let has_maj = c.models.iter().any(|l| l.maj.is_some());
-    let mut header = vec!["model".to_owned(), "mean acc".to_owned()];
+    let mut header = vec!["model".to_owned(), "pass rate".to_owned()];
     header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
     if has_maj {
         header.push("maj".to_owned());
@@ -239,14 +272,14 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
         .models
         .iter()
         .map(|l| {
-            let mut row = vec![(l.model.clone(), None), rate(Some(l.accuracy))];
+            let mut row = vec![(l.model.clone(), None), rate(Some(l.pass_rate))];
             row.extend(c.ks.iter().map(|k| rate(l.pass_at_k.get(k).copied())));
             if has_maj {
                 row.push(rate(l.maj));
             }
             row.push((l.tier.to_owned(), None));
             if c.baseline.is_some() {
-                row.push((l.vs_baseline.map_or(NONE.into(), points), None));
+                row.push((baseline_change(l), None));
             }
             row
         })
@@ -256,21 +289,18 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
         "\n{heading}{}",
         fitted(&header, &rows, color, Some("metric"))
     );
-    if let Some(best) = &c.best {
-        out += &format!("best: {best}");
-        if let Some(base) = &c.baseline {
-            out += &format!(" (baseline: {base})");
-        }
-        out.push('\n');
+    let best = best_line(c);
+    if !best.is_empty() {
+        out += &super::fit::wrap(&best, super::fit::WIDTH);
     }
     for (rule, lines) in alongside(c) {
         let heading = format!("{}: {rule} (report only):", c.title);
-        let mut header = vec!["model".to_owned(), "mean acc".to_owned()];
+        let mut header = vec!["model".to_owned(), "pass rate".to_owned()];
         header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
         let rows: Vec<Vec<Cell>> = lines
             .iter()
             .map(|(model, g)| {
-                let mut row = vec![((*model).to_owned(), None), rate(Some(g.accuracy))];
+                let mut row = vec![((*model).to_owned(), None), rate(Some(g.pass_rate))];
                 row.extend(c.ks.iter().map(|k| rate(g.pass_at_k.get(k).copied())));
                 row
             })
@@ -283,7 +313,7 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
     }
     let top = c.ks.last().copied();
     for (var, values) in c.group_columns() {
-        let label = top.map_or("mean acc".to_owned(), |k| format!("mean acc / pass@{k}"));
+        let label = top.map_or("pass rate".to_owned(), |k| format!("pass rate / pass@{k}"));
         let heading =
             super::fit::wrap(&format!("{} by {var}: {label}", c.title), super::fit::WIDTH);
         let header = header_row("model", values.iter().map(|v| (*v).clone()));
@@ -295,7 +325,7 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
                 for value in &values {
                     let g = l.groups.get(var).and_then(|g| g.get(*value));
                     let text = g.map_or(NONE.into(), |g| g.with_pass_at(top));
-                    row.push((text, g.map(|g| g.accuracy)));
+                    row.push((text, g.map(|g| g.pass_rate)));
                 }
                 row
             })
@@ -303,6 +333,30 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
         out += &format!("\n{heading}{}", fitted(&header, &rows, color, Some(var)));
     }
     out
+}
+
+/// The best-model line: the model ranked alone at the top, or that none is
+/// significantly better; the baseline after it when one is set.
+pub(crate) fn best_line(c: &Comparison) -> String {
+    let mut out = match &c.best {
+        Some(best) => format!("best: {best}"),
+        None if c.models.len() > 1 => "best: none (no model is significantly better)".to_owned(),
+        None => return String::new(),
+    };
+    if let Some(base) = &c.baseline {
+        out += &format!(" (baseline: {base})");
+    }
+    out
+}
+
+/// A model's change against the baseline: `+12.5 pp`, with `n.s.` when the
+/// paired test finds no significant difference.
+pub(crate) fn baseline_change(l: &ModelLine) -> String {
+    match (l.vs_baseline, l.vs_baseline_significant) {
+        (None, _) => NONE.to_owned(),
+        (Some(d), Some(false)) => format!("{} n.s.", points(d)),
+        (Some(d), _) => points(d),
+    }
 }
 
 /// A signed difference of fractions in percentage points: `+12.5 pp`.

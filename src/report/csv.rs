@@ -1,10 +1,12 @@
 //! `results/reports/report_<stamp>.csv`: one row per model × spec with
 //! records, then one per `group_by` group (the `group` column says
 //! `var=value`), RFC 4180 quoting and CRLF line ends. Fractions stay fractions
-//! (accuracy 0..1) so spreadsheets can format them; empty means unknown.
-//! The cost columns are empty for a model without a price. `judges` names
-//! each judge rule's judge and rubric hash. The statistics come last: the 95%
-//! interval of `accuracy` and its method (`wilson`, `bootstrap`), and for spec
+//! (0..1) so spreadsheets can format them; empty means unknown. Each row has
+//! both numbers, `pass_rate` and `mean_score`; `headline` names the one the
+//! spec ranks by and `score` repeats it. The cost columns are empty for a
+//! model without a price. `judges` names each judge rule's judge and rubric
+//! hash. The statistics come last: the 95% interval of `score` and its method
+//! (`wilson`, `bootstrap`), and for spec
 //! rows the model's tie-group rank in the spec and its paired difference from
 //! the spec's best model with interval and p-value.
 
@@ -20,13 +22,16 @@ fn method(m: Method) -> &'static str {
     }
 }
 
-const HEADER: [&str; 35] = [
+const HEADER: [&str; 38] = [
     "model",
     "spec",
     "title",
     "total",
     "passed",
-    "accuracy",
+    "headline",
+    "score",
+    "pass_rate",
+    "mean_score",
     "valid",
     "errors",
     "cached",
@@ -48,8 +53,8 @@ const HEADER: [&str; 35] = [
     "currency",
     "group",
     "judges",
-    "accuracy_low",
-    "accuracy_high",
+    "score_low",
+    "score_high",
     "interval",
     "rank",
     "vs_best_difference",
@@ -130,7 +135,10 @@ fn push_row(
         s.title.clone(),
         c.total.to_string(),
         c.passed.to_string(),
-        format!("{:.4}", c.accuracy),
+        c.headline.label().replace(' ', "_"),
+        format!("{:.4}", c.score()),
+        format!("{:.4}", c.pass_rate),
+        format!("{:.4}", c.mean_score),
         c.valid.to_string(),
         c.errors.to_string(),
         c.cached.to_string(),

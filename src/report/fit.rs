@@ -7,6 +7,7 @@
 
 use owo_colors::OwoColorize;
 
+pub(crate) use crate::text::wrap;
 use crate::text::{Align, clip, pad, visible};
 
 /// The terminal width every table fits.
@@ -92,27 +93,6 @@ pub(crate) fn fitted(
         out += &grid(&h, &r, color);
         start = end;
     }
-    out
-}
-
-/// `text` wrapped at word boundaries to `width` columns, continuation lines
-/// indented by two spaces; ends with a newline.
-pub(crate) fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let fits = line.chars().count() + 1 + word.chars().count() <= width;
-        if !line.trim().is_empty() && !fits {
-            out += line.trim_end();
-            out.push('\n');
-            line = "  ".to_owned();
-        } else if !line.is_empty() && !line.ends_with("  ") {
-            line.push(' ');
-        }
-        line += word;
-    }
-    out += line.trim_end();
-    out.push('\n');
     out
 }
 

@@ -43,6 +43,8 @@ fn is_stable(f: &&super::flaky::Flaky) -> bool {
 pub(crate) struct Spec<'a> {
     id: &'a str,
     title: &'a str,
+    /// The number its cells show and its board ranks: `pass_rate` or `mean_score`.
+    headline: crate::metrics::Headline,
     /// The spec's leaderboard: tie groups, each model against the best, detectable gap.
     board: Option<&'a crate::metrics::Board>,
 }
@@ -53,6 +55,7 @@ impl<'a> Spec<'a> {
         Spec {
             id: &s.id,
             title: &s.title,
+            headline: s.headline,
             board: v.summary.boards.get(&s.id),
         }
     }
@@ -61,7 +64,7 @@ impl<'a> Spec<'a> {
 #[derive(Serialize)]
 struct Model<'a> {
     name: &'a str,
-    /// Mean of the category accuracies: the report's ИТОГО.
+    /// Mean of the categories' headline numbers: the total the leaderboard ranks.
     category_mean: Option<f64>,
     /// Over all the model's records.
     total: Option<&'a Metrics>,

@@ -29,7 +29,7 @@ pub(crate) fn render(v: &View) -> String {
     }
     s.push_str("## Сводная Таблица Результатов\n\n");
     s.push_str(&summary_table(v));
-    s.push_str("\n**ИТОГО** — среднее точностей по категориям; строка «Всего» ниже — точность по всем заданиям модели. ± — половина 95% доверительного интервала (Вильсон для «верно/неверно», иначе бутстреп по заданиям).\n");
+    s.push_str(&summary_note(v));
     s.push_str(&super::statistics::leaderboard(v));
     s.push_str(&super::statistics::categories(v));
     s.push_str(&super::statistics::runs(v));
@@ -69,7 +69,7 @@ fn summary_table(v: &View) -> String {
             let mut row = vec![bold(m)];
             row.extend(v.specs.iter().map(|s| {
                 v.summary.cell(m, &s.id).map_or(NONE.into(), |c| {
-                    with_interval(c.accuracy, c.interval.map(|e| e.interval()))
+                    with_interval(c.score(), c.interval.map(|e| e.interval()))
                 })
             }));
             row.push(
@@ -81,6 +81,27 @@ fn summary_table(v: &View) -> String {
         })
         .collect();
     label_table(&header, &rows)
+}
+
+/// What the summary table's numbers are: each category's headline and the total.
+fn summary_note(v: &View) -> String {
+    let scored: Vec<String> = v
+        .specs
+        .iter()
+        .filter(|s| s.headline == crate::metrics::Headline::MeanScore)
+        .map(|s| md_cell(&s.title))
+        .collect();
+    let mut note =
+        "\nЯчейка — доля пройденных заданий (прошли все правила, включая обязательные)".to_owned();
+    if !scored.is_empty() {
+        let _ = write!(
+            note,
+            ", кроме категорий со средним баллом (частичный зачёт по весам правил): {}",
+            scored.join(", ")
+        );
+    }
+    note.push_str(". **ИТОГО** — среднее этих чисел по категориям, по нему строится рейтинг; строка «Всего» ниже — по всем заданиям модели. ± — половина 95% доверительного интервала (Вильсон по заданиям для «верно/неверно» и для одинаковых оценок, иначе бутстреп по заданиям).\n");
+    note
 }
 
 /// `group_by` breakdowns: per spec and variable, models × values.
@@ -110,7 +131,7 @@ fn groups(s: &mut String, v: &View) {
                     let mut row = vec![bold(m)];
                     row.extend(values.iter().map(|k| {
                         g.get(*k).map_or(NONE.into(), |c| {
-                            let acc = with_interval(c.accuracy, c.interval.map(|e| e.interval()));
+                            let acc = with_interval(c.score(), c.interval.map(|e| e.interval()));
                             format!("{acc} ({}/{})", c.passed, c.total)
                         })
                     }));
@@ -136,7 +157,7 @@ fn comparisons(s: &mut String, v: &View) {
     for c in &all {
         let _ = writeln!(s, "\n### {}\n", md_cell(&c.title));
         let has_maj = c.models.iter().any(|l| l.maj.is_some());
-        let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
+        let mut header = vec!["Модель".to_owned(), "Доля пройденных".to_owned()];
         header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
         let hats = super::comparison::hat_ks(c);
         header.extend(hats.iter().map(|k| format!("pass^{k}")));
@@ -151,7 +172,7 @@ fn comparisons(s: &mut String, v: &View) {
             .models
             .iter()
             .map(|l| {
-                let mut row = vec![bold(&l.model), percent(l.accuracy)];
+                let mut row = vec![bold(&l.model), percent(l.pass_rate)];
                 row.extend(
                     c.ks.iter()
                         .map(|k| l.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
@@ -165,14 +186,18 @@ fn comparisons(s: &mut String, v: &View) {
                 }
                 row.push(l.tier.to_owned());
                 if c.baseline.is_some() {
-                    row.push(l.vs_baseline.map_or(NONE.into(), super::comparison::points));
+                    row.push(super::comparison::baseline_change(l));
                 }
                 row
             })
             .collect();
         s.push_str(&label_table(&header, &rows));
-        if let Some(best) = &c.best {
-            let _ = write!(s, "\n**Лучшая модель:** {}", inline_code(best));
+        if c.models.len() > 1 {
+            let best = c.best.as_deref().map_or(
+                "нет (ни одна модель не лучше значимо)".to_owned(),
+                inline_code,
+            );
+            let _ = write!(s, "\n**Лучшая модель:** {best}");
             if let Some(base) = &c.baseline {
                 let _ = write!(s, "; базовая: {}", inline_code(base));
             }
@@ -184,12 +209,12 @@ fn comparisons(s: &mut String, v: &View) {
                 "\n#### Правило {} (только для отчета)\n",
                 inline_code(rule)
             );
-            let mut header = vec!["Модель".to_owned(), "Средняя точность".to_owned()];
+            let mut header = vec!["Модель".to_owned(), "Доля пройденных".to_owned()];
             header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
             let rows: Vec<Vec<String>> = lines
                 .iter()
                 .map(|(model, g)| {
-                    let mut row = vec![bold(model), percent(g.accuracy)];
+                    let mut row = vec![bold(model), percent(g.pass_rate)];
                     row.extend(
                         c.ks.iter()
                             .map(|k| g.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
@@ -203,7 +228,7 @@ fn comparisons(s: &mut String, v: &View) {
         for (var, values) in c.group_columns() {
             let label = top.map_or(String::new(), |k| format!(" / pass@{k}"));
             let by = inline_code(var);
-            let _ = writeln!(s, "\n#### По {by} (средняя точность{label})\n");
+            let _ = writeln!(s, "\n#### По {by} (доля пройденных{label})\n");
             let header = header_row("Модель", values.iter().map(|v| md_cell(v)));
             let rows: Vec<Vec<String>> = c
                 .models
@@ -240,7 +265,9 @@ fn metric_row(label: String, c: &Metrics) -> Vec<String> {
     let lat = c.latency_ms;
     vec![
         label,
-        with_interval(c.accuracy, c.interval.map(|e| e.interval())),
+        with_interval(c.score(), c.interval.map(|e| e.interval())),
+        percent(c.pass_rate),
+        percent(c.mean_score),
         format!("{}/{}", c.passed, c.total),
         format!("{}/{}", c.valid, c.total),
         c.errors.to_string(),
@@ -262,7 +289,9 @@ fn details(s: &mut String, v: &View, model: &str) {
     };
     let header: Vec<String> = [
         "Категория",
-        "Точность",
+        "Итог ±95%",
+        "Доля пройденных",
+        "Средний балл",
         "Верно",
         "Валидные",
         "Ошибки",
@@ -326,7 +355,7 @@ fn analysis(s: &mut String, v: &View, model: &str) {
     let scored: Vec<(&str, f64)> = v
         .specs
         .iter()
-        .filter_map(|sp| Some((sp.title.as_str(), cells.get(&sp.id)?.accuracy)))
+        .filter_map(|sp| Some((sp.title.as_str(), cells.get(&sp.id)?.score())))
         .collect();
     let best = scored.iter().map(|x| x.1).fold(f64::MIN, f64::max);
     let worst = scored.iter().map(|x| x.1).fold(f64::MAX, f64::min);

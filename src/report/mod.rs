@@ -1,6 +1,7 @@
 //! Reports built from run journals: raw results, Markdown, HTML, JSON, CSV,
-//! JUnit and the terminal summary, every accuracy with its interval and every
-//! ranking with its significance.
+//! JUnit and the terminal summary: every spec's pass rate and mean score,
+//! its headline number with its interval, and every ranking with its
+//! significance.
 //!
 //! Records are indexed first and read back one at a time ([`journals`]), so
 //! memory stays bounded by the metrics, not by the journals. Every output is
@@ -16,7 +17,8 @@ pub mod comparison;
 mod costs;
 mod csv;
 mod endpoints;
-mod fit;
+mod errors;
+pub(crate) mod fit;
 pub mod flaky;
 mod html;
 mod journals;
@@ -39,6 +41,7 @@ use std::path::{Path, PathBuf};
 use crate::files::{AtomicFile, write_atomic};
 use crate::metrics::{MetricsBuilder, Summary};
 use crate::text::file_stem;
+pub use errors::ErrorCause;
 use journals::Journals;
 use raw::RawWriter;
 
@@ -49,7 +52,9 @@ pub struct SpecInfo {
     pub id: String,
     /// Its human title (the id when unset).
     pub title: String,
-    /// Instance variables accuracy is broken down by (`[report] group_by`).
+    /// Its headline number (`[report] headline`): what its cells show.
+    pub headline: crate::metrics::Headline,
+    /// Instance variables results are broken down by (`[report] group_by`).
     pub group_by: Vec<String>,
     /// `Some(dataset name)` when the spec asks for the RRR CSV.
     pub rrr: Option<String>,
@@ -80,6 +85,7 @@ impl SpecInfo {
         SpecInfo {
             id: spec.id.clone(),
             title: spec.def.title.clone().unwrap_or_else(|| spec.id.clone()),
+            headline: report.headline.unwrap_or_default(),
             group_by: report.group_by(),
             rrr,
             sampling: spec
@@ -91,6 +97,16 @@ impl SpecInfo {
                     maj: s.maj,
                 }),
         }
+    }
+}
+
+/// The name of the number the leaderboard ranks by: the specs' common
+/// headline (`pass rate`, `mean score`), or `total` when they differ.
+pub(crate) fn total_label(specs: &[SpecInfo]) -> &'static str {
+    match specs.first().map(|s| s.headline) {
+        Some(h) if specs.iter().all(|s| s.headline == h) => h.label(),
+        Some(_) => "total",
+        None => crate::metrics::Headline::PassRate.label(),
     }
 }
 
@@ -179,6 +195,8 @@ pub struct ReportOutput {
     pub answers: u64,
     /// Of those, answers with a request or generation error (no verdict).
     pub errors: u64,
+    /// Why they failed: counts by cause and endpoint, most first.
+    pub error_causes: Vec<ErrorCause>,
 }
 
 /// The files a report writes.
@@ -241,12 +259,15 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     // One pass over the records feeds both the metrics and the raw files.
     let mut builder = MetricsBuilder::new();
     for s in &specs {
-        builder = builder.group_by(&s.id, &s.group_by);
+        builder = builder
+            .group_by(&s.id, &s.group_by)
+            .headline(&s.id, s.headline);
         if let Some(plan) = &s.sampling {
             builder = builder.sampling(&s.id, plan.clone());
         }
     }
     let mut stems = BTreeSet::new();
+    let mut causes = errors::ErrorTally::default();
     for (m, name) in models.iter().enumerate() {
         let path = raw_dir.join(format!(
             "{}_{}.json",
@@ -259,12 +280,16 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
             let record = journals.read(i)?;
             builder.add(name, &record);
             out.answers += 1;
-            out.errors += u64::from(record.scored.error.is_some());
+            if let Some(error) = &record.scored.error {
+                out.errors += 1;
+                causes.add(error, record.endpoint.as_deref());
+            }
             raw.write(name, &record)?;
         }
         raw.finish()?.commit()?;
         out.files.raw.push(path);
     }
+    out.error_causes = causes.finish();
     let summary = builder.finish();
     let empty = flaky::Flaky::default();
     let mut view = View {

@@ -79,7 +79,7 @@ fn row(
         m.total.to_string(),
         m.valid.to_string(),
         m.passed.to_string(),
-        format!("{:.4}", m.accuracy),
+        format!("{:.4}", m.pass_rate),
         format!("{seconds:.3}"),
         format!("{:.1}", m.tokens_out.mean.unwrap_or(0.0)),
     ]

@@ -70,9 +70,9 @@ pub struct CategoryDelta {
     pub spec: String,
     /// Its title.
     pub title: String,
-    /// The baseline's accuracy.
+    /// The baseline's headline number.
     pub baseline: f64,
-    /// The later run's accuracy.
+    /// The later run's headline number.
     pub candidate: f64,
     /// The paired difference.
     pub delta: Delta,
@@ -215,8 +215,8 @@ fn pair(v: &View, a: usize, b: usize) -> Pair {
         out.categories.push(CategoryDelta {
             spec: spec.id.clone(),
             title: spec.title.clone(),
-            baseline: cx.accuracy,
-            candidate: cy.accuracy,
+            baseline: cx.score(),
+            candidate: cy.score(),
             delta,
         });
     }

@@ -1,6 +1,7 @@
 //! The summary printed after a run, fitted to 80 columns: the leaderboard (tie
-//! group, total with its interval, errors, median latency, speed), then accuracy
-//! per model and category (pivoted or split when too wide), `group_by` breakdowns,
+//! group, total with its interval, errors, median latency, speed), then each
+//! category's headline number per model (pivoted or split when too wide), the
+//! mean scores where they differ from the pass rates, `group_by` breakdowns,
 //! judges, sampled comparisons and the run comparison. The CLI prints the HTML
 //! report's path after it: the full statistics are there.
 
@@ -14,11 +15,11 @@ use crate::text::{header_row, num, percent};
 /// Shown for cells without records or numbers.
 const NONE: &str = "—";
 
-/// An accuracy with half its 95% interval's width: `42.0% ±3.1`.
-pub(crate) fn with_interval(accuracy: f64, interval: Option<Interval>) -> String {
+/// A number with half its 95% interval's width: `42.0% ±3.1`.
+pub(crate) fn with_interval(value: f64, interval: Option<Interval>) -> String {
     match interval {
-        Some(i) => format!("{} ±{:.1}", percent(accuracy), (i.high - i.low) * 50.0),
-        None => percent(accuracy),
+        Some(i) => format!("{} ±{:.1}", percent(value), (i.high - i.low) * 50.0),
+        None => percent(value),
     }
 }
 
@@ -49,13 +50,16 @@ pub(crate) fn render(v: &View) -> String {
         out += "\n";
         out += &by_category;
     }
+    out += &mean_scores(v);
     for spec in v.specs {
         for var in &spec.group_by {
             out += &groups_table(v, &spec.title, &spec.id, var);
         }
     }
     out += &super::judge_stats::terminal(v);
-    out += &super::sandbox_line(v.ctx).map_or(String::new(), |l| format!("sandbox: {l}\n"));
+    if let Some(line) = super::sandbox_line(v.ctx) {
+        out += &super::fit::wrap(&format!("sandbox: {line}"), super::fit::WIDTH);
+    }
     out += &super::costs::terminal(v);
     out += &super::endpoints::terminal(v);
     for c in super::comparison::build(v) {
@@ -70,14 +74,15 @@ pub(crate) fn render(v: &View) -> String {
     if let Some(runs) = &v.runs {
         out += &run_comparison(runs, color);
     }
-    out += "\n± is half the 95% interval. Models sharing a rank are not significantly\n\
-            worse than the best of their group (paired tests, Holm-adjusted, α = 0.05).\n";
+    out += "\n";
+    out += &numbers_note(v);
     out
 }
 
 /// The leaderboard: rank, model, total with interval, errors, p50 latency, speed.
 fn leaderboard(v: &View) -> String {
-    let header = ["rank", "model", "total", "errors", "p50 ms", "tok/s"].map(str::to_owned);
+    let total = super::total_label(v.specs);
+    let header = ["rank", "model", total, "errors", "p50 ms", "tok/s"].map(str::to_owned);
     let rows: Vec<Vec<Cell>> = ranked_models(v)
         .into_iter()
         .map(|(m, rank)| {
@@ -118,7 +123,70 @@ fn p50(m: Option<&Metrics>) -> String {
         .map_or(NONE.into(), |l| l.p50.to_string())
 }
 
-/// Accuracy with interval per model (rows) and category (columns); categories
+/// The headline's name of spec `id`: `pass rate` or `mean score`.
+fn headline_of(v: &View, id: &str) -> &'static str {
+    v.specs
+        .iter()
+        .find(|s| s.id == id)
+        .map_or(crate::metrics::Headline::PassRate, |s| s.headline)
+        .label()
+}
+
+/// What the tables' numbers are, for the closing note.
+fn numbers_note(v: &View) -> String {
+    let total = super::total_label(v.specs);
+    let mut note = match total {
+        "mean score" => "Cells: mean score (partial credit, weighted as each spec says)".to_owned(),
+        "total" => "Cells: pass rate (the share of instances that passed every rule), or mean score (partial credit) where marked *".to_owned(),
+        _ => "Cells: pass rate, the share of instances that passed every rule".to_owned(),
+    };
+    note += &format!(
+        ", ± half its 95% interval. Models rank by {total}, the mean over categories; those sharing a rank are not significantly worse than the best of their group (paired tests, Holm-adjusted, α = 0.05)."
+    );
+    super::fit::wrap(&note, super::fit::WIDTH)
+}
+
+/// The mean scores (partial credit) of every pass-rate cell whose mean score
+/// differs from its pass rate: a second number, never the ranked one.
+fn mean_scores(v: &View) -> String {
+    let specs: Vec<&super::SpecInfo> = v
+        .specs
+        .iter()
+        .filter(|s| s.headline == crate::metrics::Headline::PassRate)
+        .filter(|s| {
+            let differs = |m: &String| {
+                v.summary
+                    .cell(m, &s.id)
+                    .is_some_and(|c| (c.mean_score - c.pass_rate).abs() > 1e-12)
+            };
+            v.models.iter().any(differs)
+        })
+        .collect();
+    if specs.is_empty() {
+        return String::new();
+    }
+    let header = header_row("model", specs.iter().map(|s| s.title.clone()));
+    let rows: Vec<Vec<Cell>> = ranked_models(v)
+        .into_iter()
+        .map(|(m, _)| {
+            let mut row = vec![(m.clone(), None)];
+            for s in &specs {
+                let c = v.summary.cell(m, &s.id);
+                let text = c.map_or(NONE.into(), |c| percent(c.mean_score));
+                row.push((text, c.map(|c| c.mean_score)));
+            }
+            row
+        })
+        .collect();
+    let heading = "mean score (partial credit; not ranked):\n";
+    format!(
+        "\n{heading}{}",
+        fitted(&header, &rows, v.ctx.color, Some("category"))
+    )
+}
+
+/// The headline number with its interval per model (rows) and category
+/// (columns), `*` marking a mean-score headline among pass rates; categories
 /// without any record are left out.
 fn categories(v: &View) -> String {
     let specs: Vec<&super::SpecInfo> = v
@@ -129,8 +197,16 @@ fn categories(v: &View) -> String {
     if specs.is_empty() {
         return String::new();
     }
+    let mixed = super::total_label(v.specs) == "total";
     let mut header = vec!["model".to_owned()];
-    header.extend(specs.iter().map(|s| s.title.clone()));
+    header.extend(specs.iter().map(|s| {
+        let scored = mixed && s.headline == crate::metrics::Headline::MeanScore;
+        if scored {
+            format!("{} *", s.title)
+        } else {
+            s.title.clone()
+        }
+    }));
     let rows: Vec<Vec<Cell>> = ranked_models(v)
         .into_iter()
         .map(|(m, _)| {
@@ -138,9 +214,9 @@ fn categories(v: &View) -> String {
             for s in &specs {
                 let cell = v.summary.cell(m, &s.id);
                 let text = cell.map_or(NONE.into(), |c| {
-                    with_interval(c.accuracy, c.interval.map(|e| e.interval()))
+                    with_interval(c.score(), c.interval.map(|e| e.interval()))
                 });
-                row.push((text, cell.map(|c| c.accuracy)));
+                row.push((text, cell.map(Metrics::score)));
             }
             row
         })
@@ -169,15 +245,15 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
             for value in &values {
                 let g = groups.get(*value);
                 let text = g.map_or(NONE.into(), |g| {
-                    with_interval(g.accuracy, g.interval.map(|e| e.interval()))
+                    with_interval(g.score(), g.interval.map(|e| e.interval()))
                 });
-                row.push((text, g.map(|g| g.accuracy)));
+                row.push((text, g.map(Metrics::score)));
             }
             Some(row)
         })
         .collect();
     let heading = super::fit::wrap(
-        &format!("{title} by {var} (accuracy ±95%):"),
+        &format!("{title} by {var} ({} ±95%):", headline_of(v, spec)),
         super::fit::WIDTH,
     );
     format!(

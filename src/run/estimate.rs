@@ -1,7 +1,10 @@
 //! `harness run --dry-run`: what the rest of a plan would ask and the most
 //! it could cost, from the prompts' token counts and `max_tokens`, without a
 //! request. The response cache is not consulted: the estimate is for asking
-//! everything live.
+//! everything live. Re-asks count: a JSON answer that does not parse or fit
+//! its schema is asked again, up to the spec's `attempts`, and each ask is
+//! billed. Retries of failed requests do not: a failed request returns no
+//! answer, and the budget charges none (the dry run says so).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -23,11 +26,13 @@ pub struct Estimate {
     pub model: String,
     /// The spec id.
     pub spec: String,
-    /// Requests to the model.
+    /// Requests to the model, re-asks not counted.
     pub requests: u64,
+    /// The most re-asks those requests may add (JSON answers asked again).
+    pub reasks: u64,
     /// Their prompt tokens, by the estimating tokenizer.
     pub prompt_tokens: u64,
-    /// The most tokens the answers may have: `max_tokens` each.
+    /// The most tokens the answers may have: `max_tokens` each, re-asks included.
     pub max_output_tokens: u64,
     /// The prompts at the input price plus `max_output_tokens` at the output
     /// price; `None` when the model is not priced by the token.
@@ -43,6 +48,7 @@ pub struct Estimate {
 #[derive(Default)]
 struct Tokens {
     requests: u64,
+    reasks: u64,
     prompt: u64,
     output: u64,
 }
@@ -98,6 +104,7 @@ pub fn estimate(
                 model: model.name.clone(),
                 spec: spec.spec.id.clone(),
                 requests: asked.requests,
+                reasks: asked.reasks,
                 prompt_tokens: asked.prompt,
                 max_output_tokens: asked.output,
                 cost: asked.cost(model),
@@ -131,9 +138,13 @@ fn spec_tokens<'a>(
         } else {
             answers
         };
+        // Every ask of a request may be billed in full; only structured
+        // answers are asked again.
+        let asks = u64::from(spec.max_asks.max(1));
         asked.requests += requests;
-        asked.prompt += requests * prompt_tokens(&inst.messages);
-        asked.output += answers * u64::from(request.max_tokens);
+        asked.reasks += requests * (asks - 1);
+        asked.prompt += asks * requests * prompt_tokens(&inst.messages);
+        asked.output += asks * answers * u64::from(request.max_tokens);
         let Some(judge) = manifest.judge.as_ref() else {
             continue;
         };

@@ -88,10 +88,11 @@ fn check_overview(b: &mut Browser, json: &Value, out: &str) {
         ));
         assert_eq!(low.as_f64(), st["interval"]["low"].as_f64());
     }
-    // The heatmap: every cell's accuracy.
+    // The heatmap: every cell's headline number (`pass_rate` or `mean_score`).
     for (m, model) in json["models"].as_array().unwrap().iter().enumerate() {
         for cell in model["specs"].as_array().unwrap() {
-            let acc = cell["metrics"]["accuracy"].as_f64().unwrap();
+            let headline = cell["metrics"]["headline"].as_str().unwrap();
+            let acc = cell["metrics"][headline].as_f64().unwrap();
             let shown = b.eval(&format!(
                 "document.querySelector('table.heat tr[data-model=\"{}\"] td[data-spec=\"{}\"]').textContent",
                 model["name"].as_str().unwrap(),

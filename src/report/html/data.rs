@@ -15,7 +15,7 @@ use super::super::flaky::Flaky;
 use super::super::runs::RunComparison;
 use super::rows::GoldenCell;
 use crate::metrics::stats::{DEFAULT_ALPHA, DEFAULT_LEVEL};
-use crate::metrics::{Board, EndpointStats, Estimate, Metrics, SampledMetrics};
+use crate::metrics::{Board, EndpointStats, Estimate, Headline, Metrics, SampledMetrics};
 
 /// Everything but the rows.
 #[derive(Serialize)]
@@ -126,25 +126,31 @@ pub struct Cell<'a> {
     pub m: usize,
     /// Spec index.
     pub s: usize,
-    /// Accuracy, interval and counts.
+    /// Both numbers, the headline's interval and counts.
     #[serde(flatten)]
-    pub accuracy: Accuracy,
+    pub numbers: Numbers,
     /// Errors, latency, tokens and cost.
     #[serde(flatten)]
     pub load: Load,
     /// pass@k, pass^k, maj@n (per-problem lists left out).
     pub sampled: Option<SampledMetrics>,
-    /// `group_by`: variable → value → the group's accuracy.
+    /// `group_by`: variable → value → the group's numbers.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub groups: BTreeMap<&'a str, BTreeMap<&'a str, Accuracy>>,
+    pub groups: BTreeMap<&'a str, BTreeMap<&'a str, Numbers>>,
 }
 
-/// The accuracy of a cell or of one `group_by` group of it.
+/// The numbers of a cell or of one `group_by` group of it.
 #[derive(Serialize)]
-pub struct Accuracy {
-    /// Accuracy.
-    pub accuracy: f64,
-    /// Its 95% interval.
+pub struct Numbers {
+    /// Which number is the headline (`pass_rate`, `mean_score`).
+    pub headline: Headline,
+    /// The headline number.
+    pub score: f64,
+    /// The share of records that passed every rule.
+    pub pass_rate: f64,
+    /// The mean weighted score (partial credit).
+    pub mean_score: f64,
+    /// The headline's 95% interval.
     pub interval: Option<Estimate>,
     /// Passed records.
     pub passed: u64,
@@ -152,11 +158,14 @@ pub struct Accuracy {
     pub total: u64,
 }
 
-impl Accuracy {
-    /// The accuracy of the records `m` sums up.
-    fn of(m: &Metrics) -> Accuracy {
-        Accuracy {
-            accuracy: m.accuracy,
+impl Numbers {
+    /// The numbers of the records `m` sums up.
+    fn of(m: &Metrics) -> Numbers {
+        Numbers {
+            headline: m.headline,
+            score: m.score(),
+            pass_rate: m.pass_rate,
+            mean_score: m.mean_score,
             interval: m.interval,
             passed: m.passed,
             total: m.total,
@@ -237,7 +246,7 @@ fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
         .map(|(var, values)| {
             let values = values
                 .iter()
-                .map(|(value, g)| (value.as_str(), Accuracy::of(g)))
+                .map(|(value, g)| (value.as_str(), Numbers::of(g)))
                 .collect();
             (var.as_str(), values)
         })
@@ -245,7 +254,7 @@ fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
     Cell {
         m,
         s,
-        accuracy: Accuracy::of(c),
+        numbers: Numbers::of(c),
         load: Load::of(c),
         sampled: c.sampled.as_ref().map(|s| SampledMetrics {
             per_problem: Vec::new(),

@@ -34,7 +34,8 @@ function leaderboard() {
   });
   return h('div', null,
     table(['Rank', 'Model', 'Total ±95%', '95% interval', 'vs best', 'p'], body, 'board'),
-    h('p', { class: 'note' }, 'Total: the mean of category accuracies, each category weighted once; ± is half ' +
+    h('p', { class: 'note' }, 'Total: the mean of the categories\' headline numbers (pass rate unless a spec ' +
+      'sets [report] headline = "mean_score"), each category weighted once; ± is half ' +
       'the 95% interval (bootstrap stratified by category). Models sharing a rank are not significantly worse ' +
       'than the best of their group (paired tests, Holm-adjusted, α = ' + R.meta.alpha + ').'));
 }
@@ -42,6 +43,11 @@ function leaderboard() {
 function heat(x) {
   const hue = Math.round(Math.max(0, Math.min(1, x)) * 120);
   return 'hsl(' + hue + ', 62%, 38%)';
+}
+
+// The name of a cell's headline number.
+function headlineName(c) {
+  return c.headline === 'mean_score' ? 'mean score' : 'pass rate';
 }
 
 function heatmap() {
@@ -52,10 +58,11 @@ function heatmap() {
       const c = cells.get(m + ':' + si);
       if (!c) return h('td', { class: 'empty' }, '—');
       const td = h('td', { class: 'cell', 'data-spec': sp.id,
-        title: sp.title + ': ' + pm(c.accuracy, c.interval) + ' (95% ' + span(c.interval) + '), ' +
-          c.passed + '/' + c.total + ' passed',
-        on: { click: () => showInstances({ model: m, spec: si, status: 'all' }) } }, pct(c.accuracy));
-      td.style.background = heat(c.accuracy);
+        title: sp.title + ': ' + headlineName(c) + ' ' + pm(c.score, c.interval) + ' (95% ' + span(c.interval) +
+          '), ' + c.passed + '/' + c.total + ' passed, pass rate ' + pct(c.pass_rate) + ', mean score ' +
+          pct(c.mean_score),
+        on: { click: () => showInstances({ model: m, spec: si, status: 'all' }) } }, pct(c.score));
+      td.style.background = heat(c.score);
       return td;
     })));
   return table(head, body, 'heat');
@@ -76,7 +83,7 @@ function scatter(axis) {
   const maxX = Math.max(...pts_.map((p) => p.m[axis.key])) * 1.1 || 1;
   const X = (v) => L + (v / maxX) * (W - L - Rm);
   const Y = (v) => T + (1 - v) * (H - T - B);
-  const g = s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'accuracy against ' + axis.label,
+  const g = s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'total against ' + axis.label,
     'data-axis': axis.key });
   const ax = s('g', { class: 'axis' });
   for (let k = 0; k <= 4; k++) {
@@ -197,7 +204,7 @@ function groupTables(si) {
     const body = order.filter((m) => cells.has(m + ':' + si)).map((m) => {
       const g = (cells.get(m + ':' + si).groups || {})[v] || {};
       return h('tr', null, h('td', { class: 'name' }, models[m].name),
-        vals.map((k) => h('td', { title: g[k] ? g[k].passed + '/' + g[k].total : '' }, g[k] ? pm(g[k].accuracy, g[k].interval) : '—')));
+        vals.map((k) => h('td', { title: g[k] ? g[k].passed + '/' + g[k].total : '' }, g[k] ? pm(g[k].score, g[k].interval) : '—')));
     });
     out.push(h('h4', null, 'By ' + v), table(['Model'].concat(vals), body));
   }
@@ -209,9 +216,9 @@ function sampledTable(sp) {
   if (!c) return null;
   const hats = c.ks.filter((k) => k > 1);
   const maj = c.models.some((l) => l.maj != null);
-  const head = ['Model', 'mean acc'].concat(c.ks.map((k) => 'pass@' + k), hats.map((k) => 'pass^' + k),
+  const head = ['Model', 'pass rate'].concat(c.ks.map((k) => 'pass@' + k), hats.map((k) => 'pass^' + k),
     maj ? ['maj@n'] : [], ['tier']);
-  const body = c.models.map((l) => h('tr', null, h('td', { class: 'name' }, l.model), h('td', null, pct(l.accuracy)),
+  const body = c.models.map((l) => h('tr', null, h('td', { class: 'name' }, l.model), h('td', null, pct(l.pass_rate)),
     c.ks.map((k) => h('td', null, pct(l.pass_at_k[k]))), hats.map((k) => h('td', null, pct(l.pass_hat_k[k]))),
     maj ? h('td', null, pct(l.maj)) : null, h('td', null, l.tier)));
   return [h('h4', null, 'Sampled: pass@k (some of k pass) beside pass^k (all k pass)'), table(head, body)];
