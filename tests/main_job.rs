@@ -1,7 +1,8 @@
 //! The README's main command, `harness run specs/` with no model, in a fresh
 //! copy of the repository: only the tracked files (what a clone has), with
 //! nothing beside it. It replays every committed
-//! golden transcript offline, so every category must show a number.
+//! golden transcript offline, so every category must show a number, with an
+//! interval that is never zero wide, on lines that fit 80 columns.
 
 use std::fs;
 
@@ -49,12 +50,26 @@ fn the_main_job_replays_every_category_offline_in_a_fresh_copy() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = fresh_copy(tmp.path());
 
-    let (code, out) = run(harness(&repo).args(["run", "specs/", "--no-progress"]));
+    let (code, out) =
+        run(harness(&repo)
+            .env("COLUMNS", "80")
+            .args(["run", "specs/", "--no-progress"]));
     assert_eq!(code, 0, "{out}");
     let missing = empty_cells(&out);
     assert!(
         missing.is_empty(),
         "categories without a number: {missing:?}\n\n{out}"
+    );
+    // Every cell has at least one instance: none may read as certainty.
+    assert!(!out.contains("±0.0 "), "a zero-width interval:\n{out}");
+    assert!(out.lines().all(|l| !l.ends_with("±0.0")), "{out}");
+    let wide: Vec<&str> = out.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(wide.is_empty(), "lines past 80 columns: {wide:#?}");
+    // Both models score 0% on AIME's golden subset: neither is named best.
+    assert!(out.contains("best: none"), "{out}");
+    assert!(
+        !out.contains("best: gemma3") && !out.contains("best: smollm2"),
+        "{out}"
     );
     let specs = fs::read_dir(repo.join("specs"))
         .unwrap()

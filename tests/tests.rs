@@ -19,6 +19,8 @@
 //! - The project's own shape: `architecture` (layers, file and function
 //!   sizes), `docs` (every documented TOML example is a checked file) and
 //!   `self_contained` (nothing reads a path outside the repository).
+//! - Bad input and failed requests: `bad_input` (exit 2 with a message,
+//!   nothing left behind; the causes of failed requests on the terminal).
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
 //!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
@@ -58,6 +60,7 @@ mod common;
 
 mod architecture;
 mod atomic_writes;
+mod bad_input;
 mod cluster;
 mod code_rule;
 mod code_values;

@@ -55,26 +55,41 @@ struct Gated<'a, T> {
     answers: fn(&T) -> &[Completion],
 }
 
+/// What a request holds in the model's gate across its retries and re-asks:
+/// admitted once, freed when the request ends.
+#[derive(Default)]
+struct Hold(Option<super::gate::Reservation>);
+
+impl Hold {
+    /// Frees what is left once the request has ended.
+    fn release(self, model: &ModelClient) {
+        if let (Some(r), Some((gate, _))) = (self.0, model.gate()) {
+            gate.release(r);
+        }
+    }
+}
+
 /// Sends with retries on retryable errors, logging each failed attempt into
 /// `retries`; only a `refusable` request may be refused by the gate.
 async fn send_logged(
     model: &ModelClient,
     request: &ChatRequest,
-    key: RequestKey<'_>,
-    refusable: bool,
+    (key, asks): (RequestKey<'_>, u32),
+    hold: &mut Hold,
     retries: &mut Vec<String>,
 ) -> Sent<Completion> {
     let attempt = Attempt {
         model: &model.spec,
         request,
         n: 1,
+        asks,
     };
     let gated = Gated {
         attempt,
-        refusable,
+        refusable: true,
         answers: std::slice::from_ref,
     };
-    with_retries(model, gated, retries, |i| {
+    with_retries(model, gated, hold, retries, |i| {
         model.endpoints[i].provider.complete(request, key)
     })
     .await
@@ -91,16 +106,20 @@ async fn send_batch(
         model: &model.spec,
         request,
         n,
+        asks: 1,
     };
     let gated = Gated {
         attempt,
         refusable: true,
         answers: Vec::as_slice,
     };
-    with_retries(model, gated, retries, |i| {
+    let mut hold = Hold::default();
+    let sent = with_retries(model, gated, &mut hold, retries, |i| {
         model.endpoints[i].provider.complete_n(request, n)
     })
-    .await
+    .await;
+    hold.release(model);
+    sent
 }
 
 /// What sending a request came to: the result, HTTP attempts, the last
@@ -110,13 +129,14 @@ type Sent<T> = (Result<T, ProviderError>, u32, Duration, Option<String>);
 /// Picks an endpoint, paces, takes the endpoint's concurrency permit, asks the
 /// gate and sends, with bounded retries and backoff, around one kind of
 /// request. The gate is asked once the request holds its permit, so what it
-/// admits is what is in flight; retries of an admitted request are never
-/// refused. In a pool, an attempt that takes its endpoint out goes to another
+/// admits is what is in flight; an admitted request (`hold`) is never
+/// refused again, its retries and re-asks draw on what it holds. In a pool, an attempt that takes its endpoint out goes to another
 /// at once without using a retry; when every endpoint is out, waiting for the
 /// soonest probe uses one.
 async fn with_retries<T, F, Fut>(
     model: &ModelClient,
     gated: Gated<'_, T>,
+    hold: &mut Hold,
     retries: &mut Vec<String>,
     send: F,
 ) -> Sent<T>
@@ -150,8 +170,9 @@ where
         let result = {
             let _permit = endpoint.semaphore.acquire().await.expect("semaphore open");
             let gate = model.gate();
-            let reservation = match gate {
-                Some((gate, may_refuse)) => {
+            let reservation = match (gate, hold.0.take()) {
+                (Some((gate, _)), Some(held)) => Some((gate, held)),
+                (Some((gate, may_refuse)), None) => {
                     let refusable = may_refuse && gated.refusable && attempts == 0;
                     match gate.admit(gated.attempt, refusable) {
                         Some(r) => Some((gate, r)),
@@ -165,14 +186,14 @@ where
                         }
                     }
                 }
-                None => None,
+                (None, _) => None,
             };
             attempts += 1;
             let started = Instant::now();
             let r = send(assigned.index).await;
             if let Some((gate, reservation)) = reservation {
                 let answers = r.as_ref().map_or(&[][..], gated.answers);
-                gate.settle(gated.attempt, reservation, answers);
+                hold.0 = Some(gate.settle(gated.attempt, reservation, answers));
             }
             (r, started.elapsed())
         };
@@ -325,6 +346,7 @@ pub async fn ask(
     }
     let mut total_attempts = 0;
     let mut asks = 0;
+    let mut hold = Hold::default();
     let mut retries = Vec::new();
     let mut rejected_answers = Vec::new();
     loop {
@@ -334,9 +356,21 @@ pub async fn ask(
         if asks > 1 {
             this_request.seed = request.seed.map(|s| s.wrapping_add(u64::from(asks - 1)));
         }
-        // A re-ask belongs to a request already started: the gate may not refuse it.
-        let (result, attempts, latency, endpoint) =
-            send_logged(model, &this_request, key, asks == 1, &mut retries).await;
+        // A re-ask belongs to a request already started: it draws on the room
+        // the first ask reserved for every ask, and the gate may not refuse it.
+        let asks_allowed = if model.provider().is_remote() {
+            max_asks
+        } else {
+            1
+        };
+        let (result, attempts, latency, endpoint) = send_logged(
+            model,
+            &this_request,
+            (key, asks_allowed),
+            &mut hold,
+            &mut retries,
+        )
+        .await;
         total_attempts += attempts;
         let rejected = match &result {
             Ok(c) if asks < max_asks && model.provider().is_remote() => accept(&c.text).err(),
@@ -355,6 +389,7 @@ pub async fn ask(
                     let _ = cache.put(&k, &model.spec, c);
                 }
             }
+            hold.release(model);
             return Asked {
                 result,
                 attempts: total_attempts,

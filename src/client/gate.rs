@@ -5,7 +5,7 @@
 
 use crate::provider::{ChatRequest, Completion, ModelSpec};
 
-/// What a started attempt holds until it ends: its worst case.
+/// What a started request holds until it ends: the worst case of its asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Reservation {
     /// The most the attempt can cost.
@@ -14,7 +14,8 @@ pub struct Reservation {
     pub tokens: u64,
 }
 
-/// One HTTP attempt as a gate sees it: which model, what request, how many choices.
+/// One HTTP attempt as a gate sees it: which model, what request, how many
+/// choices, and how many asks its request may make in all.
 #[derive(Debug, Clone, Copy)]
 pub struct Attempt<'a> {
     /// The model asked.
@@ -23,14 +24,30 @@ pub struct Attempt<'a> {
     pub request: &'a ChatRequest,
     /// Choices asked for.
     pub n: u32,
+    /// Asks the request may make, this one included (a rejected JSON answer
+    /// is asked again): each may be billed in full.
+    pub asks: u32,
 }
 
-/// Admits or refuses attempts and learns what each one used.
+/// Admits or refuses requests and learns what each attempt used. A request
+/// is admitted once, for the worst case of all its asks, and holds that
+/// reservation across its retries and re-asks until it ends, so nothing it
+/// can be billed for is ever started without room in the budget.
 pub trait Gate: Send + Sync {
-    /// Reserves the worst case of `attempt`; `None` refuses it, which only a
-    /// `refusable` attempt may be.
+    /// Reserves the worst case of `attempt` and its request's later asks;
+    /// `None` refuses it, which only a `refusable` attempt may be.
     fn admit(&self, attempt: Attempt<'_>, refusable: bool) -> Option<Reservation>;
 
-    /// Ends `reservation` with the answers the attempt returned (none for an error).
-    fn settle(&self, attempt: Attempt<'_>, reservation: Reservation, answers: &[Completion]);
+    /// Charges the answers one attempt returned and hands back what the
+    /// request still holds: one ask's worst case less after an answer, all
+    /// of it after an error (an error returns no answer to bill).
+    fn settle(
+        &self,
+        attempt: Attempt<'_>,
+        reservation: Reservation,
+        answers: &[Completion],
+    ) -> Reservation;
+
+    /// Frees what a finished request still held.
+    fn release(&self, reservation: Reservation);
 }

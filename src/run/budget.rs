@@ -60,6 +60,12 @@ impl State {
                 .map(|c| hours(now - c.since) * c.per_hour)
                 .sum::<f64>()
     }
+
+    /// Frees `r` of what requests in flight hold.
+    fn unreserve(&mut self, r: Reservation) {
+        self.reserved.cost = (self.reserved.cost - r.cost).max(0.0);
+        self.reserved.tokens = self.reserved.tokens.saturating_sub(r.tokens);
+    }
 }
 
 /// The clock of a judge, apart from a model under test of the same name.
@@ -190,11 +196,19 @@ impl Meter {
         }
     }
 
-    /// The worst case of an attempt: its prompt and every choice's
-    /// `max_tokens`, all at the model's highest token price.
-    pub fn worst_case(Attempt { model, request, n }: Attempt<'_>) -> Reservation {
-        let tokens =
+    /// The worst case of an attempt's request: for each of its asks, the
+    /// prompt and every choice's `max_tokens`, all at the model's highest
+    /// token price.
+    pub fn worst_case(attempt: Attempt<'_>) -> Reservation {
+        let Attempt {
+            model,
+            request,
+            n,
+            asks,
+        } = attempt;
+        let one =
             prompt_tokens(&request.messages) + u64::from(n.max(1)) * u64::from(request.max_tokens);
+        let tokens = one * u64::from(asks.max(1));
         let cost = match model.price {
             Some(Price::Tokens(p)) => tokens as f64 * p.highest() / PER_MILLION,
             _ => 0.0,
@@ -224,7 +238,12 @@ impl Gate for Meter {
         Some(worst)
     }
 
-    fn settle(&self, attempt: Attempt<'_>, reservation: Reservation, answers: &[Completion]) {
+    fn settle(
+        &self,
+        attempt: Attempt<'_>,
+        reservation: Reservation,
+        answers: &[Completion],
+    ) -> Reservation {
         let Attempt { model, request, .. } = attempt;
         let tokens: u64 = answers
             .iter()
@@ -234,11 +253,28 @@ impl Gate for Meter {
             Some(Price::Tokens(p)) => answers_cost(&p, &request.messages, answers).amount,
             _ => 0.0,
         };
+        // An answered ask gives up its own worst case; the request keeps the rest.
+        let one = Meter::worst_case(Attempt { asks: 1, ..attempt });
+        let freed = if answers.is_empty() {
+            Reservation::default()
+        } else {
+            Reservation {
+                cost: one.cost.min(reservation.cost),
+                tokens: one.tokens.min(reservation.tokens),
+            }
+        };
         let mut state = self.state();
-        state.reserved.cost = (state.reserved.cost - reservation.cost).max(0.0);
-        state.reserved.tokens = state.reserved.tokens.saturating_sub(reservation.tokens);
+        state.unreserve(freed);
         state.spent.cost += cost;
         state.spent.tokens += tokens;
+        Reservation {
+            cost: reservation.cost - freed.cost,
+            tokens: reservation.tokens - freed.tokens,
+        }
+    }
+
+    fn release(&self, reservation: Reservation) {
+        self.state().unreserve(reservation);
     }
 }
 
@@ -276,12 +312,13 @@ mod tests {
         }
     }
 
-    /// One choice of `request` to `model`.
+    /// One choice of `request` to `model`, asked once.
     fn at<'a>(model: &'a ModelSpec, request: &'a ChatRequest) -> Attempt<'a> {
         Attempt {
             model,
             request,
             n: 1,
+            asks: 1,
         }
     }
 
@@ -315,11 +352,55 @@ mod tests {
             shared: None,
             served: None,
         };
-        meter.settle(at(&m, &r), first, &[answer]);
+        let left = meter.settle(at(&m, &r), first, &[answer]);
+        assert_eq!(left, Reservation::default(), "one ask, answered");
         assert!(meter.admit(at(&m, &r), true).is_none());
         let spent = meter.spent();
         assert_eq!(spent.tokens, 15);
         assert!((spent.cost - 24e-6).abs() < 1e-12, "{spent:?}");
+    }
+
+    #[test]
+    fn a_request_holds_room_for_every_re_ask_until_it_ends() {
+        // 100 tokens an ask; a JSON request may ask 3 times: 300 held at once.
+        let (mut m, r) = (model(), request());
+        m.price = None;
+        let limits = Limits {
+            max_cost: None,
+            max_tokens: Some(450),
+        };
+        let meter = Meter::new(limits, Spent::default());
+        let json = Attempt {
+            asks: 3,
+            ..at(&m, &r)
+        };
+        let held = meter.admit(json, true).unwrap();
+        assert_eq!(held.tokens, 300);
+        // Another 3-ask request would not fit: 300 + 300 > 450.
+        assert!(meter.admit(json, true).is_none());
+        let meter = Meter::new(limits, Spent::default());
+        let held = meter.admit(json, true).unwrap();
+        // A failed attempt bills nothing and keeps everything held for its retry.
+        let held = meter.settle(json, held, &[]);
+        assert_eq!(held.tokens, 300);
+        // An answer (rejected, asked again) bills its tokens and frees one ask.
+        let answer = Completion {
+            text: "not json".into(),
+            usage: Usage {
+                tokens_in: Some(14),
+                tokens_out: Some(86),
+                tokens_cached: None,
+            },
+            finish_reason: None,
+            shared: None,
+            served: None,
+        };
+        let held = meter.settle(json, held, std::slice::from_ref(&answer));
+        assert_eq!(held.tokens, 200);
+        // Spent 100 + held 200 leaves room for a one-ask request of 100.
+        assert!(meter.admit(at(&m, &r), true).is_some());
+        meter.release(held);
+        assert_eq!(meter.spent().tokens, 100);
     }
 
     #[test]
