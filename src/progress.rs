@@ -31,7 +31,8 @@ impl Progress {
         let bars = enabled && std::io::stderr().is_terminal();
         let multi = bars.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
         let style =
-            ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} {msg} ETA {eta}")
+            // A wide bar takes what the fixed parts leave, so a line fits the terminal.
+            ProgressStyle::with_template("{prefix:>16} [{wide_bar}] {pos}/{len} {msg} ETA {eta}")
                 .expect("valid template")
                 .progress_chars("=> ");
         let models = models
@@ -44,7 +45,7 @@ impl Progress {
                 bar: multi.as_ref().map(|m| {
                     let bar = m.add(ProgressBar::new(*total));
                     bar.set_style(style.clone());
-                    bar.set_prefix(name.clone());
+                    bar.set_prefix(name.chars().take(16).collect::<String>());
                     bar.set_position(*done);
                     bar
                 }),
@@ -68,7 +69,7 @@ impl Progress {
         if let Some(bar) = &m.bar {
             bar.set_position(m.done);
             bar.set_message(format!(
-                "pass {:.0}% {:.1} req/s",
+                "pass {:.0}% {:.1}/s",
                 100.0 * m.passed as f64 / m.done as f64,
                 bar.position() as f64 / elapsed
             ));
@@ -90,7 +91,7 @@ impl Progress {
             };
             eprintln!(
                 "{}: {}/{} ({:.0}%), pass {:.0}%, {:.1} req/s, ETA {:.0}s",
-                m.name,
+                m.name.chars().take(28).collect::<String>(),
                 m.done,
                 m.total,
                 100.0 * m.done as f64 / m.total.max(1) as f64,

@@ -96,11 +96,13 @@ pub fn one_line(text: &str, max: usize) -> String {
 }
 
 /// `text` wrapped at word boundaries to `width` columns, continuation lines
-/// indented by two spaces; ends with a newline.
+/// indented by two spaces; ends with a newline. A `quoted command` stays on
+/// one line, so it can be copied whole.
 pub fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
-    for word in text.split(' ') {
+    for word in unbroken_words(text) {
+        let word = word.as_str();
         let fits = line.chars().count() + 1 + word.chars().count() <= width;
         if !line.trim().is_empty() && !fits {
             out += line.trim_end();
@@ -114,6 +116,23 @@ pub fn wrap(text: &str, width: usize) -> String {
     out += line.trim_end();
     out.push('\n');
     out
+}
+
+/// The words of `text` split at spaces, a backquoted span kept as one word.
+fn unbroken_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut open = false;
+    for word in text.split(' ') {
+        match words.last_mut() {
+            Some(last) if open => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_owned()),
+        }
+        open ^= word.matches('`').count() % 2 == 1;
+    }
+    words
 }
 
 /// Control characters other than tab and newline as `\uXXXX` text, so a
@@ -225,6 +244,21 @@ pub fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_keeps_a_quoted_command_whole() {
+        let text = "budget reached: spent 1 USD; continue with `harness run --resume 20261126_140134 --max-cost MORE` please";
+        let wrapped = wrap(text, 40);
+        assert!(
+            wrapped.contains("`harness run --resume 20261126_140134 --max-cost MORE`"),
+            "{wrapped}"
+        );
+        assert_eq!(
+            wrapped.split_whitespace().count(),
+            text.split_whitespace().count()
+        );
+        assert!(wrap("a b", 80) == "a b\n");
+    }
 
     #[test]
     fn percentages_and_padding() {

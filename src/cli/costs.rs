@@ -162,7 +162,7 @@ fn against_limits(outcome: &RunOutcome, limits: Limits, currency: &str) -> Optio
 /// After a run that finished within its budget: what it spent of it.
 pub fn within_budget(outcome: &RunOutcome, limits: Limits, currency: &str) {
     if let Some(words) = against_limits(outcome, limits, currency) {
-        println!("budget: {words}");
+        print!("{}", crate::text::wrap(&format!("budget: {words}"), 80));
     }
 }
 
@@ -175,7 +175,8 @@ pub fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &str, run_
     } else {
         "--max-tokens-total"
     };
-    eprintln!(
+    let line = format!(
         "budget reached: {words}; no request was started that could pass it, and every answer that finished is saved; continue with `harness run --resume {run_id} {flag} MORE`"
     );
+    eprint!("{}", crate::text::wrap(&line, 80));
 }

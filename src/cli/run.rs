@@ -375,11 +375,12 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
                 "error: {}",
                 visible(&crate::secrets::redact(&e.to_string()))
             );
-            eprintln!(
+            let line = format!(
                 "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
                 journal_path.display(),
                 manifest.run_id
             );
+            eprint!("{}", crate::text::wrap(&line, 80));
             return Err(Exit::ServerFailed);
         }
         Err(e) => return Err(fail(e)),
@@ -399,7 +400,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     );
     println!("report: {}", report.files.markdown.display());
     for change in &outcome.identity_changes {
-        println!("{change}");
+        print!("{}", crate::text::wrap(change, 80));
     }
     if outcome.interrupted {
         println!("html report: {}", report.files.html.display());

@@ -5,7 +5,10 @@
 use owo_colors::OwoColorize;
 
 use crate::golden::transcript::TranscriptDiff;
-use crate::text::visible_line;
+use crate::text::{visible_line, wrap};
+
+/// The columns every line fits.
+const WIDTH: usize = 80;
 
 fn paint(text: String, color: bool, f: fn(&str) -> String) -> String {
     if color { f(&text) } else { text }
@@ -14,7 +17,8 @@ fn paint(text: String, color: bool, f: fn(&str) -> String) -> String {
 /// Prints a diff; returns whether it counts as a difference.
 pub fn print(diff: &TranscriptDiff, model: &str, spec: &str, verbose: bool, color: bool) -> bool {
     if diff.new {
-        println!("{model} × {spec}: no golden transcript (record one with --bless)");
+        let text = format!("{model} × {spec}: no golden transcript (record one with --bless)");
+        print!("{}", wrap(&text, WIDTH));
         return false;
     }
     if !diff.differs() {
@@ -31,16 +35,23 @@ fn render(diff: &TranscriptDiff, model: &str, spec: &str, verbose: bool, color: 
         out.push_str(&text);
         out.push('\n');
     };
-    line(format!(
+    let head = format!(
         "{model} × {spec}: {} regressions, {} fixes, {} score changes, {} changed responses",
         diff.regressions.len(),
         diff.fixes.len(),
         diff.score_changes.len(),
         diff.response_changes.len()
-    ));
+    );
+    line(wrap(&head, WIDTH).trim_end().to_owned());
     for (id, detail) in &diff.regressions {
         let text = format!("✗ {} now fails: {}", visible_line(id), visible_line(detail));
-        line(format!("  {}", paint(text, color, |s| s.red().to_string())));
+        // Wrapped before it is painted, so escape codes never count as columns.
+        for part in wrap(&text, WIDTH - 2).lines() {
+            line(format!(
+                "  {}",
+                paint(part.to_owned(), color, |s| s.red().to_string())
+            ));
+        }
     }
     for id in &diff.fixes {
         let text = format!("✓ {} now passes", visible_line(id));
