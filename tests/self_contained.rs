@@ -26,8 +26,16 @@ const SCANNED: &[&str] = &[
 
 /// `(file, path)` pairs that leave the root on purpose, and why.
 const DELIBERATE: &[(&str, &str, &str)] = &[
-    ("tests/front_door.rs", "../escape", "a spec id harness new refuses"),
-    ("tests/datasets.rs", "../x", "an hf:// name the hub reader refuses"),
+    (
+        "tests/front_door.rs",
+        "../escape",
+        "a spec id harness new refuses",
+    ),
+    (
+        "tests/datasets.rs",
+        "../x",
+        "an hf:// name the hub reader refuses",
+    ),
     (
         "tests/fixtures/hostile/write_outside.py",
         "../harness-escape-{run}",
@@ -55,11 +63,8 @@ fn resolve(base: &Path, rel: &str) -> Option<PathBuf> {
     let mut out = base.to_path_buf();
     for part in Path::new(rel).components() {
         match part {
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
+            // Popping is the fold itself: only a failed pop stops.
+            Component::ParentDir if !out.pop() => return None,
             Component::Normal(p) => out.push(p),
             _ => {}
         }
@@ -70,9 +75,7 @@ fn resolve(base: &Path, rel: &str) -> Option<PathBuf> {
 /// The relative paths in `text` that start by climbing (`../`).
 fn climbing_paths(text: &str) -> Vec<String> {
     let re = regex::Regex::new(r#"(?:\.\./)+[^\s"'`),;\]]*"#).unwrap();
-    re.find_iter(text)
-        .map(|m| m.as_str().to_owned())
-        .collect()
+    re.find_iter(text).map(|m| m.as_str().to_owned()).collect()
 }
 
 fn tracked_files() -> Vec<PathBuf> {
@@ -97,7 +100,8 @@ fn escapes_in(file: &Path, text: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (n, line) in text.lines().enumerate() {
         // `#[path]` and `#:schema` are read from the file's own folder.
-        let own_folder = !runs_from_root(file) || line.contains("#[path") || line.contains("#:schema");
+        let own_folder =
+            !runs_from_root(file) || line.contains("#[path") || line.contains("#:schema");
         let base = if own_folder {
             root.join(file.parent().unwrap())
         } else {
@@ -124,13 +128,20 @@ fn no_file_reads_outside_the_repository() {
     let files = tracked_files();
     assert!(files.len() > 100, "only {} files scanned", files.len());
     let mut escapes = Vec::new();
-    for file in files.iter().filter(|f| **f != Path::new("tests/self_contained.rs")) {
+    for file in files
+        .iter()
+        .filter(|f| **f != Path::new("tests/self_contained.rs"))
+    {
         let Ok(text) = fs::read_to_string(root().join(file)) else {
             continue; // binary data
         };
         escapes.extend(escapes_in(file, &text));
     }
-    assert!(escapes.is_empty(), "paths outside the repository:\n{}", escapes.join("\n"));
+    assert!(
+        escapes.is_empty(),
+        "paths outside the repository:\n{}",
+        escapes.join("\n")
+    );
 }
 
 #[test]
