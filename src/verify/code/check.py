@@ -171,7 +171,9 @@ class Program:
     def encode(self, value):
         def reference(value):
             if isinstance(value, remote.Remote):
-                return object.__getattribute__(value, "_on")
+                return object.__getattribute__(value, "_remote_on")
+            if isinstance(value, remote.RemoteClass):
+                return value._remote_class_ref
             if isinstance(value, type) and "_remote_id" in value.__dict__:
                 return {"id": value._remote_id}
             if callable(value):
@@ -190,9 +192,18 @@ class Program:
             raise wire.WireError("a malformed object")
         if about.get("exception"):
             return remote.mirror(about, self.stand_in, self.mirrors)
-        if n not in self.remotes:
-            self.remotes[n] = remote.Remote(self, {"id": n}, about)
-        return self.remotes[n]
+        if n in self.remotes:
+            return self.remotes[n]
+        if about.get("class"):
+            bases = [self.stand_in(b) for b in about.get("bases") or [] if type(b) is dict]
+            self.remotes[n] = remote.class_of(self, about, bases)
+            return self.remotes[n]
+        kind = self.stand_in(about["of"]) if type(about.get("of")) is dict else None
+        if not isinstance(kind, remote.RemoteClass):
+            kind = remote.Remote
+        value = self.remotes[n] = kind.__new__(kind)
+        remote.Remote.__init__(value, self, {"id": n}, about)
+        return value
 
     def resolve(self, name):
         """The program's top-level `name`, as a test reads it now."""
@@ -302,26 +313,28 @@ class Names(dict):
         for stub in stubs:
             self.pop(stub, None)
         self.program = program
-        self.stubs = set(stubs)
-        self.kept = frozenset()
+        self.built_in = frozenset(builtins.__dict__) - set(stubs)
+        self.shadowing = frozenset()
 
     def __getitem__(self, name):
-        if name in self.program.names and name not in self.kept:
+        if name in self.program.names and (name not in self.built_in or name in self.shadowing):
             return self.program.resolve(name)
         return dict.__getitem__(self, name)
 
     def keep(self, used):
-        """Which built-in names the program may not shadow in a test using
-        `used`: every one, unless the test reads no other name of the
-        program's and just one built-in name it defines (the function under
-        test, `def sum` tested as `assert sum(10, 15) == 6`). So a program
-        cannot replace the built-ins a test judges it with (`def abs`)."""
+        """Lets a program's name shadow a built-in in a test reading `used`
+        only when the test reads no other name of the program's and just
+        that one built-in name it defines: the function under test, `def
+        sum` tested as `assert sum(10, 15) == 6`. Every other built-in
+        stays Python's, even one the program defines later or a helper of
+        an earlier test reads, so a program cannot replace the built-ins a
+        test judges it with (`def abs`). Returns the built-in names the test
+        reads that the program defines but does not get."""
         program = self.program
-        theirs = {n for n in used & program.names
-                  if not standard(program.modules.get(n))}
-        shadowing = {n for n in theirs if n in builtins.__dict__ and n not in self.stubs}
-        self.kept = frozenset(shadowing if len(shadowing) > 1 or theirs - shadowing else ())
-        return self.kept
+        theirs = {n for n in used & program.names if not standard(program.modules.get(n))}
+        shadowing = theirs & self.built_in
+        self.shadowing = frozenset(shadowing if len(shadowing) == 1 and theirs == shadowing else ())
+        return shadowing - self.shadowing
 
 
 def standard(module):

@@ -39,105 +39,105 @@ def _what(about):
 class Remote:
     """An object of the program's, held by reference."""
 
-    __slots__ = ("_program", "_on", "_about")
+    __slots__ = ("_remote_program", "_remote_on", "_remote_about")
 
     def __init__(self, program, on, about):
-        object.__setattr__(self, "_program", program)
-        object.__setattr__(self, "_on", on)
-        object.__setattr__(self, "_about", about)
+        object.__setattr__(self, "_remote_program", program)
+        object.__setattr__(self, "_remote_on", on)
+        object.__setattr__(self, "_remote_about", about)
 
-    def _op(self, op, *args, **kwargs):
-        return self._program.op(op, self._on, args, kwargs)
+    def _remote_op(self, op, *args, **kwargs):
+        return self._remote_program.op(op, self._remote_on, args, kwargs)
 
-    def _typed(self, op, kind, *args):
-        value = self._op(op, *args)
+    def _remote_typed(self, op, kind, *args):
+        value = self._remote_op(op, *args)
         if type(value) is not kind:
-            raise TypeError("%s answered %s with a %s" % (_what(self._about), op, type(value).__name__))
+            raise TypeError("%s answered %s with a %s" % (_what(self._remote_about), op, type(value).__name__))
         return value
 
-    def _refuse(self, doing, why):
+    def _remote_refuse(self, doing, why):
         raise Unsupported("cannot %s %s: %s; compare plain data instead (its fields, "
-                          "repr() or list())" % (doing, _what(self._about), why))
+                          "repr() or list())" % (doing, _what(self._remote_about), why))
 
     def __call__(self, *args, **kwargs):
-        if "global" in self._on:
-            return self._program.call(self._on["global"], args, kwargs)
-        return self._op("invoke", *args, **kwargs)
+        if "global" in self._remote_on:
+            return self._remote_program.call(self._remote_on["global"], args, kwargs)
+        return self._remote_op("invoke", *args, **kwargs)
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__") and name not in PLAIN_DUNDERS:
             raise AttributeError(name)
-        return self._op("getattr", name)
+        return self._remote_op("getattr", name)
 
     def __setattr__(self, name, value):
-        self._op("setattr", name, value)
+        self._remote_op("setattr", name, value)
 
     def __delattr__(self, name):
-        self._op("delattr", name)
+        self._remote_op("delattr", name)
 
     def __getitem__(self, key):
-        return self._op("getitem", key)
+        return self._remote_op("getitem", key)
 
     def __setitem__(self, key, value):
-        self._op("setitem", key, value)
+        self._remote_op("setitem", key, value)
 
     def __delitem__(self, key):
-        self._op("delitem", key)
+        self._remote_op("delitem", key)
 
     def __bool__(self):
-        return self._typed("truth", bool)
+        return self._remote_typed("truth", bool)
 
     def __len__(self):
-        return self._typed("len", int)
+        return self._remote_typed("len", int)
 
     def __repr__(self):
-        return self._typed("repr", str)
+        return self._remote_typed("repr", str)
 
     def __str__(self):
-        return self._typed("str", str)
+        return self._remote_typed("str", str)
 
     def __format__(self, spec):
-        return self._typed("format", str, spec)
+        return self._remote_typed("format", str, spec)
 
     def __iter__(self):
-        return self._op("iter")
+        return self._remote_op("iter")
 
     def __next__(self):
-        return self._op("next")
+        return self._remote_op("next")
 
     def __contains__(self, value):
-        if self._about.get("contains"):
-            self._refuse("look in", "its class decides `in` with its own __contains__")
+        if self._remote_about.get("contains"):
+            self._remote_refuse("look in", "its class decides `in` with its own __contains__")
         return any(item is value or item == value for item in self)
 
     def __instancecheck__(self, value):
-        return self._typed("isinstance", bool, value)
+        return self._remote_typed("isinstance", bool, value)
 
     def __subclasscheck__(self, value):
-        return self._typed("issubclass", bool, value)
+        return self._remote_typed("issubclass", bool, value)
 
-    def _identity(self):
-        compares = self._about.get("compares")
+    def _remote_identity(self):
+        compares = self._remote_about.get("compares")
         if compares:
-            self._refuse("compare", "its class decides comparisons with its own %s"
+            self._remote_refuse("compare", "its class decides comparisons with its own %s"
                          % ", ".join(compares))
 
     def __eq__(self, other):
-        self._identity()
+        self._remote_identity()
         return True if other is self else NotImplemented
 
     def __ne__(self, other):
-        self._identity()
+        self._remote_identity()
         return False if other is self else NotImplemented
 
     def __hash__(self):
-        self._identity()
-        return hash((Remote, repr(self._on)))
+        self._remote_identity()
+        return hash((Remote, repr(self._remote_on)))
 
 
 def _refused(symbol):
     def refuse(self, *args):
-        self._refuse("compute `%s` with" % symbol, "only the program could, with the test's values in hand")
+        self._remote_refuse("compute `%s` with" % symbol, "only the program could, with the test's values in hand")
     return refuse
 
 
@@ -155,6 +155,62 @@ for _name, _symbol in [("neg", "-"), ("pos", "+"), ("abs", "abs"), ("invert", "~
                        ("index", "index"), ("round", "round"), ("trunc", "trunc"),
                        ("floor", "floor"), ("ceil", "ceil")]:
     setattr(Remote, "__%s__" % _name, _refused(_symbol))
+
+
+class RemoteClass(type):
+    """The type of the stand-ins for one class of the program's, standing
+    for the class itself: `type(s) is Stack`, `isinstance(s, Stack)` and
+    `Stack.__name__` hold as in one process; calling it, its attributes,
+    its iteration (an Enum's members) are requests to the program."""
+
+    def __call__(cls, *args, **kwargs):
+        return cls._remote_class_program.op("invoke", cls._remote_class_ref, args, kwargs)
+
+    def __getattr__(cls, name):
+        if name.startswith("__") and name.endswith("__") and name not in PLAIN_DUNDERS:
+            raise AttributeError(name)
+        return cls._remote_class_program.op("getattr", cls._remote_class_ref, (name,), {})
+
+    def __setattr__(cls, name, value):
+        cls._remote_class_program.op("setattr", cls._remote_class_ref, (name, value), {})
+
+    def __getitem__(cls, key):
+        return cls._remote_class_program.op("getitem", cls._remote_class_ref, (key,), {})
+
+    def __iter__(cls):
+        return cls._remote_class_program.op("iter", cls._remote_class_ref, (), {})
+
+    def __len__(cls):
+        count = cls._remote_class_program.op("len", cls._remote_class_ref, (), {})
+        if type(count) is not int:
+            raise TypeError("the program answered len with a %s" % type(count).__name__)
+        return count
+
+    def __contains__(cls, value):
+        if cls._remote_class_about.get("contains"):
+            raise Unsupported("cannot look in the class %s: its metaclass decides `in` with its "
+                              "own __contains__" % cls.__name__)
+        return any(item is value or item == value for item in cls)
+
+
+def class_of(program, about, bases):
+    """The stand-in for a class of the program's (`about` describes it),
+    on the stand-ins of its bases."""
+    name = about.get("class")
+    if type(name) is not str or not name.isidentifier():
+        raise TypeError("a malformed class")
+    bases = tuple(b for b in bases if isinstance(b, RemoteClass)) or (Remote,)
+    attributes = {"__slots__": (), "__module__": str(about.get("in", "solution")),
+                  "__qualname__": str(about.get("qualname", name))}
+    try:
+        cls = RemoteClass(name, bases, attributes)
+    except TypeError:
+        cls = RemoteClass(name, (Remote,), attributes)
+    # Not the instances' slot names, which these would hide.
+    for key, value in (("_remote_class_program", program), ("_remote_class_ref", {"id": about["id"]}),
+                       ("_remote_class_about", about)):
+        type.__setattr__(cls, key, value)
+    return cls
 
 
 def _remote_text(error):

@@ -13,8 +13,8 @@ Messages, one JSON line each, over the descriptors in HARNESS_CHANNEL
     -> {"value": value} or {"raised": {"type": name, "message": text, "args": value, "class": object}}
 
 NAMES is {"functions": [name, ...], "modules": {name: module}, "names": [name, ...]}:
-the solution's top-level callables (but exception classes), imported
-modules and every top-level name. A reply also carries {"names": NAMES}
+the solution's top-level callables (but classes), imported modules and
+every top-level name. A reply also carries {"names": NAMES}
 when they changed since the last, {"printed": text} when the request
 printed, and {"changed": [[arg, value], ...]} for the list, dict, set and
 bytearray arguments a call changed when it returned None.
@@ -84,17 +84,33 @@ class Objects:
 
 def described(n, value, describe):
     """What the checker may know of an object: its type's name and module,
-    whether its class decides comparisons or membership itself, and for an
-    exception class its bases (built-in ones by name)."""
+    whether the program's own code decides comparisons with it or
+    membership in it; its class (`of`), when not a built-in; for a class,
+    its name and bases, and for an exception class its bases (built-in
+    ones by name)."""
     kind = type(value)
     about = {"id": n, "type": kind.__qualname__, "module": kind.__module__,
              "compares": [c for c in COMPARISONS if getattr(kind, c, None) is not getattr(object, c)],
-             "contains": hasattr(kind, "__contains__"), "callable": callable(value)}
+             "contains": own(kind, "__contains__")}
+    if not built_in(kind):
+        about["of"] = describe(kind)
     if isinstance(value, type) and issubclass(value, BaseException):
         about["exception"] = value.__name__
         about["bases"] = [b.__name__ if built_in(b) else describe(b)
                           for b in value.__bases__ if issubclass(b, BaseException)]
+    elif isinstance(value, type):
+        about["class"] = value.__name__
+        about["qualname"], about["in"] = value.__qualname__, value.__module__
+        about["bases"] = [describe(b) for b in value.__bases__ if not built_in(b)]
     return about
+
+
+def own(kind, method):
+    """Whether `method` of `kind` is the program's code, not a library's."""
+    for cls in kind.__mro__:
+        if method in cls.__dict__:
+            return cls.__module__ == "solution"
+    return False
 
 
 def built_in(kind):
@@ -150,7 +166,7 @@ class Server:
     def __init__(self, namespace, requests, out):
         self.namespace, self.requests, self.out = namespace, requests, out
         self.objects = Objects()
-        self.names = None
+        self.names = self.held = None
 
     def send(self, message):
         self.out.write(wire.dumps(message))
@@ -223,6 +239,11 @@ class Server:
 
     def changed_names(self):
         """The solution's names, when they changed since last asked."""
+        # Which objects the names hold: the same ones, the same names.
+        held = tuple(map(id, self.namespace.values()))
+        if held == self.held:
+            return None
+        self.held = held
         names = exported(self.namespace)
         if names == self.names:
             return None
@@ -239,7 +260,7 @@ def exported(namespace):
         names.append(name)
         if isinstance(value, types.ModuleType):
             modules[name] = value.__name__
-        elif callable(value) and not (isinstance(value, type) and issubclass(value, BaseException)):
+        elif callable(value) and not isinstance(value, type):
             functions.append(name)
     return {"functions": functions, "modules": modules, "names": names}
 
