@@ -176,6 +176,10 @@ class Program:
                 return value._remote_class_ref
             if isinstance(value, type) and "_remote_id" in value.__dict__:
                 return {"id": value._remote_id}
+            if getattr(builtins, getattr(value, "__name__", ""), None) is value:
+                # The program's own built-in, as in one process (`key=len`,
+                # `g.throw(ValueError)`), without a round trip per call.
+                return {"builtin": value.__name__}
             if callable(value):
                 self.callbacks.append(value)
                 return {"callback": len(self.callbacks) - 1}

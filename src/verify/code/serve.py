@@ -24,7 +24,8 @@ A value that is not plain data crosses as an object reference
 checker performs ops: `get` (the object itself), `invoke`, `getattr`,
 `setattr`, `delattr`, `getitem`, `setitem`, `delitem`, `truth`, `repr`,
 `str`, `format`, `len`, `iter`, `next`, `isinstance`, `issubclass`. A
-callable of the test's crosses the other way as `{"object": {"callback":
+built-in crosses the other way as `{"object": {"builtin": name}}`, the
+program's own; any other callable of the test's as `{"object": {"callback":
 n}}`: calling it sends `{"callback": n, "args": ..., "kwargs": ...}` and
 waits for its `value` or `raised`, serving the checker's requests meanwhile.
 """
@@ -183,6 +184,8 @@ class Server:
             return Callback(self, reference["callback"])
         if "global" in reference:
             return self.namespace[reference["global"]]
+        if type(reference.get("builtin")) is str and hasattr(builtins, reference["builtin"]):
+            return getattr(builtins, reference["builtin"])
         return self.objects.find(reference)
 
     def serve(self, request):
