@@ -75,7 +75,7 @@ _remote_classes = {}
 
 def remote_error(raised, program):
     """The exception a call raised in the program, rebuilt from its name,
-    message and args: the stand-in of its class when that is the
+    message, args and attributes: the stand-in of its class when that is the
     program's, else a subclass of the built-in of that name (so `except
     ValueError` works) whose text is exactly the program's."""
     if type(raised) is not dict:
@@ -110,6 +110,16 @@ def remote_error(raised, program):
         args = None
     if type(args) is tuple:
         error.args = args
+    try:
+        fields = program.decode(raised["fields"]) if "fields" in raised else {}
+    except (wire.WireError, BadAnswer, TypeError):
+        fields = {}
+    for key, value in fields.items() if type(fields) is dict else ():
+        if type(key) is str and key.isidentifier() and not key.startswith("__") and key != "remote_text":
+            try:
+                setattr(error, key, value)
+            except (AttributeError, TypeError):
+                pass
     return error
 
 

@@ -10,7 +10,8 @@ Messages, one JSON line each, over the descriptors in HARNESS_CHANNEL
     -> {"ready": NAMES} or {"failed": {"type": name, "error": text}} when the solution does not load
     <- {"call": name, "args": [value, ...], "kwargs": [[name, value], ...]}
     <- {"op": op, "on": {"global": name} | {"id": n}, "args": [...], "kwargs": [...]}
-    -> {"value": value} or {"raised": {"type": name, "message": text, "args": value, "class": object}}
+    -> {"value": value} or {"raised": {"type": name, "message": text, "args": value,
+                                      "fields": value, "class": object}}
 
 NAMES is {"functions": [name, ...], "modules": {name: module}, "names": [name, ...]}:
 the solution's top-level callables (but classes), imported modules and
@@ -120,12 +121,15 @@ def built_in(kind):
 
 def raised(error, objects):
     """An exception as data: its class's name (and the class, when the
-    solution's), its text, its args when they are values."""
+    solution's), its text, its args and attributes when they are values."""
     described = {"type": type(error).__name__, "message": wire.text_of(error)[:2000]}
     try:
         if not built_in(type(error)):
             described["class"] = objects.describe(type(error))
         described["args"] = wire.encode(tuple(error.args), objects.describe)
+        fields = {k: v for k, v in vars(error).items() if type(k) is str and not k.startswith("__")}
+        if fields:
+            described["fields"] = wire.encode(fields, objects.describe)
     except BaseException:
         pass
     return described
