@@ -223,15 +223,19 @@ class Program:
         """The program's top-level `name`, as a test reads it now."""
         module = self.modules.get(name)
         if module is not None and standard(module):
-            if module not in self.imported:
-                self.imported[module] = importlib.import_module(module)
-            return self.imported[module]
+            return self.standard_module(module)
         if name in self.functions:
             key = ("global", name)
             if key not in self.remotes:
                 self.remotes[key] = remote.Remote(self, {"global": name}, {"type": name})
             return self.remotes[key]
         return self.op("get", {"global": name}, (), {})
+
+    def standard_module(self, name):
+        """This process's own import of the standard module `name`."""
+        if name not in self.imported:
+            self.imported[name] = importlib.import_module(name)
+        return self.imported[name]
 
     def call(self, name, args, kwargs):
         return self.request({"call": name}, name, args, kwargs)
@@ -328,27 +332,42 @@ class Names(dict):
             self.pop(stub, None)
         self.program = program
         self.built_in = frozenset(builtins.__dict__) - set(stubs)
+        self.tools = (self.built_in | sys.stdlib_module_names) - set(stubs)
         self.shadowing = frozenset()
+        self.kept = set()
 
     def __getitem__(self, name):
-        if name in self.program.names and (name not in self.built_in or name in self.shadowing):
-            return self.program.resolve(name)
-        return dict.__getitem__(self, name)
+        program = self.program
+        if name not in program.names:
+            return dict.__getitem__(self, name)
+        if name in self.built_in and name not in self.shadowing:
+            self.kept.add(name)
+            return dict.__getitem__(self, name)
+        value = program.resolve(name)
+        if name in self.tools and name not in self.shadowing \
+                and isinstance(value, (remote.Remote, remote.RemoteClass)):
+            # Named like a standard module, with code of the program's: the
+            # test's `math.isclose` is math's.
+            self.kept.add(name)
+            return program.standard_module(name)
+        return value
 
     def keep(self, used):
-        """Lets a program's name shadow a built-in in a test reading `used`
-        only when the test reads no other name of the program's and just
-        that one built-in name it defines: the function under test, `def
-        sum` tested as `assert sum(10, 15) == 6`. Every other built-in
-        stays Python's, even one the program defines later or a helper of
-        an earlier test reads, so a program cannot replace the built-ins a
-        test judges it with (`def abs`). Returns the built-in names the test
-        reads that the program defines but does not get."""
+        """Lets a program's name shadow a tool of the tests' (a built-in, or
+        a standard module the test did not import) in a test reading
+        `used` only when the test reads no other name of the program's:
+        the function under test, `def sum` tested as `assert sum(10, 15) ==
+        6`. Every other built-in stays Python's, even one the program
+        defines later or a helper of an earlier test reads, and every other
+        module-named name is the module unless the program's value is
+        data; so a program cannot replace what a test judges it with (`def
+        abs`, `math = FakeMath()`). The names the test then reads as
+        Python's, not the program's, gather in `kept`."""
         program = self.program
         theirs = {n for n in used & program.names if not standard(program.modules.get(n))}
-        shadowing = theirs & self.built_in
+        shadowing = theirs & self.tools
         self.shadowing = frozenset(shadowing if len(shadowing) == 1 and theirs == shadowing else ())
-        return shadowing - self.shadowing
+        self.kept = set()
 
 
 def standard(module):
@@ -427,7 +446,7 @@ def run_tests(tests, namespace, program, report):
     for i, test in enumerate(tests):
         name = "test %d" % (i + 1)
         program.violation = None
-        kept = names.keep(free_names(test) - set(namespace))
+        names.keep(free_names(test) - set(namespace))
         try:
             exec(got.compile(test, name), namespace)
         except BaseException as error:
@@ -437,9 +456,9 @@ def run_tests(tests, namespace, program, report):
             text = wire.describe(error, name, test)
             if kind == "assertion":
                 text = got.text() or text
-            if kept:
+            if names.kept:
                 text += " (%s: Python's own here, not the program's, as the test also uses " \
-                    "the program's other names)" % ", ".join(sorted(kept))
+                    "the program's other names)" % ", ".join(sorted(names.kept))
             report(test=i, status="fail", kind=kind, error=text[:500])
             continue
         if program.gone:
