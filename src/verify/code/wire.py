@@ -23,12 +23,11 @@ every operation is a request to the program). One message is one line of
 JSON.
 """
 import collections
-import datetime
-import decimal
-import fractions
+import importlib
 import json
 import math
 import os
+import sys
 import traceback
 
 MAX_LINE = 16 << 20
@@ -113,16 +112,24 @@ def _library(value, each, pairs):
         return {"defaultdict": [value.default_factory.__name__, pairs(value.items())]}
     if isinstance(value, collections.deque):
         return {"deque": [each(value), value.maxlen]}
-    if isinstance(value, fractions.Fraction):
+    # Only a module already loaded can have made the value: none is
+    # imported for nothing.
+    fractions, decimal, datetime = (sys.modules.get(m) for m in ("fractions", "decimal", "datetime"))
+    if fractions and isinstance(value, fractions.Fraction):
         return {"fraction": [int(value.numerator), int(value.denominator)]}
-    if isinstance(value, decimal.Decimal):
+    if decimal and isinstance(value, decimal.Decimal):
         return {"decimal": str(decimal.Decimal.__str__(value))}
-    if isinstance(value, datetime.timedelta):
+    if datetime and isinstance(value, datetime.timedelta):
         return {"timedelta": [int(value.days), int(value.seconds), int(value.microseconds)]}
-    for kind in (datetime.datetime, datetime.date, datetime.time):
+    for kind in (datetime.datetime, datetime.date, datetime.time) if datetime else ():
         if isinstance(value, kind):
             return {kind.__name__: str(kind.isoformat(value))}
     return None
+
+
+def _from(module, name):
+    """`module.name`, imported when a value first needs it."""
+    return getattr(importlib.import_module(module), name)
 
 
 _namedtuples = {}
@@ -162,12 +169,12 @@ _TAGS = {
     "ordered": lambda pairs: collections.OrderedDict((_one(k), _one(v)) for k, v in _pairs(pairs)),
     "defaultdict": lambda parts: collections.defaultdict(
         _FACTORIES[_text(parts[0])], {_one(k): _one(v) for k, v in _pairs(parts[1])}),
-    "fraction": lambda parts: fractions.Fraction(*_ints(parts, 2)),
-    "decimal": lambda text: decimal.Decimal(_text(text)),
-    "timedelta": lambda parts: datetime.timedelta(*_ints(parts, 3)),
-    "date": lambda text: datetime.date.fromisoformat(_text(text)),
-    "time": lambda text: datetime.time.fromisoformat(_text(text)),
-    "datetime": lambda text: datetime.datetime.fromisoformat(_text(text)),
+    "fraction": lambda parts: _from("fractions", "Fraction")(*_ints(parts, 2)),
+    "decimal": lambda text: _from("decimal", "Decimal")(_text(text)),
+    "timedelta": lambda parts: _from("datetime", "timedelta")(*_ints(parts, 3)),
+    "date": lambda text: _from("datetime", "date").fromisoformat(_text(text)),
+    "time": lambda text: _from("datetime", "time").fromisoformat(_text(text)),
+    "datetime": lambda text: _from("datetime", "datetime").fromisoformat(_text(text)),
 }
 
 
