@@ -5,8 +5,8 @@ the program's class, the class itself) crosses by reference: the checker
 holds a `Remote`, and each thing a test does with it is a request to the
 program, answered with data or another reference. What is safe goes
 through: truth, `repr`, `str`, `len`, attributes, calls, items, iteration
-(`next`, `for`, `list(...)`: one item per request, as lazily as in one
-process). A Remote is equal only to itself (the same object of the
+(`next`, `for`: one item per request, as lazily as in one process;
+`list(...)` and the like, which read every item anyway, in one). A Remote is equal only to itself (the same object of the
 program's), and only when its class leaves `==` to `object`: anything the
 program's own code would decide with a test's value in hand (`==`, `<`,
 `in` through its own `__contains__`, arithmetic, hashing by its own
@@ -39,12 +39,15 @@ def _what(about):
 class Remote:
     """An object of the program's, held by reference."""
 
-    __slots__ = ("_remote_program", "_remote_on", "_remote_about")
+    __slots__ = ("_remote_program", "_remote_on", "_remote_about", "_remote_read", "_remote_last")
 
     def __init__(self, program, on, about):
         object.__setattr__(self, "_remote_program", program)
         object.__setattr__(self, "_remote_on", on)
         object.__setattr__(self, "_remote_about", about)
+        # Items read ahead (see __length_hint__), and the iterator last made.
+        object.__setattr__(self, "_remote_read", [])
+        object.__setattr__(self, "_remote_last", None)
 
     def _remote_op(self, op, *args, **kwargs):
         return self._remote_program.op(op, self._remote_on, args, kwargs)
@@ -100,10 +103,28 @@ class Remote:
         return self._remote_typed("format", str, spec)
 
     def __iter__(self):
-        return self._remote_op("iter")
+        iterator = self._remote_op("iter")
+        object.__setattr__(self, "_remote_last", iterator)
+        return iterator
 
     def __next__(self):
-        return self._remote_op("next")
+        read = self._remote_read
+        return read.pop() if read else self._remote_op("next")
+
+    def __length_hint__(self):
+        """Asked by `list()`, `tuple()`, `sorted()`, `"".join()` right after
+        `iter()` and before they read every item, with no test code in
+        between: the program reads them all in one request (an error after
+        some comes at the next `next`), not one each. `for`, `next()`,
+        `sum()` and `islice()` never ask, and stay lazy."""
+        iterator = self if self._remote_about.get("iterator") else self._remote_last
+        if not isinstance(iterator, Remote) or iterator._remote_read:
+            return NotImplemented
+        items = iterator._remote_op("drain")
+        if type(items) is not list:
+            raise TypeError("the program answered drain with a %s" % type(items).__name__)
+        iterator._remote_read[:] = reversed(items)
+        return len(items)
 
     def __contains__(self, value):
         if self._remote_about.get("contains"):

@@ -24,7 +24,8 @@ A value that is not plain data crosses as an object reference
 (`{"object": {"id": n, "type": ..., ...}}`, see `described`), on which the
 checker performs ops: `get` (the object itself), `invoke`, `getattr`,
 `setattr`, `delattr`, `getitem`, `setitem`, `delitem`, `truth`, `repr`,
-`str`, `format`, `len`, `iter`, `next`, `isinstance`, `issubclass`. A
+`str`, `format`, `len`, `iter`, `next`, `drain` (every item left, an error
+after some raised at the next `next`), `isinstance`, `issubclass`. A
 built-in crosses the other way as `{"object": {"builtin": name}}`, the
 program's own; any other callable of the test's as `{"object": {"callback":
 n}}`: calling it sends `{"callback": n, "args": ..., "kwargs": ...}` and
@@ -93,7 +94,7 @@ def described(n, value, describe):
     kind = type(value)
     about = {"id": n, "type": kind.__qualname__, "module": kind.__module__,
              "compares": [c for c in COMPARISONS if getattr(kind, c, None) is not getattr(object, c)],
-             "contains": own(kind, "__contains__")}
+             "contains": own(kind, "__contains__"), "iterator": hasattr(kind, "__next__")}
     if not built_in(kind):
         about["of"] = describe(kind)
     if isinstance(value, type) and issubclass(value, BaseException):
@@ -172,6 +173,7 @@ class Server:
         self.namespace, self.requests, self.out = namespace, requests, out
         self.objects = Objects()
         self.names = self.held = None
+        self.pending = {}
 
     def send(self, message):
         self.out.write(wire.dumps(message))
@@ -219,7 +221,7 @@ class Server:
             else:
                 op, on = request["op"], request["on"]
                 target = self.namespace[on["global"]] if "global" in on else self.objects.find(on)
-            action = OPS[op]
+            action = self.drain if op == "drain" else self.next if op == "next" else OPS[op]
             args = [self.decode(a) for a in request["args"]]
             kwargs = {k: self.decode(v) for k, v in request["kwargs"]}
         except KeyError as error:
@@ -243,6 +245,22 @@ class Server:
             return reply
         except (wire.WireError, RecursionError) as error:
             return {"raised": {"type": "TypeError", "message": wire.text_of(error)}}
+
+    def drain(self, iterator):
+        """Every item left; an error after some is kept for the next `next`."""
+        items = []
+        try:
+            for item in iterator:
+                items.append(item)
+        except BaseException as error:
+            self.pending[id(iterator)] = error
+        return items
+
+    def next(self, iterator):
+        error = self.pending.pop(id(iterator), None)
+        if error is not None:
+            raise error
+        return next(iterator)
 
     def changed_names(self):
         """The solution's names, when they changed since last asked."""

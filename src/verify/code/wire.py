@@ -90,8 +90,7 @@ def encode(value, objects=None, depth=0):
         return {"object": described}
     if hasattr(value, "__next__"):
         return {"iterator": each(value)}
-    raise WireError("a %s cannot cross to the checker: only plain data can"
-                    % type(value).__name__)
+    raise WireError("a %s is not plain data and cannot cross" % type(value).__name__)
 
 
 # A defaultdict crosses with its factory when that is one of these.
