@@ -72,6 +72,9 @@ def kind_of(error):
 
 _remote_classes = {}
 
+# The console as the checker started, to see a test replace it.
+INPUT, PRINT = builtins.input, builtins.print
+
 
 def remote_error(raised, program):
     """The exception a call raised in the program, rebuilt from its name,
@@ -134,7 +137,7 @@ class Program:
         self.violation = None
         self.functions, self.modules, self.names = set(), {}, set()
         self.remotes, self.mirrors, self.imported = {}, {}, {}
-        self.callbacks, self.stdout = [], sys.stdout
+        self.callbacks, self.stdout, self.stdin = [], sys.stdout, sys.stdin
 
     def receive(self):
         if self.gone:
@@ -251,6 +254,9 @@ class Program:
             request["kwargs"] = [[k, self.encode(v)] for k, v in kwargs.items()]
         except wire.WireError as error:
             raise TypeError("an argument of %s cannot cross to the program: %s" % (what, error))
+        patched = self.patched()
+        if patched:
+            request["patched"] = patched
         self.send(request)
         answer = self.receive()
         while "callback" in answer:
@@ -269,6 +275,19 @@ class Program:
             raise remote_error(answer["raised"], self)
         self.violation = "not an answer: %s" % json.dumps(answer)[:80]
         raise BadAnswer(self.violation)
+
+    def patched(self):
+        """The test's stand-ins for the program's console, when it set any:
+        a replaced `input` or `sys.stdin` (the program's `input()` then
+        reads the test's), a replaced `print`."""
+        patched = {}
+        if builtins.input is not INPUT or sys.stdin is not self.stdin:
+            self.callbacks.append(lambda *prompt: builtins.input(*prompt))
+            patched["input"] = {"object": {"callback": len(self.callbacks) - 1}}
+        if builtins.print is not PRINT:
+            self.callbacks.append(builtins.print)
+            patched["print"] = {"object": {"callback": len(self.callbacks) - 1}}
+        return patched
 
     def send(self, message):
         try:

@@ -18,7 +18,10 @@ the solution's top-level callables (but classes), imported modules and
 every top-level name. A reply also carries {"names": NAMES}
 when they changed since the last, {"printed": text} when the request
 printed, and {"changed": [[arg, value], ...]} for the list, dict, set and
-bytearray arguments a call changed when it returned None.
+bytearray arguments a call changed when it returned None. A request
+carries {"patched": {"input" | "print": callable}} while the test has
+replaced them (or `sys.stdin`): the program's built-ins are those callables
+for that request.
 
 A value that is not plain data crosses as an object reference
 (`{"object": {"id": n, "type": ..., ...}}`, see `described`), on which the
@@ -197,11 +200,19 @@ class Server:
     def serve(self, request):
         """Answers one request, with what it printed and the names it changed."""
         printed, saved = io.StringIO(), sys.stdout
+        console = {"input": builtins.input, "print": builtins.print}
         sys.stdout = printed
         try:
+            patched = request.get("patched") or {}
+            for name in set(console) & set(patched):
+                setattr(builtins, name, self.decode(patched[name]))
             reply = self.answer(request)
+        except Exception as error:
+            reply = {"raised": {"type": "TypeError", "message": "a malformed request: %r" % error}}
         finally:
             sys.stdout = saved
+            for name, value in console.items():
+                setattr(builtins, name, value)
         if printed.getvalue():
             reply["printed"] = printed.getvalue()
             try:
