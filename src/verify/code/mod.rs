@@ -36,6 +36,8 @@ const SERVER: &str = include_str!("serve.py");
 const WIRE: &str = include_str!("wire.py");
 /// The checker's stand-ins for the program's objects.
 const REMOTE: &str = include_str!("remote.py");
+/// How the checker resolves a test's names.
+const NAMES: &str = include_str!("names.py");
 
 /// How test results become a score.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -239,6 +241,7 @@ impl CodeRule {
                 file("check.py", CHECKER),
                 file("wire.py", WIRE),
                 file("remote.py", REMOTE),
+                file("names.py", NAMES),
                 file("tests.json", &tests_json),
             ],
             env,

@@ -18,6 +18,8 @@ same name and bases (`except InvalidInput:` works), and an exception the
 program raises is an instance of it.
 """
 import builtins
+import sys
+import types
 
 
 # Attributes of the program's object that are data (`vars(p)` reads `__dict__`).
@@ -48,6 +50,12 @@ class Remote:
         # Items read ahead (see __length_hint__), and the iterator last made.
         object.__setattr__(self, "_remote_read", [])
         object.__setattr__(self, "_remote_last", None)
+
+    @property
+    def __class__(self):
+        # What isinstance() falls back on: `isinstance(g, types.GeneratorType)`,
+        # `isinstance(m, re.Match)` hold as in one process.
+        return _claimed(self._remote_about) or type(self)
 
     def _remote_op(self, op, *args, **kwargs):
         return self._remote_program.op(op, self._remote_on, args, kwargs)
@@ -154,6 +162,31 @@ class Remote:
     def __hash__(self):
         self._remote_identity()
         return hash((Remote, repr(self._remote_on)))
+
+
+# A claimed class may be none of these: the checker's own code tells data
+# from references by them.
+_PLAIN = (int, float, complex, str, bytes, bytearray, list, tuple, set, frozenset, dict,
+          range, type, BaseException)
+
+
+def _claimed(about):
+    """The checker's class of the library type the program names for an
+    object (from a module the checker has loaded, or `types` for the
+    interpreter's own), if that is a class and not one of plain data's."""
+    module, name = about.get("module"), about.get("type")
+    if type(module) is not str or type(name) is not str or module == "solution":
+        return None
+    if module == "builtins":
+        found = [t for t in vars(types).values() if isinstance(t, type) and t.__qualname__ == name]
+        kind = found[0] if found else None
+    else:
+        kind = sys.modules.get(module)
+        for part in name.split("."):
+            kind = getattr(kind, part, None)
+    if isinstance(kind, type) and not issubclass(kind, _PLAIN):
+        return kind
+    return None
 
 
 def _refused(symbol):
