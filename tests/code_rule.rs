@@ -3,12 +3,12 @@
 //! `--unsandboxed` escape hatch, many sandboxes at once, and `harness run`
 //! verifying model-written code from a (fake) model.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::common::fake_server::{FakeServer, Reply};
 use crate::common::workspace::Workspace;
-use crate::common::{harness, root, run};
+use crate::common::{check_examples, root};
 use serde_json::{Map, Value, json};
 
 /// A correct solution for every t03 task family at once.
@@ -27,28 +27,16 @@ fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/code").join(name)
 }
 
-fn check(spec: &Path, extra: &[&str]) -> (i32, String) {
-    let golden = tempfile::tempdir().unwrap();
-    let mut cmd = harness(&root());
-    cmd.args(extra)
-        .arg("check")
-        .arg(spec)
-        .arg("--bless")
-        .arg("--golden")
-        .arg(golden.path());
-    run(&mut cmd)
-}
-
 #[test]
 fn hostile_answers_are_judged_and_check_finishes() {
-    let (code, out) = check(&fixture("hostile_examples.toml"), &[]);
+    let (code, out) = check_examples(&fixture("hostile_examples.toml"), &[]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("8/8 examples"), "{out}");
 }
 
 #[test]
 fn another_language_brings_its_runner_without_recompiling() {
-    let (code, out) = check(&fixture("shell.toml"), &[]);
+    let (code, out) = check_examples(&fixture("shell.toml"), &[]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("2/2 examples"), "{out}");
 }
@@ -56,14 +44,14 @@ fn another_language_brings_its_runner_without_recompiling() {
 #[test]
 fn unsandboxed_runs_warn_every_time() {
     for _ in 0..2 {
-        let (code, out) = check(&fixture("shell.toml"), &["--unsandboxed"]);
+        let (code, out) = check_examples(&fixture("shell.toml"), &["--unsandboxed"]);
         assert_eq!(code, 0, "{out}");
         assert!(
             out.contains("WITHOUT isolation"),
             "every unsandboxed run must warn:\n{out}"
         );
     }
-    let (_, out) = check(&fixture("shell.toml"), &[]);
+    let (_, out) = check_examples(&fixture("shell.toml"), &[]);
     assert!(!out.contains("WITHOUT isolation"), "{out}");
 }
 

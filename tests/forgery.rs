@@ -1,19 +1,24 @@
 //! The forgery suite: answers that try to pass the `code` rule's tests
 //! without computing their values. Each attack in
-//! `tests/fixtures/forgery/attacks/` defines the functions of both target
+//! `tests/fixtures/forgery/attacks/` defines the functions of the target
 //! specs (`max_of_two` in t03's `assert f(x) == y` style, `decode` in
 //! HumanEval's `check(candidate)` style, with a prelude holding a helper the
-//! tests call) and must score 0 through `harness check` (as an example) and
-//! `harness run` (as a fake model's answer); the honest answer must pass.
+//! tests call; `mean` and `evens` in tests that judge with built-ins such as
+//! `abs` and `len`) and must score 0 through `harness check` (as an example)
+//! and `harness run` (as a fake model's answer); the honest answer must pass.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::common::fake_server::{FakeServer, Reply};
 use crate::common::workspace::{Workspace, model_toml};
-use crate::common::{harness, python_suite, root, run};
+use crate::common::{check_examples, python_suite, root};
 
-const SPECS: [&str; 2] = ["assert_style.toml", "check_style.toml"];
+const SPECS: [&str; 3] = [
+    "assert_style.toml",
+    "check_style.toml",
+    "builtin_style.toml",
+];
 
 fn fixtures() -> PathBuf {
     root().join("tests/fixtures/forgery")
@@ -21,7 +26,7 @@ fn fixtures() -> PathBuf {
 
 /// Every attack, by file stem, sorted; then the honest answer last.
 fn answers() -> Vec<(String, String)> {
-    let mut attacks: Vec<(String, String)> = python_suite(&fixtures().join("attacks"), 12)
+    let mut attacks: Vec<(String, String)> = python_suite(&fixtures().join("attacks"), 15)
         .into_iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
@@ -59,13 +64,7 @@ fn every_attack_fails_through_check() {
     for spec in SPECS {
         let path = dir.path().join(spec);
         std::fs::write(&path, with_examples(spec, &answers)).unwrap();
-        let golden = dir.path().join("golden");
-        let (code, out) = run(harness(&root())
-            .arg("check")
-            .arg(&path)
-            .arg("--bless")
-            .arg("--golden")
-            .arg(&golden));
+        let (code, out) = check_examples(&path, &[]);
         assert_eq!(code, 0, "{spec}:\n{out}");
         let n = answers.len();
         assert!(out.contains(&format!("{n}/{n} examples")), "{spec}:\n{out}");

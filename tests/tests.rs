@@ -24,7 +24,8 @@
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
 //!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
-//! - Model-written code in the sandbox: `code_rule`, `code_values` (every
+//! - Model-written code in the sandbox: `code_rule`, `code_parity` (verdicts equal bare
+//!   `python3`'s on an honest corpus), `code_values` (every
 //!   value the program and its checker exchange), `forgery` (attacks on the
 //!   `code` verdict), `unsandboxed` (an empty environment either way, the
 //!   confinement on record), `humaneval` (reads `datasets/humaneval/`),
@@ -62,6 +63,7 @@ mod architecture;
 mod atomic_writes;
 mod bad_input;
 mod cluster;
+mod code_parity;
 mod code_rule;
 mod code_values;
 mod compare_runs;

@@ -34,6 +34,20 @@ pub fn harness(cwd: &Path) -> Command {
     cmd
 }
 
+/// `harness [EXTRA] check SPEC --bless` against a fresh golden directory, so
+/// only the spec's own examples decide; returns (exit code, output).
+pub fn check_examples(spec: &Path, extra: &[&str]) -> (i32, String) {
+    let golden = tempfile::tempdir().unwrap();
+    let mut cmd = harness(&root());
+    cmd.args(extra)
+        .arg("check")
+        .arg(spec)
+        .arg("--bless")
+        .arg("--golden")
+        .arg(golden.path());
+    run(&mut cmd)
+}
+
 /// Runs a command and returns (exit code, stdout + stderr).
 pub fn run(cmd: &mut Command) -> (i32, String) {
     let Output {

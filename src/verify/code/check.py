@@ -7,11 +7,18 @@ call of one of the program's functions crosses as data: the arguments go
 there, the result comes back as built-in values (wire.py) and the test
 compares them here, so a test passes only on values the program computed.
 
-A name the tests use resolves as Python would resolve it here first: the
-test's own definitions, the prelude's, the built-ins. A name found nowhere
-is the program's: a call to its function, or the standard module it
-imported. The prelude's stubs (functions that compute nothing, only a
-docstring, for the answer to complete) are always the program's.
+A name the tests use resolves as if the tests followed the program in one
+module: the test's own definitions and the prelude's first (the task's
+code, which the program cannot replace), then the program's top-level
+names, read from the program each time (a global a call changed reads
+changed), then the built-ins. A function of the program's is a proxy
+whose calls cross as data; a standard module it imported is this
+process's own import of it; any other value crosses as data, or by
+reference (remote.py). The prelude's stubs (functions that compute
+nothing, only a docstring, for the answer to complete) are always the
+program's. One guard keeps the built-ins a test judges with: a program's
+function named like a built-in shadows it only in a test that reads no
+other name of the program's (names.py).
 
 Reports one line per test on stdout, "<nonce> <json>"; the nonce arrives on
 stdin, which only harness writes.
@@ -23,7 +30,9 @@ import json
 import os
 import sys
 
+import remote
 import wire
+from names import Names, free_names, standard, stubs_of
 
 
 class ProgramGone(BaseException):
@@ -57,53 +66,65 @@ def kind_of(error):
         return "syntax"
     if isinstance(error, SystemExit):
         return "exit"
+    if isinstance(error, remote.Unsupported):
+        return "unsupported"
     return "exception"
 
 
 _remote_classes = {}
 
+# The console as the checker started, to see a test replace it.
+INPUT, PRINT = builtins.input, builtins.print
 
-def remote_error(raised):
+
+def remote_error(raised, program):
     """The exception a call raised in the program, rebuilt from its name,
-    message and args: a subclass of the built-in of that name (so `except
+    message, args and attributes: the stand-in of its class when that is the
+    program's, else a subclass of the built-in of that name (so `except
     ValueError` works) whose text is exactly the program's."""
     if type(raised) is not dict:
         raise BadAnswer("a malformed exception")
     name, message = raised.get("type"), raised.get("message", "")
     if type(name) is not str or not name.isidentifier() or type(message) is not str:
         raise BadAnswer("a malformed exception")
-    cls = _remote_classes.get(name)
+    cls = None
+    if type(raised.get("class")) is dict:
+        try:
+            cls = program.stand_in(raised["class"])
+        except (TypeError, wire.WireError):
+            cls = None
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        cls = _remote_classes.get(name)
     if cls is None:
         base = getattr(builtins, name, None)
         if not (isinstance(base, type) and issubclass(base, BaseException)):
             base = Exception
-        cls = _remote_classes[name] = _named(name, base)
+        cls = _remote_classes[name] = remote.named(name, [base])
     try:
         error = cls.__new__(cls, message)
     except Exception:
         # A built-in whose constructor wants more than a message.
-        cls = _remote_classes[name] = _named(name, Exception)
+        cls = _remote_classes[name] = remote.named(name, [Exception])
         error = cls.__new__(cls, message)
     error.args = (message,)
     error.remote_text = message
     try:
-        args = wire.decode(raised["args"]) if "args" in raised else None
-    except wire.WireError:
+        args = program.decode(raised["args"]) if "args" in raised else None
+    except (wire.WireError, BadAnswer, TypeError):
         args = None
     if type(args) is tuple:
         error.args = args
-    return error
-
-
-def _remote_text(error):
-    return error.__dict__.get("remote_text", "")
-
-
-def _named(name, base):
     try:
-        return type(name, (base,), {"__str__": _remote_text})
-    except TypeError:
-        return type(name, (Exception,), {"__str__": _remote_text})
+        fields = program.decode(raised["fields"]) if "fields" in raised else {}
+    except (wire.WireError, BadAnswer, TypeError):
+        fields = {}
+    for key, value in fields.items() if type(fields) is dict else ():
+        if type(key) is str and key.isidentifier() and not key.startswith("__") and key != "remote_text":
+            try:
+                setattr(error, key, value)
+            except (AttributeError, TypeError):
+                pass
+    return error
 
 
 class Program:
@@ -115,6 +136,9 @@ class Program:
         self.out = os.fdopen(write_fd, "wb")
         self.gone = False
         self.violation = None
+        self.functions, self.modules, self.names = set(), {}, set()
+        self.remotes, self.mirrors, self.imported = {}, {}, {}
+        self.callbacks, self.stdout, self.stdin = [], sys.stdout, sys.stdin
 
     def receive(self):
         if self.gone:
@@ -129,113 +153,248 @@ class Program:
         if message is None:
             self.gone = True
             raise ProgramGone()
-        if type(message) is not dict or len(message) != 1:
+        if type(message) is dict and "callback" in message:
+            return message
+        if type(message) is dict and len(message) > 1:
+            self.learn(message.pop("names", None))
+            printed = message.pop("printed", None)
+            # What the program printed reaches a test that captures output.
+            if type(printed) is str and sys.stdout is not self.stdout:
+                sys.stdout.write(printed)
+        if type(message) is not dict or not (len(message) == 1 or set(message) == {"value", "changed"}):
             self.violation = "not a message: %s" % json.dumps(message)[:80]
             raise BadAnswer(self.violation)
         return message
 
+    def learn(self, names):
+        """The program's top-level names, as it last told them; whatever it
+        claims beyond names is ignored."""
+        if names is None:
+            return
+        if type(names) is not dict:
+            return
+        functions, modules, every = names.get("functions"), names.get("modules"), names.get("names")
+        self.functions = {f for f in functions if type(f) is str} if type(functions) is list else set()
+        self.modules = {k: v for k, v in modules.items() if type(v) is str} \
+            if type(modules) is dict else {}
+        self.names = {n for n in every if type(n) is str} if type(every) is list else set()
+        self.names |= self.functions | set(self.modules)
+        # Dunder names are the checker's own (and never a program's global).
+        self.names = {n for n in self.names if not n.startswith("__")}
+
+    def encode(self, value):
+        def reference(value):
+            if isinstance(value, remote.Remote):
+                return object.__getattribute__(value, "_remote_on")
+            if isinstance(value, remote.RemoteClass):
+                return value._remote_class_ref
+            if isinstance(value, type) and "_remote_id" in value.__dict__:
+                return {"id": value._remote_id}
+            if getattr(builtins, getattr(value, "__name__", ""), None) is value:
+                # The program's own built-in, as in one process (`key=len`,
+                # `g.throw(ValueError)`), without a round trip per call.
+                return {"builtin": value.__name__}
+            if callable(value):
+                self.callbacks.append(value)
+                return {"callback": len(self.callbacks) - 1}
+            return None
+        return wire.encode(value, reference)
+
+    def decode(self, value):
+        return wire.decode(value, self.stand_in)
+
+    def stand_in(self, about):
+        """The checker's stand-in for an object of the program's."""
+        n = about.get("id")
+        if type(n) is not int:
+            raise wire.WireError("a malformed object")
+        if about.get("exception"):
+            return remote.mirror(about, self.stand_in, self.mirrors)
+        if n in self.remotes:
+            return self.remotes[n]
+        if about.get("class"):
+            bases = [self.stand_in(b) for b in about.get("bases") or [] if type(b) is dict]
+            self.remotes[n] = remote.class_of(self, about, bases)
+            return self.remotes[n]
+        kind = self.stand_in(about["of"]) if type(about.get("of")) is dict else None
+        if not isinstance(kind, remote.RemoteClass):
+            kind = remote.Remote
+        value = self.remotes[n] = kind.__new__(kind)
+        remote.Remote.__init__(value, self, {"id": n}, about)
+        return value
+
+    def resolve(self, name):
+        """The program's top-level `name`, as a test reads it now."""
+        module = self.modules.get(name)
+        if module is not None and standard(module):
+            return self.standard_module(module)
+        if name in self.functions:
+            key = ("global", name)
+            if key not in self.remotes:
+                self.remotes[key] = remote.Remote(self, {"global": name}, {"type": name})
+            return self.remotes[key]
+        return self.op("get", {"global": name}, (), {})
+
+    def standard_module(self, name):
+        """This process's own import of the standard module `name`."""
+        if name not in self.imported:
+            self.imported[name] = importlib.import_module(name)
+        return self.imported[name]
+
     def call(self, name, args, kwargs):
+        return self.request({"call": name}, name, args, kwargs)
+
+    def op(self, op, on, args, kwargs):
+        return self.request({"op": op, "on": on}, op, args, kwargs)
+
+    def request(self, request, what, args, kwargs):
         if self.gone:
             raise ProgramGone()
         try:
-            request = {"call": name, "args": [wire.encode(a) for a in args],
-                       "kwargs": [[k, wire.encode(v)] for k, v in kwargs.items()]}
+            request["args"] = [self.encode(a) for a in args]
+            request["kwargs"] = [[k, self.encode(v)] for k, v in kwargs.items()]
         except wire.WireError as error:
-            raise TypeError("an argument of %s cannot cross to the program: %s" % (name, error))
-        try:
-            self.out.write(wire.dumps(request))
-            self.out.flush()
-        except OSError:
-            self.gone = True
-            raise ProgramGone()
+            raise TypeError("an argument of %s cannot cross to the program: %s" % (what, error))
+        patched = self.patched()
+        if patched:
+            request["patched"] = patched
+        self.send(request)
         answer = self.receive()
+        while "callback" in answer:
+            self.send(self.called_back(answer))
+            answer = self.receive()
         if "value" in answer:
             try:
-                return wire.decode(answer["value"])
+                value = self.decode(answer["value"])
+                if value is None and "changed" in answer:
+                    changed_in_place(answer["changed"], list(args), kwargs, self.decode)
+                return value
             except wire.WireError as error:
                 self.violation = str(error)
                 raise BadAnswer(str(error))
         if "raised" in answer:
-            raise remote_error(answer["raised"])
+            raise remote_error(answer["raised"], self)
         self.violation = "not an answer: %s" % json.dumps(answer)[:80]
         raise BadAnswer(self.violation)
 
-    def proxy(self, name):
-        def call(*args, **kwargs):
-            return self.call(name, args, kwargs)
-        call.__name__ = call.__qualname__ = name
-        return call
+    def patched(self):
+        """The test's stand-ins for the program's console, when it set any:
+        a replaced `input` or `sys.stdin` (the program's `input()` then
+        reads the test's), a replaced `print`."""
+        patched = {}
+        if builtins.input is not INPUT or sys.stdin is not self.stdin:
+            self.callbacks.append(lambda *prompt: builtins.input(*prompt))
+            patched["input"] = {"object": {"callback": len(self.callbacks) - 1}}
+        if builtins.print is not PRINT:
+            self.callbacks.append(builtins.print)
+            patched["print"] = {"object": {"callback": len(self.callbacks) - 1}}
+        return patched
+
+    def send(self, message):
+        try:
+            self.out.write(wire.dumps(message))
+            self.out.flush()
+        except OSError:
+            self.gone = True
+            raise ProgramGone()
+
+    def called_back(self, message):
+        """Runs a callable of the test's the program called, for its answer."""
+        n = message.get("callback")
+        if type(n) is not int or not 0 <= n < len(self.callbacks):
+            raise BadAnswer("no such callback")
+        try:
+            args = [self.decode(a) for a in message.get("args", [])]
+            kwargs = {k: self.decode(v) for k, v in message.get("kwargs", [])}
+        except (wire.WireError, TypeError, ValueError) as error:
+            raise BadAnswer("a malformed callback: %s" % error)
+        try:
+            return {"value": self.encode(self.callbacks[n](*args, **kwargs))}
+        except Exception as error:
+            return {"raised": {"type": type(error).__name__, "message": wire.text_of(error)}}
+        except BaseException:
+            self.send({"raised": {"type": "RuntimeError", "message": "the test stopped"}})
+            raise
 
 
-class Names(dict):
-    """The built-ins, then the program's names (see the module's doc)."""
-
-    def __init__(self, program, ready, stubs):
-        super().__init__(builtins.__dict__)
-        for stub in stubs:
-            self.pop(stub, None)
-        self.program = program
-        functions, modules = ready.get("functions"), ready.get("modules")
-        # Whatever the program claims beyond names is ignored.
-        self.functions = {f for f in functions if type(f) is str} if type(functions) is list else set()
-        self.modules = {k: v for k, v in modules.items() if type(v) is str} \
-            if type(modules) is dict else {}
-
-    def __missing__(self, name):
-        if name in self.functions:
-            value = self.program.proxy(name)
-        elif name in self.modules and standard(self.modules[name]):
-            value = importlib.import_module(self.modules[name])
+def changed_in_place(changed, args, kwargs, decode):
+    """Hands a call's changes to its list, dict, set and bytearray arguments
+    back to the test's own objects."""
+    if type(changed) is not list:
+        raise wire.WireError("a malformed change")
+    for entry in changed:
+        if type(entry) is not list or len(entry) != 2:
+            raise wire.WireError("a malformed change")
+        key, value = entry
+        if type(key) is int and 0 <= key < len(args):
+            target = args[key]
+        elif type(key) is str and key in kwargs:
+            target = kwargs[key]
         else:
-            raise KeyError(name)
-        self[name] = value
+            raise wire.WireError("a malformed change")
+        value = decode(value)
+        if not isinstance(target, type(value)):
+            raise wire.WireError("a change of type")
+        if isinstance(target, (list, bytearray)):
+            target[:] = value
+        else:
+            target.clear()
+            target.update(value)
+
+
+class Got:
+    """For a one-line `assert EXPR == WANT`, what EXPR was: the test is
+    compiled with EXPR passed through `record`, so it runs once, as written."""
+
+    NAME = "__harness_got__"
+
+    def __init__(self):
+        self.value, self.seen = None, False
+
+    def record(self, value):
+        self.value, self.seen = value, True
         return value
 
+    def compile(self, test, name):
+        self.seen = False
+        try:
+            tree = ast.parse(test)
+        except SyntaxError:
+            return compile(test, name, "exec")
+        compare = tree.body[0].test if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert) else None
+        if isinstance(compare, ast.Compare) and len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq):
+            left = compare.left
+            compare.left = ast.copy_location(
+                ast.Call(ast.copy_location(ast.Name(self.NAME, ast.Load()), left), [left], []), left)
+            ast.fix_missing_locations(tree)
+        return compile(tree, name, "exec")
 
-def standard(module):
-    return type(module) is str and module.split(".")[0] in sys.stdlib_module_names
-
-
-def stubs_of(prelude):
-    """Top-level functions of the prelude that compute nothing: a docstring,
-    `pass`, `...` or imports only."""
-    def idle(statement):
-        return isinstance(statement, (ast.Pass, ast.Import, ast.ImportFrom)) or (
-            isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
-    return [node.name for node in ast.parse(prelude).body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and all(idle(s) for s in node.body)]
-
-
-def got(test, namespace):
-    """For a one-line `assert EXPR == WANT`, what EXPR actually is."""
-    try:
-        tree = ast.parse(test)
-        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+    def text(self):
+        try:
+            return "got " + repr(self.value)[:200] if self.seen else None
+        except BaseException:
             return None
-        compare = tree.body[0].test
-        if not (isinstance(compare, ast.Compare) and len(compare.ops) == 1
-                and isinstance(compare.ops[0], ast.Eq)):
-            return None
-        value = eval(compile(ast.Expression(compare.left), "test", "eval"), namespace)
-        return "got " + repr(value)[:200]
-    except BaseException:
-        return None
 
 
 def run_tests(tests, namespace, program, report):
+    names, got = namespace["__builtins__"], Got()
+    names[Got.NAME] = got.record
     for i, test in enumerate(tests):
         name = "test %d" % (i + 1)
         program.violation = None
+        names.keep(free_names(test) - set(namespace))
         try:
-            exec(compile(test, name, "exec"), namespace)
+            exec(got.compile(test, name), namespace)
         except BaseException as error:
             if program.gone:
                 return report(test=i, status="gone")
             kind = kind_of(error)
             text = wire.describe(error, name, test)
             if kind == "assertion":
-                text = got(test, namespace) or text
+                text = got.text() or text
+            if names.kept:
+                text += " (%s: Python's own here, not the program's, as the test also uses " \
+                    "the program's other names)" % ", ".join(sorted(names.kept))
             report(test=i, status="fail", kind=kind, error=text[:500])
             continue
         if program.gone:
@@ -286,8 +445,8 @@ def main():
     if type(first.get("ready")) is not dict:
         return report(test=None, status="error", kind="exception",
                       error="the program did not say it was ready")
-    namespace["__builtins__"] = Names(program, first["ready"], stubs)
+    program.learn(first["ready"])
+    namespace["__builtins__"] = Names(program, stubs)
     run_tests(tests, namespace, program, report)
-
 
 main()

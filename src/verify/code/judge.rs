@@ -144,6 +144,10 @@ fn failure_of(kind: &str) -> FailureKind {
     match kind {
         "assertion" => FailureKind::WrongValue,
         "memory" | "recursion" => FailureKind::ResourceLimit,
+        // An operation on an object of the program's that the checker
+        // refused (`==` decided by its own `__eq__`): not a wrong value,
+        // since none was compared.
+        "unsupported" => FailureKind::RuntimeError,
         _ => FailureKind::RuntimeError,
     }
 }
@@ -171,5 +175,6 @@ mod tests {
         assert_eq!(failure_of("assertion"), FailureKind::WrongValue);
         assert_eq!(failure_of("memory"), FailureKind::ResourceLimit);
         assert_eq!(failure_of("exception"), FailureKind::RuntimeError);
+        assert_eq!(failure_of("unsupported"), FailureKind::RuntimeError);
     }
 }

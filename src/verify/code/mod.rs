@@ -8,7 +8,9 @@
 //! tests and the task's prelude; each call of the program's functions in a
 //! test crosses as data (`wire.py`), so the expected values never enter the
 //! program's process and a test passes only on values it computed, compared
-//! by the checker's own built-in types. The checker reads a nonce from its
+//! by the checker's own built-in types. What is not data crosses by
+//! reference (`remote.py`): its truth, `repr`, attributes and items are the
+//! program's answers, and a comparison its own class would decide fails. The checker reads a nonce from its
 //! stdin and reports one line per test, `<nonce> {"test": i, "status":
 //! "pass"|"fail"|"gone"|"error", "kind", "error"}`; the program can write
 //! to neither.
@@ -32,6 +34,10 @@ const CHECKER: &str = include_str!("check.py");
 const SERVER: &str = include_str!("serve.py");
 /// Values on the wire, shared by both.
 const WIRE: &str = include_str!("wire.py");
+/// The checker's stand-ins for the program's objects.
+const REMOTE: &str = include_str!("remote.py");
+/// How the checker resolves a test's names.
+const NAMES: &str = include_str!("names.py");
 
 /// How test results become a score.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -234,6 +240,8 @@ impl CodeRule {
             files: vec![
                 file("check.py", CHECKER),
                 file("wire.py", WIRE),
+                file("remote.py", REMOTE),
+                file("names.py", NAMES),
                 file("tests.json", &tests_json),
             ],
             env,

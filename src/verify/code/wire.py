@@ -9,13 +9,25 @@ A value on the wire is JSON: null, true, false, a number, a string, an array
     {"float": "nan" | "inf" | "-inf"}   {"complex": [real, imag]}
     {"range": [start, stop, step]}      {"iterator": [...]}
     {"keys": [...]}   {"values": [...]}   {"items": [[key, value], ...]}  (a dict's views)
+    {"namedtuple": [name, [field, ...], [value, ...]]}  {"deque": [[...], maxlen]}
+    {"counter": pairs}  {"ordered": pairs}  {"defaultdict": [factory, pairs]}
+    {"fraction": [numerator, denominator]}  {"decimal": "text"}
+    {"date" | "time" | "datetime": "ISO text"}  {"timedelta": [days, seconds, microseconds]}
+    {"object": {"id": n, ...}}          (an object of the program's, by reference)
 
 Decoding builds nothing but these built-in types: an answer is data, never
-an object with methods of its own. One message is one line of JSON.
+an object with methods of its own. The one exception is `object`, which
+each side turns into its own stand-in through the `objects` hook it passes
+(serve.py: the object it handed out; check.py: a remote reference whose
+every operation is a request to the program). One message is one line of
+JSON.
 """
+import collections
+import importlib
 import json
 import math
 import os
+import sys
 import traceback
 
 MAX_LINE = 16 << 20
@@ -25,11 +37,20 @@ class WireError(Exception):
     """A message or value that is not plain data."""
 
 
-def encode(value, depth=0):
-    """A Python value as wire JSON; iterators are read to the end."""
+def encode(value, objects=None, depth=0):
+    """A Python value as wire JSON. What is not plain data goes to
+    `objects`, which describes it as a reference or answers None; then an
+    iterator is read to the end, and anything else cannot cross."""
     if depth > 200:
         raise WireError("the value is nested too deeply")
     inner = depth + 1
+
+    def each(values):
+        return [encode(v, objects, inner) for v in values]
+
+    def pairs(items):
+        return [[encode(k, objects, inner), encode(v, objects, inner)] for k, v in items]
+
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -40,31 +61,91 @@ def encode(value, depth=0):
         value = float(value)
         return value if math.isfinite(value) else {"float": repr(value)}
     if isinstance(value, complex):
-        return {"complex": [encode(value.real, inner), encode(value.imag, inner)]}
+        return {"complex": [encode(value.real), encode(value.imag)]}
     if isinstance(value, (bytes, bytearray)):
         return {"bytes": bytes(value).decode("latin-1")}
     if isinstance(value, list):
-        return [encode(v, inner) for v in value]
+        return each(value)
+    library = _library(value, each, pairs)
+    if library is not None:
+        return library
     if isinstance(value, tuple):
-        return {"tuple": [encode(v, inner) for v in value]}
+        return {"tuple": each(value)}
     if isinstance(value, frozenset):
-        return {"frozenset": [encode(v, inner) for v in value]}
+        return {"frozenset": each(value)}
     if isinstance(value, set):
-        return {"set": [encode(v, inner) for v in value]}
+        return {"set": each(value)}
     if isinstance(value, dict):
-        return {"dict": [[encode(k, inner), encode(v, inner)] for k, v in value.items()]}
+        return {"dict": pairs(value.items())}
     if isinstance(value, range):
         return {"range": [value.start, value.stop, value.step]}
     if isinstance(value, type({}.keys())):
-        return {"keys": [encode(v, inner) for v in value]}
+        return {"keys": each(value)}
     if isinstance(value, type({}.values())):
-        return {"values": [encode(v, inner) for v in value]}
+        return {"values": each(value)}
     if isinstance(value, type({}.items())):
-        return {"items": [[encode(k, inner), encode(v, inner)] for k, v in value]}
+        return {"items": pairs(value)}
+    described = objects(value) if objects is not None else None
+    if described is not None:
+        return {"object": described}
     if hasattr(value, "__next__"):
-        return {"iterator": [encode(v, inner) for v in value]}
-    raise WireError("a %s cannot cross to the checker: only plain data can"
-                    % type(value).__name__)
+        return {"iterator": each(value)}
+    raise WireError("a %s is not plain data and cannot cross" % type(value).__name__)
+
+
+# A defaultdict crosses with its factory when that is one of these.
+_FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple)}
+
+
+def _library(value, each, pairs):
+    """The standard library's value types, as data: their equality is the
+    library's, which the checker has too."""
+    if isinstance(value, tuple) and type(value) is not tuple and hasattr(type(value), "_fields"):
+        fields = [f for f in type(value)._fields if type(f) is str]
+        return {"namedtuple": [type(value).__name__, fields, each(value)]}
+    if isinstance(value, collections.Counter):
+        return {"counter": pairs(value.items())}
+    if isinstance(value, collections.OrderedDict):
+        return {"ordered": pairs(value.items())}
+    if isinstance(value, collections.defaultdict) and value.default_factory in _FACTORIES.values():
+        return {"defaultdict": [value.default_factory.__name__, pairs(value.items())]}
+    if isinstance(value, collections.deque):
+        return {"deque": [each(value), value.maxlen]}
+    # Only a module already loaded can have made the value: none is
+    # imported for nothing.
+    fractions, decimal, datetime = (sys.modules.get(m) for m in ("fractions", "decimal", "datetime"))
+    if fractions and isinstance(value, fractions.Fraction):
+        return {"fraction": [int(value.numerator), int(value.denominator)]}
+    if decimal and isinstance(value, decimal.Decimal):
+        return {"decimal": str(decimal.Decimal.__str__(value))}
+    if datetime and isinstance(value, datetime.timedelta):
+        return {"timedelta": [int(value.days), int(value.seconds), int(value.microseconds)]}
+    for kind in (datetime.datetime, datetime.date, datetime.time) if datetime else ():
+        if isinstance(value, kind):
+            return {kind.__name__: str(kind.isoformat(value))}
+    return None
+
+
+def _from(module, name):
+    """`module.name`, imported when a value first needs it."""
+    return getattr(importlib.import_module(module), name)
+
+
+_namedtuples = {}
+
+
+def _namedtuple(parts):
+    name, fields, values = parts
+    key = (_text(name), tuple(_text(f) for f in _checked(fields)))
+    if key not in _namedtuples:
+        _namedtuples[key] = collections.namedtuple(*key)
+    return _namedtuples[key](*_list(values))
+
+
+def _checked(items):
+    if type(items) is not list:
+        raise WireError("expected a list")
+    return items
 
 
 _TAGS = {
@@ -75,20 +156,53 @@ _TAGS = {
     "bytes": lambda text: _text(text).encode("latin-1"),
     "float": lambda name: float({"nan": "nan", "inf": "inf", "-inf": "-inf"}[_text(name)]),
     "complex": lambda parts: complex(*_numbers(parts)),
-    "range": lambda parts: range(*_ints(parts)),
+    "range": lambda parts: range(*_ints(parts, 3)),
     "iterator": lambda items: iter(_list(items)),
     "keys": lambda items: dict.fromkeys(_list(items)).keys(),
     "values": lambda items: dict(enumerate(_list(items))).values(),
     "items": lambda pairs: {_one(k): _one(v) for k, v in _pairs(pairs)}.items(),
+    "object": lambda body: _object(body),
+    "namedtuple": _namedtuple,
+    "deque": lambda parts: collections.deque(_list(parts[0]), _maxlen(parts[1])),
+    "counter": lambda pairs: collections.Counter({_one(k): _one(v) for k, v in _pairs(pairs)}),
+    "ordered": lambda pairs: collections.OrderedDict((_one(k), _one(v)) for k, v in _pairs(pairs)),
+    "defaultdict": lambda parts: collections.defaultdict(
+        _FACTORIES[_text(parts[0])], {_one(k): _one(v) for k, v in _pairs(parts[1])}),
+    "fraction": lambda parts: _from("fractions", "Fraction")(*_ints(parts, 2)),
+    "decimal": lambda text: _from("decimal", "Decimal")(_text(text)),
+    "timedelta": lambda parts: _from("datetime", "timedelta")(*_ints(parts, 3)),
+    "date": lambda text: _from("datetime", "date").fromisoformat(_text(text)),
+    "time": lambda text: _from("datetime", "time").fromisoformat(_text(text)),
+    "datetime": lambda text: _from("datetime", "datetime").fromisoformat(_text(text)),
 }
 
 
-def decode(data):
-    """Wire JSON (already parsed) as a Python value of built-in types only."""
+def _maxlen(value):
+    if value is not None and type(value) is not int:
+        raise WireError("expected an integer")
+    return value
+
+
+def decode(data, objects=None):
+    """Wire JSON (already parsed) as a Python value of built-in types only,
+    but for references, which `objects` turns into the side's stand-ins."""
+    global _objects
+    _objects = objects
     try:
         return _one(data)
     except RecursionError:
         raise WireError("the value is nested too deeply")
+
+
+# The hook of the decode under way; one thread per process, and a decode
+# never starts another.
+_objects = None
+
+
+def _object(body):
+    if _objects is None or type(body) is not dict:
+        raise WireError("an object cannot cross here")
+    return _objects(body)
 
 
 def _one(data):
@@ -104,7 +218,8 @@ def _one(data):
                 return _TAGS[tag](body)
             except WireError:
                 raise
-            except (TypeError, ValueError, KeyError, UnicodeError) as error:
+            except (TypeError, ValueError, KeyError, IndexError, ArithmeticError,
+                    UnicodeError) as error:
                 raise WireError("a malformed %s: %s" % (tag, error))
     raise WireError("not a value: %s" % json.dumps(data)[:80])
 
@@ -134,9 +249,9 @@ def _numbers(parts):
     return values
 
 
-def _ints(parts):
-    if type(parts) is not list or len(parts) != 3 or any(type(v) is not int for v in parts):
-        raise WireError("expected three integers")
+def _ints(parts, n):
+    if type(parts) is not list or len(parts) != n or any(type(v) is not int for v in parts):
+        raise WireError("expected %d integers" % n)
     return parts
 
 
