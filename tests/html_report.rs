@@ -7,6 +7,7 @@
 //! renders as text.
 //! Screenshots at 1280 and 390 px land in `target/browser/`.
 
+mod language;
 mod replay;
 
 use std::path::{Path, PathBuf};

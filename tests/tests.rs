@@ -80,6 +80,7 @@ mod managed_llama;
 mod managed_vllm;
 mod pool_llama;
 mod provider_wire;
+mod report_language;
 mod reports;
 mod resume_kill;
 mod rrr;

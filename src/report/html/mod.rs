@@ -45,13 +45,14 @@ pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Resul
     let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(js.as_bytes()));
     write!(
         out,
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!doctype html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          script-src 'sha256-{hash}'; style-src 'unsafe-inline'; img-src data:; \
          base-uri 'none'; form-action 'none'\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <title>harness report {}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n{BODY}",
+        v.ctx.lang.code(),
         escape(v.ctx.timestamp)
     )?;
     out.write_all(b"<script type=\"application/json\" id=\"report-data\">")?;
