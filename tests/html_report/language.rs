@@ -127,6 +127,16 @@ fn the_page_speaks_the_reports_language() {
         b.open(&html);
         assert_clean(&b);
         assert_eq!(b.eval("document.documentElement.lang"), json!(code));
+        let title = if code == "ru" {
+            "отчёт harness"
+        } else {
+            "harness report"
+        };
+        assert_eq!(
+            b.eval("document.title.split(' 2026')[0]"),
+            json!(title),
+            "{code}"
+        );
         let seen = visible_text(&mut b);
         for phrase in shown {
             assert!(seen.contains(phrase), "{code}: no {phrase:?} in\n{seen}");

@@ -13,6 +13,10 @@ pub(super) const HTML: &[(&str, &str)] = &[
     ("Compare runs", "Сравнение запусков"),
     ("Close", "Закрыть"),
     (
+        "This report draws its tables and charts with JavaScript, which is turned off. The Markdown report beside it has the same numbers.",
+        "Этот отчёт рисует таблицы и графики на JavaScript, а он выключен. В Markdown-отчёте рядом те же числа.",
+    ),
+    (
         "runs {0} · {1} UTC · {2} models · {3} categories · {4} records · harness {5}",
         "запуски {0} · {1} UTC · моделей: {2} · категорий: {3} · записей: {4} · harness {5}",
     ),
