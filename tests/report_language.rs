@@ -115,11 +115,14 @@ fn a_russian_run_prints_russian_reports_and_english_errors() {
     ];
     for ((var, value), flag, want) in cases {
         let mut cmd = ws.run_cmd(&["specs/sums.toml", "-m", "fake", "--runs", "3"]);
-        cmd.args(["--format", "csv"]).env(var, value);
+        cmd.args(["--format", "csv"]).env(var, value).env("COLUMNS", "80");
         cmd.args(flag.map(|l| ["--lang", l]).into_iter().flatten());
         let (code, out) = run(&mut cmd);
         assert_eq!(code, 0, "{out}");
         assert_eq!(language_of(&ws, &out), want, "{var}={value} {flag:?}");
+        // Russian phrases are longer: the summary still fits 80 columns.
+        let wide: Vec<&str> = out.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(wide.is_empty(), "{wide:#?}");
     }
     // Errors are not reports: they stay English.
     let mut cmd = harness(ws.path());
