@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::common::fake_server::{FakeServer, Reply, eval, expression};
-use crate::common::workspace::{Workspace, fake_workspace};
+use crate::common::workspace::{Workspace, fake_workspace, model_toml};
 use crate::common::{harness, run};
 
 /// A workspace with one finished run of the sums spec.
@@ -115,7 +115,9 @@ fn a_russian_run_prints_russian_reports_and_english_errors() {
     ];
     for ((var, value), flag, want) in cases {
         let mut cmd = ws.run_cmd(&["specs/sums.toml", "-m", "fake", "--runs", "3"]);
-        cmd.args(["--format", "csv"]).env(var, value).env("COLUMNS", "80");
+        cmd.args(["--format", "csv"])
+            .env(var, value)
+            .env("COLUMNS", "80");
         cmd.args(flag.map(|l| ["--lang", l]).into_iter().flatten());
         let (code, out) = run(&mut cmd);
         assert_eq!(code, 0, "{out}");
@@ -134,4 +136,28 @@ fn a_russian_run_prints_russian_reports_and_english_errors() {
     // A language the harness does not have is bad input.
     let (code, out) = run(harness(ws.path()).args(["report", "--lang", "de", "latest"]));
     assert_eq!(code, 2, "{out}");
+}
+
+#[test]
+fn error_causes_are_summed_up_in_russian_and_the_error_line_stays_english() {
+    let fake = FakeServer::start(|_| Reply::Status(500, None));
+    let ws = Workspace::new();
+    ws.write("specs/sums.toml", crate::compare_runs::SPEC);
+    let table = model_toml(
+        "m",
+        "openai",
+        "served",
+        &fake.openai_base(),
+        "max_retries = 0",
+    );
+    ws.write("harness.toml", &table);
+    let mut cmd = ws.run_cmd(&["specs/sums.toml", "-m", "m", "--runs", "2"]);
+    cmd.env("LANG", "ru_RU.UTF-8");
+    let (code, out) = run(&mut cmd);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("2 из 2 ответов — ошибки"), "{out}");
+    assert!(
+        out.contains("error: 2 of 2 answers are errors (exit 4)"),
+        "{out}"
+    );
 }

@@ -75,11 +75,7 @@ pub(super) fn print_errors(report: &ReportOutput) {
     if report.errors == 0 {
         return;
     }
-    let head = format!(
-        "{} of {} answers are errors (a failed request or generation, no verdict); most common causes:",
-        report.errors, report.answers
-    );
-    print!("{}", crate::text::wrap(&head, 80));
+    print!("{}", crate::text::wrap(&report.errors_heading(), 80));
     for c in report.error_causes.iter().take(CAUSES_SHOWN) {
         let at = c
             .endpoint
@@ -93,7 +89,7 @@ pub(super) fn print_errors(report: &ReportOutput) {
     }
     let more = report.error_causes.len().saturating_sub(CAUSES_SHOWN);
     if more > 0 {
-        println!("  and {more} more causes: the Markdown report lists every error");
+        println!("  {}", report.more_causes(more));
     }
 }
 

@@ -215,6 +215,21 @@ pub struct ReportOutput {
     pub errors: u64,
     /// Why they failed: counts by cause and endpoint, most first.
     pub error_causes: Vec<ErrorCause>,
+    /// The language of the reports.
+    pub lang: crate::text::Lang,
+}
+
+impl ReportOutput {
+    /// The line over the error causes: how many answers are errors.
+    pub fn errors_heading(&self) -> String {
+        let w = lang::words(self.lang);
+        lang::fill(w.t.errors, &[&self.errors, &self.answers])
+    }
+
+    /// The line under the error causes shown: `more` causes left out.
+    pub fn more_causes(&self, more: usize) -> String {
+        lang::fill(lang::words(self.lang).t.errors_more, &[&more])
+    }
 }
 
 /// The files a report writes.
@@ -279,7 +294,10 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let reports_dir = ctx.results_dir.join("reports");
     fs::create_dir_all(&raw_dir)?;
     fs::create_dir_all(&reports_dir)?;
-    let mut out = ReportOutput::default();
+    let mut out = ReportOutput {
+        lang: ctx.lang,
+        ..ReportOutput::default()
+    };
 
     // One pass over the records feeds both the metrics and the raw files.
     let mut builder = MetricsBuilder::new();

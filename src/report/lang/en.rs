@@ -201,5 +201,7 @@ pub(super) const EN: Words = Words {
         ],
         judge: "judge {} on {} / {} / {}, rubric {}: {} judged, {} judge errors, mean {}, spread {}",
         judge_mixed: "judged by different judges or rubrics: their scores are not comparable and are shown apart",
+        errors: "{} of {} answers are errors (a failed request or generation, no verdict); most common causes:",
+        errors_more: "and {} more causes: the Markdown report lists every error",
     },
 };

@@ -244,6 +244,10 @@ pub(crate) struct Terminal {
     pub judge: &'static str,
     /// Judges or rubrics differ.
     pub judge_mixed: &'static str,
+    /// `{errors} of {answers} answers are errors ...; most common causes:`.
+    pub errors: &'static str,
+    /// `and {} more causes`, all in the Markdown report.
+    pub errors_more: &'static str,
 }
 
 /// The phrases of `lang`.
@@ -304,6 +308,8 @@ mod tests {
             (en.t.by, ru.t.by),
             (en.t.sampled_by, ru.t.sampled_by),
             (en.t.no_baseline, ru.t.no_baseline),
+            (en.t.errors, ru.t.errors),
+            (en.t.errors_more, ru.t.errors_more),
         ];
         for (a, b) in pairs {
             assert_eq!(holes(a), holes(b), "{a} / {b}");
