@@ -241,6 +241,46 @@ pub fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String
     s
 }
 
+/// The language a report set is written in (`[report] language`, `--lang`):
+/// model text is never translated, machine formats (JSON keys, raw files) never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    /// English.
+    #[default]
+    En,
+    /// Russian.
+    Ru,
+}
+
+impl Lang {
+    /// The locale's language: the first of `LC_ALL`, `LC_MESSAGES`, `LANG`
+    /// that `var` finds set and non-empty (POSIX precedence); Russian when it
+    /// starts with `ru`, English otherwise or when none is set.
+    pub fn from_locale(var: impl Fn(&str) -> Option<String>) -> Lang {
+        let locale = ["LC_ALL", "LC_MESSAGES", "LANG"]
+            .into_iter()
+            .find_map(|name| var(name).filter(|v| !v.is_empty()));
+        match locale {
+            Some(l) if l.starts_with("ru") => Lang::Ru,
+            _ => Lang::En,
+        }
+    }
+
+    /// The process environment's locale language ([`Lang::from_locale`]).
+    pub fn from_env() -> Lang {
+        Lang::from_locale(|name| std::env::var(name).ok())
+    }
+
+    /// The ISO 639-1 code: `en`, `ru`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Ru => "ru",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,5 +327,29 @@ mod tests {
         assert_eq!(visible("a\u{1b}[1m\r\n\tb"), "a\\u001B[1m\\u000D\n\tb");
         assert_eq!(visible("\u{9b}2J\u{7}\u{202E}"), "\\u009B2J\\u0007\\u202E");
         assert_eq!(visible_line("a\nb\tc\u{1b}"), "a\\nb\tc\\u001B");
+    }
+
+    #[test]
+    fn the_locale_picks_the_language_in_posix_order() {
+        let cases: [(&[(&str, &str)], Lang); 7] = [
+            (&[], Lang::En),
+            (&[("LANG", "C")], Lang::En),
+            (&[("LANG", "ru_RU.UTF-8")], Lang::Ru),
+            (
+                &[("LANG", "ru_RU.UTF-8"), ("LC_ALL", "en_US.UTF-8")],
+                Lang::En,
+            ),
+            (&[("LANG", "en_US"), ("LC_MESSAGES", "ru_RU")], Lang::Ru),
+            (&[("LANG", "ru_RU"), ("LC_ALL", "")], Lang::Ru),
+            (&[("LC_ALL", "ru"), ("LC_MESSAGES", "C")], Lang::Ru),
+        ];
+        for (env, want) in cases {
+            let got = Lang::from_locale(|name| {
+                env.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            });
+            assert_eq!(got, want, "{env:?}");
+        }
     }
 }

@@ -110,7 +110,7 @@ fn a_worse_run_is_called_worse_with_its_regressions_first() {
     );
     let md = std::fs::read_to_string(html.with_extension("md")).unwrap();
     assert!(
-        md.contains("## Сравнение Запусков") && md.contains("**Регрессии"),
+        md.contains("## Run Comparison") && md.contains("**Regressions"),
         "{md}"
     );
 

@@ -4,9 +4,11 @@
 //! a journal of hostile answers, opened from `file://`. Each test asserts no
 //! console errors and no network request, the numbers the page shows against
 //! the other reports, the filters, the drill-down, and that model output
-//! renders as text.
+//! renders as text; the page in the report's language and a heatmap of 16
+//! categories at 1280×800 (`language`).
 //! Screenshots at 1280 and 390 px land in `target/browser/`.
 
+mod language;
 mod replay;
 
 use std::path::{Path, PathBuf};

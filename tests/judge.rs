@@ -137,7 +137,7 @@ fn judged_run_scores_levels_reasks_and_records_judge_errors_then_reruns_from_cac
     let results = ws.path().join("results");
     let md = report(&results, "", "md");
     let hash = judge_of(eiffel)["rubric"].as_str().unwrap();
-    assert!(md.contains("## Оценки Судьи") && md.contains(hash), "{md}");
+    assert!(md.contains("## Judge Scores") && md.contains(hash), "{md}");
     let csv = report(&results, "", "csv");
     assert!(csv.contains(&format!("рубрика:j@{hash}=3/1")), "{csv}");
     assert!(out.contains("judge j on m / "), "{out}");

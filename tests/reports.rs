@@ -6,6 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use harness::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
+use harness::text::Lang;
 use serde_json::Value;
 
 use crate::common::alone::{in_own_process, test_name};
@@ -29,8 +30,18 @@ fn specs() -> Vec<SpecInfo> {
     .to_vec()
 }
 
-/// Builds every format from `journals` (run ids `runs`) into a fresh directory.
+/// Builds every format from `journals` (run ids `runs`) into a fresh directory, in English.
 fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, tempfile::TempDir) {
+    build_in(Lang::En, runs, journals, color)
+}
+
+/// [`build`] in `lang`.
+fn build_in(
+    lang: Lang,
+    runs: &[&str],
+    journals: Vec<PathBuf>,
+    color: bool,
+) -> (ReportOutput, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let run_ids: Vec<String> = runs.iter().map(|r| r.to_string()).collect();
     let models = vec!["qwen3:8b".to_owned(), "gpt-4o-mini".to_owned()];
@@ -41,6 +52,7 @@ fn build(runs: &[&str], journals: Vec<PathBuf>, color: bool) -> (ReportOutput, t
         file_stamp: STAMP,
         formats: &[Format::Json, Format::Csv, Format::Junit, Format::Csv],
         color,
+        lang,
         ..ReportContext::new(dir.path(), &models, &specs, &journals)
     };
     (write_reports(&ctx).unwrap(), dir)
@@ -93,10 +105,60 @@ fn report_files_land_under_results_reports() {
     assert_eq!(out.files.extra.len(), 3);
 }
 
+/// The fixture journal's one run, its reports in `lang`.
+fn one_run_in(lang: Lang) -> (ReportOutput, tempfile::TempDir) {
+    build_in(lang, &["r1"], vec![fixture()], false)
+}
+
+/// The Russian Markdown report: the «Базовый Контроль» layout, byte for byte.
 #[test]
 fn markdown_report() {
-    let (out, _dir) = one_run();
-    insta::assert_snapshot!(read(&out.files.markdown));
+    let (out, _dir) = one_run_in(Lang::Ru);
+    let md = read(&out.files.markdown);
+    for line in [
+        "# Отчет о Тестировании LLM\n",
+        "**Дата и время:** 2026-11-21 22:30:00\n",
+        "**Протестированные модели:** `qwen3:8b`, `gpt-4o-mini`\n",
+        "## Сводная Таблица Результатов\n",
+        "| Модель / Категория | Простая логика | Извлечение \"JSON\", поля | Арифметика | **ИТОГО** |",
+        "## Детальный Анализ\n",
+    ] {
+        assert!(md.contains(line), "{line}");
+    }
+    assert!(!md.contains("Точность"), "{md}");
+    insta::assert_snapshot!(md);
+}
+
+/// The English Markdown report: the same layout in English.
+#[test]
+fn markdown_report_en() {
+    let (out, _dir) = one_run_in(Lang::En);
+    let md = read(&out.files.markdown);
+    for line in [
+        "# LLM Test Report\n",
+        "## Summary of Results\n",
+        "## Detailed Analysis\n",
+    ] {
+        assert!(md.contains(line), "{line}");
+    }
+    // Model text stays as the model wrote it: only the phrases change.
+    assert!(
+        !md.contains("Сильные стороны") && !md.contains("Ожидалось"),
+        "{md}"
+    );
+    insta::assert_snapshot!(md);
+}
+
+#[test]
+fn csv_report_ru() {
+    let (out, _dir) = one_run_in(Lang::Ru);
+    insta::assert_snapshot!(extra(&out, "csv").replace("\r\n", "⏎\n"));
+}
+
+#[test]
+fn terminal_table_ru() {
+    let (out, _dir) = one_run_in(Lang::Ru);
+    insta::assert_snapshot!(out.terminal);
 }
 
 #[test]
@@ -261,7 +323,7 @@ fn no_journals_still_make_a_report() {
     let (out, _dir) = build(&[], Vec::new(), false);
     let md = read(&out.files.markdown);
     assert!(md.contains("| **qwen3:8b**"), "{md}");
-    assert!(md.contains("Нет записей."), "{md}");
+    assert!(md.contains("No records."), "{md}");
     assert_eq!(read(&out.files.raw[0]), "[]\n");
 }
 

@@ -196,7 +196,7 @@ fn a_run_reports_accuracy_per_split_and_writes_the_rrr_csv() {
     insta::assert_snapshot!("rrr_csv", stable.join("\n"));
 
     let md = file("report_", "md");
-    assert!(md.contains("## Результаты по Группам"), "{md}");
+    assert!(md.contains("## Results by Group"), "{md}");
     assert!(md.contains("| **llama3.1:8b-instruct-q4_K_M** | 66.7% ±36.5 (2/3) | 100.0% ±32.9 (2/2) | 50.0% ±40.5 (1/2) | 0.0% ±39.7 (0/1) |"), "{md}");
     let csv = file("report_", "csv");
     assert!(csv.contains(",split=routes_5,,"), "{csv}");

@@ -262,7 +262,7 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
     assert_eq!(cell["per_problem"][0]["n_total"], 4);
     let md = file("md");
     assert!(
-        md.contains("**Лучшая модель:** `good`; базовая: `base`"),
+        md.contains("**Best model:** `good`; baseline: `base`"),
         "{md}"
     );
     assert!(md.contains("+50.0 pp"), "{md}");

@@ -54,7 +54,7 @@ pub(crate) fn report_numbers(results: &Path, ext: &str) -> String {
     reports.sort();
     let text = fs::read_to_string(reports.last().expect("a report")).unwrap();
     text.lines()
-        .filter(|l| !l.contains("**Дата и время:**") && !l.contains("**Запуски:**"))
+        .filter(|l| !l.contains("**Date and time:**") && !l.contains("**Runs:**"))
         .collect::<Vec<_>>()
         .join("\n")
 }

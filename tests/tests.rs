@@ -32,7 +32,8 @@
 //!   `sandbox_hostile` (in a process of its own).
 //! - Model text on the terminal: `terminal_escapes`.
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
-//!   is `#[ignore]`d: run it with `--release -- --ignored`).
+//!   is `#[ignore]`d: run it with `--release -- --ignored`); their language
+//!   (`--lang`, `[report] language`, the locale): `report_language`.
 //! - The HTML report in headless Chromium (`common::browser`, Debian's
 //!   `chromium`; skipped without it unless `CI` or `HARNESS_E2E` is set):
 //!   `html_report` (the shipped replay, a sampled spec, hostile answers) and
@@ -85,6 +86,7 @@ mod managed_llama;
 mod managed_vllm;
 mod pool_llama;
 mod provider_wire;
+mod report_language;
 mod reports;
 mod resume_kill;
 mod rrr;

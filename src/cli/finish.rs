@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::exit::{Exit, fail};
+use crate::config::Config;
 use crate::golden::transcript::{
     TranscriptLine, compare_transcripts, read_transcript, render_transcript, transcript_path,
 };
 use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
 use crate::run::{self, Manifest};
 use crate::spec::Spec;
+use crate::text::Lang;
 
 /// The options of the commands that end a run (`run`, `merge`): the report
 /// formats, the golden comparison, and whether request errors fail the run.
@@ -30,6 +32,37 @@ pub struct FinishArgs {
     /// Exit 0 even when some requests failed and their instances have no verdict.
     #[arg(long)]
     pub allow_errors: bool,
+    /// The reports' language.
+    #[command(flatten)]
+    pub lang: LangArg,
+}
+
+/// `--lang`: the language of the reports, over `harness.toml`'s `[report] language`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LangArg {
+    /// Report language (default: `[report] language` in harness.toml, else the locale: `ru*` gives Russian).
+    #[arg(long = "lang", value_enum, value_name = "LANG")]
+    pub lang: Option<Lang>,
+}
+
+impl LangArg {
+    /// The flag, else the configuration's `[report] language`, else the locale's.
+    pub fn resolve(&self, config: Option<&Config>) -> Lang {
+        self.lang
+            .or_else(|| config.and_then(|c| c.report.language))
+            .unwrap_or_else(Lang::from_env)
+    }
+
+    /// [`LangArg::resolve`] with `./harness.toml` when there is one; a
+    /// configuration that does not parse is left to the commands that need it.
+    pub fn resolve_here(&self) -> Lang {
+        let config = self
+            .lang
+            .is_none()
+            .then(|| Config::load(Path::new("harness.toml"), false).ok())
+            .flatten();
+        self.resolve(config.as_ref())
+    }
 }
 
 /// Causes of error records shown on the terminal; the report lists every record.
@@ -42,11 +75,7 @@ pub(super) fn print_errors(report: &ReportOutput) {
     if report.errors == 0 {
         return;
     }
-    let head = format!(
-        "{} of {} answers are errors (a failed request or generation, no verdict); most common causes:",
-        report.errors, report.answers
-    );
-    print!("{}", crate::text::wrap(&head, 80));
+    print!("{}", crate::text::wrap(&report.errors_heading(), 80));
     for c in report.error_causes.iter().take(CAUSES_SHOWN) {
         let at = c
             .endpoint
@@ -60,7 +89,7 @@ pub(super) fn print_errors(report: &ReportOutput) {
     }
     let more = report.error_causes.len().saturating_sub(CAUSES_SHOWN);
     if more > 0 {
-        println!("  and {more} more causes: the Markdown report lists every error");
+        println!("  {}", report.more_causes(more));
     }
 }
 
@@ -76,6 +105,8 @@ pub(super) struct Finish<'a> {
     pub bless: bool,
     /// Color the terminal output.
     pub color: bool,
+    /// The reports' language.
+    pub lang: Lang,
 }
 
 impl Finish<'_> {
@@ -124,6 +155,7 @@ impl Finish<'_> {
             baseline: self.baseline,
             golden: Some(&self.args.golden),
             currency: &manifest.currency,
+            lang: self.lang,
         };
         write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
     }

@@ -100,6 +100,7 @@ fn merge_runs(args: &MergeArgs, color: bool) -> Result<Exit, Exit> {
         baseline: None,
         bless: false,
         color,
+        lang: args.finish.lang.resolve_here(),
     };
     let report = finish.reports(
         &manifest,

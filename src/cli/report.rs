@@ -23,6 +23,9 @@ pub struct ReportArgs {
     /// Compare every model against this one on sampled specs (a model name).
     #[arg(long)]
     pub baseline: Option<String>,
+    /// The reports' language.
+    #[command(flatten)]
+    pub lang: super::finish::LangArg,
 }
 
 /// Runs `harness report`.
@@ -96,6 +99,7 @@ pub fn run(args: &ReportArgs, color: bool) -> Exit {
         baseline: args.baseline.as_deref(),
         golden: golden.as_deref(),
         currency: currency.as_deref().unwrap_or("USD"),
+        lang: args.lang.resolve_here(),
     };
     match write_reports(&ctx) {
         Ok(out) => {

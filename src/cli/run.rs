@@ -243,6 +243,8 @@ struct Prepared {
     file_stamp: String,
     /// The budget: the flags, else harness.toml's `[run]`.
     limits: run::Limits,
+    /// The reports' language: `--lang`, else harness.toml's `[report]`, else the locale's.
+    lang: crate::text::Lang,
 }
 
 /// Loads the configuration, then the plan: a new one, or the resumed run's.
@@ -278,6 +280,7 @@ fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
         created,
         file_stamp,
         limits,
+        lang: args.finish.lang.resolve(Some(&config)),
     })
 }
 
@@ -328,6 +331,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         created,
         file_stamp,
         limits,
+        lang,
     } = prepare(args, color)?;
     preflight(&specs, manifest.runs, color)?;
     if specs.iter().any(|s| s.rules.needs_sandbox()) || crate::sandbox::is_unsandboxed() {
@@ -391,6 +395,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         baseline: args.baseline.as_deref(),
         bless: args.bless,
         color,
+        lang,
     };
     let report = finish.reports(&manifest, &specs, &journal_path, &created, &file_stamp)?;
     print!("{}", report.terminal);

@@ -26,6 +26,9 @@ pub struct Config {
     /// Run defaults.
     #[serde(default)]
     pub run: RunDefaults,
+    /// Report defaults.
+    #[serde(default)]
+    pub report: ReportDefaults,
     /// Named models.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
@@ -41,6 +44,7 @@ impl Default for Config {
         Config {
             currency: default_currency(),
             run: RunDefaults::default(),
+            report: ReportDefaults::default(),
             models: BTreeMap::new(),
             judge: None,
             path: None,
@@ -69,6 +73,14 @@ pub struct RunDefaults {
     pub max_cost: Option<f64>,
     /// The most tokens a run may use (`--max-tokens-total` overrides).
     pub max_tokens_total: Option<u64>,
+}
+
+/// `[report]`: how reports are written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportDefaults {
+    /// The language of every report (`en`, `ru`; `--lang` overrides; default: the locale's).
+    pub language: Option<crate::text::Lang>,
 }
 
 /// `[models.<name>]`.

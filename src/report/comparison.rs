@@ -256,16 +256,17 @@ pub(crate) fn hat_ks(c: &Comparison) -> Vec<u32> {
 /// tier and change against the baseline per model (pass^k, which needs the room,
 /// is in the Markdown and HTML reports), then the report-only rules and mean
 /// accuracy / pass@(largest k) per group.
-pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
+pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, color: bool) -> String {
+    use super::lang::fill;
     let has_maj = c.models.iter().any(|l| l.maj.is_some());
-    let mut header = vec!["model".to_owned(), "pass rate".to_owned()];
+    let mut header = vec![w.model.to_owned(), w.pass_rate.to_owned()];
     header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
     if has_maj {
         header.push("maj".to_owned());
     }
-    header.push("tier".to_owned());
+    header.push(w.t.tier.to_owned());
     if c.baseline.is_some() {
-        header.push("vs baseline".to_owned());
+        header.push(w.t.vs_baseline.to_owned());
     }
     let rate = |p: Option<f64>| -> Cell { (p.map_or(NONE.into(), percent), p) };
     let rows: Vec<Vec<Cell>> = c
@@ -284,18 +285,18 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
             row
         })
         .collect();
-    let heading = super::fit::wrap(&format!("{} (sampled):", c.title), super::fit::WIDTH);
+    let heading = super::fit::wrap(&fill(w.t.sampled, &[&c.title]), super::fit::WIDTH);
     let mut out = format!(
         "\n{heading}{}",
-        fitted(&header, &rows, color, Some("metric"))
+        fitted(&header, &rows, color, Some(w.t.metric))
     );
-    let best = best_line(c);
+    let best = best_line(w, c);
     if !best.is_empty() {
         out += &super::fit::wrap(&best, super::fit::WIDTH);
     }
     for (rule, lines) in alongside(c) {
-        let heading = format!("{}: {rule} (report only):", c.title);
-        let mut header = vec!["model".to_owned(), "pass rate".to_owned()];
+        let heading = fill(w.t.report_only, &[&c.title, &rule]);
+        let mut header = vec![w.model.to_owned(), w.pass_rate.to_owned()];
         header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
         let rows: Vec<Vec<Cell>> = lines
             .iter()
@@ -308,15 +309,17 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
         let heading = super::fit::wrap(&heading, super::fit::WIDTH);
         out += &format!(
             "\n{heading}{}",
-            fitted(&header, &rows, color, Some("metric"))
+            fitted(&header, &rows, color, Some(w.t.metric))
         );
     }
     let top = c.ks.last().copied();
     for (var, values) in c.group_columns() {
-        let label = top.map_or("pass rate".to_owned(), |k| format!("pass rate / pass@{k}"));
-        let heading =
-            super::fit::wrap(&format!("{} by {var}: {label}", c.title), super::fit::WIDTH);
-        let header = header_row("model", values.iter().map(|v| (*v).clone()));
+        let label = top.map_or(w.pass_rate.to_owned(), |k| {
+            format!("{} / pass@{k}", w.pass_rate)
+        });
+        let heading = fill(w.t.sampled_by, &[&c.title, &var, &label]);
+        let heading = super::fit::wrap(&heading, super::fit::WIDTH);
+        let header = header_row(w.model, values.iter().map(|v| (*v).clone()));
         let rows: Vec<Vec<Cell>> = c
             .models
             .iter()
@@ -337,14 +340,14 @@ pub(crate) fn terminal(c: &Comparison, color: bool) -> String {
 
 /// The best-model line: the model ranked alone at the top, or that none is
 /// significantly better; the baseline after it when one is set.
-pub(crate) fn best_line(c: &Comparison) -> String {
+pub(crate) fn best_line(w: &super::lang::Words, c: &Comparison) -> String {
     let mut out = match &c.best {
-        Some(best) => format!("best: {best}"),
-        None if c.models.len() > 1 => "best: none (no model is significantly better)".to_owned(),
+        Some(best) => super::lang::fill(w.t.best, &[best]),
+        None if c.models.len() > 1 => w.t.best_none.to_owned(),
         None => return String::new(),
     };
     if let Some(base) = &c.baseline {
-        out += &format!(" (baseline: {base})");
+        out += &super::lang::fill(w.t.baseline, &[base]);
     }
     out
 }

@@ -66,19 +66,15 @@ pub(super) fn terminal(v: &View) -> String {
         return String::new();
     };
     let currency = v.ctx.currency;
-    let mut header = vec![format!("cost ({currency})")];
+    let w = &v.words().t;
+    let mut header = vec![super::lang::fill(w.cost, &[&currency])];
     header.extend(v.specs.iter().map(|s| s.title.clone()));
-    header.extend(["total", "judge", "cache saved", "per correct"].map(str::to_owned));
+    header.extend(w.cost_header.map(str::to_owned));
     let rows: Vec<Vec<(String, Option<f64>)>> = rows(v)
         .into_iter()
         .map(|r| r.into_iter().map(|c| (c, None)).collect())
         .collect();
-    let words = [
-        "run cost",
-        "judge",
-        "saved by the cache",
-        "answers estimated with the tokenizer (≈)",
-    ];
+    let words = w.cost_run;
     format!(
         "\n{}{}\n",
         // Categories across do not fit 80 columns: fitted pivots or splits them.
@@ -93,14 +89,13 @@ pub(super) fn markdown(v: &View) -> String {
         return String::new();
     };
     let currency = v.ctx.currency;
-    let mut s = String::from("\n## Стоимость\n\n");
-    let _ = writeln!(
-        s,
-        "Суммы в {currency}; «≈» — токены оценены токенизатором (сервер их не сообщил); «—» — у модели нет цены.\n"
-    );
-    let mut header = vec!["Модель".to_owned()];
+    let words = v.words();
+    let w = &words.md;
+    let mut s = String::from(w.cost);
+    let _ = writeln!(s, "{}", super::lang::fill(w.cost_note, &[&currency]));
+    let mut header = vec![super::capitalized(words.model)];
     header.extend(v.specs.iter().map(|s| md_cell(&s.title)));
-    header.extend(["Всего", "Судья", "Сэкономлено кэшем", "За верный ответ"].map(str::to_owned));
+    header.extend(w.cost_header.map(str::to_owned));
     let rows: Vec<Vec<String>> = rows(v)
         .into_iter()
         .map(|mut r| {
@@ -111,13 +106,7 @@ pub(super) fn markdown(v: &View) -> String {
     let mut center = vec![true; header.len()];
     center[0] = false;
     s.push_str(&table(&header, &center, &rows));
-    let words = [
-        "**Стоимость запуска**",
-        "судья",
-        "сэкономлено кэшем",
-        "оценено токенизатором",
-    ];
-    let _ = writeln!(s, "\n{}.", run_line(&run, currency, words));
+    let _ = writeln!(s, "\n{}.", run_line(&run, currency, w.cost_run));
     s
 }
 

@@ -8,7 +8,8 @@
 //! hash. The statistics come last: the 95% interval of `score` and its method
 //! (`wilson`, `bootstrap`), and for spec
 //! rows the model's tie-group rank in the spec and its paired difference from
-//! the spec's best model with interval and p-value.
+//! the spec's best model with interval and p-value. The header row is in
+//! the report's language; these are its English names.
 
 use super::View;
 use crate::text::num;
@@ -22,47 +23,6 @@ fn method(m: Method) -> &'static str {
     }
 }
 
-const HEADER: [&str; 38] = [
-    "model",
-    "spec",
-    "title",
-    "total",
-    "passed",
-    "headline",
-    "score",
-    "pass_rate",
-    "mean_score",
-    "valid",
-    "errors",
-    "cached",
-    "latency_mean_ms",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "tokens_in_sum",
-    "tokens_in_mean",
-    "tokens_out_sum",
-    "tokens_out_mean",
-    "tokens_per_sec",
-    "model_category_mean",
-    "failures",
-    "cost",
-    "cost_estimated",
-    "cost_saved",
-    "judge_cost",
-    "cost_per_correct",
-    "currency",
-    "group",
-    "judges",
-    "score_low",
-    "score_high",
-    "interval",
-    "rank",
-    "vs_best_difference",
-    "vs_best_low",
-    "vs_best_high",
-    "vs_best_p",
-];
-
 /// A field quoted when it holds a comma, quote, CR or LF; quotes doubled.
 pub(crate) fn field(s: &str) -> String {
     if s.contains([',', '"', '\r', '\n']) {
@@ -74,7 +34,8 @@ pub(crate) fn field(s: &str) -> String {
 
 /// The CSV report.
 pub(crate) fn render(v: &View) -> String {
-    let mut out = HEADER.join(",");
+    let header: Vec<String> = v.words().csv_header.iter().map(|h| field(h)).collect();
+    let mut out = header.join(",");
     out.push_str("\r\n");
     for m in v.models {
         let mean = num(v.summary.category_mean(m), 4, "");

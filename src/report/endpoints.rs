@@ -42,10 +42,7 @@ pub(super) fn terminal(v: &View) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let header = [
-        "pool", "endpoint", "requests", "errors", "mean ms", "p50 ms", "p95 ms",
-    ]
-    .map(str::to_owned);
+    let header = v.words().t.pools_header.map(str::to_owned);
     let rows: Vec<Vec<super::fit::Cell>> = rows
         .into_iter()
         .map(|r| r.iter().map(|c| (crate::text::visible(c), None)).collect())
@@ -59,21 +56,10 @@ pub(super) fn markdown(v: &View) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut s = String::from("\n## Эндпоинты пулов\n\n");
-    let _ = writeln!(
-        s,
-        "Запросы каждой реплики модели с несколькими эндпоинтами; задержка — по ответам, полученным в этом запуске (мс).\n"
-    );
-    let header = [
-        "Модель",
-        "Эндпоинт",
-        "Запросы",
-        "Ошибки",
-        "Среднее",
-        "p50",
-        "p95",
-    ]
-    .map(str::to_owned);
+    let w = &v.words().md;
+    let mut s = String::from(w.pools);
+    let _ = writeln!(s, "{}", w.pools_note);
+    let header = w.pools_header.map(str::to_owned);
     let rows: Vec<Vec<String>> = rows
         .into_iter()
         .map(|r| r.iter().map(|c| md_cell(c)).collect())

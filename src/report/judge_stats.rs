@@ -59,43 +59,30 @@ fn cells(r: &Row) -> [String; 10] {
     ]
 }
 
-const WARNING: &str =
-    "judged by different judges or rubrics: their scores are not comparable and are shown apart";
-
 /// The Markdown section (empty when nothing was judged).
 pub(crate) fn markdown(v: &View) -> String {
     let rows = rows(v);
     if rows.is_empty() {
         return String::new();
     }
-    let mut s = String::from("\n## Оценки Судьи\n\n");
-    let header = [
-        "Модель",
-        "Категория",
-        "Правило",
-        "Судья",
-        "Рубрика",
-        "Оценено",
-        "Ошибки судьи",
-        "Средний скор",
-        "Средний разброс",
-        "Расхождения",
-    ]
-    .map(str::to_owned);
+    let w = &v.words().md;
+    let mut s = String::from(w.judge);
+    let header = w.judge_header.map(str::to_owned);
     let center: Vec<bool> = (0..header.len()).map(|i| i >= 5).collect();
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| cells(r).map(|c| md_cell(&c)).to_vec())
         .collect();
     s.push_str(&table(&header, &center, &cells));
-    s.push_str("\nСредний скор — по ответам, получившим уровень; ошибки судьи в нём не участвуют (в сводной таблице они считаются нулём). Рубрика — хэш уровней и шаблона промпта судьи.\n");
+    s.push_str(w.judge_note);
     for r in rows.iter().filter(|r| r.mixed) {
         let _ = writeln!(
             s,
-            "\n**⚠ {} / {} / {}:** {WARNING}.",
+            "\n**⚠ {} / {} / {}:** {}.",
             md_cell(r.model),
             md_cell(r.spec),
-            md_cell(&r.stat.key.rule)
+            md_cell(&r.stat.key.rule),
+            w.judge_mixed
         );
     }
     s
@@ -103,26 +90,27 @@ pub(crate) fn markdown(v: &View) -> String {
 
 /// The terminal lines (empty when nothing was judged), wrapped to 80 columns.
 pub(crate) fn terminal(v: &View) -> String {
+    let w = &v.words().t;
     let mut out = String::new();
     for r in rows(v) {
         let s = r.stat;
-        let line = format!(
-            "judge {} on {} / {} / {}, rubric {}: {} judged, {} judge errors, mean {}, spread {}{}",
-            s.key.judge,
-            r.model,
-            r.spec,
-            s.key.rule,
-            s.key.rubric,
-            s.judged,
-            s.errors,
-            s.mean_score.map_or("—".into(), percent),
-            num(s.mean_spread, 2, "—"),
-            if r.mixed {
-                format!(" — {WARNING}")
-            } else {
-                String::new()
-            },
+        let mut line = super::lang::fill(
+            w.judge,
+            &[
+                &s.key.judge,
+                &r.model,
+                &r.spec,
+                &s.key.rule,
+                &s.key.rubric,
+                &s.judged,
+                &s.errors,
+                &s.mean_score.map_or("—".into(), percent),
+                &num(s.mean_spread, 2, "—"),
+            ],
         );
+        if r.mixed {
+            line += &format!(" — {}", w.judge_mixed);
+        }
         out += &super::fit::wrap(&crate::text::visible(&line), super::fit::WIDTH);
     }
     out

@@ -1,11 +1,14 @@
-//! `results/reports/report_<stamp>.md`: the Russian report users of the
-//! «Базовый Контроль» checks expect (its headings fixed), followed by per-model tables, the analysis and failing instances.
+//! `results/reports/report_<stamp>.md`: in Russian, the report users of the
+//! «Базовый Контроль» checks expect (its headings fixed); in English, the same
+//! layout. Then per-model tables, the analysis and failing instances. Every
+//! phrase comes from the report language's table ([`super::lang`]).
 
 use std::fmt::Write as _;
 
 use crate::metrics::{Example, Metrics};
 
 use super::View;
+use super::lang::fill;
 use super::terminal::with_interval;
 use crate::text::{code_block, header_row, inline_code, md_cell, num, one_line, percent, table};
 
@@ -19,15 +22,16 @@ pub(crate) fn render(v: &View) -> String {
     let mut s = String::new();
     let models: Vec<String> = v.models.iter().map(|m| inline_code(m)).collect();
     let runs: Vec<String> = v.ctx.run_ids.iter().map(|r| inline_code(r)).collect();
-    s.push_str("# Отчет о Тестировании LLM\n\n");
+    let w = &v.words().md;
+    s.push_str(w.title);
     // Separate paragraphs, so renderers keep one fact per line.
-    let _ = writeln!(s, "**Дата и время:** {}\n", v.ctx.timestamp);
-    let _ = writeln!(s, "**Протестированные модели:** {}\n", models.join(", "));
-    let _ = writeln!(s, "**Запуски:** {}\n", runs.join(", "));
+    let _ = writeln!(s, "{} {}\n", w.date, v.ctx.timestamp);
+    let _ = writeln!(s, "{} {}\n", w.models, models.join(", "));
+    let _ = writeln!(s, "{} {}\n", w.runs, runs.join(", "));
     if let Some(line) = super::sandbox_line(v.ctx) {
-        let _ = writeln!(s, "**Песочница:** {line}\n");
+        let _ = writeln!(s, "{} {line}\n", w.sandbox);
     }
-    s.push_str("## Сводная Таблица Результатов\n\n");
+    s.push_str(w.summary);
     s.push_str(&summary_table(v));
     s.push_str(&summary_note(v));
     s.push_str(&super::statistics::leaderboard(v));
@@ -39,29 +43,30 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&super::judge_stats::markdown(v));
     s.push_str(&super::costs::markdown(v));
     s.push_str(&super::endpoints::markdown(v));
-    s.push_str("\n## Результаты по Моделям\n");
+    s.push_str(w.per_model);
     for m in v.models {
         details(&mut s, v, m);
     }
-    s.push_str("\n## Детальный Анализ\n");
+    s.push_str(w.analysis);
     for m in v.models {
         analysis(&mut s, v, m);
     }
-    s.push_str("\n## Непройденные Задания\n");
+    s.push_str(w.failing);
     let before = s.len();
     for m in v.models {
         failing(&mut s, v, m);
     }
     if s.len() == before {
-        s.push_str("\nВсе задания пройдены.\n");
+        s.push_str(w.all_passed);
     }
     s
 }
 
 fn summary_table(v: &View) -> String {
-    let mut header = vec!["Модель / Категория".to_owned()];
+    let w = &v.words().md;
+    let mut header = vec![w.model_category.to_owned()];
     header.extend(v.specs.iter().map(|s| md_cell(&s.title)));
-    header.push("**ИТОГО**".to_owned());
+    header.push(w.total.to_owned());
     let rows: Vec<Vec<String>> = v
         .models
         .iter()
@@ -91,21 +96,19 @@ fn summary_note(v: &View) -> String {
         .filter(|s| s.headline == crate::metrics::Headline::MeanScore)
         .map(|s| md_cell(&s.title))
         .collect();
-    let mut note =
-        "\nЯчейка — доля пройденных заданий (прошли все правила, включая обязательные)".to_owned();
+    let w = &v.words().md;
+    let mut note = w.note_cell.to_owned();
     if !scored.is_empty() {
-        let _ = write!(
-            note,
-            ", кроме категорий со средним баллом (частичный зачёт по весам правил): {}",
-            scored.join(", ")
-        );
+        note += &fill(w.note_scored, &[&scored.join(", ")]);
     }
-    note.push_str(". **ИТОГО** — среднее этих чисел по категориям, по нему строится рейтинг; строка «Всего» ниже — по всем заданиям модели. ± — половина 95% доверительного интервала (Вильсон по заданиям для «верно/неверно» и для одинаковых оценок, иначе бутстреп по заданиям).\n");
+    note.push_str(w.note_rest);
     note
 }
 
 /// `group_by` breakdowns: per spec and variable, models × values.
 fn groups(s: &mut String, v: &View) {
+    let words = v.words();
+    let w = &words.md;
     let mut heading = false;
     for spec in v.specs {
         for var in &spec.group_by {
@@ -119,10 +122,13 @@ fn groups(s: &mut String, v: &View) {
                 continue;
             }
             if !heading {
-                s.push_str("\n## Результаты по Группам\n");
+                s.push_str(w.groups);
                 heading = true;
             }
-            let header = header_row("Модель", values.iter().map(|k| md_cell(k)));
+            let header = header_row(
+                &super::capitalized(words.model),
+                values.iter().map(|k| md_cell(k)),
+            );
             let rows: Vec<Vec<String>> = v
                 .models
                 .iter()
@@ -139,7 +145,7 @@ fn groups(s: &mut String, v: &View) {
                 })
                 .collect();
             let (title, by) = (md_cell(&spec.title), inline_code(var));
-            let _ = writeln!(s, "\n### {title} — по {by}\n");
+            let _ = writeln!(s, "{}", fill(w.by, &[&title, &by]));
             s.push_str(&label_table(&header, &rows));
         }
     }
@@ -153,20 +159,26 @@ fn comparisons(s: &mut String, v: &View) {
     if all.is_empty() {
         return;
     }
-    s.push_str("\n## Сравнение Моделей (сэмплирование)\n");
+    let words = v.words();
+    let w = &words.md;
+    let (model, pass_rate) = (
+        super::capitalized(words.model),
+        super::capitalized(words.pass_rate),
+    );
+    s.push_str(w.sampled);
     for c in &all {
         let _ = writeln!(s, "\n### {}\n", md_cell(&c.title));
         let has_maj = c.models.iter().any(|l| l.maj.is_some());
-        let mut header = vec!["Модель".to_owned(), "Доля пройденных".to_owned()];
+        let mut header = vec![model.clone(), pass_rate.clone()];
         header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
         let hats = super::comparison::hat_ks(c);
         header.extend(hats.iter().map(|k| format!("pass^{k}")));
         if has_maj {
             header.push("maj@n".to_owned());
         }
-        header.push("Уровень".to_owned());
+        header.push(w.tier.to_owned());
         if c.baseline.is_some() {
-            header.push("Против базовой".to_owned());
+            header.push(w.vs_baseline.to_owned());
         }
         let rows: Vec<Vec<String>> = c
             .models
@@ -193,23 +205,19 @@ fn comparisons(s: &mut String, v: &View) {
             .collect();
         s.push_str(&label_table(&header, &rows));
         if c.models.len() > 1 {
-            let best = c.best.as_deref().map_or(
-                "нет (ни одна модель не лучше значимо)".to_owned(),
-                inline_code,
-            );
-            let _ = write!(s, "\n**Лучшая модель:** {best}");
+            let best = c
+                .best
+                .as_deref()
+                .map_or(w.best_none.to_owned(), inline_code);
+            s.push_str(&fill(w.best, &[&best]));
             if let Some(base) = &c.baseline {
-                let _ = write!(s, "; базовая: {}", inline_code(base));
+                s.push_str(&fill(w.baseline, &[&inline_code(base)]));
             }
             s.push('\n');
         }
         for (rule, lines) in super::comparison::alongside(c) {
-            let _ = writeln!(
-                s,
-                "\n#### Правило {} (только для отчета)\n",
-                inline_code(rule)
-            );
-            let mut header = vec!["Модель".to_owned(), "Доля пройденных".to_owned()];
+            let _ = writeln!(s, "{}", fill(w.rule_report_only, &[&inline_code(rule)]));
+            let mut header = vec![model.clone(), pass_rate.clone()];
             header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
             let rows: Vec<Vec<String>> = lines
                 .iter()
@@ -228,8 +236,8 @@ fn comparisons(s: &mut String, v: &View) {
         for (var, values) in c.group_columns() {
             let label = top.map_or(String::new(), |k| format!(" / pass@{k}"));
             let by = inline_code(var);
-            let _ = writeln!(s, "\n#### По {by} (доля пройденных{label})\n");
-            let header = header_row("Модель", values.iter().map(|v| md_cell(v)));
+            let _ = writeln!(s, "{}", fill(w.by_pass, &[&by, &label]));
+            let header = header_row(&model, values.iter().map(|v| md_cell(v)));
             let rows: Vec<Vec<String>> = c
                 .models
                 .iter()
@@ -282,29 +290,13 @@ fn metric_row(label: String, c: &Metrics) -> Vec<String> {
 }
 
 fn details(s: &mut String, v: &View, model: &str) {
+    let w = &v.words().md;
     let _ = writeln!(s, "\n### {}\n", inline_code(model));
     let Some(total) = v.summary.model(model) else {
-        s.push_str("Нет записей.\n");
+        s.push_str(w.no_records);
         return;
     };
-    let header: Vec<String> = [
-        "Категория",
-        "Итог ±95%",
-        "Доля пройденных",
-        "Средний балл",
-        "Верно",
-        "Валидные",
-        "Ошибки",
-        "Кэш",
-        "Время ср., мс",
-        "p50, мс",
-        "p95, мс",
-        "Токены вх., ср.",
-        "Токены вых., ср.",
-        "Токенов/с",
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    let header: Vec<String> = w.details.map(str::to_owned).to_vec();
     let mut rows: Vec<Vec<String>> = v
         .specs
         .iter()
@@ -315,26 +307,24 @@ fn details(s: &mut String, v: &View, model: &str) {
             ))
         })
         .collect();
-    rows.push(metric_row("**Всего**".into(), total));
+    rows.push(metric_row(w.total_row.into(), total));
     s.push_str(&label_table(&header, &rows));
 }
 
 /// How an example went wrong, on one line: the response and detail, or the request error.
-fn example_line(e: &Example) -> String {
+fn example_line(w: &super::lang::Markdown, e: &Example) -> String {
     let mut line = inline_code(&e.id);
     if let Some(err) = &e.error {
-        let _ = write!(
-            line,
-            ": ошибка {}",
-            inline_code(&one_line(err, INLINE_CHARS))
+        line += &fill(
+            w.example_error,
+            &[&inline_code(&one_line(err, INLINE_CHARS))],
         );
         return line;
     }
     let response = e.response.as_deref().unwrap_or_default();
-    let _ = write!(
-        line,
-        ": ответ {}",
-        inline_code(&one_line(response, INLINE_CHARS))
+    line += &fill(
+        w.example_response,
+        &[&inline_code(&one_line(response, INLINE_CHARS))],
     );
     if !e.detail.is_empty() {
         let _ = write!(
@@ -350,6 +340,7 @@ fn analysis(s: &mut String, v: &View, model: &str) {
     let (Some(cells), Some(total)) = (v.summary.cells.get(model), v.summary.model(model)) else {
         return;
     };
+    let w = &v.words().md;
     let name = inline_code(model);
     // Report order, so ties list categories as the tables do.
     let scored: Vec<(&str, f64)> = v
@@ -367,34 +358,37 @@ fn analysis(s: &mut String, v: &View, model: &str) {
             .collect();
         picked.join(", ")
     };
-    let _ = writeln!(s, "\n*   **Сильные стороны модели {name}:** {}", list(best));
-    if worst < best {
-        let _ = writeln!(s, "*   **Слабые стороны модели {name}:** {}", list(worst));
+    let _ = writeln!(s, "{}", fill(w.strengths, &[&name, &list(best)]));
+    let weak = if worst < best {
+        list(worst)
     } else {
-        let _ = writeln!(
-            s,
-            "*   **Слабые стороны модели {name}:** нет, все категории на одном уровне"
-        );
-    }
+        w.weaknesses_none.to_owned()
+    };
+    let _ = writeln!(s, "{}", fill(w.weaknesses, &[&name, &weak]));
+    let typical = fill(w.typical, &[&name]);
     if total.failures.is_empty() {
-        let _ = writeln!(s, "*   **Типичные ошибки модели {name}:** нет");
+        let _ = writeln!(s, "{typical} {}", w.none);
         return;
     }
-    let _ = writeln!(s, "*   **Типичные ошибки модели {name}:**");
+    let _ = writeln!(s, "{typical}");
     let mut kinds: Vec<_> = total.failures.iter().collect();
     kinds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
     for (label, stat) in kinds {
+        let example = example_line(w, &stat.example);
         let _ = writeln!(
             s,
-            "    *   {} — {}; пример {}",
-            inline_code(label),
-            stat.count,
-            example_line(&stat.example)
+            "{}",
+            fill(
+                w.typical_item,
+                &[&inline_code(label), &stat.count, &example]
+            )
         );
     }
 }
 
 fn failing(s: &mut String, v: &View, model: &str) {
+    let words = v.words();
+    let w = &words.md;
     for spec in v.specs {
         let Some(c) = v.summary.cell(model, &spec.id) else {
             continue;
@@ -403,13 +397,9 @@ fn failing(s: &mut String, v: &View, model: &str) {
             continue;
         }
         let failed = c.total - c.passed;
-        let _ = writeln!(
-            s,
-            "\n### {} — {}: не пройдено {failed} из {}",
-            inline_code(model),
-            md_cell(&spec.title),
-            c.total
-        );
+        let (name, title) = (inline_code(model), md_cell(&spec.title));
+        let heading = fill(w.failed_of, &[&name, &title, &failed, &c.total]);
+        let _ = writeln!(s, "{heading}");
         for e in &c.failing {
             let kind = e
                 .failure
@@ -417,25 +407,25 @@ fn failing(s: &mut String, v: &View, model: &str) {
                 .map_or(String::new(), |f| format!(" — {}", inline_code(f)));
             let _ = writeln!(s, "\n#### {}{kind}\n", inline_code(&e.id));
             if let Some(err) = &e.error {
-                let _ = writeln!(s, "Ошибка запроса: {}", inline_code(&one_line(err, 300)));
+                let err = inline_code(&one_line(err, 300));
+                let _ = writeln!(s, "{}", fill(w.request_error, &[&err]));
                 continue;
             }
             let answer = match e.answer.as_deref().map(str::trim) {
                 Some(a) if !a.is_empty() => inline_code(&one_line(a, INLINE_CHARS)),
-                _ => "нет".to_owned(),
+                _ => w.none.to_owned(),
             };
-            let _ = writeln!(
-                s,
-                "Ожидалось: {}; извлечено: {answer}\n",
-                inline_code(&one_line(&e.expected, 200))
-            );
+            let expected = inline_code(&one_line(&e.expected, 200));
+            let _ = writeln!(s, "{}", fill(w.expected, &[&expected, &answer]));
             if !e.detail.is_empty() {
-                let _ = writeln!(s, "Причина: {}\n", inline_code(&one_line(&e.detail, 300)));
+                let detail = inline_code(&one_line(&e.detail, 300));
+                let _ = writeln!(s, "{}", fill(w.reason, &[&detail]));
             }
             s.push_str(&code_block(e.response.as_deref().unwrap_or_default()));
         }
         if failed > c.failing.len() as u64 {
-            let _ = writeln!(s, "\n…и ещё {}.", failed - c.failing.len() as u64);
+            let more = fill(words.and_more, &[&(failed - c.failing.len() as u64)]);
+            let _ = writeln!(s, "\n{more}.");
         }
     }
 }
@@ -466,6 +456,7 @@ mod tests {
             }],
         );
         let ctx = ReportContext {
+            lang: crate::text::Lang::Ru,
             timestamp: "t",
             file_stamp: "f",
             ..ReportContext::new(std::path::Path::new("."), &models, &specs, &[])

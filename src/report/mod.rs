@@ -25,6 +25,7 @@ mod journals;
 mod json;
 mod judge_stats;
 mod junit;
+mod lang;
 mod markdown;
 pub mod model_tag;
 mod raw;
@@ -100,14 +101,28 @@ impl SpecInfo {
     }
 }
 
-/// The name of the number the leaderboard ranks by: the specs' common
-/// headline (`pass rate`, `mean score`), or `total` when they differ.
-pub(crate) fn total_label(specs: &[SpecInfo]) -> &'static str {
+/// The number the leaderboard ranks by: the specs' common headline, or
+/// `None` when they differ (the leaderboard's total is then a mix).
+pub(crate) fn common_headline(specs: &[SpecInfo]) -> Option<crate::metrics::Headline> {
     match specs.first().map(|s| s.headline) {
-        Some(h) if specs.iter().all(|s| s.headline == h) => h.label(),
-        Some(_) => "total",
-        None => crate::metrics::Headline::PassRate.label(),
+        Some(h) if specs.iter().all(|s| s.headline == h) => Some(h),
+        Some(_) => None,
+        None => Some(crate::metrics::Headline::PassRate),
     }
+}
+
+/// The name of the number the leaderboard ranks by, in `w`'s language: the
+/// specs' common headline (`pass rate`, `mean score`), or `total` when they differ.
+pub(crate) fn total_label(w: &lang::Words, specs: &[SpecInfo]) -> &'static str {
+    common_headline(specs).map_or(w.total, |h| w.headline(h))
+}
+
+/// `text` with its first letter in upper case: a column name from a phrase.
+pub(crate) fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or(String::new(), |c| {
+        c.to_uppercase().chain(chars).collect::<String>()
+    })
 }
 
 /// Extra report formats besides Markdown and raw JSON.
@@ -150,6 +165,8 @@ pub struct ReportContext<'a> {
     pub golden: Option<&'a Path>,
     /// The currency costs are in.
     pub currency: &'a str,
+    /// The language of every human-readable report.
+    pub lang: crate::text::Lang,
 }
 
 /// No model ids: what [`ReportContext::new`] starts from.
@@ -180,6 +197,7 @@ impl<'a> ReportContext<'a> {
             baseline: None,
             golden: None,
             currency: "USD",
+            lang: crate::text::Lang::En,
         }
     }
 }
@@ -197,6 +215,21 @@ pub struct ReportOutput {
     pub errors: u64,
     /// Why they failed: counts by cause and endpoint, most first.
     pub error_causes: Vec<ErrorCause>,
+    /// The language of the reports.
+    pub lang: crate::text::Lang,
+}
+
+impl ReportOutput {
+    /// The line over the error causes: how many answers are errors.
+    pub fn errors_heading(&self) -> String {
+        let w = lang::words(self.lang);
+        lang::fill(w.t.errors, &[&self.errors, &self.answers])
+    }
+
+    /// The line under the error causes shown: `more` causes left out.
+    pub fn more_causes(&self, more: usize) -> String {
+        lang::fill(lang::words(self.lang).t.errors_more, &[&more])
+    }
 }
 
 /// The files a report writes.
@@ -240,6 +273,13 @@ pub(crate) struct View<'a> {
     pub flaky: &'a flaky::Flaky,
 }
 
+impl View<'_> {
+    /// The phrases of the report's language.
+    pub fn words(&self) -> &'static lang::Words {
+        lang::words(self.ctx.lang)
+    }
+}
+
 /// Builds every report for the given journals.
 ///
 /// A model present in several journals is shown as `<run-id>/<model>` in
@@ -254,7 +294,10 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let reports_dir = ctx.results_dir.join("reports");
     fs::create_dir_all(&raw_dir)?;
     fs::create_dir_all(&reports_dir)?;
-    let mut out = ReportOutput::default();
+    let mut out = ReportOutput {
+        lang: ctx.lang,
+        ..ReportOutput::default()
+    };
 
     // One pass over the records feeds both the metrics and the raw files.
     let mut builder = MetricsBuilder::new();

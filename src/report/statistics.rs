@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::View;
+use super::lang::{Words, fill};
 use super::terminal::{p_equals, p_value, ranked_models};
 use crate::metrics::stats::Interval;
 use crate::metrics::{Board, Test, Versus};
@@ -23,19 +24,19 @@ pub(crate) fn span(i: Option<Interval>) -> String {
     })
 }
 
-/// A difference in points with its interval: `+12.0 пп [4.1; 19.9]`.
-fn delta(d: f64, i: Option<Interval>) -> String {
-    let mut s = format!("{:+.1} пп", d * 100.0);
+/// A difference in points with its interval: `+12.0 pp [4.1; 19.9]`.
+fn delta(w: &Words, d: f64, i: Option<Interval>) -> String {
+    let mut s = format!("{:+.1} {}", d * 100.0, w.pp);
     if let Some(i) = i {
         let _ = write!(s, " [{:+.1}; {:+.1}]", i.low * 100.0, i.high * 100.0);
     }
     s
 }
 
-fn test_name(t: Test) -> &'static str {
+fn test_name(w: &Words, t: Test) -> &'static str {
     match t {
-        Test::Mcnemar => "точный тест Макнемара, интервал Ньюкомба",
-        Test::Bootstrap => "парный бутстреп по заданиям",
+        Test::Mcnemar => w.test_mcnemar,
+        Test::Bootstrap => w.test_bootstrap,
     }
 }
 
@@ -46,7 +47,7 @@ fn table_md(header: &[&str], rows: &[Vec<String>]) -> String {
     table(&header, &center, rows)
 }
 
-fn board_rows(board: &Board) -> Vec<Vec<String>> {
+fn board_rows(w: &Words, board: &Board) -> Vec<Vec<String>> {
     board
         .standings
         .iter()
@@ -55,7 +56,7 @@ fn board_rows(board: &Board) -> Vec<Vec<String>> {
                 .vs_best
                 .as_ref()
                 .map_or((NONE.into(), NONE.into()), |x: &Versus| {
-                    (delta(x.difference, x.interval), p_value(x.p_value))
+                    (delta(w, x.difference, x.interval), p_value(x.p_value))
                 });
             vec![
                 s.rank.to_string(),
@@ -69,73 +70,66 @@ fn board_rows(board: &Board) -> Vec<Vec<String>> {
         .collect()
 }
 
-const BOARD_HEADER: [&str; 6] = [
-    "Ранг",
-    "Модель",
-    "Точность",
-    "95% ДИ",
-    "Δ к лучшей [95% ДИ]",
-    "p",
-];
+/// A board's header, its third column named `score` (the headline's name).
+fn board_header(w: &Words, score: &str) -> Vec<String> {
+    let mut header = w.md.board.map(str::to_owned).to_vec();
+    header[2] = super::capitalized(score);
+    header
+}
+
+/// A table whose first column is left-aligned and the rest centered.
+fn table_owned(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut center = vec![true; header.len()];
+    center[0] = false;
+    table(header, &center, rows)
+}
 
 /// «Рейтинг Моделей»: the overall leaderboard with tie groups.
 pub(crate) fn leaderboard(v: &View) -> String {
     let Some(board) = &v.summary.leaderboard else {
         return String::new();
     };
-    let mut s = String::from("\n## Рейтинг Моделей\n\n");
-    s += &table_md(&BOARD_HEADER, &board_rows(board));
-    let _ = writeln!(
-        s,
-        "\nТочность — ИТОГО (среднее по категориям), 95% ДИ — стратифицированный по категориям бутстреп. \
-         Модели с одним рангом статистически не хуже лучшей модели своей группы \
-         ({}, поправка Холма, α = 0,05).",
-        test_name(board.test)
-    );
+    let w = v.words();
+    let score = super::capitalized(super::total_label(w, v.specs));
+    let mut s = String::from(w.md.ranking);
+    s += &table_owned(&board_header(w, &score), &board_rows(w, board));
+    let test = test_name(w, board.test);
+    let _ = writeln!(s, "{}", fill(w.md.ranking_note, &[&score, &test]));
     let unranked: Vec<String> = ranked_models(v)
         .into_iter()
         .filter(|(_, r)| r.is_none())
         .map(|(m, _)| inline_code(m))
         .collect();
     if !unranked.is_empty() {
-        let _ = writeln!(s, "\nБез записей: {}.", unranked.join(", "));
+        let _ = writeln!(s, "{}", fill(w.md.unranked, &[&unranked.join(", ")]));
     }
     s
 }
 
 /// «Значимость по Категориям»: per spec, each model against the best.
 pub(crate) fn categories(v: &View) -> String {
+    let w = v.words();
     let mut s = String::new();
     for spec in v.specs {
         let Some(board) = v.summary.boards.get(&spec.id) else {
             continue;
         };
         if s.is_empty() {
-            s.push_str("\n## Значимость по Категориям\n");
+            s.push_str(w.md.significance);
         }
         let _ = writeln!(s, "\n### {}\n", md_cell(&spec.title));
-        s += &table_md(&BOARD_HEADER, &board_rows(board));
-        let _ = write!(
-            s,
-            "\nЗаданий: {}; тест: {}.",
-            board.instances,
-            test_name(board.test)
-        );
+        let header = board_header(w, w.headline(spec.headline));
+        s += &table_owned(&header, &board_rows(w, board));
+        let test = test_name(w, board.test);
+        s += &fill(w.md.instances_test, &[&board.instances, &test]);
         if let Some(mde) = board.mde {
-            let _ = write!(
-                s,
-                " При таком числе заданий категория замечает отставание от лучшей модели на {:.1} пп и больше (мощность 80%).",
-                mde * 100.0
-            );
+            s += &fill(w.md.mde, &[&format!("{:.1}", mde * 100.0)]);
         }
         if let Some(gap) = &board.gap {
             match gap.needed {
                 Some(n) if gap.difference > 0.0 => {
-                    let _ = write!(
-                        s,
-                        " Чтобы надёжно различить две лучшие модели (разрыв {:.1} пп), нужно около {n} заданий.",
-                        gap.difference * 100.0
-                    );
+                    let points = format!("{:.1}", gap.difference * 100.0);
+                    s += &fill(w.md.gap, &[&points, &n]);
                 }
                 _ => {}
             }
@@ -150,17 +144,11 @@ pub(crate) fn runs(v: &View) -> String {
     let Some(c) = &v.runs else {
         return String::new();
     };
-    let mut s = format!(
-        "\n## Сравнение Запусков\n\nБазовый запуск: {}.\n",
-        inline_code(&c.baseline_run)
-    );
+    let w = v.words();
+    let mut s = fill(w.md.run_comparison, &[&inline_code(&c.baseline_run)]);
     for p in &c.pairs {
-        let _ = writeln!(
-            s,
-            "\n### {} против {}\n",
-            inline_code(&p.candidate),
-            inline_code(&p.baseline)
-        );
+        let (later, base) = (inline_code(&p.candidate), inline_code(&p.baseline));
+        let _ = writeln!(s, "{}", fill(w.md.against, &[&later, &base]));
         let rows: Vec<Vec<String>> = p
             .categories
             .iter()
@@ -169,27 +157,22 @@ pub(crate) fn runs(v: &View) -> String {
                     md_cell(&c.title),
                     percent(c.baseline),
                     percent(c.candidate),
-                    delta(c.delta.difference, c.delta.interval),
+                    delta(w, c.delta.difference, c.delta.interval),
                     p_value(c.delta.p_value),
                     c.delta.verdict.label().to_owned(),
                 ]
             })
             .collect();
-        let header = ["Категория", "Было", "Стало", "Δ [95% ДИ]", "p", "Вывод"];
-        s += &table_md(&header, &rows);
+        s += &table_md(&w.md.run_header, &rows);
         if let Some(d) = &p.overall {
+            let (change, p) = (delta(w, d.difference, d.interval), p_equals(d.p_value));
             let _ = writeln!(
                 s,
-                "\n**В целом:** {} ({}, {}).",
-                d.verdict.label(),
-                delta(d.difference, d.interval),
-                p_equals(d.p_value)
+                "{}",
+                fill(w.md.overall, &[&d.verdict.label(), &change, &p])
             );
         }
-        for (title, flips) in [
-            ("Регрессии (было верно, стало неверно)", &p.regressions),
-            ("Исправления (было неверно, стало верно)", &p.fixes),
-        ] {
+        for (title, flips) in [(w.md.flips[0], &p.regressions), (w.md.flips[1], &p.fixes)] {
             if flips.is_empty() {
                 continue;
             }
@@ -200,7 +183,7 @@ pub(crate) fn runs(v: &View) -> String {
                 .collect();
             let more = flips.len().saturating_sub(FLIPS_LISTED);
             let tail = if more > 0 {
-                format!(" …и ещё {more}")
+                format!(" {}", fill(w.and_more, &[&more]))
             } else {
                 String::new()
             };
@@ -220,7 +203,8 @@ pub(crate) fn flaky(v: &View) -> String {
     if v.flaky.stability.is_empty() {
         return String::new();
     }
-    let mut s = String::from("\n## Нестабильные Задания\n\n");
+    let w = &v.words().md;
+    let mut s = String::from(w.flaky);
     let rows: Vec<Vec<String>> = v
         .flaky
         .stability
@@ -237,17 +221,8 @@ pub(crate) fn flaky(v: &View) -> String {
             ]
         })
         .collect();
-    let header = [
-        "Модель",
-        "Категория",
-        "Заданий",
-        "k",
-        "pass@k",
-        "pass^k",
-        "Нестабильных",
-    ];
-    s += &table_md(&header, &rows);
-    s.push_str("\npass@k — хотя бы одна из k попыток верна; pass^k — верны все k.\n");
+    s += &table_md(&w.flaky_header, &rows);
+    s.push_str(w.flaky_note);
     if !v.flaky.instances.is_empty() {
         let rows: Vec<Vec<String>> = v
             .flaky
@@ -263,10 +238,10 @@ pub(crate) fn flaky(v: &View) -> String {
             })
             .collect();
         s.push('\n');
-        s += &table_md(&["Задание", "Модель", "Верно"], &rows);
+        s += &table_md(&w.flaky_instances, &rows);
         let more = v.flaky.instances.len().saturating_sub(FLAKY_LISTED);
         if more > 0 {
-            let _ = writeln!(s, "\n…и ещё {more} — все в HTML-отчёте.");
+            s += &fill(w.flaky_more, &[&more]);
         }
     }
     s

@@ -7,6 +7,7 @@
 
 use super::View;
 use super::fit::{Cell, fitted};
+use super::lang::fill;
 use super::runs::{Pair, RunComparison};
 use crate::metrics::Metrics;
 use crate::metrics::stats::Interval;
@@ -58,21 +59,20 @@ pub(crate) fn render(v: &View) -> String {
     }
     out += &super::judge_stats::terminal(v);
     if let Some(line) = super::sandbox_line(v.ctx) {
-        out += &super::fit::wrap(&format!("sandbox: {line}"), super::fit::WIDTH);
+        let line = fill(v.words().t.sandbox, &[&line]);
+        out += &super::fit::wrap(&line, super::fit::WIDTH);
     }
     out += &super::costs::terminal(v);
     out += &super::endpoints::terminal(v);
+    let w = v.words();
     for c in super::comparison::build(v) {
-        out += &super::comparison::terminal(&c, color);
+        out += &super::comparison::terminal(w, &c, color);
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {
-            out += &format!(
-                "baseline `{wanted}` has no sampled results for {}\n",
-                c.spec
-            );
+            out += &fill(w.t.no_baseline, &[&wanted, &c.spec]);
         }
     }
     if let Some(runs) = &v.runs {
-        out += &run_comparison(runs, color);
+        out += &run_comparison(w, runs, color);
     }
     out += "\n";
     out += &numbers_note(v);
@@ -81,8 +81,10 @@ pub(crate) fn render(v: &View) -> String {
 
 /// The leaderboard: rank, model, total with interval, errors, p50 latency, speed.
 fn leaderboard(v: &View) -> String {
-    let total = super::total_label(v.specs);
-    let header = ["rank", "model", total, "errors", "p50 ms", "tok/s"].map(str::to_owned);
+    let w = v.words();
+    let total = super::total_label(w, v.specs);
+    let [errors, p50_ms, speed, rank_model] = w.t.board;
+    let header = ["", w.model, total, errors, p50_ms, speed].map(str::to_owned);
     let rows: Vec<Vec<Cell>> = ranked_models(v)
         .into_iter()
         .map(|(m, rank)| {
@@ -114,7 +116,7 @@ fn leaderboard(v: &View) -> String {
         .collect();
     let mut header = header.to_vec();
     header.remove(0);
-    header[0] = "rank  model".to_owned();
+    header[0] = rank_model.to_owned();
     fitted(&header, &rows, v.ctx.color, None)
 }
 
@@ -125,24 +127,22 @@ fn p50(m: Option<&Metrics>) -> String {
 
 /// The headline's name of spec `id`: `pass rate` or `mean score`.
 fn headline_of(v: &View, id: &str) -> &'static str {
-    v.specs
-        .iter()
-        .find(|s| s.id == id)
-        .map_or(crate::metrics::Headline::PassRate, |s| s.headline)
-        .label()
+    let headline = v.specs.iter().find(|s| s.id == id).map(|s| s.headline);
+    v.words().headline(headline.unwrap_or_default())
 }
 
 /// What the tables' numbers are, for the closing note.
 fn numbers_note(v: &View) -> String {
-    let total = super::total_label(v.specs);
-    let mut note = match total {
-        "mean score" => "Cells: mean score (partial credit, weighted as each spec says)".to_owned(),
-        "total" => "Cells: pass rate (the share of instances that passed every rule), or mean score (partial credit) where marked *".to_owned(),
-        _ => "Cells: pass rate, the share of instances that passed every rule".to_owned(),
-    };
-    note += &format!(
-        ", ± half its 95% interval. Models rank by {total}, the mean over categories; those sharing a rank are not significantly worse than the best of their group (paired tests, Holm-adjusted, α = 0.05)."
-    );
+    use crate::metrics::Headline;
+    let w = v.words();
+    let total = super::total_label(w, v.specs);
+    let mut note = match super::common_headline(v.specs) {
+        Some(Headline::MeanScore) => w.t.note_mean,
+        None => w.t.note_mixed,
+        Some(Headline::PassRate) => w.t.note_pass,
+    }
+    .to_owned();
+    note += &fill(w.t.note_rest, &[&total]);
     super::fit::wrap(&note, super::fit::WIDTH)
 }
 
@@ -165,7 +165,8 @@ fn mean_scores(v: &View) -> String {
     if specs.is_empty() {
         return String::new();
     }
-    let header = header_row("model", specs.iter().map(|s| s.title.clone()));
+    let w = v.words();
+    let header = header_row(w.model, specs.iter().map(|s| s.title.clone()));
     let rows: Vec<Vec<Cell>> = ranked_models(v)
         .into_iter()
         .map(|(m, _)| {
@@ -178,10 +179,10 @@ fn mean_scores(v: &View) -> String {
             row
         })
         .collect();
-    let heading = "mean score (partial credit; not ranked):\n";
+    let heading = w.t.mean_scores;
     format!(
         "\n{heading}{}",
-        fitted(&header, &rows, v.ctx.color, Some("category"))
+        fitted(&header, &rows, v.ctx.color, Some(w.category))
     )
 }
 
@@ -197,8 +198,9 @@ fn categories(v: &View) -> String {
     if specs.is_empty() {
         return String::new();
     }
-    let mixed = super::total_label(v.specs) == "total";
-    let mut header = vec!["model".to_owned()];
+    let w = v.words();
+    let mixed = super::common_headline(v.specs).is_none();
+    let mut header = vec![w.model.to_owned()];
     header.extend(specs.iter().map(|s| {
         let scored = mixed && s.headline == crate::metrics::Headline::MeanScore;
         if scored {
@@ -221,7 +223,7 @@ fn categories(v: &View) -> String {
             row
         })
         .collect();
-    fitted(&header, &rows, v.ctx.color, Some("category"))
+    fitted(&header, &rows, v.ctx.color, Some(w.category))
 }
 
 /// Accuracy per value of `var` for each model with records in the spec.
@@ -235,7 +237,8 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
     if values.is_empty() {
         return String::new();
     }
-    let header = header_row("model", values.iter().map(|k| (*k).clone()));
+    let w = v.words();
+    let header = header_row(w.model, values.iter().map(|k| (*k).clone()));
     let rows: Vec<Vec<Cell>> = v
         .models
         .iter()
@@ -253,7 +256,7 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
         })
         .collect();
     let heading = super::fit::wrap(
-        &format!("{title} by {var} ({} ±95%):", headline_of(v, spec)),
+        &fill(w.t.by, &[&title, &var, &headline_of(v, spec)]),
         super::fit::WIDTH,
     );
     format!(
@@ -263,10 +266,10 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
 }
 
 /// Each later run against the baseline: overall and per category, then flips.
-fn run_comparison(c: &RunComparison, color: bool) -> String {
+fn run_comparison(w: &super::lang::Words, c: &RunComparison, color: bool) -> String {
     let mut out = String::new();
     for p in &c.pairs {
-        let mut title = format!("{} against {}", p.candidate, p.baseline);
+        let mut title = fill(w.t.against, &[&p.candidate, &p.baseline]);
         if let Some(d) = &p.overall {
             title += &format!(
                 ": {} ({}, {})",
@@ -277,15 +280,15 @@ fn run_comparison(c: &RunComparison, color: bool) -> String {
         }
         out += "\n";
         out += &super::fit::wrap(&title, super::fit::WIDTH);
-        out += &pair_table(p, color);
-        out += &flip_line("regressions (pass → fail)", &p.regressions);
-        out += &flip_line("fixes (fail → pass)", &p.fixes);
+        out += &pair_table(w, p, color);
+        out += &flip_line(w.t.flips[0], &p.regressions);
+        out += &flip_line(w.t.flips[1], &p.fixes);
     }
     out
 }
 
-fn pair_table(p: &Pair, color: bool) -> String {
-    let header = ["category", "change", "95% interval", "p", "verdict"].map(str::to_owned);
+fn pair_table(w: &super::lang::Words, p: &Pair, color: bool) -> String {
+    let header = w.t.pair_header.map(str::to_owned);
     let rows: Vec<Vec<Cell>> = p
         .categories
         .iter()

@@ -19,15 +19,19 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A `harness` command with a clean, colorless, non-CI environment.
+/// A `harness` command with a clean, colorless, non-CI environment in the C
+/// locale, so reports are in English whatever the machine's locale (a test
+/// that wants another sets `LANG` again, or passes `--lang`).
 pub fn harness(cwd: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
     cmd.current_dir(cwd)
         .env("NO_COLOR", "1")
+        .env("LANG", "C")
         .stdin(Stdio::null());
-    for var in harness::golden::CI_VARIABLES
-        .iter()
-        .chain(&["CLICOLOR_FORCE"])
+    for var in
+        harness::golden::CI_VARIABLES
+            .iter()
+            .chain(&["CLICOLOR_FORCE", "LC_ALL", "LC_MESSAGES"])
     {
         cmd.env_remove(var);
     }

@@ -57,6 +57,10 @@ pub struct Meta<'a> {
     pub text_chars: usize,
     /// The currency costs are in.
     pub currency: &'a str,
+    /// The page's language: `en`, `ru`.
+    pub lang: &'static str,
+    /// `[English, translation]` pairs of the page's text (none for English).
+    pub words: &'static [(&'static str, &'static str)],
 }
 
 /// A spec: the JSON report's, and its groups.
@@ -218,6 +222,8 @@ pub fn head<'a>(
             level: DEFAULT_LEVEL,
             text_chars: super::rows::TEXT_CHARS,
             currency: v.ctx.currency,
+            lang: v.ctx.lang.code(),
+            words: v.words().html,
         },
         specs: v
             .specs

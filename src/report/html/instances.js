@@ -19,8 +19,8 @@ function vlist(container, indices, onOpen) {
       h('span', { class: 'id' }, rowId(r)),
       h('span', { class: 'mdl' }, models[r.m].name),
       h('span', { class: 'sc' }, fix(r.sc, 2)),
-      r.fl & 1 ? h('span', { class: 'tag' }, 'flaky') : null,
-      r.fl & 2 || golden(r) ? h('span', { class: 'tag' }, 'flipped') : null,
+      r.fl & 1 ? h('span', { class: 'tag' }, t('flaky')) : null,
+      r.fl & 2 || golden(r) ? h('span', { class: 'tag' }, t('flipped')) : null,
       h('span', { class: 'txt' }, text.length > 200 ? text.slice(0, 200) : text));
     return el;
   }
@@ -69,7 +69,7 @@ function refilter() {
   const picked = [];
   for (let i = 0; i < rows.length; i++) if (matches(rows[i], i)) picked.push(i);
   list.update(picked);
-  countEl.textContent = picked.length + ' of ' + rows.length + ' records';
+  countEl.textContent = t('{0} of {1} records', picked.length, rows.length);
 }
 
 function instances() {
@@ -82,7 +82,7 @@ function instances() {
     controls[name] = el;
     return el;
   };
-  const search = h('input', { type: 'search', name: 'q', placeholder: 'Search id, response, answer, expected…', 'aria-label': 'search' });
+  const search = h('input', { type: 'search', name: 'q', placeholder: t('Search id, response, answer, expected…'), 'aria-label': 'search' });
   let timer = 0;
   search.addEventListener('input', () => {
     clearTimeout(timer);
@@ -91,9 +91,9 @@ function instances() {
   controls.q = search;
   countEl = h('span', { class: 'muted count' });
   add(v, h('div', { class: 'controls' },
-    select('model', [[-1, 'All models']].concat(order.map((m) => [m, models[m].name])), state.model),
-    select('spec', [[-1, 'All categories']].concat(specs.map((sp, i) => [i, sp.title])), state.spec),
-    select('status', [['all', 'All'], ['fail', 'Failures only'], ['error', 'Errors'], ['flaky', 'Flaky'], ['flipped', 'Flipped']], state.status),
+    select('model', [[-1, t('All models')]].concat(order.map((m) => [m, models[m].name])), state.model),
+    select('spec', [[-1, t('All categories')]].concat(specs.map((sp, i) => [i, sp.title])), state.spec),
+    select('status', [['all', t('All')], ['fail', t('Failures only')], ['error', t('Errors')], ['flaky', t('Flaky')], ['flipped', t('Flipped')]], state.status),
     search, countEl));
   list = vlist(v, [], openDrill);
   refilter();
@@ -136,39 +136,39 @@ function openDrill(i) {
   const prompt = prompts.get(r.s + ':' + r.i) || [];
   const siblings = rows.map((x, j) => [x, j]).filter(([x]) => x.s === r.s && x.i === r.i &&
     models[x.m].model === models[r.m].model);
-  const verdict = r.e ? 'request error' : r.ok ? 'passed' : 'failed';
+  const verdict = t(r.e ? 'request error' : r.ok ? 'passed' : 'failed');
   body.replaceChildren();
   add(body, [
     h('h2', { id: 'drill-title' }, rowId(r), ' ', h('span', { class: r.ok ? 'good' : 'bad' }, verdict)),
     h('dl', { class: 'kv' },
-      h('dt', null, 'model'), h('dd', null, models[r.m].name),
-      h('dt', null, 'category'), h('dd', null, sp.title + ' (' + sp.id + ')'),
-      h('dt', null, 'score'), h('dd', null, fix(r.sc, 3)),
-      r.f ? [h('dt', null, 'failure'), h('dd', null, r.f)] : null,
-      r.l != null ? [h('dt', null, 'latency'), h('dd', null, r.l + ' ms')] : null,
-      r.to != null ? [h('dt', null, 'output tokens'), h('dd', null, r.to)] : null,
+      h('dt', null, t('model')), h('dd', null, models[r.m].name),
+      h('dt', null, t('category')), h('dd', null, sp.title + ' (' + sp.id + ')'),
+      h('dt', null, t('score')), h('dd', null, fix(r.sc, 3)),
+      r.f ? [h('dt', null, t('failure')), h('dd', null, r.f)] : null,
+      r.l != null ? [h('dt', null, t('latency')), h('dd', null, r.l + ' ' + t('ms'))] : null,
+      r.to != null ? [h('dt', null, t('output tokens')), h('dd', null, r.to)] : null,
       r.gv ? Object.entries(r.gv).map(([k, val]) => [h('dt', null, k), h('dd', null, val)]) : null),
     siblings.length > 1 ? h('div', { class: 'samples' }, siblings.map(([x, j]) => h('button', {
       type: 'button', 'aria-current': j === i ? 'true' : 'false', on: { click: () => openDrill(j) } },
     (x.ok ? '✓ ' : '✗ ') + models[x.m].name + (x.k ? ' #' + x.k : '')))) : null,
-    h('h3', null, 'Prompt'),
+    h('h3', null, t('Prompt')),
     prompt.length ? prompt.map(([role, content]) => [h('div', { class: 'role' }, role), pre(content)]) : pre(null),
-    h('h3', null, r.e ? 'Request error' : 'Response'), pre(r.e || r.r, 'response'),
-    h('h3', null, 'Expected'), pre(expected(r.x), 'expected'),
-    h('h3', null, 'Extracted answer'), pre(r.a, 'answer'),
-    r.d ? [h('h3', null, 'Why it failed'), pre(r.d)] : null,
-    r.ru && r.ru.length ? [h('h3', null, 'Rules'), table(['Rule', 'Verdict', 'Score', 'Answer', 'Detail'],
-      r.ru.map((u) => h('tr', null, h('td', { class: 'name' }, u.n + (u.ro ? ' (report only)' : '')),
-        h('td', { class: u.ok ? 'good' : 'bad' }, u.ok ? 'pass' : 'fail'), h('td', null, fix(u.sc, 3)),
+    h('h3', null, t(r.e ? 'Request error' : 'Response')), pre(r.e || r.r, 'response'),
+    h('h3', null, t('Expected')), pre(expected(r.x), 'expected'),
+    h('h3', null, t('Extracted answer')), pre(r.a, 'answer'),
+    r.d ? [h('h3', null, t('Why it failed')), pre(r.d)] : null,
+    r.ru && r.ru.length ? [h('h3', null, t('Rules')), table([t('Rule'), t('Verdict'), t('Score'), t('Answer'), t('Detail')],
+      r.ru.map((u) => h('tr', null, h('td', { class: 'name' }, u.n + (u.ro ? t(' (report only)') : '')),
+        h('td', { class: u.ok ? 'good' : 'bad' }, t(u.ok ? 'pass' : 'fail')), h('td', null, fix(u.sc, 3)),
         h('td', { class: 'name' }, u.a == null ? '—' : u.a), h('td', { class: 'name' }, u.d || ''))))] : null,
     (r.ru || []).filter((u) => u.j).map((u) => [
-      h('h3', null, 'Judge: ' + u.n),
-      h('p', null, 'judge ' + u.j[0] + ', level ' + (u.j[1] == null ? '—' : u.j[1]) + ', sampled levels ' + (u.j[2].join(', ') || '—')),
-      u.j[3].map((t, k) => [h('div', { class: 'role' }, 'reasoning ' + (k + 1)), pre(t, 'reasoning')]),
+      h('h3', null, t('Judge: {0}', u.n)),
+      h('p', null, t('judge {0}, level {1}, sampled levels {2}', u.j[0], u.j[1] == null ? '—' : u.j[1], u.j[2].join(', ') || '—')),
+      u.j[3].map((text, k) => [h('div', { class: 'role' }, t('reasoning {0}', k + 1)), pre(text, 'reasoning')]),
     ]),
-    r.g ? [h('h3', null, 'Against the golden transcript'),
-      h('p', null, 'golden verdict ' + (r.g.ok ? 'passed' : 'failed') + ', score ' + fix(r.g.sc, 3) +
-        (golden(r) ? ' — the verdict flipped' : '') + (r.g.diff ? '' : '; same response')),
+    r.g ? [h('h3', null, t('Against the golden transcript')),
+      h('p', null, t('golden verdict {0}, score {1}', t(r.g.ok ? 'passed' : 'failed'), fix(r.g.sc, 3)) +
+        (golden(r) ? t(' — the verdict flipped') : '') + (r.g.diff ? '' : t('; same response'))),
       r.g.diff ? diffView(r.g.diff) : null] : null,
     otherRun(r)]);
   const drill = document.getElementById('drill');
@@ -181,7 +181,7 @@ function otherRun(r) {
   const j = byKey.get(partner.get(r.m) + ':' + r.s + ':' + r.i + ':' + r.k);
   if (j == null) return null;
   const o = rows[j];
-  return [h('h3', null, 'In the other run: ' + models[o.m].name + ' — ' + (o.ok ? 'passed' : 'failed')), pre(o.e || o.r, 'other')];
+  return [h('h3', null, t('In the other run: {0} — {1}', models[o.m].name, t(o.ok ? 'passed' : 'failed'))), pre(o.e || o.r, 'other')];
 }
 
 function closeDrill() { document.getElementById('drill').hidden = true; }

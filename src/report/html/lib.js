@@ -10,6 +10,16 @@ const specs = R.specs;
 const models = R.models;
 const ROW = 34;
 const SVG = 'http://www.w3.org/2000/svg';
+// The page's text in the report's language: its English phrases looked up in
+// the report's [English, translation] pairs (none for English), {0}, {1}, ...
+// replaced by the arguments.
+const WORDS = new Map(R.meta.words || []);
+function t(text, ...args) {
+  let out = WORDS.get(text) || text;
+  args.forEach((a, k) => { out = out.split('{' + k + '}').join(String(a)); });
+  return out;
+}
+const cap = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 
 // ---------- text and numbers ----------
 
@@ -33,7 +43,7 @@ function fix(v, d) {
 const pct = (x) => (x == null ? '—' : fix(x * 100, 1) + '%');
 const pm = (x, iv) => (iv ? pct(x) + ' ±' + fix((iv.high - iv.low) * 50, 1) : pct(x));
 const span = (iv) => (iv ? fix(iv.low * 100, 1) + '–' + fix(iv.high * 100, 1) + '%' : '—');
-const pts = (d) => (d >= 0 ? '+' : '') + fix(d * 100, 1) + ' pp';
+const pts = (d) => (d >= 0 ? '+' : '') + fix(d * 100, 1) + ' ' + t('pp');
 const pval = (p) => (p == null ? '—' : p < 0.001 ? '<0.001' : fix(p, 3));
 const num = (x, d) => (x == null ? '—' : fix(x, d));
 
@@ -59,18 +69,18 @@ function set(node, attrs) {
 const h = (tag, attrs, ...kids) => add(set(document.createElement(tag), attrs), kids);
 const s = (tag, attrs, ...kids) => add(set(document.createElementNS(SVG, tag), attrs), kids);
 function table(head, body, cls) {
-  const t = h('table', { class: cls },
+  const tbl = h('table', { class: cls },
     h('thead', null, h('tr', null, head.map((x) => h('th', null, x)))),
     h('tbody', null, body));
   // Text and bar columns (td.name, td.bar) get left-aligned headers too.
-  const first = t.tBodies[0].rows[0];
+  const first = tbl.tBodies[0].rows[0];
   if (first) {
     [...first.cells].forEach((c, i) => {
-      const th = t.tHead.rows[0].cells[i];
+      const th = tbl.tHead.rows[0].cells[i];
       for (const k of ['name', 'bar']) if (th && c.classList.contains(k)) th.classList.add(k);
     });
   }
-  return h('div', { class: 'scroll' }, t);
+  return h('div', { class: 'scroll' }, tbl);
 }
 const view = (name) => document.getElementById('view-' + name);
 

@@ -45,14 +45,18 @@ pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Resul
     let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(js.as_bytes()));
     write!(
         out,
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!doctype html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          script-src 'sha256-{hash}'; style-src 'unsafe-inline'; img-src data:; \
          base-uri 'none'; form-action 'none'\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
-         <title>harness report {}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n{BODY}",
-        escape(v.ctx.timestamp)
+         <title>{} {}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n{}",
+        v.ctx.lang.code(),
+        escape(translated(v, "harness report")),
+        escape(v.ctx.timestamp),
+        // The script translates the rest of the page's fixed text; this shows without it.
+        BODY.replace(NOSCRIPT, translated(v, NOSCRIPT))
     )?;
     out.write_all(b"<script type=\"application/json\" id=\"report-data\">")?;
     let mut json = ScriptSafe(&mut out);
@@ -65,6 +69,19 @@ pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Resul
     json.write_all(b"}")?;
     write!(out, "</script>\n<script>{js}</script>\n</body>\n</html>\n")?;
     out.commit()
+}
+
+/// What the page says when its script cannot run: in `body.html`.
+const NOSCRIPT: &str = "This report draws its tables and charts with JavaScript, which is turned off. \
+    The Markdown report beside it has the same numbers.";
+
+/// `english` in the report's language, from the page's phrase table.
+fn translated<'a>(v: &View, english: &'a str) -> &'a str {
+    let pairs = v.words().html;
+    pairs
+        .iter()
+        .find(|(e, _)| *e == english)
+        .map_or(english, |(_, t)| *t)
 }
 
 /// Streams one row per record; returns what the golden transcripts showed.
@@ -193,6 +210,11 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(!text.contains('<'), "{text}");
         assert_eq!(serde_json::from_str::<String>(&text).unwrap(), hostile);
+    }
+
+    #[test]
+    fn the_noscript_text_is_the_one_translated() {
+        assert!(BODY.contains(NOSCRIPT));
     }
 
     #[test]

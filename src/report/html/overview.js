@@ -21,11 +21,11 @@ function errorBar(score, iv) {
 
 function leaderboard() {
   const board = R.leaderboard;
-  if (!board) return h('p', { class: 'muted' }, 'No records.');
+  if (!board) return h('p', { class: 'muted' }, t('No records.'));
   const body = board.standings.map((st) => {
     const vs = st.vs_best;
     return h('tr', { class: st.rank % 2 ? 'group-a' : 'group-b', 'data-model': st.model, 'data-rank': st.rank },
-      h('td', null, h('span', { class: 'rank', title: 'tie group ' + st.rank }, st.rank)),
+      h('td', null, h('span', { class: 'rank', title: t('tie group {0}', st.rank) }, st.rank)),
       h('td', { class: 'name', title: st.model }, st.model),
       h('td', { class: 'total' }, pm(st.score, st.interval)),
       h('td', { class: 'bar' }, errorBar(st.score, st.interval)),
@@ -33,11 +33,11 @@ function leaderboard() {
       h('td', null, vs ? pval(vs.p_value) : '—'));
   });
   return h('div', null,
-    table(['Rank', 'Model', 'Total ±95%', '95% interval', 'vs best', 'p'], body, 'board'),
-    h('p', { class: 'note' }, 'Total: the mean of the categories\' headline numbers (pass rate unless a spec ' +
+    table([t('Rank'), t('Model'), t('Total ±95%'), t('95% interval'), t('vs best'), 'p'], body, 'board'),
+    h('p', { class: 'note' }, t('Total: the mean of the categories\' headline numbers (pass rate unless a spec ' +
       'sets [report] headline = "mean_score"), each category weighted once; ± is half ' +
       'the 95% interval (bootstrap stratified by category). Models sharing a rank are not significantly worse ' +
-      'than the best of their group (paired tests, Holm-adjusted, α = ' + R.meta.alpha + ').'));
+      'than the best of their group (paired tests, Holm-adjusted, α = {0}).', R.meta.alpha)));
 }
 
 function heat(x) {
@@ -47,20 +47,20 @@ function heat(x) {
 
 // The name of a cell's headline number.
 function headlineName(c) {
-  return c.headline === 'mean_score' ? 'mean score' : 'pass rate';
+  return c.headline === 'mean_score' ? t('mean score') : t('pass rate');
 }
 
 function heatmap() {
-  const head = ['Model'].concat(specs.map((sp) => sp.title));
+  const head = [t('Model')].concat(specs.map((sp) => sp.title));
   const body = order.map((m) => h('tr', { 'data-model': models[m].name },
     h('td', { class: 'name', title: models[m].name }, models[m].name),
     specs.map((sp, si) => {
       const c = cells.get(m + ':' + si);
       if (!c) return h('td', { class: 'empty' }, '—');
       const td = h('td', { class: 'cell', 'data-spec': sp.id,
-        title: sp.title + ': ' + headlineName(c) + ' ' + pm(c.score, c.interval) + ' (95% ' + span(c.interval) +
-          '), ' + c.passed + '/' + c.total + ' passed, pass rate ' + pct(c.pass_rate) + ', mean score ' +
-          pct(c.mean_score),
+        title: t('{0}: {1} {2} (95% {3}), {4}/{5} passed, pass rate {6}, mean score {7}', sp.title,
+          headlineName(c), pm(c.score, c.interval), span(c.interval), c.passed, c.total, pct(c.pass_rate),
+          pct(c.mean_score)),
         on: { click: () => showInstances({ model: m, spec: si, status: 'all' }) } }, pct(c.score));
       td.style.background = heat(c.score);
       return td;
@@ -70,9 +70,9 @@ function heatmap() {
 
 // Axes of the scatter plots; an axis no model has a value for is left out.
 const AXES = [
-  { key: 'p50_ms', label: 'p50 latency, ms' },
-  { key: 'tokens_out', label: 'output tokens per answer (mean)' },
-  { key: 'cost', label: 'cost, ' + R.meta.currency },
+  { key: 'p50_ms', label: t('p50 latency, ms') },
+  { key: 'tokens_out', label: t('output tokens per answer (mean)') },
+  { key: 'cost', label: t('cost, {0}', R.meta.currency) },
 ];
 
 function scatter(axis) {
@@ -83,7 +83,7 @@ function scatter(axis) {
   const maxX = Math.max(...pts_.map((p) => p.m[axis.key])) * 1.1 || 1;
   const X = (v) => L + (v / maxX) * (W - L - Rm);
   const Y = (v) => T + (1 - v) * (H - T - B);
-  const g = s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'total against ' + axis.label,
+  const g = s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': t('total against {0}', axis.label),
     'data-axis': axis.key });
   const ax = s('g', { class: 'axis' });
   for (let k = 0; k <= 4; k++) {
@@ -120,18 +120,18 @@ function costPerCorrect() {
   const W = 340, row = 22, L = 120, Rm = 80;
   const max = Math.max(...priced.map((m) => m.cost_per_correct)) || 1;
   const g = s('svg', { viewBox: '0 0 ' + W + ' ' + (row * priced.length + 8), role: 'img',
-    'aria-label': 'cost per correct answer', 'data-chart': 'cost-per-correct' });
+    'aria-label': t('cost per correct answer'), 'data-chart': 'cost-per-correct' });
   priced.forEach((m, k) => {
     const y = 4 + k * row, w = Math.max(1, (m.cost_per_correct / max) * (W - L - Rm));
     const name = m.name.length > 16 ? m.name.slice(0, 15) + '…' : m.name;
     add(g, s('g', { class: 'bar', 'data-model': m.name }, [
-      s('title', null, m.name + ': ' + num(m.cost_per_correct, 6) + ' ' + R.meta.currency + ' per correct answer'),
+      s('title', null, t('{0}: {1} {2} per correct answer', m.name, num(m.cost_per_correct, 6), R.meta.currency)),
       s('text', { x: L - 6, y: y + 14, 'text-anchor': 'end' }, name),
       s('rect', { class: 'point', x: L, y: y + 3, width: w, height: row - 8 }),
       s('text', { class: 'value', x: L + w + 4, y: y + 14 }, num(m.cost_per_correct, 6)),
     ]));
   });
-  return h('div', { class: 'chart' }, [h('h3', null, 'Cost per correct answer, ' + R.meta.currency), g]);
+  return h('div', { class: 'chart' }, [h('h3', null, t('Cost per correct answer, {0}', R.meta.currency)), g]);
 }
 
 // A pool's replicas: which endpoint answered how much, how fast, how often it failed.
@@ -147,8 +147,8 @@ function pools() {
     }
   }
   if (!body.length) return null;
-  return [h('h2', null, 'Pool endpoints'),
-    table(['Model', 'Endpoint', 'Requests', 'Errors', 'mean ms', 'p50 ms', 'p95 ms'], body, 'pools')];
+  return [h('h2', null, t('Pool endpoints')),
+    table([t('Model'), t('Endpoint'), t('Requests'), t('Errors'), t('mean ms'), t('p50 ms'), t('p95 ms')], body, 'pools')];
 }
 
 function overview() {
@@ -157,38 +157,38 @@ function overview() {
   const perCorrect = costPerCorrect();
   if (perCorrect) charts.push(perCorrect);
   add(v, [
-    h('h2', null, 'Leaderboard'), leaderboard(),
-    h('h2', null, 'Accuracy by category'),
-    h('p', { class: 'note' }, 'Click a cell to see its instances.'), heatmap(),
-    h('h2', null, 'Accuracy against cost of answering'),
+    h('h2', null, t('Leaderboard')), leaderboard(),
+    h('h2', null, t('Results by category')),
+    h('p', { class: 'note' }, t('Click a cell to see its instances.')), heatmap(),
+    h('h2', null, t('Total against the cost of answering')),
     charts.length ? h('div', { class: 'charts' }, charts)
-      : h('p', { class: 'note' }, 'No timed requests: replayed and cached answers have no latency to plot.'),
+      : h('p', { class: 'note' }, t('No timed requests: replayed and cached answers have no latency to plot.')),
     pools(),
   ]);
 }
 
 // ---------- categories ----------
 
-function boardTable(board) {
+function boardTable(board, headline) {
   const body = board.standings.map((st) => h('tr', { class: st.rank % 2 ? 'group-a' : 'group-b', 'data-model': st.model },
     h('td', null, h('span', { class: 'rank' }, st.rank)),
     h('td', { class: 'name', title: st.model }, st.model),
     h('td', null, pct(st.score)),
     h('td', null, span(st.interval)),
     h('td', null, st.vs_best ? pts(st.vs_best.difference) : '—'),
-    h('td', null, st.vs_best ? span(st.vs_best.interval).replace('%', ' pp') : '—'),
+    h('td', null, st.vs_best ? span(st.vs_best.interval).replace('%', ' ' + t('pp')) : '—'),
     h('td', null, st.vs_best ? pval(st.vs_best.p_value) : '—')));
-  return table(['Rank', 'Model', 'Accuracy', '95% interval', 'vs best', '95% interval', 'p'], body, 'board');
+  return table([t('Rank'), t('Model'), cap(headline), t('95% interval'), t('vs best'), t('95% interval'), 'p'], body, 'board');
 }
 
 function boardNote(board) {
-  const test = board.test === 'mcnemar' ? 'exact McNemar test, Newcombe interval' : 'paired bootstrap over instances';
-  let t = board.instances + ' instances; ' + test + '.';
-  if (board.mde != null) t += ' At this size the category detects a drop of ' + fix(board.mde * 100, 1) +
-    ' pp or more below the best model (power 80%).';
-  if (board.gap && board.gap.needed && board.gap.difference > 0) t += ' Telling the two best apart (gap ' +
-    fix(board.gap.difference * 100, 1) + ' pp) needs about ' + board.gap.needed + ' instances.';
-  return h('p', { class: 'note' }, t);
+  const test = t(board.test === 'mcnemar' ? 'exact McNemar test, Newcombe interval' : 'paired bootstrap over instances');
+  let text = t('{0} instances; {1}.', board.instances, test);
+  if (board.mde != null) text += t(' At this size the category detects a drop of {0} pp or more below the best model (power 80%).',
+    fix(board.mde * 100, 1));
+  if (board.gap && board.gap.needed && board.gap.difference > 0) text += t(' Telling the two best apart (gap {0} pp) needs about {1} instances.',
+    fix(board.gap.difference * 100, 1), board.gap.needed);
+  return h('p', { class: 'note' }, text);
 }
 
 function groupTables(si) {
@@ -206,7 +206,7 @@ function groupTables(si) {
       return h('tr', null, h('td', { class: 'name' }, models[m].name),
         vals.map((k) => h('td', { title: g[k] ? g[k].passed + '/' + g[k].total : '' }, g[k] ? pm(g[k].score, g[k].interval) : '—')));
     });
-    out.push(h('h4', null, 'By ' + v), table(['Model'].concat(vals), body));
+    out.push(h('h4', null, t('By {0}', v)), table([t('Model')].concat(vals), body));
   }
   return out;
 }
@@ -216,12 +216,12 @@ function sampledTable(sp) {
   if (!c) return null;
   const hats = c.ks.filter((k) => k > 1);
   const maj = c.models.some((l) => l.maj != null);
-  const head = ['Model', 'pass rate'].concat(c.ks.map((k) => 'pass@' + k), hats.map((k) => 'pass^' + k),
-    maj ? ['maj@n'] : [], ['tier']);
+  const head = [t('Model'), t('pass rate')].concat(c.ks.map((k) => 'pass@' + k), hats.map((k) => 'pass^' + k),
+    maj ? ['maj@n'] : [], [t('tier')]);
   const body = c.models.map((l) => h('tr', null, h('td', { class: 'name' }, l.model), h('td', null, pct(l.pass_rate)),
     c.ks.map((k) => h('td', null, pct(l.pass_at_k[k]))), hats.map((k) => h('td', null, pct(l.pass_hat_k[k]))),
     maj ? h('td', null, pct(l.maj)) : null, h('td', null, l.tier)));
-  return [h('h4', null, 'Sampled: pass@k (some of k pass) beside pass^k (all k pass)'), table(head, body)];
+  return [h('h4', null, t('Sampled: pass@k (some of k pass) beside pass^k (all k pass)')), table(head, body)];
 }
 
 function categories() {
@@ -230,6 +230,6 @@ function categories() {
     if (!sp.board) return;
     add(v, h('div', { class: 'card', id: 'spec-' + sp.id },
       h('h3', null, sp.title, ' ', h('span', { class: 'tag' }, sp.id)),
-      boardTable(sp.board), boardNote(sp.board), groupTables(si), sampledTable(sp)));
+      boardTable(sp.board, headlineName(sp)), boardNote(sp.board), groupTables(si), sampledTable(sp)));
   });
 }
