@@ -64,6 +64,10 @@ fn the_slurm_example_runs_an_array_of_shards_and_a_merge_equal_to_one_run() {
         .env("WAIT", "1")
         .env("HARNESS", env!("CARGO_BIN_EXE_harness"))
         .env("NO_COLOR", "1")
+        // The jobs' reports are compared with `harness()`'s, which runs in English.
+        .env("LANG", "C")
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
         .output()
         .expect("submit.sh runs");
     let logs: String = fs::read_dir(&repo)
@@ -173,7 +177,10 @@ fn the_kubernetes_example_is_an_indexed_job_whose_pods_merge_into_one_run() {
             .arg(line.replace("/results", &volume.display().to_string()))
             .current_dir(&repo)
             .env("PATH", &path)
-            .env("NO_COLOR", "1");
+            .env("NO_COLOR", "1")
+            .env("LANG", "C")
+            .env_remove("LC_ALL")
+            .env_remove("LC_MESSAGES");
         if let Some(i) = index {
             sh.env("JOB_COMPLETION_INDEX", i.to_string());
         }
