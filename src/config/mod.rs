@@ -67,12 +67,54 @@ pub struct RunDefaults {
     /// Specs to run: ids or paths (default: everything under `specs/`).
     #[serde(default)]
     pub specs: Vec<String>,
-    /// Instances per spec (overrides each spec's `runs`).
+    /// Instances per spec, 1 to 1,000,000 (overrides each spec's `runs`).
+    #[serde(default, deserialize_with = "in_range::runs")]
     pub runs: Option<u32>,
-    /// The most a run may cost, in `currency` (`--max-cost` overrides).
+    /// The most a run may cost, in `currency`, 0 or more (`--max-cost` overrides).
+    #[serde(default, deserialize_with = "in_range::amount")]
     pub max_cost: Option<f64>,
-    /// The most tokens a run may use (`--max-tokens-total` overrides).
+    /// The most tokens a run may use, 1 or more (`--max-tokens-total` overrides).
+    #[serde(default, deserialize_with = "in_range::tokens")]
     pub max_tokens_total: Option<u64>,
+}
+
+/// `[run]` numbers checked as they are read, so a bad one is located like
+/// any TOML error: the same ranges the command line's flags take.
+mod in_range {
+    use serde::de::{Deserialize, Deserializer, Error};
+
+    /// `runs`: 1 to 1,000,000.
+    pub fn runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        let v = Option::<u32>::deserialize(d)?;
+        match v {
+            Some(n) if !(1..=1_000_000).contains(&n) => Err(D::Error::custom(format!(
+                "runs = {n}: instances per spec must be from 1 to 1,000,000"
+            ))),
+            _ => Ok(v),
+        }
+    }
+
+    /// `max_cost`: a finite amount of 0 or more.
+    pub fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        let v = Option::<f64>::deserialize(d)?;
+        match v {
+            Some(a) if !(a.is_finite() && a >= 0.0) => Err(D::Error::custom(format!(
+                "max_cost = {a}: not an amount of 0 or more"
+            ))),
+            _ => Ok(v),
+        }
+    }
+
+    /// `max_tokens_total`: 1 or more.
+    pub fn tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        let v = Option::<u64>::deserialize(d)?;
+        match v {
+            Some(0) => Err(D::Error::custom(
+                "max_tokens_total = 0: a budget of no tokens runs nothing",
+            )),
+            _ => Ok(v),
+        }
+    }
 }
 
 /// `[report]`: how reports are written.
@@ -329,6 +371,26 @@ mod tests {
                 .to_string()
                 .contains("fast")
         );
+    }
+
+    #[test]
+    fn run_numbers_out_of_range_are_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("[run]\nruns = 0\n", "2:8", "from 1 to 1,000,000"),
+            ("[run]\nruns = 2000000\n", "2:8", "from 1 to 1,000,000"),
+            ("[run]\nmax_cost = -1.0\n", "2:12", "not an amount"),
+            ("[run]\nmax_tokens_total = 0\n", "2:20", "no tokens"),
+        ];
+        for (text, at, says) in cases {
+            let path = dir.path().join("harness.toml");
+            std::fs::write(&path, text).unwrap();
+            let err = Config::load(&path, true).unwrap_err().to_string();
+            assert!(err.contains(at) && err.contains(says), "{text}: {err}");
+        }
+        std::fs::write(dir.path().join("harness.toml"), "[run]\nruns = 3\n").unwrap();
+        let ok = Config::load(&dir.path().join("harness.toml"), true).unwrap();
+        assert_eq!(ok.run.runs, Some(3));
     }
 
     #[test]
