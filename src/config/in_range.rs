@@ -1,0 +1,37 @@
+//! `[run]` numbers checked as they are read, so a bad one is located like
+//! any TOML error: the same ranges the command line's flags take.
+
+use serde::de::{Deserialize, Deserializer, Error};
+
+/// `runs`: 1 to 1,000,000.
+pub fn runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = Option::<u32>::deserialize(d)?;
+    match v {
+        Some(n) if !(1..=1_000_000).contains(&n) => Err(D::Error::custom(format!(
+            "runs = {n}: instances per spec must be from 1 to 1,000,000"
+        ))),
+        _ => Ok(v),
+    }
+}
+
+/// `max_cost`: a finite amount of 0 or more.
+pub fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = Option::<f64>::deserialize(d)?;
+    match v {
+        Some(a) if !(a.is_finite() && a >= 0.0) => Err(D::Error::custom(format!(
+            "max_cost = {a}: not an amount of 0 or more"
+        ))),
+        _ => Ok(v),
+    }
+}
+
+/// `max_tokens_total`: 1 or more.
+pub fn tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Option::<u64>::deserialize(d)?;
+    match v {
+        Some(0) => Err(D::Error::custom(
+            "max_tokens_total = 0: a budget of no tokens runs nothing",
+        )),
+        _ => Ok(v),
+    }
+}
