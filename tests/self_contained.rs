@@ -24,6 +24,10 @@ const SCANNED: &[&str] = &[
     ".ci",
 ];
 
+/// The folder CI happens to have beside its checkout and a user's clone
+/// never has; spelled once, so this file names it without reading it.
+const BESIDE: &str = "shared";
+
 /// `(file, path)` pairs that leave the root on purpose, and why.
 const DELIBERATE: &[(&str, &str, &str)] = &[
     (
@@ -132,8 +136,9 @@ fn escapes_in(file: &Path, text: &str) -> Vec<String> {
                 found.push(format!("{}:{}: {rel}", file.display(), n + 1));
             }
         }
-        if line.contains("shared/data") || line.contains("../shared") {
-            found.push(format!("{}:{}: names ../shared", file.display(), n + 1));
+        let (up, data) = (format!("../{BESIDE}"), format!("{BESIDE}/data"));
+        if line.contains(&up) || line.contains(&data) {
+            found.push(format!("{}:{}: names {up}", file.display(), n + 1));
         }
     }
     found
@@ -144,10 +149,9 @@ fn no_file_reads_outside_the_repository() {
     let files = tracked_files();
     assert!(files.len() > 100, "only {} files scanned", files.len());
     let mut escapes = Vec::new();
-    for file in files
-        .iter()
-        .filter(|f| **f != Path::new("tests/self_contained.rs"))
-    {
+    // This file's own tables quote the paths they allow and test.
+    let me = Path::new("tests/self_contained.rs");
+    for file in files.iter().filter(|f| f.as_path() != me) {
         let Ok(text) = fs::read_to_string(root().join(file)) else {
             continue; // binary data
         };
@@ -162,9 +166,10 @@ fn no_file_reads_outside_the_repository() {
 
 #[test]
 fn the_scanner_finds_what_leaves() {
+    let beside = format!("path = \"../../{BESIDE}/x.jsonl\"");
     let cases: &[(&str, &str, usize)] = &[
         ("specs/a.toml", "path = \"../datasets/x.jsonl\"", 0),
-        ("specs/a.toml", "path = \"../../shared/x.jsonl\"", 2),
+        ("specs/a.toml", beside.as_str(), 2),
         ("specs/a.toml", "path = \"../../elsewhere/x.jsonl\"", 1),
         ("tests/a.rs", "root().join(\"../data\")", 1),
         ("tests/a.rs", "root().join(\"datasets/x\")", 0),
