@@ -426,11 +426,12 @@ fn a_dry_run_prints_requests_and_a_cost_estimate_and_sends_nothing() {
 }
 
 /// A JSON spec whose every answer fails to parse: each request is asked
-/// again up to its `attempts`, and each ask is billed.
+/// again up to its `attempts`, and each ask is billed. Every instance's
+/// prompt differs, so no request is answered from another's cache entry.
 const JSON_SPEC: &str = r#"id = "json_asks"
 runs = 4
 [generate]
-script = '#{ word: "ok" }'
+script = '#{ word: "ok" + index }'
 [prompt]
 user = "Answer with a JSON object holding {{ word }}."
 [request]
