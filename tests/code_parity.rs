@@ -8,11 +8,14 @@
 //! case shares with others (`# program: _squares.py`), which then goes
 //! first. A case named `deviation_*`
 //! is one of the documented deviations (`docs/sandbox.md`): it also names
-//! (`# deviation: TEXT`) what the harness's failure says instead.
+//! (`# deviation: TEXT`) what the harness's failure says instead. A case
+//! whose meaning `guard = true` changes names the failure it then gives
+//! (`# guarded: TEXT`).
 //!
 //! Both directions are checked: bare `python3` must give the recorded
 //! verdict, and `harness check` must agree with it on every other case, as
-//! failing and as passing.
+//! failing and as passing; and again under the guard, where the guarded
+//! cases fail as they say.
 
 use crate::common::{check_examples, python_suite, root};
 
@@ -24,6 +27,8 @@ struct Case {
     source: String,
     passes: bool,
     deviation: Option<String>,
+    /// What the case's failure says under `guard = true`, if it fails there.
+    guarded: Option<String>,
     program: String,
     tests: Vec<String>,
 }
@@ -51,6 +56,7 @@ fn cases() -> Vec<Case> {
                 other => panic!("{name}: `# verdict: pass|fail` expected, found {other:?}"),
             };
             let deviation = header(&own, "deviation").map(str::to_owned);
+            let guarded = header(&own, "guarded").map(str::to_owned);
             assert_eq!(
                 deviation.is_some(),
                 name.starts_with("deviation_"),
@@ -65,6 +71,7 @@ fn cases() -> Vec<Case> {
                 source: text,
                 passes,
                 deviation,
+                guarded,
                 program,
                 tests,
             }
@@ -97,14 +104,20 @@ fn bare_python_gives_the_recorded_verdicts() {
 }
 
 /// One spec holding every case as an example whose outcome must be plain
-/// Python's, or the documented failure for a deviation.
-fn spec(cases: &[Case]) -> String {
+/// Python's, or the documented failure for a deviation (and, when `guard`,
+/// for a guarded case).
+fn spec(cases: &[Case], guard: bool) -> String {
     let mut text = String::from(
         "id = \"code_parity\"\nruns = 1\n\n[generate]\nscript = '#{ tests: [\"assert True\"] }'\n\n\
          [prompt]\nuser = \"Write the program.\"\n\n[[verify]]\nrule = \"code\"\ntests = \"tests\"\n\
          timeout_secs = 5\n",
     );
+    text += &format!("guard = {guard}\n");
     for case in cases {
+        let failure = case
+            .deviation
+            .as_ref()
+            .or(case.guarded.as_ref().filter(|_| guard));
         let tests: Vec<toml::Value> = case
             .tests
             .iter()
@@ -116,9 +129,9 @@ fn spec(cases: &[Case]) -> String {
             toml::Value::String(case.name.clone()),
             toml::Value::Array(tests),
             toml::Value::String(response),
-            case.passes && case.deviation.is_none(),
+            case.passes && failure.is_none(),
         );
-        if let Some(detail) = &case.deviation {
+        if let Some(detail) = failure {
             text += &format!("detail = {}\n", toml::Value::String(detail.clone()));
         }
     }
@@ -127,6 +140,15 @@ fn spec(cases: &[Case]) -> String {
 
 #[test]
 fn the_harness_agrees_with_bare_python() {
+    agrees(false);
+}
+
+#[test]
+fn guarded_tests_deviate_only_where_the_cases_say() {
+    agrees(true);
+}
+
+fn agrees(guard: bool) {
     let cases = cases();
     let deviations = cases.iter().filter(|c| c.deviation.is_some()).count();
     assert!(
@@ -136,7 +158,7 @@ fn the_harness_agrees_with_bare_python() {
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("code_parity.toml");
-    std::fs::write(&path, spec(&cases)).unwrap();
+    std::fs::write(&path, spec(&cases, guard)).unwrap();
     let (code, out) = check_examples(&path, &[]);
     assert_eq!(code, 0, "{out}");
     let n = cases.len();

@@ -83,6 +83,9 @@ pub struct RuleDef {
     pub runner: Option<String>,
     /// File name the solution is written to (code; default `solution.py`).
     pub solution_file: Option<String>,
+    /// Keeps the tests' built-ins, modules, globals and objects out of the
+    /// program's reach, where plain Python would not (code; default false).
+    pub guard: Option<bool>,
     /// The rubric's levels (judge).
     pub rubric: Option<Vec<Level>>,
     /// A rubric file of `[[level]]` tables, relative to the spec (judge).

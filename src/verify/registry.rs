@@ -108,6 +108,7 @@ const RULES: &[RuleKind] = &[
             "command",
             "runner",
             "solution_file",
+            "guard",
         ],
     ),
     kind(

@@ -16,9 +16,14 @@ whose calls cross as data; a standard module it imported is this
 process's own import of it; any other value crosses as data, or by
 reference (remote.py). The prelude's stubs (functions that compute
 nothing, only a docstring, for the answer to complete) are always the
-program's. One guard keeps the built-ins a test judges with: a program's
-function named like a built-in shadows it only in a test that reads no
-other name of the program's (names.py).
+program's. A test's top-level binding of a program's name binds the
+program's global, and the lists, dicts, sets and bytearrays both sides
+hold are shared (share.py).
+
+Under the guard (HARNESS_GUARD=1) the test's tools stay its own: a
+program's function named like a built-in shadows it only in a test that
+reads no other name of the program's (names.py), the test's bindings stay
+the test's, and nothing is shared.
 
 Reports one line per test on stdout, "<nonce> <json>"; the nonce arrives on
 stdin, which only harness writes.
@@ -31,8 +36,9 @@ import os
 import sys
 
 import remote
+import share
 import wire
-from names import Names, free_names, standard, stubs_of
+from names import HAND, Names, free_names, handing, standard, stubs_of
 
 
 class ProgramGone(BaseException):
@@ -71,60 +77,8 @@ def kind_of(error):
     return "exception"
 
 
-_remote_classes = {}
-
 # The console as the checker started, to see a test replace it.
 INPUT, PRINT = builtins.input, builtins.print
-
-
-def remote_error(raised, program):
-    """The exception a call raised in the program, rebuilt from its name,
-    message, args and attributes: the stand-in of its class when that is the
-    program's, else a subclass of the built-in of that name (so `except
-    ValueError` works) whose text is exactly the program's."""
-    if type(raised) is not dict:
-        raise BadAnswer("a malformed exception")
-    name, message = raised.get("type"), raised.get("message", "")
-    if type(name) is not str or not name.isidentifier() or type(message) is not str:
-        raise BadAnswer("a malformed exception")
-    cls = None
-    if type(raised.get("class")) is dict:
-        try:
-            cls = program.stand_in(raised["class"])
-        except (TypeError, wire.WireError):
-            cls = None
-    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-        cls = _remote_classes.get(name)
-    if cls is None:
-        base = getattr(builtins, name, None)
-        if not (isinstance(base, type) and issubclass(base, BaseException)):
-            base = Exception
-        cls = _remote_classes[name] = remote.named(name, [base])
-    try:
-        error = cls.__new__(cls, message)
-    except Exception:
-        # A built-in whose constructor wants more than a message.
-        cls = _remote_classes[name] = remote.named(name, [Exception])
-        error = cls.__new__(cls, message)
-    error.args = (message,)
-    error.remote_text = message
-    try:
-        args = program.decode(raised["args"]) if "args" in raised else None
-    except (wire.WireError, BadAnswer, TypeError):
-        args = None
-    if type(args) is tuple:
-        error.args = args
-    try:
-        fields = program.decode(raised["fields"]) if "fields" in raised else {}
-    except (wire.WireError, BadAnswer, TypeError):
-        fields = {}
-    for key, value in fields.items() if type(fields) is dict else ():
-        if type(key) is str and key.isidentifier() and not key.startswith("__") and key != "remote_text":
-            try:
-                setattr(error, key, value)
-            except (AttributeError, TypeError):
-                pass
-    return error
 
 
 class Program:
@@ -139,6 +93,12 @@ class Program:
         self.functions, self.modules, self.names = set(), {}, set()
         self.remotes, self.mirrors, self.imported = {}, {}, {}
         self.callbacks, self.stdout, self.stdin = [], sys.stdout, sys.stdin
+        # Guarded tests keep their objects: nothing is linked (share.py).
+        self.guarded = os.environ.pop("HARNESS_GUARD", "") == "1"
+        self.links = share.Links("t")
+        # Whether the program links objects and takes assignments (serve.py
+        # does; a custom runner need not).
+        self.shares = False
 
     def receive(self):
         if self.gone:
@@ -161,7 +121,7 @@ class Program:
             # What the program printed reaches a test that captures output.
             if type(printed) is str and sys.stdout is not self.stdout:
                 sys.stdout.write(printed)
-        if type(message) is not dict or not (len(message) == 1 or set(message) == {"value", "changed"}):
+        if type(message) is not dict or not (len(message) == 1 or answer_keys(message)):
             self.violation = "not a message: %s" % json.dumps(message)[:80]
             raise BadAnswer(self.violation)
         return message
@@ -251,8 +211,11 @@ class Program:
         if self.gone:
             raise ProgramGone()
         try:
-            request["args"] = [self.encode(a) for a in args]
-            request["kwargs"] = [[k, self.encode(v)] for k, v in kwargs.items()]
+            if not self.shares:
+                request["args"] = [self.encode(a) for a in args]
+                request["kwargs"] = [[k, self.encode(v)] for k, v in kwargs.items()]
+            else:
+                self.sharing(request, args, kwargs)
         except wire.WireError as error:
             raise TypeError("an argument of %s cannot cross to the program: %s" % (what, error))
         patched = self.patched()
@@ -265,17 +228,89 @@ class Program:
             answer = self.receive()
         if "value" in answer:
             try:
+                self.shared(answer)
                 value = self.decode(answer["value"])
                 if value is None and "changed" in answer:
-                    changed_in_place(answer["changed"], list(args), kwargs, self.decode)
-                return value
+                    share.changed_in_place(answer["changed"], list(args), kwargs, self.decode)
+                return self.linked(answer, value)
             except wire.WireError as error:
                 self.violation = str(error)
                 raise BadAnswer(str(error))
         if "raised" in answer:
-            raise remote_error(answer["raised"], self)
+            try:
+                self.shared(answer)
+                error = remote.remote_error(answer["raised"], self)
+            except wire.WireError as malformed:
+                self.violation = str(malformed)
+                raise BadAnswer(str(malformed))
+            raise error
         self.violation = "not an answer: %s" % json.dumps(answer)[:80]
         raise BadAnswer(self.violation)
+
+    def sharing(self, request, args, kwargs):
+        """The request's arguments, with the test's changes to the objects
+        both sides hold (share.py): a linked argument crosses as its link,
+        a list, dict, set or bytearray one is linked."""
+        links = self.links
+        request["share"] = True
+        # Changed first: a test may change a list and let go of it at once
+        # (`get().append(2)`).
+        sync = links.changes(self.encode)
+        if sync:
+            request["sync"] = sync
+        drop = links.lonely()
+        if drop:
+            request["drop"] = drop
+        linking = []
+
+        def one(key, value):
+            n = links.of(value)
+            if n is not None:
+                return {"object": {"link": n}}
+            encoded = self.encode(value)
+            if isinstance(value, share.MUTABLE):
+                linking.append([key, links.new(value, encoded)])
+            return encoded
+        request["args"] = [one(i, a) for i, a in enumerate(args)]
+        request["kwargs"] = [[k, one(k, v)] for k, v in kwargs.items()]
+        if linking:
+            request["link"] = linking
+
+    def shared(self, answer):
+        """Takes the program's changes to linked objects, and its dropped links."""
+        if not self.shares:
+            return
+        synced, dropped = answer.get("synced", []), answer.get("dropped", [])
+        if type(synced) is not list or type(dropped) is not list:
+            raise wire.WireError("a malformed change")
+        for entry in synced:
+            if type(entry) is not list or len(entry) != 2:
+                raise wire.WireError("a malformed change")
+            try:
+                self.links.agree(entry[0], self.decode(entry[1]), entry[1])
+            except TypeError as error:
+                raise wire.WireError(str(error))
+        for n in dropped:
+            self.links.unlink(n)
+
+    def linked(self, answer, value):
+        """The test's own object for a value the program holds linked, the
+        same each time (`get() is get()`); a new one is linked."""
+        n = answer.get("linked")
+        if not self.shares or n is None:
+            return value
+        if type(n) is not str:
+            raise wire.WireError("a malformed link")
+        if n in self.links:
+            held = self.links.get(n)
+            try:
+                share.assign(held, value)
+            except TypeError as error:
+                raise wire.WireError(str(error))
+            return held
+        if n not in answer.get("dropped", []) and isinstance(value, share.MUTABLE):
+            self.links.link(n, value, answer["value"])
+        return value
 
     def patched(self):
         """The test's stand-ins for the program's console, when it set any:
@@ -317,29 +352,11 @@ class Program:
             raise
 
 
-def changed_in_place(changed, args, kwargs, decode):
-    """Hands a call's changes to its list, dict, set and bytearray arguments
-    back to the test's own objects."""
-    if type(changed) is not list:
-        raise wire.WireError("a malformed change")
-    for entry in changed:
-        if type(entry) is not list or len(entry) != 2:
-            raise wire.WireError("a malformed change")
-        key, value = entry
-        if type(key) is int and 0 <= key < len(args):
-            target = args[key]
-        elif type(key) is str and key in kwargs:
-            target = kwargs[key]
-        else:
-            raise wire.WireError("a malformed change")
-        value = decode(value)
-        if not isinstance(target, type(value)):
-            raise wire.WireError("a change of type")
-        if isinstance(target, (list, bytearray)):
-            target[:] = value
-        else:
-            target.clear()
-            target.update(value)
+def answer_keys(message):
+    """Whether a reply's keys are a value's or an exception's, and their extras."""
+    keys = set(message)
+    return keys <= {"value", "changed", "synced", "dropped", "linked"} and "value" in keys \
+        or keys <= {"raised", "synced", "dropped"} and "raised" in keys
 
 
 class Got:
@@ -355,7 +372,9 @@ class Got:
         self.value, self.seen = value, True
         return value
 
-    def compile(self, test, name):
+    def compile(self, test, name, hand):
+        """`test`, compiled to record its EXPR, and to hand its bindings to
+        the program (names.handing) when `hand`."""
         self.seen = False
         try:
             tree = ast.parse(test)
@@ -367,7 +386,7 @@ class Got:
             compare.left = ast.copy_location(
                 ast.Call(ast.copy_location(ast.Name(self.NAME, ast.Load()), left), [left], []), left)
             ast.fix_missing_locations(tree)
-        return compile(tree, name, "exec")
+        return compile(handing(tree) if hand else tree, name, "exec")
 
     def text(self):
         try:
@@ -379,12 +398,17 @@ class Got:
 def run_tests(tests, namespace, program, report):
     names, got = namespace["__builtins__"], Got()
     names[Got.NAME] = got.record
+    # The prelude's names stay the task's; the test's own go to the program.
+    own = set(namespace)
+    names[HAND] = lambda: names.hand_over(namespace, own)
     for i, test in enumerate(tests):
         name = "test %d" % (i + 1)
         program.violation = None
         names.keep(free_names(test) - set(namespace))
         try:
-            exec(got.compile(test, name), namespace)
+            if program.shares:
+                names.hand_over(namespace, own)
+            exec(got.compile(test, name, program.shares), namespace)
         except BaseException as error:
             if program.gone:
                 return report(test=i, status="gone")
@@ -446,6 +470,7 @@ def main():
         return report(test=None, status="error", kind="exception",
                       error="the program did not say it was ready")
     program.learn(first["ready"])
+    program.shares = first["ready"].get("shares") is True and not program.guarded
     namespace["__builtins__"] = Names(program, stubs)
     run_tests(tests, namespace, program, report)
 

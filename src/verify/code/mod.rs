@@ -38,6 +38,7 @@ const WIRE: &str = include_str!("wire.py");
 const REMOTE: &str = include_str!("remote.py");
 /// How the checker resolves a test's names.
 const NAMES: &str = include_str!("names.py");
+const SHARE: &str = include_str!("share.py");
 
 /// How test results become a score.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,6 +55,8 @@ struct CodeRule {
     solution_file: String,
     runtime: Runtime,
     limits: Limits,
+    /// Whether the checker guards the tests' tools from the program.
+    guard: bool,
 }
 
 /// Builds a `code` rule.
@@ -114,6 +117,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
         solution_file,
         runtime,
         limits,
+        guard: def.guard.unwrap_or(false),
     }))
 }
 
@@ -221,9 +225,11 @@ impl CodeRule {
                 program.argv = python.argv("serve.py");
                 program.read_paths = python.read_paths.clone();
                 program.env = env.clone();
-                program
-                    .files
-                    .extend([file("serve.py", SERVER), file("wire.py", WIRE)]);
+                program.files.extend([
+                    file("serve.py", SERVER),
+                    file("wire.py", WIRE),
+                    file("share.py", SHARE),
+                ]);
             }
             Runtime::Custom {
                 command,
@@ -235,6 +241,10 @@ impl CodeRule {
             }
         }
         let tests_json = serde_json::to_string(tests).map_err(|e| e.to_string())?;
+        let mut checker_env = env;
+        if self.guard {
+            checker_env.push(("HARNESS_GUARD".to_owned(), "1".to_owned()));
+        }
         let mut checker = Program {
             argv: python.own_argv("check.py"),
             files: vec![
@@ -243,8 +253,9 @@ impl CodeRule {
                 file("remote.py", REMOTE),
                 file("names.py", NAMES),
                 file("tests.json", &tests_json),
+                file("share.py", SHARE),
             ],
-            env,
+            env: checker_env,
             stdin: format!("{nonce}\n").into_bytes(),
             read_paths: python.read_paths.clone(),
             limits: self.limits.clone(),

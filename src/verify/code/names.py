@@ -1,10 +1,12 @@
 """How a test's names resolve in harness's checker: the built-ins under
-the program's top-level names, with the guard that keeps a test's tools
-its own (check.py's doc says the whole order).
+the program's top-level names, and the test's bindings handed to the
+program; under the guard, the test's tools stay its own (check.py's doc
+says the whole order).
 """
 import ast
 import builtins
 import sys
+import types
 
 import remote
 
@@ -56,10 +58,62 @@ class Names(dict):
         abs`, `math = FakeMath()`). The names the test then reads as
         Python's, not the program's, gather in `kept`."""
         program = self.program
+        self.kept = set()
+        if not program.guarded:
+            # As in one module: every name of the program's is the program's.
+            self.shadowing = self.tools
+            return
         theirs = {n for n in used & program.names if not standard(program.modules.get(n))}
         shadowing = theirs & self.tools
         self.shadowing = frozenset(shadowing if len(shadowing) == 1 and theirs == shadowing else ())
-        self.kept = set()
+
+    def hand_over(self, namespace, own):
+        """Hands the test's bindings of names the program also defines to
+        the program, whose globals they are in one module (`counter = 10`,
+        then `bump()` reads 10): the test then reads them from the program.
+        Modules, the names in `own` and values that cannot cross stay the
+        test's."""
+        program = self.program
+        for name in [n for n in namespace if n in program.names and n not in own]:
+            value = namespace[name]
+            if isinstance(value, types.ModuleType):
+                own.add(name)
+                continue
+            try:
+                program.op("assign", {"global": name}, (value,), {})
+            except TypeError:
+                own.add(name)
+                continue
+            del namespace[name]
+
+
+HAND = "__harness_hand__"
+
+
+def handing(tree):
+    """`tree` (a test) calling HAND after each statement of its top level
+    and of its blocks, and first in each block that binds a name (a loop's,
+    a `with`'s, an `except`'s), but not in its functions and classes."""
+    def call():
+        return ast.Expr(ast.Call(ast.Name(HAND, ast.Load()), [], []))
+
+    def block(body, first=False):
+        out = [call()] if first else []
+        for statement in body:
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                binds = isinstance(statement, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith))
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list) and inner:
+                        setattr(statement, field, block(inner, binds and field == "body"))
+                for handler in getattr(statement, "handlers", None) or []:
+                    handler.body = block(handler.body, True)
+                for case in getattr(statement, "cases", None) or []:
+                    case.body = block(case.body, True)
+            out += [statement, call()]
+        return out
+    tree.body = block(tree.body)
+    return ast.fix_missing_locations(tree)
 
 
 def standard(module):

@@ -21,6 +21,8 @@ import builtins
 import sys
 import types
 
+import wire
+
 
 # Attributes of the program's object that are data (`vars(p)` reads `__dict__`).
 PLAIN_DUNDERS = ("__dict__", "__name__", "__qualname__")
@@ -299,3 +301,56 @@ def mirror(about, stand_in, cache):
             bases.append(base)
     cache[n] = named(name, bases or [Exception], {"_remote_id": n})
     return cache[n]
+
+
+# The checker's classes for exceptions of built-in names, by name.
+_remote_classes = {}
+
+def remote_error(raised, program):
+    """The exception a call raised in the program, rebuilt from its name,
+    message, args and attributes: the stand-in of its class when that is the
+    program's, else a subclass of the built-in of that name (so `except
+    ValueError` works) whose text is exactly the program's."""
+    if type(raised) is not dict:
+        raise wire.WireError("a malformed exception")
+    name, message = raised.get("type"), raised.get("message", "")
+    if type(name) is not str or not name.isidentifier() or type(message) is not str:
+        raise wire.WireError("a malformed exception")
+    cls = None
+    if type(raised.get("class")) is dict:
+        try:
+            cls = program.stand_in(raised["class"])
+        except (TypeError, wire.WireError):
+            cls = None
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        cls = _remote_classes.get(name)
+    if cls is None:
+        base = getattr(builtins, name, None)
+        if not (isinstance(base, type) and issubclass(base, BaseException)):
+            base = Exception
+        cls = _remote_classes[name] = named(name, [base])
+    try:
+        error = cls.__new__(cls, message)
+    except Exception:
+        # A built-in whose constructor wants more than a message.
+        cls = _remote_classes[name] = named(name, [Exception])
+        error = cls.__new__(cls, message)
+    error.args = (message,)
+    error.remote_text = message
+    try:
+        args = program.decode(raised["args"]) if "args" in raised else None
+    except (wire.WireError, TypeError):
+        args = None
+    if type(args) is tuple:
+        error.args = args
+    try:
+        fields = program.decode(raised["fields"]) if "fields" in raised else {}
+    except (wire.WireError, TypeError):
+        fields = {}
+    for key, value in fields.items() if type(fields) is dict else ():
+        if type(key) is str and key.isidentifier() and not key.startswith("__") and key != "remote_text":
+            try:
+                setattr(error, key, value)
+            except (AttributeError, TypeError):
+                pass
+    return error

@@ -13,7 +13,8 @@ Messages, one JSON line each, over the descriptors in HARNESS_CHANNEL
     -> {"value": value} or {"raised": {"type": name, "message": text, "args": value,
                                       "fields": value, "class": object}}
 
-NAMES is {"functions": [name, ...], "modules": {name: module}, "names": [name, ...]}:
+NAMES is {"functions": [name, ...], "modules": {name: module}, "names": [name, ...]}
+(and in "ready", "shares": true, for the links below):
 the solution's top-level callables (but classes), imported modules and
 every top-level name. A reply also carries {"names": NAMES}
 when they changed since the last, {"printed": text} when the request
@@ -22,6 +23,18 @@ bytearray arguments a call changed when it returned None. A request
 carries {"patched": {"input" | "print": callable}} while the test has
 replaced them (or `sys.stdin`): the program's built-ins are those callables
 for that request.
+
+Unless the checker guards its tests, a request also says {"share": true}
+and links the containers both sides hold (share.py): it carries the
+checker's changes to linked objects ({"sync": [[link, value], ...]}), the
+links it dropped ({"drop": [link, ...]}) and the arguments it links
+({"link": [[arg, link], ...]}); a linked argument crosses as
+{"object": {"link": link}}. The reply then carries the request's changes
+to linked objects ({"synced": [[link, value], ...]}), the links only the
+checker still holds ({"dropped": [...]}) and, for a list, dict, set or
+bytearray value, the link it is under ({"linked": link}). An op `assign`
+on {"global": name} binds the program's global, as a test's top-level
+assignment does in one module.
 
 A value that is not plain data crosses as an object reference
 (`{"object": {"id": n, "type": ..., ...}}`, see `described`), on which the
@@ -41,6 +54,7 @@ import os
 import sys
 import types
 
+import share
 import wire
 
 OPS = {
@@ -177,6 +191,7 @@ class Server:
         self.objects = Objects()
         self.names = self.held = None
         self.pending = {}
+        self.links = share.Links("p")
 
     def send(self, message):
         self.out.write(wire.dumps(message))
@@ -193,6 +208,8 @@ class Server:
             return Callback(self, reference["callback"])
         if "global" in reference:
             return self.namespace[reference["global"]]
+        if "link" in reference:
+            return self.links.get(reference["link"])
         if type(reference.get("builtin")) is str and hasattr(builtins, reference["builtin"]):
             return getattr(builtins, reference["builtin"])
         return self.objects.find(reference)
@@ -206,6 +223,8 @@ class Server:
             patched = request.get("patched") or {}
             for name in set(console) & set(patched):
                 setattr(builtins, name, self.decode(patched[name]))
+            if request.get("share"):
+                self.synced(request)
             reply = self.answer(request)
         except Exception as error:
             reply = {"raised": {"type": "TypeError", "message": "a malformed request: %r" % error}}
@@ -219,35 +238,66 @@ class Server:
                 saved.write(printed.getvalue())
             except BaseException:
                 pass
+        if request.get("share"):
+            self.shared(reply)
         names = self.changed_names()
         if names is not None:
             reply["names"] = names
         self.send(reply)
+
+    def synced(self, request):
+        """Takes the checker's changes to linked objects, and its dropped links."""
+        for n, value in request.get("sync") or []:
+            if n not in self.links:
+                raise TypeError("no such link: %r" % (n,))
+            self.links.agree(n, self.decode(value), value)
+        for n in request.get("drop") or []:
+            self.links.unlink(n)
+
+    def shared(self, reply):
+        """Tells the checker what the request changed in linked objects, and
+        which links only it still holds."""
+        try:
+            changed = self.links.changes(self.encode)
+        except (wire.WireError, RecursionError) as error:
+            # A linked list the program filled with what cannot cross.
+            reply.clear()
+            reply["raised"] = {"type": "TypeError", "message": wire.text_of(error)}
+            changed = []
+        if changed:
+            reply["synced"] = changed
+        dropped = self.links.lonely()
+        if dropped:
+            reply["dropped"] = dropped
 
     def answer(self, request):
         """The reply to one request: its value, or the exception it raised."""
         try:
             if "call" in request:
                 op, target = "invoke", self.namespace[request["call"]]
+            elif request["op"] == "assign":
+                op, target = "assign", request["on"]["global"]
             else:
                 op, on = request["op"], request["on"]
                 target = self.namespace[on["global"]] if "global" in on else self.objects.find(on)
-            action = self.drain if op == "drain" else self.next if op == "next" else OPS[op]
-            args = [self.decode(a) for a in request["args"]]
-            kwargs = {k: self.decode(v) for k, v in request["kwargs"]}
+            action = {"drain": self.drain, "next": self.next, "assign": self.assign}.get(op) or OPS[op]
+            args, kwargs = self.arguments(request)
         except KeyError as error:
             return {"raised": {"type": "NameError", "message": "name %s is not defined" % error}}
         except Exception as error:
             return {"raised": {"type": "TypeError", "message": "a malformed request: %r" % error}}
         mutable = [(i, a) for i, a in enumerate(args) if isinstance(a, MUTABLE)] + \
             [(k, v) for k, v in kwargs.items() if isinstance(v, MUTABLE)]
-        before = [self.encode(a) for _, a in mutable] if op == "invoke" else []
+        before = [self.encode(a) for _, a in mutable] if op == "invoke" and not request.get("share") else []
         try:
             result = action(target, *args, **kwargs)
         except BaseException as error:
             return {"raised": raised(error, self.objects)}
         try:
             reply = {"value": self.encode(result)}
+            if request.get("share") and isinstance(result, share.MUTABLE):
+                n = self.links.of(result)
+                reply["linked"] = n or self.links.new(result, reply["value"])
             if result is None and before:
                 after = [(key, self.encode(a)) for key, a in mutable]
                 changed = [[key, a] for (key, a), b in zip(after, before) if a != b]
@@ -256,6 +306,26 @@ class Server:
             return reply
         except (wire.WireError, RecursionError) as error:
             return {"raised": {"type": "TypeError", "message": wire.text_of(error)}}
+
+    def arguments(self, request):
+        """The request's arguments, the linked ones under their links, in
+        order (an argument may be one linked before it)."""
+        links = {key: n for key, n in request.get("link") or []}
+        args, kwargs = [], {}
+        for i, encoded in enumerate(request["args"]):
+            args.append(self.decode(encoded))
+            if i in links:
+                self.links.link(links[i], args[-1], encoded)
+        for key, encoded in request["kwargs"]:
+            kwargs[key] = self.decode(encoded)
+            if key in links:
+                self.links.link(links[key], kwargs[key], encoded)
+        return args, kwargs
+
+    def assign(self, name, value):
+        if type(name) is not str or not name.isidentifier():
+            raise TypeError("a malformed name")
+        self.namespace[name] = value
 
     def drain(self, iterator):
         """Every item left; an error after some is kept for the next `next`."""
@@ -319,7 +389,7 @@ def main():
         send({"failed": {"type": type(error).__name__, "error": wire.describe(error, "solution.py", source)[:500]}})
         return
     server = Server(namespace, requests, out)
-    send({"ready": server.changed_names()})
+    send({"ready": dict(server.changed_names(), shares=True)})
     while True:
         request = requests.next()
         if request is None:
