@@ -14,10 +14,10 @@ use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
 use crate::text::money;
 
 /// Parses `--max-cost`: a finite amount of 0 or more.
-pub fn amount(text: &str) -> Result<f64, String> {
+pub fn amount(text: &str) -> Result<f64, super::asking::BadNumber> {
     match text.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{text}` is not an amount of 0 or more")),
+        _ => Err(super::asking::BadNumber::Amount(text.to_owned())),
     }
 }
 

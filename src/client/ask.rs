@@ -315,13 +315,13 @@ pub async fn ask_batch(
 /// Asks `model` once, from the cache when possible, re-asking (up to `max_asks`
 /// in all, varying the seed) while `accept` rejects the answer; the last answer
 /// is kept either way and cached. Used for models under test and for judges.
-pub async fn ask(
+pub async fn ask<R: std::fmt::Display>(
     model: &ModelClient,
     request: &ChatRequest,
     key: RequestKey<'_>,
     cache: Option<&Cache>,
     max_asks: u32,
-    accept: impl Fn(&str) -> Result<(), String>,
+    accept: impl Fn(&str) -> Result<(), R>,
 ) -> Asked {
     // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
     let sample = key.judge.map_or(key.sample, |(_, k)| k);

@@ -13,7 +13,7 @@ use crate::prompt::Message;
 use crate::provider::{ChatRequest, OutputFormat, Price, Provider, RequestKey};
 use crate::spec::Spec;
 use crate::verify::JudgeOutcome;
-use crate::verify::judge::{JudgeSample, combine, prompt::answer_schema, task_of};
+use crate::verify::judge::{JudgeError, JudgeSample, combine, prompt::answer_schema, task_of};
 use crate::verify::{FailureKind, JudgeRule, Judged, Verdict};
 
 /// What judging one answer produced: verdicts by rule index and the judge's retry log.
@@ -113,7 +113,7 @@ pub(super) async fn ask_judge(
                 }
                 Err(e) => JudgeSample {
                     response: None,
-                    result: Err(format!("judge request failed: {e}")),
+                    result: Err(JudgeError::Request(e.to_string())),
                 },
             });
         }

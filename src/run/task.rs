@@ -105,7 +105,7 @@ async fn ask_structured(
         if structured_ok(spec, text) {
             Ok(())
         } else {
-            Err("the answer is not valid structured JSON".into())
+            Err("the answer is not valid structured JSON")
         }
     })
     .await

@@ -228,11 +228,11 @@ impl Stage {
 
     /// Renders this step's request for `context`. The model's `seed`, `num_ctx`
     /// and `extra_body` apply; the sampling is the pipeline's, which is what it is about.
-    pub fn request(&self, context: &Value, model: &ModelSpec) -> Result<ChatRequest, String> {
+    pub fn request(&self, context: &Value, model: &ModelSpec) -> Result<ChatRequest, StepError> {
         let messages: Vec<Message> = self
             .prompts
             .render(context)
-            .map_err(|e| format!("{}:{}:{}: {}", e.template, e.line, e.column, e.message))?
+            .map_err(StepError::Prompt)?
             .into_iter()
             .filter(|m| !(m.role == Role::System && m.content.trim().is_empty()))
             .collect();
@@ -255,13 +255,30 @@ impl Stage {
     }
 }
 
-fn render_schema(template: &str, context: &Value) -> Result<serde_json::Value, String> {
+/// Why a step's request could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// A prompt template failed to render (position inside the template).
+    #[error("{}:{}:{}: {}", .0.template, .0.line, .0.column, .0.message)]
+    Prompt(crate::prompt::TemplateError),
+    /// The `schema` template failed to render.
+    #[error("schema: {0}")]
+    Schema(#[from] minijinja::Error),
+    /// The rendered `schema` is not JSON.
+    #[error("schema is not JSON: {source}\n{text}")]
+    SchemaJson {
+        /// The parser's complaint.
+        source: serde_json::Error,
+        /// The rendered schema.
+        text: String,
+    },
+}
+
+fn render_schema(template: &str, context: &Value) -> Result<serde_json::Value, StepError> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    let text = env
-        .render_str(template, context)
-        .map_err(|e| format!("schema: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("schema is not JSON: {e}\n{text}"))
+    let text = env.render_str(template, context)?;
+    serde_json::from_str(&text).map_err(|source| StepError::SchemaJson { source, text })
 }
 
 #[cfg(test)]
