@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::exit::{Exit, fail};
-use super::render;
 use crate::config::prices::PriceTable;
 use crate::provider::ModelSpec;
 use crate::report::fit::fitted;
@@ -28,10 +27,7 @@ fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSpec
 
 /// Gives every model of the plan without a price the one `file` has for it.
 pub fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) -> Result<(), Exit> {
-    let table = PriceTable::read(file).map_err(|d| {
-        eprint!("{}", render::diagnostic(&d, color));
-        Exit::BadInput
-    })?;
+    let table = PriceTable::read(file).map_err(|d| super::exit::diagnostics([&d], color))?;
     for model in priced_models(manifest).filter(|m| m.price.is_none()) {
         model.price = table.lookup(model);
     }
