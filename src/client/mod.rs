@@ -38,9 +38,15 @@ pub use gate::{Attempt, Gate, Reservation};
 /// Why a model could not be made ready to ask.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The HTTP client or the model's endpoint could not be set up.
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Http(reqwest::Error),
+    /// A managed model whose server was not started first.
+    #[error("model `{0}`: its server is not running")]
+    NotRunning(String),
+    /// The model's endpoint could not be set up (its API key, its URL).
     #[error("{0}")]
-    Setup(String),
+    Endpoint(#[from] crate::provider::ProviderError),
     /// The response cache could not be opened or read.
     #[error("cache: {0}")]
     Cache(#[from] rusqlite::Error),
@@ -147,8 +153,7 @@ pub fn connect(
             .pool_max_idle_per_host(256)
             .tcp_nodelay(true);
         let b = if direct { b.no_proxy() } else { b };
-        b.build()
-            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))
+        b.build().map_err(ClientError::Http)
     };
     let (direct, proxied) = (build(true)?, build(false)?);
     let mut semaphores: HashMap<String, Arc<Semaphore>> = HashMap::new();
@@ -158,9 +163,11 @@ pub fn connect(
         let urls = match m.provider {
             // Set by the caller to the started server's URL (see `connect_managed`).
             ProviderKind::LlamaCpp | ProviderKind::Vllm => {
-                vec![m.base_url.clone().ok_or_else(|| {
-                    ClientError::Setup(format!("model `{}`: its server is not running", m.name))
-                })?]
+                vec![
+                    m.base_url
+                        .clone()
+                        .ok_or_else(|| ClientError::NotRunning(m.name.clone()))?,
+                ]
             }
             ProviderKind::OpenAi if m.endpoints().is_empty() => {
                 vec![crate::provider::openai_default_base_url()]
@@ -184,10 +191,7 @@ pub fn connect(
             };
             let provider = match m.provider {
                 ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm => {
-                    Provider::OpenAi(
-                        OpenAiClient::new(&resolved, http)
-                            .map_err(|e| ClientError::Setup(e.to_string()))?,
-                    )
+                    Provider::OpenAi(OpenAiClient::new(&resolved, http)?)
                 }
                 ProviderKind::Ollama => {
                     Provider::Ollama(OllamaClient::new(&resolved, http, m.stream))

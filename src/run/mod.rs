@@ -102,7 +102,7 @@ pub enum RunError {
     Schema(#[from] crate::verify::SchemaError),
     /// A spec's instances could not be made (its golden subset needs them all).
     #[error("{0}")]
-    Spec(String),
+    Spec(Box<crate::error::Diagnostic>),
     /// No run has the id asked for.
     #[error("no run `{id}` under {}", dir.display())]
     NoRun {

@@ -291,7 +291,7 @@ pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, R
     };
     let golden = spec
         .golden_subset()
-        .map_err(|d| RunError::Spec(d.to_string()))?;
+        .map_err(|d| RunError::Spec(Box::new(d)))?;
     Ok(SpecRuntime {
         runs: spec.runs_for(runs),
         golden,
