@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::exit::{Exit, fail};
 use crate::config::prices::PriceTable;
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 use crate::report::fit::fitted;
 use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
 use crate::text::money;
@@ -21,7 +21,7 @@ pub fn amount(text: &str) -> Result<f64, super::asking::BadNumber> {
 }
 
 /// The models of a plan and its judge.
-fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSpec> {
+fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSetup> {
     manifest.models.iter_mut().chain(manifest.judge.as_mut())
 }
 

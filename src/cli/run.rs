@@ -9,7 +9,7 @@ use super::exit::{Exit, diagnostics, either, fail, fail_with};
 use super::finish::{Finish, FinishArgs};
 use crate::config::Config;
 use crate::golden::transcript::recorded_models;
-use crate::provider::{ModelSpec, ProviderKind};
+use crate::provider::{ModelSetup, ProviderKind};
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
 
@@ -110,7 +110,7 @@ fn plan_new(
             ));
         }
         for name in by_model.keys() {
-            let mut m = ModelSpec::new(ProviderKind::Replay, name);
+            let mut m = ModelSetup::new(ProviderKind::Replay, name);
             m.concurrency = 64;
             models.push(m);
         }
@@ -121,7 +121,7 @@ fn plan_new(
             if m.provider == ProviderKind::Replay {
                 m.concurrency = 64;
             }
-            if models.iter().any(|p: &ModelSpec| p.name == m.name) {
+            if models.iter().any(|p: &ModelSetup| p.name == m.name) {
                 return Err(fail(format!("model `{}` is given twice", m.name)));
             }
             models.push(m);

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use crate::provider::{
-    ModelSpec, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider, ServedBy,
+    ModelSetup, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider, ServedBy,
 };
 use cache::Cache;
 use limits::RateLimiter;
@@ -58,7 +58,7 @@ pub enum ClientError {
 /// A model ready to be asked.
 pub struct ModelClient {
     /// Its configuration.
-    pub spec: ModelSpec,
+    pub setup: ModelSetup,
     /// Where requests go: one endpoint, or a pool of replicas.
     pub endpoints: Vec<pool::Endpoint>,
     /// What stands for the endpoints in cache keys: the resolved base URL, a
@@ -89,7 +89,7 @@ impl ModelClient {
     }
 
     fn endpoint(&self) -> String {
-        endpoint_key(&self.spec, &self.base_url)
+        endpoint_key(&self.setup, &self.base_url)
     }
 
     /// The identity cache keys are made with: the one the endpoint reported
@@ -117,7 +117,7 @@ impl ModelClient {
         if let Some(before) = before {
             self.changes.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
                 "model `{}`: the server now reports {reported}, no longer {before}; answers cached from {before} are not reused (answers this run took from the cache before the change showed are asked again on the next run)",
-                self.spec.name
+                self.setup.name
             ));
         }
     }
@@ -144,7 +144,7 @@ impl ModelClient {
 
 /// Builds the client side of each model; endpoints shared by several models share a semaphore.
 pub fn connect(
-    models: &[ModelSpec],
+    models: &[ModelSetup],
     golden_dir: &Path,
 ) -> Result<Vec<Arc<ModelClient>>, ClientError> {
     crate::net::install_tls();
@@ -218,7 +218,7 @@ pub fn connect(
         }
         let identity = cache_identity(m, &urls[0]);
         out.push(Arc::new(ModelClient {
-            spec: m.clone(),
+            setup: m.clone(),
             endpoints,
             base_url: identity,
             server: None,
@@ -232,7 +232,7 @@ pub fn connect(
 
 /// What identifies a model's endpoint in the cache's identity table; `identity`
 /// is its [`cache_identity`].
-pub fn endpoint_key(model: &ModelSpec, identity: &str) -> String {
+pub fn endpoint_key(model: &ModelSetup, identity: &str) -> String {
     format!("{}|{identity}|{}", model.provider.prefix(), model.model)
 }
 
@@ -240,7 +240,7 @@ pub fn endpoint_key(model: &ModelSpec, identity: &str) -> String {
 /// managed server, whose port changes with every start: its model file or
 /// id; and for a pool, whose answers are the model's whichever replica gave
 /// them: `pool:<name>`.
-pub fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
+pub fn cache_identity(model: &ModelSetup, base_url: &str) -> String {
     if !model.pool.is_empty() {
         format!("pool:{}", model.name)
     } else if model.provider.is_managed() {
@@ -253,7 +253,7 @@ pub fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
 /// The runtime of a managed model whose server is up: an `openai` client at
 /// the server's URL that also watches the server, so its death stops the run.
 pub fn connect_managed(
-    model: &ModelSpec,
+    model: &ModelSetup,
     server: &ManagedServer,
     golden_dir: &Path,
 ) -> Result<Arc<ModelClient>, ClientError> {

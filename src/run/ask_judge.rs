@@ -30,7 +30,7 @@ pub(super) struct Judgement {
 
 /// The request of judge sample 0 for `prompt`: the rule's settings, overridden by the judge model's options.
 fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatRequest {
-    let o = &judge.spec.options;
+    let o = &judge.setup.options;
     ChatRequest {
         messages: vec![Message {
             role: Role::User,
@@ -66,7 +66,7 @@ pub(super) async fn ask_judge(
     };
     for (index, name, rule, answer) in spec.rules.judge_tasks(response) {
         let mut outcome = JudgeOutcome {
-            judge: judge.spec.name.clone(),
+            judge: judge.setup.name.clone(),
             rubric: rule.hash.clone(),
             ..JudgeOutcome::default()
         };
@@ -90,7 +90,7 @@ pub(super) async fn ask_judge(
                 rule.read(text).map(|_| ())
             })
             .await;
-            if let Some(Price::Tokens(price)) = &judge.spec.price {
+            if let Some(Price::Tokens(price)) = &judge.setup.price {
                 let cost = asked_cost(price, &request.messages, &asked);
                 out.cost = Some(out.cost.unwrap_or_default().plus(cost));
             }

@@ -51,13 +51,19 @@ pub async fn schedule(
     for model in models {
         // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
         let per_request = if model.provider().supports_n() {
-            model.spec.max_n.max(1) as usize
+            model.setup.max_n.max(1) as usize
         } else {
             1
         };
-        let tasks = Tasks::new(manifest, &model.spec.name, per_request, specs, done.clone());
+        let tasks = Tasks::new(
+            manifest,
+            &model.setup.name,
+            per_request,
+            specs,
+            done.clone(),
+        );
         let (total, pending) = tasks.counts();
-        progress_rows.push((model.spec.name.clone(), total - pending, total));
+        progress_rows.push((model.setup.name.clone(), total - pending, total));
         queues.push(Arc::new(Mutex::new(tasks)));
     }
     let mut progress = Progress::new(&progress_rows, settings.progress);
@@ -66,7 +72,7 @@ pub async fn schedule(
     let mut workers = tokio::task::JoinSet::new();
     for (mi, model) in models.iter().enumerate() {
         // Each endpoint of a pool keeps its own concurrency.
-        for _ in 0..model.spec.concurrency.max(1) * model.endpoints.len() {
+        for _ in 0..model.setup.concurrency.max(1) * model.endpoints.len() {
             let worker = Worker {
                 index: mi,
                 model: model.clone(),
@@ -103,7 +109,7 @@ pub async fn schedule(
             }
             received = rx.recv() => {
                 let Some((mi, mut record)) = received else { break };
-                meter.charge_hours(&models[mi].spec, judge.map(|j| &j.spec), &mut record);
+                meter.charge_hours(&models[mi].setup, judge.map(|j| &j.setup), &mut record);
                 append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
                 outcome.cached += u64::from(record.cached);
@@ -132,7 +138,7 @@ pub async fn schedule(
     journal.sync()?;
     progress.finish();
     for model in models {
-        meter.stop_clock(&model.spec.name);
+        meter.stop_clock(&model.setup.name);
     }
     outcome.budget_stopped = meter.refused();
     outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
@@ -151,13 +157,13 @@ fn meter_models(meter: &Arc<Meter>, models: &[Arc<ModelClient>], judge: Option<&
         if gated {
             model.set_gate(meter.clone(), true);
         }
-        meter.start_clock(&model.spec.name, model.spec.price);
+        meter.start_clock(&model.setup.name, model.setup.price);
     }
     if let Some(judge) = judge.filter(|j| j.provider().is_remote()) {
         if gated {
             judge.set_gate(meter.clone(), false);
         }
-        meter.start_clock(&judge_clock(&judge.spec.name), judge.spec.price);
+        meter.start_clock(&judge_clock(&judge.setup.name), judge.setup.price);
     }
 }
 

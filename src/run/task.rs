@@ -11,7 +11,7 @@ use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::ResponseFormat;
-use crate::provider::{ChatRequest, ModelSpec, OutputFormat, Price, ProviderError, RequestKey};
+use crate::provider::{ChatRequest, ModelSetup, OutputFormat, Price, ProviderError, RequestKey};
 use crate::spec::Spec;
 
 /// A spec ready to be run.
@@ -33,7 +33,7 @@ pub struct SpecRuntime {
 /// Builds the provider-neutral request for an instance.
 pub fn build_request(
     spec: &SpecRuntime,
-    model: &ModelSpec,
+    model: &ModelSetup,
     messages: Vec<crate::prompt::Message>,
 ) -> ChatRequest {
     let r = &spec.spec.def.request;
@@ -121,7 +121,7 @@ pub async fn run_task(
     cache: Option<&Cache>,
 ) -> Vec<Record> {
     let s = &spec.spec;
-    let blank = |sample: u32| Record::blank(&model.spec.name, &s.id, instance, sample);
+    let blank = |sample: u32| Record::blank(&model.setup.name, &s.id, instance, sample);
     let inst = match s.instance(instance) {
         Ok(i) => i,
         Err(d) => {
@@ -136,7 +136,7 @@ pub async fn run_task(
                 .collect();
         }
     };
-    let base = build_request(spec, &model.spec, inst.messages.clone());
+    let base = build_request(spec, &model.setup, inst.messages.clone());
     let requests: Vec<(u32, ChatRequest)> = samples
         .iter()
         .map(|&sample| (sample, base.for_sample(sample)))
@@ -197,7 +197,7 @@ async fn finish(
     } else {
         0
     };
-    if let Some(Price::Tokens(price)) = &model.spec.price {
+    if let Some(Price::Tokens(price)) = &model.setup.price {
         record.cost = Some(super::cost::asked_cost(price, &record.messages, &asked));
     }
     record.cached = asked.cached;

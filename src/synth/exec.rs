@@ -51,7 +51,7 @@ impl Task {
         check: Check,
     ) -> Task {
         Task {
-            key: cache_key(&model.spec, &model.base_url, &request, 0, None),
+            key: cache_key(&model.setup, &model.base_url, &request, 0, None),
             label,
             request,
             attempts,
@@ -161,7 +161,7 @@ pub async fn run_stage(
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, mut rx) = mpsc::channel::<Entry>(256);
     let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..model.spec.concurrency.max(1) {
+    for _ in 0..model.setup.concurrency.max(1) {
         let (model, queue, stop, tx, cache) = (
             model.clone(),
             queue.clone(),

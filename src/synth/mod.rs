@@ -31,7 +31,7 @@ use serde::Serialize;
 use crate::client::ModelClient;
 use crate::client::cache::Cache;
 use crate::client::managed::ManagedServer;
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 use exec::{Check, StageOutcome, SynthJournal, Task};
 use output::{WorkDir, WriteError};
 pub use pipeline::Overrides;
@@ -44,7 +44,7 @@ pub struct SynthOptions {
     /// Files and folders to read.
     pub inputs: Vec<PathBuf>,
     /// The model that generates and rates.
-    pub model: ModelSpec,
+    pub model: ModelSetup,
     /// The final JSONL.
     pub out: PathBuf,
     /// The work folder (default: beside `out`).
@@ -327,7 +327,7 @@ impl Steps {
         label: String,
         check: Check,
     ) -> Result<Task, SynthError> {
-        let request = stage.request(ctx, &self.model.spec)?;
+        let request = stage.request(ctx, &self.model.setup)?;
         Ok(Task::new(
             &self.model,
             label,

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::chunk::ChunkConfig;
 use crate::format::Role;
 use crate::prompt::{Message, PromptSet};
-use crate::provider::{ChatRequest, ModelSpec, OutputFormat};
+use crate::provider::{ChatRequest, ModelSetup, OutputFormat};
 
 /// The shipped default pipeline's text.
 pub const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
@@ -228,7 +228,7 @@ impl Stage {
 
     /// Renders this step's request for `context`. The model's `seed`, `num_ctx`
     /// and `extra_body` apply; the sampling is the pipeline's, which is what it is about.
-    pub fn request(&self, context: &Value, model: &ModelSpec) -> Result<ChatRequest, StepError> {
+    pub fn request(&self, context: &Value, model: &ModelSetup) -> Result<ChatRequest, StepError> {
         let messages: Vec<Message> = self
             .prompts
             .render(context)
@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(p.rating.def.temperature, 0.3);
         assert_eq!(p.threshold(), 1.0);
         assert!(!p.summarize());
-        let model = ModelSpec::new(ProviderKind::OpenAi, "m");
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let ctx = minijinja::context! { text => "Текст.", num_pairs => 3, summary => "", document => "d", chunk => 0 };
         let r = p.generation.request(&ctx, &model).unwrap();
         assert!(r.messages[1].content.contains("Составь 3 пар"));

@@ -3,9 +3,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), harness::client::managed::ManagedError> {
-//! use harness::provider::ModelSpec;
+//! use harness::provider::ModelSetup;
 //! use harness::client::managed::ManagedServer;
-//! let spec = ModelSpec::parse("llamacpp:models/smollm2.gguf").unwrap();
+//! let spec = ModelSetup::parse("llamacpp:models/smollm2.gguf").unwrap();
 //! let server = ManagedServer::start(&spec, "results/runs/x/server.log".as_ref()).await?;
 //! let url = server.base_url(); // http://127.0.0.1:<port>/v1, for an `openai` client
 //! // ... requests ...
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::provider::model_ref::DEFAULT_READY_TIMEOUT_SECS;
-use crate::provider::{ModelSpec, ProviderKind, ServerOptions};
+use crate::provider::{ModelSetup, ProviderKind, ServerOptions};
 use process::ServerProcess;
 
 /// Log lines quoted in start-up and crash errors.
@@ -162,16 +162,16 @@ impl ManagedServer {
     /// and waits until it answers its readiness endpoint. Dropping the future
     /// stops a server still starting. A port taken between choosing and
     /// binding it is retried with another.
-    pub async fn start(spec: &ModelSpec, log_path: &Path) -> Result<ManagedServer, ManagedError> {
-        let options = spec.server.clone().unwrap_or_default();
-        let (binary, ready_path, keep_env): (PathBuf, &str, &[&str]) = match spec.provider {
+    pub async fn start(setup: &ModelSetup, log_path: &Path) -> Result<ManagedServer, ManagedError> {
+        let options = setup.server.clone().unwrap_or_default();
+        let (binary, ready_path, keep_env): (PathBuf, &str, &[&str]) = match setup.provider {
             ProviderKind::LlamaCpp => (llamacpp::find_binary(&options)?, llamacpp::READY_PATH, &[]),
             ProviderKind::Vllm => (
                 vllm::find_binary(&options)?,
                 vllm::READY_PATH,
                 vllm::KEEP_ENV,
             ),
-            _ => return Err(ManagedError::NotManaged(spec.name.clone())),
+            _ => return Err(ManagedError::NotManaged(setup.name.clone())),
         };
         let label = format!(
             "{} for model `{}`",
@@ -179,7 +179,7 @@ impl ManagedServer {
                 .file_name()
                 .unwrap_or(binary.as_os_str())
                 .to_string_lossy(),
-            spec.name
+            setup.name
         );
         let timeout = Duration::from_secs_f64(
             options
@@ -195,9 +195,9 @@ impl ManagedServer {
         loop {
             attempt += 1;
             let port = free_port().map_err(spawn_error)?;
-            let args = match spec.provider {
-                ProviderKind::Vllm => vllm::args(spec, &options, port),
-                _ => llamacpp::args(spec, &options, port),
+            let args = match setup.provider {
+                ProviderKind::Vllm => vllm::args(setup, &options, port),
+                _ => llamacpp::args(setup, &options, port),
             };
             let process =
                 ServerProcess::spawn(&binary, &args, keep_env, log_path).map_err(spawn_error)?;
