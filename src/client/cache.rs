@@ -168,7 +168,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{OutputFormat, ProviderKind, Usage};
+    use crate::provider::{OutputKind, ProviderKind, Usage};
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -178,7 +178,7 @@ mod tests {
             top_p: None,
             seed: None,
             stop: vec![],
-            format: OutputFormat::Text,
+            format: OutputKind::Text,
             num_ctx: None,
             extra: Default::default(),
         }

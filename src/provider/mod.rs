@@ -35,7 +35,7 @@ pub use replay::ReplayProvider;
 /// The shape of answer a request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type", content = "schema")]
-pub enum OutputFormat {
+pub enum OutputKind {
     /// Free text.
     Text,
     /// Any JSON object.
@@ -63,7 +63,7 @@ pub struct ChatRequest {
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub stop: Vec<String>,
     /// Requested answer shape.
-    pub format: OutputFormat,
+    pub format: OutputKind,
     /// Context window (Ollama `num_ctx`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_ctx: Option<u32>,
@@ -420,7 +420,7 @@ mod tests {
             top_p: None,
             seed: None,
             stop: vec![],
-            format: OutputFormat::Text,
+            format: OutputKind::Text,
             num_ctx: None,
             extra: serde_json::Map::new(),
         };

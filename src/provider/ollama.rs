@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, Completion, ModelSetup, OutputFormat, ProviderError, Usage, classify, error_status,
+    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Usage, classify, error_status,
 };
 
 /// A client for one model on an Ollama server.
@@ -97,11 +97,11 @@ impl OllamaClient {
             "options": options,
         });
         match &request.format {
-            OutputFormat::Text => {}
-            OutputFormat::Json => {
+            OutputKind::Text => {}
+            OutputKind::Json => {
                 body["format"] = json!("json");
             }
-            OutputFormat::JsonSchema(schema) => {
+            OutputKind::JsonSchema(schema) => {
                 body["format"] = schema.clone();
             }
         }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, Completion, ModelSetup, OutputFormat, ProviderError, Usage, classify, error_status,
+    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Usage, classify, error_status,
 };
 
 /// A client for one model on an OpenAI-compatible server.
@@ -106,11 +106,11 @@ impl OpenAiClient {
             map.insert("n".into(), json!(n));
         }
         match &request.format {
-            OutputFormat::Text => {}
-            OutputFormat::Json => {
+            OutputKind::Text => {}
+            OutputKind::Json => {
                 map.insert("response_format".into(), json!({"type": "json_object"}));
             }
-            OutputFormat::JsonSchema(schema) => {
+            OutputKind::JsonSchema(schema) => {
                 map.insert(
                     "response_format".into(),
                     json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}}),

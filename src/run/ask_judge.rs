@@ -10,7 +10,7 @@ use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, OutputFormat, Price, Provider, RequestKey};
+use crate::provider::{ChatRequest, OutputKind, Price, Provider, RequestKey};
 use crate::spec::Spec;
 use crate::verify::JudgeOutcome;
 use crate::verify::judge::{JudgeError, JudgeSample, combine, prompt::answer_schema, task_of};
@@ -41,7 +41,7 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         top_p: o.top_p,
         seed: Some(o.seed.unwrap_or(0)),
         stop: Vec::new(),
-        format: OutputFormat::JsonSchema(answer_schema(&rule.rubric)),
+        format: OutputKind::JsonSchema(answer_schema(&rule.rubric)),
         num_ctx: o.num_ctx,
         extra: o.extra_body.clone().unwrap_or_default(),
     }

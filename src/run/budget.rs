@@ -288,7 +288,7 @@ mod tests {
     use super::*;
     use crate::format::Role;
     use crate::prompt::Message;
-    use crate::provider::{ChatRequest, OutputFormat, ProviderKind, TokenPrice, Usage};
+    use crate::provider::{ChatRequest, OutputKind, ProviderKind, TokenPrice, Usage};
 
     fn model() -> ModelSetup {
         let mut m = ModelSetup::new(ProviderKind::OpenAi, "m");
@@ -311,7 +311,7 @@ mod tests {
             top_p: None,
             seed: None,
             stop: Vec::new(),
-            format: OutputFormat::Text,
+            format: OutputKind::Text,
             num_ctx: None,
             extra: Default::default(),
         }

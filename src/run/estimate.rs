@@ -16,7 +16,7 @@ use super::record::TaskKey;
 use super::{Manifest, RunError, SpecRuntime, build_request, journal};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ModelSetup, OutputFormat, PER_MILLION, Price, ProviderKind};
+use crate::provider::{ModelSetup, OutputKind, PER_MILLION, Price, ProviderKind};
 use crate::verify::judge::task_of;
 
 /// What one model's part of one spec would ask.
@@ -133,7 +133,7 @@ fn spec_tokens<'a>(
         };
         let request = build_request(spec, model, inst.messages.clone());
         let answers = samples.len() as u64;
-        let requests = if answers > 1 && spec.format == OutputFormat::Text {
+        let requests = if answers > 1 && spec.format == OutputKind::Text {
             1
         } else {
             answers

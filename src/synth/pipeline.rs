@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::chunk::ChunkConfig;
 use crate::format::Role;
 use crate::prompt::{Message, PromptSet};
-use crate::provider::{ChatRequest, ModelSetup, OutputFormat};
+use crate::provider::{ChatRequest, ModelSetup, OutputKind};
 
 /// The shipped default pipeline's text.
 pub const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
@@ -237,8 +237,8 @@ impl Stage {
             .filter(|m| !(m.role == Role::System && m.content.trim().is_empty()))
             .collect();
         let format = match &self.def.schema {
-            None => OutputFormat::Text,
-            Some(template) => OutputFormat::JsonSchema(render_schema(template, context)?),
+            None => OutputKind::Text,
+            Some(template) => OutputKind::JsonSchema(render_schema(template, context)?),
         };
         let o = &model.options;
         Ok(ChatRequest {
@@ -324,14 +324,14 @@ mod tests {
         let ctx = minijinja::context! { text => "Текст.", num_pairs => 3, summary => "", document => "d", chunk => 0 };
         let r = p.generation.request(&ctx, &model).unwrap();
         assert!(r.messages[1].content.contains("Составь 3 пар"));
-        let OutputFormat::JsonSchema(schema) = r.format else {
+        let OutputKind::JsonSchema(schema) = r.format else {
             panic!("a schema")
         };
         assert_eq!(schema["properties"]["pairs"]["maxItems"], 3);
         let pairs = vec![serde_json::json!({"question": "q", "answer": "a"}); 2];
         let ctx = minijinja::context! { pairs => minijinja::Value::from(minijinja::value::Serde(&pairs)), document => "d" };
         let r = p.rating.request(&ctx, &model).unwrap();
-        let OutputFormat::JsonSchema(schema) = r.format else {
+        let OutputKind::JsonSchema(schema) = r.format else {
             panic!("a schema")
         };
         assert_eq!(schema["properties"]["ratings"]["minItems"], 2);
