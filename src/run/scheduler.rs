@@ -55,15 +55,10 @@ pub async fn schedule(
         } else {
             1
         };
-        let tasks = Tasks::new(
-            manifest,
-            &model.setup.name,
-            per_request,
-            specs,
-            done.clone(),
-        );
+        let name = &model.setup.name;
+        let tasks = Tasks::new(manifest, name, per_request, specs, done.clone());
         let (total, pending) = tasks.counts();
-        progress_rows.push((model.setup.name.clone(), total - pending, total));
+        progress_rows.push((name.clone(), total - pending, total));
         queues.push(Arc::new(Mutex::new(tasks)));
     }
     let mut progress = Progress::new(&progress_rows, settings.progress);
