@@ -150,7 +150,12 @@ mod tests {
 
     #[test]
     fn a_server_failure_is_its_own_exit_and_every_other_run_error_bad_input() {
-        let died = RunError::ServerDied("llama-server exited".into());
+        let died = RunError::ServerDied(crate::client::managed::ServerDeath {
+            server: "llama-server for `m`".into(),
+            status: "signal 9".into(),
+            log: "server.log".into(),
+            lines: String::new(),
+        });
         assert_eq!(died.exit(), Exit::ServerFailed);
         let missing = RunError::NoRuns("results/runs".into());
         assert_eq!(missing.exit(), Exit::BadInput);

@@ -96,7 +96,7 @@ pub enum RunError {
     ServerStart(crate::client::managed::ManagedError),
     /// A managed model server died mid-run; the journal keeps what finished.
     #[error("{0}")]
-    ServerDied(String),
+    ServerDied(crate::client::managed::ServerDeath),
     /// The spec's answer schema could not be read.
     #[error("{0}")]
     Schema(#[from] crate::verify::SchemaError),

@@ -18,6 +18,7 @@ use super::task::run_task;
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime};
 use crate::client::ModelClient;
 use crate::client::cache::Cache;
+use crate::client::managed::ServerDeath;
 use crate::progress::Progress;
 
 /// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
@@ -86,7 +87,7 @@ pub async fn schedule(
     let mut outcome = RunOutcome::default();
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
-    let (died_tx, mut died_rx) = mpsc::channel::<String>(models.len().max(1));
+    let (died_tx, mut died_rx) = mpsc::channel::<ServerDeath>(models.len().max(1));
     let mut watchers = tokio::task::JoinSet::new();
     for server in models.iter().filter_map(|m| m.server.clone()) {
         let died_tx = died_tx.clone();
@@ -94,7 +95,7 @@ pub async fn schedule(
             let _ = died_tx.send(server.died().await).await;
         });
     }
-    let mut server_died: Option<String> = None;
+    let mut server_died: Option<ServerDeath> = None;
     loop {
         tokio::select! {
             Some(message) = died_rx.recv(), if server_died.is_none() => {
@@ -138,7 +139,7 @@ pub async fn schedule(
     outcome.budget_stopped = meter.refused();
     outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
     match server_died {
-        Some(message) => Err(RunError::ServerDied(message)),
+        Some(death) => Err(RunError::ServerDied(death)),
         None => Ok(outcome),
     }
 }

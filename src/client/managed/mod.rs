@@ -298,20 +298,34 @@ async fn wait_ready(process: &ServerProcess, url: &str, timeout: Duration) -> Re
     }
 }
 
+/// A managed server that exited mid-run: which, how, and the end of its log.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{server} exited mid-run ({status}); last lines of {}:\n{lines}", log.display())]
+pub struct ServerDeath {
+    /// Which server, for which model.
+    pub server: String,
+    /// How it exited.
+    pub status: String,
+    /// Its log file.
+    pub log: PathBuf,
+    /// The log's last lines.
+    pub lines: String,
+}
+
 impl ServerWatch {
-    /// Resolves when the server has exited, with a message for the user.
-    pub async fn died(&self) -> String {
+    /// Resolves when the server has exited, with what the user is told.
+    pub async fn died(&self) -> ServerDeath {
         let mut exit = self.exit.clone();
         let status = match exit.wait_for(|s| s.is_some()).await {
             Ok(s) => s.map_or_else(|| "unknown status".to_owned(), |s| s.to_string()),
             Err(_) => "its keeper stopped".to_owned(),
         };
-        format!(
-            "{} exited mid-run ({status}); last lines of {}:\n{}",
-            self.label,
-            self.log.display(),
-            process::last_lines(&self.log, self.log_offset, QUOTED_LINES)
-        )
+        ServerDeath {
+            server: self.label.clone(),
+            status,
+            log: self.log.clone(),
+            lines: process::last_lines(&self.log, self.log_offset, QUOTED_LINES),
+        }
     }
 
     /// Whether the server has exited.
