@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
-use harness::report::{Format, ReportContext, SpecInfo, write_reports};
+use harness::report::{ReportContext, ReportKind, SpecInfo, write_reports};
 use serde_json::json;
 
 const MODELS: [&str; 2] = ["model-a", "model-b"];
@@ -92,7 +92,7 @@ fn main() {
         run_ids: &["bench".to_owned()],
         timestamp: "2026-11-23 00:00:00",
         file_stamp: "bench",
-        formats: &[Format::Json, Format::Csv],
+        formats: &[ReportKind::Json, ReportKind::Csv],
         ..ReportContext::new(dir.path(), &models, &specs, &journals)
     };
     let started = Instant::now();

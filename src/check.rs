@@ -382,6 +382,35 @@ fn spec_fault(spec: &Spec, label: &str, verdict: &InstanceVerdict) -> Option<Dia
         .find_map(|(i, o)| spec.fault_diagnostic(i, label, &o.name, &o.verdict))
 }
 
+/// Why an example's fixed judge responses cannot be judged.
+#[derive(Debug, thiserror::Error)]
+enum ExampleJudgeError {
+    /// Judge responses on a spec without a `judge` rule.
+    #[error("`judge` responses are given, but the spec has no `judge` rule")]
+    NoJudgeRule,
+    /// The example's instance does not render.
+    #[error("{0}")]
+    Render(Box<Diagnostic>),
+    /// A judge rule's prompt does not render for the example.
+    #[error("rule `{rule}`: {source}")]
+    Prompt {
+        /// The rule's name.
+        rule: String,
+        /// Why.
+        source: crate::verify::judge::JudgeError,
+    },
+    /// As many responses as the rule's `samples` are needed.
+    #[error("{given} judge responses given; rule `{rule}` takes {samples} (its `samples`)")]
+    Samples {
+        /// Responses given.
+        given: usize,
+        /// The rule's name.
+        rule: String,
+        /// The rule's `samples`.
+        samples: u32,
+    },
+}
+
 /// Judge rules' verdicts from an example's fixed judge responses (`judge = [...]`):
 /// the judge's prompt must render for the example, and the responses are read and
 /// combined exactly as a live judge's would be.
@@ -389,28 +418,31 @@ fn example_judgements(
     spec: &Spec,
     example: &Example,
     vars: &serde_json::Map<String, serde_json::Value>,
-) -> Result<Judged, String> {
+) -> Result<Judged, ExampleJudgeError> {
     let mut judged = Judged::new();
     let tasks = spec.rules.judge_tasks(&example.response);
     if example.judge.is_empty() {
         return Ok(judged);
     }
     if tasks.is_empty() && !spec.rules.needs_judge() {
-        return Err("`judge` responses are given, but the spec has no `judge` rule".into());
+        return Err(ExampleJudgeError::NoJudgeRule);
     }
     let messages = spec
         .render(example.instance.map_or(0, u64::from), vars)
-        .map_err(|d| d.to_string())?;
+        .map_err(|d| ExampleJudgeError::Render(Box::new(d)))?;
     let task = crate::verify::judge::task_of(&messages);
     for (rule_index, name, rule, answer) in tasks {
         rule.prompt(task, &answer, vars)
-            .map_err(|e| format!("rule `{name}`: {e}"))?;
+            .map_err(|source| ExampleJudgeError::Prompt {
+                rule: name.to_owned(),
+                source,
+            })?;
         if example.judge.len() != rule.samples as usize {
-            return Err(format!(
-                "{} judge responses given; rule `{name}` takes {} (its `samples`)",
-                example.judge.len(),
-                rule.samples
-            ));
+            return Err(ExampleJudgeError::Samples {
+                given: example.judge.len(),
+                rule: name.to_owned(),
+                samples: rule.samples,
+            });
         }
         let samples = example
             .judge

@@ -1,8 +1,10 @@
-//! The shape of the code, checked: every `crate::` path in `src/` points at a
-//! lower layer of the table in `docs/architecture.md`, and no source file or
-//! function outgrows the limits the project keeps (500 and 120 lines).
+//! The shape of the code, checked: every `crate::` path in `src/` (and every
+//! `super::` path that climbs out of its folder) points at a lower layer of
+//! the table in `docs/architecture.md`, each row's "may import" cell lists
+//! exactly the folders its code imports, and no source file or function
+//! outgrows the limits the project keeps (500 and 120 lines).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const MAX_FILE_LINES: usize = 500;
@@ -51,6 +53,45 @@ fn layers() -> BTreeMap<String, u32> {
     out
 }
 
+/// One row of the layer table: its folders and files, and what its "may
+/// import" cell names (`None` for "everything below" or "anything below").
+struct Row {
+    layer: u32,
+    units: Vec<String>,
+    may_import: Option<BTreeSet<String>>,
+}
+
+/// The rows of the layer table `| layer | units | owns | may import |`.
+fn rows() -> Vec<Row> {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let names = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for line in doc.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Some(layer) = cells.get(1).and_then(|c| c.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cell = cells.get(4).copied().unwrap_or_default();
+        let may_import = if cell.contains("below") {
+            None
+        } else {
+            Some(names(cell).into_iter().collect())
+        };
+        out.push(Row {
+            layer,
+            units: names(cells[2]),
+            may_import,
+        });
+    }
+    out
+}
+
 /// The text without comments, so doc links and prose do not count as imports.
 fn code_only(text: &str) -> String {
     text.lines()
@@ -74,23 +115,104 @@ fn unit_of(src: &Path, file: &Path) -> String {
     first.trim_end_matches(".rs").to_owned()
 }
 
-/// `(line, unit)` for every `crate::<unit>` path in `text`; `key_path!` is `format`'s macro.
-fn references(text: &str) -> Vec<(usize, String)> {
+/// The identifier `text` starts with.
+fn ident(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// `(line, unit)` for every `crate::<unit>` path in `text`, and for every
+/// `super::` path that climbs to the crate root; `depth` is how many modules
+/// deep the file is (`src/run/task.rs`: 2, `src/run/mod.rs` and `src/check.rs`:
+/// 1), and inline `mod x { ... }` blocks add theirs. `key_path!` is `format`'s macro.
+fn references(text: &str, depth: usize) -> Vec<(usize, String)> {
     let mut out = Vec::new();
+    // The brace depths at which inline modules opened.
+    let (mut inline, mut braces) = (Vec::<i64>::new(), 0i64);
     for (i, line) in code_only(text).lines().enumerate() {
-        let mut rest = line;
+        let line = strip_literals(line);
+        let mut rest = line.as_str();
         while let Some(at) = rest.find("crate::") {
             rest = &rest[at + "crate::".len()..];
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            let unit = if name == "key_path" {
-                "format".to_owned()
-            } else {
-                name
-            };
-            out.push((i + 1, unit));
+            out.push((i + 1, ident(rest)));
+        }
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("super::") {
+            let before = &rest[..at];
+            let climbs = rest[at..].matches("super::").count();
+            let chain = "super::".repeat(climbs);
+            rest = &rest[at..];
+            if !rest.starts_with(&chain) || before.ends_with("::") {
+                rest = &rest["super::".len()..];
+                continue;
+            }
+            rest = &rest[chain.len()..];
+            if climbs == depth + inline.len() {
+                out.push((i + 1, ident(rest)));
+            }
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let Some(m) = words.iter().position(|w| *w == "mod")
+            && words.get(m + 2) == Some(&"{")
+        {
+            inline.push(braces);
+        }
+        braces += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+        while inline.last().is_some_and(|&open| braces <= open) {
+            inline.pop();
+        }
+    }
+    for (_, unit) in &mut out {
+        if unit == "key_path" {
+            *unit = "format".to_owned();
+        }
+    }
+    out
+}
+
+/// How many modules deep `file` is below `src/`.
+fn depth_of(src: &Path, file: &Path) -> usize {
+    let rel = file.strip_prefix(src).unwrap();
+    let parts = rel.components().count();
+    if rel.file_name().is_some_and(|n| n == "mod.rs") {
+        parts - 1
+    } else {
+        parts
+    }
+}
+
+/// Every source file with how many modules deep it is: its place below
+/// `src/`, or one below the file that includes it with `#[path = "..."]`.
+fn module_depths(src: &Path) -> Vec<(PathBuf, usize)> {
+    let files = rust_files(src);
+    let mut depths: BTreeMap<PathBuf, usize> = files
+        .iter()
+        .map(|f| (f.clone(), depth_of(src, f)))
+        .collect();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in text.lines() {
+            if let Some(name) = line.trim().strip_prefix("#[path = \"") {
+                let included = file.with_file_name(name.trim_end_matches("\"]"));
+                depths.insert(included, depth_of(src, file) + 1);
+            }
+        }
+    }
+    depths.into_iter().collect()
+}
+
+/// The units each unit of `src/` imports, other than itself.
+fn imports_by_unit(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, depth) in module_depths(src) {
+        let unit = unit_of(src, &file);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let entry = out.entry(unit.clone()).or_default();
+        for (_, target) in references(&text, depth) {
+            if target != unit {
+                entry.insert(target);
+            }
         }
     }
     out
@@ -101,7 +223,7 @@ fn imports_point_only_at_lower_layers() {
     let layers = layers();
     let src = root().join("src");
     let mut problems = Vec::new();
-    for file in rust_files(&src) {
+    for (file, depth) in module_depths(&src) {
         let unit = unit_of(&src, &file);
         if unit == "lib" || unit == "main" {
             continue;
@@ -114,7 +236,7 @@ fn imports_point_only_at_lower_layers() {
             continue;
         };
         let text = std::fs::read_to_string(&file).unwrap();
-        for (line, target) in references(&text) {
+        for (line, target) in references(&text, depth) {
             if target == unit {
                 continue;
             }
@@ -141,6 +263,48 @@ fn imports_point_only_at_lower_layers() {
     assert!(
         problems.is_empty(),
         "layering broken:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn each_row_may_import_exactly_what_its_code_imports() {
+    let src = root().join("src");
+    let imports = imports_by_unit(&src);
+    let rows = rows();
+    assert!(
+        rows.len() > 10,
+        "no layer table found in docs/architecture.md"
+    );
+    let mut problems = Vec::new();
+    for row in &rows {
+        let Some(listed) = &row.may_import else {
+            continue;
+        };
+        let used: BTreeSet<String> = row
+            .units
+            .iter()
+            .flat_map(|u| imports.get(u).into_iter().flatten().cloned())
+            .filter(|t| !row.units.contains(t))
+            .collect();
+        for unit in used.difference(listed) {
+            problems.push(format!(
+                "layer {} ({}) imports `{unit}`, which its \"may import\" cell does not list",
+                row.layer,
+                row.units.join(", ")
+            ));
+        }
+        for unit in listed.difference(&used) {
+            problems.push(format!(
+                "layer {} ({}) lists `{unit}` under \"may import\", but imports nothing from it",
+                row.layer,
+                row.units.join(", ")
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/architecture.md's \"may import\" column is out of date:\n{}",
         problems.join("\n")
     );
 }
@@ -257,8 +421,16 @@ fn files_and_functions_stay_small() {
 #[test]
 fn the_checks_see_what_they_claim() {
     let text = "use crate::run::record::Record;\n// crate::cli in a comment\nfn f() { key_path![\"a\"]; crate::key_path!(); }\n";
-    let units: Vec<String> = references(text).into_iter().map(|(_, u)| u).collect();
+    let units: Vec<String> = references(text, 2).into_iter().map(|(_, u)| u).collect();
     assert_eq!(units, ["run", "format"]);
+    // From src/run/mod.rs, `super::` is the crate root; inside its `mod tests`,
+    // `super::super::` is, and a string holding a path is no import.
+    let climbing = "use super::spec::Spec;\nuse super::record::Record;\nmod tests {\n    use super::super::text::clip;\n    use super::*;\n    const S: &str = \"super::cli\";\n}\nuse super::files;\n";
+    let units: Vec<String> = references(climbing, 1)
+        .into_iter()
+        .map(|(_, u)| u)
+        .collect();
+    assert_eq!(units, ["spec", "record", "text", "files"]);
     let body = "pub fn big() {\n    let s = \"}\";\n    let c = '{';\n}\nfn other<'a>(x: &'a str) -> &'a str { x }\n";
     assert_eq!(
         functions(body),

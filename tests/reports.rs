@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use harness::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
+use harness::report::{ReportContext, ReportKind, ReportOutput, SpecInfo, write_reports};
 use harness::text::Lang;
 use serde_json::Value;
 
@@ -50,7 +50,12 @@ fn build_in(
         run_ids: &run_ids,
         timestamp: "2026-11-21 22:30:00",
         file_stamp: STAMP,
-        formats: &[Format::Json, Format::Csv, Format::Junit, Format::Csv],
+        formats: &[
+            ReportKind::Json,
+            ReportKind::Csv,
+            ReportKind::Junit,
+            ReportKind::Csv,
+        ],
         color,
         lang,
         ..ReportContext::new(dir.path(), &models, &specs, &journals)

@@ -35,3 +35,14 @@ impl AskingArgs {
         self.results.join("cache.sqlite")
     }
 }
+
+/// A number option's value outside what the option takes; clap prints it.
+#[derive(Debug, thiserror::Error)]
+pub enum BadNumber {
+    /// `--max-cost`: not a finite amount of 0 or more.
+    #[error("`{0}` is not an amount of 0 or more")]
+    Amount(String),
+    /// `synth --threshold`: not a rating from 1 to 10.
+    #[error("`{0}` is not a rating from 1 to 10")]
+    Rating(String),
+}

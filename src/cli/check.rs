@@ -119,10 +119,7 @@ fn each_checked(files: &[PathBuf], options: &CheckOptions, mut take: impl FnMut(
 pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
     let files = match spec_files(paths) {
         Ok(files) => files,
-        Err(d) => {
-            eprint!("{}", render::diagnostic(&d, color));
-            return Exit::BadInput;
-        }
+        Err(d) => return super::exit::diagnostics([&d], color),
     };
     if files.is_empty() {
         let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();

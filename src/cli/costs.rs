@@ -6,32 +6,28 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::exit::{Exit, fail};
-use super::render;
 use crate::config::prices::PriceTable;
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 use crate::report::fit::fitted;
 use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
 use crate::text::money;
 
 /// Parses `--max-cost`: a finite amount of 0 or more.
-pub fn amount(text: &str) -> Result<f64, String> {
+pub fn amount(text: &str) -> Result<f64, super::asking::BadNumber> {
     match text.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{text}` is not an amount of 0 or more")),
+        _ => Err(super::asking::BadNumber::Amount(text.to_owned())),
     }
 }
 
 /// The models of a plan and its judge.
-fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSpec> {
+fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSetup> {
     manifest.models.iter_mut().chain(manifest.judge.as_mut())
 }
 
 /// Gives every model of the plan without a price the one `file` has for it.
 pub fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) -> Result<(), Exit> {
-    let table = PriceTable::read(file).map_err(|d| {
-        eprint!("{}", render::diagnostic(&d, color));
-        Exit::BadInput
-    })?;
+    let table = PriceTable::read(file).map_err(|d| super::exit::diagnostics([&d], color))?;
     for model in priced_models(manifest).filter(|m| m.price.is_none()) {
         model.price = table.lookup(model);
     }

@@ -1,11 +1,17 @@
 //! Exit codes: one named outcome per code, decided here and nowhere else.
 //!
 //! Commands return an [`Exit`]. A failure is printed once, where it happens,
-//! by [`fail`] (or by the caller that renders a diagnostic), which hands back
-//! the exit so `?` can carry it to `main`.
+//! by [`fail`], [`fail_with`] or [`diagnostics`], which hand back the exit so
+//! `?` can carry it to `main`. Which exit an error ends in follows from its
+//! kind through [`Failure`], implemented here for every error type that can
+//! end in something other than [`Exit::BadInput`]; no caller picks a code by
+//! hand or by reading a message.
 
 use std::fmt::Display;
 use std::process::ExitCode;
+
+use crate::error::Diagnostic;
+use crate::run::RunError;
 
 /// How a `harness` command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +78,50 @@ pub fn fail(message: impl Display) -> Exit {
     Exit::BadInput
 }
 
+/// An error that stops a command; the exit it ends in follows from its kind.
+pub trait Failure: Display {
+    /// The named exit this error ends a command with.
+    fn exit(&self) -> Exit;
+}
+
+impl Failure for RunError {
+    fn exit(&self) -> Exit {
+        match self {
+            RunError::ServerStart(_) | RunError::ServerDied(_) => Exit::ServerFailed,
+            RunError::Io(_)
+            | RunError::Client(_)
+            | RunError::Schema(_)
+            | RunError::Spec(_)
+            | RunError::NoRun { .. }
+            | RunError::NoRuns(_) => Exit::BadInput,
+        }
+    }
+}
+
+impl Failure for Diagnostic {
+    fn exit(&self) -> Exit {
+        // Every kind of diagnostic is a problem in the user's input.
+        Exit::BadInput
+    }
+}
+
+/// Prints `error: <message>` and returns the exit `error`'s kind names.
+pub fn fail_with(error: &impl Failure) -> Exit {
+    fail(error);
+    error.exit()
+}
+
+/// Prints each diagnostic with its source line and returns the exit they
+/// name ([`Exit::BadInput`]); callers print them all before stopping.
+pub fn diagnostics<'a>(all: impl IntoIterator<Item = &'a Diagnostic>, color: bool) -> Exit {
+    let mut exit = Exit::BadInput;
+    for d in all {
+        eprint!("{}", super::render::diagnostic(d, color));
+        exit = d.exit();
+    }
+    exit
+}
+
 /// The exit of a command that returns `Result<Exit, Exit>` internally.
 pub fn either(result: Result<Exit, Exit>) -> Exit {
     result.unwrap_or_else(|exit| exit)
@@ -96,5 +146,18 @@ mod tests {
         .map(|e| e.code())
         .collect();
         assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130]);
+    }
+
+    #[test]
+    fn a_server_failure_is_its_own_exit_and_every_other_run_error_bad_input() {
+        let died = RunError::ServerDied(crate::client::managed::ServerDeath {
+            server: "llama-server for `m`".into(),
+            status: "signal 9".into(),
+            log: "server.log".into(),
+            lines: String::new(),
+        });
+        assert_eq!(died.exit(), Exit::ServerFailed);
+        let missing = RunError::NoRuns("results/runs".into());
+        assert_eq!(missing.exit(), Exit::BadInput);
     }
 }

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::golden::transcript::{
     TranscriptLine, compare_transcripts, read_transcript, render_transcript, transcript_path,
 };
-use crate::report::{Format, ReportContext, ReportOutput, SpecInfo, write_reports};
+use crate::report::{ReportContext, ReportKind, ReportOutput, SpecInfo, write_reports};
 use crate::run::{self, Manifest};
 use crate::spec::Spec;
 use crate::text::Lang;
@@ -25,7 +25,7 @@ pub struct FinishArgs {
     pub golden: PathBuf,
     /// Extra report formats.
     #[arg(long = "format", value_enum)]
-    pub formats: Vec<Format>,
+    pub formats: Vec<ReportKind>,
     /// Show response text diffs against golden transcripts.
     #[arg(short, long)]
     pub verbose: bool,

@@ -121,12 +121,9 @@ fn load_specs(files: &[PathBuf], color: bool) -> Result<Vec<Arc<Spec>>, Exit> {
     files
         .iter()
         .map(|file| {
-            Spec::load(file).map(Arc::new).map_err(|diags| {
-                for d in &diags.0 {
-                    eprint!("{}", super::render::diagnostic(d, color));
-                }
-                Exit::BadInput
-            })
+            Spec::load(file)
+                .map(Arc::new)
+                .map_err(|diags| super::exit::diagnostics(&diags.0, color))
         })
         .collect()
 }

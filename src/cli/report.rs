@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::exit::{Exit, fail};
-use crate::report::{Format, ReportContext, SpecInfo, write_reports};
+use crate::report::{ReportContext, ReportKind, SpecInfo, write_reports};
 use crate::run;
 use crate::spec::Spec;
 
@@ -16,7 +16,7 @@ pub struct ReportArgs {
     pub runs: Vec<String>,
     /// Extra report formats.
     #[arg(long = "format", value_enum)]
-    pub formats: Vec<Format>,
+    pub formats: Vec<ReportKind>,
     /// Results directory.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,

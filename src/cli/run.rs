@@ -5,15 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::asking::AskingArgs;
-use super::exit::{Exit, either, fail};
+use super::exit::{Exit, diagnostics, either, fail, fail_with};
 use super::finish::{Finish, FinishArgs};
-use super::render;
 use crate::config::Config;
 use crate::golden::transcript::recorded_models;
-use crate::provider::{ModelSpec, ProviderKind};
+use crate::provider::{ModelSetup, ProviderKind};
 use crate::run::{self, Manifest, RunError, RunSettings};
 use crate::spec::{Spec, spec_files};
-use crate::text::visible;
 
 /// The most instances per spec `--runs` takes: more is a typo, not a plan.
 const MAX_RUNS: i64 = 1_000_000;
@@ -112,7 +110,7 @@ fn plan_new(
             ));
         }
         for name in by_model.keys() {
-            let mut m = ModelSpec::new(ProviderKind::Replay, name);
+            let mut m = ModelSetup::new(ProviderKind::Replay, name);
             m.concurrency = 64;
             models.push(m);
         }
@@ -123,7 +121,7 @@ fn plan_new(
             if m.provider == ProviderKind::Replay {
                 m.concurrency = 64;
             }
-            if models.iter().any(|p: &ModelSpec| p.name == m.name) {
+            if models.iter().any(|p: &ModelSetup| p.name == m.name) {
                 return Err(fail(format!("model `{}` is given twice", m.name)));
             }
             models.push(m);
@@ -187,28 +185,23 @@ fn plan_new(
     Ok(manifest)
 }
 
-fn load_specs(files: &[PathBuf], color: bool) -> Option<Vec<Arc<Spec>>> {
+/// Every spec of `files`; every problem in any of them printed before the run stops.
+fn load_specs(files: &[PathBuf], color: bool) -> Result<Vec<Arc<Spec>>, Exit> {
     let mut specs: Vec<Arc<Spec>> = Vec::new();
-    let mut ok = true;
+    let mut failed = None;
     for file in files {
         match Spec::load(file) {
             Ok(s) => {
                 if let Some(first) = specs.iter().find(|f| f.id == s.id) {
-                    ok = false;
                     let d = crate::spec::duplicate_id(file, &s.id, &first.file);
-                    eprint!("{}", render::diagnostic(&d, color));
+                    failed = Some(diagnostics([&d], color));
                 }
                 specs.push(Arc::new(s));
             }
-            Err(diags) => {
-                ok = false;
-                for d in &diags.0 {
-                    eprint!("{}", render::diagnostic(d, color));
-                }
-            }
+            Err(diags) => failed = Some(diagnostics(&diags.0, color)),
         }
     }
-    ok.then_some(specs)
+    failed.map_or(Ok(specs), Err)
 }
 
 fn spec_paths(args: &RunArgs, config: &Config) -> Vec<PathBuf> {
@@ -252,17 +245,17 @@ fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
     let config = args
         .asking
         .load_config()
-        .map_err(|d| diagnostic(&d, color))?;
+        .map_err(|d| diagnostics([&d], color))?;
     let (created, file_stamp) = run::timestamps();
     let runs_dir = args.asking.results.join("runs");
     let (mut manifest, specs) = if let Some(id) = &args.resume {
         let dir = run::find_run(&runs_dir, id).map_err(fail)?;
         let manifest = run::read_manifest(&dir).map_err(fail)?;
-        let specs = load_specs(&manifest.spec_files, color).ok_or(Exit::BadInput)?;
+        let specs = load_specs(&manifest.spec_files, color)?;
         (manifest, specs)
     } else {
-        let files = spec_files(&spec_paths(args, &config)).map_err(|d| diagnostic(&d, color))?;
-        let specs = load_specs(&files, color).ok_or(Exit::BadInput)?;
+        let files = spec_files(&spec_paths(args, &config)).map_err(|d| diagnostics([&d], color))?;
+        let specs = load_specs(&files, color)?;
         let manifest = plan_new(args, &config, &specs, &file_stamp, &created)?;
         (manifest, specs)
     };
@@ -318,12 +311,6 @@ fn check_selection(manifest: &Manifest, runtimes: &[Arc<run::SpecRuntime>]) -> R
     )))
 }
 
-/// Prints a diagnostic and returns [`Exit::BadInput`].
-fn diagnostic(d: &crate::error::Diagnostic, color: bool) -> Exit {
-    eprint!("{}", render::diagnostic(d, color));
-    Exit::BadInput
-}
-
 async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let Prepared {
         mut manifest,
@@ -367,27 +354,18 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     eprintln!("run {} → {}", manifest.run_id, run_dir.display());
     let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
-        Err(e @ RunError::ServerStart(_)) => {
-            eprintln!(
-                "error: {}",
-                visible(&crate::secrets::redact(&e.to_string()))
-            );
-            return Err(Exit::ServerFailed);
+        Err(e) => {
+            let exit = fail_with(&e);
+            if let RunError::ServerDied(_) = e {
+                let line = format!(
+                    "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
+                    journal_path.display(),
+                    manifest.run_id
+                );
+                eprint!("{}", crate::text::wrap(&line, 80));
+            }
+            return Err(exit);
         }
-        Err(e @ RunError::ServerDied(_)) => {
-            eprintln!(
-                "error: {}",
-                visible(&crate::secrets::redact(&e.to_string()))
-            );
-            let line = format!(
-                "finished answers are saved in {}; continue with `harness run --resume {}` (it restarts the server)",
-                journal_path.display(),
-                manifest.run_id
-            );
-            eprint!("{}", crate::text::wrap(&line, 80));
-            return Err(Exit::ServerFailed);
-        }
-        Err(e) => return Err(fail(e)),
     };
     let finish = Finish {
         results: &args.asking.results,
@@ -439,15 +417,13 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
 /// suits the rules, no `script` rule stalls, and no spec runs more instances
 /// than it allows. A broken spec fails the run at once (exit 2), not per instance.
 fn preflight(specs: &[Arc<Spec>], runs: Option<u32>, color: bool) -> Result<(), Exit> {
-    let mut ok = true;
+    let mut failed = None;
     for spec in specs {
         if let Some(problem) = spec.runs_problem(spec.runs_for(runs)) {
-            ok = false;
-            eprintln!("error: {problem}");
+            failed = Some(fail(problem));
         } else if let Err(d) = spec.preflight() {
-            ok = false;
-            eprint!("{}", render::diagnostic(&d, color));
+            failed = Some(diagnostics([&d], color));
         }
     }
-    if ok { Ok(()) } else { Err(Exit::BadInput) }
+    failed.map_or(Ok(()), Err)
 }

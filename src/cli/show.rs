@@ -5,7 +5,6 @@ use std::path::Path;
 use owo_colors::OwoColorize;
 
 use super::exit::Exit;
-use super::render;
 use crate::golden::instances::GoldenInstance;
 use crate::spec::Spec;
 use crate::text::visible;
@@ -25,12 +24,7 @@ pub fn run(
     };
     let spec = match loaded {
         Ok(spec) => spec,
-        Err(diags) => {
-            for d in &diags.0 {
-                eprint!("{}", render::diagnostic(d, color));
-            }
-            return Exit::BadInput;
-        }
+        Err(diags) => return super::exit::diagnostics(&diags.0, color),
     };
     let mut end = start.saturating_add(count);
     if let Some(dataset) = spec.dataset() {
@@ -50,10 +44,7 @@ pub fn run(
     for index in start..end {
         let instance = match spec.instance(index) {
             Ok(i) => i,
-            Err(d) => {
-                eprint!("{}", render::diagnostic(&d, color));
-                return Exit::BadInput;
-            }
+            Err(d) => return super::exit::diagnostics([&d], color),
         };
         let expected = spec.rules.expected(&instance.vars);
         if json {

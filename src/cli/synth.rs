@@ -42,10 +42,10 @@ pub struct SynthArgs {
 }
 
 /// A `--threshold`: a rating from 1 to 10.
-fn threshold(text: &str) -> Result<f64, String> {
+fn threshold(text: &str) -> Result<f64, super::asking::BadNumber> {
     match text.parse::<f64>() {
         Ok(v) if (1.0..=10.0).contains(&v) => Ok(v),
-        _ => Err(format!("`{text}` is not a rating from 1 to 10")),
+        _ => Err(super::asking::BadNumber::Rating(text.to_owned())),
     }
 }
 

@@ -79,7 +79,7 @@ async fn send_logged(
     retries: &mut Vec<String>,
 ) -> Sent<Completion> {
     let attempt = Attempt {
-        model: &model.spec,
+        model: &model.setup,
         request,
         n: 1,
         asks,
@@ -103,7 +103,7 @@ async fn send_batch(
     retries: &mut Vec<String>,
 ) -> Sent<Vec<Completion>> {
     let attempt = Attempt {
-        model: &model.spec,
+        model: &model.setup,
         request,
         n,
         asks: 1,
@@ -152,7 +152,7 @@ where
             Err(down) => {
                 let e = all_out(model, &down.errors);
                 waits += 1;
-                if attempts - failovers + waits > model.spec.max_retries {
+                if attempts - failovers + waits > model.setup.max_retries {
                     return (Err(e), attempts, Duration::ZERO, None);
                 }
                 retries.push(format!(
@@ -201,7 +201,9 @@ where
         let url = pool.then(|| endpoint.url.clone());
         drop(assigned);
         match result {
-            (Err(e), _) if e.retryable() && taken_out && failovers < model.spec.max_retries + 1 => {
+            (Err(e), _)
+                if e.retryable() && taken_out && failovers < model.setup.max_retries + 1 =>
+            {
                 failovers += 1;
                 retries.push(format!(
                     "attempt {attempts}: {} at {} ({e}); the endpoint is out, asking another",
@@ -210,7 +212,7 @@ where
                 ));
             }
             (Err(e), _)
-                if e.retryable() && attempts - failovers + waits <= model.spec.max_retries =>
+                if e.retryable() && attempts - failovers + waits <= model.setup.max_retries =>
             {
                 retries.push(format!("attempt {attempts}: {} ({e})", e.kind()));
                 tokio::time::sleep(backoff(
@@ -235,7 +237,7 @@ where
 fn all_out(model: &ModelClient, errors: &[String]) -> ProviderError {
     ProviderError::Connection(format!(
         "every endpoint of `{}` is out ({})",
-        model.spec.name,
+        model.setup.name,
         errors.join("; ")
     ))
 }
@@ -252,7 +254,7 @@ pub async fn ask_batch(
     let keys: Vec<Option<String>> = requests
         .iter()
         .map(|(sample, r)| {
-            cache.map(|_| cache_key(&model.spec, &model.base_url, r, *sample, served.as_ref()))
+            cache.map(|_| cache_key(&model.setup, &model.base_url, r, *sample, served.as_ref()))
         })
         .collect();
     let mut out: Vec<Option<Asked>> = keys
@@ -287,13 +289,13 @@ pub async fn ask_batch(
             if let (Some(cache), Ok(c)) = (cache, &result) {
                 let (sample, request) = &requests[i];
                 let k = cache_key(
-                    &model.spec,
+                    &model.setup,
                     &model.base_url,
                     request,
                     *sample,
                     c.served.as_ref(),
                 );
-                let _ = cache.put(&k, &model.spec, c);
+                let _ = cache.put(&k, &model.setup, c);
             }
             // The request's attempts are counted once, on its first sample.
             out[i] = Some(Asked {
@@ -315,13 +317,13 @@ pub async fn ask_batch(
 /// Asks `model` once, from the cache when possible, re-asking (up to `max_asks`
 /// in all, varying the seed) while `accept` rejects the answer; the last answer
 /// is kept either way and cached. Used for models under test and for judges.
-pub async fn ask(
+pub async fn ask<R: std::fmt::Display>(
     model: &ModelClient,
     request: &ChatRequest,
     key: RequestKey<'_>,
     cache: Option<&Cache>,
     max_asks: u32,
-    accept: impl Fn(&str) -> Result<(), String>,
+    accept: impl Fn(&str) -> Result<(), R>,
 ) -> Asked {
     // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
     let sample = key.judge.map_or(key.sample, |(_, k)| k);
@@ -332,7 +334,7 @@ pub async fn ask(
     };
     let lookup = cache.map(|_| {
         cache_key(
-            &model.spec,
+            &model.setup,
             &model.base_url,
             request,
             sample,
@@ -385,8 +387,8 @@ pub async fn ask(
                 // Kept under the identity that answered, which later lookups now use.
                 if let Some(cache) = cache {
                     let served = c.served.as_ref().or(served.as_ref());
-                    let k = cache_key(&model.spec, &model.base_url, request, sample, served);
-                    let _ = cache.put(&k, &model.spec, c);
+                    let k = cache_key(&model.setup, &model.base_url, request, sample, served);
+                    let _ = cache.put(&k, &model.setup, c);
                 }
             }
             hold.release(model);

@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::provider::{ChatRequest, Completion, ModelSpec, ServedBy};
+use crate::provider::{ChatRequest, Completion, ModelSetup, ServedBy};
 
 /// An open cache.
 pub struct Cache {
@@ -36,7 +36,7 @@ struct KeyMaterial<'a> {
 /// The cache key of a request to a server that reports `served` as its model:
 /// hex SHA-256 of its canonical JSON.
 pub fn cache_key(
-    model: &ModelSpec,
+    model: &ModelSetup,
     base_url: &str,
     request: &ChatRequest,
     sample: u32,
@@ -143,7 +143,7 @@ impl Cache {
     pub fn put(
         &self,
         key: &str,
-        model: &ModelSpec,
+        model: &ModelSetup,
         completion: &Completion,
     ) -> rusqlite::Result<()> {
         let text = serde_json::to_string(completion).expect("completions serialize");
@@ -168,7 +168,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{OutputFormat, ProviderKind, Usage};
+    use crate::provider::{OutputKind, ProviderKind, Usage};
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -178,7 +178,7 @@ mod tests {
             top_p: None,
             seed: None,
             stop: vec![],
-            format: OutputFormat::Text,
+            format: OutputKind::Text,
             num_ctx: None,
             extra: Default::default(),
         }
@@ -186,13 +186,13 @@ mod tests {
 
     #[test]
     fn keys_separate_samples_and_models_and_round_trip() {
-        let model = ModelSpec::new(ProviderKind::OpenAi, "m");
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let k0 = cache_key(&model, "http://x", &request(), 0, None);
         assert_ne!(k0, cache_key(&model, "http://x", &request(), 3, None));
         assert_ne!(
             k0,
             cache_key(
-                &ModelSpec::new(ProviderKind::OpenAi, "n"),
+                &ModelSetup::new(ProviderKind::OpenAi, "n"),
                 "http://x",
                 &request(),
                 0,
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn absorbing_a_cache_adds_what_it_lacks_and_keeps_what_it_has() {
-        let model = ModelSpec::new(ProviderKind::OpenAi, "m");
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let answer = |text: &str| Completion {
             text: text.into(),
             usage: Usage::default(),

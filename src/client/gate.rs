@@ -3,7 +3,7 @@
 //! is sent and its real usage after. The run layer implements them; the
 //! client knows nothing about prices.
 
-use crate::provider::{ChatRequest, Completion, ModelSpec};
+use crate::provider::{ChatRequest, Completion, ModelSetup};
 
 /// What a started request holds until it ends: the worst case of its asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -19,7 +19,7 @@ pub struct Reservation {
 #[derive(Debug, Clone, Copy)]
 pub struct Attempt<'a> {
     /// The model asked.
-    pub model: &'a ModelSpec,
+    pub model: &'a ModelSetup,
     /// The request sent.
     pub request: &'a ChatRequest,
     /// Choices asked for.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use crate::provider::{
-    ModelSpec, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider, ServedBy,
+    ModelSetup, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider, ServedBy,
 };
 use cache::Cache;
 use limits::RateLimiter;
@@ -38,9 +38,15 @@ pub use gate::{Attempt, Gate, Reservation};
 /// Why a model could not be made ready to ask.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The HTTP client or the model's endpoint could not be set up.
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Http(reqwest::Error),
+    /// A managed model whose server was not started first.
+    #[error("model `{0}`: its server is not running")]
+    NotRunning(String),
+    /// The model's endpoint could not be set up (its API key, its URL).
     #[error("{0}")]
-    Setup(String),
+    Endpoint(#[from] crate::provider::ProviderError),
     /// The response cache could not be opened or read.
     #[error("cache: {0}")]
     Cache(#[from] rusqlite::Error),
@@ -52,7 +58,7 @@ pub enum ClientError {
 /// A model ready to be asked.
 pub struct ModelClient {
     /// Its configuration.
-    pub spec: ModelSpec,
+    pub setup: ModelSetup,
     /// Where requests go: one endpoint, or a pool of replicas.
     pub endpoints: Vec<pool::Endpoint>,
     /// What stands for the endpoints in cache keys: the resolved base URL, a
@@ -83,7 +89,7 @@ impl ModelClient {
     }
 
     fn endpoint(&self) -> String {
-        endpoint_key(&self.spec, &self.base_url)
+        endpoint_key(&self.setup, &self.base_url)
     }
 
     /// The identity cache keys are made with: the one the endpoint reported
@@ -111,7 +117,7 @@ impl ModelClient {
         if let Some(before) = before {
             self.changes.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
                 "model `{}`: the server now reports {reported}, no longer {before}; answers cached from {before} are not reused (answers this run took from the cache before the change showed are asked again on the next run)",
-                self.spec.name
+                self.setup.name
             ));
         }
     }
@@ -138,7 +144,7 @@ impl ModelClient {
 
 /// Builds the client side of each model; endpoints shared by several models share a semaphore.
 pub fn connect(
-    models: &[ModelSpec],
+    models: &[ModelSetup],
     golden_dir: &Path,
 ) -> Result<Vec<Arc<ModelClient>>, ClientError> {
     crate::net::install_tls();
@@ -147,8 +153,7 @@ pub fn connect(
             .pool_max_idle_per_host(256)
             .tcp_nodelay(true);
         let b = if direct { b.no_proxy() } else { b };
-        b.build()
-            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))
+        b.build().map_err(ClientError::Http)
     };
     let (direct, proxied) = (build(true)?, build(false)?);
     let mut semaphores: HashMap<String, Arc<Semaphore>> = HashMap::new();
@@ -158,9 +163,11 @@ pub fn connect(
         let urls = match m.provider {
             // Set by the caller to the started server's URL (see `connect_managed`).
             ProviderKind::LlamaCpp | ProviderKind::Vllm => {
-                vec![m.base_url.clone().ok_or_else(|| {
-                    ClientError::Setup(format!("model `{}`: its server is not running", m.name))
-                })?]
+                vec![
+                    m.base_url
+                        .clone()
+                        .ok_or_else(|| ClientError::NotRunning(m.name.clone()))?,
+                ]
             }
             ProviderKind::OpenAi if m.endpoints().is_empty() => {
                 vec![crate::provider::openai_default_base_url()]
@@ -184,10 +191,7 @@ pub fn connect(
             };
             let provider = match m.provider {
                 ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm => {
-                    Provider::OpenAi(
-                        OpenAiClient::new(&resolved, http)
-                            .map_err(|e| ClientError::Setup(e.to_string()))?,
-                    )
+                    Provider::OpenAi(OpenAiClient::new(&resolved, http)?)
                 }
                 ProviderKind::Ollama => {
                     Provider::Ollama(OllamaClient::new(&resolved, http, m.stream))
@@ -214,7 +218,7 @@ pub fn connect(
         }
         let identity = cache_identity(m, &urls[0]);
         out.push(Arc::new(ModelClient {
-            spec: m.clone(),
+            setup: m.clone(),
             endpoints,
             base_url: identity,
             server: None,
@@ -228,7 +232,7 @@ pub fn connect(
 
 /// What identifies a model's endpoint in the cache's identity table; `identity`
 /// is its [`cache_identity`].
-pub fn endpoint_key(model: &ModelSpec, identity: &str) -> String {
+pub fn endpoint_key(model: &ModelSetup, identity: &str) -> String {
     format!("{}|{identity}|{}", model.provider.prefix(), model.model)
 }
 
@@ -236,7 +240,7 @@ pub fn endpoint_key(model: &ModelSpec, identity: &str) -> String {
 /// managed server, whose port changes with every start: its model file or
 /// id; and for a pool, whose answers are the model's whichever replica gave
 /// them: `pool:<name>`.
-pub fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
+pub fn cache_identity(model: &ModelSetup, base_url: &str) -> String {
     if !model.pool.is_empty() {
         format!("pool:{}", model.name)
     } else if model.provider.is_managed() {
@@ -249,7 +253,7 @@ pub fn cache_identity(model: &ModelSpec, base_url: &str) -> String {
 /// The runtime of a managed model whose server is up: an `openai` client at
 /// the server's URL that also watches the server, so its death stops the run.
 pub fn connect_managed(
-    model: &ModelSpec,
+    model: &ModelSetup,
     server: &ManagedServer,
     golden_dir: &Path,
 ) -> Result<Arc<ModelClient>, ClientError> {

@@ -15,7 +15,7 @@ use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::provider::model_ref::{
     DEFAULT_CONCURRENCY, ModelOptions, ServerOptions, managed_model_path,
 };
-use crate::provider::{ModelRefError, ModelSpec, Price, ProviderKind};
+use crate::provider::{ModelRefError, ModelSetup, Price, ProviderKind};
 
 /// The parsed configuration file.
 #[derive(Debug, Clone, Deserialize)]
@@ -188,9 +188,9 @@ impl Config {
     }
 
     /// Resolves a name from `[models]` or a `provider:model` reference.
-    pub fn resolve_model(&self, name: &str) -> Result<ModelSpec, ModelError> {
+    pub fn resolve_model(&self, name: &str) -> Result<ModelSetup, ModelError> {
         let Some(m) = self.models.get(name) else {
-            return ModelSpec::parse(name).map_err(|error| ModelError::Reference {
+            return ModelSetup::parse(name).map_err(|error| ModelError::Reference {
                 error,
                 known: self.models.keys().cloned().collect(),
             });
@@ -198,7 +198,7 @@ impl Config {
         if m.provider == ProviderKind::Replay {
             return Err(ModelError::ReplayInConfig(name.to_owned()));
         }
-        let mut spec = ModelSpec::new(m.provider, m.model.as_deref().unwrap_or(name));
+        let mut spec = ModelSetup::new(m.provider, m.model.as_deref().unwrap_or(name));
         spec.name = name.to_owned();
         if m.provider.is_managed() {
             self.managed_settings(name, m, &mut spec)?;
@@ -227,7 +227,7 @@ impl Config {
         &self,
         name: &str,
         m: &ModelConfig,
-        spec: &mut ModelSpec,
+        spec: &mut ModelSetup,
     ) -> Result<(), ModelError> {
         if m.base_url.is_some() {
             return Err(ModelError::ManagedBaseUrl {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer};
 
 use crate::error::{Diagnostic, ErrorKind, Location};
-use crate::provider::{ModelSpec, PER_MILLION, Price, TokenPrice};
+use crate::provider::{ModelSetup, PER_MILLION, Price, TokenPrice};
 
 /// One entry; every other key of LiteLLM's format is ignored.
 #[derive(Deserialize)]
@@ -93,7 +93,7 @@ impl PriceTable {
 
     /// The price of `model`, found under its name, its model id, or
     /// `<provider>/<model id>` (LiteLLM's keys for most non-OpenAI models).
-    pub fn lookup(&self, model: &ModelSpec) -> Option<Price> {
+    pub fn lookup(&self, model: &ModelSetup) -> Option<Price> {
         let prefixed = format!("{}/{}", model.provider.prefix(), model.model);
         [model.name.as_str(), model.model.as_str(), prefixed.as_str()]
             .iter()
@@ -130,15 +130,15 @@ mod tests {
         let table = PriceTable::parse(Path::new("p.json"), FILE).unwrap();
         assert_eq!(table.len(), 3);
         let Some(Price::Tokens(p)) =
-            table.lookup(&ModelSpec::new(ProviderKind::OpenAi, "gpt-4o-mini"))
+            table.lookup(&ModelSetup::new(ProviderKind::OpenAi, "gpt-4o-mini"))
         else {
             panic!("gpt-4o-mini is priced");
         };
         assert!((p.input - 0.15).abs() < 1e-9 && (p.output - 0.6).abs() < 1e-9);
         assert!((p.cached_input - 0.075).abs() < 1e-9);
-        let local = ModelSpec::new(ProviderKind::Ollama, "qwen3:8b");
+        let local = ModelSetup::new(ProviderKind::Ollama, "qwen3:8b");
         assert!(matches!(table.lookup(&local), Some(Price::Tokens(p)) if p.output == 0.0));
-        let embedding = ModelSpec::new(ProviderKind::OpenAi, "text-embedding-3-small");
+        let embedding = ModelSetup::new(ProviderKind::OpenAi, "text-embedding-3-small");
         assert_eq!(table.lookup(&embedding), None);
     }
 

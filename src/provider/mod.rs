@@ -5,7 +5,7 @@
 //! transcripts. Errors are classified so the runner knows what to retry.
 //! `llamacpp` and `vllm` models are servers the harness runs itself (the
 //! client layer's `managed`); once ready they are asked through the `openai`
-//! client. [`ModelSpec`] is a model's whole configuration, parsed from a
+//! client. [`ModelSetup`] is a model's whole configuration, parsed from a
 //! reference (`openai:NAME@URL`) or from `harness.toml`.
 //!
 //! Imports go down only: `prompt` (messages), `golden` (replayed
@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use crate::prompt::Message;
 
-pub use model_ref::{ModelRefError, ModelSpec, ProviderKind, ServerOptions};
+pub use model_ref::{ModelRefError, ModelSetup, ProviderKind, ServerOptions};
 pub use ollama::{OllamaClient, base_from_env as ollama_base_from_env};
 pub use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub use price::{Billed, PER_MILLION, Price, TokenPrice};
@@ -35,7 +35,7 @@ pub use replay::ReplayProvider;
 /// The shape of answer a request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type", content = "schema")]
-pub enum OutputFormat {
+pub enum OutputKind {
     /// Free text.
     Text,
     /// Any JSON object.
@@ -63,7 +63,7 @@ pub struct ChatRequest {
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub stop: Vec<String>,
     /// Requested answer shape.
-    pub format: OutputFormat,
+    pub format: OutputKind,
     /// Context window (Ollama `num_ctx`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_ctx: Option<u32>,
@@ -420,7 +420,7 @@ mod tests {
             top_p: None,
             seed: None,
             stop: vec![],
-            format: OutputFormat::Text,
+            format: OutputKind::Text,
             num_ctx: None,
             extra: serde_json::Map::new(),
         };

@@ -66,7 +66,7 @@ pub struct ModelOptions {
 /// Everything needed to talk to one model; stored in a run's plan so resume
 /// rebuilds the same clients (it holds the API key variable's name, never the key).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelSpec {
+pub struct ModelSetup {
     /// Display name: reports, raw files, golden transcripts.
     pub name: String,
     /// Wire format.
@@ -113,10 +113,10 @@ fn one() -> u32 {
 /// Default requests in flight per endpoint.
 pub const DEFAULT_CONCURRENCY: usize = 4;
 
-impl ModelSpec {
+impl ModelSetup {
     /// A spec with defaults for `provider` and `model`.
-    pub fn new(provider: ProviderKind, model: &str) -> ModelSpec {
-        ModelSpec {
+    pub fn new(provider: ProviderKind, model: &str) -> ModelSetup {
+        ModelSetup {
             name: model.to_owned(),
             provider,
             model: model.to_owned(),
@@ -136,7 +136,7 @@ impl ModelSpec {
     }
 
     /// Parses `provider:model[@base_url]`.
-    pub fn parse(reference: &str) -> Result<ModelSpec, ModelRefError> {
+    pub fn parse(reference: &str) -> Result<ModelSetup, ModelRefError> {
         let (prefix, rest) = reference
             .split_once(':')
             .ok_or_else(|| ModelRefError::NoProvider(reference.to_owned()))?;
@@ -170,7 +170,7 @@ impl ModelSpec {
         if model.is_empty() {
             return Err(ModelRefError::NoModel(reference.to_owned()));
         }
-        let mut spec = ModelSpec::new(provider, model);
+        let mut spec = ModelSetup::new(provider, model);
         spec.set_endpoints(urls);
         Ok(spec)
     }
@@ -227,7 +227,7 @@ fn managed_reference(
     prefix: &str,
     rest: &str,
     reference: &str,
-) -> Result<ModelSpec, ModelRefError> {
+) -> Result<ModelSetup, ModelRefError> {
     if rest.is_empty() {
         return Err(ModelRefError::NoModel(reference.to_owned()));
     }
@@ -237,7 +237,7 @@ fn managed_reference(
         ProviderKind::LlamaCpp
     };
     let (model, name) = managed_model_path(Path::new(rest), provider);
-    let mut spec = ModelSpec::new(provider, &model);
+    let mut spec = ModelSetup::new(provider, &model);
     spec.name = name;
     Ok(spec)
 }
@@ -268,23 +268,23 @@ mod tests {
 
     #[test]
     fn references_parse() {
-        let m = ModelSpec::parse("ollama:qwen3:8b").unwrap();
+        let m = ModelSetup::parse("ollama:qwen3:8b").unwrap();
         assert_eq!(
             (m.provider, m.model.as_str(), m.name.as_str()),
             (ProviderKind::Ollama, "qwen3:8b", "qwen3:8b")
         );
-        let m = ModelSpec::parse("openai:my-model@http://gpu-box:8000/v1/").unwrap();
+        let m = ModelSetup::parse("openai:my-model@http://gpu-box:8000/v1/").unwrap();
         assert_eq!(m.base_url.as_deref(), Some("http://gpu-box:8000/v1"));
         assert_eq!(m.model, "my-model");
         assert!(m.pool.is_empty());
-        let m = ModelSpec::parse("openai:m@http://a:8000/v1,http://b:8000/v1/").unwrap();
+        let m = ModelSetup::parse("openai:m@http://a:8000/v1,http://b:8000/v1/").unwrap();
         assert_eq!(m.pool, ["http://a:8000/v1", "http://b:8000/v1"]);
         assert_eq!(m.base_url.as_deref(), Some("http://a:8000/v1"));
         assert_eq!(m.endpoints().len(), 2);
-        let m = ModelSpec::parse("ollama:hf.co/t-tech/T-pro-it-1.0-Q4_K_M-GGUF").unwrap();
+        let m = ModelSetup::parse("ollama:hf.co/t-tech/T-pro-it-1.0-Q4_K_M-GGUF").unwrap();
         assert_eq!(m.file_stem(), "hf.co_t-tech_T-pro-it-1.0-Q4_K_M-GGUF");
-        assert!(ModelSpec::parse("gpt4").is_err());
-        let unknown = ModelSpec::parse("foo:bar").unwrap_err().to_string();
+        assert!(ModelSetup::parse("gpt4").is_err());
+        let unknown = ModelSetup::parse("foo:bar").unwrap_err().to_string();
         assert!(unknown.contains("unknown provider"), "{unknown}");
     }
 
@@ -293,20 +293,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tiny.Q4.gguf");
         std::fs::write(&file, b"x").unwrap();
-        let m = ModelSpec::parse(&format!("llamacpp:{}", file.display())).unwrap();
+        let m = ModelSetup::parse(&format!("llamacpp:{}", file.display())).unwrap();
         assert_eq!(m.provider, ProviderKind::LlamaCpp);
         assert_eq!(m.name, "tiny.Q4");
         assert_eq!(Path::new(&m.model), file.canonicalize().unwrap());
         assert!(m.server.is_some() && m.base_url.is_none());
         // A missing GGUF still parses: llama-server reports it with its own words.
-        let m = ModelSpec::parse("llamacpp:models/missing.gguf").unwrap();
+        let m = ModelSetup::parse("llamacpp:models/missing.gguf").unwrap();
         assert!(Path::new(&m.model).is_absolute());
         // A hub id stays an id.
-        let m = ModelSpec::parse("vllm:Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+        let m = ModelSetup::parse("vllm:Qwen/Qwen2.5-0.5B-Instruct").unwrap();
         assert_eq!(
             (m.provider, m.model.as_str()),
             (ProviderKind::Vllm, "Qwen/Qwen2.5-0.5B-Instruct")
         );
-        assert!(ModelSpec::parse("llamacpp:").is_err());
+        assert!(ModelSetup::parse("llamacpp:").is_err());
     }
 }

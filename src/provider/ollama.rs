@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, Completion, ModelSpec, OutputFormat, ProviderError, Usage, classify, error_status,
+    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Usage, classify, error_status,
 };
 
 /// A client for one model on an Ollama server.
@@ -65,16 +65,16 @@ pub fn base_from_env(value: Option<String>) -> String {
 
 impl OllamaClient {
     /// A client for `spec`; `stream` chooses streaming responses.
-    pub fn new(spec: &ModelSpec, http: reqwest::Client, stream: bool) -> OllamaClient {
-        let base = spec
+    pub fn new(setup: &ModelSetup, http: reqwest::Client, stream: bool) -> OllamaClient {
+        let base = setup
             .base_url
             .clone()
             .unwrap_or_else(|| base_from_env(std::env::var("OLLAMA_HOST").ok()));
         OllamaClient {
             http,
             endpoint: format!("{}/api/chat", base.trim_end_matches('/')),
-            model: spec.model.clone(),
-            timeout: Duration::from_secs_f64(spec.timeout_secs),
+            model: setup.model.clone(),
+            timeout: Duration::from_secs_f64(setup.timeout_secs),
             stream,
         }
     }
@@ -97,11 +97,11 @@ impl OllamaClient {
             "options": options,
         });
         match &request.format {
-            OutputFormat::Text => {}
-            OutputFormat::Json => {
+            OutputKind::Text => {}
+            OutputKind::Json => {
                 body["format"] = json!("json");
             }
-            OutputFormat::JsonSchema(schema) => {
+            OutputKind::JsonSchema(schema) => {
                 body["format"] = schema.clone();
             }
         }

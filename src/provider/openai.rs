@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    ChatRequest, Completion, ModelSpec, OutputFormat, ProviderError, Usage, classify, error_status,
+    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Usage, classify, error_status,
 };
 
 /// A client for one model on an OpenAI-compatible server.
@@ -64,31 +64,31 @@ pub fn default_base_url() -> String {
 
 impl OpenAiClient {
     /// A client for `spec`; reads the API key from the variable it names.
-    pub fn new(spec: &ModelSpec, http: reqwest::Client) -> Result<OpenAiClient, ProviderError> {
-        let base = spec.base_url.clone().unwrap_or_else(default_base_url);
-        let key_var = spec
+    pub fn new(setup: &ModelSetup, http: reqwest::Client) -> Result<OpenAiClient, ProviderError> {
+        let base = setup.base_url.clone().unwrap_or_else(default_base_url);
+        let key_var = setup
             .api_key_env
             .clone()
             .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
         // A server the harness started itself needs no key: never send one to it.
         let api_key = std::env::var(&key_var)
             .ok()
-            .filter(|k| !k.is_empty() && !spec.provider.is_managed());
+            .filter(|k| !k.is_empty() && !setup.provider.is_managed());
         if let Some(key) = &api_key {
             crate::secrets::register(key);
         }
-        if spec.api_key_env.is_some() && api_key.is_none() {
+        if setup.api_key_env.is_some() && api_key.is_none() {
             return Err(ProviderError::Config(format!(
                 "model `{}`: environment variable {key_var} (api_key_env) is not set",
-                spec.name
+                setup.name
             )));
         }
         Ok(OpenAiClient {
             http,
             endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
-            model: spec.model.clone(),
+            model: setup.model.clone(),
             api_key,
-            timeout: Duration::from_secs_f64(spec.timeout_secs),
+            timeout: Duration::from_secs_f64(setup.timeout_secs),
         })
     }
 
@@ -106,11 +106,11 @@ impl OpenAiClient {
             map.insert("n".into(), json!(n));
         }
         match &request.format {
-            OutputFormat::Text => {}
-            OutputFormat::Json => {
+            OutputKind::Text => {}
+            OutputKind::Json => {
                 map.insert("response_format".into(), json!({"type": "json_object"}));
             }
-            OutputFormat::JsonSchema(schema) => {
+            OutputKind::JsonSchema(schema) => {
                 map.insert(
                     "response_format".into(),
                     json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}}),

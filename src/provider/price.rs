@@ -146,14 +146,12 @@ impl From<Price> for RawPrice {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Price, String> {
+    fn parse(text: &str) -> Result<Price, toml::de::Error> {
         #[derive(Deserialize)]
         struct Holder {
             price: Price,
         }
-        toml::from_str::<Holder>(text)
-            .map(|h| h.price)
-            .map_err(|e| e.to_string())
+        toml::from_str::<Holder>(text).map(|h| h.price)
     }
 
     #[test]
@@ -174,25 +172,31 @@ mod tests {
         assert!(
             parse("price = { per_hour = 2.5, input = 1.0 }")
                 .unwrap_err()
+                .to_string()
                 .contains("not both")
         );
         assert!(
             parse("price = { input = 1.0 }")
                 .unwrap_err()
+                .to_string()
                 .contains("both `input`")
         );
         assert!(
             parse("price = { input = -1.0, output = 1.0 }")
                 .unwrap_err()
+                .to_string()
                 .contains("0 or more")
         );
         assert!(
             parse("price = { inptu = 1.0 }")
                 .unwrap_err()
+                .to_string()
                 .contains("inptu")
         );
         // The span of the bad table survives the conversion: line 2.
-        let e = parse("a = 1\nprice = { per_hour = -2.0 }").unwrap_err();
+        let e = parse("a = 1\nprice = { per_hour = -2.0 }")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 2"), "{e}");
     }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::ModelSpec;
+use super::ModelSetup;
 
 /// Seconds to wait for readiness by default (20 minutes: a large model's first vLLM start).
 pub const DEFAULT_READY_TIMEOUT_SECS: f64 = 1200.0;
@@ -43,10 +43,10 @@ pub struct ServerOptions {
 
 impl ServerOptions {
     /// Request slots: `parallel`, else one per request in flight and choice.
-    pub fn slots(&self, spec: &ModelSpec) -> u32 {
+    pub fn slots(&self, setup: &ModelSetup) -> u32 {
         self.parallel.unwrap_or_else(|| {
-            let in_flight = u32::try_from(spec.concurrency.max(1)).unwrap_or(u32::MAX);
-            in_flight.saturating_mul(spec.max_n.max(1))
+            let in_flight = u32::try_from(setup.concurrency.max(1)).unwrap_or(u32::MAX);
+            in_flight.saturating_mul(setup.max_n.max(1))
         })
     }
 

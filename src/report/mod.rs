@@ -125,9 +125,9 @@ pub(crate) fn capitalized(text: &str) -> String {
     })
 }
 
-/// Extra report formats besides Markdown and raw JSON.
+/// An extra report kind besides Markdown and raw JSON (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub enum ReportKind {
     /// `report_<stamp>.json`.
     Json,
     /// `report_<stamp>.csv`.
@@ -154,7 +154,7 @@ pub struct ReportContext<'a> {
     /// Specs in display order.
     pub specs: &'a [SpecInfo],
     /// Extra formats.
-    pub formats: &'a [Format],
+    pub formats: &'a [ReportKind],
     /// The journals to read.
     pub journals: &'a [PathBuf],
     /// Color the terminal table.
@@ -360,15 +360,15 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
         }
         done.push(format);
         let ext = match format {
-            Format::Json => "json",
-            Format::Csv => "csv",
-            Format::Junit => "xml",
+            ReportKind::Json => "json",
+            ReportKind::Csv => "csv",
+            ReportKind::Junit => "xml",
         };
         let path = reports_dir.join(format!("report_{}.{ext}", ctx.file_stamp));
         match format {
-            Format::Json => write_atomic(&path, json::render(&view)?.as_bytes())?,
-            Format::Csv => write_atomic(&path, csv::render(&view).as_bytes())?,
-            Format::Junit => {
+            ReportKind::Json => write_atomic(&path, json::render(&view)?.as_bytes())?,
+            ReportKind::Csv => write_atomic(&path, csv::render(&view).as_bytes())?,
+            ReportKind::Junit => {
                 let mut w = AtomicFile::create(&path)?;
                 junit::write(&mut w, &view, &mut journals)?;
                 w.commit()?;

@@ -10,10 +10,10 @@ use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, OutputFormat, Price, Provider, RequestKey};
+use crate::provider::{ChatRequest, OutputKind, Price, Provider, RequestKey};
 use crate::spec::Spec;
 use crate::verify::JudgeOutcome;
-use crate::verify::judge::{JudgeSample, combine, prompt::answer_schema, task_of};
+use crate::verify::judge::{JudgeError, JudgeSample, combine, prompt::answer_schema, task_of};
 use crate::verify::{FailureKind, JudgeRule, Judged, Verdict};
 
 /// What judging one answer produced: verdicts by rule index and the judge's retry log.
@@ -30,7 +30,7 @@ pub(super) struct Judgement {
 
 /// The request of judge sample 0 for `prompt`: the rule's settings, overridden by the judge model's options.
 fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatRequest {
-    let o = &judge.spec.options;
+    let o = &judge.setup.options;
     ChatRequest {
         messages: vec![Message {
             role: Role::User,
@@ -41,7 +41,7 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         top_p: o.top_p,
         seed: Some(o.seed.unwrap_or(0)),
         stop: Vec::new(),
-        format: OutputFormat::JsonSchema(answer_schema(&rule.rubric)),
+        format: OutputKind::JsonSchema(answer_schema(&rule.rubric)),
         num_ctx: o.num_ctx,
         extra: o.extra_body.clone().unwrap_or_default(),
     }
@@ -66,7 +66,7 @@ pub(super) async fn ask_judge(
     };
     for (index, name, rule, answer) in spec.rules.judge_tasks(response) {
         let mut outcome = JudgeOutcome {
-            judge: judge.spec.name.clone(),
+            judge: judge.setup.name.clone(),
             rubric: rule.hash.clone(),
             ..JudgeOutcome::default()
         };
@@ -90,7 +90,7 @@ pub(super) async fn ask_judge(
                 rule.read(text).map(|_| ())
             })
             .await;
-            if let Some(Price::Tokens(price)) = &judge.spec.price {
+            if let Some(Price::Tokens(price)) = &judge.setup.price {
                 let cost = asked_cost(price, &request.messages, &asked);
                 out.cost = Some(out.cost.unwrap_or_default().plus(cost));
             }
@@ -113,7 +113,7 @@ pub(super) async fn ask_judge(
                 }
                 Err(e) => JudgeSample {
                     response: None,
-                    result: Err(format!("judge request failed: {e}")),
+                    result: Err(JudgeError::Request(e.to_string())),
                 },
             });
         }

@@ -15,7 +15,7 @@ use super::cost::{answers_cost, billed, prompt_tokens, record_tokens};
 use super::journal;
 use super::record::{Cost, Record};
 use crate::client::{Attempt, Gate, Reservation};
-use crate::provider::{Completion, ModelSpec, PER_MILLION, Price};
+use crate::provider::{Completion, ModelSetup, PER_MILLION, Price};
 
 /// The budget of a run; unset limits do not stop it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -173,8 +173,13 @@ impl Meter {
     /// record that ends each stretch of their server's time: the sum over the
     /// records is the time from the clock's start to the last answer. An
     /// answer from the response cache took none of it.
-    pub fn charge_hours(&self, model: &ModelSpec, judge: Option<&ModelSpec>, record: &mut Record) {
-        let hourly = |m: &ModelSpec| matches!(m.price, Some(Price::PerHour(_)));
+    pub fn charge_hours(
+        &self,
+        model: &ModelSetup,
+        judge: Option<&ModelSetup>,
+        record: &mut Record,
+    ) {
+        let hourly = |m: &ModelSetup| matches!(m.price, Some(Price::PerHour(_)));
         let charge = |key: &str, live: bool| {
             let amount = if live {
                 self.charge_clock(key)
@@ -283,10 +288,10 @@ mod tests {
     use super::*;
     use crate::format::Role;
     use crate::prompt::Message;
-    use crate::provider::{ChatRequest, OutputFormat, ProviderKind, TokenPrice, Usage};
+    use crate::provider::{ChatRequest, OutputKind, ProviderKind, TokenPrice, Usage};
 
-    fn model() -> ModelSpec {
-        let mut m = ModelSpec::new(ProviderKind::OpenAi, "m");
+    fn model() -> ModelSetup {
+        let mut m = ModelSetup::new(ProviderKind::OpenAi, "m");
         m.price = Some(Price::Tokens(TokenPrice {
             input: 1.0,
             output: 10.0,
@@ -306,14 +311,14 @@ mod tests {
             top_p: None,
             seed: None,
             stop: Vec::new(),
-            format: OutputFormat::Text,
+            format: OutputKind::Text,
             num_ctx: None,
             extra: Default::default(),
         }
     }
 
     /// One choice of `request` to `model`, asked once.
-    fn at<'a>(model: &'a ModelSpec, request: &'a ChatRequest) -> Attempt<'a> {
+    fn at<'a>(model: &'a ModelSetup, request: &'a ChatRequest) -> Attempt<'a> {
         Attempt {
             model,
             request,

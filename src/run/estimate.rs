@@ -16,7 +16,7 @@ use super::record::TaskKey;
 use super::{Manifest, RunError, SpecRuntime, build_request, journal};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ModelSpec, OutputFormat, PER_MILLION, Price, ProviderKind};
+use crate::provider::{ModelSetup, OutputKind, PER_MILLION, Price, ProviderKind};
 use crate::verify::judge::task_of;
 
 /// What one model's part of one spec would ask.
@@ -54,7 +54,7 @@ struct Tokens {
 }
 
 impl Tokens {
-    fn cost(&self, model: &ModelSpec) -> Option<f64> {
+    fn cost(&self, model: &ModelSetup) -> Option<f64> {
         match model.price {
             Some(Price::Tokens(p)) => {
                 Some((self.prompt as f64 * p.input + self.output as f64 * p.output) / PER_MILLION)
@@ -121,7 +121,7 @@ pub fn estimate(
 /// The tokens of one model's requests on one spec, and of their judging.
 fn spec_tokens<'a>(
     manifest: &Manifest,
-    model: &ModelSpec,
+    model: &ModelSetup,
     spec: &SpecRuntime,
     items: impl Iterator<Item = &'a super::queue::QueueItem>,
 ) -> (Tokens, Tokens) {
@@ -133,7 +133,7 @@ fn spec_tokens<'a>(
         };
         let request = build_request(spec, model, inst.messages.clone());
         let answers = samples.len() as u64;
-        let requests = if answers > 1 && spec.format == OutputFormat::Text {
+        let requests = if answers > 1 && spec.format == OutputKind::Text {
             1
         } else {
             answers

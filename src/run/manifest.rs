@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::RunError;
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 
 /// `results/runs/<run-id>/plan.json`: what a run is, so it can be resumed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -19,7 +19,7 @@ pub struct Manifest {
     /// Spec files, in order.
     pub spec_files: Vec<PathBuf>,
     /// Models, in order.
-    pub models: Vec<ModelSpec>,
+    pub models: Vec<ModelSetup>,
     /// Instances per spec, overriding each spec's `runs`.
     pub runs: Option<u32>,
     /// The golden directory (replay reads transcripts from it).
@@ -33,7 +33,7 @@ pub struct Manifest {
     pub golden_subset: bool,
     /// The judge model of `judge` rules, when one is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<ModelSpec>,
+    pub judge: Option<ModelSetup>,
     /// How model-written code was confined (`--unsandboxed` or not, which
     /// limits bounded each process tree), when the run had any to run or
     /// `--unsandboxed` was given.

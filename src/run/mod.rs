@@ -96,13 +96,13 @@ pub enum RunError {
     ServerStart(crate::client::managed::ManagedError),
     /// A managed model server died mid-run; the journal keeps what finished.
     #[error("{0}")]
-    ServerDied(String),
+    ServerDied(crate::client::managed::ServerDeath),
     /// The spec's answer schema could not be read.
     #[error("{0}")]
     Schema(#[from] crate::verify::SchemaError),
     /// A spec's instances could not be made (its golden subset needs them all).
     #[error("{0}")]
-    Spec(String),
+    Spec(Box<crate::error::Diagnostic>),
     /// No run has the id asked for.
     #[error("no run `{id}` under {}", dir.display())]
     NoRun {

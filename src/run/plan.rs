@@ -15,7 +15,7 @@ use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime, build_requ
 use crate::client::cache::{self, Cache};
 use crate::client::managed::ManagedServer;
 use crate::client::{ModelClient, cache_identity, connect, connect_managed};
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 
 /// The URL of a managed model answered wholly from the cache: port 9 (discard),
 /// which nothing on loopback serves, so a request would fail loudly, not hang.
@@ -122,7 +122,7 @@ impl Parts<'_> {
 
     /// One managed model's part: its server started only when some answer
     /// is in neither the journal nor the cache, stopped when the part ends.
-    async fn managed(&self, model: &ModelSpec, log: &Path) -> Result<RunOutcome, RunError> {
+    async fn managed(&self, model: &ModelSetup, log: &Path) -> Result<RunOutcome, RunError> {
         let (manifest, settings) = (self.manifest, self.settings);
         let cache = settings.use_cache.then_some(settings.cache_path.as_path());
         match pending(manifest, model, self.specs, self.journal_path, cache)? {
@@ -186,7 +186,7 @@ pub enum Pending {
 /// (a request is cached under the same key the scheduler would look up).
 pub fn pending(
     manifest: &Manifest,
-    model: &ModelSpec,
+    model: &ModelSetup,
     specs: &[Arc<SpecRuntime>],
     journal_path: &Path,
     cache: Option<&Path>,

@@ -18,6 +18,7 @@ use super::task::run_task;
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime};
 use crate::client::ModelClient;
 use crate::client::cache::Cache;
+use crate::client::managed::ServerDeath;
 use crate::progress::Progress;
 
 /// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
@@ -51,13 +52,14 @@ pub async fn schedule(
     for model in models {
         // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
         let per_request = if model.provider().supports_n() {
-            model.spec.max_n.max(1) as usize
+            model.setup.max_n.max(1) as usize
         } else {
             1
         };
-        let tasks = Tasks::new(manifest, &model.spec.name, per_request, specs, done.clone());
+        let name = &model.setup.name;
+        let tasks = Tasks::new(manifest, name, per_request, specs, done.clone());
         let (total, pending) = tasks.counts();
-        progress_rows.push((model.spec.name.clone(), total - pending, total));
+        progress_rows.push((name.clone(), total - pending, total));
         queues.push(Arc::new(Mutex::new(tasks)));
     }
     let mut progress = Progress::new(&progress_rows, settings.progress);
@@ -66,7 +68,7 @@ pub async fn schedule(
     let mut workers = tokio::task::JoinSet::new();
     for (mi, model) in models.iter().enumerate() {
         // Each endpoint of a pool keeps its own concurrency.
-        for _ in 0..model.spec.concurrency.max(1) * model.endpoints.len() {
+        for _ in 0..model.setup.concurrency.max(1) * model.endpoints.len() {
             let worker = Worker {
                 index: mi,
                 model: model.clone(),
@@ -85,7 +87,7 @@ pub async fn schedule(
     let mut outcome = RunOutcome::default();
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
-    let (died_tx, mut died_rx) = mpsc::channel::<String>(models.len().max(1));
+    let (died_tx, mut died_rx) = mpsc::channel::<ServerDeath>(models.len().max(1));
     let mut watchers = tokio::task::JoinSet::new();
     for server in models.iter().filter_map(|m| m.server.clone()) {
         let died_tx = died_tx.clone();
@@ -93,7 +95,7 @@ pub async fn schedule(
             let _ = died_tx.send(server.died().await).await;
         });
     }
-    let mut server_died: Option<String> = None;
+    let mut server_died: Option<ServerDeath> = None;
     loop {
         tokio::select! {
             Some(message) = died_rx.recv(), if server_died.is_none() => {
@@ -103,7 +105,7 @@ pub async fn schedule(
             }
             received = rx.recv() => {
                 let Some((mi, mut record)) = received else { break };
-                meter.charge_hours(&models[mi].spec, judge.map(|j| &j.spec), &mut record);
+                meter.charge_hours(&models[mi].setup, judge.map(|j| &j.setup), &mut record);
                 append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
                 outcome.cached += u64::from(record.cached);
@@ -132,12 +134,12 @@ pub async fn schedule(
     journal.sync()?;
     progress.finish();
     for model in models {
-        meter.stop_clock(&model.spec.name);
+        meter.stop_clock(&model.setup.name);
     }
     outcome.budget_stopped = meter.refused();
     outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
     match server_died {
-        Some(message) => Err(RunError::ServerDied(message)),
+        Some(death) => Err(RunError::ServerDied(death)),
         None => Ok(outcome),
     }
 }
@@ -151,13 +153,13 @@ fn meter_models(meter: &Arc<Meter>, models: &[Arc<ModelClient>], judge: Option<&
         if gated {
             model.set_gate(meter.clone(), true);
         }
-        meter.start_clock(&model.spec.name, model.spec.price);
+        meter.start_clock(&model.setup.name, model.setup.price);
     }
     if let Some(judge) = judge.filter(|j| j.provider().is_remote()) {
         if gated {
             judge.set_gate(meter.clone(), false);
         }
-        meter.start_clock(&judge_clock(&judge.spec.name), judge.spec.price);
+        meter.start_clock(&judge_clock(&judge.setup.name), judge.setup.price);
     }
 }
 

@@ -175,7 +175,7 @@ pub fn plan_hash(manifest: &Manifest) -> std::io::Result<String> {
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
         hash.update(Sha256::digest(&bytes));
     }
-    let model = |m: &crate::provider::ModelSpec| {
+    let model = |m: &crate::provider::ModelSetup| {
         serde_json::json!({
             "name": m.name,
             "provider": m.provider,

@@ -11,7 +11,7 @@ use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::ResponseFormat;
-use crate::provider::{ChatRequest, ModelSpec, OutputFormat, Price, ProviderError, RequestKey};
+use crate::provider::{ChatRequest, ModelSetup, OutputKind, Price, ProviderError, RequestKey};
 use crate::spec::Spec;
 
 /// A spec ready to be run.
@@ -23,7 +23,7 @@ pub struct SpecRuntime {
     /// The instances the golden transcripts record (`[golden] instances`), when a subset.
     pub golden: Option<Vec<u64>>,
     /// The answer shape requested.
-    pub format: OutputFormat,
+    pub format: OutputKind,
     /// Compiled schema for checking structured answers before accepting them.
     pub validator: Option<jsonschema::Validator>,
     /// Total asks allowed when a structured answer does not parse (1 = no re-ask).
@@ -33,7 +33,7 @@ pub struct SpecRuntime {
 /// Builds the provider-neutral request for an instance.
 pub fn build_request(
     spec: &SpecRuntime,
-    model: &ModelSpec,
+    model: &ModelSetup,
     messages: Vec<crate::prompt::Message>,
 ) -> ChatRequest {
     let r = &spec.spec.def.request;
@@ -77,7 +77,7 @@ impl SpecRuntime {
 }
 
 fn structured_ok(spec: &SpecRuntime, text: &str) -> bool {
-    if spec.format == OutputFormat::Text {
+    if spec.format == OutputKind::Text {
         return true;
     }
     let Some(json) = first_json_object(strip_think(text)) else {
@@ -105,7 +105,7 @@ async fn ask_structured(
         if structured_ok(spec, text) {
             Ok(())
         } else {
-            Err("the answer is not valid structured JSON".into())
+            Err("the answer is not valid structured JSON")
         }
     })
     .await
@@ -121,7 +121,7 @@ pub async fn run_task(
     cache: Option<&Cache>,
 ) -> Vec<Record> {
     let s = &spec.spec;
-    let blank = |sample: u32| Record::blank(&model.spec.name, &s.id, instance, sample);
+    let blank = |sample: u32| Record::blank(&model.setup.name, &s.id, instance, sample);
     let inst = match s.instance(instance) {
         Ok(i) => i,
         Err(d) => {
@@ -136,14 +136,14 @@ pub async fn run_task(
                 .collect();
         }
     };
-    let base = build_request(spec, &model.spec, inst.messages.clone());
+    let base = build_request(spec, &model.setup, inst.messages.clone());
     let requests: Vec<(u32, ChatRequest)> = samples
         .iter()
         .map(|&sample| (sample, base.for_sample(sample)))
         .collect();
     // Structured answers may need re-asks one by one, so only free text is batched.
     let batched =
-        requests.len() > 1 && model.provider().supports_n() && spec.format == OutputFormat::Text;
+        requests.len() > 1 && model.provider().supports_n() && spec.format == OutputKind::Text;
     let asked = if batched {
         ask_batch(model, &requests, cache).await
     } else {
@@ -197,7 +197,7 @@ async fn finish(
     } else {
         0
     };
-    if let Some(Price::Tokens(price)) = &model.spec.price {
+    if let Some(Price::Tokens(price)) = &model.setup.price {
         record.cost = Some(super::cost::asked_cost(price, &record.messages, &asked));
     }
     record.cached = asked.cached;
@@ -276,22 +276,22 @@ pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, R
     let request = &spec.def.request;
     let dir = spec.file.parent().unwrap_or(Path::new("."));
     let (format, validator) = match request.response_format {
-        None | Some(ResponseFormat::Text) => (OutputFormat::Text, None),
-        Some(ResponseFormat::Json) => (OutputFormat::Json, None),
+        None | Some(ResponseFormat::Text) => (OutputKind::Text, None),
+        Some(ResponseFormat::Json) => (OutputKind::Json, None),
         Some(ResponseFormat::JsonSchema) => {
             let path = request.schema.as_deref().unwrap_or_default();
             let (schema, validator) = crate::verify::read_schema(dir, path)?;
-            (OutputFormat::JsonSchema(schema), Some(validator))
+            (OutputKind::JsonSchema(schema), Some(validator))
         }
     };
-    let max_asks = if format == OutputFormat::Text {
+    let max_asks = if format == OutputKind::Text {
         1
     } else {
         request.attempts.unwrap_or(3).max(1)
     };
     let golden = spec
         .golden_subset()
-        .map_err(|d| RunError::Spec(d.to_string()))?;
+        .map_err(|d| RunError::Spec(Box::new(d)))?;
     Ok(SpecRuntime {
         runs: spec.runs_for(runs),
         golden,

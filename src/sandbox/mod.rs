@@ -284,9 +284,12 @@ pub enum SandboxError {
     /// Setting up a run failed.
     #[error("sandbox setup failed: {0}")]
     Setup(String),
-    /// The interpreter could not be found or used.
-    #[error("{0}")]
-    Interpreter(String),
+    /// No python3 was found.
+    #[error("no python3 interpreter found; install python3 or set HARNESS_PYTHON")]
+    NoInterpreter,
+    /// Every python3 found is one the sandbox cannot run (each with why).
+    #[error("no python3 the sandbox can run: {0}; install a system python3 or set HARNESS_PYTHON")]
+    NoUsableInterpreter(String),
 }
 
 static UNSANDBOXED: AtomicBool = AtomicBool::new(false);

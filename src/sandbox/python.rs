@@ -91,14 +91,11 @@ fn find() -> Result<Interpreter, SandboxError> {
             Err(why) => rejected.push(format!("{} ({why})", real.display())),
         }
     }
-    Err(SandboxError::Interpreter(if rejected.is_empty() {
-        "no python3 interpreter found; install python3 or set HARNESS_PYTHON".into()
+    Err(if rejected.is_empty() {
+        SandboxError::NoInterpreter
     } else {
-        format!(
-            "no python3 the sandbox can run: {}; install a system python3 or set HARNESS_PYTHON",
-            rejected.join(", ")
-        )
-    }))
+        SandboxError::NoUsableInterpreter(rejected.join(", "))
+    })
 }
 
 /// The real interpreter behind `candidate`: symlinks followed, and a script
@@ -118,19 +115,30 @@ fn resolve(candidate: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(path.trim()).ok()
 }
 
+/// Why an unprivileged uid cannot execute an interpreter.
+#[derive(Debug, thiserror::Error)]
+enum Unreachable {
+    /// The file or a directory above it could not be examined.
+    #[error("{0}")]
+    Stat(#[from] std::io::Error),
+    /// The file lacks the others' read and execute bits.
+    #[error("not readable and executable by other users")]
+    NotShared,
+    /// A directory above the file is not searchable by others.
+    #[error("{} is private to its owner", .0.display())]
+    PrivateDir(PathBuf),
+}
+
 /// Whether an unprivileged uid can execute `path` (every directory above it searchable).
-fn reachable(path: &Path) -> Result<(), String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+fn reachable(path: &Path) -> Result<(), Unreachable> {
+    let meta = std::fs::metadata(path)?;
     if meta.permissions().mode() & 0o005 != 0o005 {
-        return Err("not readable and executable by other users".into());
+        return Err(Unreachable::NotShared);
     }
     for dir in path.ancestors().skip(1) {
-        let mode = std::fs::metadata(dir)
-            .map_err(|e| e.to_string())?
-            .permissions()
-            .mode();
+        let mode = std::fs::metadata(dir)?.permissions().mode();
         if mode & 0o001 == 0 {
-            return Err(format!("{} is private to its owner", dir.display()));
+            return Err(Unreachable::PrivateDir(dir.to_path_buf()));
         }
     }
     Ok(())

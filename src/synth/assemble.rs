@@ -47,12 +47,8 @@ pub fn chunk_documents(
 ) -> Result<Vec<ChunkedDoc>, SynthError> {
     let config = &pipeline.chunking;
     // Both were checked when the pipeline loaded.
-    let bpe = config
-        .tokenizer()
-        .map_err(|e| SynthError::Template(e.to_string()))?;
-    let max_tokens = config
-        .max_tokens()
-        .map_err(|e| SynthError::Template(e.to_string()))?;
+    let bpe = config.tokenizer()?;
+    let max_tokens = config.max_tokens()?;
     let mut rows = Vec::new();
     let mut out = Vec::new();
     for doc in documents {

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use super::generate::AnswerError;
 use crate::client::cache::{Cache, cache_key};
 use crate::client::{ModelClient, ask};
 use crate::files::{AppendLog, for_each_line};
@@ -19,7 +20,12 @@ use crate::progress::Progress;
 use crate::provider::{ChatRequest, RequestKey, Usage};
 
 /// Checks an answer's text: `Err` explains why it is not what was asked for.
-pub type Check = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+pub type Check = Arc<dyn Fn(&str) -> Result<(), AnswerError> + Send + Sync>;
+
+/// An answer a step's check rejected, as the journal and the re-ask log word it.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed answer: {0}")]
+struct Malformed(AnswerError);
 
 /// One request of a step.
 pub struct Task {
@@ -45,7 +51,7 @@ impl Task {
         check: Check,
     ) -> Task {
         Task {
-            key: cache_key(&model.spec, &model.base_url, &request, 0, None),
+            key: cache_key(&model.setup, &model.base_url, &request, 0, None),
             label,
             request,
             attempts,
@@ -155,7 +161,7 @@ pub async fn run_stage(
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, mut rx) = mpsc::channel::<Entry>(256);
     let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..model.spec.concurrency.max(1) {
+    for _ in 0..model.setup.concurrency.max(1) {
         let (model, queue, stop, tx, cache) = (
             model.clone(),
             queue.clone(),
@@ -211,9 +217,7 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
     };
     let check = task.check.clone();
     let asked = ask(model, &task.request, key, cache, task.attempts, |text| {
-        check(text)
-            .map(|_| ())
-            .map_err(|why| format!("malformed answer: {why}"))
+        check(text).map_err(Malformed)
     })
     .await;
     let mut entry = Entry {
@@ -231,7 +235,7 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
     match asked.result {
         Ok(completion) => {
             if let Err(why) = (task.check)(&completion.text) {
-                entry.error = Some(format!("malformed answer: {why}"));
+                entry.error = Some(Malformed(why).to_string());
             }
             entry.usage = completion.usage;
             entry.response = Some(completion.text);

@@ -16,14 +16,52 @@ pub struct QaPair {
     pub answer: String,
 }
 
+/// Why a model's answer to a synth step is not what the step asked for; the
+/// step is asked again, and the last reason is kept in the journal.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnswerError {
+    /// No JSON object or array in the answer.
+    #[error("no JSON in the answer")]
+    NoJson,
+    /// The JSON found does not parse (serde's message).
+    #[error("the answer's JSON does not parse: {0}")]
+    Json(String),
+    /// An object without the list asked for, or with several lists.
+    #[error("the answer has no `{0}` list")]
+    NoList(&'static str),
+    /// JSON that is neither an object nor a list.
+    #[error("the answer is not a JSON object or list")]
+    NotListOrObject,
+    /// A list with no question-answer pair in it.
+    #[error("none of the {0} items is a question-answer pair")]
+    NoPairs(usize),
+    /// A rating list of the wrong length.
+    #[error("{got} ratings for {want} pairs")]
+    RatingCount {
+        /// Ratings given.
+        got: usize,
+        /// Pairs in the batch.
+        want: usize,
+    },
+    /// A rating that is not a number (1-based position, the item as JSON).
+    #[error("rating {0} is not a number: {1}")]
+    RatingNotNumber(usize, String),
+    /// A rating outside 1-10 (1-based position, the value).
+    #[error("rating {0} is {1}, outside 1-10")]
+    RatingOutOfRange(usize, f64),
+    /// A summary with no text.
+    #[error("empty")]
+    Empty,
+}
+
 /// The JSON value of an answer: the first object or array in it, after any `<think>` block.
-pub fn answer_json(text: &str) -> Result<Value, String> {
-    let json = first_json_value(strip_think(text)).ok_or("no JSON in the answer")?;
-    serde_json::from_str(json).map_err(|e| format!("the answer's JSON does not parse: {e}"))
+pub fn answer_json(text: &str) -> Result<Value, AnswerError> {
+    let json = first_json_value(strip_think(text)).ok_or(AnswerError::NoJson)?;
+    serde_json::from_str(json).map_err(|e| AnswerError::Json(e.to_string()))
 }
 
 /// The list an answer carries: itself, its `key` field, or its only list field.
-pub fn answer_list(value: Value, key: &str) -> Result<Vec<Value>, String> {
+pub fn answer_list(value: Value, key: &'static str) -> Result<Vec<Value>, AnswerError> {
     match value {
         Value::Array(items) => Ok(items),
         Value::Object(mut map) => {
@@ -36,16 +74,16 @@ pub fn answer_list(value: Value, key: &str) -> Result<Vec<Value>, String> {
             });
             match (lists.next(), lists.next()) {
                 (Some(items), None) => Ok(items),
-                _ => Err(format!("the answer has no `{key}` list")),
+                _ => Err(AnswerError::NoList(key)),
             }
         }
-        _ => Err("the answer is not a JSON object or list".into()),
+        _ => Err(AnswerError::NotListOrObject),
     }
 }
 
 /// The pairs of a generation answer, and how many list items were not pairs.
 /// No usable pair at all is an error, so the answer is asked again.
-pub fn parse_pairs(text: &str) -> Result<(Vec<QaPair>, usize), String> {
+pub fn parse_pairs(text: &str) -> Result<(Vec<QaPair>, usize), AnswerError> {
     let items = answer_list(answer_json(text)?, "pairs")?;
     let total = items.len();
     let pairs: Vec<QaPair> = items
@@ -57,9 +95,7 @@ pub fn parse_pairs(text: &str) -> Result<(Vec<QaPair>, usize), String> {
         })
         .collect();
     if pairs.is_empty() {
-        return Err(format!(
-            "none of the {total} items is a question-answer pair"
-        ));
+        return Err(AnswerError::NoPairs(total));
     }
     Ok((pairs.clone(), total - pairs.len()))
 }

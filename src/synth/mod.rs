@@ -31,7 +31,7 @@ use serde::Serialize;
 use crate::client::ModelClient;
 use crate::client::cache::Cache;
 use crate::client::managed::ManagedServer;
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 use exec::{Check, StageOutcome, SynthJournal, Task};
 use output::{WorkDir, WriteError};
 pub use pipeline::Overrides;
@@ -44,7 +44,7 @@ pub struct SynthOptions {
     /// Files and folders to read.
     pub inputs: Vec<PathBuf>,
     /// The model that generates and rates.
-    pub model: ModelSpec,
+    pub model: ModelSetup,
     /// The final JSONL.
     pub out: PathBuf,
     /// The work folder (default: beside `out`).
@@ -78,9 +78,12 @@ pub enum SynthError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The model could not be set up.
+    /// The model could not be made ready to ask.
     #[error("{0}")]
-    Model(String),
+    Client(#[from] crate::client::ClientError),
+    /// The model's managed server did not start.
+    #[error("{0}")]
+    Server(#[from] crate::client::managed::ManagedError),
     /// The response cache could not be opened.
     #[error("{}: {source}", path.display())]
     Cache {
@@ -89,9 +92,12 @@ pub enum SynthError {
         /// The cause.
         source: rusqlite::Error,
     },
-    /// A prompt did not render.
+    /// The chunking settings are unusable.
     #[error("{0}")]
-    Template(String),
+    Chunk(#[from] chunk::ChunkError),
+    /// A step's request did not render.
+    #[error("{0}")]
+    Step(#[from] pipeline::StepError),
     /// Nothing readable was found.
     #[error("no readable document among the inputs ({0} skipped)")]
     NoDocuments(usize),
@@ -254,8 +260,7 @@ async fn connect_model(
 ) -> Result<(Vec<Arc<ModelClient>>, Option<ManagedServer>), SynthError> {
     if !opts.model.provider.is_managed() {
         let clients =
-            crate::client::connect(std::slice::from_ref(&opts.model), Path::new("golden"))
-                .map_err(|e| SynthError::Model(e.to_string()))?;
+            crate::client::connect(std::slice::from_ref(&opts.model), Path::new("golden"))?;
         return Ok((clients, None));
     }
     let log = work_root.join("server.log");
@@ -265,11 +270,8 @@ async fn connect_model(
         opts.model.provider.prefix(),
         log.display()
     );
-    let started = ManagedServer::start(&opts.model, &log)
-        .await
-        .map_err(|e| SynthError::Model(e.to_string()))?;
-    let client = crate::client::connect_managed(&opts.model, &started, Path::new("golden"))
-        .map_err(|e| SynthError::Model(e.to_string()))?;
+    let started = ManagedServer::start(&opts.model, &log).await?;
+    let client = crate::client::connect_managed(&opts.model, &started, Path::new("golden"))?;
     Ok((vec![client], Some(started)))
 }
 
@@ -292,7 +294,7 @@ async fn summarize(
         let check: Check = Arc::new(|t: &str| {
             (!t.trim().is_empty())
                 .then_some(())
-                .ok_or_else(|| "empty".into())
+                .ok_or(generate::AnswerError::Empty)
         });
         let label = format!("{} summary", d.doc.name);
         tasks.push(steps.task(&pipeline.summary, &ctx, label, check)?);
@@ -325,9 +327,7 @@ impl Steps {
         label: String,
         check: Check,
     ) -> Result<Task, SynthError> {
-        let request = stage
-            .request(ctx, &self.model.spec)
-            .map_err(SynthError::Template)?;
+        let request = stage.request(ctx, &self.model.setup)?;
         Ok(Task::new(
             &self.model,
             label,

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::chunk::ChunkConfig;
 use crate::format::Role;
 use crate::prompt::{Message, PromptSet};
-use crate::provider::{ChatRequest, ModelSpec, OutputFormat};
+use crate::provider::{ChatRequest, ModelSetup, OutputKind};
 
 /// The shipped default pipeline's text.
 pub const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
@@ -228,17 +228,17 @@ impl Stage {
 
     /// Renders this step's request for `context`. The model's `seed`, `num_ctx`
     /// and `extra_body` apply; the sampling is the pipeline's, which is what it is about.
-    pub fn request(&self, context: &Value, model: &ModelSpec) -> Result<ChatRequest, String> {
+    pub fn request(&self, context: &Value, model: &ModelSetup) -> Result<ChatRequest, StepError> {
         let messages: Vec<Message> = self
             .prompts
             .render(context)
-            .map_err(|e| format!("{}:{}:{}: {}", e.template, e.line, e.column, e.message))?
+            .map_err(StepError::Prompt)?
             .into_iter()
             .filter(|m| !(m.role == Role::System && m.content.trim().is_empty()))
             .collect();
         let format = match &self.def.schema {
-            None => OutputFormat::Text,
-            Some(template) => OutputFormat::JsonSchema(render_schema(template, context)?),
+            None => OutputKind::Text,
+            Some(template) => OutputKind::JsonSchema(render_schema(template, context)?),
         };
         let o = &model.options;
         Ok(ChatRequest {
@@ -255,13 +255,30 @@ impl Stage {
     }
 }
 
-fn render_schema(template: &str, context: &Value) -> Result<serde_json::Value, String> {
+/// Why a step's request could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// A prompt template failed to render (position inside the template).
+    #[error("{}:{}:{}: {}", .0.template, .0.line, .0.column, .0.message)]
+    Prompt(crate::prompt::TemplateError),
+    /// The `schema` template failed to render.
+    #[error("schema: {0}")]
+    Schema(#[from] minijinja::Error),
+    /// The rendered `schema` is not JSON.
+    #[error("schema is not JSON: {source}\n{text}")]
+    SchemaJson {
+        /// The parser's complaint.
+        source: serde_json::Error,
+        /// The rendered schema.
+        text: String,
+    },
+}
+
+fn render_schema(template: &str, context: &Value) -> Result<serde_json::Value, StepError> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    let text = env
-        .render_str(template, context)
-        .map_err(|e| format!("schema: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("schema is not JSON: {e}\n{text}"))
+    let text = env.render_str(template, context)?;
+    serde_json::from_str(&text).map_err(|source| StepError::SchemaJson { source, text })
 }
 
 #[cfg(test)]
@@ -303,18 +320,18 @@ mod tests {
         assert_eq!(p.rating.def.temperature, 0.3);
         assert_eq!(p.threshold(), 1.0);
         assert!(!p.summarize());
-        let model = ModelSpec::new(ProviderKind::OpenAi, "m");
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let ctx = minijinja::context! { text => "Текст.", num_pairs => 3, summary => "", document => "d", chunk => 0 };
         let r = p.generation.request(&ctx, &model).unwrap();
         assert!(r.messages[1].content.contains("Составь 3 пар"));
-        let OutputFormat::JsonSchema(schema) = r.format else {
+        let OutputKind::JsonSchema(schema) = r.format else {
             panic!("a schema")
         };
         assert_eq!(schema["properties"]["pairs"]["maxItems"], 3);
         let pairs = vec![serde_json::json!({"question": "q", "answer": "a"}); 2];
         let ctx = minijinja::context! { pairs => minijinja::Value::from(minijinja::value::Serde(&pairs)), document => "d" };
         let r = p.rating.request(&ctx, &model).unwrap();
-        let OutputFormat::JsonSchema(schema) = r.format else {
+        let OutputKind::JsonSchema(schema) = r.format else {
             panic!("a schema")
         };
         assert_eq!(schema["properties"]["ratings"]["minItems"], 2);

@@ -4,13 +4,16 @@
 
 use serde_json::Value;
 
-use super::generate::{answer_json, answer_list};
+use super::generate::{AnswerError, answer_json, answer_list};
 
 /// The ratings of a rating answer for a batch of `count` pairs.
-pub fn parse_ratings(text: &str, count: usize) -> Result<Vec<f64>, String> {
+pub fn parse_ratings(text: &str, count: usize) -> Result<Vec<f64>, AnswerError> {
     let items = answer_list(answer_json(text)?, "ratings")?;
     if items.len() != count {
-        return Err(format!("{} ratings for {count} pairs", items.len()));
+        return Err(AnswerError::RatingCount {
+            got: items.len(),
+            want: count,
+        });
     }
     items
         .iter()
@@ -25,11 +28,11 @@ pub fn parse_ratings(text: &str, count: usize) -> Result<Vec<f64>, String> {
                 Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
                 _ => None,
             }
-            .ok_or_else(|| format!("rating {} is not a number: {item}", i + 1))?;
+            .ok_or_else(|| AnswerError::RatingNotNumber(i + 1, item.to_string()))?;
             if (1.0..=10.0).contains(&rating) {
                 Ok(rating)
             } else {
-                Err(format!("rating {} is {rating}, outside 1-10", i + 1))
+                Err(AnswerError::RatingOutOfRange(i + 1, rating))
             }
         })
         .collect()

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use super::{
     ManagedError, ServerOptions, find_on_path, on_loopback, push_flag, with_template_and_extra,
 };
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 
 /// The binary's file name.
 pub const BINARY: &str = "llama-server";
@@ -74,14 +74,14 @@ fn newest_cached(cache: &Path) -> Option<PathBuf> {
 /// in flight times `max_n` (each choice of an `n` request takes a slot), and
 /// `-c` is `ctx_size` per slot times the slots, since llama-server splits its
 /// context among them.
-pub fn args(spec: &ModelSpec, options: &ServerOptions, port: u16) -> Vec<String> {
-    let slots = options.slots(spec);
+pub fn args(setup: &ModelSetup, options: &ServerOptions, port: u16) -> Vec<String> {
+    let slots = options.slots(setup);
     let ctx = u64::from(options.ctx_size.unwrap_or(DEFAULT_CTX_PER_SLOT)) * u64::from(slots);
-    let mut args = on_loopback(["--model".into(), spec.model.clone()], port);
+    let mut args = on_loopback(["--model".into(), setup.model.clone()], port);
     args.extend([
         // Responses name the model as reports do, not by its path.
         "--alias".into(),
-        spec.name.clone(),
+        setup.name.clone(),
         "--parallel".into(),
         slots.to_string(),
         "--ctx-size".into(),
@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn arguments_follow_the_options() {
-        let mut spec = ModelSpec::new(ProviderKind::LlamaCpp, "/m/smol.gguf");
+        let mut spec = ModelSetup::new(ProviderKind::LlamaCpp, "/m/smol.gguf");
         spec.name = "smol".into();
         spec.concurrency = 2;
         spec.max_n = 3;

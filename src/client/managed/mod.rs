@@ -3,9 +3,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), harness::client::managed::ManagedError> {
-//! use harness::provider::ModelSpec;
+//! use harness::provider::ModelSetup;
 //! use harness::client::managed::ManagedServer;
-//! let spec = ModelSpec::parse("llamacpp:models/smollm2.gguf").unwrap();
+//! let spec = ModelSetup::parse("llamacpp:models/smollm2.gguf").unwrap();
 //! let server = ManagedServer::start(&spec, "results/runs/x/server.log".as_ref()).await?;
 //! let url = server.base_url(); // http://127.0.0.1:<port>/v1, for an `openai` client
 //! // ... requests ...
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::provider::model_ref::DEFAULT_READY_TIMEOUT_SECS;
-use crate::provider::{ModelSpec, ProviderKind, ServerOptions};
+use crate::provider::{ModelSetup, ProviderKind, ServerOptions};
 use process::ServerProcess;
 
 /// Log lines quoted in start-up and crash errors.
@@ -162,16 +162,16 @@ impl ManagedServer {
     /// and waits until it answers its readiness endpoint. Dropping the future
     /// stops a server still starting. A port taken between choosing and
     /// binding it is retried with another.
-    pub async fn start(spec: &ModelSpec, log_path: &Path) -> Result<ManagedServer, ManagedError> {
-        let options = spec.server.clone().unwrap_or_default();
-        let (binary, ready_path, keep_env): (PathBuf, &str, &[&str]) = match spec.provider {
+    pub async fn start(setup: &ModelSetup, log_path: &Path) -> Result<ManagedServer, ManagedError> {
+        let options = setup.server.clone().unwrap_or_default();
+        let (binary, ready_path, keep_env): (PathBuf, &str, &[&str]) = match setup.provider {
             ProviderKind::LlamaCpp => (llamacpp::find_binary(&options)?, llamacpp::READY_PATH, &[]),
             ProviderKind::Vllm => (
                 vllm::find_binary(&options)?,
                 vllm::READY_PATH,
                 vllm::KEEP_ENV,
             ),
-            _ => return Err(ManagedError::NotManaged(spec.name.clone())),
+            _ => return Err(ManagedError::NotManaged(setup.name.clone())),
         };
         let label = format!(
             "{} for model `{}`",
@@ -179,7 +179,7 @@ impl ManagedServer {
                 .file_name()
                 .unwrap_or(binary.as_os_str())
                 .to_string_lossy(),
-            spec.name
+            setup.name
         );
         let timeout = Duration::from_secs_f64(
             options
@@ -195,9 +195,9 @@ impl ManagedServer {
         loop {
             attempt += 1;
             let port = free_port().map_err(spawn_error)?;
-            let args = match spec.provider {
-                ProviderKind::Vllm => vllm::args(spec, &options, port),
-                _ => llamacpp::args(spec, &options, port),
+            let args = match setup.provider {
+                ProviderKind::Vllm => vllm::args(setup, &options, port),
+                _ => llamacpp::args(setup, &options, port),
             };
             let process =
                 ServerProcess::spawn(&binary, &args, keep_env, log_path).map_err(spawn_error)?;
@@ -298,20 +298,34 @@ async fn wait_ready(process: &ServerProcess, url: &str, timeout: Duration) -> Re
     }
 }
 
+/// A managed server that exited mid-run: which, how, and the end of its log.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{server} exited mid-run ({status}); last lines of {}:\n{lines}", log.display())]
+pub struct ServerDeath {
+    /// Which server, for which model.
+    pub server: String,
+    /// How it exited.
+    pub status: String,
+    /// Its log file.
+    pub log: PathBuf,
+    /// The log's last lines.
+    pub lines: String,
+}
+
 impl ServerWatch {
-    /// Resolves when the server has exited, with a message for the user.
-    pub async fn died(&self) -> String {
+    /// Resolves when the server has exited, with what the user is told.
+    pub async fn died(&self) -> ServerDeath {
         let mut exit = self.exit.clone();
         let status = match exit.wait_for(|s| s.is_some()).await {
             Ok(s) => s.map_or_else(|| "unknown status".to_owned(), |s| s.to_string()),
             Err(_) => "its keeper stopped".to_owned(),
         };
-        format!(
-            "{} exited mid-run ({status}); last lines of {}:\n{}",
-            self.label,
-            self.log.display(),
-            process::last_lines(&self.log, self.log_offset, QUOTED_LINES)
-        )
+        ServerDeath {
+            server: self.label.clone(),
+            status,
+            log: self.log.clone(),
+            lines: process::last_lines(&self.log, self.log_offset, QUOTED_LINES),
+        }
     }
 
     /// Whether the server has exited.

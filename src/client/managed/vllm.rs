@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::{
     ManagedError, ServerOptions, find_on_path, on_loopback, push_flag, with_template_and_extra,
 };
-use crate::provider::ModelSpec;
+use crate::provider::ModelSetup;
 
 /// The command's file name.
 pub const BINARY: &str = "vllm";
@@ -32,12 +32,12 @@ pub fn find_binary(options: &ServerOptions) -> Result<PathBuf, ManagedError> {
 /// id (`--served-model-name`), so requests name it as the plan does; one
 /// sequence per request in flight (`--max-num-seqs`, times `max_n`), and
 /// `ctx_size` is the per-sequence `--max-model-len`.
-pub fn args(spec: &ModelSpec, options: &ServerOptions, port: u16) -> Vec<String> {
-    let mut args = on_loopback(["serve".into(), spec.model.clone()], port);
-    let seqs = options.slots(spec).to_string();
+pub fn args(setup: &ModelSetup, options: &ServerOptions, port: u16) -> Vec<String> {
+    let mut args = on_loopback(["serve".into(), setup.model.clone()], port);
+    let seqs = options.slots(setup).to_string();
     args.extend([
         "--served-model-name".into(),
-        spec.model.clone(),
+        setup.model.clone(),
         "--max-num-seqs".into(),
         seqs,
     ]);
@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn arguments_follow_the_options() {
-        let spec = ModelSpec::new(ProviderKind::Vllm, "Qwen/Qwen2.5-0.5B-Instruct");
+        let spec = ModelSetup::new(ProviderKind::Vllm, "Qwen/Qwen2.5-0.5B-Instruct");
         let options = ServerOptions {
             ctx_size: Some(2048),
             gpu_memory_utilization: Some(0.9),

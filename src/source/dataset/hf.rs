@@ -43,6 +43,66 @@ pub fn cache_root() -> PathBuf {
     home.join(".cache/harness/datasets")
 }
 
+/// Why a hub address is unusable or its split could not be downloaded.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// A `hf://` path that is not `hf://owner/name`.
+    #[error("`{0}` is not `hf://owner/name`")]
+    NotOwnerName(String),
+    /// A config or split name with characters a cache folder may not hold.
+    #[error(
+        "config `{config}` and split `{split}` may hold only letters, digits, `-`, `_` and `.`"
+    )]
+    BadName {
+        /// The config.
+        config: String,
+        /// The split.
+        split: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Client(reqwest::Error),
+    /// The Parquet listing could not be fetched.
+    #[error("cannot list the Parquet files: {0}")]
+    List(reqwest::Error),
+    /// The Parquet listing answered with an error status.
+    #[error("listing the Parquet files: HTTP {0}")]
+    ListStatus(reqwest::StatusCode),
+    /// The Parquet listing is not the JSON expected.
+    #[error("unexpected Parquet listing: {0}")]
+    Listing(reqwest::Error),
+    /// The listing names no file for the config and split.
+    #[error("the hub lists no Parquet files for this config and split")]
+    NoFiles,
+    /// A listed file whose name is not a `.parquet` file name.
+    #[error("unexpected file name `{0}`")]
+    FileName(String),
+    /// A file could not be downloaded.
+    #[error("downloading {name}: {source}")]
+    Download {
+        /// The file.
+        name: String,
+        /// The cause.
+        source: reqwest::Error,
+    },
+    /// A file's download answered with an error status.
+    #[error("downloading {name}: HTTP {status}")]
+    DownloadStatus {
+        /// The file.
+        name: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The cache folder or a file in it could not be written.
+    #[error("{}: {source}", path.display())]
+    Write {
+        /// The folder or file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
 /// One split of a hub dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HubSplit {
@@ -60,7 +120,7 @@ impl HubSplit {
         path: &str,
         config: Option<&str>,
         split: &str,
-    ) -> Option<Result<HubSplit, String>> {
+    ) -> Option<Result<HubSplit, HubError>> {
         let repo = path.strip_prefix("hf://")?;
         let valid = |s: &str| {
             !s.is_empty()
@@ -70,13 +130,14 @@ impl HubSplit {
         };
         let parts: Vec<&str> = repo.split('/').collect();
         if parts.len() != 2 || !parts.iter().all(|p| valid(p)) {
-            return Some(Err(format!("`{path}` is not `hf://owner/name`")));
+            return Some(Err(HubError::NotOwnerName(path.to_owned())));
         }
         let config = config.unwrap_or("default");
         if !valid(config) || !valid(split) {
-            return Some(Err(format!(
-                "config `{config}` and split `{split}` may hold only letters, digits, `-`, `_` and `.`"
-            )));
+            return Some(Err(HubError::BadName {
+                config: config.to_owned(),
+                split: split.to_owned(),
+            }));
         }
         Some(Ok(HubSplit {
             repo: repo.to_owned(),
@@ -185,14 +246,14 @@ fn download(split: &HubSplit, dir: &Path) -> Result<(), DatasetError> {
     .unwrap_or_else(|_| Err(err("the download thread panicked".into())))
 }
 
-async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
+async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), HubError> {
     crate::net::install_tls();
     let base = server();
     let mut builder = reqwest::Client::builder();
     if base.starts_with("http://127.0.0.1") || base.starts_with("http://localhost") {
         builder = builder.no_proxy();
     }
-    let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+    let client = builder.build().map_err(HubError::Client)?;
     let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
     if let Some(token) = &token {
         crate::secrets::register(token);
@@ -208,55 +269,51 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), String> {
         "{base}/parquet?dataset={}&config={}&split={}",
         split.repo, split.config, split.split
     );
-    let response = get(&listing_url)
-        .send()
-        .await
-        .map_err(|e| format!("cannot list the Parquet files: {e}"))?;
+    let response = get(&listing_url).send().await.map_err(HubError::List)?;
     if !response.status().is_success() {
-        return Err(format!(
-            "listing the Parquet files: HTTP {}",
-            response.status()
-        ));
+        return Err(HubError::ListStatus(response.status()));
     }
-    let listing: Listing = response
-        .json()
-        .await
-        .map_err(|e| format!("unexpected Parquet listing: {e}"))?;
+    let listing: Listing = response.json().await.map_err(HubError::Listing)?;
     let files: Vec<&ListedFile> = listing
         .parquet_files
         .iter()
         .filter(|f| f.config == split.config && f.split == split.split)
         .collect();
     if files.is_empty() {
-        return Err("the hub lists no Parquet files for this config and split".into());
+        return Err(HubError::NoFiles);
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| HubError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
     let mut names = Vec::new();
     for file in files {
         let name = Path::new(&file.filename)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".parquet"))
-            .ok_or_else(|| format!("unexpected file name `{}`", file.filename))?;
-        let response = get(&file.url)
-            .send()
-            .await
-            .map_err(|e| format!("downloading {name}: {e}"))?;
+            .ok_or_else(|| HubError::FileName(file.filename.clone()))?;
+        let download = |source| HubError::Download {
+            name: name.clone(),
+            source,
+        };
+        let response = get(&file.url).send().await.map_err(download)?;
         if !response.status().is_success() {
-            return Err(format!("downloading {name}: HTTP {}", response.status()));
+            return Err(HubError::DownloadStatus {
+                name,
+                status: response.status(),
+            });
         }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| format!("downloading {name}: {e}"))?;
+        let body = response.bytes().await.map_err(download)?;
         let path = dir.join(&name);
-        crate::files::write_atomic(&path, &body).map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::files::write_atomic(&path, &body).map_err(write_error(&path))?;
         names.push(name);
     }
     // Written last: its presence says every file it names is complete.
     let manifest = serde_json::to_string(&names).expect("names serialize");
     crate::files::write_atomic(&dir.join("files.json"), manifest.as_bytes())
-        .map_err(|e| format!("{}: {e}", dir.display()))
+        .map_err(write_error(dir))
 }
 
 #[cfg(test)]
@@ -265,7 +322,7 @@ mod tests {
 
     #[test]
     fn hub_addresses_parse_and_reject_traversal() {
-        assert_eq!(HubSplit::parse("data/x.jsonl", None, "train"), None);
+        assert!(HubSplit::parse("data/x.jsonl", None, "train").is_none());
         let s = HubSplit::parse("hf://evilfreelancer/rrr-benchmark", None, "routes_3")
             .unwrap()
             .unwrap();

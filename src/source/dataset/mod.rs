@@ -188,7 +188,7 @@ fn split_rows(
     let hub = hf::HubSplit::parse(&def.path, def.config.as_deref(), split.unwrap_or(""));
     let files = match hub {
         Some(parsed) => {
-            let parsed = parsed.map_err(|m| DatasetError::key("path", m))?;
+            let parsed = parsed.map_err(|e| DatasetError::key("path", e.to_string()))?;
             hf::split_files(&parsed)?
         }
         None => {

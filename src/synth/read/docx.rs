@@ -5,20 +5,22 @@ use std::io::Read;
 
 use quick_xml::events::Event;
 
+use super::ContentError;
+
 /// Largest `document.xml` read, so a ZIP bomb cannot exhaust memory.
 const MAX_XML: u64 = 256 * 1024 * 1024;
 
 /// The text of a DOCX file's bytes.
-pub fn text(bytes: &[u8]) -> Result<String, String> {
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-        .map_err(|e| format!("not a DOCX (ZIP) file: {e}"))?;
+pub fn text(bytes: &[u8]) -> Result<String, ContentError> {
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(ContentError::NotZip)?;
     let mut xml = Vec::new();
     archive
         .by_name("word/document.xml")
-        .map_err(|e| format!("not a DOCX file: word/document.xml: {e}"))?
+        .map_err(ContentError::NoDocument)?
         .take(MAX_XML)
         .read_to_end(&mut xml)
-        .map_err(|e| format!("word/document.xml: {e}"))?;
+        .map_err(|e| ContentError::Xml(e.to_string()))?;
     let mut reader = quick_xml::Reader::from_reader(xml.as_slice());
     let mut out = String::new();
     let mut in_text = false;
@@ -37,12 +39,12 @@ pub fn text(bytes: &[u8]) -> Result<String, String> {
                 _ => {}
             },
             Ok(Event::Text(t)) if in_text => {
-                let text = t.decode().map_err(|e| format!("word/document.xml: {e}"))?;
+                let text = t.decode().map_err(|e| ContentError::Xml(e.to_string()))?;
                 out.push_str(&text);
             }
             Ok(Event::GeneralRef(r)) if in_text => {
                 // Entities (`&amp;`, `&#1071;`) arrive as references in quick-xml 0.38+.
-                let name = r.decode().map_err(|e| format!("word/document.xml: {e}"))?;
+                let name = r.decode().map_err(|e| ContentError::Xml(e.to_string()))?;
                 let resolved = match name.as_ref() {
                     "amp" => Some('&'),
                     "lt" => Some('<'),
@@ -56,10 +58,10 @@ pub fn text(bytes: &[u8]) -> Result<String, String> {
             Ok(Event::Eof) => break,
             Ok(_) => {}
             Err(e) => {
-                return Err(format!(
-                    "word/document.xml at byte {}: {e}",
-                    reader.error_position()
-                ));
+                return Err(ContentError::XmlAt {
+                    at: reader.error_position(),
+                    message: e.to_string(),
+                });
             }
         }
         buf.clear();

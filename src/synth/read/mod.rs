@@ -56,22 +56,44 @@ pub enum ReadError {
         source: std::io::Error,
     },
     /// The file was read but its content could not be turned into text.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Content {
         /// The file.
         path: PathBuf,
         /// What was wrong.
-        message: String,
+        source: ContentError,
     },
 }
 
-impl ReadError {
-    fn content(path: &Path, message: impl Into<String>) -> ReadError {
-        ReadError::Content {
-            path: path.to_path_buf(),
-            message: message.into(),
-        }
-    }
+/// Why a file's bytes are not a document of its format.
+#[derive(Debug, thiserror::Error)]
+pub enum ContentError {
+    /// A text file that is not UTF-8.
+    #[error("not UTF-8 text: {0}")]
+    NotUtf8(#[from] std::string::FromUtf8Error),
+    /// The PDF reader refused the file (its message).
+    #[error("not a readable PDF: {0}")]
+    Pdf(String),
+    /// The PDF reader panicked on the file.
+    #[error("not a readable PDF: the PDF reader failed on this file")]
+    PdfPanic,
+    /// A `.docx` that is not a ZIP archive.
+    #[error("not a DOCX (ZIP) file: {0}")]
+    NotZip(zip::result::ZipError),
+    /// A ZIP archive without `word/document.xml`.
+    #[error("not a DOCX file: word/document.xml: {0}")]
+    NoDocument(zip::result::ZipError),
+    /// `word/document.xml` could not be read or decoded.
+    #[error("word/document.xml: {0}")]
+    Xml(String),
+    /// `word/document.xml` is not well-formed XML.
+    #[error("word/document.xml at byte {at}: {message}")]
+    XmlAt {
+        /// The byte the XML reader stopped at.
+        at: u64,
+        /// The reader's message.
+        message: String,
+    },
 }
 
 /// One document's text and where it came from.
@@ -103,15 +125,20 @@ pub fn read_file(path: &Path, format: Format) -> Result<String, ReadError> {
         path: path.to_path_buf(),
         source,
     })?;
+    let content = |source| ReadError::Content {
+        path: path.to_path_buf(),
+        source,
+    };
     let text = match format {
-        Format::Text | Format::Markdown => String::from_utf8(bytes)
-            .map_err(|e| ReadError::content(path, format!("not UTF-8 text: {e}")))?,
+        Format::Text | Format::Markdown => {
+            String::from_utf8(bytes).map_err(|e| content(e.into()))?
+        }
         Format::Html => {
             let source = String::from_utf8_lossy(&bytes);
             html::text(&source)
         }
-        Format::Pdf => pdf::text(&bytes).map_err(|m| ReadError::content(path, m))?,
-        Format::Docx => docx::text(&bytes).map_err(|m| ReadError::content(path, m))?,
+        Format::Pdf => pdf::text(&bytes).map_err(content)?,
+        Format::Docx => docx::text(&bytes).map_err(content)?,
     };
     Ok(text.replace("\r\n", "\n").trim().to_owned())
 }

@@ -2,11 +2,13 @@
 //! handled), guarded so a malformed file that makes it panic is one skipped
 //! document, not a crashed batch.
 
+use super::ContentError;
+
 /// The text of a PDF file's bytes.
-pub fn text(bytes: &[u8]) -> Result<String, String> {
+pub fn text(bytes: &[u8]) -> Result<String, ContentError> {
     match std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem(bytes)) {
         Ok(Ok(text)) => Ok(text),
-        Ok(Err(e)) => Err(format!("not a readable PDF: {e}")),
-        Err(_) => Err("not a readable PDF: the PDF reader failed on this file".into()),
+        Ok(Err(e)) => Err(ContentError::Pdf(e.to_string())),
+        Err(_) => Err(ContentError::PdfPanic),
     }
 }

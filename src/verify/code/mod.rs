@@ -157,12 +157,12 @@ impl Rule for CodeRule {
         };
         let (solution, prelude) = match self.solution(answer, vars) {
             Ok(parts) => parts,
-            Err(e) => return Verdict::failed(FailureKind::ScriptError, e),
+            Err(e) => return Verdict::failed(FailureKind::ScriptError, e.to_string()),
         };
         let nonce = judge::nonce();
         let (program, checker) = match self.programs(&solution, prelude, &tests, &nonce) {
             Ok(programs) => programs,
-            Err(e) => return Verdict::failed(FailureKind::SandboxError, e),
+            Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
         };
         let outcomes = sandbox::shared().and_then(|s| s.run_pair(&program, &checker));
         let (program, checker) = match outcomes {
@@ -179,6 +179,28 @@ impl Rule for CodeRule {
     }
 }
 
+/// Why an answer's programs could not be put together.
+#[derive(Debug, thiserror::Error)]
+enum CodeError {
+    /// The prelude variable holds no string.
+    #[error("prelude `{name}` must be a string, found {found}")]
+    PreludeNotString {
+        /// The variable.
+        name: String,
+        /// What it holds, as JSON.
+        found: String,
+    },
+    /// The prelude variable is not set.
+    #[error("variable `{0}` is not set")]
+    Unset(String),
+    /// No interpreter the sandbox can run.
+    #[error("{0}")]
+    Sandbox(#[from] sandbox::SandboxError),
+    /// The tests could not be written as JSON.
+    #[error("{0}")]
+    Tests(#[from] serde_json::Error),
+}
+
 impl CodeRule {
     /// The program's code (the answer after the task's prelude, if any) and
     /// the prelude alone, for the checker.
@@ -186,7 +208,7 @@ impl CodeRule {
         &self,
         answer: &str,
         vars: &'a Map<String, Value>,
-    ) -> Result<(String, Option<&'a str>), String> {
+    ) -> Result<(String, Option<&'a str>), CodeError> {
         let Some(name) = &self.prelude else {
             return Ok((answer.to_owned(), None));
         };
@@ -195,8 +217,11 @@ impl CodeRule {
                 Ok((format!("{prelude}{answer}"), Some(prelude)))
             }
             Some(Value::String(prelude)) => Ok((format!("{prelude}\n{answer}"), Some(prelude))),
-            Some(other) => Err(format!("prelude `{name}` must be a string, found {other}")),
-            None => Err(format!("variable `{name}` is not set")),
+            Some(other) => Err(CodeError::PreludeNotString {
+                name: name.clone(),
+                found: other.to_string(),
+            }),
+            None => Err(CodeError::Unset(name.clone())),
         }
     }
 
@@ -208,8 +233,8 @@ impl CodeRule {
         prelude: Option<&str>,
         tests: &[String],
         nonce: &str,
-    ) -> Result<(Program, Program), String> {
-        let python = sandbox::python::interpreter().map_err(|e| e.to_string())?;
+    ) -> Result<(Program, Program), CodeError> {
+        let python = sandbox::python::interpreter()?;
         let env: Vec<(String, String)> = sandbox::python::ENV
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -240,7 +265,7 @@ impl CodeRule {
                 program.files.push((runner_name.clone(), runner.clone()));
             }
         }
-        let tests_json = serde_json::to_string(tests).map_err(|e| e.to_string())?;
+        let tests_json = serde_json::to_string(tests)?;
         let mut checker_env = env;
         if self.guard {
             checker_env.push(("HARNESS_GUARD".to_owned(), "1".to_owned()));

@@ -1,6 +1,7 @@
 //! Combining k judge samples into one verdict: the median level counts, the
 //! spread is recorded, and too few usable samples make a judge error.
 
+use super::error::JudgeError;
 use super::parse::JudgeAnswer;
 use super::rubric::Rubric;
 use crate::text::clip;
@@ -12,7 +13,7 @@ pub struct JudgeSample {
     /// What the judge said.
     pub response: Option<String>,
     /// The parsed judgement, or why there is none (request error, bad JSON, level out of range).
-    pub result: Result<JudgeAnswer, String>,
+    pub result: Result<JudgeAnswer, JudgeError>,
 }
 
 /// The median of sorted levels; the mean of the middle two for an even count.
@@ -41,7 +42,7 @@ pub fn combine(
                 outcome.levels.push(a.level);
                 outcome.reasoning.push(a.reasoning);
             }
-            Err(e) => outcome.errors.push(e),
+            Err(e) => outcome.errors.push(e.to_string()),
         }
     }
     if outcome.levels.len() * 2 <= asked {
@@ -105,7 +106,7 @@ mod tests {
                     level,
                     reasoning: format!("r{level}"),
                 })
-                .ok_or_else(|| "bad".to_owned()),
+                .ok_or(JudgeError::NoLevel),
         }
     }
 
@@ -148,7 +149,7 @@ mod tests {
         let (v, o) = combine(&five(), 0.5, vec![sample(None)], JudgeOutcome::default());
         assert_eq!(v.failure, Some(FailureKind::JudgeError));
         assert_eq!((v.score, o.level), (0.0, None));
-        assert_eq!(v.detail, "judge error: bad");
+        assert_eq!(v.detail, "judge error: the judge's JSON has no `level`");
         let split = vec![sample(Some(5)), sample(None)];
         let (v, _) = combine(&five(), 0.5, split, JudgeOutcome::default());
         assert_eq!(v.failure, Some(FailureKind::JudgeError));

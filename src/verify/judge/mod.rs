@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 pub mod combine;
+mod error;
 pub mod parse;
 pub mod prompt;
 pub mod rubric;
@@ -19,6 +20,7 @@ use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::RuleDef;
 pub use combine::{JudgeSample, combine};
+pub use error::JudgeError;
 pub use parse::{JudgeAnswer, parse_answer};
 use prompt::PromptInput;
 pub use prompt::task_of;
@@ -121,7 +123,7 @@ impl JudgeRule {
         task: &str,
         answer: &str,
         vars: &Map<String, Value>,
-    ) -> Result<String, String> {
+    ) -> Result<String, JudgeError> {
         let reference = self
             .reference
             .as_ref()
@@ -140,7 +142,7 @@ impl JudgeRule {
     }
 
     /// Reads one judge response; the error says why it gives no level.
-    pub fn read(&self, response: &str) -> Result<JudgeAnswer, String> {
+    pub fn read(&self, response: &str) -> Result<JudgeAnswer, JudgeError> {
         parse_answer(response, &self.rubric)
     }
 

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::error::JudgeError;
 use super::rubric::Rubric;
 use crate::extract::{first_json_object, strip_think};
 
@@ -17,24 +18,24 @@ pub struct JudgeAnswer {
 }
 
 /// Parses `text` against `rubric`; the error says what was wrong, for the re-ask log and records.
-pub fn parse_answer(text: &str, rubric: &Rubric) -> Result<JudgeAnswer, String> {
+pub fn parse_answer(text: &str, rubric: &Rubric) -> Result<JudgeAnswer, JudgeError> {
     let body = strip_think(text);
-    let json = first_json_object(body).ok_or("the judge's answer holds no JSON object")?;
-    let value: Value = serde_json::from_str(json).map_err(|e| format!("invalid JSON: {e}"))?;
+    let json = first_json_object(body).ok_or(JudgeError::NoJson)?;
+    let value: Value = serde_json::from_str(json).map_err(|e| JudgeError::Json(e.to_string()))?;
     let level = match value.get("level") {
-        None => return Err("the judge's JSON has no `level`".into()),
-        Some(v) => level_of(v).ok_or_else(|| format!("`level` is not an integer: {v}"))?,
+        None => return Err(JudgeError::NoLevel),
+        Some(v) => level_of(v).ok_or_else(|| JudgeError::LevelNotInteger(v.to_string()))?,
     };
     if rubric.get(level).is_none() {
-        return Err(format!(
-            "level {level} is not in the rubric ({})",
-            rubric
+        return Err(JudgeError::NotInRubric {
+            level,
+            levels: rubric
                 .numbers()
                 .iter()
                 .map(i64::to_string)
                 .collect::<Vec<_>>()
-                .join(", ")
-        ));
+                .join(", "),
+        });
     }
     let reasoning = match value.get("reasoning") {
         Some(Value::String(s)) => s.trim().to_owned(),
@@ -82,26 +83,20 @@ mod tests {
     fn out_of_range_and_malformed_answers_are_errors() {
         let r = five();
         let e = parse_answer(r#"{"reasoning": "x", "level": 7}"#, &r).unwrap_err();
-        assert!(
-            e.contains("level 7 is not in the rubric (5, 4, 3, 2, 1)"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "level 7 is not in the rubric (5, 4, 3, 2, 1)"
         );
         assert!(parse_answer(r#"{"level": 0}"#, &r).is_err());
-        assert!(
-            parse_answer(r#"{"level": 4.5}"#, &r)
-                .unwrap_err()
-                .contains("not an integer")
+        assert!(matches!(
+            parse_answer(r#"{"level": 4.5}"#, &r),
+            Err(JudgeError::LevelNotInteger(_))
+        ));
+        assert_eq!(
+            parse_answer(r#"{"reasoning": "x"}"#, &r),
+            Err(JudgeError::NoLevel)
         );
-        assert!(
-            parse_answer(r#"{"reasoning": "x"}"#, &r)
-                .unwrap_err()
-                .contains("no `level`")
-        );
-        assert!(
-            parse_answer("Level: 4", &r)
-                .unwrap_err()
-                .contains("no JSON object")
-        );
+        assert_eq!(parse_answer("Level: 4", &r), Err(JudgeError::NoJson));
         assert!(parse_answer("", &r).is_err());
     }
 }

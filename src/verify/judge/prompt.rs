@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::error::JudgeError;
 use super::rubric::Rubric;
 
 /// The default judge prompt in Russian (the users' language).
@@ -70,10 +71,10 @@ pub fn render(
     env: &minijinja::Environment<'static>,
     rubric: &Rubric,
     input: &PromptInput,
-) -> Result<String, String> {
+) -> Result<String, JudgeError> {
     let template = env
         .get_template("judge")
-        .map_err(|e| format!("judge template: {e}"))?;
+        .map_err(|e| JudgeError::NoTemplate(e.to_string()))?;
     template
         .render(minijinja::context! {
             task => input.task,
@@ -84,7 +85,7 @@ pub fn render(
             max_level => rubric.max(),
             vars => minijinja::Value::from(minijinja::value::Serde(input.vars)),
         })
-        .map_err(|e| format!("judge template: {e:#}"))
+        .map_err(|e| JudgeError::Render(format!("{e:#}")))
 }
 
 /// Compiles a judge template (syntax errors surface when the spec loads).
