@@ -71,12 +71,15 @@ class Names(dict):
         """Hands the test's bindings of names the program also defines to
         the program, whose globals they are in one module (`counter = 10`,
         then `bump()` reads 10): the test then reads them from the program.
-        Modules, the names in `own` and values that cannot cross stay the
-        test's."""
+        Modules and what the test imported, the names in `own` and values
+        that cannot cross stay the test's."""
         program = self.program
+        module = namespace.get("__name__")
         for name in [n for n in namespace if n in program.names and n not in own]:
             value = namespace[name]
-            if isinstance(value, types.ModuleType):
+            if isinstance(value, types.ModuleType) or imported(value, module):
+                # `from typing import List` binds what the program's import
+                # did: nothing for the program to take.
                 own.add(name)
                 continue
             try:
@@ -85,6 +88,17 @@ class Names(dict):
                 own.add(name)
                 continue
             del namespace[name]
+
+
+def imported(value, module):
+    """Whether `value` is a library's class or function, not the test's."""
+    if not isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) \
+            and not hasattr(type(value), "__origin__") and not hasattr(value, "__origin__"):
+        return False
+    try:
+        return getattr(value, "__module__", module) != module
+    except Exception:
+        return False
 
 
 HAND = "__harness_hand__"
