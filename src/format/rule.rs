@@ -1,103 +1,63 @@
-//! The `[[verify]]` table: one rule's keys, the entities of `set_equal`, and rubric levels.
-
-use std::collections::BTreeMap;
+//! The `[[verify]]` table as written, the entities of `set_equal`, and rubric levels.
 
 use std::fmt;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
 
-use super::extract::ExtractDef;
+/// One `[[verify]]` table as written. The rule its `rule` key names reads
+/// it into a typed table of its own keys (`verify/<rule>.rs`), from the
+/// source map, so every error keeps its file:line:col.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct RuleTable(pub toml::Table);
 
-/// One `[[verify]]` rule. Which keys apply depends on `rule`; `harness check`
-/// rejects keys the chosen rule does not read.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RuleDef {
-    /// The rule: exact, contains, not_contains, exclusive, regex, set_equal,
-    /// numeric, json_field, similarity, script, code.
-    pub rule: String,
-    /// A name for reports (defaults to the rule).
-    pub name: Option<String>,
-    /// Weight in the instance score (default 1).
-    pub weight: Option<f64>,
-    /// A gate adds nothing to the score, but when it fails the instance scores 0.
-    pub gate: Option<bool>,
-    /// Judged and reported beside the other rules (a flexible extraction beside a strict
-    /// one), but not part of the instance's pass or score.
-    pub report_only: Option<bool>,
-    /// How the answer is taken from the response.
-    pub extract: Option<ExtractDef>,
-    /// The instance variable holding the expected value (dotted path); the judge's reference answer.
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
-    /// Compare case-sensitively (default false).
-    pub case_sensitive: Option<bool>,
-    /// Match whole words only (contains family; default true).
-    pub whole_word: Option<bool>,
-    /// `all` (default) or `any` of the expected strings (contains).
-    pub mode: Option<String>,
-    /// Variable with every candidate answer (exclusive).
-    pub candidates: Option<String>,
-    /// Regular expression the answer must match (regex).
-    pub pattern: Option<String>,
-    /// Absolute tolerance (numeric; json_field's numbers).
-    pub tolerance: Option<f64>,
-    /// Relative tolerance, a fraction of the expected value (numeric; json_field's numbers).
-    pub relative_tolerance: Option<f64>,
-    /// Entity groups (set_equal).
-    pub entities: Option<Vec<EntityDef>>,
-    /// Score by F1 instead of all-or-nothing (set_equal).
-    pub partial: Option<bool>,
-    /// JSON Schema file the answer must satisfy (json_field), relative to the spec.
-    pub schema: Option<String>,
-    /// JSON pointer -> instance variable to compare (json_field).
-    pub fields: Option<BTreeMap<String, String>>,
-    /// `chrf` (default) or `levenshtein` (similarity).
-    pub metric: Option<String>,
-    /// Minimum score to pass (similarity, script, judge; default 0.5).
-    pub threshold: Option<f64>,
-    /// Rhai expression returning a bool, a score or `#{passed, score, detail}` (script).
-    pub script: Option<String>,
-    /// The instance variable holding the tests: a list of snippets (code).
-    pub tests: Option<String>,
-    /// minijinja template making each test's source from `test` (code); `| py` writes Python literals.
-    pub test_template: Option<String>,
-    /// Instance variable with code put before the answer: the task's imports and helpers (code).
-    pub prelude: Option<String>,
-    /// The solution's language: fence to extract and runtime (code; default python);
-    /// the built-in judge prompt's language, `ru` or `en` (judge; default ru).
-    pub language: Option<String>,
-    /// `all` (default: every test must pass) or `fraction` of tests passed (code).
-    pub score: Option<String>,
-    /// Wall-clock and CPU limit in seconds (code; default 10).
-    pub timeout_secs: Option<f64>,
-    /// Address-space limit in MiB (code; default 512).
-    pub memory_mb: Option<u64>,
-    /// Command line of a custom runtime, run in the working directory (code).
-    pub command: Option<Vec<String>>,
-    /// A custom runtime's runner file, relative to the spec (code).
-    pub runner: Option<String>,
-    /// File name the solution is written to (code; default `solution.py`).
-    pub solution_file: Option<String>,
-    /// The rubric's levels (judge).
-    pub rubric: Option<Vec<Level>>,
-    /// A rubric file of `[[level]]` tables, relative to the spec (judge).
-    pub rubric_file: Option<String>,
-    /// The judge's prompt, a minijinja template over `task`, `reference`, `answer`, `levels`,
-    /// `min_level`, `max_level` and `vars` (judge; default: a built-in prompt in `language`).
-    pub template: Option<String>,
-    /// Judge samples per answer; the median level counts and the spread is reported (judge; default 1).
-    pub samples: Option<u32>,
-    /// The judge's temperature (judge; default 0, or 0.7 with several samples).
-    pub temperature: Option<f64>,
-    /// The judge's generation limit (judge; default 512).
-    pub max_tokens: Option<u32>,
-    /// Asks per judge sample when its answer does not parse (judge; default 3).
-    pub attempts: Option<u32>,
+impl RuleTable {
+    /// The `rule` key, when it is a string.
+    pub fn rule(&self) -> Option<&str> {
+        self.0.get("rule").and_then(toml::Value::as_str)
+    }
+}
+
+impl JsonSchema for RuleTable {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rule".into()
+    }
+
+    /// A stand-in: the schema of every rule's keys lives with the rules, and
+    /// the spec schema puts it in `$defs/Rule`.
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object"})
+    }
+}
+
+/// The keys a serde struct reads, in declaration order, as serde spells them.
+pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+    impl<'de> Deserializer<'de> for Fields<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields read"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
 }
 
 /// One entity group of a `set_equal` rule.
@@ -179,6 +139,14 @@ mod tests {
     fn entity(normalize: &str) -> Result<EntityDef, String> {
         let text = format!("name = \"e\"\npattern = '\\d+'\nexpected = \"v\"\n{normalize}");
         toml::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn field_names_follow_the_declaration() {
+        assert_eq!(
+            field_names::<EntityDef>(),
+            ["name", "pattern", "normalize", "expected"]
+        );
     }
 
     #[test]

@@ -9,8 +9,8 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Map, Value};
 
 use super::BuildContext;
+use super::code::CodeKeys;
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
 use crate::sandbox;
 
 /// Where the program comes from.
@@ -35,7 +35,7 @@ pub(super) struct TestsError {
 
 /// The compiled `test_template`, if the rule has one.
 pub(super) fn test_template(
-    def: &RuleDef,
+    def: &CodeKeys,
     cx: &BuildContext,
 ) -> Result<Option<Environment<'static>>, Diagnostic> {
     Ok(match &def.test_template {
@@ -60,7 +60,7 @@ pub(super) fn test_template(
 
 /// The runtime of a rule: the built-in Python one, or a `command` and `runner` the spec brings.
 pub(super) fn runtime(
-    def: &RuleDef,
+    def: &CodeKeys,
     cx: &BuildContext,
     language: &str,
 ) -> Result<Runtime, Diagnostic> {

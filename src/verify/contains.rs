@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::expected::{Expected, as_text_list, lookup, text_problem};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 
 #[derive(Clone, Copy)]
 struct Matcher {
@@ -17,10 +17,10 @@ struct Matcher {
 }
 
 impl Matcher {
-    fn from_def(def: &RuleDef) -> Matcher {
+    fn new(case_sensitive: Option<bool>, whole_word: Option<bool>) -> Matcher {
         Matcher {
-            case_sensitive: def.case_sensitive.unwrap_or(false),
-            whole_word: def.whole_word.unwrap_or(true),
+            case_sensitive: case_sensitive.unwrap_or(false),
+            whole_word: whole_word.unwrap_or(true),
         }
     }
 
@@ -74,24 +74,68 @@ fn needle_problems(expected: &Expected, vars: &Map<String, Value>) -> Vec<(&'sta
         .collect()
 }
 
-/// Builds a `contains` rule.
-pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let modes = [("all", Mode::All), ("any", Mode::Any)];
-    let mode = cx.choice("mode", def.mode.as_deref(), &modes)?;
-    Ok(Box::new(Contains {
-        expected: Expected::from_def(def, cx)?,
-        matcher: Matcher::from_def(def),
-        mode,
-    }))
+/// `contains`: the answer contains the expected string(s).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContainsKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Compare case-sensitively (default false).
+    pub case_sensitive: Option<bool>,
+    /// Match whole words only (default true).
+    pub whole_word: Option<bool>,
+    /// `all` (default) or `any` of the expected strings.
+    pub mode: Option<String>,
 }
 
-/// Builds a `not_contains` rule.
-pub fn build_not_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    Ok(Box::new(Contains {
-        expected: Expected::from_def(def, cx)?,
-        matcher: Matcher::from_def(def),
-        mode: Mode::None,
-    }))
+/// The `contains` rule.
+pub struct ContainsKind;
+
+impl RuleKind for ContainsKind {
+    type Keys = ContainsKeys;
+    const NAME: &'static str = "contains";
+
+    fn build(keys: ContainsKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let modes = [("all", Mode::All), ("any", Mode::Any)];
+        let mode = cx.choice("mode", keys.mode.as_deref(), &modes)?;
+        Ok(Box::new(Contains {
+            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            matcher: Matcher::new(keys.case_sensitive, keys.whole_word),
+            mode,
+        }))
+    }
+}
+
+/// `not_contains`: the answer contains none of the expected strings.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotContainsKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Compare case-sensitively (default false).
+    pub case_sensitive: Option<bool>,
+    /// Match whole words only (default true).
+    pub whole_word: Option<bool>,
+}
+
+/// The `not_contains` rule.
+pub struct NotContainsKind;
+
+impl RuleKind for NotContainsKind {
+    type Keys = NotContainsKeys;
+    const NAME: &'static str = "not_contains";
+
+    fn build(keys: NotContainsKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        Ok(Box::new(Contains {
+            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            matcher: Matcher::new(keys.case_sensitive, keys.whole_word),
+            mode: Mode::None,
+        }))
+    }
 }
 
 impl Rule for Contains {
@@ -138,17 +182,41 @@ struct Exclusive {
     matcher: Matcher,
 }
 
-/// Builds an `exclusive` rule.
-pub fn build_exclusive(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let example = "\"names\"  # a list variable";
-    let candidates = cx
-        .required(def.candidates.as_ref(), &def.rule, "candidates", example)?
-        .clone();
-    Ok(Box::new(Exclusive {
-        expected: Expected::from_def(def, cx)?,
-        candidates,
-        matcher: Matcher::from_def(def),
-    }))
+/// `exclusive`: the right candidate is named and no other candidate is (an
+/// answer naming everyone fails).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExclusiveKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// The instance variable with every candidate answer (a list).
+    pub candidates: Option<String>,
+    /// Compare case-sensitively (default false).
+    pub case_sensitive: Option<bool>,
+    /// Match whole words only (default true).
+    pub whole_word: Option<bool>,
+}
+
+/// The `exclusive` rule.
+pub struct ExclusiveKind;
+
+impl RuleKind for ExclusiveKind {
+    type Keys = ExclusiveKeys;
+    const NAME: &'static str = "exclusive";
+
+    fn build(keys: ExclusiveKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let example = "\"names\"  # a list variable";
+        let candidates = cx
+            .required(keys.candidates.as_ref(), cx.rule, "candidates", example)?
+            .clone();
+        Ok(Box::new(Exclusive {
+            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            candidates,
+            matcher: Matcher::new(keys.case_sensitive, keys.whole_word),
+        }))
+    }
 }
 
 impl Rule for Exclusive {

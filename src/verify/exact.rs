@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::expected::{Expected, as_text_list, text_problem};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 use crate::text::clip;
 
 struct Exact {
@@ -15,12 +15,32 @@ struct Exact {
     case_sensitive: bool,
 }
 
-/// Builds an `exact` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    Ok(Box::new(Exact {
-        expected: Expected::from_def(def, cx)?,
-        case_sensitive: def.case_sensitive.unwrap_or(true),
-    }))
+/// `exact`: the answer equals the expected string after whitespace
+/// normalization; a list means any alternative.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExactKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Compare case-sensitively (default true).
+    pub case_sensitive: Option<bool>,
+}
+
+/// The `exact` rule.
+pub struct ExactKind;
+
+impl RuleKind for ExactKind {
+    type Keys = ExactKeys;
+    const NAME: &'static str = "exact";
+
+    fn build(keys: ExactKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        Ok(Box::new(Exact {
+            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            case_sensitive: keys.case_sensitive.unwrap_or(true),
+        }))
+    }
 }
 
 /// Collapses whitespace runs to one space and trims.

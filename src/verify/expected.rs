@@ -5,7 +5,6 @@ use serde_json::{Map, Value};
 
 use super::BuildContext;
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
 
 /// Where a rule's expected value comes from.
 #[derive(Debug, Clone)]
@@ -18,8 +17,12 @@ pub enum Expected {
 
 impl Expected {
     /// Reads `expected` / `value` of a rule; exactly one must be given.
-    pub fn from_def(def: &RuleDef, cx: &BuildContext) -> Result<Expected, Diagnostic> {
-        match (&def.expected, &def.value) {
+    pub fn from_keys(
+        expected: Option<&str>,
+        value: Option<&Value>,
+        cx: &BuildContext,
+    ) -> Result<Expected, Diagnostic> {
+        match (expected, value) {
             (Some(var), None) => {
                 if var.trim().is_empty() {
                     return Err(cx.error(
@@ -28,7 +31,7 @@ impl Expected {
                         "`expected` names no variable",
                     ));
                 }
-                Ok(Expected::Var(var.clone()))
+                Ok(Expected::Var(var.to_owned()))
             }
             (None, Some(value)) => Ok(Expected::Literal(value.clone())),
             (Some(_), Some(_)) => Err(cx.error(
@@ -37,7 +40,7 @@ impl Expected {
                 "give either `expected` (a variable) or `value` (a literal), not both",
             )),
             (None, None) => {
-                Err(cx.missing(&def.rule, "expected", "\"answer\"  # an instance variable"))
+                Err(cx.missing(cx.rule, "expected", "\"answer\"  # an instance variable"))
             }
         }
     }

@@ -16,28 +16,41 @@
 //! Imports go down only: `format`, `extract`, `scripting`, `sandbox`, `prompt`,
 //! `error` and `text`. `verdict.rs` is the leaf the other files share.
 
-mod code;
 mod code_input;
-mod contains;
-mod exact;
 mod expected;
-mod json_field;
-pub mod judge;
-mod numeric;
-mod regex;
+mod kind;
 mod registry;
 mod rule_set;
-mod script;
-mod set_equal;
-mod similarity;
 mod verdict;
+
+/// Declares the rule modules and lists their kinds in [`RULES`]: adding a
+/// rule is its file and one line here (see `docs/architecture.md`).
+macro_rules! rules {
+    ($($vis:vis mod $module:ident: $($kind:ident),+;)*) => {
+        $($vis mod $module;)*
+        /// Every rule, in the order hints and the schema list them.
+        const RULES: &[&dyn kind::AnyKind] = &[$($(&$module::$kind),+),*];
+    };
+}
+
+rules! {
+    mod exact: ExactKind;
+    mod contains: ContainsKind, NotContainsKind, ExclusiveKind;
+    mod regex: RegexKind;
+    mod set_equal: SetEqualKind;
+    mod numeric: NumericKind;
+    mod json_field: JsonFieldKind;
+    mod similarity: SimilarityKind;
+    mod code: CodeKind;
+    pub mod judge: JudgeKind;
+    mod script: ScriptKind;
+}
 
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
 use crate::format::locate::SourceMap;
 use crate::key_path;
 
@@ -45,6 +58,18 @@ pub use expected::{Expected, lookup};
 pub use judge::JudgeRule;
 pub use registry::CompiledRule;
 pub use registry::{rule_names, value_key};
+
+/// The JSON Schema of one `[[verify]]` table, derived from every rule's
+/// keys, and the definitions it refers to.
+pub fn rule_schema() -> (Value, Map<String, Value>) {
+    kind::rule_schema(RULES)
+}
+
+/// Every rule's name with the keys it reads besides the common ones, in
+/// declaration order (the docs are checked against these).
+pub fn rule_keys() -> Vec<(&'static str, &'static [&'static str])> {
+    RULES.iter().map(|k| (k.name(), k.keys())).collect()
+}
 pub use rule_set::RuleSet;
 pub use verdict::{
     FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, SpecFault, Verdict,
@@ -93,7 +118,12 @@ pub trait Rule: Send + Sync {
 }
 
 /// What a rule builder may look at.
+#[derive(Clone, Copy)]
 pub struct BuildContext<'a> {
+    /// The rule's name (empty until its `rule` key is read).
+    pub rule: &'a str,
+    /// A CPU limit replacing every `code` rule's own (an example's `timeout_secs`).
+    pub code_timeout: Option<f64>,
     /// Source positions of the spec.
     pub map: &'a SourceMap,
     /// The directory relative paths in the spec start from.
@@ -134,8 +164,8 @@ impl BuildContext<'_> {
     }
 
     /// The rule's `threshold` (or `default`), which must lie within 0..1.
-    pub fn threshold(&self, def: &RuleDef, default: f64) -> Result<f64, Diagnostic> {
-        let threshold = def.threshold.unwrap_or(default);
+    pub fn threshold(&self, threshold: Option<f64>, default: f64) -> Result<f64, Diagnostic> {
+        let threshold = threshold.unwrap_or(default);
         if (0.0..=1.0).contains(&threshold) {
             Ok(threshold)
         } else {

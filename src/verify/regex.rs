@@ -4,16 +4,35 @@ use serde_json::{Map, Value};
 
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 use crate::text::clip;
 
 struct RegexRule {
     pattern: regex::Regex,
 }
 
-/// Builds a `regex` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let pattern = cx.required(def.pattern.as_ref(), &def.rule, "pattern", "'^\\d+$'")?;
+/// `regex`: the answer matches `pattern`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegexKeys {
+    /// Regular expression the answer must match.
+    pub pattern: Option<String>,
+}
+
+/// The `regex` rule.
+pub struct RegexKind;
+
+impl RuleKind for RegexKind {
+    type Keys = RegexKeys;
+    const NAME: &'static str = "regex";
+
+    fn build(keys: RegexKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        build(keys, cx)
+    }
+}
+
+fn build(keys: RegexKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    let pattern = cx.required(keys.pattern.as_ref(), cx.rule, "pattern", "'^\\d+$'")?;
     let pattern = regex::Regex::new(pattern).map_err(|e| {
         cx.error(
             ErrorKind::Regex,

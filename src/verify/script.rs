@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
 
 struct ScriptRule {
@@ -24,11 +24,33 @@ fn scope_for(response: &str, answer: &str, vars: Dynamic) -> Scope<'static> {
     scope
 }
 
-/// Builds a `script` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+/// `script`: a Rhai expression over `response`, `answer`, `vars` returns
+/// `true`, a score ≥ `threshold`, or `#{ passed, score, detail }`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptKeys {
+    /// Rhai expression returning a bool, a score or `#{passed, score, detail}`.
+    pub script: Option<String>,
+    /// Minimum score to pass (default 1.0).
+    pub threshold: Option<f64>,
+}
+
+/// The `script` rule.
+pub struct ScriptKind;
+
+impl RuleKind for ScriptKind {
+    type Keys = ScriptKeys;
+    const NAME: &'static str = "script";
+
+    fn build(keys: ScriptKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        build(keys, cx)
+    }
+}
+
+fn build(def: ScriptKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     let source = cx.required(
         def.script.as_ref(),
-        &def.rule,
+        cx.rule,
         "script",
         "'answer.len() > 0'",
     )?;
@@ -46,7 +68,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
             e.message,
         )
     })?;
-    let threshold = cx.threshold(def, 1.0)?;
+    let threshold = cx.threshold(def.threshold, 1.0)?;
     Ok(Box::new(ScriptRule {
         engine,
         ast,

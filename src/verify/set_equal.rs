@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 use super::expected::{as_text_list, lookup};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::{Normalizer, RuleDef};
+use super::kind::RuleKind;
+use crate::format::{EntityDef, Normalizer};
 use crate::key_path;
 
 struct Group {
@@ -26,11 +27,33 @@ struct SetEqual {
     partial: bool,
 }
 
-/// Builds a `set_equal` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+/// `set_equal`: the entities found equal the expected sets; missing and
+/// extra are listed.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetEqualKeys {
+    /// Entity groups: `{ name, pattern, normalize, expected }` each.
+    pub entities: Option<Vec<EntityDef>>,
+    /// Score by F1 instead of all-or-nothing (default false).
+    pub partial: Option<bool>,
+}
+
+/// The `set_equal` rule.
+pub struct SetEqualKind;
+
+impl RuleKind for SetEqualKind {
+    type Keys = SetEqualKeys;
+    const NAME: &'static str = "set_equal";
+
+    fn build(keys: SetEqualKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        build(keys, cx)
+    }
+}
+
+fn build(def: SetEqualKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     let example = "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]";
     let entities = def.entities.as_ref().filter(|e| !e.is_empty());
-    let entities = cx.required(entities, &def.rule, "entities", example)?;
+    let entities = cx.required(entities, cx.rule, "entities", example)?;
     let mut groups = Vec::new();
     for (i, e) in entities.iter().enumerate() {
         let pattern = Regex::new(&e.pattern).map_err(|err| {

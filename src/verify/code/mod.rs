@@ -25,7 +25,8 @@ use serde_json::{Map, Value};
 use super::code_input::{Runtime, runtime, test_sources, test_template};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
+use crate::format::ExtractKind;
 use crate::sandbox::{self, Limits, Program};
 
 /// The checker: runs the tests and reports each result.
@@ -56,10 +57,53 @@ struct CodeRule {
     limits: Limits,
 }
 
-/// Builds a `code` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+/// `code`: the answer (a program) passes its tests, run in the sandbox
+/// (`docs/sandbox.md`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeKeys {
+    /// The instance variable holding the tests: a list of snippets.
+    pub tests: Option<String>,
+    /// minijinja template making each test's source from `test`; `| py` writes Python literals.
+    pub test_template: Option<String>,
+    /// Instance variable with code put before the answer: the task's imports and helpers.
+    pub prelude: Option<String>,
+    /// The solution's language: fence to extract and runtime (default python).
+    pub language: Option<String>,
+    /// `all` (default: every test must pass) or `fraction` of tests passed.
+    pub score: Option<String>,
+    /// CPU limit in seconds; the wall clock gets twice that and a second (default 10).
+    pub timeout_secs: Option<f64>,
+    /// Address-space limit in MiB (default 512).
+    pub memory_mb: Option<u64>,
+    /// Command line of a custom runtime, run in the working directory.
+    pub command: Option<Vec<String>>,
+    /// A custom runtime's runner file, relative to the spec.
+    pub runner: Option<String>,
+    /// File name the solution is written to (default `solution.py`).
+    pub solution_file: Option<String>,
+}
+
+/// The `code` rule.
+pub struct CodeKind;
+
+impl RuleKind for CodeKind {
+    type Keys = CodeKeys;
+    const NAME: &'static str = "code";
+    const EXTRACT: ExtractKind = ExtractKind::CodeBlock;
+
+    fn build(keys: CodeKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        build(&keys, cx)
+    }
+
+    fn fence_language(keys: &CodeKeys) -> Option<String> {
+        keys.language.clone()
+    }
+}
+
+fn build(def: &CodeKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     let tests = cx
-        .required(def.tests.as_ref(), &def.rule, "tests", "\"tests\"")?
+        .required(def.tests.as_ref(), cx.rule, "tests", "\"tests\"")?
         .clone();
     let scoring = match def.score.as_deref() {
         None | Some("all") => Scoring::All,
@@ -76,7 +120,7 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
     };
     let template = test_template(def, cx)?;
     let mut limits = Limits::default();
-    if let Some(secs) = def.timeout_secs {
+    if let Some(secs) = cx.code_timeout.or(def.timeout_secs) {
         if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
             return Err(cx.error(
                 ErrorKind::Invalid,

@@ -17,7 +17,8 @@ pub mod rubric;
 use super::expected::{Expected, as_text};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
+use crate::format::Level;
 pub use combine::{JudgeSample, combine};
 pub use parse::{JudgeAnswer, parse_answer};
 use prompt::PromptInput;
@@ -44,8 +45,49 @@ pub struct JudgeRule {
     env: minijinja::Environment<'static>,
 }
 
-/// Builds a `judge` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+/// `judge`: an LLM judge picks a rubric level; its normalized score ≥
+/// `threshold` (`docs/judge.md`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeKeys {
+    /// The rubric's levels.
+    pub rubric: Option<Vec<Level>>,
+    /// A rubric file of `[[level]]` tables, relative to the spec.
+    pub rubric_file: Option<String>,
+    /// The judge's prompt, a minijinja template over `task`, `reference`, `answer`, `levels`,
+    /// `min_level`, `max_level` and `vars` (default: a built-in prompt in `language`).
+    pub template: Option<String>,
+    /// The built-in prompt's language, `ru` or `en` (default ru).
+    pub language: Option<String>,
+    /// The instance variable holding the reference answer (a dotted path).
+    pub expected: Option<String>,
+    /// A literal reference answer, instead of `expected`.
+    pub value: Option<Value>,
+    /// Minimum normalized score to pass (default 0.5).
+    pub threshold: Option<f64>,
+    /// Judge samples per answer; the median level counts and the spread is reported (default 1).
+    pub samples: Option<u32>,
+    /// The judge's temperature (default 0, or 0.7 with several samples).
+    pub temperature: Option<f64>,
+    /// The judge's generation limit (default 512).
+    pub max_tokens: Option<u32>,
+    /// Asks per judge sample when its answer does not parse (default 3).
+    pub attempts: Option<u32>,
+}
+
+/// The `judge` rule.
+pub struct JudgeKind;
+
+impl RuleKind for JudgeKind {
+    type Keys = JudgeKeys;
+    const NAME: &'static str = "judge";
+
+    fn build(keys: JudgeKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        build(&keys, cx)
+    }
+}
+
+fn build(def: &JudgeKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
     let rubric = match (&def.rubric, &def.rubric_file) {
         (Some(levels), None) => Rubric::new(levels.clone())
             .map_err(|e| cx.error(ErrorKind::Invalid, "rubric", e.to_string()))?,
@@ -89,14 +131,14 @@ pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnost
         };
         Diagnostic::new(ErrorKind::Template, at, format!("judge template: {e}"))
     })?;
-    let threshold = cx.threshold(def, 0.5)?;
+    let threshold = cx.threshold(def.threshold, 0.5)?;
     let samples = def.samples.unwrap_or(1);
     if !(1..=25).contains(&samples) {
         return Err(cx.error(ErrorKind::Invalid, "samples", "samples must be 1..=25"));
     }
     let reference = match (&def.expected, &def.value) {
         (None, None) => None,
-        _ => Some(Expected::from_def(def, cx)?),
+        _ => Some(Expected::from_keys(def.expected.as_deref(), def.value.as_ref(), cx)?),
     };
     Ok(Box::new(JudgeRule {
         rubric,
