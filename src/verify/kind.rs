@@ -140,3 +140,103 @@ pub fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>) {
     });
     (schema, generator.take_definitions(true))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::{RULES, rule_keys};
+
+    const RULES_DOC: &str = include_str!("../../docs/rules.md");
+    const SCHEMA: &str = include_str!("../../schemas/spec.schema.json");
+
+    /// The rows of the Markdown table under `## {heading}`: the first
+    /// column's name, and the leading word of each `code span` in `column`.
+    fn doc_table(heading: &str, column: usize) -> Vec<(String, Vec<String>)> {
+        let section = RULES_DOC
+            .split(&format!("\n## {heading}\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("docs/rules.md has no `## {heading}`"));
+        let section = section.split("\n## ").next().unwrap_or_default();
+        let words = |cell: &str| -> Vec<String> {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .filter_map(|span| {
+                    let word: String = span
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect();
+                    (!word.is_empty()).then_some(word)
+                })
+                .collect()
+        };
+        section
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').collect();
+                (words(cells[1])[0].clone(), words(cells[column]))
+            })
+            .collect()
+    }
+
+    fn sorted(keys: &[impl AsRef<str>]) -> Vec<String> {
+        let mut keys: Vec<String> = keys.iter().map(|k| k.as_ref().to_owned()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    #[test]
+    fn keys_schema_and_docs_agree() {
+        let rows = doc_table("The rules", 3);
+        let documented: Vec<&str> = rows.iter().map(|(name, _)| name.as_str()).collect();
+        let names: Vec<&str> = rule_keys().iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            sorted(&documented),
+            sorted(&names),
+            "docs/rules.md's rule table"
+        );
+        let committed: Value = serde_json::from_str(SCHEMA).expect("the committed schema is JSON");
+        let (generated, _) = rule_schema(RULES);
+        assert_eq!(
+            committed["$defs"]["Rule"], generated,
+            "schemas/spec.schema.json is stale: run `harness schema > schemas/spec.schema.json`"
+        );
+        for (name, keys) in rule_keys() {
+            let row = &rows.iter().find(|(n, _)| n == name).expect("a row").1;
+            assert_eq!(
+                sorted(row),
+                sorted(keys),
+                "docs/rules.md's keys of `{name}`"
+            );
+            let variant = committed["$defs"]["Rule"]["oneOf"]
+                .as_array()
+                .and_then(|v| v.iter().find(|v| v["title"] == name))
+                .unwrap_or_else(|| panic!("the schema has no `{name}`"));
+            let properties = variant["properties"].as_object().expect("properties");
+            let own: Vec<&String> = properties
+                .keys()
+                .filter(|k| !common_keys().contains(&k.as_str()))
+                .collect();
+            assert_eq!(sorted(&own), sorted(keys), "the schema's keys of `{name}`");
+            assert!(
+                variant["description"].is_string(),
+                "`{name}` has no doc comment"
+            );
+            for key in keys {
+                assert!(
+                    properties[*key]["description"].is_string(),
+                    "`{name}`'s key `{key}` has no doc comment"
+                );
+            }
+        }
+        let common = doc_table("Keys every rule takes", 1);
+        let common: Vec<&str> = common.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            sorted(&common),
+            sorted(common_keys()),
+            "docs/rules.md's common keys"
+        );
+    }
+}

@@ -44,6 +44,7 @@ rules! {
     mod code: CodeKind;
     pub mod judge: JudgeKind;
     mod script: ScriptKind;
+    mod cer: CerKind;
 }
 
 use std::path::Path;
