@@ -10,7 +10,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
-use super::expected::{Expected, as_text_list, text_problem};
+use super::expected::Expected;
 use super::kind::RuleKind;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
@@ -53,19 +53,18 @@ pub enum Normalization {
     Whitespace,
 }
 
-impl RuleKind for CerKind {
-    type Keys = CerKeys;
+impl RuleKind for CerKeys {
     const NAME: &'static str = "cer";
 
-    fn build(keys: CerKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let units = [("char", Unit::Char), ("word", Unit::Word)];
-        let unit = cx.choice("unit", keys.unit.as_deref(), &units)?;
-        let threshold = cx.threshold(keys.threshold, 0.0)?;
-        let mut normalize = keys.normalize;
+        let unit = cx.choice("unit", self.unit.as_deref(), &units)?;
+        let threshold = cx.threshold(self.threshold, 0.0)?;
+        let mut normalize = self.normalize;
         normalize.sort();
         normalize.dedup();
         Ok(Box::new(Cer {
-            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
             unit,
             threshold,
             normalize,
@@ -73,8 +72,6 @@ impl RuleKind for CerKind {
     }
 }
 
-/// The `cer` rule.
-pub struct CerKind;
 
 /// What the error rate counts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -135,23 +132,16 @@ impl Rule for Cer {
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        self.expected
-            .resolve(vars)
-            .and_then(|v| text_problem(v, false))
-            .map(|p| ("expected", format!("the expected value {p}")))
-            .into_iter()
-            .collect()
+        self.expected.text_problems(vars, false)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let Some(expected) = self.expected.resolve(vars) else {
-            return Verdict::fail("the expected value is missing from the instance");
+        let references = match self.expected.texts(vars, false) {
+            Ok(references) => references,
+            Err(verdict) => return verdict,
         };
-        if let Some((_, problem)) = self.value_problems(vars).pop() {
-            return Verdict::fail(problem);
-        }
         let answer = normalized(answer, &self.normalize);
-        let (edits, length) = as_text_list(expected)
+        let (edits, length) = references
             .iter()
             .map(|r| edits(&answer, &normalized(r, &self.normalize), self.unit))
             .min_by(|a, b| rate(a.0, a.1).total_cmp(&rate(b.0, b.1)))

@@ -63,17 +63,6 @@ struct Contains {
     mode: Mode,
 }
 
-/// The problem with the needles of an instance, if any: the rule's one
-/// `(key, why)`, reported by `harness check` and failing the rule at run time.
-fn needle_problems(expected: &Expected, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-    expected
-        .resolve(vars)
-        .and_then(|v| text_problem(v, true))
-        .map(|p| ("expected", format!("the expected value {p}")))
-        .into_iter()
-        .collect()
-}
-
 /// `contains`: the answer contains the expected string(s).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -90,19 +79,15 @@ pub struct ContainsKeys {
     pub mode: Option<String>,
 }
 
-/// The `contains` rule.
-pub struct ContainsKind;
-
-impl RuleKind for ContainsKind {
-    type Keys = ContainsKeys;
+impl RuleKind for ContainsKeys {
     const NAME: &'static str = "contains";
 
-    fn build(keys: ContainsKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let modes = [("all", Mode::All), ("any", Mode::Any)];
-        let mode = cx.choice("mode", keys.mode.as_deref(), &modes)?;
+        let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
         Ok(Box::new(Contains {
-            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
-            matcher: Matcher::new(keys.case_sensitive, keys.whole_word),
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            matcher: Matcher::new(self.case_sensitive, self.whole_word),
             mode,
         }))
     }
@@ -122,17 +107,13 @@ pub struct NotContainsKeys {
     pub whole_word: Option<bool>,
 }
 
-/// The `not_contains` rule.
-pub struct NotContainsKind;
-
-impl RuleKind for NotContainsKind {
-    type Keys = NotContainsKeys;
+impl RuleKind for NotContainsKeys {
     const NAME: &'static str = "not_contains";
 
-    fn build(keys: NotContainsKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         Ok(Box::new(Contains {
-            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
-            matcher: Matcher::new(keys.case_sensitive, keys.whole_word),
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            matcher: Matcher::new(self.case_sensitive, self.whole_word),
             mode: Mode::None,
         }))
     }
@@ -144,18 +125,16 @@ impl Rule for Contains {
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        needle_problems(&self.expected, vars)
+        // An empty needle occurs in every answer: refused like a missing one.
+        self.expected.text_problems(vars, true)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let Some(expected) = self.expected.resolve(vars) else {
-            return Verdict::fail("the expected value is missing from the instance");
+        let needles = match self.expected.texts(vars, true) {
+            Ok(needles) => needles,
+            Err(verdict) => return verdict,
         };
-        if let Some((_, problem)) = self.value_problems(vars).pop() {
-            return Verdict::fail(problem);
-        }
         let haystack = self.matcher.normalize(answer);
-        let needles = as_text_list(expected);
         let (present, absent): (Vec<_>, Vec<_>) = needles
             .iter()
             .partition(|n| self.matcher.occurs(&haystack, &self.matcher.normalize(n)));
@@ -199,22 +178,18 @@ pub struct ExclusiveKeys {
     pub whole_word: Option<bool>,
 }
 
-/// The `exclusive` rule.
-pub struct ExclusiveKind;
-
-impl RuleKind for ExclusiveKind {
-    type Keys = ExclusiveKeys;
+impl RuleKind for ExclusiveKeys {
     const NAME: &'static str = "exclusive";
 
-    fn build(keys: ExclusiveKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let example = "\"names\"  # a list variable";
         let candidates = cx
-            .required(keys.candidates.as_ref(), cx.rule, "candidates", example)?
+            .required(self.candidates.as_ref(), cx.rule, "candidates", example)?
             .clone();
         Ok(Box::new(Exclusive {
-            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
             candidates,
-            matcher: Matcher::new(keys.case_sensitive, keys.whole_word),
+            matcher: Matcher::new(self.case_sensitive, self.whole_word),
         }))
     }
 }
@@ -231,7 +206,7 @@ impl Rule for Exclusive {
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        let mut problems = needle_problems(&self.expected, vars);
+        let mut problems = self.expected.text_problems(vars, true);
         match lookup(vars, &self.candidates) {
             Some(Value::Array(items)) => {
                 if let Some(p) = items.iter().find_map(|c| text_problem(c, true)) {

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{Expected, as_text_list, text_problem};
+use super::expected::Expected;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
 use super::kind::RuleKind;
@@ -28,17 +28,13 @@ pub struct ExactKeys {
     pub case_sensitive: Option<bool>,
 }
 
-/// The `exact` rule.
-pub struct ExactKind;
-
-impl RuleKind for ExactKind {
-    type Keys = ExactKeys;
+impl RuleKind for ExactKeys {
     const NAME: &'static str = "exact";
 
-    fn build(keys: ExactKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         Ok(Box::new(Exact {
-            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
-            case_sensitive: keys.case_sensitive.unwrap_or(true),
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            case_sensitive: self.case_sensitive.unwrap_or(true),
         }))
     }
 }
@@ -65,23 +61,15 @@ impl Rule for Exact {
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        self.expected
-            .resolve(vars)
-            .and_then(|v| text_problem(v, false))
-            .map(|p| ("expected", format!("the expected value {p}")))
-            .into_iter()
-            .collect()
+        self.expected.text_problems(vars, false)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let Some(expected) = self.expected.resolve(vars) else {
-            return Verdict::fail("the expected value is missing from the instance");
+        let alternatives = match self.expected.texts(vars, false) {
+            Ok(alternatives) => alternatives,
+            Err(verdict) => return verdict,
         };
-        if let Some((_, problem)) = self.value_problems(vars).pop() {
-            return Verdict::fail(problem);
-        }
         let got = self.normalize(answer);
-        let alternatives = as_text_list(expected);
         if alternatives.iter().any(|alt| self.normalize(alt) == got) {
             return Verdict::pass();
         }

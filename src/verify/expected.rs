@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::BuildContext;
+use super::{BuildContext, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 
 /// Where a rule's expected value comes from.
@@ -42,6 +42,34 @@ impl Expected {
             (None, None) => {
                 Err(cx.missing(cx.rule, "expected", "\"answer\"  # an instance variable"))
             }
+        }
+    }
+
+    /// Why this instance's expected value cannot serve as text (see
+    /// [`text_problem`]), as the rule's one `(key, why)`.
+    pub fn text_problems(
+        &self,
+        vars: &Map<String, Value>,
+        needle: bool,
+    ) -> Vec<(&'static str, String)> {
+        self.resolve(vars)
+            .and_then(|v| text_problem(v, needle))
+            .map(|p| ("expected", format!("the expected value {p}")))
+            .into_iter()
+            .collect()
+    }
+
+    /// The expected value as text alternatives, or the failing verdict when
+    /// the instance lacks it or it is not text.
+    pub fn texts(&self, vars: &Map<String, Value>, needle: bool) -> Result<Vec<String>, Verdict> {
+        let Some(expected) = self.resolve(vars) else {
+            return Err(Verdict::fail(
+                "the expected value is missing from the instance",
+            ));
+        };
+        match self.text_problems(vars, needle).pop() {
+            Some((_, problem)) => Err(Verdict::fail(problem)),
+            None => Ok(as_text_list(expected)),
         }
     }
 

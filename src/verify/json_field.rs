@@ -49,51 +49,43 @@ pub struct JsonFieldKeys {
     pub relative_tolerance: Option<f64>,
 }
 
-/// The `json_field` rule.
-pub struct JsonFieldKind;
-
-impl RuleKind for JsonFieldKind {
-    type Keys = JsonFieldKeys;
+impl RuleKind for JsonFieldKeys {
     const NAME: &'static str = "json_field";
     const EXTRACT: ExtractKind = ExtractKind::Json;
 
-    fn build(keys: JsonFieldKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        build(keys, cx)
-    }
-}
-
-fn build(def: JsonFieldKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let validator = def
-        .schema
-        .as_deref()
-        .map(|p| load_schema(p, cx, "schema"))
-        .transpose()?;
-    let fields: Vec<(String, String)> = def.fields.unwrap_or_default().into_iter().collect();
-    for (pointer, _) in &fields {
-        if !(pointer.is_empty() || pointer.starts_with('/')) {
-            let at = cx.map.locate_key(crate::key_path![
-                "verify",
-                cx.index,
-                "fields",
-                pointer.as_str()
-            ]);
-            return Err(Diagnostic::new(
-                ErrorKind::Invalid,
-                at,
-                format!("`{pointer}` is not a JSON pointer"),
-            )
-            .with_help(format!("write \"/{pointer}\"")));
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let validator = self
+            .schema
+            .as_deref()
+            .map(|p| load_schema(p, cx, "schema"))
+            .transpose()?;
+        let fields: Vec<(String, String)> = self.fields.unwrap_or_default().into_iter().collect();
+        for (pointer, _) in &fields {
+            if !(pointer.is_empty() || pointer.starts_with('/')) {
+                let at = cx.map.locate_key(crate::key_path![
+                    "verify",
+                    cx.index,
+                    "fields",
+                    pointer.as_str()
+                ]);
+                return Err(Diagnostic::new(
+                    ErrorKind::Invalid,
+                    at,
+                    format!("`{pointer}` is not a JSON pointer"),
+                )
+                .with_help(format!("write \"/{pointer}\"")));
+            }
         }
+        if validator.is_none() && fields.is_empty() {
+            return Err(cx.missing(cx.rule, "fields", "{ \"/route_id\" = \"answer_id\" }"));
+        }
+        let tolerance = Tolerance::from_keys(self.tolerance, self.relative_tolerance, cx, 0.0)?;
+        Ok(Box::new(JsonField {
+            validator,
+            fields,
+            tolerance,
+        }))
     }
-    if validator.is_none() && fields.is_empty() {
-        return Err(cx.missing(cx.rule, "fields", "{ \"/route_id\" = \"answer_id\" }"));
-    }
-    let tolerance = Tolerance::from_keys(def.tolerance, def.relative_tolerance, cx, 0.0)?;
-    Ok(Box::new(JsonField {
-        validator,
-        fields,
-        tolerance,
-    }))
 }
 
 /// Typed equality of `got` and `want`: numbers by value (within

@@ -4,6 +4,8 @@
 //! the JSON Schema of its table and the check of its docs all come from the
 //! table's type.
 
+use std::marker::PhantomData;
+
 use schemars::{JsonSchema, SchemaGenerator};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -14,21 +16,27 @@ use crate::error::Diagnostic;
 use crate::format::{ExtractDef, ExtractKind, field_names};
 use crate::key_path;
 
-/// One rule: `rule = NAME` and the keys it reads besides the common ones.
-pub trait RuleKind: Sync {
-    /// The rule's own keys; its doc comment says when the rule passes.
-    type Keys: DeserializeOwned + JsonSchema;
+/// One rule, implemented by the typed table of the keys it reads besides the
+/// common ones (`rule = NAME`); the type's doc comment says when it passes.
+pub trait RuleKind: DeserializeOwned + JsonSchema {
     /// The `rule = "..."` name.
     const NAME: &'static str;
     /// What the rule reads from a response when the spec gives no `extract`.
     const EXTRACT: ExtractKind = ExtractKind::Text;
     /// Builds the rule from its keys.
-    fn build(keys: Self::Keys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
     /// The fence a `code_block` extraction prefers when the spec names none.
-    fn fence_language(keys: &Self::Keys) -> Option<String> {
-        let _ = keys;
+    fn fence_language(&self) -> Option<String> {
         None
     }
+}
+
+/// The registry's entry for rule kind `K`.
+pub struct Kind<K>(PhantomData<fn() -> K>);
+
+impl<K> Kind<K> {
+    /// The entry.
+    pub const NEW: Self = Kind(PhantomData);
 }
 
 /// The keys every rule takes, whatever its kind.
@@ -76,7 +84,7 @@ pub trait AnyKind: Sync {
     fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic>;
 }
 
-impl<K: RuleKind> AnyKind for K {
+impl<K: RuleKind> AnyKind for Kind<K> {
     fn name(&self) -> &'static str {
         K::NAME
     }
@@ -86,18 +94,18 @@ impl<K: RuleKind> AnyKind for K {
     }
 
     fn keys(&self) -> &'static [&'static str] {
-        field_names::<K::Keys>()
+        field_names::<K>()
     }
 
     fn own_schema(&self, generator: &mut SchemaGenerator) -> Value {
-        K::Keys::json_schema(generator).to_value()
+        K::json_schema(generator).to_value()
     }
 
     fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
-        let keys: K::Keys = cx.map.read_table(key_path!["verify", cx.index], skip)?;
-        let fence_language = K::fence_language(&keys);
+        let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
+        let fence_language = keys.fence_language();
         Ok(Built {
-            rule: K::build(keys, cx)?,
+            rule: keys.build(cx)?,
             fence_language,
         })
     }

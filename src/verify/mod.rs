@@ -29,22 +29,22 @@ macro_rules! rules {
     ($($vis:vis mod $module:ident: $($kind:ident),+;)*) => {
         $($vis mod $module;)*
         /// Every rule, in the order hints and the schema list them.
-        const RULES: &[&dyn kind::AnyKind] = &[$($(&$module::$kind),+),*];
+        const RULES: &[&dyn kind::AnyKind] = &[$($(&kind::Kind::<$module::$kind>::NEW),+),*];
     };
 }
 
 rules! {
-    mod exact: ExactKind;
-    mod contains: ContainsKind, NotContainsKind, ExclusiveKind;
-    mod regex: RegexKind;
-    mod set_equal: SetEqualKind;
-    mod numeric: NumericKind;
-    mod json_field: JsonFieldKind;
-    mod similarity: SimilarityKind;
-    mod code: CodeKind;
-    pub mod judge: JudgeKind;
-    mod script: ScriptKind;
-    mod cer: CerKind;
+    mod exact: ExactKeys;
+    mod contains: ContainsKeys, NotContainsKeys, ExclusiveKeys;
+    mod regex: RegexKeys;
+    mod set_equal: SetEqualKeys;
+    mod numeric: NumericKeys;
+    mod json_field: JsonFieldKeys;
+    mod similarity: SimilarityKeys;
+    mod code: CodeKeys;
+    pub mod judge: JudgeKeys;
+    mod script: ScriptKeys;
+    mod cer: CerKeys;
 }
 
 use std::path::Path;

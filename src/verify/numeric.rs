@@ -79,18 +79,14 @@ pub struct NumericKeys {
     pub relative_tolerance: Option<f64>,
 }
 
-/// The `numeric` rule.
-pub struct NumericKind;
-
-impl RuleKind for NumericKind {
-    type Keys = NumericKeys;
+impl RuleKind for NumericKeys {
     const NAME: &'static str = "numeric";
     const EXTRACT: ExtractKind = ExtractKind::LastNumber;
 
-    fn build(keys: NumericKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let tolerance = Tolerance::from_keys(keys.tolerance, keys.relative_tolerance, cx, 1e-9)?;
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let tolerance = Tolerance::from_keys(self.tolerance, self.relative_tolerance, cx, 1e-9)?;
         Ok(Box::new(Numeric {
-            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
             tolerance,
         }))
     }

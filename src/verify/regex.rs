@@ -19,28 +19,20 @@ pub struct RegexKeys {
     pub pattern: Option<String>,
 }
 
-/// The `regex` rule.
-pub struct RegexKind;
-
-impl RuleKind for RegexKind {
-    type Keys = RegexKeys;
+impl RuleKind for RegexKeys {
     const NAME: &'static str = "regex";
 
-    fn build(keys: RegexKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        build(keys, cx)
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let pattern = cx.required(self.pattern.as_ref(), cx.rule, "pattern", "'^\\d+$'")?;
+        let pattern = regex::Regex::new(pattern).map_err(|e| {
+            cx.error(
+                ErrorKind::Regex,
+                "pattern",
+                format!("the pattern does not compile: {e}"),
+            )
+        })?;
+        Ok(Box::new(RegexRule { pattern }))
     }
-}
-
-fn build(keys: RegexKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let pattern = cx.required(keys.pattern.as_ref(), cx.rule, "pattern", "'^\\d+$'")?;
-    let pattern = regex::Regex::new(pattern).map_err(|e| {
-        cx.error(
-            ErrorKind::Regex,
-            "pattern",
-            format!("the pattern does not compile: {e}"),
-        )
-    })?;
-    Ok(Box::new(RegexRule { pattern }))
 }
 
 impl Rule for RegexRule {

@@ -35,45 +35,37 @@ pub struct ScriptKeys {
     pub threshold: Option<f64>,
 }
 
-/// The `script` rule.
-pub struct ScriptKind;
-
-impl RuleKind for ScriptKind {
-    type Keys = ScriptKeys;
+impl RuleKind for ScriptKeys {
     const NAME: &'static str = "script";
 
-    fn build(keys: ScriptKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        build(keys, cx)
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let source = cx.required(
+            self.script.as_ref(),
+            cx.rule,
+            "script",
+            "'answer.len() > 0'",
+        )?;
+        let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
+        // Names only: constants in a compile-time scope would be folded into the AST.
+        let mut scope = Scope::new();
+        for name in ["response", "answer", "vars"] {
+            scope.push_dynamic(name, Dynamic::UNIT);
+        }
+        let ast = engine.compile_with_scope(&scope, source).map_err(|e| {
+            let e = ScriptError::from(e);
+            Diagnostic::new(
+                ErrorKind::Script,
+                cx.locate_in("script", e.line, e.column),
+                e.message,
+            )
+        })?;
+        let threshold = cx.threshold(self.threshold, 1.0)?;
+        Ok(Box::new(ScriptRule {
+            engine,
+            ast,
+            threshold,
+        }))
     }
-}
-
-fn build(def: ScriptKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let source = cx.required(
-        def.script.as_ref(),
-        cx.rule,
-        "script",
-        "'answer.len() > 0'",
-    )?;
-    let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
-    // Names only: constants in a compile-time scope would be folded into the AST.
-    let mut scope = Scope::new();
-    for name in ["response", "answer", "vars"] {
-        scope.push_dynamic(name, Dynamic::UNIT);
-    }
-    let ast = engine.compile_with_scope(&scope, source).map_err(|e| {
-        let e = ScriptError::from(e);
-        Diagnostic::new(
-            ErrorKind::Script,
-            cx.locate_in("script", e.line, e.column),
-            e.message,
-        )
-    })?;
-    let threshold = cx.threshold(def.threshold, 1.0)?;
-    Ok(Box::new(ScriptRule {
-        engine,
-        ast,
-        threshold,
-    }))
 }
 
 impl ScriptRule {

@@ -38,43 +38,35 @@ pub struct SetEqualKeys {
     pub partial: Option<bool>,
 }
 
-/// The `set_equal` rule.
-pub struct SetEqualKind;
-
-impl RuleKind for SetEqualKind {
-    type Keys = SetEqualKeys;
+impl RuleKind for SetEqualKeys {
     const NAME: &'static str = "set_equal";
 
-    fn build(keys: SetEqualKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        build(keys, cx)
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let example = "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]";
+        let entities = self.entities.as_ref().filter(|e| !e.is_empty());
+        let entities = cx.required(entities, cx.rule, "entities", example)?;
+        let mut groups = Vec::new();
+        for (i, e) in entities.iter().enumerate() {
+            let pattern = Regex::new(&e.pattern).map_err(|err| {
+                Diagnostic::new(
+                    ErrorKind::Regex,
+                    cx.map
+                        .locate(key_path!["verify", cx.index, "entities", i, "pattern"]),
+                    format!("the pattern of entity `{}` does not compile: {err}", e.name),
+                )
+            })?;
+            groups.push(Group {
+                name: e.name.clone(),
+                pattern,
+                normalize: e.normalize.clone(),
+                expected: e.expected.clone(),
+            });
+        }
+        Ok(Box::new(SetEqual {
+            groups,
+            partial: self.partial.unwrap_or(false),
+        }))
     }
-}
-
-fn build(def: SetEqualKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let example = "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]";
-    let entities = def.entities.as_ref().filter(|e| !e.is_empty());
-    let entities = cx.required(entities, cx.rule, "entities", example)?;
-    let mut groups = Vec::new();
-    for (i, e) in entities.iter().enumerate() {
-        let pattern = Regex::new(&e.pattern).map_err(|err| {
-            Diagnostic::new(
-                ErrorKind::Regex,
-                cx.map
-                    .locate(key_path!["verify", cx.index, "entities", i, "pattern"]),
-                format!("the pattern of entity `{}` does not compile: {err}", e.name),
-            )
-        })?;
-        groups.push(Group {
-            name: e.name.clone(),
-            pattern,
-            normalize: e.normalize.clone(),
-            expected: e.expected.clone(),
-        });
-    }
-    Ok(Box::new(SetEqual {
-        groups,
-        partial: def.partial.unwrap_or(false),
-    }))
 }
 
 impl Group {

@@ -38,19 +38,15 @@ pub struct SimilarityKeys {
     pub threshold: Option<f64>,
 }
 
-/// The `similarity` rule.
-pub struct SimilarityKind;
-
-impl RuleKind for SimilarityKind {
-    type Keys = SimilarityKeys;
+impl RuleKind for SimilarityKeys {
     const NAME: &'static str = "similarity";
 
-    fn build(keys: SimilarityKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let metrics = [("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)];
-        let metric = cx.choice("metric", keys.metric.as_deref(), &metrics)?;
-        let threshold = cx.threshold(keys.threshold, 0.5)?;
+        let metric = cx.choice("metric", self.metric.as_deref(), &metrics)?;
+        let threshold = cx.threshold(self.threshold, 0.5)?;
         Ok(Box::new(Similarity {
-            expected: Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), cx)?,
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
             metric,
             threshold,
         }))

@@ -84,81 +84,73 @@ pub struct CodeKeys {
     pub solution_file: Option<String>,
 }
 
-/// The `code` rule.
-pub struct CodeKind;
-
-impl RuleKind for CodeKind {
-    type Keys = CodeKeys;
+impl RuleKind for CodeKeys {
     const NAME: &'static str = "code";
     const EXTRACT: ExtractKind = ExtractKind::CodeBlock;
 
-    fn build(keys: CodeKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        build(&keys, cx)
-    }
-
-    fn fence_language(keys: &CodeKeys) -> Option<String> {
-        keys.language.clone()
-    }
-}
-
-fn build(def: &CodeKeys, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let tests = cx
-        .required(def.tests.as_ref(), cx.rule, "tests", "\"tests\"")?
-        .clone();
-    let scoring = match def.score.as_deref() {
-        None | Some("all") => Scoring::All,
-        Some("fraction") => Scoring::Fraction,
-        Some(other) => {
-            return Err(cx
-                .error(
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let tests = cx
+            .required(self.tests.as_ref(), cx.rule, "tests", "\"tests\"")?
+            .clone();
+        let scoring = match self.score.as_deref() {
+            None | Some("all") => Scoring::All,
+            Some("fraction") => Scoring::Fraction,
+            Some(other) => {
+                return Err(cx
+                    .error(
+                        ErrorKind::Invalid,
+                        "score",
+                        format!("unknown score `{other}`"),
+                    )
+                    .with_help("use \"all\" (every test must pass) or \"fraction\""));
+            }
+        };
+        let template = test_template(&self, cx)?;
+        let mut limits = Limits::default();
+        if let Some(secs) = cx.code_timeout.or(self.timeout_secs) {
+            if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+                return Err(cx.error(
                     ErrorKind::Invalid,
-                    "score",
-                    format!("unknown score `{other}`"),
-                )
-                .with_help("use \"all\" (every test must pass) or \"fraction\""));
+                    "timeout_secs",
+                    "timeout_secs must be within (0, 3600]",
+                ));
+            }
+            // The limit is CPU time, which a busy machine does not eat into, so a
+            // verdict does not depend on load; the wall clock, generous, catches
+            // programs that wait instead of compute.
+            limits.cpu = Duration::from_secs_f64(secs);
+            limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
         }
-    };
-    let template = test_template(def, cx)?;
-    let mut limits = Limits::default();
-    if let Some(secs) = cx.code_timeout.or(def.timeout_secs) {
-        if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "timeout_secs",
-                "timeout_secs must be within (0, 3600]",
-            ));
+        if let Some(mb) = self.memory_mb {
+            if mb < 16 {
+                return Err(cx.error(
+                    ErrorKind::Invalid,
+                    "memory_mb",
+                    "memory_mb must be at least 16",
+                ));
+            }
+            limits.memory_bytes = mb << 20;
         }
-        // The limit is CPU time, which a busy machine does not eat into, so a
-        // verdict does not depend on load; the wall clock, generous, catches
-        // programs that wait instead of compute.
-        limits.cpu = Duration::from_secs_f64(secs);
-        limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
+        let language = self.language.as_deref().unwrap_or("python");
+        let runtime = runtime(&self, cx, language)?;
+        let solution_file = self.solution_file.clone().unwrap_or_else(|| match language {
+            "python" => "solution.py".into(),
+            other => format!("solution.{other}"),
+        });
+        Ok(Box::new(CodeRule {
+            tests,
+            prelude: self.prelude.clone(),
+            template,
+            scoring,
+            solution_file,
+            runtime,
+            limits,
+        }))
     }
-    if let Some(mb) = def.memory_mb {
-        if mb < 16 {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "memory_mb",
-                "memory_mb must be at least 16",
-            ));
-        }
-        limits.memory_bytes = mb << 20;
+
+    fn fence_language(&self) -> Option<String> {
+        self.language.clone()
     }
-    let language = def.language.as_deref().unwrap_or("python");
-    let runtime = runtime(def, cx, language)?;
-    let solution_file = def.solution_file.clone().unwrap_or_else(|| match language {
-        "python" => "solution.py".into(),
-        other => format!("solution.{other}"),
-    });
-    Ok(Box::new(CodeRule {
-        tests,
-        prelude: def.prelude.clone(),
-        template,
-        scoring,
-        solution_file,
-        runtime,
-        limits,
-    }))
 }
 
 impl Rule for CodeRule {
