@@ -18,7 +18,7 @@ mod toml_error;
 
 pub use dataset::{Dataset, DatasetFormat, FieldSource};
 pub use extract::{ExtractDef, ExtractKind};
-pub use rule::{EntityDef, Level, Normalizer, RuleTable, field_names};
+pub use rule::{RuleTable, field_names};
 pub use schema::{schema_text, spec_schema};
 pub use spec_file::*;
 pub use toml_error::toml_diagnostic;

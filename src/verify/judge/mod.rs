@@ -18,7 +18,7 @@ use super::expected::{Expected, as_text};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use super::kind::RuleKind;
-use crate::format::Level;
+use rubric::Level;
 pub use combine::{JudgeSample, combine};
 pub use parse::{JudgeAnswer, parse_answer};
 use prompt::PromptInput;
