@@ -155,16 +155,13 @@ mod tests {
     use crate::verify::{RULES, rule_keys};
 
     const RULES_DOC: &str = include_str!("../../docs/rules.md");
+    const JUDGE_DOC: &str = include_str!("../../docs/judge.md");
+    const SANDBOX_DOC: &str = include_str!("../../docs/sandbox.md");
     const SCHEMA: &str = include_str!("../../schemas/spec.schema.json");
 
-    /// The rows of the Markdown table under `## {heading}`: the first
-    /// column's name, and the leading word of each `code span` in `column`.
-    fn doc_table(heading: &str, column: usize) -> Vec<(String, Vec<String>)> {
-        let section = RULES_DOC
-            .split(&format!("\n## {heading}\n"))
-            .nth(1)
-            .unwrap_or_else(|| panic!("docs/rules.md has no `## {heading}`"));
-        let section = section.split("\n## ").next().unwrap_or_default();
+    /// The first Markdown table in `text` whose rows name keys: per row, per
+    /// cell, the leading word of each code span.
+    fn table(text: &str) -> Vec<Vec<Vec<String>>> {
         let words = |cell: &str| -> Vec<String> {
             cell.split('`')
                 .skip(1)
@@ -178,13 +175,26 @@ mod tests {
                 })
                 .collect()
         };
-        section
-            .lines()
-            .filter(|l| l.starts_with("| `"))
-            .map(|l| {
-                let cells: Vec<&str> = l.split('|').collect();
-                (words(cells[1])[0].clone(), words(cells[column]))
-            })
+        text.lines()
+            .skip_while(|l| !l.starts_with("| `"))
+            .take_while(|l| l.starts_with("| `"))
+            .map(|l| l.split('|').map(words).collect())
+            .collect()
+    }
+
+    /// The text of `doc` after `marker`.
+    fn after<'a>(doc: &'a str, marker: &str) -> &'a str {
+        doc.split(marker)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no `{marker}` in the docs"))
+    }
+
+    /// The rows of the table under `## {heading}` of docs/rules.md: the first
+    /// column's name, and the words of `column`.
+    fn doc_table(heading: &str, column: usize) -> Vec<(String, Vec<String>)> {
+        table(after(RULES_DOC, &format!("\n## {heading}\n")))
+            .into_iter()
+            .map(|mut row| (row[1][0].clone(), std::mem::take(&mut row[column])))
             .collect()
     }
 
@@ -238,6 +248,23 @@ mod tests {
                     "`{name}`'s key `{key}` has no doc comment"
                 );
             }
+        }
+        for (doc, name) in [(JUDGE_DOC, "judge"), (SANDBOX_DOC, "code")] {
+            let keys = rule_keys()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .expect("a rule")
+                .1;
+            let table = table(after(doc, "| key | meaning |"));
+            let documented: Vec<String> = table
+                .into_iter()
+                .flat_map(|mut row| row.remove(1))
+                .collect();
+            assert_eq!(
+                sorted(&documented),
+                sorted(keys),
+                "the key table of `{name}`'s page"
+            );
         }
         let common = doc_table("Keys every rule takes", 1);
         let common: Vec<&str> = common.iter().map(|(name, _)| name.as_str()).collect();
