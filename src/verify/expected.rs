@@ -46,7 +46,7 @@ impl Expected {
     }
 
     /// Why this instance's expected value cannot serve as text (see
-    /// [`text_problem`]), as the rule's one `(key, why)`.
+    /// `text_problem`), as the rule's one `(key, why)`.
     pub fn text_problems(
         &self,
         vars: &Map<String, Value>,

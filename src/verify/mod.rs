@@ -4,9 +4,10 @@
 //! Data flow: a rule's extractor takes the answer out of the response; the
 //! rule compares it with the instance variables and returns a [`Verdict`];
 //! [`RuleSet`] combines the verdicts of every `[[verify]]` entry (weights,
-//! gates, report-only rules) into an [`InstanceVerdict`]. The registry maps
-//! `rule = "..."` names to builders and to the keys each rule reads, so a key
-//! the chosen rule ignores is an error, not a silent no-op.
+//! gates, report-only rules) into an [`InstanceVerdict`]. Each rule's file
+//! holds the typed table of the keys it reads (a `kind::RuleKind`) beside
+//! its builder and tests; the `rules!` list below registers it, and a key the
+//! chosen rule does not read is an error, not a silent no-op.
 //!
 //! The `judge` rule's verdict comes from an LLM: the rule owns the rubric, the
 //! judge's prompt and the reading of its answers ([`judge`]); whoever asks the
@@ -59,6 +60,10 @@ pub use expected::{Expected, lookup};
 pub use judge::JudgeRule;
 pub use registry::CompiledRule;
 pub use registry::{rule_names, value_key};
+pub use rule_set::RuleSet;
+pub use verdict::{
+    FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, SpecFault, Verdict,
+};
 
 /// The JSON Schema of one `[[verify]]` table, derived from every rule's
 /// keys, and the definitions it refers to.
@@ -71,10 +76,6 @@ pub fn rule_schema() -> (Value, Map<String, Value>) {
 pub fn rule_keys() -> Vec<(&'static str, &'static [&'static str])> {
     RULES.iter().map(|k| (k.name(), k.keys())).collect()
 }
-pub use rule_set::RuleSet;
-pub use verdict::{
-    FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, SpecFault, Verdict,
-};
 
 /// The behavior every rule implements.
 pub trait Rule: Send + Sync {
