@@ -194,7 +194,7 @@ fn check_instances(
         }
         for (rule, key, why) in spec.rules.value_problems(&instance.vars) {
             if seen.insert((rule, key, String::new())) {
-                let key = crate::verify::value_key(&spec.def.verify[rule], key);
+                let key = crate::verify::value_key(spec.source_map(), rule, key);
                 report.errors.push(
                     Diagnostic::new(
                         ErrorKind::Invalid,

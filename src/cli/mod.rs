@@ -149,7 +149,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(&args, color),
         Command::Synth(args) => synth::run(&args),
         Command::Schema => {
-            print!("{}", crate::format::spec_schema_text());
+            print!("{}", crate::spec::schema_text());
             Exit::Success
         }
         Command::Review { golden } => review::run(&golden, color),

@@ -4,10 +4,12 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::{DeTable, DeValue, ValueDeserializer};
 
-use crate::error::Location;
+use super::toml_error::toml_diagnostic;
+use crate::error::{Diagnostic, Location};
 
 /// One step of a path into a TOML document.
 #[derive(Debug, Clone, Copy)]
@@ -220,6 +222,49 @@ impl SourceMap {
             }
         }
         self.location_at(start + raw.len())
+    }
+
+    /// Reads the table at `path` into `T`, leaving out the keys in `skip`.
+    /// Errors keep their place in the file and name the key's path
+    /// (`verify[0].threshold`), as when the whole file is read.
+    pub fn read_table<T: DeserializeOwned>(
+        &self,
+        path: &[Key],
+        skip: &[&str],
+    ) -> Result<T, Diagnostic> {
+        let diagnostic =
+            |at: &str, e: &toml::de::Error| toml_diagnostic(&self.file, &self.source, at, e);
+        let root = DeTable::parse(&self.source).map_err(|e| diagnostic("", &e))?;
+        let mut current = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+        let mut at = String::new();
+        for key in path {
+            let next = match (key, current.get_ref()) {
+                (Key::Name(n), DeValue::Table(t)) => t.get(*n).cloned(),
+                (Key::Index(i), DeValue::Array(a)) => a.get(*i).cloned(),
+                _ => None,
+            };
+            match key {
+                Key::Name(n) if at.is_empty() => at.push_str(n),
+                Key::Name(n) => at.push_str(&format!(".{n}")),
+                Key::Index(i) => at.push_str(&format!("[{i}]")),
+            }
+            current = next
+                .unwrap_or_else(|| Spanned::new(current.span(), DeValue::Table(DeTable::new())));
+        }
+        if let DeValue::Table(table) = current.get_mut() {
+            for key in skip {
+                table.remove(*key);
+            }
+        }
+        serde_path_to_error::deserialize(ValueDeserializer::from(current)).map_err(|e| {
+            let inner = e.path().to_string();
+            let at = if inner == "." {
+                at
+            } else {
+                format!("{at}.{inner}")
+            };
+            diagnostic(&at, e.inner())
+        })
     }
 
     fn node(&self, path: &[Key]) -> Option<&Spanned<Node>> {

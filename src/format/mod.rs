@@ -14,9 +14,11 @@ pub mod locate;
 mod rule;
 mod schema;
 mod spec_file;
+mod toml_error;
 
 pub use dataset::{Dataset, DatasetFormat, FieldSource};
 pub use extract::{ExtractDef, ExtractKind};
-pub use rule::{EntityDef, Level, Normalizer, RuleDef};
-pub use schema::{spec_schema, spec_schema_text};
+pub use rule::{RuleTable, field_names};
+pub use schema::{schema_text, spec_schema};
 pub use spec_file::*;
+pub use toml_error::toml_diagnostic;

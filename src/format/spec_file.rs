@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::dataset::Dataset;
-use super::rule::RuleDef;
+use super::rule::RuleTable;
 
 /// One test category, as written in `specs/<id>.toml`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -51,7 +51,7 @@ pub struct SpecFile {
     pub sampling: Option<Sampling>,
     /// Verification rules; an instance passes when all pass.
     #[serde(default)]
-    pub verify: Vec<RuleDef>,
+    pub verify: Vec<RuleTable>,
     /// Self-checks run by `harness check` without a model.
     #[serde(default, rename = "example")]
     pub examples: Vec<Example>,

@@ -2,14 +2,11 @@
 //! of each part, collecting every problem instead of stopping at the first.
 
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use super::{ScriptOrigin, Spec, dataset_diagnostic, template_diagnostic};
-use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location, did_you_mean};
+use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location};
 use crate::format::locate::{Key, SourceMap};
-use crate::format::{ResponseFormat, Role, SpecFile};
+use crate::format::{ResponseFormat, Role, SpecFile, toml_diagnostic};
 use crate::key_path;
 use crate::prompt::PromptSet;
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError};
@@ -37,66 +34,6 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
         }
     }
     Ok(files)
-}
-
-static UNKNOWN_FIELD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"unknown (?:field|variant) `([^`]*)`, expected (.*)").unwrap());
-
-/// Turns a serde/toml error into a diagnostic with a did-you-mean for unknown keys.
-fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error) -> Diagnostic {
-    let location = match err.span() {
-        Some(span) => Location::from_offset(file, source, span.start),
-        None => Location::file_start(file),
-    };
-    let message = err.message().trim_end().to_owned();
-    let at = if path.is_empty() || path == "." {
-        String::new()
-    } else {
-        format!(" (at `{path}`)")
-    };
-    if let Some(caps) = UNKNOWN_FIELD.captures(&message) {
-        let word = caps[1].to_owned();
-        let candidates: Vec<String> = caps[2]
-            .split('`')
-            .skip(1)
-            .step_by(2)
-            .map(str::to_owned)
-            .collect();
-        let is_variant = message.starts_with("unknown variant");
-        let what = if is_variant { "value" } else { "key" };
-        let mut d = Diagnostic::new(
-            if is_variant {
-                ErrorKind::Invalid
-            } else {
-                ErrorKind::UnknownKey
-            },
-            location,
-            format!("unknown {what} `{word}`{at}"),
-        );
-        d = match did_you_mean(&word, candidates.iter().map(String::as_str)) {
-            Some(s) => d.with_help(format!("did you mean `{s}`?")),
-            None => d.with_help(format!("expected one of: {}", candidates.join(", "))),
-        };
-        return d.with_source(source);
-    }
-    if let Some(field) = message
-        .strip_prefix("missing field `")
-        .and_then(|m| m.split('`').next())
-    {
-        let help = match field {
-            "prompt" => "add a [prompt] table with at least `user = \"...\"`".to_owned(),
-            other => format!("add `{other} = ...`"),
-        };
-        return Diagnostic::new(ErrorKind::Invalid, location, format!("{message}{at}"))
-            .with_help(help)
-            .with_source(source);
-    }
-    let kind = if message.contains("missing field") || message.contains("invalid") {
-        ErrorKind::Invalid
-    } else {
-        ErrorKind::Toml
-    };
-    Diagnostic::new(kind, location, format!("{message}{at}")).with_source(source)
 }
 
 /// The error for a second spec with the id of `first`: at its `id` key, or
@@ -245,7 +182,7 @@ pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics
     let prompt = compile_prompt(&def, &map)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
-    let rules = RuleSet::build(&def.verify, &map, &spec_dir)
+    let rules = RuleSet::build(&def.verify, &map, &spec_dir, None)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
     let data = minijinja::Value::from(minijinja::value::Serde(&def.data));

@@ -30,6 +30,18 @@ use crate::verify::{InstanceVerdict, RuleSet};
 
 pub use load::{duplicate_id, spec_files, valid_id};
 
+/// The JSON Schema of a spec file, rules and all: `harness schema` prints it
+/// and `schemas/spec.schema.json` holds it.
+pub fn schema() -> serde_json::Value {
+    let (rule, defs) = crate::verify::rule_schema();
+    crate::format::spec_schema(rule, defs)
+}
+
+/// [`schema`] as the pretty JSON committed in `schemas/spec.schema.json`.
+pub fn schema_text() -> String {
+    crate::format::schema_text(&schema())
+}
+
 /// The most instances a spec may make without `allow_large_runs = true`.
 pub const RUNS_CEILING: u32 = 10_000;
 
@@ -234,7 +246,7 @@ impl Spec {
         };
         let problem = if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
             Some("timeout_secs must be within (0, 3600]")
-        } else if !self.def.verify.iter().any(|r| r.rule == "code") {
+        } else if !self.def.verify.iter().any(|r| r.rule() == Some("code")) {
             Some("timeout_secs limits `code` rules, and this spec has none")
         } else {
             None
@@ -242,12 +254,8 @@ impl Spec {
         if let Some(message) = problem {
             return Err(Diagnostic::new(ErrorKind::Invalid, at(), message));
         }
-        let mut defs = self.def.verify.clone();
-        for def in defs.iter_mut().filter(|d| d.rule == "code") {
-            def.timeout_secs = Some(secs);
-        }
         let dir = self.file.parent().unwrap_or(Path::new("."));
-        RuleSet::build(&defs, &self.map, dir)
+        RuleSet::build(&self.def.verify, &self.map, dir, Some(secs))
             .map(Some)
             .map_err(|mut errors| errors.remove(0))
     }
@@ -301,7 +309,7 @@ impl Spec {
                 .with_source(self.map.source()));
         }
         if let Some((rule, key, why)) = self.rules.value_problems(&instance.vars).pop() {
-            let key = crate::verify::value_key(&self.def.verify[rule], key);
+            let key = crate::verify::value_key(&self.map, rule, key);
             return Err(Diagnostic::new(
                 ErrorKind::Invalid,
                 at(rule, key),

@@ -9,8 +9,8 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Map, Value};
 
 use super::BuildContext;
+use super::code::CodeKeys;
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
 use crate::sandbox;
 
 /// Where the program comes from.
@@ -35,7 +35,7 @@ pub(super) struct TestsError {
 
 /// The compiled `test_template`, if the rule has one.
 pub(super) fn test_template(
-    def: &RuleDef,
+    def: &CodeKeys,
     cx: &BuildContext,
 ) -> Result<Option<Environment<'static>>, Diagnostic> {
     Ok(match &def.test_template {
@@ -60,7 +60,7 @@ pub(super) fn test_template(
 
 /// The runtime of a rule: the built-in Python one, or a `command` and `runner` the spec brings.
 pub(super) fn runtime(
-    def: &RuleDef,
+    def: &CodeKeys,
     cx: &BuildContext,
     language: &str,
 ) -> Result<Runtime, Diagnostic> {
@@ -72,7 +72,7 @@ pub(super) fn runtime(
                     ErrorKind::Invalid,
                     cx.map
                         .locate(crate::key_path!["verify", cx.index, "command", 0]),
-                    why,
+                    why.to_string(),
                 )
             })?;
             let path = cx.spec_dir.join(runner);
@@ -129,10 +129,21 @@ pub(super) fn runtime(
     })
 }
 
+/// Why a `command`'s program cannot start in the sandbox.
+#[derive(Debug, thiserror::Error)]
+enum MissingProgram {
+    /// A path that names no file here.
+    #[error("`{0}` does not exist on this machine")]
+    NoFile(String),
+    /// A bare name the sandbox's `PATH` does not hold.
+    #[error("`{0}` is not on the sandbox's PATH ({path})", path = sandbox::PATH)]
+    NotOnPath(String),
+}
+
 /// Why `program` (a `command`'s first word) cannot start in the sandbox, if
 /// it cannot: a bare name must be on the sandbox's `PATH`, a path must exist;
 /// `./<runner>` names the runner file the rule brings.
-fn command_problem(program: &str, runner: &str) -> Result<(), String> {
+fn command_problem(program: &str, runner: &str) -> Result<(), MissingProgram> {
     let bundled = std::path::Path::new(runner).file_name();
     if program.strip_prefix("./").map(std::path::Path::new) == bundled.map(std::path::Path::new) {
         return Ok(());
@@ -140,15 +151,12 @@ fn command_problem(program: &str, runner: &str) -> Result<(), String> {
     if program.contains('/') {
         return match std::fs::metadata(program) {
             Ok(m) if m.is_file() => Ok(()),
-            _ => Err(format!("`{program}` does not exist on this machine")),
+            _ => Err(MissingProgram::NoFile(program.to_owned())),
         };
     }
     match sandbox::find_program(program) {
         Some(_) => Ok(()),
-        None => Err(format!(
-            "`{program}` is not on the sandbox's PATH ({})",
-            sandbox::PATH
-        )),
+        None => Err(MissingProgram::NotOnPath(program.to_owned())),
     }
 }
 

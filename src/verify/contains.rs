@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::expected::{Expected, as_text_list, lookup, text_problem};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 
 #[derive(Clone, Copy)]
 struct Matcher {
@@ -17,10 +17,10 @@ struct Matcher {
 }
 
 impl Matcher {
-    fn from_def(def: &RuleDef) -> Matcher {
+    fn new(case_sensitive: Option<bool>, whole_word: Option<bool>) -> Matcher {
         Matcher {
-            case_sensitive: def.case_sensitive.unwrap_or(false),
-            whole_word: def.whole_word.unwrap_or(true),
+            case_sensitive: case_sensitive.unwrap_or(false),
+            whole_word: whole_word.unwrap_or(true),
         }
     }
 
@@ -63,35 +63,60 @@ struct Contains {
     mode: Mode,
 }
 
-/// The problem with the needles of an instance, if any: the rule's one
-/// `(key, why)`, reported by `harness check` and failing the rule at run time.
-fn needle_problems(expected: &Expected, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-    expected
-        .resolve(vars)
-        .and_then(|v| text_problem(v, true))
-        .map(|p| ("expected", format!("the expected value {p}")))
-        .into_iter()
-        .collect()
+/// `contains`: the answer contains the expected string(s).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContainsKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Compare case-sensitively (default false).
+    pub case_sensitive: Option<bool>,
+    /// Match whole words only (default true).
+    pub whole_word: Option<bool>,
+    /// `all` (default) or `any` of the expected strings.
+    pub mode: Option<String>,
 }
 
-/// Builds a `contains` rule.
-pub fn build_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let modes = [("all", Mode::All), ("any", Mode::Any)];
-    let mode = cx.choice("mode", def.mode.as_deref(), &modes)?;
-    Ok(Box::new(Contains {
-        expected: Expected::from_def(def, cx)?,
-        matcher: Matcher::from_def(def),
-        mode,
-    }))
+impl RuleKind for ContainsKeys {
+    const NAME: &'static str = "contains";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let modes = [("all", Mode::All), ("any", Mode::Any)];
+        let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
+        Ok(Box::new(Contains {
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            matcher: Matcher::new(self.case_sensitive, self.whole_word),
+            mode,
+        }))
+    }
 }
 
-/// Builds a `not_contains` rule.
-pub fn build_not_contains(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    Ok(Box::new(Contains {
-        expected: Expected::from_def(def, cx)?,
-        matcher: Matcher::from_def(def),
-        mode: Mode::None,
-    }))
+/// `not_contains`: the answer contains none of the expected strings.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotContainsKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Compare case-sensitively (default false).
+    pub case_sensitive: Option<bool>,
+    /// Match whole words only (default true).
+    pub whole_word: Option<bool>,
+}
+
+impl RuleKind for NotContainsKeys {
+    const NAME: &'static str = "not_contains";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        Ok(Box::new(Contains {
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            matcher: Matcher::new(self.case_sensitive, self.whole_word),
+            mode: Mode::None,
+        }))
+    }
 }
 
 impl Rule for Contains {
@@ -100,18 +125,16 @@ impl Rule for Contains {
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        needle_problems(&self.expected, vars)
+        // An empty needle occurs in every answer: refused like a missing one.
+        self.expected.text_problems(vars, true)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let Some(expected) = self.expected.resolve(vars) else {
-            return Verdict::fail("the expected value is missing from the instance");
+        let needles = match self.expected.texts(vars, true) {
+            Ok(needles) => needles,
+            Err(verdict) => return verdict,
         };
-        if let Some((_, problem)) = self.value_problems(vars).pop() {
-            return Verdict::fail(problem);
-        }
         let haystack = self.matcher.normalize(answer);
-        let needles = as_text_list(expected);
         let (present, absent): (Vec<_>, Vec<_>) = needles
             .iter()
             .partition(|n| self.matcher.occurs(&haystack, &self.matcher.normalize(n)));
@@ -138,17 +161,37 @@ struct Exclusive {
     matcher: Matcher,
 }
 
-/// Builds an `exclusive` rule.
-pub fn build_exclusive(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let example = "\"names\"  # a list variable";
-    let candidates = cx
-        .required(def.candidates.as_ref(), &def.rule, "candidates", example)?
-        .clone();
-    Ok(Box::new(Exclusive {
-        expected: Expected::from_def(def, cx)?,
-        candidates,
-        matcher: Matcher::from_def(def),
-    }))
+/// `exclusive`: the right candidate is named and no other candidate is (an
+/// answer naming everyone fails).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExclusiveKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// The instance variable with every candidate answer (a list).
+    pub candidates: Option<String>,
+    /// Compare case-sensitively (default false).
+    pub case_sensitive: Option<bool>,
+    /// Match whole words only (default true).
+    pub whole_word: Option<bool>,
+}
+
+impl RuleKind for ExclusiveKeys {
+    const NAME: &'static str = "exclusive";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let example = "\"names\"  # a list variable";
+        let candidates = cx
+            .required(self.candidates.as_ref(), cx.rule, "candidates", example)?
+            .clone();
+        Ok(Box::new(Exclusive {
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            candidates,
+            matcher: Matcher::new(self.case_sensitive, self.whole_word),
+        }))
+    }
 }
 
 impl Rule for Exclusive {
@@ -163,7 +206,7 @@ impl Rule for Exclusive {
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        let mut problems = needle_problems(&self.expected, vars);
+        let mut problems = self.expected.text_problems(vars, true);
         match lookup(vars, &self.candidates) {
             Some(Value::Array(items)) => {
                 if let Some(p) = items.iter().find_map(|c| text_problem(c, true)) {

@@ -4,10 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{Expected, as_text_list, text_problem};
+use super::expected::Expected;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 use crate::text::clip;
 
 struct Exact {
@@ -15,12 +15,28 @@ struct Exact {
     case_sensitive: bool,
 }
 
-/// Builds an `exact` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    Ok(Box::new(Exact {
-        expected: Expected::from_def(def, cx)?,
-        case_sensitive: def.case_sensitive.unwrap_or(true),
-    }))
+/// `exact`: the answer equals the expected string after whitespace
+/// normalization; a list means any alternative.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExactKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Compare case-sensitively (default true).
+    pub case_sensitive: Option<bool>,
+}
+
+impl RuleKind for ExactKeys {
+    const NAME: &'static str = "exact";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        Ok(Box::new(Exact {
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            case_sensitive: self.case_sensitive.unwrap_or(true),
+        }))
+    }
 }
 
 /// Collapses whitespace runs to one space and trims.
@@ -45,23 +61,15 @@ impl Rule for Exact {
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        self.expected
-            .resolve(vars)
-            .and_then(|v| text_problem(v, false))
-            .map(|p| ("expected", format!("the expected value {p}")))
-            .into_iter()
-            .collect()
+        self.expected.text_problems(vars, false)
     }
 
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let Some(expected) = self.expected.resolve(vars) else {
-            return Verdict::fail("the expected value is missing from the instance");
+        let alternatives = match self.expected.texts(vars, false) {
+            Ok(alternatives) => alternatives,
+            Err(verdict) => return verdict,
         };
-        if let Some((_, problem)) = self.value_problems(vars).pop() {
-            return Verdict::fail(problem);
-        }
         let got = self.normalize(answer);
-        let alternatives = as_text_list(expected);
         if alternatives.iter().any(|alt| self.normalize(alt) == got) {
             return Verdict::pass();
         }

@@ -3,9 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::BuildContext;
+use super::{BuildContext, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
 
 /// Where a rule's expected value comes from.
 #[derive(Debug, Clone)]
@@ -18,8 +17,12 @@ pub enum Expected {
 
 impl Expected {
     /// Reads `expected` / `value` of a rule; exactly one must be given.
-    pub fn from_def(def: &RuleDef, cx: &BuildContext) -> Result<Expected, Diagnostic> {
-        match (&def.expected, &def.value) {
+    pub fn from_keys(
+        expected: Option<&str>,
+        value: Option<&Value>,
+        cx: &BuildContext,
+    ) -> Result<Expected, Diagnostic> {
+        match (expected, value) {
             (Some(var), None) => {
                 if var.trim().is_empty() {
                     return Err(cx.error(
@@ -28,7 +31,7 @@ impl Expected {
                         "`expected` names no variable",
                     ));
                 }
-                Ok(Expected::Var(var.clone()))
+                Ok(Expected::Var(var.to_owned()))
             }
             (None, Some(value)) => Ok(Expected::Literal(value.clone())),
             (Some(_), Some(_)) => Err(cx.error(
@@ -37,8 +40,36 @@ impl Expected {
                 "give either `expected` (a variable) or `value` (a literal), not both",
             )),
             (None, None) => {
-                Err(cx.missing(&def.rule, "expected", "\"answer\"  # an instance variable"))
+                Err(cx.missing(cx.rule, "expected", "\"answer\"  # an instance variable"))
             }
+        }
+    }
+
+    /// Why this instance's expected value cannot serve as text (see
+    /// `text_problem`), as the rule's one `(key, why)`.
+    pub fn text_problems(
+        &self,
+        vars: &Map<String, Value>,
+        needle: bool,
+    ) -> Vec<(&'static str, String)> {
+        self.resolve(vars)
+            .and_then(|v| text_problem(v, needle))
+            .map(|p| ("expected", format!("the expected value {p}")))
+            .into_iter()
+            .collect()
+    }
+
+    /// The expected value as text alternatives, or the failing verdict when
+    /// the instance lacks it or it is not text.
+    pub fn texts(&self, vars: &Map<String, Value>, needle: bool) -> Result<Vec<String>, Verdict> {
+        let Some(expected) = self.resolve(vars) else {
+            return Err(Verdict::fail(
+                "the expected value is missing from the instance",
+            ));
+        };
+        match self.text_problems(vars, needle).pop() {
+            Some((_, problem)) => Err(Verdict::fail(problem)),
+            None => Ok(as_text_list(expected)),
         }
     }
 

@@ -3,13 +3,16 @@
 //! equality (numbers compare by value: `3` equals `3.0`, never `"3"`; with
 //! `tolerance` or `relative_tolerance`, within it, as the `numeric` rule).
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use super::expected::lookup;
 use super::numeric::Tolerance;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
+use crate::format::ExtractKind;
 use crate::text::{clip, quote};
 
 struct JsonField {
@@ -30,40 +33,59 @@ pub fn load_schema(
         .map_err(|e| cx.error(ErrorKind::Schema, key, e.to_string()))
 }
 
-/// Builds a `json_field` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let validator = def
-        .schema
-        .as_deref()
-        .map(|p| load_schema(p, cx, "schema"))
-        .transpose()?;
-    let fields: Vec<(String, String)> =
-        def.fields.clone().unwrap_or_default().into_iter().collect();
-    for (pointer, _) in &fields {
-        if !(pointer.is_empty() || pointer.starts_with('/')) {
-            let at = cx.map.locate_key(crate::key_path![
-                "verify",
-                cx.index,
-                "fields",
-                pointer.as_str()
-            ]);
-            return Err(Diagnostic::new(
-                ErrorKind::Invalid,
-                at,
-                format!("`{pointer}` is not a JSON pointer"),
-            )
-            .with_help(format!("write \"/{pointer}\"")));
+/// `json_field`: the JSON answer satisfies `schema` and each JSON pointer in
+/// `fields` equals its variable (numbers by value, within the tolerances if
+/// given; types strict).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JsonFieldKeys {
+    /// JSON Schema file the answer must satisfy, relative to the spec.
+    pub schema: Option<String>,
+    /// JSON pointer -> instance variable to compare.
+    pub fields: Option<BTreeMap<String, String>>,
+    /// Absolute tolerance for numbers (default 0).
+    pub tolerance: Option<f64>,
+    /// Relative tolerance for numbers, a fraction of the expected value (default 0).
+    pub relative_tolerance: Option<f64>,
+}
+
+impl RuleKind for JsonFieldKeys {
+    const NAME: &'static str = "json_field";
+    const EXTRACT: ExtractKind = ExtractKind::Json;
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let validator = self
+            .schema
+            .as_deref()
+            .map(|p| load_schema(p, cx, "schema"))
+            .transpose()?;
+        let fields: Vec<(String, String)> = self.fields.unwrap_or_default().into_iter().collect();
+        for (pointer, _) in &fields {
+            if !(pointer.is_empty() || pointer.starts_with('/')) {
+                let at = cx.map.locate_key(crate::key_path![
+                    "verify",
+                    cx.index,
+                    "fields",
+                    pointer.as_str()
+                ]);
+                return Err(Diagnostic::new(
+                    ErrorKind::Invalid,
+                    at,
+                    format!("`{pointer}` is not a JSON pointer"),
+                )
+                .with_help(format!("write \"/{pointer}\"")));
+            }
         }
+        if validator.is_none() && fields.is_empty() {
+            return Err(cx.missing(cx.rule, "fields", "{ \"/route_id\" = \"answer_id\" }"));
+        }
+        let tolerance = Tolerance::from_keys(self.tolerance, self.relative_tolerance, cx, 0.0)?;
+        Ok(Box::new(JsonField {
+            validator,
+            fields,
+            tolerance,
+        }))
     }
-    if validator.is_none() && fields.is_empty() {
-        return Err(cx.missing(&def.rule, "fields", "{ \"/route_id\" = \"answer_id\" }"));
-    }
-    let tolerance = Tolerance::from_def(def, cx, 0.0)?;
-    Ok(Box::new(JsonField {
-        validator,
-        fields,
-        tolerance,
-    }))
 }
 
 /// Typed equality of `got` and `want`: numbers by value (within

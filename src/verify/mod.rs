@@ -4,9 +4,10 @@
 //! Data flow: a rule's extractor takes the answer out of the response; the
 //! rule compares it with the instance variables and returns a [`Verdict`];
 //! [`RuleSet`] combines the verdicts of every `[[verify]]` entry (weights,
-//! gates, report-only rules) into an [`InstanceVerdict`]. The registry maps
-//! `rule = "..."` names to builders and to the keys each rule reads, so a key
-//! the chosen rule ignores is an error, not a silent no-op.
+//! gates, report-only rules) into an [`InstanceVerdict`]. Each rule's file
+//! holds the typed table of the keys it reads (a `kind::RuleKind`) beside
+//! its builder and tests; the `rules!` list below registers it, and a key the
+//! chosen rule does not read is an error, not a silent no-op.
 //!
 //! The `judge` rule's verdict comes from an LLM: the rule owns the rubric, the
 //! judge's prompt and the reading of its answers ([`judge`]); whoever asks the
@@ -16,28 +17,42 @@
 //! Imports go down only: `format`, `extract`, `scripting`, `sandbox`, `prompt`,
 //! `error` and `text`. `verdict.rs` is the leaf the other files share.
 
-mod code;
 mod code_input;
-mod contains;
-mod exact;
 mod expected;
-mod json_field;
-pub mod judge;
-mod numeric;
-mod regex;
+mod kind;
 mod registry;
 mod rule_set;
-mod script;
-mod set_equal;
-mod similarity;
 mod verdict;
+
+/// Declares the rule modules and lists their kinds in [`RULES`]: adding a
+/// rule is its file and one line here (see `docs/architecture.md`).
+macro_rules! rules {
+    ($($vis:vis mod $module:ident: $($kind:ident),+;)*) => {
+        $($vis mod $module;)*
+        /// Every rule, in the order hints and the schema list them.
+        const RULES: &[&dyn kind::AnyKind] = &[$($(&kind::Kind::<$module::$kind>::NEW),+),*];
+    };
+}
+
+rules! {
+    mod exact: ExactKeys;
+    mod contains: ContainsKeys, NotContainsKeys, ExclusiveKeys;
+    mod regex: RegexKeys;
+    mod set_equal: SetEqualKeys;
+    mod numeric: NumericKeys;
+    mod json_field: JsonFieldKeys;
+    mod similarity: SimilarityKeys;
+    mod code: CodeKeys;
+    pub mod judge: JudgeKeys;
+    mod script: ScriptKeys;
+    mod cer: CerKeys;
+}
 
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
 use crate::format::locate::SourceMap;
 use crate::key_path;
 
@@ -49,6 +64,18 @@ pub use rule_set::RuleSet;
 pub use verdict::{
     FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, SpecFault, Verdict,
 };
+
+/// The JSON Schema of one `[[verify]]` table, derived from every rule's
+/// keys, and the definitions it refers to.
+pub fn rule_schema() -> (Value, Map<String, Value>) {
+    kind::rule_schema(RULES)
+}
+
+/// Every rule's name with the keys it reads besides the common ones, in
+/// declaration order (the docs are checked against these).
+pub fn rule_keys() -> Vec<(&'static str, &'static [&'static str])> {
+    RULES.iter().map(|k| (k.name(), k.keys())).collect()
+}
 
 /// The behavior every rule implements.
 pub trait Rule: Send + Sync {
@@ -93,7 +120,12 @@ pub trait Rule: Send + Sync {
 }
 
 /// What a rule builder may look at.
+#[derive(Clone, Copy)]
 pub struct BuildContext<'a> {
+    /// The rule's name (empty until its `rule` key is read).
+    pub rule: &'a str,
+    /// A CPU limit replacing every `code` rule's own (an example's `timeout_secs`).
+    pub code_timeout: Option<f64>,
     /// Source positions of the spec.
     pub map: &'a SourceMap,
     /// The directory relative paths in the spec start from.
@@ -134,8 +166,8 @@ impl BuildContext<'_> {
     }
 
     /// The rule's `threshold` (or `default`), which must lie within 0..1.
-    pub fn threshold(&self, def: &RuleDef, default: f64) -> Result<f64, Diagnostic> {
-        let threshold = def.threshold.unwrap_or(default);
+    pub fn threshold(&self, threshold: Option<f64>, default: f64) -> Result<f64, Diagnostic> {
+        let threshold = threshold.unwrap_or(default);
         if (0.0..=1.0).contains(&threshold) {
             Ok(threshold)
         } else {

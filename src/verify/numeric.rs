@@ -7,7 +7,8 @@ use super::expected::Expected;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::extract::last_number;
-use crate::format::RuleDef;
+use crate::format::ExtractKind;
+use super::kind::RuleKind;
 use crate::text::clip;
 
 struct Numeric {
@@ -28,10 +29,15 @@ pub struct Tolerance {
 impl Tolerance {
     /// A rule's `tolerance` and `relative_tolerance`, each a non-negative
     /// number; `absolute` when the rule sets no `tolerance`.
-    pub fn from_def(def: &RuleDef, cx: &BuildContext, absolute: f64) -> Result<Self, Diagnostic> {
+    pub fn from_keys(
+        tolerance: Option<f64>,
+        relative_tolerance: Option<f64>,
+        cx: &BuildContext,
+        absolute: f64,
+    ) -> Result<Self, Diagnostic> {
         for (key, value) in [
-            ("tolerance", def.tolerance),
-            ("relative_tolerance", def.relative_tolerance),
+            ("tolerance", tolerance),
+            ("relative_tolerance", relative_tolerance),
         ] {
             if value.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
                 return Err(cx.error(
@@ -42,8 +48,8 @@ impl Tolerance {
             }
         }
         Ok(Tolerance {
-            absolute: def.tolerance.unwrap_or(absolute),
-            relative: def.relative_tolerance.unwrap_or(0.0),
+            absolute: tolerance.unwrap_or(absolute),
+            relative: relative_tolerance.unwrap_or(0.0),
         })
     }
 
@@ -58,13 +64,32 @@ impl Tolerance {
     }
 }
 
-/// Builds a `numeric` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let tolerance = Tolerance::from_def(def, cx, 1e-9)?;
-    Ok(Box::new(Numeric {
-        expected: Expected::from_def(def, cx)?,
-        tolerance,
-    }))
+/// `numeric`: the number is within tolerance: `abs(got - want) <=
+/// max(tolerance, relative_tolerance * abs(want))`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NumericKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// Absolute tolerance (default 1e-9).
+    pub tolerance: Option<f64>,
+    /// Relative tolerance, a fraction of the expected value (default 0).
+    pub relative_tolerance: Option<f64>,
+}
+
+impl RuleKind for NumericKeys {
+    const NAME: &'static str = "numeric";
+    const EXTRACT: ExtractKind = ExtractKind::LastNumber;
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let tolerance = Tolerance::from_keys(self.tolerance, self.relative_tolerance, cx, 1e-9)?;
+        Ok(Box::new(Numeric {
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            tolerance,
+        }))
+    }
 }
 
 /// A value as a number: numbers, and strings holding exactly one number.

@@ -4,24 +4,35 @@ use serde_json::{Map, Value};
 
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 use crate::text::clip;
 
 struct RegexRule {
     pattern: regex::Regex,
 }
 
-/// Builds a `regex` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let pattern = cx.required(def.pattern.as_ref(), &def.rule, "pattern", "'^\\d+$'")?;
-    let pattern = regex::Regex::new(pattern).map_err(|e| {
-        cx.error(
-            ErrorKind::Regex,
-            "pattern",
-            format!("the pattern does not compile: {e}"),
-        )
-    })?;
-    Ok(Box::new(RegexRule { pattern }))
+/// `regex`: the answer matches `pattern`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegexKeys {
+    /// Regular expression the answer must match.
+    pub pattern: Option<String>,
+}
+
+impl RuleKind for RegexKeys {
+    const NAME: &'static str = "regex";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let pattern = cx.required(self.pattern.as_ref(), cx.rule, "pattern", "'^\\d+$'")?;
+        let pattern = regex::Regex::new(pattern).map_err(|e| {
+            cx.error(
+                ErrorKind::Regex,
+                "pattern",
+                format!("the pattern does not compile: {e}"),
+            )
+        })?;
+        Ok(Box::new(RegexRule { pattern }))
+    }
 }
 
 impl Rule for RegexRule {

@@ -1,155 +1,30 @@
-//! The rule registry: each `rule = "..."` name with the keys it reads, its
-//! default extraction and its builder.
+//! Building one `[[verify]]` table: the rule its `rule` key names (from the
+//! registry in `verify/mod.rs`), its keys checked against the ones that rule
+//! reads, its extraction and its common keys.
 
-use super::{BuildContext, Rule};
-use super::{
-    code, contains, exact, json_field, judge, numeric, regex, script, set_equal, similarity,
-};
+use super::kind::{AnyKind, Common, common_keys};
+use super::{BuildContext, RULES, Rule};
 use crate::error::{Diagnostic, ErrorKind, did_you_mean};
 use crate::extract::{ExtractError, Extractor};
-use crate::format::{ExtractDef, ExtractKind, RuleDef};
+use crate::format::locate::SourceMap;
+use crate::format::{ExtractDef, ExtractKind};
 use crate::key_path;
-
-type Builder = fn(&RuleDef, &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
-
-/// A rule's registry entry.
-struct RuleKind {
-    name: &'static str,
-    keys: &'static [&'static str],
-    default_extract: ExtractKind,
-    build: Builder,
-}
-
-const COMMON_KEYS: &[&str] = &["rule", "name", "weight", "gate", "report_only", "extract"];
-
-/// A registry entry: the rule's name, default extraction, builder and own keys.
-const fn kind(
-    name: &'static str,
-    default_extract: ExtractKind,
-    build: Builder,
-    keys: &'static [&'static str],
-) -> RuleKind {
-    RuleKind {
-        name,
-        keys,
-        default_extract,
-        build,
-    }
-}
-
-const RULES: &[RuleKind] = &[
-    kind(
-        "exact",
-        ExtractKind::Text,
-        exact::build,
-        &["expected", "value", "case_sensitive"],
-    ),
-    kind(
-        "contains",
-        ExtractKind::Text,
-        contains::build_contains,
-        &["expected", "value", "case_sensitive", "whole_word", "mode"],
-    ),
-    kind(
-        "not_contains",
-        ExtractKind::Text,
-        contains::build_not_contains,
-        &["expected", "value", "case_sensitive", "whole_word"],
-    ),
-    kind(
-        "exclusive",
-        ExtractKind::Text,
-        contains::build_exclusive,
-        &[
-            "expected",
-            "value",
-            "candidates",
-            "case_sensitive",
-            "whole_word",
-        ],
-    ),
-    kind("regex", ExtractKind::Text, regex::build, &["pattern"]),
-    kind(
-        "set_equal",
-        ExtractKind::Text,
-        set_equal::build,
-        &["entities", "partial"],
-    ),
-    kind(
-        "numeric",
-        ExtractKind::LastNumber,
-        numeric::build,
-        &["expected", "value", "tolerance", "relative_tolerance"],
-    ),
-    kind(
-        "json_field",
-        ExtractKind::Json,
-        json_field::build,
-        &["schema", "fields", "tolerance", "relative_tolerance"],
-    ),
-    kind(
-        "similarity",
-        ExtractKind::Text,
-        similarity::build,
-        &["expected", "value", "metric", "threshold"],
-    ),
-    kind(
-        "code",
-        ExtractKind::CodeBlock,
-        code::build,
-        &[
-            "tests",
-            "test_template",
-            "prelude",
-            "language",
-            "score",
-            "timeout_secs",
-            "memory_mb",
-            "command",
-            "runner",
-            "solution_file",
-            "guard",
-        ],
-    ),
-    kind(
-        "judge",
-        ExtractKind::Text,
-        judge::build,
-        &[
-            "rubric",
-            "rubric_file",
-            "template",
-            "language",
-            "expected",
-            "value",
-            "threshold",
-            "samples",
-            "temperature",
-            "max_tokens",
-            "attempts",
-        ],
-    ),
-    kind(
-        "script",
-        ExtractKind::Text,
-        script::build,
-        &["script", "threshold"],
-    ),
-];
 
 /// The names of every rule, for documentation and hints.
 pub fn rule_names() -> impl Iterator<Item = &'static str> {
-    RULES.iter().map(|r| r.name)
+    RULES.iter().map(|r| r.name())
 }
 
-pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnostic>> {
-    let Some(kind) = RULES.iter().find(|k| k.name == def.rule) else {
+pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnostic>> {
+    let path = key_path!["verify", cx.index];
+    let common: Common = cx.map.read_table(path, &[]).map_err(|e| vec![e])?;
+    let Some(kind) = RULES.iter().find(|k| k.name() == common.rule) else {
         let mut d = cx.error(
             ErrorKind::Invalid,
             "rule",
-            format!("unknown rule `{}`", def.rule),
+            format!("unknown rule `{}`", common.rule),
         );
-        d = match did_you_mean(&def.rule, rule_names()) {
+        d = match did_you_mean(&common.rule, rule_names()) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
             None => d.with_help(format!(
                 "rules: {}",
@@ -158,25 +33,25 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
         };
         return Err(vec![d]);
     };
+    let cx = &BuildContext {
+        rule: kind.name(),
+        ..*cx
+    };
+    let mut skip: Vec<&str> = common_keys().to_vec();
     let mut errors = Vec::new();
-    for key in cx.map.table_keys(key_path!["verify", cx.index]) {
-        if !COMMON_KEYS.contains(&key.as_str()) && !kind.keys.contains(&key.as_str()) {
-            errors.push(
-                Diagnostic::new(
-                    ErrorKind::UnknownKey,
-                    cx.map
-                        .locate_key(key_path!["verify", cx.index, key.as_str()]),
-                    format!("rule `{}` does not read `{key}`", kind.name),
-                )
-                .with_help(format!(
-                    "`{}` reads: {}",
-                    kind.name,
-                    kind.keys.join(", ")
-                )),
-            );
+    let present = cx.map.table_keys(path);
+    for key in &present {
+        if !skip.contains(&key.as_str()) && !kind.keys().contains(&key.as_str()) {
+            errors.push(unknown_key(*kind, cx, key));
         }
     }
-    if let Some(w) = def.weight
+    skip.extend(
+        present
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !kind.keys().contains(k)),
+    );
+    if let Some(w) = common.weight
         && !(w.is_finite() && w >= 0.0)
     {
         errors.push(cx.error(
@@ -185,13 +60,15 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
             "weight must be a non-negative number",
         ));
     }
-    let mut extract_def = def
+    let built = kind.build(cx, &skip);
+    let mut extract_def = common
         .extract
         .clone()
-        .unwrap_or_else(|| ExtractDef::of(kind.default_extract));
+        .unwrap_or_else(|| ExtractDef::of(kind.default_extract()));
     if extract_def.kind == ExtractKind::CodeBlock && extract_def.language.is_none() {
         // A code rule's fence language follows its runtime's language.
-        extract_def.language = Some(def.language.clone().unwrap_or_else(|| "python".into()));
+        let fence = built.as_ref().ok().and_then(|b| b.fence_language.clone());
+        extract_def.language = Some(fence.unwrap_or_else(|| "python".into()));
     }
     let extractor = match Extractor::new(extract_def) {
         Ok(x) => Some(x),
@@ -210,8 +87,8 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
             None
         }
     };
-    let rule = match (kind.build)(def, cx) {
-        Ok(rule) => Some(rule),
+    let rule = match built {
+        Ok(built) => Some(built.rule),
         Err(e) => {
             errors.push(e);
             None
@@ -222,14 +99,14 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
         .iter()
         .flat_map(|r| r.value_problems(&Default::default()))
     {
-        errors.push(cx.error(ErrorKind::Invalid, value_key(def, key), why));
+        errors.push(cx.error(ErrorKind::Invalid, value_key(cx.map, cx.index, key), why));
     }
     match (rule, extractor) {
         (Some(rule), Some(extractor)) if errors.is_empty() => Ok(CompiledRule {
-            name: def.name.clone().unwrap_or_else(|| def.rule.clone()),
-            weight: def.weight.unwrap_or(1.0),
-            gate: def.gate.unwrap_or(false),
-            report_only: def.report_only.unwrap_or(false),
+            name: common.name.clone().unwrap_or_else(|| common.rule.clone()),
+            weight: common.weight.unwrap_or(1.0),
+            gate: common.gate.unwrap_or(false),
+            report_only: common.report_only.unwrap_or(false),
             extractor,
             rule,
         }),
@@ -237,10 +114,40 @@ pub(super) fn build_one(def: &RuleDef, cx: &BuildContext) -> Result<CompiledRule
     }
 }
 
+/// The error for a key rule `kind` does not read: one another rule reads,
+/// or one no rule reads (a typo, with its did-you-mean).
+fn unknown_key(kind: &dyn AnyKind, cx: &BuildContext, key: &str) -> Diagnostic {
+    let location = cx.map.locate_key(key_path!["verify", cx.index, key]);
+    let reads = format!("`{}` reads: {}", kind.name(), kind.keys().join(", "));
+    if RULES.iter().any(|k| k.keys().contains(&key)) {
+        return Diagnostic::new(
+            ErrorKind::UnknownKey,
+            location,
+            format!("rule `{}` does not read `{key}`", kind.name()),
+        )
+        .with_help(reads);
+    }
+    let own = common_keys().iter().chain(kind.keys()).copied();
+    let every = RULES.iter().flat_map(|k| k.keys().iter().copied());
+    let guess = did_you_mean(key, own).or_else(|| did_you_mean(key, every));
+    let help = match guess {
+        Some(s) => format!("did you mean `{s}`? {reads}"),
+        None => reads,
+    };
+    Diagnostic::new(
+        ErrorKind::UnknownKey,
+        location,
+        format!("unknown key `{key}` (at `verify[{}].{key}`)", cx.index),
+    )
+    .with_help(help)
+}
+
 /// The key a value problem is reported at: a rule's `expected` stands for
 /// its `value` when the spec wrote a literal.
-pub fn value_key<'a>(def: &RuleDef, key: &'a str) -> &'a str {
-    if key == "expected" && def.expected.is_none() && def.value.is_some() {
+pub fn value_key<'a>(map: &SourceMap, index: usize, key: &'a str) -> &'a str {
+    let keys = map.table_keys(key_path!["verify", index]);
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    if key == "expected" && !has("expected") && has("value") {
         "value"
     } else {
         key

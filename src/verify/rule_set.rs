@@ -11,7 +11,7 @@ use super::{
 };
 use crate::error::Diagnostic;
 use crate::format::locate::SourceMap;
-use crate::format::{ExtractDef, RuleDef};
+use crate::format::{ExtractDef, RuleTable};
 
 /// The rules of a spec.
 pub struct RuleSet {
@@ -20,20 +20,24 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// Builds every `[[verify]]` entry; returns all problems found.
+    /// `code_timeout` replaces every `code` rule's CPU limit (an example's).
     pub fn build(
-        defs: &[RuleDef],
+        defs: &[RuleTable],
         map: &SourceMap,
         spec_dir: &Path,
+        code_timeout: Option<f64>,
     ) -> Result<RuleSet, Vec<Diagnostic>> {
         let mut rules = Vec::new();
         let mut errors = Vec::new();
-        for (index, def) in defs.iter().enumerate() {
+        for index in 0..defs.len() {
             let cx = BuildContext {
+                rule: "",
+                code_timeout,
                 map,
                 spec_dir,
                 index,
             };
-            match build_one(def, &cx) {
+            match build_one(&cx) {
                 Ok(rule) => rules.push(rule),
                 Err(mut e) => errors.append(&mut e),
             }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
 
 struct ScriptRule {
@@ -24,34 +24,48 @@ fn scope_for(response: &str, answer: &str, vars: Dynamic) -> Scope<'static> {
     scope
 }
 
-/// Builds a `script` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let source = cx.required(
-        def.script.as_ref(),
-        &def.rule,
-        "script",
-        "'answer.len() > 0'",
-    )?;
-    let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
-    // Names only: constants in a compile-time scope would be folded into the AST.
-    let mut scope = Scope::new();
-    for name in ["response", "answer", "vars"] {
-        scope.push_dynamic(name, Dynamic::UNIT);
+/// `script`: a Rhai expression over `response`, `answer`, `vars` returns
+/// `true`, a score ≥ `threshold`, or `#{ passed, score, detail }`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptKeys {
+    /// Rhai expression returning a bool, a score or `#{passed, score, detail}`.
+    pub script: Option<String>,
+    /// Minimum score to pass (default 1.0).
+    pub threshold: Option<f64>,
+}
+
+impl RuleKind for ScriptKeys {
+    const NAME: &'static str = "script";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let source = cx.required(
+            self.script.as_ref(),
+            cx.rule,
+            "script",
+            "'answer.len() > 0'",
+        )?;
+        let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
+        // Names only: constants in a compile-time scope would be folded into the AST.
+        let mut scope = Scope::new();
+        for name in ["response", "answer", "vars"] {
+            scope.push_dynamic(name, Dynamic::UNIT);
+        }
+        let ast = engine.compile_with_scope(&scope, source).map_err(|e| {
+            let e = ScriptError::from(e);
+            Diagnostic::new(
+                ErrorKind::Script,
+                cx.locate_in("script", e.line, e.column),
+                e.message,
+            )
+        })?;
+        let threshold = cx.threshold(self.threshold, 1.0)?;
+        Ok(Box::new(ScriptRule {
+            engine,
+            ast,
+            threshold,
+        }))
     }
-    let ast = engine.compile_with_scope(&scope, source).map_err(|e| {
-        let e = ScriptError::from(e);
-        Diagnostic::new(
-            ErrorKind::Script,
-            cx.locate_in("script", e.line, e.column),
-            e.message,
-        )
-    })?;
-    let threshold = cx.threshold(def, 1.0)?;
-    Ok(Box::new(ScriptRule {
-        engine,
-        ast,
-        threshold,
-    }))
 }
 
 impl ScriptRule {

@@ -4,14 +4,18 @@
 //! `8 912 345 67 89` are one phone; missing and extra entities are listed.
 
 use std::collections::BTreeSet;
+use std::fmt;
 
 use regex::Regex;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::expected::{as_text_list, lookup};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::{Normalizer, RuleDef};
+use super::kind::RuleKind;
 use crate::key_path;
 
 struct Group {
@@ -26,32 +30,106 @@ struct SetEqual {
     partial: bool,
 }
 
-/// Builds a `set_equal` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let example = "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]";
-    let entities = def.entities.as_ref().filter(|e| !e.is_empty());
-    let entities = cx.required(entities, &def.rule, "entities", example)?;
-    let mut groups = Vec::new();
-    for (i, e) in entities.iter().enumerate() {
-        let pattern = Regex::new(&e.pattern).map_err(|err| {
-            Diagnostic::new(
-                ErrorKind::Regex,
-                cx.map
-                    .locate(key_path!["verify", cx.index, "entities", i, "pattern"]),
-                format!("the pattern of entity `{}` does not compile: {err}", e.name),
-            )
-        })?;
-        groups.push(Group {
-            name: e.name.clone(),
-            pattern,
-            normalize: e.normalize.clone(),
-            expected: e.expected.clone(),
-        });
+/// `set_equal`: the entities found equal the expected sets; missing and
+/// extra are listed.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetEqualKeys {
+    /// Entity groups: `{ name, pattern, normalize, expected }` each.
+    pub entities: Option<Vec<EntityDef>>,
+    /// Score by F1 instead of all-or-nothing (default false).
+    pub partial: Option<bool>,
+}
+
+/// One entity group of a `set_equal` rule.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntityDef {
+    /// The group's name, shown in details (`email`, `phone`, ...).
+    pub name: String,
+    /// Regex finding the entities in the answer; group 1 if present, else the whole match.
+    pub pattern: String,
+    /// Normalizers applied to found and expected values, in order: a list,
+    /// or one name.
+    #[serde(default, deserialize_with = "one_or_many")]
+    #[schemars(schema_with = "one_or_many_schema")]
+    pub normalize: Vec<Normalizer>,
+    /// The instance variable holding the expected list.
+    pub expected: String,
+}
+
+/// A normalization applied to entities before comparing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Normalizer {
+    /// Lower-case.
+    Lowercase,
+    /// Keep digits only.
+    Digits,
+    /// Digits only, and a Russian trunk prefix 8 read as country code 7.
+    Phone,
+    /// Trim surrounding whitespace and punctuation.
+    Trim,
+    /// Dates in common formats to YYYY-MM-DD.
+    Date,
+}
+
+/// `normalize = "lowercase"` or `normalize = ["lowercase", "trim"]`; an
+/// unknown name keeps its did-you-mean error either way.
+fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Normalizer>, D::Error> {
+    struct OneOrMany;
+    impl<'de> Visitor<'de> for OneOrMany {
+        type Value = Vec<Normalizer>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a normalizer name or a list of them")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Normalizer::deserialize(de::value::StrDeserializer::<E>::new(v)).map(|n| vec![n])
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Vec::deserialize(de::value::SeqAccessDeserializer::new(seq))
+        }
     }
-    Ok(Box::new(SetEqual {
-        groups,
-        partial: def.partial.unwrap_or(false),
-    }))
+    deserializer.deserialize_any(OneOrMany)
+}
+
+fn one_or_many_schema(generator: &mut SchemaGenerator) -> Schema {
+    let one = generator.subschema_for::<Normalizer>();
+    json_schema!({
+        "description": "Normalizers applied to found and expected values, in order: a list, or one name.",
+        "anyOf": [one, {"type": "array", "items": one}]
+    })
+}
+
+impl RuleKind for SetEqualKeys {
+    const NAME: &'static str = "set_equal";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let example = "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]";
+        let entities = self.entities.as_ref().filter(|e| !e.is_empty());
+        let entities = cx.required(entities, cx.rule, "entities", example)?;
+        let mut groups = Vec::new();
+        for (i, e) in entities.iter().enumerate() {
+            let pattern = Regex::new(&e.pattern).map_err(|err| {
+                Diagnostic::new(
+                    ErrorKind::Regex,
+                    cx.map
+                        .locate(key_path!["verify", cx.index, "entities", i, "pattern"]),
+                    format!("the pattern of entity `{}` does not compile: {err}", e.name),
+                )
+            })?;
+            groups.push(Group {
+                name: e.name.clone(),
+                pattern,
+                normalize: e.normalize.clone(),
+                expected: e.expected.clone(),
+            });
+        }
+        Ok(Box::new(SetEqual {
+            groups,
+            partial: self.partial.unwrap_or(false),
+        }))
+    }
 }
 
 impl Group {
@@ -218,6 +296,33 @@ impl Rule for SetEqual {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entity(normalize: &str) -> Result<EntityDef, toml::de::Error> {
+        let text = format!("name = \"e\"\npattern = '\\d+'\nexpected = \"v\"\n{normalize}");
+        toml::from_str(&text)
+    }
+
+    #[test]
+    fn normalize_takes_one_name_or_a_list() {
+        let cases: [(&str, &[Normalizer]); 4] = [
+            ("", &[]),
+            ("normalize = \"digits\"", &[Normalizer::Digits]),
+            ("normalize = [\"trim\"]", &[Normalizer::Trim]),
+            (
+                "normalize = [\"trim\", \"lowercase\"]",
+                &[Normalizer::Trim, Normalizer::Lowercase],
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(entity(text).unwrap().normalize, want, "{text}");
+        }
+        for bad in ["normalize = \"lowercas\"", "normalize = [\"lowercas\"]"] {
+            let e = entity(bad).unwrap_err().to_string();
+            assert!(e.contains("unknown variant `lowercas`"), "{bad}: {e}");
+        }
+        let e = entity("normalize = 3").unwrap_err().to_string();
+        assert!(e.contains("a normalizer name or a list of them"), "{e}");
+    }
 
     #[test]
     fn dates_in_many_formats_normalize_alike() {

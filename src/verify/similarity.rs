@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::expected::{Expected, as_text};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use crate::format::RuleDef;
+use super::kind::RuleKind;
 
 #[derive(Clone, Copy)]
 enum Metric {
@@ -23,16 +23,34 @@ struct Similarity {
     threshold: f64,
 }
 
-/// Builds a `similarity` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let metrics = [("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)];
-    let metric = cx.choice("metric", def.metric.as_deref(), &metrics)?;
-    let threshold = cx.threshold(def, 0.5)?;
-    Ok(Box::new(Similarity {
-        expected: Expected::from_def(def, cx)?,
-        metric,
-        threshold,
-    }))
+/// `similarity`: chrF (β = 2, n-grams 1–6) or normalized Levenshtein ≥
+/// `threshold`; the score is the similarity.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimilarityKeys {
+    /// The instance variable holding the expected value (a dotted path).
+    pub expected: Option<String>,
+    /// A literal expected value, instead of `expected`.
+    pub value: Option<Value>,
+    /// `chrf` (default) or `levenshtein`.
+    pub metric: Option<String>,
+    /// Minimum similarity to pass (default 0.5).
+    pub threshold: Option<f64>,
+}
+
+impl RuleKind for SimilarityKeys {
+    const NAME: &'static str = "similarity";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let metrics = [("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)];
+        let metric = cx.choice("metric", self.metric.as_deref(), &metrics)?;
+        let threshold = cx.threshold(self.threshold, 0.5)?;
+        Ok(Box::new(Similarity {
+            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            metric,
+            threshold,
+        }))
+    }
 }
 
 fn char_ngrams(text: &[char], n: usize) -> HashMap<&[char], usize> {

@@ -25,7 +25,8 @@ use serde_json::{Map, Value};
 use super::code_input::{Runtime, runtime, test_sources, test_template};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
+use crate::format::ExtractKind;
 use crate::sandbox::{self, Limits, Program};
 
 /// The checker: runs the tests and reports each result.
@@ -59,66 +60,104 @@ struct CodeRule {
     guard: bool,
 }
 
-/// Builds a `code` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let tests = cx
-        .required(def.tests.as_ref(), &def.rule, "tests", "\"tests\"")?
-        .clone();
-    let scoring = match def.score.as_deref() {
-        None | Some("all") => Scoring::All,
-        Some("fraction") => Scoring::Fraction,
-        Some(other) => {
-            return Err(cx
-                .error(
+/// `code`: the answer (a program) passes its tests, run in the sandbox
+/// (`docs/sandbox.md`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeKeys {
+    /// The instance variable holding the tests: a list of snippets.
+    pub tests: Option<String>,
+    /// minijinja template making each test's source from `test`; `| py` writes Python literals.
+    pub test_template: Option<String>,
+    /// Instance variable with code put before the answer: the task's imports and helpers.
+    pub prelude: Option<String>,
+    /// The solution's language: fence to extract and runtime (default python).
+    pub language: Option<String>,
+    /// `all` (default: every test must pass) or `fraction` of tests passed.
+    pub score: Option<String>,
+    /// CPU limit in seconds; the wall clock gets twice that and a second (default 10).
+    pub timeout_secs: Option<f64>,
+    /// Address-space limit in MiB (default 512).
+    pub memory_mb: Option<u64>,
+    /// Command line of a custom runtime, run in the working directory.
+    pub command: Option<Vec<String>>,
+    /// A custom runtime's runner file, relative to the spec.
+    pub runner: Option<String>,
+    /// File name the solution is written to (default `solution.py`).
+    pub solution_file: Option<String>,
+    /// `true` keeps the tests' built-ins, modules, globals and objects out
+    /// of the program's reach, where plain Python would not (default false).
+    pub guard: Option<bool>,
+}
+
+impl RuleKind for CodeKeys {
+    const NAME: &'static str = "code";
+    const EXTRACT: ExtractKind = ExtractKind::CodeBlock;
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let tests = cx
+            .required(self.tests.as_ref(), cx.rule, "tests", "\"tests\"")?
+            .clone();
+        let scoring = match self.score.as_deref() {
+            None | Some("all") => Scoring::All,
+            Some("fraction") => Scoring::Fraction,
+            Some(other) => {
+                return Err(cx
+                    .error(
+                        ErrorKind::Invalid,
+                        "score",
+                        format!("unknown score `{other}`"),
+                    )
+                    .with_help("use \"all\" (every test must pass) or \"fraction\""));
+            }
+        };
+        let template = test_template(&self, cx)?;
+        let mut limits = Limits::default();
+        if let Some(secs) = cx.code_timeout.or(self.timeout_secs) {
+            if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+                return Err(cx.error(
                     ErrorKind::Invalid,
-                    "score",
-                    format!("unknown score `{other}`"),
-                )
-                .with_help("use \"all\" (every test must pass) or \"fraction\""));
+                    "timeout_secs",
+                    "timeout_secs must be within (0, 3600]",
+                ));
+            }
+            // The limit is CPU time, which a busy machine does not eat into, so a
+            // verdict does not depend on load; the wall clock, generous, catches
+            // programs that wait instead of compute.
+            limits.cpu = Duration::from_secs_f64(secs);
+            limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
         }
-    };
-    let template = test_template(def, cx)?;
-    let mut limits = Limits::default();
-    if let Some(secs) = def.timeout_secs {
-        if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "timeout_secs",
-                "timeout_secs must be within (0, 3600]",
-            ));
+        if let Some(mb) = self.memory_mb {
+            if mb < 16 {
+                return Err(cx.error(
+                    ErrorKind::Invalid,
+                    "memory_mb",
+                    "memory_mb must be at least 16",
+                ));
+            }
+            limits.memory_bytes = mb << 20;
         }
-        // The limit is CPU time, which a busy machine does not eat into, so a
-        // verdict does not depend on load; the wall clock, generous, catches
-        // programs that wait instead of compute.
-        limits.cpu = Duration::from_secs_f64(secs);
-        limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
+        let language = self.language.as_deref().unwrap_or("python");
+        let runtime = runtime(&self, cx, language)?;
+        let solution_file = self.solution_file.clone().unwrap_or_else(|| match language {
+            "python" => "solution.py".into(),
+            other => format!("solution.{other}"),
+        });
+        Ok(Box::new(CodeRule {
+            tests,
+            prelude: self.prelude.clone(),
+            template,
+            scoring,
+            solution_file,
+            runtime,
+            limits,
+            guard: self.guard.unwrap_or(false),
+        }))
     }
-    if let Some(mb) = def.memory_mb {
-        if mb < 16 {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "memory_mb",
-                "memory_mb must be at least 16",
-            ));
-        }
-        limits.memory_bytes = mb << 20;
+
+    fn fence_language(&self) -> Option<String> {
+        self.language.clone()
     }
-    let language = def.language.as_deref().unwrap_or("python");
-    let runtime = runtime(def, cx, language)?;
-    let solution_file = def.solution_file.clone().unwrap_or_else(|| match language {
-        "python" => "solution.py".into(),
-        other => format!("solution.{other}"),
-    });
-    Ok(Box::new(CodeRule {
-        tests,
-        prelude: def.prelude.clone(),
-        template,
-        scoring,
-        solution_file,
-        runtime,
-        limits,
-        guard: def.guard.unwrap_or(false),
-    }))
 }
 
 impl Rule for CodeRule {

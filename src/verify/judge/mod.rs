@@ -18,7 +18,8 @@ pub mod rubric;
 use super::expected::{Expected, as_text};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::RuleDef;
+use super::kind::RuleKind;
+use rubric::Level;
 pub use combine::{JudgeSample, combine};
 pub use error::JudgeError;
 pub use parse::{JudgeAnswer, parse_answer};
@@ -46,74 +47,107 @@ pub struct JudgeRule {
     env: minijinja::Environment<'static>,
 }
 
-/// Builds a `judge` rule.
-pub fn build(def: &RuleDef, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-    let rubric = match (&def.rubric, &def.rubric_file) {
-        (Some(levels), None) => Rubric::new(levels.clone())
-            .map_err(|e| cx.error(ErrorKind::Invalid, "rubric", e.to_string()))?,
-        (None, Some(file)) => Rubric::read(&cx.spec_dir.join(file))
-            .map_err(|e| cx.error(ErrorKind::Invalid, "rubric_file", e.to_string()))?,
-        (Some(_), Some(_)) => {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "rubric_file",
-                "give either `rubric` (levels) or `rubric_file`, not both",
-            ));
-        }
-        (None, None) => {
-            return Err(cx.missing(
-                "judge",
-                "rubric",
-                "[{ level = 1, name = \"Плохо\", criteria = \"...\" }, { level = 5, name = \"Отлично\", criteria = \"...\" }]",
-            ));
-        }
-    };
-    let template = match (&def.template, def.language.as_deref()) {
-        (Some(t), _) => t.clone(),
-        (None, language) => prompt::default_template(language.unwrap_or("ru"))
-            .ok_or_else(|| {
-                cx.error(
+/// `judge`: an LLM judge picks a rubric level; its normalized score ≥
+/// `threshold` (`docs/judge.md`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeKeys {
+    /// The rubric's levels.
+    pub rubric: Option<Vec<Level>>,
+    /// A rubric file of `[[level]]` tables, relative to the spec.
+    pub rubric_file: Option<String>,
+    /// The judge's prompt, a minijinja template over `task`, `reference`, `answer`, `levels`,
+    /// `min_level`, `max_level` and `vars` (default: a built-in prompt in `language`).
+    pub template: Option<String>,
+    /// The built-in prompt's language, `ru` or `en` (default ru).
+    pub language: Option<String>,
+    /// The instance variable holding the reference answer (a dotted path).
+    pub expected: Option<String>,
+    /// A literal reference answer, instead of `expected`.
+    pub value: Option<Value>,
+    /// Minimum normalized score to pass (default 0.5).
+    pub threshold: Option<f64>,
+    /// Judge samples per answer; the median level counts and the spread is reported (default 1).
+    pub samples: Option<u32>,
+    /// The judge's temperature (default 0, or 0.7 with several samples).
+    pub temperature: Option<f64>,
+    /// The judge's generation limit (default 512).
+    pub max_tokens: Option<u32>,
+    /// Asks per judge sample when its answer does not parse (default 3).
+    pub attempts: Option<u32>,
+}
+
+impl RuleKind for JudgeKeys {
+    const NAME: &'static str = "judge";
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let rubric = match (&self.rubric, &self.rubric_file) {
+            (Some(levels), None) => Rubric::new(levels.clone())
+                .map_err(|e| cx.error(ErrorKind::Invalid, "rubric", e.to_string()))?,
+            (None, Some(file)) => Rubric::read(&cx.spec_dir.join(file))
+                .map_err(|e| cx.error(ErrorKind::Invalid, "rubric_file", e.to_string()))?,
+            (Some(_), Some(_)) => {
+                return Err(cx.error(
                     ErrorKind::Invalid,
-                    "language",
-                    "the judge's default prompt is `ru` or `en`",
-                )
-                .with_help("or write your own prompt in `template`")
-            })?
-            .to_owned(),
-    };
-    let hash = rubric.hash(&template);
-    let env = prompt::environment(template).map_err(|e| {
-        let at = match e.line() {
-            Some(line) => cx.locate_in("template", line, 1),
-            None => cx
-                .map
-                .locate(crate::key_path!["verify", cx.index, "template"]),
+                    "rubric_file",
+                    "give either `rubric` (levels) or `rubric_file`, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(cx.missing(
+                    "judge",
+                    "rubric",
+                    "[{ level = 1, name = \"Плохо\", criteria = \"...\" }, { level = 5, name = \"Отлично\", criteria = \"...\" }]",
+                ));
+            }
         };
-        Diagnostic::new(ErrorKind::Template, at, format!("judge template: {e}"))
-    })?;
-    let threshold = cx.threshold(def, 0.5)?;
-    let samples = def.samples.unwrap_or(1);
-    if !(1..=25).contains(&samples) {
-        return Err(cx.error(ErrorKind::Invalid, "samples", "samples must be 1..=25"));
+        let template = match (&self.template, self.language.as_deref()) {
+            (Some(t), _) => t.clone(),
+            (None, language) => prompt::default_template(language.unwrap_or("ru"))
+                .ok_or_else(|| {
+                    cx.error(
+                        ErrorKind::Invalid,
+                        "language",
+                        "the judge's default prompt is `ru` or `en`",
+                    )
+                    .with_help("or write your own prompt in `template`")
+                })?
+                .to_owned(),
+        };
+        let hash = rubric.hash(&template);
+        let env = prompt::environment(template).map_err(|e| {
+            let at = match e.line() {
+                Some(line) => cx.locate_in("template", line, 1),
+                None => cx
+                    .map
+                    .locate(crate::key_path!["verify", cx.index, "template"]),
+            };
+            Diagnostic::new(ErrorKind::Template, at, format!("judge template: {e}"))
+        })?;
+        let threshold = cx.threshold(self.threshold, 0.5)?;
+        let samples = self.samples.unwrap_or(1);
+        if !(1..=25).contains(&samples) {
+            return Err(cx.error(ErrorKind::Invalid, "samples", "samples must be 1..=25"));
+        }
+        let reference = match (&self.expected, &self.value) {
+            (None, None) => None,
+            _ => Some(Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?),
+        };
+        Ok(Box::new(JudgeRule {
+            rubric,
+            hash,
+            threshold,
+            samples,
+            // Identical samples would measure nothing, so several samples default to some heat.
+            temperature: self
+                .temperature
+                .unwrap_or(if samples > 1 { 0.7 } else { 0.0 }),
+            max_tokens: self.max_tokens.unwrap_or(512),
+            attempts: self.attempts.unwrap_or(3).max(1),
+            reference,
+            env,
+        }))
     }
-    let reference = match (&def.expected, &def.value) {
-        (None, None) => None,
-        _ => Some(Expected::from_def(def, cx)?),
-    };
-    Ok(Box::new(JudgeRule {
-        rubric,
-        hash,
-        threshold,
-        samples,
-        // Identical samples would measure nothing, so several samples default to some heat.
-        temperature: def
-            .temperature
-            .unwrap_or(if samples > 1 { 0.7 } else { 0.0 }),
-        max_tokens: def.max_tokens.unwrap_or(512),
-        attempts: def.attempts.unwrap_or(3).max(1),
-        reference,
-        env,
-    }))
 }
 
 impl JudgeRule {

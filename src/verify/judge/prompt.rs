@@ -125,7 +125,7 @@ pub fn task_of(messages: &[crate::prompt::Message]) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::Level;
+    use super::super::rubric::Level;
 
     #[test]
     fn the_default_prompts_show_task_reference_answer_and_every_level() {

@@ -3,11 +3,23 @@
 
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::Location;
-pub use crate::format::Level;
+
+/// One level of a rubric.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Level {
+    /// The level's number (any integers; the lowest scores 0, the highest 1).
+    pub level: i64,
+    /// A short name: `Отлично`, `Good`.
+    pub name: String,
+    /// What an answer at this level looks like.
+    pub criteria: String,
+}
 
 /// Why a rubric cannot be used.
 #[derive(Debug, thiserror::Error)]

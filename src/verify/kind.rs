@@ -1,0 +1,277 @@
+//! What makes a rule: a typed table of its own keys, a builder, and the
+//! extraction it uses by default ([`RuleKind`]), all in the rule's file. The
+//! registry (`verify/mod.rs`) lists each kind once; the keys a rule reads,
+//! the JSON Schema of its table and the check of its docs all come from the
+//! table's type.
+
+use std::marker::PhantomData;
+
+use schemars::{JsonSchema, SchemaGenerator};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use super::{BuildContext, Rule};
+use crate::error::Diagnostic;
+use crate::format::{ExtractDef, ExtractKind, field_names};
+use crate::key_path;
+
+/// One rule, implemented by the typed table of the keys it reads besides the
+/// common ones (`rule = NAME`); the type's doc comment says when it passes.
+pub trait RuleKind: DeserializeOwned + JsonSchema {
+    /// The `rule = "..."` name.
+    const NAME: &'static str;
+    /// What the rule reads from a response when the spec gives no `extract`.
+    const EXTRACT: ExtractKind = ExtractKind::Text;
+    /// Builds the rule from its keys.
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
+    /// The fence a `code_block` extraction prefers when the spec names none.
+    fn fence_language(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The registry's entry for rule kind `K`.
+pub struct Kind<K>(PhantomData<fn() -> K>);
+
+impl<K> Kind<K> {
+    /// The entry.
+    pub const NEW: Self = Kind(PhantomData);
+}
+
+/// The keys every rule takes, whatever its kind.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Common {
+    /// The rule: its name picks the keys it reads.
+    pub rule: String,
+    /// A name for reports (defaults to the rule).
+    pub name: Option<String>,
+    /// Weight in the instance score (default 1).
+    pub weight: Option<f64>,
+    /// A gate adds nothing to the score, but when it fails the instance scores 0.
+    pub gate: Option<bool>,
+    /// Judged and reported beside the other rules (a flexible extraction beside a strict
+    /// one), but not part of the instance's pass or score.
+    pub report_only: Option<bool>,
+    /// How the answer is taken from the response.
+    pub extract: Option<ExtractDef>,
+}
+
+/// The names of the common keys.
+pub fn common_keys() -> &'static [&'static str] {
+    field_names::<Common>()
+}
+
+/// A rule built from its table, with the fence its extraction prefers.
+pub struct Built {
+    /// The rule.
+    pub rule: Box<dyn Rule>,
+    /// The fence language for a `code_block` extraction without one.
+    pub fence_language: Option<String>,
+}
+
+/// A [`RuleKind`] behind a pointer, so the registry can list them all.
+pub trait AnyKind: Sync {
+    /// The `rule = "..."` name.
+    fn name(&self) -> &'static str;
+    /// The default extraction.
+    fn default_extract(&self) -> ExtractKind;
+    /// The rule's own keys, in declaration order.
+    fn keys(&self) -> &'static [&'static str];
+    /// The JSON Schema of the rule's own keys (an object schema).
+    fn own_schema(&self, generator: &mut SchemaGenerator) -> Value;
+    /// Reads the rule's keys (leaving out `skip`) and builds it.
+    fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic>;
+}
+
+impl<K: RuleKind> AnyKind for Kind<K> {
+    fn name(&self) -> &'static str {
+        K::NAME
+    }
+
+    fn default_extract(&self) -> ExtractKind {
+        K::EXTRACT
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        field_names::<K>()
+    }
+
+    fn own_schema(&self, generator: &mut SchemaGenerator) -> Value {
+        K::json_schema(generator).to_value()
+    }
+
+    fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
+        let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
+        let fence_language = keys.fence_language();
+        Ok(Built {
+            rule: keys.build(cx)?,
+            fence_language,
+        })
+    }
+}
+
+/// The JSON Schema of one `[[verify]]` table (one of the `kinds`, picked by
+/// `rule`), and the definitions it refers to.
+pub fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>) {
+    let mut generator = SchemaGenerator::default();
+    let common = Common::json_schema(&mut generator).to_value();
+    let variants: Vec<Value> = kinds
+        .iter()
+        .map(|kind| {
+            let own = kind.own_schema(&mut generator);
+            let mut properties = common["properties"].as_object().cloned().unwrap_or_default();
+            properties.insert(
+                "rule".into(),
+                json!({"const": kind.name(), "description": common["properties"]["rule"]["description"]}),
+            );
+            if let Some(keys) = own["properties"].as_object() {
+                properties.extend(keys.clone());
+            }
+            let mut required = vec![Value::from("rule")];
+            if let Some(keys) = own["required"].as_array() {
+                required.extend(keys.iter().cloned());
+            }
+            json!({
+                "type": "object",
+                "title": kind.name(),
+                "description": own["description"],
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    let schema = json!({
+        "description": "One verification rule: `rule` names it, and with it the keys it reads.",
+        "oneOf": variants,
+    });
+    (schema, generator.take_definitions(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::{RULES, rule_keys};
+
+    const RULES_DOC: &str = include_str!("../../docs/rules.md");
+    const JUDGE_DOC: &str = include_str!("../../docs/judge.md");
+    const SANDBOX_DOC: &str = include_str!("../../docs/sandbox.md");
+    const SCHEMA: &str = include_str!("../../schemas/spec.schema.json");
+
+    /// The first Markdown table in `text` whose rows name keys: per row, per
+    /// cell, the leading word of each code span.
+    fn table(text: &str) -> Vec<Vec<Vec<String>>> {
+        let words = |cell: &str| -> Vec<String> {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .filter_map(|span| {
+                    let word: String = span
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect();
+                    (!word.is_empty()).then_some(word)
+                })
+                .collect()
+        };
+        text.lines()
+            .skip_while(|l| !l.starts_with("| `"))
+            .take_while(|l| l.starts_with("| `"))
+            .map(|l| l.split('|').map(words).collect())
+            .collect()
+    }
+
+    /// The text of `doc` after `marker`.
+    fn after<'a>(doc: &'a str, marker: &str) -> &'a str {
+        doc.split(marker)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no `{marker}` in the docs"))
+    }
+
+    /// The rows of the table under `## {heading}` of docs/rules.md: the first
+    /// column's name, and the words of `column`.
+    fn doc_table(heading: &str, column: usize) -> Vec<(String, Vec<String>)> {
+        table(after(RULES_DOC, &format!("\n## {heading}\n")))
+            .into_iter()
+            .map(|mut row| (row[1][0].clone(), std::mem::take(&mut row[column])))
+            .collect()
+    }
+
+    fn sorted(keys: &[impl AsRef<str>]) -> Vec<String> {
+        let mut keys: Vec<String> = keys.iter().map(|k| k.as_ref().to_owned()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    #[test]
+    fn keys_schema_and_docs_agree() {
+        let rows = doc_table("The rules", 3);
+        let documented: Vec<&str> = rows.iter().map(|(name, _)| name.as_str()).collect();
+        let names: Vec<&str> = rule_keys().iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            sorted(&documented),
+            sorted(&names),
+            "docs/rules.md's rule table"
+        );
+        let committed: Value = serde_json::from_str(SCHEMA).expect("the committed schema is JSON");
+        let (generated, _) = rule_schema(RULES);
+        assert_eq!(
+            committed["$defs"]["Rule"], generated,
+            "schemas/spec.schema.json is stale: run `harness schema > schemas/spec.schema.json`"
+        );
+        for (name, keys) in rule_keys() {
+            let row = &rows.iter().find(|(n, _)| n == name).expect("a row").1;
+            assert_eq!(
+                sorted(row),
+                sorted(keys),
+                "docs/rules.md's keys of `{name}`"
+            );
+            let variant = committed["$defs"]["Rule"]["oneOf"]
+                .as_array()
+                .and_then(|v| v.iter().find(|v| v["title"] == name))
+                .unwrap_or_else(|| panic!("the schema has no `{name}`"));
+            let properties = variant["properties"].as_object().expect("properties");
+            let own: Vec<&String> = properties
+                .keys()
+                .filter(|k| !common_keys().contains(&k.as_str()))
+                .collect();
+            assert_eq!(sorted(&own), sorted(keys), "the schema's keys of `{name}`");
+            assert!(
+                variant["description"].is_string(),
+                "`{name}` has no doc comment"
+            );
+            for key in keys {
+                assert!(
+                    properties[*key]["description"].is_string(),
+                    "`{name}`'s key `{key}` has no doc comment"
+                );
+            }
+        }
+        for (doc, name) in [(JUDGE_DOC, "judge"), (SANDBOX_DOC, "code")] {
+            let keys = rule_keys()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .expect("a rule")
+                .1;
+            let table = table(after(doc, "| key | meaning |"));
+            let documented: Vec<String> = table
+                .into_iter()
+                .flat_map(|mut row| row.remove(1))
+                .collect();
+            assert_eq!(
+                sorted(&documented),
+                sorted(keys),
+                "the key table of `{name}`'s page"
+            );
+        }
+        let common = doc_table("Keys every rule takes", 1);
+        let common: Vec<&str> = common.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            sorted(&common),
+            sorted(common_keys()),
+            "docs/rules.md's common keys"
+        );
+    }
+}
