@@ -10,7 +10,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use harness::spec::Spec;
+use harness::Spec;
 use serde_json::Value;
 
 const SPLITS: [&str; 4] = ["routes_3", "routes_5", "routes_7", "routes_9"];

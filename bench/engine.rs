@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use harness::spec::Spec;
+use harness::Spec;
 
 fn instances_per_second(spec: &Spec, budget: Duration) -> (u64, f64) {
     let started = Instant::now();

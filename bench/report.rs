@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
-use harness::report::{ReportContext, ReportKind, SpecInfo, write_reports};
+use harness::{ReportContext, ReportKind, SpecInfo, write_reports};
 use serde_json::json;
 
 const MODELS: [&str; 2] = ["model-a", "model-b"];

@@ -10,7 +10,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::sandbox::{Program, Sandbox, python};
+use harness::{Program, Sandbox, python_interpreter};
 
 const ROUNDS: usize = 200;
 
@@ -25,7 +25,7 @@ fn mean(xs: &[Duration]) -> Duration {
 
 fn main() {
     let sandbox = Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
-    let python = python::interpreter().unwrap_or_else(|e| panic!("{e}"));
+    let python = python_interpreter().unwrap_or_else(|e| panic!("{e}"));
     let program = Program {
         argv: vec![
             python.path.to_string_lossy().into_owned(),

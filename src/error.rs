@@ -159,7 +159,7 @@ impl From<Diagnostic> for Diagnostics {
 }
 
 /// Suggests the closest candidate to a misspelled word, if one is close enough.
-pub fn did_you_mean<'a>(
+pub(crate) fn did_you_mean<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {

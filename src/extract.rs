@@ -125,7 +125,7 @@ impl Extractor {
 
 /// Removes `<think>...</think>` blocks; an unclosed block runs to the end,
 /// and a stray `</think>` (template ate the opening tag) drops what precedes it.
-pub fn strip_think(text: &str) -> &str {
+pub(crate) fn strip_think(text: &str) -> &str {
     if let Some(end) = text.rfind("</think>") {
         return &text[end + "</think>".len()..];
     }
@@ -139,7 +139,7 @@ static FENCE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?s)```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```").unwrap());
 
 /// The inside of a response that consists of one fenced block, else the text.
-pub fn strip_fences(text: &str) -> &str {
+pub(crate) fn strip_fences(text: &str) -> &str {
     let trimmed = text.trim();
     match FENCE.captures(trimmed) {
         Some(c) if c.get(0).unwrap().as_str().len() == trimmed.len() => c.get(2).unwrap().as_str(),
@@ -148,7 +148,7 @@ pub fn strip_fences(text: &str) -> &str {
 }
 
 /// The first fenced block in `language` (or any fenced block), else the whole text.
-pub fn code_block<'t>(text: &'t str, language: Option<&str>) -> &'t str {
+pub(crate) fn code_block<'t>(text: &'t str, language: Option<&str>) -> &'t str {
     let blocks: Vec<_> = FENCE.captures_iter(text).collect();
     let wanted = language.and_then(|lang| {
         blocks
@@ -166,7 +166,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// All numbers in `text`, normalized to `-1234.5` form.
-pub fn numbers(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn numbers(text: &str) -> impl Iterator<Item = String> + '_ {
     NUMBER.find_iter(text).map(move |m| {
         let raw = m.as_str();
         let preceded_by_word = text[..m.start()]
@@ -203,12 +203,12 @@ fn normalize_number(raw: &str, minus_is_hyphen: bool) -> String {
 }
 
 /// The last number in `text`.
-pub fn last_number(text: &str) -> Option<String> {
+pub(crate) fn last_number(text: &str) -> Option<String> {
     numbers(text).last()
 }
 
 /// The first number in `text`.
-pub fn first_number(text: &str) -> Option<String> {
+pub(crate) fn first_number(text: &str) -> Option<String> {
     numbers(text).next()
 }
 
@@ -223,12 +223,12 @@ fn json_at(object: &str, pointer: &str) -> Option<String> {
 }
 
 /// The first complete JSON object in `text`, wherever it starts.
-pub fn first_json_object(text: &str) -> Option<&str> {
+pub(crate) fn first_json_object(text: &str) -> Option<&str> {
     first_json_where(text, &['{'])
 }
 
 /// The first complete JSON object or array in the text (a bare `[...]` answer, or one inside prose).
-pub fn first_json_value(text: &str) -> Option<&str> {
+pub(crate) fn first_json_value(text: &str) -> Option<&str> {
     first_json_where(text, &['{', '['])
 }
 

@@ -17,9 +17,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// An append-only file of JSON lines, open for appending.
-pub struct AppendLog {
+pub(crate) struct AppendLog {
     file: File,
-    path: PathBuf,
     last_sync: Instant,
 }
 
@@ -28,7 +27,7 @@ const SYNC_EVERY: Duration = Duration::from_millis(200);
 impl AppendLog {
     /// Opens (creating) a log of `T` lines, dropping a torn last line (one that
     /// does not parse as `T`) left by a crash.
-    pub fn open<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<AppendLog> {
+    pub(crate) fn open<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<AppendLog> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -44,18 +43,12 @@ impl AppendLog {
         }
         Ok(AppendLog {
             file,
-            path: path.to_path_buf(),
             last_sync: Instant::now(),
         })
     }
 
-    /// The log's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Appends a value as one JSON line, in a single write.
-    pub fn append<T: serde::Serialize>(&mut self, value: &T) -> io::Result<()> {
+    pub(crate) fn append<T: serde::Serialize>(&mut self, value: &T) -> io::Result<()> {
         let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
@@ -67,7 +60,7 @@ impl AppendLog {
     }
 
     /// Syncs everything to disk.
-    pub fn sync(&mut self) -> io::Result<()> {
+    pub(crate) fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()
     }
 }
@@ -93,7 +86,7 @@ fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u
 
 /// Opens `path` for reading; `None` when it does not exist (a journal or
 /// log not written yet reads as empty).
-pub fn open_existing(path: &Path) -> io::Result<Option<File>> {
+pub(crate) fn open_existing(path: &Path) -> io::Result<Option<File>> {
     match File::open(path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -102,7 +95,7 @@ pub fn open_existing(path: &Path) -> io::Result<Option<File>> {
 }
 
 /// Calls `f` with each line that parses as `T`, in file order; other lines are skipped.
-pub fn for_each_line<T: serde::de::DeserializeOwned>(
+pub(crate) fn for_each_line<T: serde::de::DeserializeOwned>(
     path: &Path,
     mut f: impl FnMut(T),
 ) -> io::Result<()> {
@@ -118,7 +111,7 @@ pub fn for_each_line<T: serde::de::DeserializeOwned>(
 /// Calls `f` with the offset, the bytes (newline included, when there is
 /// one) and the value of each line of `reader` that parses as `T`, in
 /// order; other lines are skipped. Stops at the first error `f` returns.
-pub fn for_each_line_at<T: serde::de::DeserializeOwned, E: From<io::Error>>(
+pub(crate) fn for_each_line_at<T: serde::de::DeserializeOwned, E: From<io::Error>>(
     reader: &mut impl BufRead,
     mut f: impl FnMut(u64, &[u8], T) -> Result<(), E>,
 ) -> Result<(), E> {
@@ -138,7 +131,7 @@ pub fn for_each_line_at<T: serde::de::DeserializeOwned, E: From<io::Error>>(
 
 /// Writes `bytes` to `path` through a temporary sibling, `fsync` and a rename,
 /// so a reader (or a crash) sees the old file or the new one, never half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = AtomicFile::create(path)?;
     file.write_all(bytes)?;
     file.commit()
@@ -149,7 +142,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// syncs and renames over the target, then syncs the directory so the rename
 /// itself survives a power loss. Dropped without a commit, the temporary file
 /// is removed and the target is untouched.
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     file: Option<io::BufWriter<File>>,
     tmp: PathBuf,
     path: PathBuf,
@@ -160,7 +153,7 @@ pub struct AtomicFile {
 
 impl AtomicFile {
     /// Starts replacing `path` (creating its directory).
-    pub fn create(path: &Path) -> io::Result<AtomicFile> {
+    pub(crate) fn create(path: &Path) -> io::Result<AtomicFile> {
         let dir = parent_dir(path);
         let made = dir
             .ancestors()
@@ -188,7 +181,7 @@ impl AtomicFile {
     }
 
     /// Syncs the new content and puts it in place of the old file.
-    pub fn commit(mut self) -> io::Result<()> {
+    pub(crate) fn commit(mut self) -> io::Result<()> {
         let file = self.file.take().expect("committed once");
         let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
         stall_for_tests(&self.path);
@@ -233,7 +226,7 @@ fn parent_dir(path: &Path) -> &Path {
 }
 
 /// Syncs a directory, so renames and new entries in it are on disk.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 

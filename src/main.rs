@@ -7,5 +7,5 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    harness::cli::main()
+    harness::main()
 }

@@ -12,7 +12,7 @@ pub fn install_tls() {
 }
 
 /// Whether `url` points at this machine (such requests bypass any proxy).
-pub fn is_loopback(url: &str) -> bool {
+pub(crate) fn is_loopback(url: &str) -> bool {
     let host = url.split("://").nth(1).unwrap_or(url);
     host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
 }

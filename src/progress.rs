@@ -15,7 +15,7 @@ struct ModelProgress {
 }
 
 /// Progress of a whole run.
-pub struct Progress {
+pub(crate) struct Progress {
     models: Vec<ModelProgress>,
     started: Instant,
     last_line: Instant,
@@ -27,7 +27,7 @@ const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
 impl Progress {
     /// Progress for `(model, already done, total)`; bars only when stderr is a terminal and `enabled`.
-    pub fn new(models: &[(String, u64, u64)], enabled: bool) -> Progress {
+    pub(crate) fn new(models: &[(String, u64, u64)], enabled: bool) -> Progress {
         let bars = enabled && std::io::stderr().is_terminal();
         let multi = bars.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
         let style =
@@ -61,7 +61,7 @@ impl Progress {
     }
 
     /// Counts one finished record for model `index`.
-    pub fn record(&mut self, index: usize, passed: bool) {
+    pub(crate) fn record(&mut self, index: usize, passed: bool) {
         let elapsed = self.started.elapsed().as_secs_f64().max(1e-9);
         let m = &mut self.models[index];
         m.done += 1;
@@ -103,7 +103,7 @@ impl Progress {
     }
 
     /// Ends the bars.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         for m in &self.models {
             if let Some(bar) = &m.bar {
                 bar.finish();

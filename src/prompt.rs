@@ -17,7 +17,7 @@ pub struct Message {
 
 /// A template error with its position inside the template (1-based; 0 when unknown).
 #[derive(Debug, Clone)]
-pub struct TemplateError {
+pub(crate) struct TemplateError {
     /// Which template: `system`, `user` or `messages.N`.
     pub template: String,
     /// What went wrong, including minijinja's explanation.
@@ -29,7 +29,7 @@ pub struct TemplateError {
 }
 
 /// The compiled message templates of a spec.
-pub struct PromptSet {
+pub(crate) struct PromptSet {
     env: Environment<'static>,
     messages: Vec<(Role, String)>,
 }
@@ -38,7 +38,9 @@ const FUEL: u64 = 200_000;
 
 impl PromptSet {
     /// Compiles `(role, template name, source)` triples; all errors are returned.
-    pub fn new(templates: Vec<(Role, String, String)>) -> Result<PromptSet, Vec<TemplateError>> {
+    pub(crate) fn new(
+        templates: Vec<(Role, String, String)>,
+    ) -> Result<PromptSet, Vec<TemplateError>> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_debug(true);
@@ -62,7 +64,7 @@ impl PromptSet {
     }
 
     /// Renders every message for `context` (instance variables plus `data` and `index`).
-    pub fn render(&self, context: &Value) -> Result<Vec<Message>, TemplateError> {
+    pub(crate) fn render(&self, context: &Value) -> Result<Vec<Message>, TemplateError> {
         self.messages
             .iter()
             .map(|(role, name)| {
@@ -81,7 +83,7 @@ impl PromptSet {
 
 /// A minijinja error in template `name` (whose text is `source`), with the
 /// line and column it points at inside the template.
-pub fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
+pub(crate) fn template_error(name: &str, source: &str, e: &minijinja::Error) -> TemplateError {
     let mut message = e
         .detail()
         .map_or_else(|| e.kind().to_string(), |d| format!("{}: {d}", e.kind()));
@@ -117,7 +119,7 @@ pub fn template_error(name: &str, source: &str, e: &minijinja::Error) -> Templat
 
 /// Why a dataset field is not a chat history.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HistoryError {
+pub(crate) enum HistoryError {
     /// The value is not a list.
     #[error("expected a list of {{role, content}} turns")]
     NotAList,
@@ -131,7 +133,7 @@ pub enum HistoryError {
 
 /// Chat turns from a list of `{role, content}` objects; only user and
 /// assistant turns are accepted, since the spec owns the system prompt.
-pub fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, HistoryError> {
+pub(crate) fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, HistoryError> {
     let items = value.as_array().ok_or(HistoryError::NotAList)?;
     items
         .iter()

@@ -12,16 +12,16 @@ use std::borrow::Cow;
 use std::sync::RwLock;
 
 /// What a key is replaced with.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Values shorter than this are not treated as keys: redacting `abc` from
 /// every text would garble output, and no real API key is that short.
-pub const MIN_LEN: usize = 8;
+pub(crate) const MIN_LEN: usize = 8;
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Registers `value` as a secret, unless it is too short to be one.
-pub fn register(value: &str) {
+pub(crate) fn register(value: &str) {
     let value = value.trim();
     if value.chars().count() < MIN_LEN {
         return;
@@ -39,14 +39,14 @@ pub fn register(value: &str) {
 }
 
 /// Registers the value of environment variable `name`, when it is set.
-pub fn register_env(name: &str) {
+pub(crate) fn register_env(name: &str) {
     if let Ok(value) = std::env::var(name) {
         register(&value);
     }
 }
 
 /// `text` with every registered secret replaced by [`REDACTED`].
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
     let mut out = Cow::Borrowed(text);
     for secret in secrets.iter() {

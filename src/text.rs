@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 /// Quotes a value for details: strings in «», others as JSON.
-pub fn quote(value: &Value) -> String {
+pub(crate) fn quote(value: &Value) -> String {
     match value {
         Value::String(s) => format!("«{s}»"),
         other => other.to_string(),
@@ -15,7 +15,7 @@ pub fn quote(value: &Value) -> String {
 
 /// A JSON value's kind, for messages: `null`, `a boolean`, `a number`,
 /// `a string`, `a list`, `an object`.
-pub fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -27,7 +27,7 @@ pub fn json_kind(value: &Value) -> &'static str {
 }
 
 /// Shortens long text for details: at most `max_chars` characters, then `…`.
-pub fn clip(text: &str, max_chars: usize) -> String {
+pub(crate) fn clip(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),
@@ -35,7 +35,7 @@ pub fn clip(text: &str, max_chars: usize) -> String {
 }
 
 /// `name` as a file stem: characters outside `[A-Za-z0-9._-]` become `_`.
-pub fn file_stem(name: &str) -> String {
+pub(crate) fn file_stem(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
@@ -48,12 +48,12 @@ pub fn file_stem(name: &str) -> String {
 }
 
 /// A fraction in [0, 1] as a percentage with one decimal: `0.6667` → `66.7%`.
-pub fn percent(fraction: f64) -> String {
+pub(crate) fn percent(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
 }
 
 /// An optional number with `decimals` decimals, or `none`.
-pub fn num(value: Option<f64>, decimals: usize, none: &str) -> String {
+pub(crate) fn num(value: Option<f64>, decimals: usize, none: &str) -> String {
     value.map_or_else(|| none.to_owned(), |v| format!("{v:.decimals$}"))
 }
 
@@ -73,7 +73,7 @@ pub fn money(amount: f64) -> String {
 
 /// Column alignment.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     /// Pad on the right.
     Left,
     /// Pad on the left.
@@ -81,7 +81,7 @@ pub enum Align {
 }
 
 /// Pads `s` to `width` characters (not bytes, so Cyrillic lines up).
-pub fn pad(s: &str, width: usize, align: Align) -> String {
+pub(crate) fn pad(s: &str, width: usize, align: Align) -> String {
     let fill = " ".repeat(width.saturating_sub(s.chars().count()));
     match align {
         Align::Left => format!("{s}{fill}"),
@@ -90,7 +90,7 @@ pub fn pad(s: &str, width: usize, align: Align) -> String {
 }
 
 /// `text` on one line (whitespace runs become one space), cut to `max` characters.
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     visible(&clip(&flat, max))
 }
@@ -98,7 +98,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 /// `text` wrapped at word boundaries to `width` columns, continuation lines
 /// indented by two spaces; ends with a newline. A `quoted command` stays on
 /// one line, so it can be copied whole.
-pub fn wrap(text: &str, width: usize) -> String {
+pub(crate) fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
     for word in unbroken_words(text) {
@@ -140,14 +140,14 @@ fn unbroken_words(text: &str) -> Vec<String> {
 /// C0 (ESC, BEL, CR, ...), DEL, C1 (CSI as one character, ...), and the
 /// bidirectional overrides that make text read otherwise than it is.
 /// Files keep the raw text; this is for what is shown.
-pub fn visible(text: &str) -> String {
+pub(crate) fn visible(text: &str) -> String {
     escape_controls(text, false)
 }
 
 /// [`visible`], and newlines as `\n` too: model text inside one line of the
 /// harness's own output (a verdict's detail, an error) cannot start a line
 /// that looks like the harness's.
-pub fn visible_line(text: &str) -> String {
+pub(crate) fn visible_line(text: &str) -> String {
     escape_controls(text, true)
 }
 
@@ -166,12 +166,12 @@ fn escape_controls(text: &str, newlines: bool) -> String {
 }
 
 /// Text safe inside a Markdown table cell: pipes escaped, newlines as spaces.
-pub fn md_cell(text: &str) -> String {
+pub(crate) fn md_cell(text: &str) -> String {
     one_line(text, usize::MAX).replace('|', "\\|")
 }
 
 /// Inline code that survives backticks in `text`: the delimiter is longer than any run inside.
-pub fn inline_code(text: &str) -> String {
+pub(crate) fn inline_code(text: &str) -> String {
     let ticks = "`".repeat(longest_run(text, '`') + 1);
     // A space keeps a leading or trailing backtick from merging with the delimiter.
     let space = if text.starts_with('`') || text.ends_with('`') {
@@ -183,7 +183,7 @@ pub fn inline_code(text: &str) -> String {
 }
 
 /// A fenced code block whose fence is longer than any backtick run in `text`.
-pub fn code_block(text: &str) -> String {
+pub(crate) fn code_block(text: &str) -> String {
     let fence = "`".repeat((longest_run(text, '`') + 1).max(3));
     format!(
         "{fence}text\n{}\n{fence}\n",
@@ -201,12 +201,12 @@ fn longest_run(text: &str, c: char) -> usize {
 }
 
 /// A table header: `first`, then `rest`.
-pub fn header_row(first: &str, rest: impl IntoIterator<Item = String>) -> Vec<String> {
+pub(crate) fn header_row(first: &str, rest: impl IntoIterator<Item = String>) -> Vec<String> {
     std::iter::once(first.to_owned()).chain(rest).collect()
 }
 
 /// A Markdown table padded to character widths, so the source reads as a table too.
-pub fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[String], center: &[bool], rows: &[Vec<String>]) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             rows.iter()

@@ -81,7 +81,7 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn bare_python_gives_the_recorded_verdicts() {
-    let python = harness::sandbox::python::interpreter().expect("a python3");
+    let python = harness::python_interpreter().expect("a python3");
     let dir = tempfile::tempdir().unwrap();
     let wrong: Vec<String> = cases()
         .iter()

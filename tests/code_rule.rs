@@ -57,7 +57,7 @@ fn unsandboxed_runs_warn_every_time() {
 
 #[test]
 fn many_sandboxes_at_once_share_nothing() {
-    let spec = Arc::new(harness::spec::Spec::load(&fixture("hostile_examples.toml")).unwrap());
+    let spec = Arc::new(harness::Spec::load(&fixture("hostile_examples.toml")).unwrap());
     // Each run leaves a file and a process behind, then looks for its siblings'.
     let solution = "```python
 import os, subprocess

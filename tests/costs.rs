@@ -265,11 +265,11 @@ const RUNS: u64 = 12;
 
 /// The worst case the harness reserves for each t06 instance.
 fn worst_cases(ws: &Workspace) -> Vec<f64> {
-    let spec = harness::spec::Spec::load(&ws.path().join("specs/t06_mathematics.toml")).unwrap();
+    let spec = harness::Spec::load(&ws.path().join("specs/t06_mathematics.toml")).unwrap();
     (0..RUNS)
         .map(|i| {
             let messages = spec.instance(i).unwrap().messages;
-            (harness::run::cost::prompt_tokens(&messages) + 10) as f64 * 8e-6
+            (harness::prompt_tokens(&messages) + 10) as f64 * 8e-6
         })
         .collect()
 }
@@ -310,7 +310,7 @@ fn a_budget_stops_within_the_in_flight_bound_and_resume_completes_without_repeat
         "stopped early: {spent} of {budget}"
     );
     assert!(
-        out.contains(&format!("spent {} USD", harness::text::money(spent))),
+        out.contains(&format!("spent {} USD", harness::money(spent))),
         "{out}"
     );
 

@@ -330,7 +330,7 @@ fn every_config_example_loads() {
     let mut problems = Vec::new();
     for file in example_files("config") {
         let shown = shown_at(&blocks, &file);
-        let config = match harness::config::Config::load(&root().join(&file), true) {
+        let config = match harness::Config::load(&root().join(&file), true) {
             Ok(c) => c,
             Err(e) => {
                 problems.push(format!("{shown}: does not load: {e}"));

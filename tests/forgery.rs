@@ -116,7 +116,7 @@ fn builtin_style_tests() -> Vec<String> {
 /// How many of `tests` bare `python3` passes when they follow `program`
 /// in one module, one after the other, as the checker runs them.
 fn plain_python_passes(program: &str, tests: &[String]) -> usize {
-    let python = harness::sandbox::python::interpreter().expect("a python3");
+    let python = harness::python_interpreter().expect("a python3");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("case.py");
     let mut source = format!("{program}\n__passed = 0\n");

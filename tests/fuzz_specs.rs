@@ -11,9 +11,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use harness::check::{CheckOptions, check_file};
-use harness::golden::GoldenMode;
-use harness::spec::Spec;
+use harness::GoldenMode;
+use harness::Spec;
+use harness::{CheckOptions, check_file};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 

@@ -121,19 +121,19 @@ fn hostile_answers_render_as_text() {
     let dir = tempfile::tempdir().unwrap();
     let journal = hostile_journal(&dir.path().join("results/runs/r1"));
     let ctx_models = vec!["qwen3:8b".to_owned()];
-    let specs = vec![harness::report::SpecInfo {
+    let specs = vec![harness::SpecInfo {
         title: "<img src=x onerror=\"window.__pwned = 4\">".into(),
-        ..harness::report::SpecInfo::plain("t01_simple_logic")
+        ..harness::SpecInfo::plain("t01_simple_logic")
     }];
     let journals = [journal];
     let results = dir.path().join("results");
-    let ctx = harness::report::ReportContext {
+    let ctx = harness::ReportContext {
         run_ids: &["r1".to_owned()],
         timestamp: "2026-11-21 22:30:00",
         file_stamp: "hostile",
-        ..harness::report::ReportContext::new(&results, &ctx_models, &specs, &journals)
+        ..harness::ReportContext::new(&results, &ctx_models, &specs, &journals)
     };
-    let out = harness::report::write_reports(&ctx).unwrap();
+    let out = harness::write_reports(&ctx).unwrap();
     open(&mut b, &out.files.html, 1280, "hostile_overview");
     b.eval("document.querySelector('#tabs [data-view=instances]').click()");
     b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");

@@ -296,10 +296,10 @@ fn ollama_reference_reads_ollama_host() {
 /// driven through the library client directly.
 mod streaming {
     use super::*;
-    use harness::provider::{ChatRequest, ModelSetup, OllamaClient, ProviderKind};
+    use harness::{ChatRequest, ModelSetup, OllamaClient, ProviderKind};
 
     fn client(fake: &FakeServer) -> OllamaClient {
-        harness::net::install_tls();
+        harness::install_tls();
         let mut spec = ModelSetup::new(ProviderKind::Ollama, "stream-model");
         spec.base_url = Some(fake.ollama_base());
         spec.timeout_secs = 5.0;

@@ -5,8 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use harness::report::{ReportContext, ReportKind, ReportOutput, SpecInfo, write_reports};
-use harness::text::Lang;
+use harness::Lang;
+use harness::{ReportContext, ReportKind, ReportOutput, SpecInfo, write_reports};
 use serde_json::Value;
 
 use crate::common::alone::{in_own_process, test_name};

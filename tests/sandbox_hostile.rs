@@ -15,7 +15,7 @@ use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use harness::sandbox::{self, Limits, Outcome, Program, Termination};
+use harness::{Limits, Outcome, Program, Sandbox, Termination};
 
 use crate::common::alone::{in_own_process, test_name};
 use crate::common::python_suite;
@@ -110,7 +110,7 @@ fn limits() -> Limits {
 }
 
 fn python_program(source: String) -> Program {
-    let python = sandbox::python::interpreter().expect("a python3 the sandbox can run");
+    let python = harness::python_interpreter().expect("a python3 the sandbox can run");
     Program {
         argv: python.argv("main.py"),
         files: vec![("main.py".into(), source.into_bytes())],
@@ -222,7 +222,7 @@ fn started_here(pid: u32, uids: &std::ops::Range<u32>) -> bool {
 /// This harness's processes of its sandbox uids still alive (root only:
 /// other users keep their uid).
 fn leftover_processes() -> Vec<String> {
-    let ours = sandbox::own_uids();
+    let ours = harness::own_uids();
     let mut left = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry
@@ -282,7 +282,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
     }
     // The harness's environment holds the key, as a user's shell would give it.
     assert_eq!(std::env::var("OPENAI_API_KEY").as_deref(), Ok(FAKE_KEY));
-    let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
+    let sandbox = Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
     let canary_dir = tempfile::tempdir().unwrap();
     let unix = UnixListener::bind(canary_dir.path().join("host.sock")).unwrap();
@@ -386,7 +386,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
 /// capture loop's watch, so an endless loop ends near it, not a second on.
 #[test]
 fn a_fractional_cpu_limit_stops_a_loop_near_it() {
-    let sandbox = sandbox::Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
+    let sandbox = Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let mut program = python_program("while True:\n    pass\n".into());
     program.limits.cpu = Duration::from_millis(300);
     program.limits.wall = Duration::from_secs(10);

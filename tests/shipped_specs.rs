@@ -15,7 +15,7 @@ fn committed_schema_is_the_generated_one() {
     let committed = std::fs::read_to_string(root().join("schemas/spec.schema.json")).unwrap();
     assert_eq!(
         committed,
-        harness::spec::schema_text(),
+        harness::spec_schema_text(),
         "schemas/spec.schema.json is stale: run `harness schema > schemas/spec.schema.json`"
     );
     let (code, printed) = run(harness(&root()).arg("schema"));
@@ -25,7 +25,7 @@ fn committed_schema_is_the_generated_one() {
 
 #[test]
 fn every_shipped_spec_validates_against_the_schema() {
-    let schema = harness::spec::schema();
+    let schema = harness::spec_schema();
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let mut checked = 0;
     for entry in std::fs::read_dir(root().join("specs")).unwrap() {
@@ -47,7 +47,7 @@ fn every_shipped_spec_validates_against_the_schema() {
 
 #[test]
 fn schema_rejects_what_the_loader_rejects() {
-    let validator = jsonschema::validator_for(&harness::spec::schema()).unwrap();
+    let validator = jsonschema::validator_for(&harness::spec_schema()).unwrap();
     let bad: serde_json::Value = toml::from_str("tittle = 1\n[prompt]\nuser = 'x'").unwrap();
     assert!(!validator.is_valid(&bad));
     let bad: serde_json::Value =

@@ -9,7 +9,7 @@ use crate::error::Diagnostic;
 
 /// Options shared by the commands that ask models.
 #[derive(Debug, clap::Args)]
-pub struct AskingArgs {
+pub(super) struct AskingArgs {
     /// The configuration file.
     #[arg(long, default_value = "harness.toml")]
     pub config: PathBuf,
@@ -26,19 +26,19 @@ pub struct AskingArgs {
 
 impl AskingArgs {
     /// The configuration; a file named with `--config` must exist, the default may not.
-    pub fn load_config(&self) -> Result<Config, Diagnostic> {
+    pub(super) fn load_config(&self) -> Result<Config, Diagnostic> {
         Config::load(&self.config, self.config != Path::new("harness.toml"))
     }
 
     /// The response cache under the results directory.
-    pub fn cache_path(&self) -> PathBuf {
+    pub(super) fn cache_path(&self) -> PathBuf {
         self.results.join("cache.sqlite")
     }
 }
 
 /// A number option's value outside what the option takes; clap prints it.
 #[derive(Debug, thiserror::Error)]
-pub enum BadNumber {
+pub(super) enum BadNumber {
     /// `--max-cost`: not a finite amount of 0 or more.
     #[error("`{0}` is not an amount of 0 or more")]
     Amount(String),

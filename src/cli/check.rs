@@ -116,7 +116,7 @@ fn each_checked(files: &[PathBuf], options: &CheckOptions, mut take: impl FnMut(
 }
 
 /// Runs `harness check`.
-pub fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
+pub(super) fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
     let files = match spec_files(paths) {
         Ok(files) => files,
         Err(d) => return super::exit::diagnostics([&d], color),

@@ -13,7 +13,7 @@ use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
 use crate::text::money;
 
 /// Parses `--max-cost`: a finite amount of 0 or more.
-pub fn amount(text: &str) -> Result<f64, super::asking::BadNumber> {
+pub(super) fn amount(text: &str) -> Result<f64, super::asking::BadNumber> {
     match text.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(super::asking::BadNumber::Amount(text.to_owned())),
@@ -26,7 +26,7 @@ fn priced_models(manifest: &mut Manifest) -> impl Iterator<Item = &mut ModelSetu
 }
 
 /// Gives every model of the plan without a price the one `file` has for it.
-pub fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) -> Result<(), Exit> {
+pub(super) fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) -> Result<(), Exit> {
     let table = PriceTable::read(file).map_err(|d| super::exit::diagnostics([&d], color))?;
     for model in priced_models(manifest).filter(|m| m.price.is_none()) {
         model.price = table.lookup(model);
@@ -36,7 +36,7 @@ pub fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) -> Result
 
 /// With a cost budget every model and the judge need a price: a budget that
 /// cannot see a model's spending would never stop it.
-pub fn check_priced(manifest: &mut Manifest, limits: Limits) -> Result<(), Exit> {
+pub(super) fn check_priced(manifest: &mut Manifest, limits: Limits) -> Result<(), Exit> {
     if limits.max_cost.is_none() {
         return Ok(());
     }
@@ -55,7 +55,7 @@ pub fn check_priced(manifest: &mut Manifest, limits: Limits) -> Result<(), Exit>
 
 /// `harness run --dry-run`: the requests the plan still has and the most
 /// they could cost, per model and spec; sends nothing.
-pub fn dry_run(
+pub(super) fn dry_run(
     manifest: &Manifest,
     specs: &[Arc<SpecRuntime>],
     journal_path: &Path,
@@ -156,7 +156,7 @@ fn against_limits(outcome: &RunOutcome, limits: Limits, currency: &str) -> Optio
 }
 
 /// After a run that finished within its budget: what it spent of it.
-pub fn within_budget(outcome: &RunOutcome, limits: Limits, currency: &str) {
+pub(super) fn within_budget(outcome: &RunOutcome, limits: Limits, currency: &str) {
     if let Some(words) = against_limits(outcome, limits, currency) {
         print!("{}", crate::text::wrap(&format!("budget: {words}"), 80));
     }
@@ -164,7 +164,7 @@ pub fn within_budget(outcome: &RunOutcome, limits: Limits, currency: &str) {
 
 /// After a run stopped by its budget: what it spent, against which limit,
 /// and how to go on.
-pub fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &str, run_id: &str) {
+pub(super) fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &str, run_id: &str) {
     let words = against_limits(outcome, limits, currency).unwrap_or_default();
     let flag = if limits.max_cost.is_some() {
         "--max-cost"

@@ -68,7 +68,7 @@ impl From<Exit> for ExitCode {
 }
 
 /// Prints `error: <message>` and returns [`Exit::BadInput`].
-pub fn fail(message: impl Display) -> Exit {
+pub(super) fn fail(message: impl Display) -> Exit {
     // Errors can quote a server's reply; no configured key is ever printed,
     // and model text in them shows its control characters escaped.
     eprintln!(
@@ -79,7 +79,7 @@ pub fn fail(message: impl Display) -> Exit {
 }
 
 /// An error that stops a command; the exit it ends in follows from its kind.
-pub trait Failure: Display {
+pub(super) trait Failure: Display {
     /// The named exit this error ends a command with.
     fn exit(&self) -> Exit;
 }
@@ -106,14 +106,14 @@ impl Failure for Diagnostic {
 }
 
 /// Prints `error: <message>` and returns the exit `error`'s kind names.
-pub fn fail_with(error: &impl Failure) -> Exit {
+pub(super) fn fail_with(error: &impl Failure) -> Exit {
     fail(error);
     error.exit()
 }
 
 /// Prints each diagnostic with its source line and returns the exit they
 /// name ([`Exit::BadInput`]); callers print them all before stopping.
-pub fn diagnostics<'a>(all: impl IntoIterator<Item = &'a Diagnostic>, color: bool) -> Exit {
+pub(super) fn diagnostics<'a>(all: impl IntoIterator<Item = &'a Diagnostic>, color: bool) -> Exit {
     let mut exit = Exit::BadInput;
     for d in all {
         eprint!("{}", super::render::diagnostic(d, color));
@@ -123,7 +123,7 @@ pub fn diagnostics<'a>(all: impl IntoIterator<Item = &'a Diagnostic>, color: boo
 }
 
 /// The exit of a command that returns `Result<Exit, Exit>` internally.
-pub fn either(result: Result<Exit, Exit>) -> Exit {
+pub(super) fn either(result: Result<Exit, Exit>) -> Exit {
     result.unwrap_or_else(|exit| exit)
 }
 

@@ -19,7 +19,7 @@ use crate::text::Lang;
 /// The options of the commands that end a run (`run`, `merge`): the report
 /// formats, the golden comparison, and whether request errors fail the run.
 #[derive(Debug, clap::Args)]
-pub struct FinishArgs {
+pub(super) struct FinishArgs {
     /// Golden directory.
     #[arg(long, default_value = "golden")]
     pub golden: PathBuf,
@@ -39,7 +39,7 @@ pub struct FinishArgs {
 
 /// `--lang`: the language of the reports, over `harness.toml`'s `[report] language`.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct LangArg {
+pub(super) struct LangArg {
     /// Report language (default: `[report] language` in harness.toml, else the locale: `ru*` gives Russian).
     #[arg(long = "lang", value_enum, value_name = "LANG")]
     pub lang: Option<Lang>,
@@ -47,7 +47,7 @@ pub struct LangArg {
 
 impl LangArg {
     /// The flag, else the configuration's `[report] language`, else the locale's.
-    pub fn resolve(&self, config: Option<&Config>) -> Lang {
+    pub(super) fn resolve(&self, config: Option<&Config>) -> Lang {
         self.lang
             .or_else(|| config.and_then(|c| c.report.language))
             .unwrap_or_else(Lang::from_env)
@@ -55,7 +55,7 @@ impl LangArg {
 
     /// [`LangArg::resolve`] with `./harness.toml` when there is one; a
     /// configuration that does not parse is left to the commands that need it.
-    pub fn resolve_here(&self) -> Lang {
+    pub(super) fn resolve_here(&self) -> Lang {
         let config = self
             .lang
             .is_none()
@@ -113,7 +113,7 @@ impl Finish<'_> {
     /// The exit code once the reports and the golden comparison are done:
     /// answers without a verdict fail the run unless errors are allowed;
     /// else golden differences do.
-    pub fn exit(&self, report: &ReportOutput, differ: bool) -> Exit {
+    pub(super) fn exit(&self, report: &ReportOutput, differ: bool) -> Exit {
         if report.errors == 0 || self.args.allow_errors {
             return Exit::differences_if(differ);
         }
@@ -125,7 +125,7 @@ impl Finish<'_> {
     }
 
     /// Writes the run's reports from its journal.
-    pub fn reports(
+    pub(super) fn reports(
         &self,
         manifest: &Manifest,
         specs: &[Arc<Spec>],
@@ -162,7 +162,7 @@ impl Finish<'_> {
 
     /// Compares each (model, spec) pair with its golden transcript, or records
     /// it when blessing; returns whether anything differs.
-    pub fn golden_transcripts(
+    pub(super) fn golden_transcripts(
         &self,
         manifest: &Manifest,
         specs: &[Arc<Spec>],

@@ -14,7 +14,7 @@ use crate::spec::Spec;
 
 /// Arguments of `harness merge`.
 #[derive(Debug, clap::Args)]
-pub struct MergeArgs {
+pub(super) struct MergeArgs {
     /// The shards' run directories (`results/runs/<id>-shard-I-of-N`), every shard once.
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
@@ -30,7 +30,7 @@ pub struct MergeArgs {
 }
 
 /// Runs `harness merge`.
-pub fn run(args: &MergeArgs, color: bool) -> Exit {
+pub(super) fn run(args: &MergeArgs, color: bool) -> Exit {
     super::exit::either(merge_runs(args, color))
 }
 

@@ -22,14 +22,14 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-pub use exit::Exit;
+pub(crate) use exit::Exit;
 
 use clap::{Parser, Subcommand};
 
 /// Test and rank LLMs with test categories written as data.
 #[derive(Debug, Parser)]
 #[command(name = "harness", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Read hf:// datasets only from the local cache (like HF_HUB_OFFLINE=1).
     #[arg(long, global = true)]
     offline: bool,
@@ -106,7 +106,7 @@ enum Command {
 }
 
 /// Whether to color standard output: a terminal, and NO_COLOR unset.
-pub fn stdout_color() -> bool {
+pub(crate) fn stdout_color() -> bool {
     if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
         return false;
     }

@@ -12,7 +12,7 @@ use crate::spec::valid_id;
 const STARTER: &str = include_str!("starter.toml");
 
 /// Runs `harness new`.
-pub fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
+pub(super) fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
     if !valid_id(id) {
         return fail(format!(
             "`{id}` cannot be a spec id: use ASCII letters, digits, `_` and `-` (it names files)"

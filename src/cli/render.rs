@@ -8,7 +8,7 @@ use crate::error::Diagnostic;
 use crate::text::visible;
 
 /// A diagnostic as text: message, location, source line with a caret, help.
-pub fn diagnostic(d: &Diagnostic, color: bool) -> String {
+pub(super) fn diagnostic(d: &Diagnostic, color: bool) -> String {
     let head = format!("error[{}]", d.kind.label());
     let message = visible(&d.message);
     let mut out = if color {

@@ -10,7 +10,7 @@ use crate::spec::Spec;
 
 /// Arguments of `harness report`.
 #[derive(Debug, clap::Args)]
-pub struct ReportArgs {
+pub(super) struct ReportArgs {
     /// Run ids (or `latest`), one or more; the first is the baseline the others are compared with.
     #[arg(required = true)]
     pub runs: Vec<String>,
@@ -29,7 +29,7 @@ pub struct ReportArgs {
 }
 
 /// Runs `harness report`.
-pub fn run(args: &ReportArgs, color: bool) -> Exit {
+pub(super) fn run(args: &ReportArgs, color: bool) -> Exit {
     let runs_dir = args.results.join("runs");
     let (mut run_ids, mut journals, mut models, mut specs) = (
         Vec::new(),

@@ -8,7 +8,7 @@ use crate::golden::diff::GoldenDiff;
 use crate::golden::{golden_for_pending, pending_files};
 
 /// Runs `harness review`.
-pub fn run(golden: &Path, color: bool) -> Exit {
+pub(super) fn run(golden: &Path, color: bool) -> Exit {
     let pending = match pending_files(golden) {
         Ok(p) => p,
         Err(e) => return fail(format!("cannot read {}: {e}", golden.display())),

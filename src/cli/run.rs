@@ -18,7 +18,7 @@ const MAX_RUNS: i64 = 1_000_000;
 
 /// Arguments of `harness run`.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     /// Spec files or directories (default: harness.toml's run.specs, else `specs/`).
     pub paths: Vec<PathBuf>,
     /// Models: `ollama:NAME`, `openai:NAME[@URL]`, `llamacpp:FILE.gguf`, `vllm:MODEL`, `replay:NAME`, or names from harness.toml.
@@ -71,7 +71,7 @@ pub struct RunArgs {
 }
 
 /// Runs `harness run`.
-pub fn run(args: &RunArgs, color: bool) -> Exit {
+pub(super) fn run(args: &RunArgs, color: bool) -> Exit {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -10,7 +10,7 @@ use crate::spec::Spec;
 use crate::text::visible;
 
 /// Runs `harness show`.
-pub fn run(
+pub(super) fn run(
     file: &Path,
     start: u64,
     count: u64,

@@ -8,7 +8,7 @@ use crate::synth::{Overrides, SynthOptions, SynthReport};
 
 /// Arguments of `harness synth`.
 #[derive(Debug, clap::Args)]
-pub struct SynthArgs {
+pub(super) struct SynthArgs {
     /// Documents: files or folders, read recursively (txt, md, html, pdf, docx).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
@@ -50,7 +50,7 @@ fn threshold(text: &str) -> Result<f64, super::asking::BadNumber> {
 }
 
 /// Runs `harness synth`.
-pub fn run(args: &SynthArgs) -> Exit {
+pub(super) fn run(args: &SynthArgs) -> Exit {
     let config = match args.asking.load_config() {
         Ok(c) => c,
         Err(d) => return fail(d),

@@ -15,7 +15,13 @@ fn paint(text: String, color: bool, f: fn(&str) -> String) -> String {
 }
 
 /// Prints a diff; returns whether it counts as a difference.
-pub fn print(diff: &TranscriptDiff, model: &str, spec: &str, verbose: bool, color: bool) -> bool {
+pub(super) fn print(
+    diff: &TranscriptDiff,
+    model: &str,
+    spec: &str,
+    verbose: bool,
+    color: bool,
+) -> bool {
     if diff.new {
         let text = format!("{model} × {spec}: no golden transcript (record one with --bless)");
         print!("{}", wrap(&text, WIDTH));

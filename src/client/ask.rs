@@ -15,7 +15,7 @@ const BACKOFF_BASE: Duration = Duration::from_millis(250);
 const BACKOFF_CAP: Duration = Duration::from_secs(30);
 
 /// What asking produced: the answer or error, and how it was obtained.
-pub struct Asked {
+pub(crate) struct Asked {
     /// The last answer, or the error that ended the asks.
     pub result: Result<Completion, ProviderError>,
     /// HTTP attempts made (0 for a cache hit).
@@ -245,7 +245,7 @@ fn all_out(model: &ModelClient, errors: &[String]) -> ProviderError {
 /// Asks for several samples of one instance: cached ones come from the cache, the
 /// rest in one request with OpenAI's `n` (asked with the first missing sample's seed).
 /// Each answer is cached under its own sample's key, so no sample can receive another's.
-pub async fn ask_batch(
+pub(crate) async fn ask_batch(
     model: &ModelClient,
     requests: &[(u32, ChatRequest)],
     cache: Option<&Cache>,
@@ -317,7 +317,7 @@ pub async fn ask_batch(
 /// Asks `model` once, from the cache when possible, re-asking (up to `max_asks`
 /// in all, varying the seed) while `accept` rejects the answer; the last answer
 /// is kept either way and cached. Used for models under test and for judges.
-pub async fn ask<R: std::fmt::Display>(
+pub(crate) async fn ask<R: std::fmt::Display>(
     model: &ModelClient,
     request: &ChatRequest,
     key: RequestKey<'_>,

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::provider::{ChatRequest, Completion, ModelSetup, ServedBy};
 
 /// An open cache.
-pub struct Cache {
+pub(crate) struct Cache {
     conn: Mutex<Connection>,
 }
 
@@ -35,7 +35,7 @@ struct KeyMaterial<'a> {
 
 /// The cache key of a request to a server that reports `served` as its model:
 /// hex SHA-256 of its canonical JSON.
-pub fn cache_key(
+pub(crate) fn cache_key(
     model: &ModelSetup,
     base_url: &str,
     request: &ChatRequest,
@@ -57,7 +57,7 @@ pub fn cache_key(
 
 impl Cache {
     /// Opens or creates the cache database at `path`.
-    pub fn open(path: &Path) -> rusqlite::Result<Cache> {
+    pub(crate) fn open(path: &Path) -> rusqlite::Result<Cache> {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
@@ -86,7 +86,7 @@ impl Cache {
     /// Copies every answer and served identity of the cache at `other` that
     /// this one lacks (a key already here is kept: both hold the same
     /// request's answer); returns the answers added.
-    pub fn absorb(&self, other: &Path) -> rusqlite::Result<u64> {
+    pub(crate) fn absorb(&self, other: &Path) -> rusqlite::Result<u64> {
         let conn = self.conn.lock().expect("cache lock");
         conn.execute(
             "ATTACH DATABASE ?1 AS other",
@@ -108,7 +108,7 @@ impl Cache {
     }
 
     /// The cached completion for `key`, if any.
-    pub fn get(&self, key: &str) -> rusqlite::Result<Option<Completion>> {
+    pub(crate) fn get(&self, key: &str) -> rusqlite::Result<Option<Completion>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = conn.prepare_cached("SELECT completion FROM responses WHERE key = ?1")?;
         let text: Option<String> = stmt.query_row(params![key], |row| row.get(0)).optional()?;
@@ -116,7 +116,7 @@ impl Cache {
     }
 
     /// The model identity `endpoint` reported last, if it ever did.
-    pub fn identity(&self, endpoint: &str) -> rusqlite::Result<Option<ServedBy>> {
+    pub(crate) fn identity(&self, endpoint: &str) -> rusqlite::Result<Option<ServedBy>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let text: Option<String> = conn
             .query_row(
@@ -129,7 +129,7 @@ impl Cache {
     }
 
     /// Records the model identity `endpoint` reports now.
-    pub fn set_identity(&self, endpoint: &str, served: &ServedBy) -> rusqlite::Result<()> {
+    pub(crate) fn set_identity(&self, endpoint: &str, served: &ServedBy) -> rusqlite::Result<()> {
         let text = serde_json::to_string(served).expect("identities serialize");
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         conn.execute(
@@ -140,7 +140,7 @@ impl Cache {
     }
 
     /// Stores a successful completion.
-    pub fn put(
+    pub(crate) fn put(
         &self,
         key: &str,
         model: &ModelSetup,

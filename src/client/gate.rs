@@ -7,7 +7,7 @@ use crate::provider::{ChatRequest, Completion, ModelSetup};
 
 /// What a started request holds until it ends: the worst case of its asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Reservation {
+pub(crate) struct Reservation {
     /// The most the attempt can cost.
     pub cost: f64,
     /// The most tokens it can use.
@@ -17,7 +17,7 @@ pub struct Reservation {
 /// One HTTP attempt as a gate sees it: which model, what request, how many
 /// choices, and how many asks its request may make in all.
 #[derive(Debug, Clone, Copy)]
-pub struct Attempt<'a> {
+pub(crate) struct Attempt<'a> {
     /// The model asked.
     pub model: &'a ModelSetup,
     /// The request sent.
@@ -33,7 +33,7 @@ pub struct Attempt<'a> {
 /// is admitted once, for the worst case of all its asks, and holds that
 /// reservation across its retries and re-asks until it ends, so nothing it
 /// can be billed for is ever started without room in the budget.
-pub trait Gate: Send + Sync {
+pub(crate) trait Gate: Send + Sync {
     /// Reserves the worst case of `attempt` and its request's later asks;
     /// `None` refuses it, which only a `refusable` attempt may be.
     fn admit(&self, attempt: Attempt<'_>, refusable: bool) -> Option<Reservation>;

@@ -5,14 +5,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
 /// Spaces request starts at least `60 / rpm` seconds apart.
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     interval: Duration,
     next: Mutex<Instant>,
 }
 
 impl RateLimiter {
     /// A limiter for `rpm` requests per minute.
-    pub fn new(rpm: u32) -> RateLimiter {
+    pub(crate) fn new(rpm: u32) -> RateLimiter {
         RateLimiter {
             interval: Duration::from_secs_f64(60.0 / f64::from(rpm.max(1))),
             next: Mutex::new(Instant::now()),
@@ -20,7 +20,7 @@ impl RateLimiter {
     }
 
     /// Waits for the next free slot.
-    pub async fn acquire(&self) {
+    pub(crate) async fn acquire(&self) {
         let slot = {
             let mut next = self.next.lock().await;
             let slot = (*next).max(Instant::now());
@@ -34,7 +34,7 @@ impl RateLimiter {
 /// Exponential backoff with full jitter: a random delay in
 /// `[base·2^attempt / 2, base·2^attempt]`, capped, never shorter than the
 /// server's `Retry-After`.
-pub fn backoff(
+pub(crate) fn backoff(
     attempt: u32,
     base: Duration,
     cap: Duration,

@@ -12,12 +12,12 @@
 //! Imports go down only: `provider`, `golden` (replay) and `text`. Nothing
 //! here knows about specs, rules or runs.
 
-pub mod ask;
-pub mod cache;
-pub mod gate;
-pub mod limits;
-pub mod managed;
-pub mod pool;
+pub(crate) mod ask;
+pub(crate) mod cache;
+pub(crate) mod gate;
+pub(crate) mod limits;
+pub(crate) mod managed;
+pub(crate) mod pool;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -32,12 +32,12 @@ use cache::Cache;
 use limits::RateLimiter;
 use managed::{ManagedServer, ServerWatch};
 
-pub use ask::{Asked, ask, ask_batch};
-pub use gate::{Attempt, Gate, Reservation};
+pub(crate) use ask::{Asked, ask, ask_batch};
+pub(crate) use gate::{Attempt, Gate, Reservation};
 
 /// Why a model could not be made ready to ask.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Http(reqwest::Error),
@@ -56,7 +56,7 @@ pub enum ClientError {
 }
 
 /// A model ready to be asked.
-pub struct ModelClient {
+pub(crate) struct ModelClient {
     /// Its configuration.
     pub setup: ModelSetup,
     /// Where requests go: one endpoint, or a pool of replicas.
@@ -79,12 +79,12 @@ pub struct ModelClient {
 
 impl ModelClient {
     /// The wire format (every endpoint of a pool speaks the same one).
-    pub fn provider(&self) -> &Provider {
+    pub(crate) fn provider(&self) -> &Provider {
         &self.endpoints[0].provider
     }
 
     /// Whether requests are spread over several endpoints.
-    pub fn is_pool(&self) -> bool {
+    pub(crate) fn is_pool(&self) -> bool {
         self.endpoints.len() > 1
     }
 
@@ -94,7 +94,7 @@ impl ModelClient {
 
     /// The identity cache keys are made with: the one the endpoint reported
     /// last, in this run or an earlier one (read from `cache` once).
-    pub fn served(&self, cache: Option<&Cache>) -> Option<ServedBy> {
+    pub(crate) fn served(&self, cache: Option<&Cache>) -> Option<ServedBy> {
         let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
         served
             .get_or_insert_with(|| cache.and_then(|c| c.identity(&self.endpoint()).ok().flatten()))
@@ -104,7 +104,7 @@ impl ModelClient {
     /// Notes the identity a live answer reported. A different one than before
     /// is kept for the run summary and stored, so from now on the cache
     /// answers only with what this model said.
-    pub fn observe(&self, cache: Option<&Cache>, reported: Option<&ServedBy>) {
+    pub(crate) fn observe(&self, cache: Option<&Cache>, reported: Option<&ServedBy>) {
         let Some(reported) = reported else { return };
         let before = self.served(cache);
         if before.as_ref() == Some(reported) {
@@ -124,7 +124,7 @@ impl ModelClient {
 
     /// Puts every later attempt of this model through `gate`; `refusable`
     /// lets it refuse first attempts. The first gate set stays.
-    pub fn set_gate(&self, gate: Arc<dyn Gate>, refusable: bool) {
+    pub(crate) fn set_gate(&self, gate: Arc<dyn Gate>, refusable: bool) {
         let _ = self.gate.set((gate, refusable));
     }
 
@@ -134,7 +134,7 @@ impl ModelClient {
     }
 
     /// The identity changes seen so far, one sentence each.
-    pub fn identity_changes(&self) -> Vec<String> {
+    pub(crate) fn identity_changes(&self) -> Vec<String> {
         self.changes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -143,7 +143,7 @@ impl ModelClient {
 }
 
 /// Builds the client side of each model; endpoints shared by several models share a semaphore.
-pub fn connect(
+pub(crate) fn connect(
     models: &[ModelSetup],
     golden_dir: &Path,
 ) -> Result<Vec<Arc<ModelClient>>, ClientError> {
@@ -232,7 +232,7 @@ pub fn connect(
 
 /// What identifies a model's endpoint in the cache's identity table; `identity`
 /// is its [`cache_identity`].
-pub fn endpoint_key(model: &ModelSetup, identity: &str) -> String {
+pub(crate) fn endpoint_key(model: &ModelSetup, identity: &str) -> String {
     format!("{}|{identity}|{}", model.provider.prefix(), model.model)
 }
 
@@ -240,7 +240,7 @@ pub fn endpoint_key(model: &ModelSetup, identity: &str) -> String {
 /// managed server, whose port changes with every start: its model file or
 /// id; and for a pool, whose answers are the model's whichever replica gave
 /// them: `pool:<name>`.
-pub fn cache_identity(model: &ModelSetup, base_url: &str) -> String {
+pub(crate) fn cache_identity(model: &ModelSetup, base_url: &str) -> String {
     if !model.pool.is_empty() {
         format!("pool:{}", model.name)
     } else if model.provider.is_managed() {
@@ -252,7 +252,7 @@ pub fn cache_identity(model: &ModelSetup, base_url: &str) -> String {
 
 /// The runtime of a managed model whose server is up: an `openai` client at
 /// the server's URL that also watches the server, so its death stops the run.
-pub fn connect_managed(
+pub(crate) fn connect_managed(
     model: &ModelSetup,
     server: &ManagedServer,
     golden_dir: &Path,

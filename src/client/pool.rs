@@ -19,12 +19,12 @@ use super::limits::RateLimiter;
 use crate::provider::{Provider, ProviderError};
 
 /// Consecutive retryable failures that take an endpoint out.
-pub const FAILURES_TO_EJECT: u32 = 3;
+pub(crate) const FAILURES_TO_EJECT: u32 = 3;
 const FIRST_PROBE_WAIT: Duration = Duration::from_secs(1);
 const LONGEST_PROBE_WAIT: Duration = Duration::from_secs(30);
 
 /// One endpoint of a model.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// Its base URL (or `replay:<name>`, or a managed model's URL).
     pub url: String,
     /// The client speaking to it.
@@ -54,7 +54,7 @@ struct Health {
 
 impl Endpoint {
     /// An endpoint at `url`, up.
-    pub fn new(
+    pub(crate) fn new(
         url: String,
         provider: Provider,
         semaphore: Arc<Semaphore>,
@@ -76,7 +76,7 @@ impl Endpoint {
 }
 
 /// A request's hold on an endpoint: counted in flight until dropped.
-pub struct Assigned<'a> {
+pub(crate) struct Assigned<'a> {
     /// The endpoint.
     pub endpoint: &'a Endpoint,
     /// Its position in the model's endpoints.
@@ -96,7 +96,7 @@ impl Drop for Assigned<'_> {
 
 /// Every endpoint is out: the soonest probe, and what each last said.
 #[derive(Debug)]
-pub struct AllDown {
+pub(crate) struct AllDown {
     /// Until the soonest probe may go.
     pub wait: Duration,
     /// `url: last error` per endpoint.
@@ -106,7 +106,7 @@ pub struct AllDown {
 /// Picks the endpoint for the next attempt: among those up (or due a probe
 /// nobody is sending), the one with the fewest requests in flight, the first
 /// listed on a tie.
-pub fn assign(endpoints: &[Endpoint]) -> Result<Assigned<'_>, AllDown> {
+pub(crate) fn assign(endpoints: &[Endpoint]) -> Result<Assigned<'_>, AllDown> {
     let now = Instant::now();
     let mut best: Option<(usize, bool, usize)> = None;
     for (i, e) in endpoints.iter().enumerate() {
@@ -155,7 +155,7 @@ pub fn assign(endpoints: &[Endpoint]) -> Result<Assigned<'_>, AllDown> {
 impl Assigned<'_> {
     /// Notes how the attempt ended; returns whether the endpoint was taken
     /// out by it (its request may go to another at once).
-    pub fn finished(&self, result: Result<(), &ProviderError>) -> bool {
+    pub(crate) fn finished(&self, result: Result<(), &ProviderError>) -> bool {
         let mut h = self.endpoint.health();
         let Err(e) = result else {
             *h = Health::default();
@@ -182,7 +182,7 @@ impl Assigned<'_> {
 
 /// When no endpoint is up (each is out, or waits for a probe to come back):
 /// `url: last error` of each.
-pub fn all_out(endpoints: &[Endpoint]) -> Option<Vec<String>> {
+pub(crate) fn all_out(endpoints: &[Endpoint]) -> Option<Vec<String>> {
     let down = |e: &Endpoint| e.health().out_until.is_some();
     endpoints.iter().all(down).then(|| {
         endpoints

@@ -4,7 +4,7 @@
 use serde::de::{Deserialize, Deserializer, Error};
 
 /// `runs`: 1 to 1,000,000.
-pub fn runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+pub(super) fn runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     let v = Option::<u32>::deserialize(d)?;
     match v {
         Some(n) if !(1..=1_000_000).contains(&n) => Err(D::Error::custom(format!(
@@ -15,7 +15,7 @@ pub fn runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
 }
 
 /// `max_cost`: a finite amount of 0 or more.
-pub fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+pub(super) fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     let v = Option::<f64>::deserialize(d)?;
     match v {
         Some(a) if !(a.is_finite() && a >= 0.0) => Err(D::Error::custom(format!(
@@ -26,7 +26,7 @@ pub fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> 
 }
 
 /// `max_tokens_total`: 1 or more.
-pub fn tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+pub(super) fn tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let v = Option::<u64>::deserialize(d)?;
     match v {
         Some(0) => Err(D::Error::custom(

@@ -4,7 +4,7 @@
 //! (`price`, `currency`, and a LiteLLM price file in [`prices`]). CLI flags override.
 
 mod in_range;
-pub mod prices;
+pub(crate) mod prices;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -54,7 +54,7 @@ impl Default for Config {
 }
 
 /// The currency prices are in unless `currency` says otherwise.
-pub fn default_currency() -> String {
+pub(crate) fn default_currency() -> String {
     "USD".to_owned()
 }
 

@@ -5,7 +5,7 @@
 //! only; the harness never fetches it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
 
@@ -36,22 +36,20 @@ fn per_token<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
 
 /// The token prices of a LiteLLM price file, by its model keys.
 #[derive(Debug, Clone, Default)]
-pub struct PriceTable {
-    /// Where it was read from.
-    pub path: PathBuf,
+pub(crate) struct PriceTable {
     prices: BTreeMap<String, TokenPrice>,
 }
 
 impl PriceTable {
     /// Reads `path`; a syntax error or a bad price names its line and column.
-    pub fn read(path: &Path) -> Result<PriceTable, Diagnostic> {
+    pub(crate) fn read(path: &Path) -> Result<PriceTable, Diagnostic> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Diagnostic::io(path, format!("cannot read the price file: {e}")))?;
         PriceTable::parse(path, &text)
     }
 
     /// Parses the text of a price file read from `path`.
-    pub fn parse(path: &Path, text: &str) -> Result<PriceTable, Diagnostic> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<PriceTable, Diagnostic> {
         let entries: BTreeMap<String, Entry> = serde_json::from_str(text).map_err(|e| {
             let location = Location {
                 file: path.to_path_buf(),
@@ -75,25 +73,18 @@ impl PriceTable {
                 Some((key, price))
             })
             .collect();
-        Ok(PriceTable {
-            path: path.to_path_buf(),
-            prices,
-        })
+        Ok(PriceTable { prices })
     }
 
     /// Models priced by the file.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.prices.len()
-    }
-
-    /// Whether the file prices no model.
-    pub fn is_empty(&self) -> bool {
-        self.prices.is_empty()
     }
 
     /// The price of `model`, found under its name, its model id, or
     /// `<provider>/<model id>` (LiteLLM's keys for most non-OpenAI models).
-    pub fn lookup(&self, model: &ModelSetup) -> Option<Price> {
+    pub(crate) fn lookup(&self, model: &ModelSetup) -> Option<Price> {
         let prefixed = format!("{}/{}", model.provider.prefix(), model.model);
         [model.name.as_str(), model.model.as_str(), prefixed.as_str()]
             .iter()

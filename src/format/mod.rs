@@ -10,15 +10,15 @@
 
 mod dataset;
 mod extract;
-pub mod locate;
+pub(crate) mod locate;
 mod rule;
 mod schema;
 mod spec_file;
 mod toml_error;
 
-pub use dataset::{Dataset, DatasetFormat, FieldSource};
-pub use extract::{ExtractDef, ExtractKind};
-pub use rule::{RuleTable, field_names};
-pub use schema::{schema_text, spec_schema};
-pub use spec_file::*;
-pub use toml_error::toml_diagnostic;
+pub(crate) use dataset::{Dataset, DatasetFormat};
+pub(crate) use extract::{ExtractDef, ExtractKind};
+pub(crate) use rule::{RuleTable, field_names};
+pub(crate) use schema::{schema_text, spec_schema};
+pub(crate) use spec_file::*;
+pub(crate) use toml_error::toml_diagnostic;

@@ -31,7 +31,7 @@ impl JsonSchema for RuleTable {
 }
 
 /// The keys a serde struct reads, in declaration order, as serde spells them.
-pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+pub(crate) fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     struct Fields<'a>(&'a mut &'static [&'static str]);
     impl<'de> Deserializer<'de> for Fields<'_> {
         type Error = de::value::Error;

@@ -9,7 +9,7 @@ use super::SpecFile;
 
 /// The JSON Schema of a spec file, with `rule` as the schema of one
 /// `[[verify]]` table and `defs` the definitions it refers to.
-pub fn spec_schema(rule: Value, defs: Map<String, Value>) -> Value {
+pub(crate) fn spec_schema(rule: Value, defs: Map<String, Value>) -> Value {
     let mut schema =
         serde_json::to_value(schemars::schema_for!(SpecFile)).expect("schema serializes");
     if let Value::Object(map) = &mut schema {
@@ -30,6 +30,6 @@ pub fn spec_schema(rule: Value, defs: Map<String, Value>) -> Value {
 }
 
 /// A schema as the pretty JSON committed in `schemas/spec.schema.json`.
-pub fn schema_text(schema: &Value) -> String {
+pub(crate) fn schema_text(schema: &Value) -> String {
     serde_json::to_string_pretty(schema).expect("schema serializes") + "\n"
 }

@@ -12,7 +12,12 @@ static UNKNOWN_FIELD: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"unknown (?:field|variant) `([^`]*)`, expected (.*)").unwrap());
 
 /// Turns a serde/toml error into a diagnostic with a did-you-mean for unknown keys.
-pub fn toml_diagnostic(file: &Path, source: &str, path: &str, err: &toml::de::Error) -> Diagnostic {
+pub(crate) fn toml_diagnostic(
+    file: &Path,
+    source: &str,
+    path: &str,
+    err: &toml::de::Error,
+) -> Diagnostic {
     let location = match err.span() {
         Some(span) => Location::from_offset(file, source, span.start),
         None => Location::file_start(file),

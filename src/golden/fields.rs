@@ -24,7 +24,7 @@ const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// One field that differs between two JSON values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldChange {
+pub(crate) struct FieldChange {
     /// The key path: `vars.items[2].price`; empty for the whole value.
     pub path: String,
     /// The old value; `None` when the field is new.
@@ -35,7 +35,7 @@ pub struct FieldChange {
 
 /// The fields that differ between `old` and `new`, in key order: objects
 /// and arrays are walked, anything else that differs is one change.
-pub fn field_changes(old: &Value, new: &Value) -> Vec<FieldChange> {
+pub(crate) fn field_changes(old: &Value, new: &Value) -> Vec<FieldChange> {
     let mut changes = Vec::new();
     walk(String::new(), old, new, &mut changes);
     changes
@@ -119,7 +119,7 @@ impl FieldChange {
     /// The change on one line: `path: old → new`, or for long strings
     /// `path: "same [-old-]{+new+} same"` (without color; with color the
     /// removed text is red and the added green, without brackets).
-    pub fn render(&self, color: bool) -> String {
+    pub(crate) fn render(&self, color: bool) -> String {
         let path = if self.path.is_empty() {
             "(value)"
         } else {

@@ -10,7 +10,7 @@ use crate::prompt::Message;
 
 /// One line of `golden/<spec>/instances.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GoldenInstance {
+pub(crate) struct GoldenInstance {
     /// Instance index.
     pub index: u64,
     /// Instance id.
@@ -24,6 +24,6 @@ pub struct GoldenInstance {
 }
 
 /// The golden instances file of a spec.
-pub fn instances_path(golden_dir: &Path, spec_id: &str) -> PathBuf {
+pub(crate) fn instances_path(golden_dir: &Path, spec_id: &str) -> PathBuf {
     golden_dir.join(spec_id).join("instances.jsonl")
 }

@@ -11,11 +11,11 @@
 //! A store, low in the layers: it imports only `prompt` (the message type)
 //! and `text`.
 
-pub mod diff;
-pub mod fields;
-pub mod instances;
-pub mod stream;
-pub mod transcript;
+pub(crate) mod diff;
+pub(crate) mod fields;
+pub(crate) mod instances;
+pub(crate) mod stream;
+pub(crate) mod transcript;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -76,21 +76,21 @@ pub const CI_VARIABLES: &[&str] = &[
 ];
 
 /// Whether we run under a CI system, where `.new` files are never written.
-pub fn is_ci() -> bool {
+pub(crate) fn is_ci() -> bool {
     let set =
         |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
     CI_VARIABLES.iter().any(|v| set(v))
 }
 
 /// The review file beside a golden file.
-pub fn pending_path(golden: &Path) -> PathBuf {
+pub(crate) fn pending_path(golden: &Path) -> PathBuf {
     let mut name = golden.as_os_str().to_owned();
     name.push(".new");
     PathBuf::from(name)
 }
 
 /// Every pending `.new` file under `dir`, sorted.
-pub fn pending_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+pub(crate) fn pending_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     if !dir.exists() {
         return Ok(found);
@@ -111,7 +111,7 @@ pub fn pending_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
 }
 
 /// The golden file a `.new` file proposes to replace.
-pub fn golden_for_pending(pending: &Path) -> PathBuf {
+pub(crate) fn golden_for_pending(pending: &Path) -> PathBuf {
     pending.with_extension("")
 }
 

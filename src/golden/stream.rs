@@ -16,7 +16,7 @@ use crate::files::AtomicFile;
 const DIFF_KEEP: usize = 1 << 20;
 
 /// A golden comparison being fed line by line; see [`StreamCompare::finish`].
-pub struct StreamCompare {
+pub(crate) struct StreamCompare {
     path: PathBuf,
     mode: GoldenMode,
     golden: Option<BufReader<File>>,
@@ -31,7 +31,7 @@ pub struct StreamCompare {
 
 impl StreamCompare {
     /// Starts comparing with the golden file at `path`.
-    pub fn new(path: &Path, mode: GoldenMode) -> io::Result<StreamCompare> {
+    pub(crate) fn new(path: &Path, mode: GoldenMode) -> io::Result<StreamCompare> {
         let golden = match File::open(path) {
             Ok(f) => Some(BufReader::new(f)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -57,7 +57,7 @@ impl StreamCompare {
     }
 
     /// Adds one line of new content (without its newline).
-    pub fn push_line(&mut self, line: &str) -> io::Result<()> {
+    pub(crate) fn push_line(&mut self, line: &str) -> io::Result<()> {
         self.lines += 1;
         if let Some(out) = &mut self.out {
             out.write_all(line.as_bytes())?;
@@ -93,7 +93,7 @@ impl StreamCompare {
 
     /// Ends the comparison: unchanged, blessed, or a difference with its diff
     /// (every difference when both sides are small, else the first differing line).
-    pub fn finish(mut self) -> io::Result<GoldenStatus> {
+    pub(crate) fn finish(mut self) -> io::Result<GoldenStatus> {
         let existed = self.golden.is_some();
         if existed && self.first_difference.is_none() {
             if let Some(extra) = self.next_golden_line()? {

@@ -13,7 +13,7 @@ use crate::text::file_stem;
 /// What a model answered to one instance and sample, and how it scored: the
 /// part of a run's record that golden transcripts keep.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ScoredAnswer {
+pub(crate) struct ScoredAnswer {
     /// The response, when the request succeeded.
     pub response: Option<String>,
     /// The first scoring rule's extracted answer.
@@ -38,7 +38,7 @@ pub struct ScoredAnswer {
 
 /// One recorded answer: a line of a golden transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TranscriptLine {
+pub(crate) struct TranscriptLine {
     /// Instance id.
     pub id: String,
     /// Instance index.
@@ -57,7 +57,7 @@ pub struct TranscriptLine {
 
 /// What a judge said about one answer, as much as replay needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgeTranscript {
+pub(crate) struct JudgeTranscript {
     /// The judge model's display name.
     pub judge: String,
     /// The rubric hash.
@@ -67,14 +67,14 @@ pub struct JudgeTranscript {
 }
 
 /// Where a model's transcript for a spec lives.
-pub fn transcript_path(golden_dir: &Path, spec: &str, model: &str) -> PathBuf {
+pub(crate) fn transcript_path(golden_dir: &Path, spec: &str, model: &str) -> PathBuf {
     golden_dir
         .join(spec)
         .join(format!("{}.jsonl", file_stem(model)))
 }
 
 /// Reads a transcript file.
-pub fn read_transcript(path: &Path) -> io::Result<Vec<TranscriptLine>> {
+pub(crate) fn read_transcript(path: &Path) -> io::Result<Vec<TranscriptLine>> {
     let text = std::fs::read_to_string(path)?;
     text.lines()
         .filter(|l| !l.trim().is_empty())
@@ -88,7 +88,7 @@ pub fn read_transcript(path: &Path) -> io::Result<Vec<TranscriptLine>> {
 }
 
 /// Renders transcript lines as the file's text, sorted by instance and sample.
-pub fn render_transcript(mut lines: Vec<TranscriptLine>) -> String {
+pub(crate) fn render_transcript(mut lines: Vec<TranscriptLine>) -> String {
     lines.sort_by_key(|l| (l.instance, l.sample));
     lines
         .iter()
@@ -97,7 +97,7 @@ pub fn render_transcript(mut lines: Vec<TranscriptLine>) -> String {
 }
 
 /// Models with a recorded transcript for `spec`.
-pub fn recorded_models(golden_dir: &Path, spec: &str) -> Vec<String> {
+pub(crate) fn recorded_models(golden_dir: &Path, spec: &str) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(golden_dir.join(spec)) else {
         return Vec::new();
     };
@@ -114,7 +114,7 @@ pub fn recorded_models(golden_dir: &Path, spec: &str) -> Vec<String> {
 
 /// What changed between a golden transcript and a new one.
 #[derive(Debug, Default, PartialEq)]
-pub struct TranscriptDiff {
+pub(crate) struct TranscriptDiff {
     /// No golden transcript existed.
     pub new: bool,
     /// Instances that passed before and fail now: (id, new detail).
@@ -133,7 +133,7 @@ pub struct TranscriptDiff {
 
 impl TranscriptDiff {
     /// Whether anything differs (a missing golden transcript does not count).
-    pub fn differs(&self) -> bool {
+    pub(crate) fn differs(&self) -> bool {
         !(self.regressions.is_empty()
             && self.fixes.is_empty()
             && self.score_changes.is_empty()
@@ -151,7 +151,7 @@ fn label(l: &TranscriptLine) -> String {
 }
 
 /// Compares a golden transcript (None when absent) with new lines.
-pub fn compare_transcripts(
+pub(crate) fn compare_transcripts(
     golden: Option<&[TranscriptLine]>,
     new: &[TranscriptLine],
 ) -> TranscriptDiff {

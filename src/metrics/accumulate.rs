@@ -25,7 +25,7 @@ struct JudgeTotals {
 
 /// Running totals for one cell or model.
 #[derive(Debug, Default)]
-pub struct Accumulator {
+pub(crate) struct Accumulator {
     total: u64,
     passed: u64,
     score_sum: f64,
@@ -56,7 +56,7 @@ pub struct Accumulator {
 impl Accumulator {
     /// An empty accumulator keeping `keep` of each record, each sample valued
     /// by `headline`.
-    pub fn new(keep: Keep, headline: Headline) -> Accumulator {
+    pub(crate) fn new(keep: Keep, headline: Headline) -> Accumulator {
         Accumulator {
             keep,
             headline,
@@ -66,7 +66,7 @@ impl Accumulator {
     }
 
     /// Counts one record.
-    pub fn add(&mut self, r: &Record) {
+    pub(crate) fn add(&mut self, r: &Record) {
         self.total += 1;
         self.passed += u64::from(r.scored.passed);
         self.score_sum += r.scored.score;
@@ -152,34 +152,34 @@ impl Accumulator {
     }
 
     /// Each instance's samples; [`Accumulator::settle`] first.
-    pub fn problems(&self) -> &Problems {
+    pub(crate) fn problems(&self) -> &Problems {
         &self.problems
     }
 
     /// Timed records' latencies, in the order added.
-    pub fn latencies(&self) -> &[u64] {
+    pub(crate) fn latencies(&self) -> &[u64] {
         &self.latencies
     }
 
     /// Puts the problems in (spec, instance) order for reading.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         self.problems.settle();
         self.side.values_mut().for_each(Problems::settle);
     }
 
     /// The finished metrics, without sampled metrics.
-    pub fn finish(self) -> Metrics {
+    pub(crate) fn finish(self) -> Metrics {
         self.finish_with(None, false)
     }
 
     /// The finished metrics, with pass@k and friends when `plan` is given (the spec has
     /// `[sampling]`); `keep_problems` also lists per-problem counts.
-    pub fn finish_with(self, plan: Option<&SamplingPlan>, keep_problems: bool) -> Metrics {
+    pub(crate) fn finish_with(self, plan: Option<&SamplingPlan>, keep_problems: bool) -> Metrics {
         self.finish_keeping(plan, keep_problems).0
     }
 
     /// [`Accumulator::finish_with`], handing back the (settled) problems too.
-    pub fn finish_keeping(
+    pub(crate) fn finish_keeping(
         mut self,
         plan: Option<&SamplingPlan>,
         keep_problems: bool,
@@ -250,7 +250,7 @@ impl Accumulator {
 }
 
 /// Count, mean and percentiles of ascending `sorted` latencies; `None` when empty.
-pub fn latency(sorted: &[u64]) -> Option<Latency> {
+pub(super) fn latency(sorted: &[u64]) -> Option<Latency> {
     (!sorted.is_empty()).then(|| Latency {
         count: sorted.len() as u64,
         mean: sorted.iter().sum::<u64>() as f64 / sorted.len() as f64,
@@ -265,7 +265,9 @@ pub fn latency(sorted: &[u64]) -> Option<Latency> {
 /// the same bytes). Where every problem scores the same the bootstrap has no
 /// width, which would read as certainty: Wilson on the problems' count then
 /// says what that many instances can show (0 of 16 × 8 samples: up to 19.4%).
-pub fn estimate<'a>(problems: impl Iterator<Item = Problem<'a>> + Clone) -> Option<Estimate> {
+pub(super) fn estimate<'a>(
+    problems: impl Iterator<Item = Problem<'a>> + Clone,
+) -> Option<Estimate> {
     if problems.clone().all(|p| p.is_pass_fail()) {
         let (mut passed, mut count) = (0u64, 0u64);
         for p in problems {
@@ -285,7 +287,7 @@ pub fn estimate<'a>(problems: impl Iterator<Item = Problem<'a>> + Clone) -> Opti
 }
 
 /// Nearest-rank percentile `p` (0..=100) of ascending `sorted`; `None` when empty.
-pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+pub(super) fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     let n = sorted.len();
     if n == 0 {
         return None;

@@ -12,10 +12,10 @@ use super::{Headline, Metrics, Outcome, SamplingPlan, Summary};
 use crate::run::record::Record;
 
 /// Per variable, per value: the breakdown of one cell by `group_by`.
-pub type Groups<T> = BTreeMap<String, BTreeMap<String, T>>;
+pub(crate) type Groups<T> = BTreeMap<String, BTreeMap<String, T>>;
 
 /// The group a record falls in for `var`: strings as is, other values as JSON, `-` when unset.
-pub fn group_value(r: &Record, var: &str) -> String {
+pub(crate) fn group_value(r: &Record, var: &str) -> String {
     match crate::verify::lookup(&r.vars, var) {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
@@ -25,7 +25,7 @@ pub fn group_value(r: &Record, var: &str) -> String {
 
 /// Accumulators for every (model, spec) cell and every model, keyed by shown model name.
 #[derive(Debug, Default)]
-pub struct MetricsBuilder {
+pub(crate) struct MetricsBuilder {
     cells: BTreeMap<String, BTreeMap<String, Accumulator>>,
     models: BTreeMap<String, Accumulator>,
     /// Spec id → the variables its cells are broken down by.
@@ -42,12 +42,12 @@ pub struct MetricsBuilder {
 
 impl MetricsBuilder {
     /// An empty builder.
-    pub fn new() -> MetricsBuilder {
+    pub(crate) fn new() -> MetricsBuilder {
         MetricsBuilder::default()
     }
 
     /// Also breaks the cells of spec `spec` down by each of the variables `vars`.
-    pub fn group_by(mut self, spec: &str, vars: &[String]) -> MetricsBuilder {
+    pub(crate) fn group_by(mut self, spec: &str, vars: &[String]) -> MetricsBuilder {
         if !vars.is_empty() {
             self.group_by.insert(spec.to_owned(), vars.to_vec());
         }
@@ -55,13 +55,13 @@ impl MetricsBuilder {
     }
 
     /// Reports pass@k for `plan.ks` (and maj@n when asked) on spec `spec`.
-    pub fn sampling(mut self, spec: &str, plan: SamplingPlan) -> MetricsBuilder {
+    pub(crate) fn sampling(mut self, spec: &str, plan: SamplingPlan) -> MetricsBuilder {
         self.sampling.insert(spec.to_owned(), plan);
         self
     }
 
     /// Ranks and shows spec `spec` by `headline` (the pass rate unless set).
-    pub fn headline(mut self, spec: &str, headline: Headline) -> MetricsBuilder {
+    pub(crate) fn headline(mut self, spec: &str, headline: Headline) -> MetricsBuilder {
         self.headlines.insert(spec.to_owned(), headline);
         self
     }
@@ -81,7 +81,7 @@ impl MetricsBuilder {
     }
 
     /// Counts `r` under the model name `model` (which may differ from `r.model`) and `r.spec`.
-    pub fn add(&mut self, model: &str, r: &Record) {
+    pub(crate) fn add(&mut self, model: &str, r: &Record) {
         self.endpoints.add(model, r);
         let keep = self.keep(&r.spec);
         let headline = self.headline_of(&r.spec);
@@ -127,7 +127,7 @@ impl MetricsBuilder {
     }
 
     /// The finished metrics of every cell and model, with the leaderboards.
-    pub fn finish(mut self) -> Summary {
+    pub(crate) fn finish(mut self) -> Summary {
         let plans = self.sampling;
         for specs in self.cells.values_mut() {
             specs.values_mut().for_each(Accumulator::settle);

@@ -61,7 +61,7 @@ impl CostTotals {
 
 /// What some records cost, in the run's currency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct CostStats {
+pub(crate) struct CostStats {
     /// Spent on the answers; `None` when no answer had a price.
     pub amount: Option<f64>,
     /// Answers with a cost.
@@ -80,7 +80,7 @@ pub struct CostStats {
 
 impl CostStats {
     /// The run's cost: the sum over `models`' totals; `None` when none had a price.
-    pub fn total<'a>(models: impl Iterator<Item = &'a Metrics>) -> Option<CostStats> {
+    pub(crate) fn total<'a>(models: impl Iterator<Item = &'a Metrics>) -> Option<CostStats> {
         let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),

@@ -10,7 +10,7 @@ use crate::run::record::Record;
 
 /// One endpoint's requests, errors and latency.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EndpointStats {
+pub(crate) struct EndpointStats {
     /// Records it gave (an answer or the error that ended the request).
     pub requests: u64,
     /// Of those, errors.
@@ -30,7 +30,7 @@ pub(crate) struct EndpointTally {
 
 impl EndpointTally {
     /// Counts `r` when a pool's endpoint answered it.
-    pub fn add(&mut self, model: &str, r: &Record) {
+    pub(super) fn add(&mut self, model: &str, r: &Record) {
         let Some(url) = &r.endpoint else { return };
         let (requests, errors, latencies) = self
             .by_model
@@ -46,7 +46,7 @@ impl EndpointTally {
     }
 
     /// The finished table: model → endpoint → stats.
-    pub fn finish(self) -> BTreeMap<String, BTreeMap<String, EndpointStats>> {
+    pub(super) fn finish(self) -> BTreeMap<String, BTreeMap<String, EndpointStats>> {
         self.by_model
             .into_iter()
             .map(|(model, urls)| {

@@ -21,14 +21,15 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::format::Headline;
+pub(crate) use crate::format::Headline;
 use crate::run::record::Record;
-pub use accumulate::Accumulator;
-pub use builder::{Groups, MetricsBuilder, group_value};
-pub use cost::CostStats;
-pub use endpoints::EndpointStats;
-pub use sampling::{ProblemStat, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
-pub use significance::{Board, Gap, Standing, Test, Versus};
+#[cfg(test)]
+pub(crate) use accumulate::Accumulator;
+pub(crate) use builder::{Groups, MetricsBuilder, group_value};
+pub(crate) use cost::CostStats;
+pub(crate) use endpoints::EndpointStats;
+pub(crate) use sampling::{SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
+pub(crate) use significance::{Board, Standing, Test, Versus};
 
 mod accumulate;
 mod builder;
@@ -37,15 +38,15 @@ mod endpoints;
 mod problems;
 mod sampling;
 mod significance;
-pub mod stats;
+pub(crate) mod stats;
 
 /// Characters of a response, detail or expected value kept in an example.
-pub const EXCERPT_CHARS: usize = 400;
+pub(crate) const EXCERPT_CHARS: usize = 400;
 /// Failing records kept as examples per accumulator: the first ones added.
-pub const FAILING_EXAMPLES: usize = 10;
+pub(crate) const FAILING_EXAMPLES: usize = 10;
 
 /// The id reports show for a record: `instance_id`, plus `#<sample>` when sample > 0.
-pub fn test_id(r: &Record) -> String {
+pub(crate) fn test_id(r: &Record) -> String {
     if r.sample > 0 {
         format!("{}#{}", r.instance_id, r.sample)
     } else {
@@ -55,12 +56,12 @@ pub fn test_id(r: &Record) -> String {
 
 /// Whether `r`'s latency was measured now: answered by a request made in this run,
 /// not from the cache and not replayed (no HTTP attempt took any time).
-pub fn timed(r: &Record) -> bool {
+pub(crate) fn timed(r: &Record) -> bool {
     r.has_response() && !r.cached && r.attempts > 0
 }
 
 /// The expected output: the single rule's value, else the map rule → value (null when empty).
-pub fn expected_output(r: &Record) -> Value {
+pub(crate) fn expected_output(r: &Record) -> Value {
     match r.expected.len() {
         0 => Value::Null,
         1 => r.expected.values().next().cloned().unwrap_or(Value::Null),
@@ -70,7 +71,7 @@ pub fn expected_output(r: &Record) -> Value {
 
 /// A record kept as an example, its long texts excerpted.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Example {
+pub(crate) struct Example {
     /// [`test_id`] of the record.
     pub id: String,
     /// Failure label, if any.
@@ -89,7 +90,7 @@ pub struct Example {
 
 impl Example {
     /// An example of `r`, long texts cut to [`EXCERPT_CHARS`].
-    pub fn of(r: &Record) -> Example {
+    pub(crate) fn of(r: &Record) -> Example {
         let cut = |s: &str| crate::text::clip(s, EXCERPT_CHARS);
         Example {
             id: test_id(r),
@@ -105,7 +106,7 @@ impl Example {
 
 /// How often one failure kind occurred, with the first record showing it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FailureStat {
+pub(crate) struct FailureStat {
     /// Occurrences.
     pub count: u64,
     /// The first record added with this failure.
@@ -115,7 +116,7 @@ pub struct FailureStat {
 /// How a headline number's interval was computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Method {
+pub(crate) enum Method {
     /// Wilson score interval on instances: one pass/fail sample per instance,
     /// or every instance scoring the same (where a bootstrap has no width).
     Wilson,
@@ -125,7 +126,7 @@ pub enum Method {
 
 /// A 95% interval of a headline number, and its method.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// Lower limit.
     pub low: f64,
     /// Upper limit.
@@ -136,7 +137,7 @@ pub struct Estimate {
 
 impl Estimate {
     /// An interval computed by `method`.
-    pub fn new(interval: stats::Interval, method: Method) -> Estimate {
+    pub(crate) fn new(interval: stats::Interval, method: Method) -> Estimate {
         Estimate {
             low: interval.low,
             high: interval.high,
@@ -145,7 +146,7 @@ impl Estimate {
     }
 
     /// The interval without its method.
-    pub fn interval(&self) -> stats::Interval {
+    pub(crate) fn interval(&self) -> stats::Interval {
         stats::Interval {
             low: self.low,
             high: self.high,
@@ -155,7 +156,7 @@ impl Estimate {
 
 /// Latency statistics in milliseconds over answered records timed now (not cached or replayed).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Latency {
+pub(crate) struct Latency {
     /// Records measured.
     pub count: u64,
     /// Arithmetic mean.
@@ -168,7 +169,7 @@ pub struct Latency {
 
 /// A token count over the records that report it.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     /// Records reporting the count.
     pub count: u64,
     /// Sum.
@@ -179,7 +180,7 @@ pub struct Tokens {
 
 /// Finished metrics of one cell or model; field order is the JSON key order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Records.
     pub total: u64,
     /// Records whose every rule passed.
@@ -231,7 +232,7 @@ pub struct Metrics {
 /// What judge statistics are kept apart by: judgements under different
 /// judges or rubrics are never pooled.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct JudgeKey {
+pub(crate) struct JudgeKey {
     /// The judge rule's name.
     pub rule: String,
     /// The judge model.
@@ -242,7 +243,7 @@ pub struct JudgeKey {
 
 /// What one judge said about one rule's answers, over a cell or model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JudgeStats {
+pub(crate) struct JudgeStats {
     /// Which rule, judge and rubric.
     #[serde(flatten)]
     pub key: JudgeKey,
@@ -262,7 +263,7 @@ pub struct JudgeStats {
 
 impl Metrics {
     /// The headline number: [`Metrics::pass_rate`] or [`Metrics::mean_score`].
-    pub fn score(&self) -> f64 {
+    pub(crate) fn score(&self) -> f64 {
         match self.headline {
             Headline::PassRate => self.pass_rate,
             Headline::MeanScore => self.mean_score,
@@ -272,7 +273,7 @@ impl Metrics {
 
 /// Finished metrics: model → spec → cell, and model → totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Per (model, spec).
     pub cells: BTreeMap<String, BTreeMap<String, Metrics>>,
     /// Per model, over all its records.
@@ -294,7 +295,7 @@ pub struct Summary {
 
 /// One instance's samples for one model: how many passed, and the mean score.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Instance index.
     pub instance: u64,
     /// Samples that passed.
@@ -307,35 +308,35 @@ pub struct Outcome {
 
 impl Outcome {
     /// The share of samples that passed.
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         f64::from(self.passed) / f64::from(self.samples.max(1))
     }
 }
 
 impl Summary {
     /// The metrics of one cell, when it has records.
-    pub fn cell(&self, model: &str, spec: &str) -> Option<&Metrics> {
+    pub(crate) fn cell(&self, model: &str, spec: &str) -> Option<&Metrics> {
         self.cells.get(model)?.get(spec)
     }
 
     /// The `group_by` breakdowns of one cell, when the spec asks for them and has records.
-    pub fn groups(&self, model: &str, spec: &str) -> Option<&Groups<Metrics>> {
+    pub(crate) fn groups(&self, model: &str, spec: &str) -> Option<&Groups<Metrics>> {
         self.groups.get(model)?.get(spec)
     }
 
     /// The model's totals, when it has records.
-    pub fn model(&self, model: &str) -> Option<&Metrics> {
+    pub(crate) fn model(&self, model: &str) -> Option<&Metrics> {
         self.models.get(model)
     }
 
     /// What the whole run cost: every model's total; `None` when nothing had a price.
-    pub fn cost(&self) -> Option<CostStats> {
+    pub(crate) fn cost(&self) -> Option<CostStats> {
         CostStats::total(self.models.values())
     }
 
     /// Mean of the model's category headline numbers (each spec counts once,
     /// whatever its size): the total reports show and rank by.
-    pub fn category_mean(&self, model: &str) -> Option<f64> {
+    pub(crate) fn category_mean(&self, model: &str) -> Option<f64> {
         let specs = self.cells.get(model)?;
         (!specs.is_empty())
             .then(|| specs.values().map(Metrics::score).sum::<f64>() / specs.len() as f64)

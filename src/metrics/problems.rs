@@ -8,7 +8,7 @@
 
 /// What a [`Problems`] keeps of each sample.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Keep {
+pub(crate) enum Keep {
     /// Only the pass and sample counts (a model's totals, whose problems are its cells').
     Counts,
     /// Outcomes and scores, no answers (no `[sampling]` plan votes on them).
@@ -30,7 +30,7 @@ struct Row {
 
 /// The samples of every problem seen, with pass counts.
 #[derive(Debug, Clone)]
-pub struct Problems {
+pub(crate) struct Problems {
     keep: Keep,
     /// Spec ids, in first-seen order (an accumulator usually sees one).
     specs: Vec<String>,
@@ -54,7 +54,7 @@ impl Default for Problems {
 
 impl Problems {
     /// No problems yet, keeping `keep` of each sample.
-    pub fn new(keep: Keep) -> Problems {
+    pub(crate) fn new(keep: Keep) -> Problems {
         Problems {
             keep,
             specs: Vec::new(),
@@ -68,7 +68,7 @@ impl Problems {
     }
 
     /// Adds one sample's outcome (`answer` already clipped).
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         (spec, instance): (&str, u64),
         sample: u32,
@@ -110,18 +110,18 @@ impl Problems {
     }
 
     /// Samples seen.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.total
     }
 
     /// Samples that passed.
-    pub fn passed(&self) -> u64 {
+    pub(crate) fn passed(&self) -> u64 {
         self.passed
     }
 
     /// Sorts the rows by (spec, instance) unless they came that way; each
     /// problem's samples stay in the order added.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         if self.sorted {
             return;
         }
@@ -136,7 +136,7 @@ impl Problems {
     }
 
     /// Each problem in (spec, instance) order; the rows must be settled.
-    pub fn iter(&self) -> impl Iterator<Item = Problem<'_>> + Clone {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Problem<'_>> + Clone {
         assert!(self.sorted, "Problems::settle before reading");
         let mut start = 0;
         std::iter::from_fn(move || {
@@ -158,7 +158,7 @@ impl Problems {
     }
 
     /// The scores of `instance`'s samples (of the first spec holding it); the rows must be settled.
-    pub fn scores_of(&self, instance: u64) -> Option<&[f64]> {
+    pub(crate) fn scores_of(&self, instance: u64) -> Option<&[f64]> {
         let spec = self.rows.first()?.spec;
         let at = |r: &Row| (r.spec != spec, r.instance);
         let lo = self.rows.partition_point(|r| at(r) < (false, instance));
@@ -169,7 +169,7 @@ impl Problems {
 
 /// One problem's samples, in the order added.
 #[derive(Debug, Clone, Copy)]
-pub struct Problem<'a> {
+pub(crate) struct Problem<'a> {
     /// Its spec id.
     pub spec: &'a str,
     /// Its instance.
@@ -182,13 +182,13 @@ pub struct Problem<'a> {
 
 impl<'a> Problem<'a> {
     /// The samples' scores, in the order added.
-    pub fn scores(&self) -> &'a [f64] {
+    pub(crate) fn scores(&self) -> &'a [f64] {
         self.scores
     }
 
     /// Whether the problem is one pass/fail sample: one sample scoring exactly 1 when
     /// it passed and 0 when not, so a pass rate (Wilson, McNemar) describes it.
-    pub fn is_pass_fail(&self) -> bool {
+    pub(crate) fn is_pass_fail(&self) -> bool {
         match (self.rows, self.scores) {
             ([row], [score]) => *score == f64::from(u8::from(row.passed)),
             _ => false,
@@ -196,12 +196,12 @@ impl<'a> Problem<'a> {
     }
 
     /// Samples seen.
-    pub fn n_total(&self) -> u64 {
+    pub(crate) fn n_total(&self) -> u64 {
         self.rows.len() as u64
     }
 
     /// Samples that passed.
-    pub fn n_correct(&self) -> u64 {
+    pub(crate) fn n_correct(&self) -> u64 {
         self.rows.iter().filter(|r| r.passed).count() as u64
     }
 
@@ -213,7 +213,7 @@ impl<'a> Problem<'a> {
     }
 
     /// The extracted answers in sample order (none when answers are not kept).
-    pub fn answers(&self) -> Vec<Option<String>> {
+    pub(crate) fn answers(&self) -> Vec<Option<String>> {
         let at = |i: usize| {
             self.answers
                 .get(i)
@@ -224,7 +224,7 @@ impl<'a> Problem<'a> {
 
     /// Whether the majority answer passed: the most frequent extracted answer
     /// (ties to the one seen at the lowest sample) is taken; no answer never wins.
-    pub fn majority_passed(&self) -> bool {
+    pub(crate) fn majority_passed(&self) -> bool {
         let mut votes: Vec<(&str, u64, bool)> = Vec::new();
         for i in self.by_sample() {
             let Some(a) = self

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::problems::{Problem, Problems};
 
 /// Unbiased pass@k of one problem with `n` samples, `c` of them passing (`k <= n`).
-pub fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
+pub(crate) fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
     if n < k || n - c < k {
         // Fewer than k failures: every k-subset holds a pass.
         return if c == 0 { 0.0 } else { 1.0 };
@@ -23,7 +23,7 @@ pub fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
 }
 
 /// pass^k of one problem: the chance that k samples drawn without replacement all pass.
-pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
+pub(crate) fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
     if c < k || n < k {
         return 0.0;
     }
@@ -33,7 +33,7 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
 
 /// One problem's line in reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProblemStat {
+pub(crate) struct ProblemStat {
     /// `<spec>/<instance>`.
     pub id: String,
     /// Samples that passed.
@@ -46,7 +46,7 @@ pub struct ProblemStat {
 
 /// The sampled metrics of one cell, model or group.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SampledMetrics {
+pub(crate) struct SampledMetrics {
     /// Problems (instances) seen.
     pub problems: u64,
     /// The largest number of samples of any problem.
@@ -79,7 +79,11 @@ pub struct SamplingPlan {
 }
 
 /// Sampled metrics of `problems`, keyed by (spec, instance).
-pub fn sampled(problems: &Problems, plan: &SamplingPlan, keep_problems: bool) -> SampledMetrics {
+pub(super) fn sampled(
+    problems: &Problems,
+    plan: &SamplingPlan,
+    keep_problems: bool,
+) -> SampledMetrics {
     let count = problems.iter().count() as u64;
     let mean = |f: &dyn Fn(&Problem) -> Option<f64>| {
         let values: Vec<f64> = problems.iter().filter_map(|p| f(&p)).collect();

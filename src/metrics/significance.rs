@@ -21,7 +21,7 @@ use super::stats::{
 /// The paired test behind a comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Test {
+pub(crate) enum Test {
     /// Exact McNemar test, Newcombe's interval: one pass/fail sample per instance.
     Mcnemar,
     /// Paired percentile bootstrap over instances (stratified by spec over several).
@@ -30,7 +30,7 @@ pub enum Test {
 
 /// One model against another on the instances both answered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Versus {
+pub(crate) struct Versus {
     /// The model compared with.
     pub against: String,
     /// This model's score minus the other's on the paired instances.
@@ -45,7 +45,7 @@ pub struct Versus {
 
 /// One model's line on a leaderboard.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Standing {
+pub(crate) struct Standing {
     /// The shown model name.
     pub model: String,
     /// Tie group: 1 for the best; models the data cannot tell apart share it.
@@ -66,7 +66,7 @@ pub struct Standing {
 
 /// The gap between the two best models and the instances needed to establish it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Gap {
+pub(crate) struct Gap {
     /// The best model's score minus the runner-up's.
     pub difference: f64,
     /// Instances per model a test at alpha 0.05 with power 0.8 needs for that gap
@@ -76,7 +76,7 @@ pub struct Gap {
 
 /// A leaderboard: models in rank order, and what the category can detect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Board {
+pub(crate) struct Board {
     /// The paired test used.
     pub test: Test,
     /// Distinct instances any model answered.
@@ -94,14 +94,14 @@ pub struct Board {
 
 impl Board {
     /// The standing of `model`, when it is on the board.
-    pub fn standing(&self, model: &str) -> Option<&Standing> {
+    pub(crate) fn standing(&self, model: &str) -> Option<&Standing> {
         self.standings.iter().find(|s| s.model == model)
     }
 }
 
 /// One model's instances in one spec: instance → its samples' scores.
 #[derive(Debug, Clone, Default)]
-pub struct Scores {
+pub(super) struct Scores {
     /// The cell's settled problems (taken over, not copied, so boards cost no memory).
     problems: Problems,
     /// Distinct instances.
@@ -112,7 +112,7 @@ pub struct Scores {
 
 impl Scores {
     /// The scores of a cell's settled `problems` (all of one spec).
-    pub fn new(problems: Problems) -> Scores {
+    pub(super) fn new(problems: Problems) -> Scores {
         let (mut count, mut pass_fail) = (0, true);
         for p in problems.iter() {
             count += 1;
@@ -126,17 +126,17 @@ impl Scores {
     }
 
     /// Each instance with its samples' scores, in instance order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &[f64])> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &[f64])> {
         self.problems.iter().map(|p| (p.instance, p.scores()))
     }
 
     /// The instances, ascending.
-    pub fn instances(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(super) fn instances(&self) -> impl Iterator<Item = u64> + '_ {
         self.problems.iter().map(|p| p.instance)
     }
 
     /// The scores of `instance`'s samples, when it was run.
-    pub fn get(&self, instance: u64) -> Option<&[f64]> {
+    pub(super) fn get(&self, instance: u64) -> Option<&[f64]> {
         self.problems.scores_of(instance)
     }
 
@@ -146,7 +146,7 @@ impl Scores {
     }
 
     /// Instances run.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.count
     }
 }
@@ -160,7 +160,7 @@ fn union<'a>(scores: impl Iterator<Item = &'a Scores>) -> Vec<u64> {
 }
 
 /// One model's entry in a spec board: its shown score and interval, and its instances.
-pub struct Entry<'a> {
+pub(super) struct Entry<'a> {
     /// Shown score (the cell's accuracy).
     pub score: f64,
     /// The cell's interval.
@@ -170,7 +170,7 @@ pub struct Entry<'a> {
 }
 
 /// The board of one spec from each model's entry, keyed by shown model name.
-pub fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
+pub(super) fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
     let pass_fail = entries.values().all(|e| e.scores.pass_fail);
     // Only pairs line instances up; one model's count needs no list.
     let instances = match entries.len() {
@@ -236,7 +236,7 @@ pub fn spec_board(entries: &BTreeMap<&str, Entry>) -> Board {
 /// The overall board: each model's mean of category accuracies (`means`, keyed by
 /// shown model name) from its instances per spec (`data`: spec → model → scores),
 /// every category weighted once, by the stratified bootstrap.
-pub fn overall_board(
+pub(super) fn overall_board(
     means: &BTreeMap<&str, f64>,
     data: &BTreeMap<&str, BTreeMap<&str, &Scores>>,
 ) -> Board {

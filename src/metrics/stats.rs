@@ -45,30 +45,34 @@ mod reference;
 mod stratified;
 mod wilson;
 
-pub use bootstrap::{MeanEstimate, bootstrap_mean};
-pub use paired::{
-    PassComparison, ScoreComparison, compare_passes, compare_scores, mcnemar_p, newcombe_paired,
+pub(crate) use bootstrap::bootstrap_mean;
+pub(crate) use paired::{compare_passes, compare_scores};
+pub(crate) use power::{min_detectable_effect, required_n};
+pub(crate) use rank::{Ranked, rank_by};
+pub(crate) use stratified::{Stratum, bootstrap_stratified, compare_stratified};
+pub(crate) use wilson::{wilson, wilson_share};
+#[cfg(test)]
+pub(crate) use {
+    bootstrap::MeanEstimate,
+    paired::{ScoreComparison, mcnemar_p, newcombe_paired},
+    rank::holm,
 };
-pub use power::{min_detectable_effect, power, required_n};
-pub use rank::{Ranked, holm, rank_by, tie_groups, tie_groups_scores};
-pub use stratified::{Stratum, bootstrap_stratified, compare_stratified};
-pub use wilson::{wilson, wilson_share};
 
 /// Confidence level used when a caller has no reason to pick another.
-pub const DEFAULT_LEVEL: f64 = 0.95;
+pub(crate) const DEFAULT_LEVEL: f64 = 0.95;
 /// Significance level of the tests behind tie groups and power, by default.
-pub const DEFAULT_ALPHA: f64 = 0.05;
+pub(crate) const DEFAULT_ALPHA: f64 = 0.05;
 /// Power the minimum detectable effect and required sample size aim for, by default.
-pub const DEFAULT_POWER: f64 = 0.8;
+pub(crate) const DEFAULT_POWER: f64 = 0.8;
 /// Bootstrap resamples by default: a 95% endpoint then wanders by about 3% of the
 /// estimate's standard error from one seed to another.
-pub const DEFAULT_RESAMPLES: u32 = 10_000;
+pub(crate) const DEFAULT_RESAMPLES: u32 = 10_000;
 /// Bootstrap seed by default: arbitrary, but fixed so a report reproduces.
-pub const DEFAULT_SEED: u64 = 17;
+pub(crate) const DEFAULT_SEED: u64 = 17;
 
 /// A two-sided confidence interval, `low <= high`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Interval {
+pub(crate) struct Interval {
     /// Lower limit.
     pub low: f64,
     /// Upper limit.
@@ -77,12 +81,14 @@ pub struct Interval {
 
 impl Interval {
     /// Whether `x` lies inside, limits included.
-    pub fn contains(&self, x: f64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, x: f64) -> bool {
         self.low <= x && x <= self.high
     }
 
     /// `high - low`.
-    pub fn width(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn width(&self) -> f64 {
         self.high - self.low
     }
 }
@@ -93,7 +99,7 @@ impl Interval {
 /// 24 zero bytes, stream 0; an index below `n` is drawn from one `u64` by Lemire's
 /// multiply-and-reject method. Any implementation following that gets the same draws.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Bootstrap {
+pub(crate) struct Bootstrap {
     /// Number of resamples.
     pub resamples: u32,
     /// Key of the random stream.
@@ -114,7 +120,7 @@ impl Default for Bootstrap {
 
 /// Input the statistics cannot be computed from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum StatsError {
+pub(crate) enum StatsError {
     /// Two models' results cover different numbers of instances.
     LengthMismatch {
         /// Instances of the first model (or the leader).

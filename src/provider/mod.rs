@@ -12,11 +12,11 @@
 //! transcripts) and `text`. No cache, retries or limits here: those are the
 //! client layer's.
 
-pub mod model_ref;
+pub(crate) mod model_ref;
 mod ollama;
 mod openai;
-pub mod price;
-pub mod replay;
+pub(crate) mod price;
+pub(crate) mod replay;
 mod server_options;
 
 use std::time::Duration;
@@ -26,11 +26,13 @@ use serde_json::{Value, json};
 
 use crate::prompt::Message;
 
-pub use model_ref::{ModelRefError, ModelSetup, ProviderKind, ServerOptions};
-pub use ollama::{OllamaClient, base_from_env as ollama_base_from_env};
-pub use openai::{OpenAiClient, default_base_url as openai_default_base_url};
-pub use price::{Billed, PER_MILLION, Price, TokenPrice};
-pub use replay::ReplayProvider;
+pub(crate) use model_ref::{ModelRefError, ServerOptions};
+pub use model_ref::{ModelSetup, ProviderKind};
+pub use ollama::OllamaClient;
+pub(crate) use ollama::base_from_env as ollama_base_from_env;
+pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
+pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
+pub(crate) use replay::ReplayProvider;
 
 /// The shape of answer a request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,7 +99,7 @@ impl ChatRequest {
 }
 
 /// Merges a request's extra fields into a wire body.
-pub fn merge_extra(body: &mut Value, request: &ChatRequest) {
+pub(crate) fn merge_extra(body: &mut Value, request: &ChatRequest) {
     if let Some(map) = body.as_object_mut() {
         for (k, v) in &request.extra {
             map.insert(k.clone(), v.clone());
@@ -244,7 +246,7 @@ impl ProviderError {
 /// Reads `Retry-After` in both of RFC 9110's forms: delta-seconds, or an
 /// HTTP date (IMF-fixdate, RFC 850 or asctime), which becomes the time left
 /// until it (zero when it has passed).
-pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     retry_after_at(value.trim(), std::time::SystemTime::now())
 }
@@ -259,7 +261,7 @@ fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
 }
 
 /// Maps a reqwest error onto our classification.
-pub fn classify(err: &reqwest::Error, timeout: Duration) -> ProviderError {
+pub(crate) fn classify(err: &reqwest::Error, timeout: Duration) -> ProviderError {
     if err.is_timeout() {
         ProviderError::Timeout(timeout)
     } else if err.is_decode() || err.is_body() {
@@ -281,7 +283,7 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 }
 
 /// Reads an error body, clipped for records.
-pub async fn error_status(response: reqwest::Response) -> ProviderError {
+pub(crate) async fn error_status(response: reqwest::Response) -> ProviderError {
     let status = response.status().as_u16();
     let retry_after = parse_retry_after(response.headers());
     let body = response.text().await.unwrap_or_default();
@@ -293,7 +295,7 @@ pub async fn error_status(response: reqwest::Response) -> ProviderError {
 }
 
 /// A ready client for one configured model.
-pub enum Provider {
+pub(crate) enum Provider {
     /// OpenAI-compatible server.
     OpenAi(OpenAiClient),
     /// Ollama server.
@@ -333,7 +335,7 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
 
 /// Identifies which instance and sample a request is for (replay and logging).
 #[derive(Debug, Clone, Copy)]
-pub struct RequestKey<'a> {
+pub(crate) struct RequestKey<'a> {
     /// The spec id.
     pub spec: &'a str,
     /// Instance index.
@@ -346,7 +348,7 @@ pub struct RequestKey<'a> {
 
 impl Provider {
     /// Sends one request.
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         request: &ChatRequest,
         key: RequestKey<'_>,
@@ -360,12 +362,12 @@ impl Provider {
     }
 
     /// Whether several samples can be asked in one request (OpenAI's `n`).
-    pub fn supports_n(&self) -> bool {
+    pub(crate) fn supports_n(&self) -> bool {
         matches!(self, Provider::OpenAi(_))
     }
 
     /// Sends one request for `n` answers; providers without `n` get a config error.
-    pub async fn complete_n(
+    pub(crate) async fn complete_n(
         &self,
         request: &ChatRequest,
         n: u32,
@@ -379,7 +381,7 @@ impl Provider {
     }
 
     /// Whether answers come from the network (and so belong in the cache).
-    pub fn is_remote(&self) -> bool {
+    pub(crate) fn is_remote(&self) -> bool {
         !matches!(self, Provider::Replay(_))
     }
 }

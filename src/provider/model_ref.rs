@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::server_options::{DEFAULT_READY_TIMEOUT_SECS, ServerOptions};
+pub(crate) use super::server_options::{DEFAULT_READY_TIMEOUT_SECS, ServerOptions};
 
 /// Which wire format a model speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,7 +111,7 @@ fn one() -> u32 {
 }
 
 /// Default requests in flight per endpoint.
-pub const DEFAULT_CONCURRENCY: usize = 4;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 4;
 
 impl ModelSetup {
     /// A spec with defaults for `provider` and `model`.
@@ -244,7 +244,7 @@ fn managed_reference(
 
 /// A managed model's id and display name: an existing path (or any llama.cpp
 /// path: a missing file is reported by the server itself) becomes absolute.
-pub fn managed_model_path(path: &Path, provider: ProviderKind) -> (String, String) {
+pub(crate) fn managed_model_path(path: &Path, provider: ProviderKind) -> (String, String) {
     let is_path = provider == ProviderKind::LlamaCpp || path.exists();
     if !is_path {
         let id = path.to_string_lossy().into_owned();

@@ -44,7 +44,7 @@ struct ChunkMessage {
 }
 
 /// `OLLAMA_HOST` as a base URL (`0.0.0.0:11434` → `http://127.0.0.1:11434`).
-pub fn base_from_env(value: Option<String>) -> String {
+pub(crate) fn base_from_env(value: Option<String>) -> String {
     let Some(host) = value.filter(|h| !h.trim().is_empty()) else {
         return "http://127.0.0.1:11434".to_owned();
     };

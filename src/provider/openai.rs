@@ -11,7 +11,7 @@ use super::{
 };
 
 /// A client for one model on an OpenAI-compatible server.
-pub struct OpenAiClient {
+pub(crate) struct OpenAiClient {
     http: reqwest::Client,
     endpoint: String,
     model: String,
@@ -58,13 +58,16 @@ struct PromptDetails {
 }
 
 /// The default base URL: `OPENAI_BASE_URL`, else OpenAI's.
-pub fn default_base_url() -> String {
+pub(crate) fn default_base_url() -> String {
     std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".to_owned())
 }
 
 impl OpenAiClient {
     /// A client for `spec`; reads the API key from the variable it names.
-    pub fn new(setup: &ModelSetup, http: reqwest::Client) -> Result<OpenAiClient, ProviderError> {
+    pub(crate) fn new(
+        setup: &ModelSetup,
+        http: reqwest::Client,
+    ) -> Result<OpenAiClient, ProviderError> {
         let base = setup.base_url.clone().unwrap_or_else(default_base_url);
         let key_var = setup
             .api_key_env
@@ -93,7 +96,7 @@ impl OpenAiClient {
     }
 
     /// The request body in OpenAI's format, asking for `n` choices.
-    pub fn body(&self, request: &ChatRequest, n: u32) -> Value {
+    pub(crate) fn body(&self, request: &ChatRequest, n: u32) -> Value {
         let mut body = json!({
             "model": self.model,
             "messages": request.messages,
@@ -122,13 +125,16 @@ impl OpenAiClient {
     }
 
     /// Sends one request for one answer.
-    pub async fn complete(&self, request: &ChatRequest) -> Result<Completion, ProviderError> {
+    pub(crate) async fn complete(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<Completion, ProviderError> {
         let mut all = self.complete_n(request, 1).await?;
         Ok(all.remove(0))
     }
 
     /// Sends one request asking for `n` answers (OpenAI's `n`).
-    pub async fn complete_n(
+    pub(crate) async fn complete_n(
         &self,
         request: &ChatRequest,
         n: u32,

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Tokens in the unit prices are quoted for.
-pub const PER_MILLION: f64 = 1_000_000.0;
+pub(crate) const PER_MILLION: f64 = 1_000_000.0;
 
 /// A model's price: `price = { ... }` of a `[models.X]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use crate::golden::transcript::{TranscriptLine, read_transcript, transcript_path
 type SpecLines = HashMap<(u64, u32), TranscriptLine>;
 
 /// Answers recorded for one model, loaded per spec on first use.
-pub struct ReplayProvider {
+pub(crate) struct ReplayProvider {
     golden_dir: PathBuf,
     model: String,
     loaded: Mutex<HashMap<String, SpecLines>>,
@@ -20,7 +20,7 @@ pub struct ReplayProvider {
 
 impl ReplayProvider {
     /// A replay of `model`'s transcripts under `golden_dir`.
-    pub fn new(golden_dir: &Path, model: &str) -> ReplayProvider {
+    pub(crate) fn new(golden_dir: &Path, model: &str) -> ReplayProvider {
         ReplayProvider {
             golden_dir: golden_dir.to_path_buf(),
             model: model.to_owned(),
@@ -29,7 +29,7 @@ impl ReplayProvider {
     }
 
     /// The recorded answer for `key`.
-    pub fn complete(&self, key: RequestKey<'_>) -> Result<Completion, ProviderError> {
+    pub(crate) fn complete(&self, key: RequestKey<'_>) -> Result<Completion, ProviderError> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if !loaded.contains_key(key.spec) {
             let path = transcript_path(&self.golden_dir, key.spec, &self.model);
@@ -72,7 +72,7 @@ impl ReplayProvider {
     }
 
     /// The judge that graded rule `rule` of `key`'s recorded answer.
-    pub fn recorded_judge(&self, key: RequestKey<'_>, rule: &str) -> Option<String> {
+    pub(crate) fn recorded_judge(&self, key: RequestKey<'_>, rule: &str) -> Option<String> {
         let loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         let line = loaded.get(key.spec)?.get(&(key.instance, key.sample))?;
         line.judge.get(rule).map(|j| j.judge.clone())

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::ModelSetup;
 
 /// Seconds to wait for readiness by default (20 minutes: a large model's first vLLM start).
-pub const DEFAULT_READY_TIMEOUT_SECS: f64 = 1200.0;
+pub(crate) const DEFAULT_READY_TIMEOUT_SECS: f64 = 1200.0;
 
 /// How a managed server is started: `[models.<name>.server]` in harness.toml.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

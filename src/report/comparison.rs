@@ -27,7 +27,7 @@ const TIERS: &[(f64, &str)] = &[
 ];
 
 /// The tier label of a pass rate in [0, 1].
-pub fn tier(pass_rate: f64) -> &'static str {
+pub(crate) fn tier(pass_rate: f64) -> &'static str {
     TIERS
         .iter()
         .find(|(min, _)| pass_rate >= *min)
@@ -36,7 +36,7 @@ pub fn tier(pass_rate: f64) -> &'static str {
 
 /// One model's line of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ModelLine {
+pub(crate) struct ModelLine {
     /// The shown model name.
     pub model: String,
     /// Pass rate over samples (the expected pass@1).
@@ -67,7 +67,7 @@ pub struct ModelLine {
 
 /// One group's numbers for one model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GroupLine {
+pub(crate) struct GroupLine {
     /// Pass rate over samples.
     pub pass_rate: f64,
     /// k → pass@k.
@@ -76,7 +76,7 @@ pub struct GroupLine {
 
 impl GroupLine {
     /// Pass rate, then pass@`top` after a slash when the group has it.
-    pub fn with_pass_at(&self, top: Option<u32>) -> String {
+    pub(crate) fn with_pass_at(&self, top: Option<u32>) -> String {
         match top.and_then(|k| self.pass_at_k.get(&k)) {
             Some(p) => format!("{} / {}", percent(self.pass_rate), percent(*p)),
             None => percent(self.pass_rate),
@@ -86,7 +86,7 @@ impl GroupLine {
 
 /// The comparison of every model on one sampled spec.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// The spec id.
     pub spec: String,
     /// Its title.
@@ -106,7 +106,7 @@ pub struct Comparison {
 impl Comparison {
     /// Each grouping variable with every value any model has for it, in order:
     /// the columns of the per-group tables.
-    pub fn group_columns(&self) -> Vec<(&String, Vec<&String>)> {
+    pub(crate) fn group_columns(&self) -> Vec<(&String, Vec<&String>)> {
         let vars: std::collections::BTreeSet<&String> =
             self.models.iter().flat_map(|l| l.groups.keys()).collect();
         vars.into_iter()

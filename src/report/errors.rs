@@ -21,19 +21,19 @@ pub struct ErrorCause {
 
 /// Counts of error records by (cause, endpoint).
 #[derive(Debug, Default)]
-pub struct ErrorTally {
+pub(super) struct ErrorTally {
     counts: BTreeMap<(String, Option<String>), u64>,
 }
 
 impl ErrorTally {
     /// Counts one record's request error, `endpoint` being its pool endpoint.
-    pub fn add(&mut self, error: &str, endpoint: Option<&str>) {
+    pub(super) fn add(&mut self, error: &str, endpoint: Option<&str>) {
         let endpoint = endpoint.map(str::to_owned).or_else(|| url_in(error));
         *self.counts.entry((cause_of(error), endpoint)).or_default() += 1;
     }
 
     /// The causes, most records first (then by cause and endpoint).
-    pub fn finish(self) -> Vec<ErrorCause> {
+    pub(super) fn finish(self) -> Vec<ErrorCause> {
         let mut out: Vec<ErrorCause> = self
             .counts
             .into_iter()
@@ -57,7 +57,7 @@ fn url_in(error: &str) -> Option<String> {
 
 /// A short phrase for what went wrong: the innermost reason of a connection
 /// error, the status of an HTTP error, or the error's kind.
-pub fn cause_of(error: &str) -> String {
+pub(super) fn cause_of(error: &str) -> String {
     let lower = error.to_lowercase();
     let known = [
         ("connection refused", "connection refused"),

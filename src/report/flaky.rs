@@ -12,7 +12,7 @@ use crate::metrics::{Outcome, pass_at_k, pass_hat_k};
 
 /// One instance that passed some of its samples but not all.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FlakyInstance {
+pub(crate) struct FlakyInstance {
     /// The model (its name in the runs, not the shown `<run>/<model>`).
     pub model: String,
     /// Spec id.
@@ -27,7 +27,7 @@ pub struct FlakyInstance {
 
 /// A (model, spec) with repeated samples: how stable its verdicts are.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Stability {
+pub(crate) struct Stability {
     /// The model.
     pub model: String,
     /// Spec id.
@@ -46,7 +46,7 @@ pub struct Stability {
 
 /// Flaky instances and the stability of every repeated (model, spec).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Flaky {
+pub(crate) struct Flaky {
     /// Per (model, spec) with repeated samples, in model then spec order.
     pub stability: Vec<Stability>,
     /// Flaky instances, lowest pass rate first (then model, spec, instance).

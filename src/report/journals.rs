@@ -88,7 +88,7 @@ pub(crate) struct Journals {
 
 impl Journals {
     /// Indexes every journal of `ctx`.
-    pub fn open(ctx: &ReportContext) -> io::Result<Journals> {
+    pub(super) fn open(ctx: &ReportContext) -> io::Result<Journals> {
         let (mut raw_models, mut spec_names) = (Interner::default(), Interner::default());
         let mut found = Vec::new();
         let mut readers = Vec::new();
@@ -191,14 +191,14 @@ impl Journals {
     }
 
     /// The positions in [`Journals::locations`] of one shown model's records.
-    pub fn model_range(&self, model: usize) -> Range<usize> {
+    pub(super) fn model_range(&self, model: usize) -> Range<usize> {
         let lo = self.cells.partition_point(|c| (c.model as usize) < model);
         let hi = self.cells.partition_point(|c| (c.model as usize) <= model);
         self.start(lo)..self.start(hi)
     }
 
     /// The positions in [`Journals::locations`] of one shown model's records of `spec`.
-    pub fn cell_range(&self, model: usize, spec: &str) -> Range<usize> {
+    pub(super) fn cell_range(&self, model: usize, spec: &str) -> Range<usize> {
         let Ok(s) = self.spec_ids.binary_search_by(|x| x.as_str().cmp(spec)) else {
             return 0..0;
         };
@@ -209,7 +209,7 @@ impl Journals {
     }
 
     /// Reads the record at position `i` of [`Journals::locations`].
-    pub fn read(&mut self, i: usize) -> io::Result<Record> {
+    pub(super) fn read(&mut self, i: usize) -> io::Result<Record> {
         let location = self.locations[i];
         let (journal, offset) = (location >> OFFSET_BITS, location & ((1 << OFFSET_BITS) - 1));
         let reader = self.readers[journal as usize]

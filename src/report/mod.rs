@@ -13,13 +13,13 @@
 //! `golden` (transcripts the HTML report diffs against) and `text`. Reports
 //! never ask a model.
 
-pub mod comparison;
+pub(crate) mod comparison;
 mod costs;
 mod csv;
 mod endpoints;
 mod errors;
 pub(crate) mod fit;
-pub mod flaky;
+pub(crate) mod flaky;
 mod html;
 mod journals;
 mod json;
@@ -27,10 +27,10 @@ mod judge_stats;
 mod junit;
 mod lang;
 mod markdown;
-pub mod model_tag;
+pub(crate) mod model_tag;
 mod raw;
 mod rrr;
-pub mod runs;
+pub(crate) mod runs;
 mod statistics;
 mod terminal;
 
@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use crate::files::{AtomicFile, write_atomic};
 use crate::metrics::{MetricsBuilder, Summary};
 use crate::text::file_stem;
-pub use errors::ErrorCause;
+pub(crate) use errors::ErrorCause;
 use journals::Journals;
 use raw::RawWriter;
 
@@ -275,7 +275,7 @@ pub(crate) struct View<'a> {
 
 impl View<'_> {
     /// The phrases of the report's language.
-    pub fn words(&self) -> &'static lang::Words {
+    pub(crate) fn words(&self) -> &'static lang::Words {
         lang::words(self.ctx.lang)
     }
 }

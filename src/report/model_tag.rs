@@ -7,11 +7,11 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 /// Shown for a part the tag does not state.
-pub const UNKNOWN: &str = "unknown";
+pub(crate) const UNKNOWN: &str = "unknown";
 
 /// The parts of a model tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelTag {
+pub(crate) struct ModelTag {
     /// The model family and version, without size or quantization.
     pub name: String,
     /// Parameter count as written (`8b`, `135M`, `8x7b`), or [`UNKNOWN`].
@@ -31,7 +31,7 @@ static SIZE: LazyLock<Regex> =
 
 /// Reads the display name `tag`, taking the size and quantization it does not
 /// state from the model id it sends (`smollm2` serving `SmolLM2-135M-Instruct.Q4_1`).
-pub fn parse_with_id(tag: &str, id: Option<&str>) -> ModelTag {
+pub(crate) fn parse_with_id(tag: &str, id: Option<&str>) -> ModelTag {
     let mut parsed = parse(tag);
     if let Some(id) = id {
         let from_id = parse(id);
@@ -46,7 +46,7 @@ pub fn parse_with_id(tag: &str, id: Option<&str>) -> ModelTag {
 }
 
 /// Reads `tag`: an optional provider prefix (`ollama:`) and `@url` are ignored.
-pub fn parse(tag: &str) -> ModelTag {
+pub(crate) fn parse(tag: &str) -> ModelTag {
     let tag = tag.split('@').next().unwrap_or(tag);
     let tag = ["ollama:", "openai:", "replay:"]
         .iter()

@@ -67,12 +67,12 @@ pub(crate) struct RawWriter<W: Write> {
 
 impl<W: Write> RawWriter<W> {
     /// Starts an array on `out`.
-    pub fn new(out: W) -> RawWriter<W> {
+    pub(super) fn new(out: W) -> RawWriter<W> {
         RawWriter { out, count: 0 }
     }
 
     /// Appends `r`, shown under the model name `model`.
-    pub fn write(&mut self, model: &str, r: &Record) -> io::Result<()> {
+    pub(super) fn write(&mut self, model: &str, r: &Record) -> io::Result<()> {
         let item = RawResult {
             test_id: test_id(r),
             model_name: model,
@@ -105,7 +105,7 @@ impl<W: Write> RawWriter<W> {
     }
 
     /// Closes the array and returns the writer.
-    pub fn finish(mut self) -> io::Result<W> {
+    pub(super) fn finish(mut self) -> io::Result<W> {
         self.out
             .write_all(if self.count == 0 { b"[]\n" } else { b"\n]\n" })?;
         self.out.flush()?;

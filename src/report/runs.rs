@@ -23,7 +23,7 @@ use crate::metrics::{Outcome, Test};
 
 /// What a paired difference says at alpha 0.05.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The later run scores higher, significantly.
     #[serde(rename = "better")]
     Better,
@@ -37,7 +37,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// The verdict as the reports print it.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
@@ -48,7 +48,7 @@ impl Verdict {
 
 /// A paired difference, later run minus baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Delta {
+pub(crate) struct Delta {
     /// Later minus baseline, on the paired instances.
     pub difference: f64,
     /// 95% interval of `difference`.
@@ -65,7 +65,7 @@ pub struct Delta {
 
 /// One category of a pair.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CategoryDelta {
+pub(crate) struct CategoryDelta {
     /// Spec id.
     pub spec: String,
     /// Its title.
@@ -80,7 +80,7 @@ pub struct CategoryDelta {
 
 /// An instance whose verdict differs between the runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Flip {
+pub(crate) struct Flip {
     /// Spec id.
     pub spec: String,
     /// Instance index.
@@ -93,7 +93,7 @@ pub struct Flip {
 
 /// One model in the baseline run against its counterpart in a later run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Pair {
+pub(crate) struct Pair {
     /// Shown name in the baseline run.
     pub baseline: String,
     /// Shown name in the later run.
@@ -110,7 +110,7 @@ pub struct Pair {
 
 /// The comparison of the report's runs, when it covers several.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunComparison {
+pub(crate) struct RunComparison {
     /// The baseline run's id.
     pub baseline_run: String,
     /// Model pairs, later runs in order.

@@ -19,7 +19,7 @@ use crate::provider::{Completion, ModelSetup, PER_MILLION, Price};
 
 /// The budget of a run; unset limits do not stop it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// The most the run may cost, in its currency (`--max-cost`).
     pub max_cost: Option<f64>,
     /// The most tokens it may use, prompts and answers together (`--max-tokens-total`).
@@ -28,7 +28,7 @@ pub struct Limits {
 
 /// What was spent: money in the run's currency, and tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Spent {
+pub(crate) struct Spent {
     /// Money.
     pub cost: f64,
     /// Tokens, prompts and answers together.
@@ -69,7 +69,7 @@ impl State {
 }
 
 /// The clock of a judge, apart from a model under test of the same name.
-pub fn judge_clock(name: &str) -> String {
+pub(crate) fn judge_clock(name: &str) -> String {
     format!("judge:{name}")
 }
 
@@ -79,14 +79,14 @@ fn hours(d: std::time::Duration) -> f64 {
 
 /// The run's meter and budget.
 #[derive(Debug, Default)]
-pub struct Meter {
+pub(crate) struct Meter {
     limits: Limits,
     state: Mutex<State>,
 }
 
 impl Meter {
     /// A meter that starts from `before` (what earlier parts of the run spent).
-    pub fn new(limits: Limits, before: Spent) -> Meter {
+    pub(crate) fn new(limits: Limits, before: Spent) -> Meter {
         if limits != Limits::default() {
             // The tokenizer loads in a fraction of a second: before the first
             // request, not inside it, where it would bunch paced requests up.
@@ -105,7 +105,7 @@ impl Meter {
     /// A meter starting from what the journal at `path` (if any) records as
     /// spent: a resumed run's budget covers the whole run. Without limits
     /// nothing is read, since nothing is checked.
-    pub fn for_journal(limits: Limits, path: &Path) -> std::io::Result<Meter> {
+    pub(crate) fn for_journal(limits: Limits, path: &Path) -> std::io::Result<Meter> {
         let mut before = Spent::default();
         if limits != Limits::default() && path.exists() {
             journal::for_each_record(path, |r| {
@@ -124,7 +124,7 @@ impl Meter {
     }
 
     /// What the run has spent so far, running clocks included.
-    pub fn spent(&self) -> Spent {
+    pub(crate) fn spent(&self) -> Spent {
         let state = self.state();
         Spent {
             cost: state.spent_at(Instant::now()),
@@ -133,17 +133,17 @@ impl Meter {
     }
 
     /// Whether a request was refused: the budget stopped the run.
-    pub fn refused(&self) -> bool {
+    pub(crate) fn refused(&self) -> bool {
         self.state().refused
     }
 
     /// The limits.
-    pub fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         self.limits
     }
 
     /// Starts `key`'s clock when `price` is by the hour and it is not running yet.
-    pub fn start_clock(&self, key: &str, price: Option<Price>) {
+    pub(crate) fn start_clock(&self, key: &str, price: Option<Price>) {
         if let Some(Price::PerHour(per_hour)) = price {
             let since = Instant::now();
             self.state()
@@ -154,7 +154,7 @@ impl Meter {
     }
 
     /// Charges `key`'s clock up to now and returns the amount, when it runs.
-    pub fn charge_clock(&self, key: &str) -> Option<f64> {
+    pub(crate) fn charge_clock(&self, key: &str) -> Option<f64> {
         let now = Instant::now();
         let mut state = self.state();
         let clock = state.clocks.get_mut(key)?;
@@ -165,7 +165,7 @@ impl Meter {
     }
 
     /// Stops `key`'s clock; time since its last charge is not billed.
-    pub fn stop_clock(&self, key: &str) {
+    pub(crate) fn stop_clock(&self, key: &str) {
         self.state().clocks.remove(key);
     }
 
@@ -173,7 +173,7 @@ impl Meter {
     /// record that ends each stretch of their server's time: the sum over the
     /// records is the time from the clock's start to the last answer. An
     /// answer from the response cache took none of it.
-    pub fn charge_hours(
+    pub(crate) fn charge_hours(
         &self,
         model: &ModelSetup,
         judge: Option<&ModelSetup>,
@@ -204,7 +204,7 @@ impl Meter {
     /// The worst case of an attempt's request: for each of its asks, the
     /// prompt and every choice's `max_tokens`, all at the model's highest
     /// token price.
-    pub fn worst_case(attempt: Attempt<'_>) -> Reservation {
+    pub(crate) fn worst_case(attempt: Attempt<'_>) -> Reservation {
         let Attempt {
             model,
             request,

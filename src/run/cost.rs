@@ -13,7 +13,7 @@ const PER_MESSAGE: u64 = 4;
 const REPLY_PRIMER: u64 = 3;
 
 /// Tokens of `text` by the estimating tokenizer.
-pub fn text_tokens(text: &str) -> u64 {
+pub(crate) fn text_tokens(text: &str) -> u64 {
     tiktoken_rs::cl100k_base_singleton()
         .encode_ordinary(text)
         .len() as u64
@@ -32,7 +32,7 @@ pub fn prompt_tokens(messages: &[Message]) -> u64 {
 /// an estimate. One of several choices of a request gets its share of the
 /// prompt and its own text's estimate: servers disagree on what their output
 /// count of such a request covers.
-pub fn billed(messages: &[Message], answer: &Completion) -> (Billed, bool) {
+pub(crate) fn billed(messages: &[Message], answer: &Completion) -> (Billed, bool) {
     let usage = &answer.usage;
     let choices = answer.shared.map_or(1, |s| u64::from(s.choices.max(1)));
     let (input, in_estimated) = match usage.tokens_in {
@@ -58,17 +58,21 @@ pub fn billed(messages: &[Message], answer: &Completion) -> (Billed, bool) {
 
 /// Rounds to a millionth of a millionth, the unit costs are summed in
 /// ([`pico`]): far below any price, and sums then do not depend on order.
-pub fn round(amount: f64) -> f64 {
+pub(crate) fn round(amount: f64) -> f64 {
     pico(amount) as f64 / 1e12
 }
 
 /// An amount in millionths of millionths of the currency.
-pub fn pico(amount: f64) -> u64 {
+pub(crate) fn pico(amount: f64) -> u64 {
     (amount.max(0.0) * 1e12).round() as u64
 }
 
 /// What `answers` to `messages` cost at `price`; whether any count was estimated.
-pub fn answers_cost(price: &TokenPrice, messages: &[Message], answers: &[Completion]) -> Cost {
+pub(crate) fn answers_cost(
+    price: &TokenPrice,
+    messages: &[Message],
+    answers: &[Completion],
+) -> Cost {
     answers.iter().fold(Cost::default(), |total, answer| {
         let (tokens, estimated) = billed(messages, answer);
         total.plus(Cost {
@@ -82,7 +86,7 @@ pub fn answers_cost(price: &TokenPrice, messages: &[Message], answers: &[Complet
 /// What an ask cost: its answer and every answer it rejected and asked
 /// again. An answer from the response cache cost nothing and saved what it
 /// would have cost; a failed request cost what its rejected answers did.
-pub fn asked_cost(price: &TokenPrice, messages: &[Message], asked: &Asked) -> Cost {
+pub(crate) fn asked_cost(price: &TokenPrice, messages: &[Message], asked: &Asked) -> Cost {
     let answer = asked.result.as_ref().ok();
     let answers: Vec<Completion> = answer.into_iter().chain(&asked.rejected).cloned().collect();
     let live = answers_cost(price, messages, &answers);
@@ -103,7 +107,7 @@ pub fn asked_cost(price: &TokenPrice, messages: &[Message], asked: &Asked) -> Co
 /// Tokens a journaled record used, for a token budget carried over by
 /// `--resume`: the answer's (reported, else estimated) and its judge's
 /// reported ones; an answer from the response cache used none.
-pub fn record_tokens(r: &Record) -> u64 {
+pub(crate) fn record_tokens(r: &Record) -> u64 {
     let judge: u64 = r
         .rules
         .iter()

@@ -21,7 +21,7 @@ use crate::verify::judge::task_of;
 
 /// What one model's part of one spec would ask.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// The model's name.
     pub model: String,
     /// The spec id.
@@ -66,7 +66,7 @@ impl Tokens {
 
 /// The estimate of every (model, spec) cell with requests left, in plan
 /// order; requests already in the journal at `journal_path` are left out.
-pub fn estimate(
+pub(crate) fn estimate(
     manifest: &Manifest,
     specs: &[Arc<SpecRuntime>],
     journal_path: &Path,

@@ -7,40 +7,31 @@ use std::io;
 use std::path::Path;
 
 use super::RunError;
-use super::record::{Record, TaskKey};
+use super::record::Record;
 use crate::files::{AppendLog, for_each_line};
 use crate::golden::transcript::TranscriptLine;
 
 /// The run journal, open for appending.
-pub type Journal = AppendLog;
+pub(crate) type Journal = AppendLog;
 
 /// Opens (creating) the journal at `path`, dropping a torn last line left by a crash.
-pub fn open(path: &Path) -> io::Result<Journal> {
+pub(crate) fn open(path: &Path) -> io::Result<Journal> {
     AppendLog::open::<Record>(path)
 }
 
 /// Calls `f` with each complete record in file order; unparseable lines are skipped.
-pub fn for_each_record(path: &Path, f: impl FnMut(Record)) -> io::Result<()> {
+pub(crate) fn for_each_record(path: &Path, f: impl FnMut(Record)) -> io::Result<()> {
     for_each_line(path, f)
 }
 
-/// Reads every complete record; unparseable lines are skipped. Later lines win on duplicate keys.
-pub fn read_journal(path: &Path) -> io::Result<BTreeMap<TaskKey, Record>> {
-    let mut records = BTreeMap::new();
-    for_each_record(path, |r| {
-        records.insert(r.key(), r);
-    })?;
-    Ok(records)
-}
-
 /// Transcript lines by (model, spec), then (instance, sample).
-pub type Transcripts = BTreeMap<(String, String), BTreeMap<(u64, u32), TranscriptLine>>;
+pub(crate) type Transcripts = BTreeMap<(String, String), BTreeMap<(u64, u32), TranscriptLine>>;
 
 /// The transcript lines of the (model, spec) pairs `wanted` keeps, read one
 /// record at a time: memory holds only the answers of the pairs asked for,
 /// so a run whose pairs have no golden transcript holds none (flat in N).
 /// Later lines win on duplicate keys.
-pub fn transcripts(
+pub(crate) fn transcripts(
     journal_path: &Path,
     wanted: impl Fn(&str, &str) -> bool,
 ) -> Result<Transcripts, RunError> {

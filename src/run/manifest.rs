@@ -11,7 +11,7 @@ use crate::provider::ModelSetup;
 
 /// `results/runs/<run-id>/plan.json`: what a run is, so it can be resumed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// The run id.
     pub run_id: String,
     /// UTC creation time, `2026-11-21 22:30:00`.
@@ -57,7 +57,7 @@ fn usd() -> String {
 impl Manifest {
     /// Whether `model` runs only the golden subsets: asked for, or a replay
     /// (its transcripts hold nothing else).
-    pub fn golden_subset_for(&self, model: &str) -> bool {
+    pub(crate) fn golden_subset_for(&self, model: &str) -> bool {
         self.golden_subset
             || self
                 .models
@@ -65,13 +65,8 @@ impl Manifest {
                 .any(|m| m.name == model && m.provider == crate::provider::ProviderKind::Replay)
     }
 
-    /// Whether this run computes the key at `ordinal` ([`super::shard::ordinal`]).
-    pub fn owns(&self, ordinal: u64) -> bool {
-        self.shard.is_none_or(|s| s.owns(ordinal))
-    }
-
     /// Whether `model` runs `spec` in this plan.
-    pub fn includes(&self, model: &str, spec: &str) -> bool {
+    pub(crate) fn includes(&self, model: &str, spec: &str) -> bool {
         self.only.as_ref().is_none_or(|only| {
             only.get(model)
                 .is_some_and(|specs| specs.iter().any(|s| s == spec))
@@ -80,7 +75,7 @@ impl Manifest {
 }
 
 /// UTC now as (`2026-11-21 22:30:00`, `20261121_223000`).
-pub fn timestamps() -> (String, String) {
+pub(crate) fn timestamps() -> (String, String) {
     let now = time::OffsetDateTime::now_utc();
     let human = now
         .format(time::macros::format_description!(
@@ -96,7 +91,7 @@ pub fn timestamps() -> (String, String) {
 }
 
 /// A fresh run id under `runs_dir` (the file stamp, suffixed if taken).
-pub fn new_run_id(runs_dir: &Path, file_stamp: &str) -> String {
+pub(crate) fn new_run_id(runs_dir: &Path, file_stamp: &str) -> String {
     let mut id = file_stamp.to_owned();
     let mut n = 1;
     while runs_dir.join(&id).exists() {
@@ -107,7 +102,7 @@ pub fn new_run_id(runs_dir: &Path, file_stamp: &str) -> String {
 }
 
 /// Finds a run directory by id or `latest`.
-pub fn find_run(runs_dir: &Path, id: &str) -> Result<PathBuf, RunError> {
+pub(crate) fn find_run(runs_dir: &Path, id: &str) -> Result<PathBuf, RunError> {
     if id != "latest" {
         let dir = runs_dir.join(id);
         return if dir.join("plan.json").exists() {
@@ -145,14 +140,14 @@ pub fn find_run(runs_dir: &Path, id: &str) -> Result<PathBuf, RunError> {
 }
 
 /// Loads a run's manifest.
-pub fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
+pub(crate) fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
     let text = std::fs::read_to_string(run_dir.join("plan.json"))?;
     serde_json::from_str(&text)
         .map_err(|e| RunError::Io(std::io::Error::other(format!("plan.json: {e}"))))
 }
 
 /// Writes a run's manifest atomically.
-pub fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunError> {
+pub(crate) fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunError> {
     let text = serde_json::to_string_pretty(manifest).expect("manifests serialize");
     // A resume rewrites the plan: a kill then must leave the old plan, not an empty one.
     crate::files::write_atomic(&run_dir.join("plan.json"), (text + "\n").as_bytes())?;

@@ -22,7 +22,7 @@ use crate::files::{AtomicFile, for_each_line_at, open_existing};
 
 /// Why shards could not be merged.
 #[derive(Debug, thiserror::Error)]
-pub enum MergeError {
+pub(crate) enum MergeError {
     /// A file could not be read or written.
     #[error("{0}")]
     Io(#[from] io::Error),
@@ -87,7 +87,7 @@ pub enum MergeError {
 
 /// One shard's run: its directory and manifest.
 #[derive(Debug, Clone)]
-pub struct ShardRun {
+pub(crate) struct ShardRun {
     /// `results/runs/<id>`.
     pub dir: PathBuf,
     /// Its `plan.json`.
@@ -98,7 +98,7 @@ pub struct ShardRun {
 
 impl ShardRun {
     /// Reads the shard run in `dir`.
-    pub fn open(dir: &Path) -> Result<ShardRun, MergeError> {
+    pub(crate) fn open(dir: &Path) -> Result<ShardRun, MergeError> {
         let manifest = super::read_manifest(dir).map_err(|e| match e {
             super::RunError::Io(e) => {
                 MergeError::Io(io::Error::new(e.kind(), format!("{}: {e}", dir.display())))
@@ -117,7 +117,7 @@ impl ShardRun {
 }
 
 /// Checks that `shards` are distinct shards of one plan.
-pub fn check_shards(shards: &[ShardRun]) -> Result<(), MergeError> {
+pub(crate) fn check_shards(shards: &[ShardRun]) -> Result<(), MergeError> {
     let Some(first) = shards.first() else {
         return Ok(());
     };
@@ -157,21 +157,21 @@ type Position = (usize, usize, u64, u32);
 type Line = (usize, u64, usize);
 
 /// The records of every shard, indexed by plan position.
-pub struct Index {
+pub(crate) struct Index {
     lines: BTreeMap<Position, Line>,
     journals: Vec<PathBuf>,
 }
 
 /// What a merge lacks: per shard index, the count of missing keys and the first few.
 #[derive(Debug, Default)]
-pub struct Missing {
+pub(crate) struct Missing {
     /// Shard index → (keys missing, up to 5 of them as `model spec/instance#sample`).
     pub by_shard: BTreeMap<u32, (u64, Vec<String>)>,
 }
 
 impl Missing {
     /// Whether nothing is missing.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.by_shard.is_empty()
     }
 }
@@ -181,7 +181,7 @@ fn label(model: &str, spec: &str, instance: u64, sample: u32) -> String {
 }
 
 /// Indexes every shard's journal against the plan of `shards[0]`, whose specs are `specs`.
-pub fn index(shards: &[ShardRun], specs: &[Arc<SpecRuntime>]) -> Result<Index, MergeError> {
+pub(crate) fn index(shards: &[ShardRun], specs: &[Arc<SpecRuntime>]) -> Result<Index, MergeError> {
     let plan = &shards[0].manifest;
     let models: HashMap<&str, usize> = plan
         .models
@@ -263,7 +263,12 @@ fn for_each_raw(
 impl Index {
     /// The plan's keys (as `shards[0]`'s manifest and `specs` give them) with
     /// no record, by owning shard.
-    pub fn missing(&self, plan: &Manifest, count: u32, specs: &[Arc<SpecRuntime>]) -> Missing {
+    pub(crate) fn missing(
+        &self,
+        plan: &Manifest,
+        count: u32,
+        specs: &[Arc<SpecRuntime>],
+    ) -> Missing {
         let offsets = shard::spec_offsets(specs);
         let mut missing = Missing::default();
         for (m, model) in plan.models.iter().enumerate() {
@@ -292,17 +297,12 @@ impl Index {
     }
 
     /// Records indexed.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lines.len()
     }
 
-    /// Whether no record was found.
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
-    }
-
     /// Writes every record, in plan order, to the journal at `path` (atomically).
-    pub fn write_journal(&self, path: &Path) -> Result<(), MergeError> {
+    pub(crate) fn write_journal(&self, path: &Path) -> Result<(), MergeError> {
         let mut readers: Vec<File> = self
             .journals
             .iter()
@@ -323,7 +323,7 @@ impl Index {
 
 /// The merged run's manifest: the plan without a shard, created when its
 /// first shard was, keeping the weakest confinement any shard ran under.
-pub fn merged_manifest(shards: &[ShardRun], run_id: &str) -> Manifest {
+pub(crate) fn merged_manifest(shards: &[ShardRun], run_id: &str) -> Manifest {
     let mut manifest = shards[0].manifest.clone();
     manifest.run_id = run_id.to_owned();
     manifest.shard = None;
@@ -340,7 +340,7 @@ pub fn merged_manifest(shards: &[ShardRun], run_id: &str) -> Manifest {
 }
 
 /// The run id a shard's id comes from: `<id>-shard-I-of-N` → `<id>`.
-pub fn base_id(shard: &ShardRun) -> String {
+pub(crate) fn base_id(shard: &ShardRun) -> String {
     let id = &shard.manifest.run_id;
     let suffix = format!("-{}", shard.shard.suffix());
     match id.find(&suffix) {

@@ -14,34 +14,36 @@
 //! `prompt`, `format`, `error`, `text` and the `progress`/`jsonl` leaves.
 
 mod ask_judge;
-pub mod budget;
-pub mod cost;
+pub(crate) mod budget;
+pub(crate) mod cost;
 mod estimate;
-pub mod journal;
+pub(crate) mod journal;
 mod manifest;
-pub mod merge;
+pub(crate) mod merge;
 mod plan;
 mod queue;
-pub mod record;
+pub(crate) mod record;
 mod scheduler;
-pub mod shard;
+pub(crate) mod shard;
 mod task;
 
 use std::path::PathBuf;
 
-pub use budget::{Limits, Spent};
-pub use estimate::{Estimate, estimate};
-pub use journal::{Transcripts, transcripts};
-pub use manifest::{Manifest, find_run, new_run_id, read_manifest, timestamps, write_manifest};
-pub use plan::{Pending, pending, run_plan};
-pub use shard::{Shard, ShardError, plan_hash};
-pub use task::{SpecRuntime, build_request, spec_runtime};
+pub(crate) use budget::{Limits, Spent};
+pub(crate) use estimate::{Estimate, estimate};
+pub(crate) use journal::transcripts;
+pub(crate) use manifest::{
+    Manifest, find_run, new_run_id, read_manifest, timestamps, write_manifest,
+};
+pub(crate) use plan::run_plan;
+pub(crate) use shard::{Shard, plan_hash};
+pub(crate) use task::{SpecRuntime, build_request, spec_runtime};
 
 use crate::client::ClientError;
 
 /// How a run asks: the cache, progress and the budget.
 #[derive(Debug, Clone)]
-pub struct RunSettings {
+pub(crate) struct RunSettings {
     /// Use the response cache.
     pub use_cache: bool,
     /// The cache database.
@@ -54,7 +56,7 @@ pub struct RunSettings {
 
 /// What a run did.
 #[derive(Debug, Default)]
-pub struct RunOutcome {
+pub(crate) struct RunOutcome {
     /// Records written by this invocation.
     pub written: u64,
     /// Of those, answered from the cache.
@@ -84,7 +86,7 @@ impl RunOutcome {
 
 /// A run failure that is not about any one request.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// A file could not be read or written.
     #[error("{0}")]
     Io(#[from] std::io::Error),

@@ -25,7 +25,7 @@ const NO_SERVER: &str = "http://127.0.0.1:9/v1";
 /// output appended to `<run_dir>/server.log`) only when some of its answers
 /// are in neither the journal nor the cache, serves all its specs, and is
 /// stopped when its part ends, fails or is interrupted.
-pub async fn run_plan(
+pub(crate) async fn run_plan(
     manifest: &Manifest,
     specs: &[Arc<SpecRuntime>],
     run_dir: &Path,
@@ -172,7 +172,7 @@ impl Parts<'_> {
 
 /// What a managed model still needs before its server is worth starting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pending {
+pub(crate) enum Pending {
     /// The journal has every answer.
     Nothing,
     /// Every missing answer is in the response cache.
@@ -184,7 +184,7 @@ pub enum Pending {
 /// What `model`'s part of the plan still needs: the journal at `journal_path`
 /// is read for finished samples and, with `cache`, the cache for the rest
 /// (a request is cached under the same key the scheduler would look up).
-pub fn pending(
+pub(crate) fn pending(
     manifest: &Manifest,
     model: &ModelSetup,
     specs: &[Arc<SpecRuntime>],

@@ -9,7 +9,7 @@ use crate::verify::{FailureKind, RuleOutcome};
 
 /// Identifies one request of a run plan.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct TaskKey {
+pub(crate) struct TaskKey {
     /// The model's display name.
     pub model: String,
     /// The spec id.
@@ -22,7 +22,7 @@ pub struct TaskKey {
 
 /// Everything known about one answered (or failed) request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// The model's display name.
     pub model: String,
     /// The spec id.
@@ -87,7 +87,7 @@ pub struct Record {
 
 /// What one answer (or its judging) cost, in the run's currency.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Cost {
+pub(crate) struct Cost {
     /// Spent: 0 for an answer from the response cache.
     pub amount: f64,
     /// What an answer from the response cache would have cost asked live.
@@ -100,7 +100,7 @@ pub struct Cost {
 
 impl Cost {
     /// Both costs together, estimated when either is.
-    pub fn plus(self, other: Cost) -> Cost {
+    pub(crate) fn plus(self, other: Cost) -> Cost {
         Cost {
             amount: self.amount + other.amount,
             saved: self.saved + other.saved,
@@ -120,7 +120,7 @@ fn is_zero_amount(x: &f64) -> bool {
 impl Record {
     /// A record of `model` on `spec`'s instance and sample before anything
     /// was asked: no messages, no answer, no rules, nothing spent.
-    pub fn blank(model: &str, spec: &str, instance: u64, sample: u32) -> Record {
+    pub(crate) fn blank(model: &str, spec: &str, instance: u64, sample: u32) -> Record {
         Record {
             model: model.to_owned(),
             spec: spec.to_owned(),
@@ -149,7 +149,7 @@ impl Record {
     }
 
     /// The plan key of this record.
-    pub fn key(&self) -> TaskKey {
+    pub(crate) fn key(&self) -> TaskKey {
         TaskKey {
             model: self.model.clone(),
             spec: self.spec.clone(),
@@ -159,12 +159,12 @@ impl Record {
     }
 
     /// Whether a usable response was obtained (no request error).
-    pub fn has_response(&self) -> bool {
+    pub(crate) fn has_response(&self) -> bool {
         self.scored.error.is_none()
     }
 
     /// The record's line in a golden transcript.
-    pub fn transcript_line(&self) -> TranscriptLine {
+    pub(crate) fn transcript_line(&self) -> TranscriptLine {
         TranscriptLine {
             id: self.instance_id.clone(),
             instance: self.instance,
@@ -188,7 +188,7 @@ impl Record {
     }
 
     /// Whether the response was valid: obtained, and every rule could extract an answer.
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.has_response()
             && self.rules.iter().filter(|r| !r.report_only).all(|r| {
                 !matches!(
@@ -204,7 +204,7 @@ impl Record {
 }
 
 /// The label of a rule failure kind.
-pub fn failure_label(kind: FailureKind) -> &'static str {
+pub(crate) fn failure_label(kind: FailureKind) -> &'static str {
     match kind {
         FailureKind::NoAnswer => "no_answer",
         FailureKind::WrongValue => "wrong_value",

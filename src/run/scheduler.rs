@@ -25,7 +25,7 @@ use crate::progress::Progress;
 /// A watched managed server that dies stops the run with [`RunError::ServerDied`]
 /// after every record finished before its death is safely in the journal; a
 /// budget the `meter` refuses a request for stops it the same way.
-pub async fn schedule(
+pub(super) async fn schedule(
     manifest: &Manifest,
     models: &[Arc<ModelClient>],
     judge: Option<&Arc<ModelClient>>,

@@ -18,7 +18,7 @@ use super::{Manifest, SpecRuntime};
 
 /// Shard `index` of `count`, counted from 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
+pub(crate) struct Shard {
     /// This shard, `0..count`.
     pub index: u32,
     /// Shards of the plan.
@@ -27,7 +27,7 @@ pub struct Shard {
 
 /// Why `--shard` could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardError {
+pub(crate) enum ShardError {
     /// Not `I/N`, `auto` or `auto/N`.
     #[error("--shard `{0}`: expected I/N (0 ≤ I < N), auto or auto/N")]
     Syntax(String),
@@ -65,7 +65,10 @@ impl Shard {
     /// `SLURM_ARRAY_TASK_MIN`, so `--array=1-4` gives shards 0..3) with
     /// `SLURM_ARRAY_TASK_COUNT` or `MAX - MIN + 1`; a Kubernetes Indexed Job's
     /// `JOB_COMPLETION_INDEX` with the `N` given. An `N` given wins.
-    pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Shard, ShardError> {
+    pub(crate) fn parse(
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Shard, ShardError> {
         let syntax = || ShardError::Syntax(text.to_owned());
         let (head, count) = match text.split_once('/') {
             Some((head, n)) => (head, Some(n.parse::<u32>().map_err(|_| syntax())?)),
@@ -97,12 +100,12 @@ impl Shard {
     }
 
     /// Whether this shard owns the key at `ordinal`.
-    pub fn owns(self, ordinal: u64) -> bool {
+    pub(crate) fn owns(self, ordinal: u64) -> bool {
         ordinal % u64::from(self.count) == u64::from(self.index)
     }
 
     /// The suffix of a shard's run id: `shard-2-of-4`.
-    pub fn suffix(self) -> String {
+    pub(crate) fn suffix(self) -> String {
         format!("shard-{}-of-{}", self.index, self.count)
     }
 }
@@ -149,7 +152,7 @@ fn from_scheduler(
 }
 
 /// Each spec's first ordinal: the keys of the specs before it.
-pub fn spec_offsets(specs: &[std::sync::Arc<SpecRuntime>]) -> Vec<u64> {
+pub(crate) fn spec_offsets(specs: &[std::sync::Arc<SpecRuntime>]) -> Vec<u64> {
     let mut offsets = Vec::with_capacity(specs.len());
     let mut next = 0u64;
     for spec in specs {
@@ -160,7 +163,7 @@ pub fn spec_offsets(specs: &[std::sync::Arc<SpecRuntime>]) -> Vec<u64> {
 }
 
 /// The ordinal of (instance, sample) of a spec starting at `offset` with `samples` per instance.
-pub fn ordinal(offset: u64, samples: u32, instance: u64, sample: u32) -> u64 {
+pub(crate) fn ordinal(offset: u64, samples: u32, instance: u64, sample: u32) -> u64 {
     offset + instance * u64::from(samples) + u64::from(sample)
 }
 
@@ -168,7 +171,7 @@ pub fn ordinal(offset: u64, samples: u32, instance: u64, sample: u32) -> u64 {
 /// bytes, the models and the judge without their endpoints, concurrency or
 /// prices, the instance count, who runs what), not when or where it ran.
 /// Shards of one plan have one hash; `harness merge` refuses any other.
-pub fn plan_hash(manifest: &Manifest) -> std::io::Result<String> {
+pub(crate) fn plan_hash(manifest: &Manifest) -> std::io::Result<String> {
     let mut hash = Sha256::new();
     for file in &manifest.spec_files {
         let bytes = std::fs::read(file)

@@ -15,7 +15,7 @@ use crate::provider::{ChatRequest, ModelSetup, OutputKind, Price, ProviderError,
 use crate::spec::Spec;
 
 /// A spec ready to be run.
-pub struct SpecRuntime {
+pub(crate) struct SpecRuntime {
     /// The loaded spec.
     pub spec: Arc<Spec>,
     /// Instances to run.
@@ -31,7 +31,7 @@ pub struct SpecRuntime {
 }
 
 /// Builds the provider-neutral request for an instance.
-pub fn build_request(
+pub(crate) fn build_request(
     spec: &SpecRuntime,
     model: &ModelSetup,
     messages: Vec<crate::prompt::Message>,
@@ -64,7 +64,7 @@ pub fn build_request(
 impl SpecRuntime {
     /// The instances a model runs: the golden subset when `golden_subset`
     /// and the spec declares one (within `runs`), else `0..runs`.
-    pub fn instances(&self, golden_subset: bool) -> Vec<u64> {
+    pub(crate) fn instances(&self, golden_subset: bool) -> Vec<u64> {
         match (&self.golden, golden_subset) {
             (Some(subset), true) => subset
                 .iter()
@@ -112,7 +112,7 @@ async fn ask_structured(
 }
 
 /// Runs one instance's `samples` to one record each; never fails (errors become records).
-pub async fn run_task(
+pub(super) async fn run_task(
     model: &ModelClient,
     judge: Option<&ModelClient>,
     spec: &SpecRuntime,
@@ -272,7 +272,7 @@ async fn finish(
 }
 
 /// Prepares a spec for running: its answer format and re-ask budget.
-pub fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, RunError> {
+pub(crate) fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRuntime, RunError> {
     let request = &spec.def.request;
     let dir = spec.file.parent().unwrap_or(Path::new("."));
     let (format, validator) = match request.response_format {

@@ -21,7 +21,7 @@ mod cgroup;
 mod child;
 mod fs_policy;
 mod plan;
-pub mod python;
+pub(crate) mod python;
 mod seat;
 mod seccomp;
 mod spawn;
@@ -32,17 +32,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use plan::own_uids;
-pub use spawn::{PATH, Sandbox};
+pub(crate) use spawn::PATH;
+pub use spawn::Sandbox;
 
 /// Where a bare program name resolves on the sandbox's [`PATH`], if anywhere.
-pub fn find_program(name: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn find_program(name: &str) -> Option<std::path::PathBuf> {
     PATH.split(':')
         .map(|dir| std::path::Path::new(dir).join(name))
         .find(|p| p.is_file())
 }
 
 /// The variable naming a paired program's channel: `<read fd>,<write fd>`.
-pub const CHANNEL_ENV: &str = "HARNESS_CHANNEL";
+pub(crate) const CHANNEL_ENV: &str = "HARNESS_CHANNEL";
 
 /// What confined model-written code in a run, as manifests record it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -255,7 +256,7 @@ impl Outcome {
 }
 
 /// A signal's conventional name.
-pub fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     let name = match sig {
         libc::SIGKILL => "SIGKILL",
         libc::SIGSEGV => "SIGSEGV",
@@ -296,21 +297,21 @@ static UNSANDBOXED: AtomicBool = AtomicBool::new(false);
 static SHARED: OnceLock<Result<Sandbox, SandboxError>> = OnceLock::new();
 
 /// Lets code run without isolation (`--unsandboxed`); call before [`shared`].
-pub fn allow_unsandboxed() {
+pub(crate) fn allow_unsandboxed() {
     UNSANDBOXED.store(true, Ordering::SeqCst);
 }
 
 /// Whether `--unsandboxed` is in effect.
-pub fn is_unsandboxed() -> bool {
+pub(crate) fn is_unsandboxed() -> bool {
     UNSANDBOXED.load(Ordering::SeqCst)
 }
 
 /// The warning printed on every unsandboxed run.
-pub const UNSANDBOXED_WARNING: &str = "warning: --unsandboxed: model-written code runs WITHOUT \
+pub(crate) const UNSANDBOXED_WARNING: &str = "warning: --unsandboxed: model-written code runs WITHOUT \
      isolation, with access to this machine's files and network";
 
 /// The process-wide sandbox, probed once.
-pub fn shared() -> Result<&'static Sandbox, SandboxError> {
+pub(crate) fn shared() -> Result<&'static Sandbox, SandboxError> {
     SHARED
         .get_or_init(|| {
             if is_unsandboxed() {

@@ -44,7 +44,7 @@ impl Interpreter {
 }
 
 /// Environment variables the Python runtime sets in the sandbox.
-pub const ENV: &[(&str, &str)] = &[
+pub(crate) const ENV: &[(&str, &str)] = &[
     ("PYTHONHASHSEED", "0"),
     ("PYTHONDONTWRITEBYTECODE", "1"),
     ("PYTHONUTF8", "1"),

@@ -26,7 +26,7 @@ use super::{
 use super::{fs_policy, seccomp};
 
 /// The environment a program sees: nothing of the harness's.
-pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub(crate) const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 static RUN_COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -108,11 +108,6 @@ impl Sandbox {
             scratch: scratch_dir().unwrap_or_else(|_| std::env::temp_dir()),
             tree: TreeLimits::probe(),
         }
-    }
-
-    /// Whether programs run isolated.
-    pub fn is_isolated(&self) -> bool {
-        self.isolated
     }
 
     /// What confines a run here, for manifests and reports.

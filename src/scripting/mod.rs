@@ -16,19 +16,19 @@ use rhai::{Dynamic, Engine, EvalAltResult, ParseError, Position};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-pub mod rng;
+pub(crate) mod rng;
 
 use rng::ScriptRng;
 
 /// Default operation budget per script run: about 50 ms of work in a release build.
-pub const DEFAULT_MAX_OPERATIONS: u64 = 1_000_000;
+pub(crate) const DEFAULT_MAX_OPERATIONS: u64 = 1_000_000;
 
 /// The most operations a spec may allow one script run (`max_operations`):
 /// about 2.5 s of work in a release build.
-pub const MAX_OPERATIONS_CEILING: u64 = 50_000_000;
+pub(crate) const MAX_OPERATIONS_CEILING: u64 = 50_000_000;
 
 /// Why a spec's `max_operations` cannot be used, if it cannot.
-pub fn max_operations_problem(max_operations: u64) -> Option<String> {
+pub(crate) fn max_operations_problem(max_operations: u64) -> Option<String> {
     if max_operations == 0 {
         Some("max_operations must be at least 1 (it bounds every script run)".into())
     } else if max_operations > MAX_OPERATIONS_CEILING {
@@ -42,7 +42,7 @@ pub fn max_operations_problem(max_operations: u64) -> Option<String> {
 
 /// Wall-clock limit of one script run, whatever its operation budget: a run
 /// that stalls (a slow host, a huge string operation) ends here.
-pub const SCRIPT_DEADLINE: Duration = Duration::from_secs(1);
+pub(crate) const SCRIPT_DEADLINE: Duration = Duration::from_secs(1);
 
 /// Operations between two looks at the clock.
 const CLOCK_EVERY: u64 = 1024;
@@ -80,7 +80,7 @@ fn refuse_blocking(engine: &mut Engine) {
 
 /// A new sandboxed engine allowing `max_operations` operations per run (at
 /// most [`MAX_OPERATIONS_CEILING`]) and [`SCRIPT_DEADLINE`] of wall-clock time.
-pub fn sandboxed_engine(max_operations: u64) -> Engine {
+pub(crate) fn sandboxed_engine(max_operations: u64) -> Engine {
     let mut engine = Engine::new_raw();
     for module in [
         LanguageCorePackage::new().as_shared_module(),
@@ -114,7 +114,7 @@ pub fn sandboxed_engine(max_operations: u64) -> Engine {
 
 /// A script error with its position inside the script (1-based; 0 when unknown).
 #[derive(Debug, Clone)]
-pub struct ScriptError {
+pub(crate) struct ScriptError {
     /// What went wrong.
     pub message: String,
     /// Line inside the script.
@@ -147,7 +147,7 @@ const PAST_DEADLINE: &str = "the script ran past its wall-clock limit";
 impl ScriptError {
     /// Whether the run was stopped by a limit (operations or wall clock): the
     /// script stalls or loops, whatever its input.
-    pub fn stalled(message: &str) -> bool {
+    pub(crate) fn stalled(message: &str) -> bool {
         [OUT_OF_BUDGET, PAST_DEADLINE]
             .iter()
             .any(|m| message.contains(m))

@@ -12,7 +12,7 @@ use rhai::{Array, Dynamic, Engine, EvalAltResult, Position};
 /// so passing `rng` into a script function draws from the same sequence
 /// instead of replaying a copy.
 #[derive(Clone, Debug)]
-pub struct ScriptRng(Arc<Mutex<ChaCha8Rng>>);
+pub(crate) struct ScriptRng(Arc<Mutex<ChaCha8Rng>>);
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
@@ -25,7 +25,7 @@ fn script_error<T>(message: String) -> RhaiResult<T> {
 
 impl ScriptRng {
     /// The RNG of instance `index` of a spec seeded with `seed`.
-    pub fn for_instance(seed: u64, index: u64) -> ScriptRng {
+    pub(crate) fn for_instance(seed: u64, index: u64) -> ScriptRng {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(index);
         ScriptRng(Arc::new(Mutex::new(rng)))
@@ -36,7 +36,7 @@ impl ScriptRng {
     }
 
     /// A uniform integer in `0..bound` (bound > 0), without modulo bias.
-    pub fn below(&mut self, bound: u64) -> u64 {
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
         let zone = u64::MAX - (u64::MAX % bound);
         loop {
             let x = self.next_u64();
@@ -47,7 +47,7 @@ impl ScriptRng {
     }
 
     /// A uniform integer in `lo..=hi`.
-    pub fn int(&mut self, lo: i64, hi: i64) -> RhaiResult<i64> {
+    pub(crate) fn int(&mut self, lo: i64, hi: i64) -> RhaiResult<i64> {
         if lo > hi {
             return script_error(format!("rng.int({lo}, {hi}): low bound exceeds high bound"));
         }
@@ -61,7 +61,7 @@ impl ScriptRng {
     }
 
     /// A uniform float in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
@@ -123,7 +123,7 @@ impl ScriptRng {
     }
 
     /// Registers the `Rng` type and its methods on `engine`.
-    pub fn register(engine: &mut Engine) {
+    pub(crate) fn register(engine: &mut Engine) {
         engine
             .register_type_with_name::<ScriptRng>("Rng")
             .register_fn("int", ScriptRng::int)

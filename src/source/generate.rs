@@ -8,7 +8,7 @@ use crate::scripting::rng::ScriptRng;
 use crate::scripting::{ScriptError, sandboxed_engine};
 
 /// A compiled generation script.
-pub struct Generator {
+pub(crate) struct Generator {
     engine: Engine,
     ast: AST,
     data: Dynamic,
@@ -20,7 +20,7 @@ const SCOPE_NAMES: [&str; 5] = ["data", "index", "seed", "rng", "row"];
 
 impl Generator {
     /// Compiles `script`; `data` is the spec's `[data]` table, visible as `data`.
-    pub fn new(
+    pub(crate) fn new(
         script: &str,
         data: &Map<String, Value>,
         seed: u64,
@@ -43,7 +43,7 @@ impl Generator {
     }
 
     /// The variables of instance `index`; `row` is the dataset row's variables, when there is one.
-    pub fn generate(
+    pub(crate) fn generate(
         &self,
         index: u64,
         row: Option<&Map<String, Value>>,

@@ -6,5 +6,5 @@
 //! `scripting` (the Rhai engine and seeded RNG), `verify` (variable lookup),
 //! `error` and `text`.
 
-pub mod dataset;
-pub mod generate;
+pub(crate) mod dataset;
+pub(crate) mod generate;

@@ -15,7 +15,7 @@ use crate::source::generate::Generator;
 use crate::verify::RuleSet;
 
 /// Spec files under `paths`: files as given, directories searched for `*.toml`, sorted.
-pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
+pub(crate) fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
@@ -38,7 +38,7 @@ pub fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> {
 
 /// The error for a second spec with the id of `first`: at its `id` key, or
 /// at its start when the id comes from the file name.
-pub fn duplicate_id(file: &Path, id: &str, first: &Path) -> Diagnostic {
+pub(crate) fn duplicate_id(file: &Path, id: &str, first: &Path) -> Diagnostic {
     let source = std::fs::read_to_string(file).unwrap_or_default();
     let location = SourceMap::parse(file, &source)
         .ok()
@@ -61,7 +61,7 @@ pub fn duplicate_id(file: &Path, id: &str, first: &Path) -> Diagnostic {
 
 /// Whether `id` can name a spec (and so golden directories): ASCII letters,
 /// digits, `_` and `-`.
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id
             .chars()
@@ -97,7 +97,7 @@ fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
 }
 
 /// Loads and compiles a spec.
-pub fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
+pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diagnostics> {
     let (source, map, mut def) = parse(file)?;
     if seed_override.is_some() {
         def.seed = seed_override;

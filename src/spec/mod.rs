@@ -28,7 +28,7 @@ use crate::source::dataset::{At, Dataset, DatasetError};
 use crate::source::generate::Generator;
 use crate::verify::{InstanceVerdict, RuleSet};
 
-pub use load::{duplicate_id, spec_files, valid_id};
+pub(crate) use load::{duplicate_id, spec_files, valid_id};
 
 /// The JSON Schema of a spec file, rules and all: `harness schema` prints it
 /// and `schemas/spec.schema.json` holds it.
@@ -43,7 +43,7 @@ pub fn schema_text() -> String {
 }
 
 /// The most instances a spec may make without `allow_large_runs = true`.
-pub const RUNS_CEILING: u32 = 10_000;
+pub(crate) const RUNS_CEILING: u32 = 10_000;
 
 /// Where a spec's generation script lives, for error positions.
 enum ScriptOrigin {

@@ -47,7 +47,7 @@ fn sampling_checks(
 }
 
 /// Every out-of-range value of `def`, in file order: (where, why).
-pub fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
+pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
     let r = &def.request;
     let mut checks = vec![check(
         def.runs == Some(0),

@@ -14,7 +14,7 @@ use super::{ChunkedDoc, SynthError, SynthOptions, SynthReport, chunk, dedup, rat
 
 /// A generated pair on its way to the final file.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub(super) struct Candidate {
     /// Index of its document.
     pub doc: usize,
     /// Index of its chunk in the document.
@@ -40,7 +40,7 @@ struct FinalRow<'a> {
 
 /// Cuts every document into chunks and writes `output/documents.jsonl`
 /// (name, source, format, text) and `output/<doc>_<i>.txt`.
-pub fn chunk_documents(
+pub(super) fn chunk_documents(
     documents: Vec<Document>,
     pipeline: &Pipeline,
     work: &WorkDir,
@@ -68,7 +68,11 @@ pub fn chunk_documents(
 }
 
 /// The usable answer of the request `key`, or `None` with its failure added to `errors`.
-pub fn answer(journal: &SynthJournal, key: &str, errors: &mut Vec<String>) -> Option<String> {
+pub(super) fn answer(
+    journal: &SynthJournal,
+    key: &str,
+    errors: &mut Vec<String>,
+) -> Option<String> {
     let entry = journal.get(key)?;
     match &entry.error {
         Some(e) => {
@@ -81,7 +85,7 @@ pub fn answer(journal: &SynthJournal, key: &str, errors: &mut Vec<String>) -> Op
 
 /// Reads the generation answers (`keys[i]` for chunk `chunks[i]` = (doc, chunk))
 /// into candidates and writes `generated/<doc>.json`.
-pub fn generated(
+pub(super) fn generated(
     docs: &[ChunkedDoc],
     summaries: &[String],
     chunks: &[(usize, usize)],
@@ -124,7 +128,7 @@ pub fn generated(
 }
 
 /// Candidate indices in rating batches of at most `size`, never mixing documents.
-pub fn batches(candidates: &[Candidate], size: usize) -> Vec<Vec<usize>> {
+pub(super) fn batches(candidates: &[Candidate], size: usize) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
         match out.last_mut() {
@@ -136,7 +140,7 @@ pub fn batches(candidates: &[Candidate], size: usize) -> Vec<Vec<usize>> {
 }
 
 /// Sets each candidate's rating from its batch's answer; pairs of failed batches stay unrated.
-pub fn rated(
+pub(super) fn rated(
     mut candidates: Vec<Candidate>,
     batches: &[Vec<usize>],
     keys: &[String],
@@ -159,7 +163,7 @@ pub fn rated(
 }
 
 /// Filters by threshold, de-duplicates, and writes `cleaned/`, `final/` and the output file.
-pub fn finish(
+pub(super) fn finish(
     candidates: Vec<Candidate>,
     docs: &[ChunkedDoc],
     pipeline: &Pipeline,

@@ -10,7 +10,7 @@ use tiktoken_rs::CoreBPE;
 /// How documents are cut: the `[chunking]` table of a pipeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ChunkConfig {
+pub(crate) struct ChunkConfig {
     /// The generating model's context window, in tokens.
     #[serde(default = "default_max_seq_length")]
     pub max_seq_length: u32,
@@ -51,7 +51,7 @@ impl Default for ChunkConfig {
 
 /// Why chunking settings are unusable.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ChunkError {
+pub(crate) enum ChunkError {
     /// The context leaves no room for text.
     #[error(
         "max_seq_length {max_seq_length} - 2 × max_generation_tokens {max_generation_tokens} - 128 leaves {max_tokens} tokens per chunk, not more than the overlap {overlap}"
@@ -74,7 +74,7 @@ pub enum ChunkError {
 impl ChunkConfig {
     /// Tokens per chunk: `max_seq_length - 2 × max_generation_tokens - 128`,
     /// checked to leave room beyond the overlap.
-    pub fn max_tokens(&self) -> Result<usize, ChunkError> {
+    pub(crate) fn max_tokens(&self) -> Result<usize, ChunkError> {
         let max_tokens =
             i64::from(self.max_seq_length) - 2 * i64::from(self.max_generation_tokens) - 128;
         if max_tokens <= i64::from(self.overlap) {
@@ -89,7 +89,7 @@ impl ChunkConfig {
     }
 
     /// The tokenizer, checked by name.
-    pub fn tokenizer(&self) -> Result<&'static CoreBPE, ChunkError> {
+    pub(crate) fn tokenizer(&self) -> Result<&'static CoreBPE, ChunkError> {
         match self.tokenizer.as_str() {
             "cl100k_base" => Ok(tiktoken_rs::cl100k_base_singleton()),
             "o200k_base" => Ok(tiktoken_rs::o200k_base_singleton()),
@@ -99,14 +99,14 @@ impl ChunkConfig {
 }
 
 /// `ceil(length / (max_tokens - overlap))`: how many chunks a text of `length` tokens needs.
-pub fn n_chunks(length: usize, max_tokens: usize, overlap: usize) -> usize {
+pub(crate) fn n_chunks(length: usize, max_tokens: usize, overlap: usize) -> usize {
     length.div_ceil(max_tokens - overlap)
 }
 
 /// Token ranges `[start, end)` of the chunks: `n_chunks` starts spread evenly over
 /// `0..=length - overlap`, each chunk reaching `overlap` tokens into the next
 /// start, so every chunk holds at most `max_tokens` and neighbours share `overlap`.
-pub fn boundaries(length: usize, max_tokens: usize, overlap: usize) -> Vec<(usize, usize)> {
+pub(crate) fn boundaries(length: usize, max_tokens: usize, overlap: usize) -> Vec<(usize, usize)> {
     let n = n_chunks(length, max_tokens, overlap);
     let span = length.saturating_sub(overlap);
     (0..n)
@@ -120,7 +120,7 @@ pub fn boundaries(length: usize, max_tokens: usize, overlap: usize) -> Vec<(usiz
 
 /// One chunk of a document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     /// Position in the document, from 0.
     pub index: usize,
     /// The chunk's text.
@@ -132,7 +132,12 @@ pub struct Chunk {
 }
 
 /// Cuts `text` into chunks of at most `max_tokens` tokens overlapping by `overlap`.
-pub fn chunk_text(text: &str, bpe: &CoreBPE, max_tokens: usize, overlap: usize) -> Vec<Chunk> {
+pub(crate) fn chunk_text(
+    text: &str,
+    bpe: &CoreBPE,
+    max_tokens: usize,
+    overlap: usize,
+) -> Vec<Chunk> {
     let tokens = bpe.encode_ordinary(text);
     // Byte offset where each token starts: BPE without special tokens is lossless,
     // so the tokens' bytes laid end to end are the text's bytes.

@@ -5,7 +5,7 @@
 //! (the earliest on ties).
 
 /// Lowercase words without punctuation, single-spaced.
-pub fn normalize(question: &str) -> String {
+pub(crate) fn normalize(question: &str) -> String {
     question
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
@@ -25,7 +25,7 @@ fn numbers(normalized: &str) -> Vec<&str> {
 /// Which items to keep, for `(question, rating)` items: an item goes when a
 /// better-rated (or equal and earlier) kept one has a question at least
 /// `threshold` similar.
-pub fn keep(items: &[(&str, f64)], threshold: f64) -> Vec<bool> {
+pub(crate) fn keep(items: &[(&str, f64)], threshold: f64) -> Vec<bool> {
     let normalized: Vec<String> = items.iter().map(|(q, _)| normalize(q)).collect();
     let mut order: Vec<usize> = (0..items.len()).collect();
     // Stable: equal ratings keep document order.

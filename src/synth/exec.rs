@@ -20,7 +20,7 @@ use crate::progress::Progress;
 use crate::provider::{ChatRequest, RequestKey, Usage};
 
 /// Checks an answer's text: `Err` explains why it is not what was asked for.
-pub type Check = Arc<dyn Fn(&str) -> Result<(), AnswerError> + Send + Sync>;
+pub(crate) type Check = Arc<dyn Fn(&str) -> Result<(), AnswerError> + Send + Sync>;
 
 /// An answer a step's check rejected, as the journal and the re-ask log word it.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,7 @@ pub type Check = Arc<dyn Fn(&str) -> Result<(), AnswerError> + Send + Sync>;
 struct Malformed(AnswerError);
 
 /// One request of a step.
-pub struct Task {
+pub(crate) struct Task {
     /// The request's identity: the cache key of its content (model, endpoint, messages, options).
     pub key: String,
     /// A human label: `report chunk 2`.
@@ -43,7 +43,7 @@ pub struct Task {
 
 impl Task {
     /// A task for `request` to `model`, keyed by its content.
-    pub fn new(
+    pub(crate) fn new(
         model: &ModelClient,
         label: String,
         request: ChatRequest,
@@ -62,7 +62,7 @@ impl Task {
 
 /// One journal line: a finished request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The task key.
     pub key: String,
     /// The step: `summary`, `generate` or `rate`.
@@ -88,14 +88,14 @@ pub struct Entry {
 }
 
 /// The work folder's journal and what it already holds.
-pub struct SynthJournal {
+pub(crate) struct SynthJournal {
     journal: AppendLog,
     entries: HashMap<String, Entry>,
 }
 
 impl SynthJournal {
     /// Opens (creating) `path`, dropping a torn last line, and loads its entries.
-    pub fn open(path: &Path) -> std::io::Result<SynthJournal> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<SynthJournal> {
         let journal = AppendLog::open::<Entry>(path)?;
         let mut entries = HashMap::new();
         for_each_line(path, |e: Entry| {
@@ -105,7 +105,7 @@ impl SynthJournal {
     }
 
     /// The finished request with this key.
-    pub fn get(&self, key: &str) -> Option<&Entry> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Entry> {
         self.entries.get(key)
     }
 
@@ -118,7 +118,7 @@ impl SynthJournal {
 
 /// What running one step did.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
-pub struct StageOutcome {
+pub(crate) struct StageOutcome {
     /// Requests finished by this invocation (asked or from the cache).
     pub finished: u64,
     /// Of those, answered from the cache.
@@ -132,7 +132,7 @@ pub struct StageOutcome {
 }
 
 /// Runs the step's tasks not yet in the journal, `concurrency` at a time.
-pub async fn run_stage(
+pub(crate) async fn run_stage(
     stage: &str,
     model: &Arc<ModelClient>,
     tasks: Vec<Task>,

@@ -9,7 +9,7 @@ use crate::extract::{first_json_value, strip_think};
 
 /// One question with its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QaPair {
+pub(crate) struct QaPair {
     /// The question.
     pub question: String,
     /// The reference answer.
@@ -19,7 +19,7 @@ pub struct QaPair {
 /// Why a model's answer to a synth step is not what the step asked for; the
 /// step is asked again, and the last reason is kept in the journal.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     /// No JSON object or array in the answer.
     #[error("no JSON in the answer")]
     NoJson,
@@ -55,13 +55,13 @@ pub enum AnswerError {
 }
 
 /// The JSON value of an answer: the first object or array in it, after any `<think>` block.
-pub fn answer_json(text: &str) -> Result<Value, AnswerError> {
+pub(crate) fn answer_json(text: &str) -> Result<Value, AnswerError> {
     let json = first_json_value(strip_think(text)).ok_or(AnswerError::NoJson)?;
     serde_json::from_str(json).map_err(|e| AnswerError::Json(e.to_string()))
 }
 
 /// The list an answer carries: itself, its `key` field, or its only list field.
-pub fn answer_list(value: Value, key: &'static str) -> Result<Vec<Value>, AnswerError> {
+pub(crate) fn answer_list(value: Value, key: &'static str) -> Result<Vec<Value>, AnswerError> {
     match value {
         Value::Array(items) => Ok(items),
         Value::Object(mut map) => {
@@ -83,7 +83,7 @@ pub fn answer_list(value: Value, key: &'static str) -> Result<Vec<Value>, Answer
 
 /// The pairs of a generation answer, and how many list items were not pairs.
 /// No usable pair at all is an error, so the answer is asked again.
-pub fn parse_pairs(text: &str) -> Result<(Vec<QaPair>, usize), AnswerError> {
+pub(crate) fn parse_pairs(text: &str) -> Result<(Vec<QaPair>, usize), AnswerError> {
     let items = answer_list(answer_json(text)?, "pairs")?;
     let total = items.len();
     let pairs: Vec<QaPair> = items

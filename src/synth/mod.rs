@@ -13,14 +13,14 @@
 //! `progress`, `extract`, `format`, `prompt` and `text`, never `run`.
 
 mod assemble;
-pub mod chunk;
-pub mod dedup;
-pub mod exec;
-pub mod generate;
-pub mod output;
-pub mod pipeline;
-pub mod rate;
-pub mod read;
+pub(crate) mod chunk;
+pub(crate) mod dedup;
+pub(crate) mod exec;
+pub(crate) mod generate;
+pub(crate) mod output;
+pub(crate) mod pipeline;
+pub(crate) mod rate;
+pub(crate) mod read;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,13 +34,13 @@ use crate::client::managed::ManagedServer;
 use crate::provider::ModelSetup;
 use exec::{Check, StageOutcome, SynthJournal, Task};
 use output::{WorkDir, WriteError};
-pub use pipeline::Overrides;
+pub(crate) use pipeline::Overrides;
 use pipeline::{Pipeline, PipelineError};
 use read::{Document, Skipped};
 
 /// What `harness synth` was asked to do.
 #[derive(Debug, Clone)]
-pub struct SynthOptions {
+pub(crate) struct SynthOptions {
     /// Files and folders to read.
     pub inputs: Vec<PathBuf>,
     /// The model that generates and rates.
@@ -63,7 +63,7 @@ pub struct SynthOptions {
 
 /// Why a synth run could not go on.
 #[derive(Debug, thiserror::Error)]
-pub enum SynthError {
+pub(crate) enum SynthError {
     /// The pipeline file is unusable.
     #[error("{0}")]
     Pipeline(#[from] PipelineError),
@@ -105,7 +105,7 @@ pub enum SynthError {
 
 /// What a synth run did: `report.json` in the work folder.
 #[derive(Debug, Default, Serialize)]
-pub struct SynthReport {
+pub(crate) struct SynthReport {
     /// Documents read.
     pub documents: usize,
     /// Files not read, with the reason.
@@ -139,7 +139,7 @@ pub struct SynthReport {
 }
 
 /// A document cut into chunks.
-pub struct ChunkedDoc {
+pub(crate) struct ChunkedDoc {
     /// The document.
     pub doc: Document,
     /// Its chunks.
@@ -147,7 +147,7 @@ pub struct ChunkedDoc {
 }
 
 /// Runs the whole pipeline; a Ctrl-C returns early with `interrupted` set.
-pub async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> {
+pub(crate) async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> {
     let mut pipeline = Pipeline::load(opts.pipeline.as_deref())?;
     pipeline.apply(&opts.overrides);
     let work_root = opts

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 /// Paths inside one work folder.
-pub struct WorkDir {
+pub(crate) struct WorkDir {
     /// The folder.
     pub root: PathBuf,
 }
@@ -16,7 +16,7 @@ pub struct WorkDir {
 /// A file of the work folder or the output that could not be written.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {source}", path.display())]
-pub struct WriteError {
+pub(crate) struct WriteError {
     /// The file or folder.
     pub path: PathBuf,
     /// The cause.
@@ -25,7 +25,7 @@ pub struct WriteError {
 
 impl WorkDir {
     /// The work folder for `--out FILE` when `--work` is not given: `<FILE without extension>.synth/` beside it.
-    pub fn default_for(out: &Path) -> PathBuf {
+    pub(crate) fn default_for(out: &Path) -> PathBuf {
         let stem = out
             .file_stem()
             .map_or_else(|| "qa".into(), |s| s.to_string_lossy().into_owned());
@@ -33,7 +33,7 @@ impl WorkDir {
     }
 
     /// Creates the folder and its four stage folders.
-    pub fn create(root: &Path) -> Result<WorkDir, WriteError> {
+    pub(crate) fn create(root: &Path) -> Result<WorkDir, WriteError> {
         for sub in ["output", "generated", "cleaned", "final"] {
             let path = root.join(sub);
             std::fs::create_dir_all(&path).map_err(|source| WriteError { path, source })?;
@@ -44,33 +44,33 @@ impl WorkDir {
     }
 
     /// `output/<name>`.
-    pub fn output(&self, name: &str) -> PathBuf {
+    pub(crate) fn output(&self, name: &str) -> PathBuf {
         self.root.join("output").join(name)
     }
 
     /// `<stage>/<doc>.json`.
-    pub fn stage_file(&self, stage: &str, doc: &str) -> PathBuf {
+    pub(crate) fn stage_file(&self, stage: &str, doc: &str) -> PathBuf {
         self.root.join(stage).join(format!("{doc}.json"))
     }
 
     /// `final/<name>`.
-    pub fn final_file(&self, name: &str) -> PathBuf {
+    pub(crate) fn final_file(&self, name: &str) -> PathBuf {
         self.root.join("final").join(name)
     }
 
     /// The request journal.
-    pub fn journal(&self) -> PathBuf {
+    pub(crate) fn journal(&self) -> PathBuf {
         self.root.join("journal.jsonl")
     }
 
     /// The run summary.
-    pub fn report(&self) -> PathBuf {
+    pub(crate) fn report(&self) -> PathBuf {
         self.root.join("report.json")
     }
 }
 
 /// Writes `bytes` to `path` atomically (see [`crate::files::write_atomic`]).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     crate::files::write_atomic(path, bytes).map_err(|source| WriteError {
         path: path.to_path_buf(),
         source,
@@ -78,14 +78,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 }
 
 /// Writes a value as pretty JSON.
-pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), WriteError> {
+pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), WriteError> {
     let mut text = serde_json::to_vec_pretty(value).expect("values serialize");
     text.push(b'\n');
     write_atomic(path, &text)
 }
 
 /// Writes values as JSON lines.
-pub fn write_jsonl<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError> {
+pub(crate) fn write_jsonl<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), WriteError> {
     let mut text = Vec::new();
     for row in rows {
         serde_json::to_writer(&mut text, row).expect("rows serialize");

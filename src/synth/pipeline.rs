@@ -16,12 +16,12 @@ use crate::prompt::{Message, PromptSet};
 use crate::provider::{ChatRequest, ModelSetup, OutputKind};
 
 /// The shipped default pipeline's text.
-pub const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
+pub(crate) const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
 
 /// A pipeline file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {message}", path.display())]
-pub struct PipelineError {
+pub(crate) struct PipelineError {
     /// The pipeline file (`<default>` for the embedded one).
     pub path: PathBuf,
     /// What is wrong, with the TOML line when known.
@@ -30,7 +30,7 @@ pub struct PipelineError {
 
 /// What the command line changes in a pipeline.
 #[derive(Debug, Clone, Default)]
-pub struct Overrides {
+pub(crate) struct Overrides {
     /// The generation step's pairs per chunk.
     pub num_pairs: Option<u32>,
     /// The rating step's lowest rating kept.
@@ -43,7 +43,7 @@ pub struct Overrides {
 /// step only (`num_pairs`, `batch_size`, `threshold`, `enabled`) are refused elsewhere.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StageDef {
+pub(crate) struct StageDef {
     /// System prompt template.
     #[serde(default)]
     pub system: String,
@@ -72,7 +72,7 @@ pub struct StageDef {
 /// `[dedup]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DedupDef {
+pub(crate) struct DedupDef {
     /// Normalized Levenshtein similarity at which two questions are one.
     pub threshold: f64,
 }
@@ -89,14 +89,14 @@ struct PipelineDef {
 }
 
 /// One step ready to render requests.
-pub struct Stage {
+pub(crate) struct Stage {
     /// Its definition.
     pub def: StageDef,
     prompts: PromptSet,
 }
 
 /// A loaded, checked pipeline.
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     /// Chunking settings.
     pub chunking: ChunkConfig,
     /// The optional summary step.
@@ -113,7 +113,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// Applies the command line's `overrides`.
-    pub fn apply(&mut self, overrides: &Overrides) {
+    pub(crate) fn apply(&mut self, overrides: &Overrides) {
         if overrides.num_pairs.is_some() {
             self.generation.def.num_pairs = overrides.num_pairs;
         }
@@ -126,7 +126,7 @@ impl Pipeline {
     }
 
     /// Loads `path`, or the embedded default when `None`.
-    pub fn load(path: Option<&Path>) -> Result<Pipeline, PipelineError> {
+    pub(crate) fn load(path: Option<&Path>) -> Result<Pipeline, PipelineError> {
         match path {
             None => Pipeline::parse(DEFAULT_PIPELINE, Path::new("<default pipeline>")),
             Some(p) => {
@@ -140,7 +140,7 @@ impl Pipeline {
     }
 
     /// Parses and checks a pipeline's text; `path` names it in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<Pipeline, PipelineError> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Pipeline, PipelineError> {
         let err = |message: String| PipelineError {
             path: path.to_path_buf(),
             message,
@@ -200,35 +200,39 @@ impl Pipeline {
     }
 
     /// Pairs asked per chunk (default 25).
-    pub fn num_pairs(&self) -> u32 {
+    pub(crate) fn num_pairs(&self) -> u32 {
         self.generation.def.num_pairs.unwrap_or(25)
     }
 
     /// Pairs per rating request (default 4).
-    pub fn batch_size(&self) -> usize {
+    pub(crate) fn batch_size(&self) -> usize {
         self.rating.def.batch_size.unwrap_or(4)
     }
 
     /// The lowest rating kept (default 1.0: the `cleanup_threshold` of common synthetic-QA kits).
-    pub fn threshold(&self) -> f64 {
+    pub(crate) fn threshold(&self) -> f64 {
         self.rating.def.threshold.unwrap_or(1.0)
     }
 
     /// Whether documents are summarized first.
-    pub fn summarize(&self) -> bool {
+    pub(crate) fn summarize(&self) -> bool {
         self.summary.def.enabled.unwrap_or(false)
     }
 }
 
 impl Stage {
     /// Asks allowed per request when the answer is not the JSON asked for.
-    pub fn attempts(&self) -> u32 {
+    pub(crate) fn attempts(&self) -> u32 {
         self.def.attempts.unwrap_or(3).max(1)
     }
 
     /// Renders this step's request for `context`. The model's `seed`, `num_ctx`
     /// and `extra_body` apply; the sampling is the pipeline's, which is what it is about.
-    pub fn request(&self, context: &Value, model: &ModelSetup) -> Result<ChatRequest, StepError> {
+    pub(crate) fn request(
+        &self,
+        context: &Value,
+        model: &ModelSetup,
+    ) -> Result<ChatRequest, StepError> {
         let messages: Vec<Message> = self
             .prompts
             .render(context)
@@ -257,7 +261,7 @@ impl Stage {
 
 /// Why a step's request could not be made.
 #[derive(Debug, thiserror::Error)]
-pub enum StepError {
+pub(crate) enum StepError {
     /// A prompt template failed to render (position inside the template).
     #[error("{}:{}:{}: {}", .0.template, .0.line, .0.column, .0.message)]
     Prompt(crate::prompt::TemplateError),

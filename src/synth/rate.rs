@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::generate::{AnswerError, answer_json, answer_list};
 
 /// The ratings of a rating answer for a batch of `count` pairs.
-pub fn parse_ratings(text: &str, count: usize) -> Result<Vec<f64>, AnswerError> {
+pub(crate) fn parse_ratings(text: &str, count: usize) -> Result<Vec<f64>, AnswerError> {
     let items = answer_list(answer_json(text)?, "ratings")?;
     if items.len() != count {
         return Err(AnswerError::RatingCount {

@@ -20,7 +20,7 @@ use crate::error::Diagnostic;
 /// score is `1 - rate`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CerKeys {
+pub(super) struct CerKeys {
     /// The instance variable holding the reference text (a dotted path); a list means
     /// alternatives, and the closest counts.
     pub expected: Option<String>,
@@ -40,7 +40,7 @@ pub struct CerKeys {
 /// A normalization of both texts before the error rate is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Normalization {
+pub(super) enum Normalization {
     /// Unicode NFKC: ligatures, full-width and compatibility forms to their plain letters.
     Nfkc,
     /// Lower-case.

@@ -66,7 +66,7 @@ struct Contains {
 /// `contains`: the answer contains the expected string(s).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ContainsKeys {
+pub(super) struct ContainsKeys {
     /// The instance variable holding the expected value (a dotted path).
     pub expected: Option<String>,
     /// A literal expected value, instead of `expected`.
@@ -96,7 +96,7 @@ impl RuleKind for ContainsKeys {
 /// `not_contains`: the answer contains none of the expected strings.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NotContainsKeys {
+pub(super) struct NotContainsKeys {
     /// The instance variable holding the expected value (a dotted path).
     pub expected: Option<String>,
     /// A literal expected value, instead of `expected`.
@@ -165,7 +165,7 @@ struct Exclusive {
 /// answer naming everyone fails).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ExclusiveKeys {
+pub(super) struct ExclusiveKeys {
     /// The instance variable holding the expected value (a dotted path).
     pub expected: Option<String>,
     /// A literal expected value, instead of `expected`.

@@ -19,7 +19,7 @@ struct Exact {
 /// normalization; a list means any alternative.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ExactKeys {
+pub(super) struct ExactKeys {
     /// The instance variable holding the expected value (a dotted path).
     pub expected: Option<String>,
     /// A literal expected value, instead of `expected`.
@@ -40,7 +40,7 @@ impl RuleKind for ExactKeys {
 }
 
 /// Collapses whitespace runs to one space and trims.
-pub fn normalize_whitespace(text: &str) -> String {
+pub(super) fn normalize_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

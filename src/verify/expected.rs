@@ -8,7 +8,7 @@ use crate::error::{Diagnostic, ErrorKind};
 
 /// Where a rule's expected value comes from.
 #[derive(Debug, Clone)]
-pub enum Expected {
+pub(crate) enum Expected {
     /// A dotted path into the instance variables.
     Var(String),
     /// A literal from the spec.
@@ -17,7 +17,7 @@ pub enum Expected {
 
 impl Expected {
     /// Reads `expected` / `value` of a rule; exactly one must be given.
-    pub fn from_keys(
+    pub(crate) fn from_keys(
         expected: Option<&str>,
         value: Option<&Value>,
         cx: &BuildContext,
@@ -47,7 +47,7 @@ impl Expected {
 
     /// Why this instance's expected value cannot serve as text (see
     /// `text_problem`), as the rule's one `(key, why)`.
-    pub fn text_problems(
+    pub(crate) fn text_problems(
         &self,
         vars: &Map<String, Value>,
         needle: bool,
@@ -61,7 +61,11 @@ impl Expected {
 
     /// The expected value as text alternatives, or the failing verdict when
     /// the instance lacks it or it is not text.
-    pub fn texts(&self, vars: &Map<String, Value>, needle: bool) -> Result<Vec<String>, Verdict> {
+    pub(crate) fn texts(
+        &self,
+        vars: &Map<String, Value>,
+        needle: bool,
+    ) -> Result<Vec<String>, Verdict> {
         let Some(expected) = self.resolve(vars) else {
             return Err(Verdict::fail(
                 "the expected value is missing from the instance",
@@ -74,7 +78,7 @@ impl Expected {
     }
 
     /// The variable this reads, if any.
-    pub fn variable(&self) -> Option<&str> {
+    pub(crate) fn variable(&self) -> Option<&str> {
         match self {
             Expected::Var(v) => Some(v),
             Expected::Literal(_) => None,
@@ -82,7 +86,7 @@ impl Expected {
     }
 
     /// The value for an instance.
-    pub fn resolve<'a>(&'a self, vars: &'a Map<String, Value>) -> Option<&'a Value> {
+    pub(crate) fn resolve<'a>(&'a self, vars: &'a Map<String, Value>) -> Option<&'a Value> {
         match self {
             Expected::Var(path) => lookup(vars, path),
             Expected::Literal(v) => Some(v),
@@ -90,7 +94,7 @@ impl Expected {
     }
 
     /// `variables()` entry for the rule trait.
-    pub fn as_variables(&self) -> Vec<(&'static str, &str)> {
+    pub(crate) fn as_variables(&self) -> Vec<(&'static str, &str)> {
         self.variable()
             .map(|v| ("expected", v))
             .into_iter()
@@ -99,7 +103,7 @@ impl Expected {
 }
 
 /// Looks up a dotted path (`a.b.0`) in instance variables.
-pub fn lookup<'a>(vars: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+pub(crate) fn lookup<'a>(vars: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
     let mut parts = path.split('.');
     let mut current = vars.get(parts.next()?)?;
     for part in parts {
@@ -113,7 +117,7 @@ pub fn lookup<'a>(vars: &'a Map<String, Value>, path: &str) -> Option<&'a Value>
 }
 
 /// A value as text for string comparisons: strings as is, numbers and the rest as JSON.
-pub fn as_text(value: &Value) -> String {
+pub(super) fn as_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -121,7 +125,7 @@ pub fn as_text(value: &Value) -> String {
 }
 
 /// A value as a list of strings: a list's items, or the single value.
-pub fn as_text_list(value: &Value) -> Vec<String> {
+pub(super) fn as_text_list(value: &Value) -> Vec<String> {
     match value {
         Value::Array(items) => items.iter().map(as_text).collect(),
         other => vec![as_text(other)],
@@ -131,7 +135,7 @@ pub fn as_text_list(value: &Value) -> Vec<String> {
 /// Why `value` cannot serve as text to compare an answer with (one string, or
 /// a non-empty list of alternatives), if it cannot; `needle` also refuses empty
 /// text, which every answer contains.
-pub fn text_problem(value: &Value, needle: bool) -> Option<String> {
+pub(super) fn text_problem(value: &Value, needle: bool) -> Option<String> {
     let scalar = |v: &Value| match v {
         Value::Null | Value::Array(_) | Value::Object(_) => Some(format!(
             "holds {}, which cannot be compared with text",

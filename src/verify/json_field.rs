@@ -23,7 +23,7 @@ struct JsonField {
 }
 
 /// Reads and compiles a JSON Schema file relative to the spec directory.
-pub fn load_schema(
+pub(super) fn load_schema(
     path: &str,
     cx: &BuildContext,
     key: &str,
@@ -38,7 +38,7 @@ pub fn load_schema(
 /// given; types strict).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct JsonFieldKeys {
+pub(super) struct JsonFieldKeys {
     /// JSON Schema file the answer must satisfy, relative to the spec.
     pub schema: Option<String>,
     /// JSON pointer -> instance variable to compare.
@@ -90,7 +90,7 @@ impl RuleKind for JsonFieldKeys {
 
 /// Typed equality of `got` and `want`: numbers by value (within
 /// `tolerance` of `want`), everything else structurally.
-pub fn typed_eq(got: &Value, want: &Value, tolerance: Tolerance) -> bool {
+pub(super) fn typed_eq(got: &Value, want: &Value, tolerance: Tolerance) -> bool {
     match (got, want) {
         (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
             (Some(x), Some(y)) => tolerance.allows(x, y),

@@ -18,7 +18,7 @@ use crate::key_path;
 
 /// One rule, implemented by the typed table of the keys it reads besides the
 /// common ones (`rule = NAME`); the type's doc comment says when it passes.
-pub trait RuleKind: DeserializeOwned + JsonSchema {
+pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
     /// The `rule = "..."` name.
     const NAME: &'static str;
     /// What the rule reads from a response when the spec gives no `extract`.
@@ -32,16 +32,16 @@ pub trait RuleKind: DeserializeOwned + JsonSchema {
 }
 
 /// The registry's entry for rule kind `K`.
-pub struct Kind<K>(PhantomData<fn() -> K>);
+pub(super) struct Kind<K>(PhantomData<fn() -> K>);
 
 impl<K> Kind<K> {
     /// The entry.
-    pub const NEW: Self = Kind(PhantomData);
+    pub(super) const NEW: Self = Kind(PhantomData);
 }
 
 /// The keys every rule takes, whatever its kind.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Common {
+pub(super) struct Common {
     /// The rule: its name picks the keys it reads.
     pub rule: String,
     /// A name for reports (defaults to the rule).
@@ -58,12 +58,12 @@ pub struct Common {
 }
 
 /// The names of the common keys.
-pub fn common_keys() -> &'static [&'static str] {
+pub(super) fn common_keys() -> &'static [&'static str] {
     field_names::<Common>()
 }
 
 /// A rule built from its table, with the fence its extraction prefers.
-pub struct Built {
+pub(super) struct Built {
     /// The rule.
     pub rule: Box<dyn Rule>,
     /// The fence language for a `code_block` extraction without one.
@@ -71,7 +71,7 @@ pub struct Built {
 }
 
 /// A [`RuleKind`] behind a pointer, so the registry can list them all.
-pub trait AnyKind: Sync {
+pub(super) trait AnyKind: Sync {
     /// The `rule = "..."` name.
     fn name(&self) -> &'static str;
     /// The default extraction.
@@ -113,7 +113,7 @@ impl<K: RuleKind> AnyKind for Kind<K> {
 
 /// The JSON Schema of one `[[verify]]` table (one of the `kinds`, picked by
 /// `rule`), and the definitions it refers to.
-pub fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>) {
+pub(super) fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>) {
     let mut generator = SchemaGenerator::default();
     let common = Common::json_schema(&mut generator).to_value();
     let variants: Vec<Value> = kinds

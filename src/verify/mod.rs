@@ -43,7 +43,7 @@ rules! {
     mod json_field: JsonFieldKeys;
     mod similarity: SimilarityKeys;
     mod code: CodeKeys;
-    pub mod judge: JudgeKeys;
+    pub(crate) mod judge: JudgeKeys;
     mod script: ScriptKeys;
     mod cer: CerKeys;
 }
@@ -56,29 +56,29 @@ use crate::error::{Diagnostic, ErrorKind};
 use crate::format::locate::SourceMap;
 use crate::key_path;
 
-pub use expected::{Expected, lookup};
-pub use judge::JudgeRule;
-pub use registry::CompiledRule;
-pub use registry::{rule_names, value_key};
-pub use rule_set::RuleSet;
-pub use verdict::{
-    FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, SpecFault, Verdict,
+pub(crate) use expected::{Expected, lookup};
+pub(crate) use judge::JudgeRule;
+pub(crate) use registry::value_key;
+pub(crate) use rule_set::RuleSet;
+pub(crate) use verdict::{
+    FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, Verdict,
 };
 
 /// The JSON Schema of one `[[verify]]` table, derived from every rule's
 /// keys, and the definitions it refers to.
-pub fn rule_schema() -> (Value, Map<String, Value>) {
+pub(crate) fn rule_schema() -> (Value, Map<String, Value>) {
     kind::rule_schema(RULES)
 }
 
 /// Every rule's name with the keys it reads besides the common ones, in
 /// declaration order (the docs are checked against these).
-pub fn rule_keys() -> Vec<(&'static str, &'static [&'static str])> {
+#[cfg(test)]
+pub(crate) fn rule_keys() -> Vec<(&'static str, &'static [&'static str])> {
     RULES.iter().map(|k| (k.name(), k.keys())).collect()
 }
 
 /// The behavior every rule implements.
-pub trait Rule: Send + Sync {
+pub(crate) trait Rule: Send + Sync {
     /// Where the expected value comes from, for rules that compare with one.
     fn reference(&self) -> Option<&Expected> {
         None
@@ -121,7 +121,7 @@ pub trait Rule: Send + Sync {
 
 /// What a rule builder may look at.
 #[derive(Clone, Copy)]
-pub struct BuildContext<'a> {
+pub(crate) struct BuildContext<'a> {
     /// The rule's name (empty until its `rule` key is read).
     pub rule: &'a str,
     /// A CPU limit replacing every `code` rule's own (an example's `timeout_secs`).
@@ -136,7 +136,12 @@ pub struct BuildContext<'a> {
 
 impl BuildContext<'_> {
     /// A diagnostic pointing at key `key` of this rule.
-    pub fn error(&self, kind: ErrorKind, key: &str, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn error(
+        &self,
+        kind: ErrorKind,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Diagnostic {
         Diagnostic::new(
             kind,
             self.map.locate(key_path!["verify", self.index, key]),
@@ -145,7 +150,7 @@ impl BuildContext<'_> {
     }
 
     /// A diagnostic for a key this rule needs but does not have.
-    pub fn missing(&self, rule: &str, key: &str, example: &str) -> Diagnostic {
+    pub(crate) fn missing(&self, rule: &str, key: &str, example: &str) -> Diagnostic {
         Diagnostic::new(
             ErrorKind::Invalid,
             self.map.locate(key_path!["verify", self.index]),
@@ -155,7 +160,7 @@ impl BuildContext<'_> {
     }
 
     /// `value`, or the [`missing`](Self::missing) diagnostic when the rule lacks it.
-    pub fn required<'v, T: ?Sized>(
+    pub(crate) fn required<'v, T: ?Sized>(
         &self,
         value: Option<&'v T>,
         rule: &str,
@@ -166,7 +171,11 @@ impl BuildContext<'_> {
     }
 
     /// The rule's `threshold` (or `default`), which must lie within 0..1.
-    pub fn threshold(&self, threshold: Option<f64>, default: f64) -> Result<f64, Diagnostic> {
+    pub(crate) fn threshold(
+        &self,
+        threshold: Option<f64>,
+        default: f64,
+    ) -> Result<f64, Diagnostic> {
         let threshold = threshold.unwrap_or(default);
         if (0.0..=1.0).contains(&threshold) {
             Ok(threshold)
@@ -181,7 +190,7 @@ impl BuildContext<'_> {
 
     /// The option `value` of `key` names, out of `options`; the first is
     /// the default when the key is absent.
-    pub fn choice<T: Copy>(
+    pub(crate) fn choice<T: Copy>(
         &self,
         key: &str,
         value: Option<&str>,
@@ -202,7 +211,12 @@ impl BuildContext<'_> {
     }
 
     /// The location of a position inside the string value of `key`.
-    pub fn locate_in(&self, key: &str, line: usize, column: usize) -> crate::error::Location {
+    pub(crate) fn locate_in(
+        &self,
+        key: &str,
+        line: usize,
+        column: usize,
+    ) -> crate::error::Location {
         self.map
             .locate_in_string(key_path!["verify", self.index, key], line, column)
     }
@@ -210,7 +224,7 @@ impl BuildContext<'_> {
 
 /// Why a JSON Schema file cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
+pub(crate) enum SchemaError {
     /// The file could not be read.
     #[error("cannot read schema file {}: {source}", path.display())]
     Read {
@@ -239,7 +253,7 @@ pub enum SchemaError {
 
 /// Reads and compiles the JSON Schema file at `path` (relative to `spec_dir`):
 /// the schema as JSON, and its validator.
-pub fn read_schema(
+pub(crate) fn read_schema(
     spec_dir: &Path,
     path: &str,
 ) -> Result<(Value, jsonschema::Validator), SchemaError> {

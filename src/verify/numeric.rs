@@ -19,7 +19,7 @@ struct Numeric {
 /// How far a number may be from the expected one: `abs(got - want) <=
 /// max(absolute, relative * abs(want))`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tolerance {
+pub(super) struct Tolerance {
     /// The absolute error allowed (`tolerance`).
     pub absolute: f64,
     /// The error allowed as a fraction of the expected value (`relative_tolerance`).
@@ -29,7 +29,7 @@ pub struct Tolerance {
 impl Tolerance {
     /// A rule's `tolerance` and `relative_tolerance`, each a non-negative
     /// number; `absolute` when the rule sets no `tolerance`.
-    pub fn from_keys(
+    pub(super) fn from_keys(
         tolerance: Option<f64>,
         relative_tolerance: Option<f64>,
         cx: &BuildContext,
@@ -54,12 +54,12 @@ impl Tolerance {
     }
 
     /// The error allowed around `want`.
-    pub fn allowed(&self, want: f64) -> f64 {
+    pub(super) fn allowed(&self, want: f64) -> f64 {
         self.absolute.max(self.relative * want.abs())
     }
 
     /// Whether `got` is close enough to `want`.
-    pub fn allows(&self, got: f64, want: f64) -> bool {
+    pub(super) fn allows(&self, got: f64, want: f64) -> bool {
         (got - want).abs() <= self.allowed(want)
     }
 }
@@ -68,7 +68,7 @@ impl Tolerance {
 /// max(tolerance, relative_tolerance * abs(want))`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NumericKeys {
+pub(super) struct NumericKeys {
     /// The instance variable holding the expected value (a dotted path).
     pub expected: Option<String>,
     /// A literal expected value, instead of `expected`.
@@ -93,7 +93,7 @@ impl RuleKind for NumericKeys {
 }
 
 /// A value as a number: numbers, and strings holding exactly one number.
-pub fn as_number(value: &Value) -> Option<f64> {
+pub(super) fn as_number(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => parse_number(s),

@@ -14,7 +14,7 @@ struct RegexRule {
 /// `regex`: the answer matches `pattern`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RegexKeys {
+pub(super) struct RegexKeys {
     /// Regular expression the answer must match.
     pub pattern: Option<String>,
 }

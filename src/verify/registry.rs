@@ -11,7 +11,7 @@ use crate::format::{ExtractDef, ExtractKind};
 use crate::key_path;
 
 /// The names of every rule, for documentation and hints.
-pub fn rule_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn rule_names() -> impl Iterator<Item = &'static str> {
     RULES.iter().map(|r| r.name())
 }
 
@@ -144,7 +144,7 @@ fn unknown_key(kind: &dyn AnyKind, cx: &BuildContext, key: &str) -> Diagnostic {
 
 /// The key a value problem is reported at: a rule's `expected` stands for
 /// its `value` when the spec wrote a literal.
-pub fn value_key<'a>(map: &SourceMap, index: usize, key: &'a str) -> &'a str {
+pub(crate) fn value_key<'a>(map: &SourceMap, index: usize, key: &'a str) -> &'a str {
     let keys = map.table_keys(key_path!["verify", index]);
     let has = |k: &str| keys.iter().any(|x| x == k);
     if key == "expected" && !has("expected") && has("value") {

@@ -28,7 +28,7 @@ fn scope_for(response: &str, answer: &str, vars: Dynamic) -> Scope<'static> {
 /// `true`, a score ≥ `threshold`, or `#{ passed, score, detail }`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptKeys {
+pub(super) struct ScriptKeys {
     /// Rhai expression returning a bool, a score or `#{passed, score, detail}`.
     pub script: Option<String>,
     /// Minimum score to pass (default 1.0).

@@ -34,7 +34,7 @@ struct SetEqual {
 /// extra are listed.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SetEqualKeys {
+pub(super) struct SetEqualKeys {
     /// Entity groups: `{ name, pattern, normalize, expected }` each.
     pub entities: Option<Vec<EntityDef>>,
     /// Score by F1 instead of all-or-nothing (default false).
@@ -44,7 +44,7 @@ pub struct SetEqualKeys {
 /// One entity group of a `set_equal` rule.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EntityDef {
+pub(super) struct EntityDef {
     /// The group's name, shown in details (`email`, `phone`, ...).
     pub name: String,
     /// Regex finding the entities in the answer; group 1 if present, else the whole match.
@@ -61,7 +61,7 @@ pub struct EntityDef {
 /// A normalization applied to entities before comparing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Normalizer {
+pub(super) enum Normalizer {
     /// Lower-case.
     Lowercase,
     /// Keep digits only.
@@ -150,7 +150,7 @@ impl Group {
 }
 
 /// Applies one normalizer.
-pub fn apply(normalizer: Normalizer, text: &str) -> String {
+pub(super) fn apply(normalizer: Normalizer, text: &str) -> String {
     match normalizer {
         Normalizer::Lowercase => text.to_lowercase(),
         Normalizer::Digits => text.chars().filter(char::is_ascii_digit).collect(),
@@ -208,7 +208,7 @@ fn month_number(word: &str) -> Option<&'static str> {
 }
 
 /// Dates like `05.03.2024`, `5/3/2024`, `2024-03-05`, `5 марта 2024`, `March 5, 2024` → `2024-03-05`.
-pub fn normalize_date(text: &str) -> Option<String> {
+pub(super) fn normalize_date(text: &str) -> Option<String> {
     let parts: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || ".-/,".contains(c))
         .filter(|s| !s.is_empty())

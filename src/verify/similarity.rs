@@ -27,7 +27,7 @@ struct Similarity {
 /// `threshold`; the score is the similarity.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SimilarityKeys {
+pub(super) struct SimilarityKeys {
     /// The instance variable holding the expected value (a dotted path).
     pub expected: Option<String>,
     /// A literal expected value, instead of `expected`.
@@ -62,7 +62,7 @@ fn char_ngrams(text: &[char], n: usize) -> HashMap<&[char], usize> {
 }
 
 /// chrF with n-grams 1..=6 and β = 2, whitespace ignored, as sacrebleu computes it.
-pub fn chrf(hypothesis: &str, reference: &str) -> f64 {
+pub(super) fn chrf(hypothesis: &str, reference: &str) -> f64 {
     let hyp: Vec<char> = hypothesis.chars().filter(|c| !c.is_whitespace()).collect();
     let reference: Vec<char> = reference.chars().filter(|c| !c.is_whitespace()).collect();
     if hyp.is_empty() || reference.is_empty() {

@@ -141,7 +141,7 @@ impl InstanceVerdict {
 }
 
 /// Judge rules' verdicts and outcomes by rule index, filled in by whoever asked the judge.
-pub type Judged = std::collections::BTreeMap<usize, (Verdict, JudgeOutcome)>;
+pub(crate) type Judged = std::collections::BTreeMap<usize, (Verdict, JudgeOutcome)>;
 
 /// What a judged rule records beside its verdict: who judged, under which
 /// rubric, every sample's level and reasoning, and the judge's own costs.

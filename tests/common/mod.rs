@@ -28,10 +28,9 @@ pub fn harness(cwd: &Path) -> Command {
         .env("NO_COLOR", "1")
         .env("LANG", "C")
         .stdin(Stdio::null());
-    for var in
-        harness::golden::CI_VARIABLES
-            .iter()
-            .chain(&["CLICOLOR_FORCE", "LC_ALL", "LC_MESSAGES"])
+    for var in harness::CI_VARIABLES
+        .iter()
+        .chain(&["CLICOLOR_FORCE", "LC_ALL", "LC_MESSAGES"])
     {
         cmd.env_remove(var);
     }

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use harness::report::{ReportContext, SpecInfo, write_reports};
-use harness::text::Lang;
+use harness::Lang;
+use harness::{ReportContext, SpecInfo, write_reports};
 use serde_json::{Value, json};
 
 use super::{assert_clean, text};

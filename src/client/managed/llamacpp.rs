@@ -8,20 +8,20 @@ use super::{
 use crate::provider::ModelSetup;
 
 /// The binary's file name.
-pub const BINARY: &str = "llama-server";
+pub(super) const BINARY: &str = "llama-server";
 
 /// Context tokens per slot when `ctx_size` is unset. Not the model's own
 /// (possibly 128k) window: that would allocate gigabytes of KV cache per slot.
-pub const DEFAULT_CTX_PER_SLOT: u32 = 4096;
+pub(super) const DEFAULT_CTX_PER_SLOT: u32 = 4096;
 
 /// The readiness endpoint: 503 while the model loads, 200 when it serves.
-pub const READY_PATH: &str = "/health";
+pub(super) const READY_PATH: &str = "/health";
 
 /// The binary: `binary` from the config, else `llama-server` on `PATH`, else the
 /// newest build the test setup caches (`scripts/llama-server.sh`):
 /// `$HARNESS_CACHE_DIR/llama-server-<version>/bin/llama-server`, where
 /// `HARNESS_CACHE_DIR` defaults to `~/.cache/harness`.
-pub fn find_binary(options: &ServerOptions) -> Result<PathBuf, ManagedError> {
+pub(super) fn find_binary(options: &ServerOptions) -> Result<PathBuf, ManagedError> {
     if let Some(configured) = &options.binary {
         return Ok(configured.clone());
     }
@@ -74,7 +74,7 @@ fn newest_cached(cache: &Path) -> Option<PathBuf> {
 /// in flight times `max_n` (each choice of an `n` request takes a slot), and
 /// `-c` is `ctx_size` per slot times the slots, since llama-server splits its
 /// context among them.
-pub fn args(setup: &ModelSetup, options: &ServerOptions, port: u16) -> Vec<String> {
+pub(super) fn args(setup: &ModelSetup, options: &ServerOptions, port: u16) -> Vec<String> {
     let slots = options.slots(setup);
     let ctx = u64::from(options.ctx_size.unwrap_or(DEFAULT_CTX_PER_SLOT)) * u64::from(slots);
     let mut args = on_loopback(["--model".into(), setup.model.clone()], port);

@@ -20,7 +20,7 @@
 //! Imports go down only: `provider` (the model's configuration).
 
 mod llamacpp;
-pub mod process;
+pub(crate) mod process;
 mod vllm;
 
 use std::path::{Path, PathBuf};
@@ -38,7 +38,7 @@ const QUOTED_LINES: usize = 20;
 
 /// Why a managed server could not serve.
 #[derive(Debug, thiserror::Error)]
-pub enum ManagedError {
+pub(crate) enum ManagedError {
     /// The model's provider is not a managed kind.
     #[error("model `{0}` is not a managed model (llamacpp or vllm)")]
     NotManaged(String),
@@ -89,7 +89,7 @@ pub enum ManagedError {
 }
 
 /// A started, ready server; stopped on [`ManagedServer::stop`] or drop.
-pub struct ManagedServer {
+pub(crate) struct ManagedServer {
     process: ServerProcess,
     base_url: String,
     label: String,
@@ -97,7 +97,7 @@ pub struct ManagedServer {
 
 /// A handle that tells when a running server has died (for the runner).
 #[derive(Clone)]
-pub struct ServerWatch {
+pub(crate) struct ServerWatch {
     exit: watch::Receiver<Option<ExitStatus>>,
     label: String,
     log: PathBuf,
@@ -162,7 +162,10 @@ impl ManagedServer {
     /// and waits until it answers its readiness endpoint. Dropping the future
     /// stops a server still starting. A port taken between choosing and
     /// binding it is retried with another.
-    pub async fn start(setup: &ModelSetup, log_path: &Path) -> Result<ManagedServer, ManagedError> {
+    pub(crate) async fn start(
+        setup: &ModelSetup,
+        log_path: &Path,
+    ) -> Result<ManagedServer, ManagedError> {
         let options = setup.server.clone().unwrap_or_default();
         let (binary, ready_path, keep_env): (PathBuf, &str, &[&str]) = match setup.provider {
             ProviderKind::LlamaCpp => (llamacpp::find_binary(&options)?, llamacpp::READY_PATH, &[]),
@@ -241,17 +244,17 @@ impl ManagedServer {
     }
 
     /// The OpenAI-compatible base URL, `http://127.0.0.1:<port>/v1`.
-    pub fn base_url(&self) -> &str {
+    pub(crate) fn base_url(&self) -> &str {
         &self.base_url
     }
 
     /// The server's process id (and process group id).
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.process.pid()
     }
 
     /// A handle that resolves when the server dies.
-    pub fn watch(&self) -> ServerWatch {
+    pub(crate) fn watch(&self) -> ServerWatch {
         ServerWatch {
             exit: self.process.exit_watch(),
             label: self.label.clone(),
@@ -261,7 +264,7 @@ impl ManagedServer {
     }
 
     /// Stops the server: SIGTERM, up to 10 s, SIGKILL. Blocks until it is gone.
-    pub fn stop(mut self) -> Option<ExitStatus> {
+    pub(crate) fn stop(mut self) -> Option<ExitStatus> {
         self.process.stop()
     }
 }
@@ -301,7 +304,7 @@ async fn wait_ready(process: &ServerProcess, url: &str, timeout: Duration) -> Re
 /// A managed server that exited mid-run: which, how, and the end of its log.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{server} exited mid-run ({status}); last lines of {}:\n{lines}", log.display())]
-pub struct ServerDeath {
+pub(crate) struct ServerDeath {
     /// Which server, for which model.
     pub server: String,
     /// How it exited.
@@ -314,7 +317,7 @@ pub struct ServerDeath {
 
 impl ServerWatch {
     /// Resolves when the server has exited, with what the user is told.
-    pub async fn died(&self) -> ServerDeath {
+    pub(crate) async fn died(&self) -> ServerDeath {
         let mut exit = self.exit.clone();
         let status = match exit.wait_for(|s| s.is_some()).await {
             Ok(s) => s.map_or_else(|| "unknown status".to_owned(), |s| s.to_string()),
@@ -329,13 +332,13 @@ impl ServerWatch {
     }
 
     /// Whether the server has exited.
-    pub fn has_died(&self) -> bool {
+    pub(crate) fn has_died(&self) -> bool {
         self.exit.borrow().is_some()
     }
 
     /// Whether the server exits within `grace` (a failed request may beat the
     /// exit notice by a moment: the sockets close before the process is reaped).
-    pub async fn dies_within(&self, grace: Duration) -> bool {
+    pub(crate) async fn dies_within(&self, grace: Duration) -> bool {
         tokio::time::timeout(grace, self.died()).await.is_ok()
     }
 }

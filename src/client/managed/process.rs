@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// How long a stopping server may take after SIGTERM before SIGKILL.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// What the keeper thread learns when the child exits.
 struct ExitState {
@@ -27,7 +27,7 @@ struct ExitState {
 }
 
 /// A running (or exited) server process; stopped when dropped.
-pub struct ServerProcess {
+pub(crate) struct ServerProcess {
     pid: i32,
     state: Arc<ExitState>,
     log_path: PathBuf,
@@ -39,7 +39,7 @@ pub struct ServerProcess {
 /// Whether an environment variable looks like a credential. The server gets
 /// none of them (it reads local files and answers on loopback), except the
 /// names in `keep` (vLLM needs `HF_TOKEN` to download gated models).
-pub fn is_secret(name: &str) -> bool {
+pub(crate) fn is_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     [
         "_KEY",
@@ -57,7 +57,7 @@ pub fn is_secret(name: &str) -> bool {
 impl ServerProcess {
     /// Starts `program args` with output appended to `log_path`, after a
     /// `[harness]` header line naming the command and, once started, the pid.
-    pub fn spawn(
+    pub(crate) fn spawn(
         program: &Path,
         args: &[String],
         keep_env: &[&str],
@@ -145,32 +145,32 @@ impl ServerProcess {
     }
 
     /// The server's process id (also its process group id).
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.pid
     }
 
     /// The exit status, once the process has exited.
-    pub fn exit_status(&self) -> Option<ExitStatus> {
+    pub(crate) fn exit_status(&self) -> Option<ExitStatus> {
         *self.state.status.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A receiver that changes to `Some(status)` when the process exits.
-    pub fn exit_watch(&self) -> watch::Receiver<Option<ExitStatus>> {
+    pub(crate) fn exit_watch(&self) -> watch::Receiver<Option<ExitStatus>> {
         self.state.notify.subscribe()
     }
 
     /// The log file.
-    pub fn log_path(&self) -> &Path {
+    pub(crate) fn log_path(&self) -> &Path {
         &self.log_path
     }
 
     /// The last `n` lines this process wrote to the log.
-    pub fn last_log_lines(&self, n: usize) -> String {
+    pub(crate) fn last_log_lines(&self, n: usize) -> String {
         last_lines(&self.log_path, self.log_offset, n)
     }
 
     /// Where this process's part of the log starts.
-    pub fn log_offset(&self) -> u64 {
+    pub(crate) fn log_offset(&self) -> u64 {
         self.log_offset
     }
 
@@ -195,7 +195,7 @@ impl ServerProcess {
     /// SIGTERM to the process group, up to [`STOP_GRACE`] for it to exit, then
     /// SIGKILL; also for workers left in the group after the leader exited.
     /// Blocks until the leader is reaped. Idempotent.
-    pub fn stop(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn stop(&mut self) -> Option<ExitStatus> {
         if self.stopped {
             return self.exit_status();
         }
@@ -234,7 +234,7 @@ impl Drop for ServerProcess {
 }
 
 /// The last `n` lines of `path` from byte `offset` on (at most the last 64 KiB).
-pub fn last_lines(path: &Path, offset: u64, n: usize) -> String {
+pub(crate) fn last_lines(path: &Path, offset: u64, n: usize) -> String {
     let Ok(mut file) = File::open(path) else {
         return String::new();
     };

@@ -8,17 +8,17 @@ use super::{
 use crate::provider::ModelSetup;
 
 /// The command's file name.
-pub const BINARY: &str = "vllm";
+pub(super) const BINARY: &str = "vllm";
 
 /// The readiness endpoint: it lists the model once the engine serves it.
-pub const READY_PATH: &str = "/v1/models";
+pub(super) const READY_PATH: &str = "/v1/models";
 
 /// Variables the server keeps although they look like secrets: vLLM downloads
 /// gated models from the Hugging Face hub with them.
-pub const KEEP_ENV: &[&str] = &["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"];
+pub(super) const KEEP_ENV: &[&str] = &["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"];
 
 /// The command: `binary` from the config, else `vllm` on `PATH`.
-pub fn find_binary(options: &ServerOptions) -> Result<PathBuf, ManagedError> {
+pub(super) fn find_binary(options: &ServerOptions) -> Result<PathBuf, ManagedError> {
     if let Some(configured) = &options.binary {
         return Ok(configured.clone());
     }
@@ -32,7 +32,7 @@ pub fn find_binary(options: &ServerOptions) -> Result<PathBuf, ManagedError> {
 /// id (`--served-model-name`), so requests name it as the plan does; one
 /// sequence per request in flight (`--max-num-seqs`, times `max_n`), and
 /// `ctx_size` is the per-sequence `--max-model-len`.
-pub fn args(setup: &ModelSetup, options: &ServerOptions, port: u16) -> Vec<String> {
+pub(super) fn args(setup: &ModelSetup, options: &ServerOptions, port: u16) -> Vec<String> {
     let mut args = on_loopback(["serve".into(), setup.model.clone()], port);
     let seqs = options.slots(setup).to_string();
     args.extend([

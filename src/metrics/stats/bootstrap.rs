@@ -8,7 +8,7 @@ use super::{Bootstrap, Interval, z_for_level};
 
 /// A mean score over instances, with its bootstrap interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MeanEstimate {
+pub(crate) struct MeanEstimate {
     /// Mean over instances of each instance's mean sample score.
     pub mean: f64,
     /// Percentile bootstrap interval of `mean`.
@@ -25,7 +25,10 @@ pub struct MeanEstimate {
 /// Each instance counts once, whatever its number of samples; instances without
 /// samples are skipped. `None` when no instance has a sample, `cfg.resamples` is 0
 /// or `cfg.level` is outside (0, 1).
-pub fn bootstrap_mean<S: AsRef<[f64]>>(instances: &[S], cfg: &Bootstrap) -> Option<MeanEstimate> {
+pub(crate) fn bootstrap_mean<S: AsRef<[f64]>>(
+    instances: &[S],
+    cfg: &Bootstrap,
+) -> Option<MeanEstimate> {
     let means = instance_means(instances);
     let draws = resampled_means(&means, cfg)?;
     Some(MeanEstimate {

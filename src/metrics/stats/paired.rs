@@ -12,7 +12,7 @@ use super::{Bootstrap, Interval, StatsError, same_length, wilson};
 
 /// Pass/fail of two models on the same instances.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct PassComparison {
+pub(crate) struct PassComparison {
     /// Instances compared.
     pub instances: u64,
     /// Pass rate of the first model (0 without instances).
@@ -33,7 +33,7 @@ pub struct PassComparison {
 
 /// Mean scores of two models on the same instances.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ScoreComparison {
+pub(crate) struct ScoreComparison {
     /// Instances where both models have at least one sample.
     pub instances: usize,
     /// First model's mean over those instances of its per-instance mean (0 without any).
@@ -50,7 +50,7 @@ pub struct ScoreComparison {
 
 /// Two-sided exact McNemar p-value for `b` and `c` discordant pairs:
 /// `min(1, 2 P(X <= min(b, c)))` with `X ~ Bin(b + c, 1/2)`; 1 when `b + c = 0`.
-pub fn mcnemar_p(b: u64, c: u64) -> f64 {
+pub(crate) fn mcnemar_p(b: u64, c: u64) -> f64 {
     if b + c == 0 {
         return 1.0;
     }
@@ -88,7 +88,7 @@ fn half_binomial_cdf(k: u64, m: u64) -> f64 {
 /// It combines each rate's Wilson limits through the correlation of the pairs
 /// (with Newcombe's continuity correction of that correlation), so it keeps a
 /// sensible width at 0 of n and n of n, where a Wald interval collapses to a point.
-pub fn newcombe_paired(
+pub(crate) fn newcombe_paired(
     both: u64,
     first_only: u64,
     second_only: u64,
@@ -130,7 +130,7 @@ pub fn newcombe_paired(
 /// Compares two models' pass/fail results, instance by instance in the same order:
 /// exact McNemar p-value and Newcombe's interval at `level` for the gap in pass rate
 /// (no interval when `level` is outside (0, 1)).
-pub fn compare_passes(
+pub(crate) fn compare_passes(
     first: &[bool],
     second: &[bool],
     level: f64,
@@ -171,7 +171,7 @@ pub fn compare_passes(
 /// `1 - level` whose percentile interval would leave 0 out, with the +1 that keeps a
 /// finite bootstrap from claiming p = 0. No interval, and p = 1, when `cfg` has no
 /// resamples or a level outside (0, 1).
-pub fn compare_scores<S: AsRef<[f64]>>(
+pub(crate) fn compare_scores<S: AsRef<[f64]>>(
     first: &[S],
     second: &[S],
     cfg: &Bootstrap,

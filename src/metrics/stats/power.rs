@@ -17,7 +17,7 @@ use super::z_upper;
 
 /// Power of the two-sided test at `alpha` to tell pass rates `first` and `second` apart
 /// with `n` instances per model (near tail only; 0 or 1 when both rates are 0 or 1).
-pub fn power(first: f64, second: f64, n: u64, alpha: f64) -> f64 {
+pub(crate) fn power(first: f64, second: f64, n: u64, alpha: f64) -> f64 {
     let (sigma0, sigma1) = spreads(first, second);
     let margin = (first - second).abs() * (n as f64).sqrt() - z_upper(alpha / 2.0) * sigma0;
     if sigma1 == 0.0 {
@@ -29,7 +29,7 @@ pub fn power(first: f64, second: f64, n: u64, alpha: f64) -> f64 {
 /// Instances per model that a two-sided test at `alpha` needs to tell pass rates
 /// `first` and `second` apart with the given `power`; `None` when the rates are
 /// equal or outside [0, 1], or `alpha` or `power` is outside (0, 1).
-pub fn required_n(first: f64, second: f64, alpha: f64, power: f64) -> Option<u64> {
+pub(crate) fn required_n(first: f64, second: f64, alpha: f64, power: f64) -> Option<u64> {
     let valid =
         is_rate(first) && is_rate(second) && first != second && is_level(alpha) && is_level(power);
     valid.then(|| (n_per_arm(first, second, alpha, power).ceil() as u64).max(1))
@@ -41,7 +41,7 @@ pub fn required_n(first: f64, second: f64, alpha: f64, power: f64) -> Option<u64
 ///
 /// The baseline is the better model's rate, as when asking how far below the
 /// leader a model must be before the category can tell.
-pub fn min_detectable_effect(n: u64, baseline: f64, alpha: f64, power: f64) -> Option<f64> {
+pub(crate) fn min_detectable_effect(n: u64, baseline: f64, alpha: f64, power: f64) -> Option<f64> {
     if n == 0 || !is_rate(baseline) || baseline == 0.0 || !is_level(alpha) || !is_level(power) {
         return None;
     }

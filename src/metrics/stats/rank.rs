@@ -13,17 +13,11 @@
 //! once a better-scoring model between them was shown worse: a leaderboard that
 //! ranked it above that model would contradict its own scores.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-
-use super::bootstrap::{instance_means, mean};
-use super::paired::{compare_scores, mcnemar_p};
-use super::{Bootstrap, StatsError, same_length};
 
 /// One model's place on a leaderboard.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Ranked {
+pub(crate) struct Ranked {
     /// Model name.
     pub name: String,
     /// Tie group, 1 for the best; models of one group share the rank.
@@ -42,7 +36,7 @@ pub struct Ranked {
 
 /// Holm's step-down adjustment of `p_values`, in their order: the i-th smallest is
 /// multiplied by (m - i + 1), made non-decreasing in that order, and capped at 1.
-pub fn holm(p_values: &[f64]) -> Vec<f64> {
+pub(crate) fn holm(p_values: &[f64]) -> Vec<f64> {
     let m = p_values.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
@@ -55,79 +49,18 @@ pub fn holm(p_values: &[f64]) -> Vec<f64> {
     adjusted
 }
 
-/// Tie groups of models from pass/fail results on the same instances (same order),
-/// compared by the exact McNemar test at `alpha`; sorted by rank, score, then name.
-pub fn tie_groups(
-    models: &BTreeMap<String, Vec<bool>>,
-    alpha: f64,
-) -> Result<Vec<Ranked>, StatsError> {
-    let results: Vec<&[bool]> = models.values().map(Vec::as_slice).collect();
-    check_lengths(models.keys().zip(results.iter().map(|r| r.len())))?;
-    let scores = results.iter().map(|r| {
-        let passed = r.iter().filter(|p| **p).count();
-        (
-            if r.is_empty() {
-                0.0
-            } else {
-                passed as f64 / r.len() as f64
-            },
-            r.len(),
-        )
-    });
-    let discordant = |a: &[bool], b: &[bool]| a.iter().zip(b).filter(|(x, y)| x > y).count() as u64;
-    Ok(group(models.keys().zip(scores), alpha, |a, b| {
-        mcnemar_p(
-            discordant(results[a], results[b]),
-            discordant(results[b], results[a]),
-        )
-    }))
-}
-
-/// Tie groups of models from per-instance sample scores on the same instances (same
-/// order), ranked by mean score and compared by the paired bootstrap ([`compare_scores`]).
-///
-/// Costs up to one bootstrap per pair of models: m (m - 1) / 2 of them for m models.
-pub fn tie_groups_scores(
-    models: &BTreeMap<String, Vec<Vec<f64>>>,
-    alpha: f64,
-    cfg: &Bootstrap,
-) -> Result<Vec<Ranked>, StatsError> {
-    let results: Vec<&[Vec<f64>]> = models.values().map(Vec::as_slice).collect();
-    check_lengths(models.keys().zip(results.iter().map(|r| r.len())))?;
-    let scores = results.iter().map(|r| {
-        let means = instance_means(r);
-        (
-            if means.is_empty() { 0.0 } else { mean(&means) },
-            means.len(),
-        )
-    });
-    Ok(group(models.keys().zip(scores), alpha, |a, b| {
-        compare_scores(results[a], results[b], cfg).map_or(1.0, |c| c.p_value)
-    }))
-}
-
 /// Tie groups of models given as (name, score, instances), with `p(a, b)` the p-value
 /// of whatever paired test the caller runs between the models at positions `a` (the
 /// group's leader) and `b` of `models`; sorted by rank, score, then name.
 ///
 /// For scores the caller computes itself (a mean over categories, say): `p` is only
 /// asked for the pairs the walk needs, so a costly test runs no more than necessary.
-pub fn rank_by(
+pub(crate) fn rank_by(
     models: &[(String, f64, usize)],
     alpha: f64,
     p: impl FnMut(usize, usize) -> f64,
 ) -> Vec<Ranked> {
     group(models.iter().map(|(n, s, i)| (n, (*s, *i))), alpha, p)
-}
-
-/// Fails unless every model has as many instances as the first.
-fn check_lengths<'a>(
-    mut lengths: impl Iterator<Item = (&'a String, usize)>,
-) -> Result<(), StatsError> {
-    let Some((_, expected)) = lengths.next() else {
-        return Ok(());
-    };
-    lengths.try_for_each(|(name, found)| same_length(expected, found, Some(name)))
 }
 
 /// Groups models given (name, (score, instances)) in a fixed order, with `p(a, b)` the
@@ -174,6 +107,73 @@ fn group<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::stats::bootstrap::{instance_means, mean};
+    use crate::metrics::stats::paired::{compare_scores, mcnemar_p};
+    use crate::metrics::stats::{Bootstrap, StatsError, same_length};
+    use std::collections::BTreeMap;
+
+    // The walk of `group`, driven by the two paired tests the reports use.
+    /// Tie groups of models from pass/fail results on the same instances (same order),
+    /// compared by the exact McNemar test at `alpha`; sorted by rank, score, then name.
+    fn tie_groups(
+        models: &BTreeMap<String, Vec<bool>>,
+        alpha: f64,
+    ) -> Result<Vec<Ranked>, StatsError> {
+        let results: Vec<&[bool]> = models.values().map(Vec::as_slice).collect();
+        check_lengths(models.keys().zip(results.iter().map(|r| r.len())))?;
+        let scores = results.iter().map(|r| {
+            let passed = r.iter().filter(|p| **p).count();
+            (
+                if r.is_empty() {
+                    0.0
+                } else {
+                    passed as f64 / r.len() as f64
+                },
+                r.len(),
+            )
+        });
+        let discordant =
+            |a: &[bool], b: &[bool]| a.iter().zip(b).filter(|(x, y)| x > y).count() as u64;
+        Ok(group(models.keys().zip(scores), alpha, |a, b| {
+            mcnemar_p(
+                discordant(results[a], results[b]),
+                discordant(results[b], results[a]),
+            )
+        }))
+    }
+
+    /// Tie groups of models from per-instance sample scores on the same instances (same
+    /// order), ranked by mean score and compared by the paired bootstrap ([`compare_scores`]).
+    ///
+    /// Costs up to one bootstrap per pair of models: m (m - 1) / 2 of them for m models.
+    fn tie_groups_scores(
+        models: &BTreeMap<String, Vec<Vec<f64>>>,
+        alpha: f64,
+        cfg: &Bootstrap,
+    ) -> Result<Vec<Ranked>, StatsError> {
+        let results: Vec<&[Vec<f64>]> = models.values().map(Vec::as_slice).collect();
+        check_lengths(models.keys().zip(results.iter().map(|r| r.len())))?;
+        let scores = results.iter().map(|r| {
+            let means = instance_means(r);
+            (
+                if means.is_empty() { 0.0 } else { mean(&means) },
+                means.len(),
+            )
+        });
+        Ok(group(models.keys().zip(scores), alpha, |a, b| {
+            compare_scores(results[a], results[b], cfg).map_or(1.0, |c| c.p_value)
+        }))
+    }
+
+    /// Fails unless every model has as many instances as the first.
+    fn check_lengths<'a>(
+        mut lengths: impl Iterator<Item = (&'a String, usize)>,
+    ) -> Result<(), StatsError> {
+        let Some((_, expected)) = lengths.next() else {
+            return Ok(());
+        };
+        lengths.try_for_each(|(name, found)| same_length(expected, found, Some(name)))
+    }
 
     fn passes(pattern: &[(&str, &str)]) -> BTreeMap<String, Vec<bool>> {
         pattern

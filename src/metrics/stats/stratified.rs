@@ -12,7 +12,7 @@ use super::paired::{ScoreComparison, bootstrap_p};
 use super::{Bootstrap, StatsError, same_length};
 
 /// One category: its relative weight and, per instance, the samples' scores.
-pub type Stratum<'a, S> = (f64, &'a [S]);
+pub(crate) type Stratum<'a, S> = (f64, &'a [S]);
 
 /// The weighted mean of the categories' mean scores (weights relative: they are
 /// normalized over the categories with data) with a stratified percentile bootstrap
@@ -20,7 +20,7 @@ pub type Stratum<'a, S> = (f64, &'a [S]);
 ///
 /// Each category's mean is the mean over its instances of each instance's mean
 /// sample score; instances without samples are skipped.
-pub fn bootstrap_stratified<S: AsRef<[f64]>>(
+pub(crate) fn bootstrap_stratified<S: AsRef<[f64]>>(
     strata: &[Stratum<'_, S>],
     cfg: &Bootstrap,
 ) -> Option<MeanEstimate> {
@@ -48,7 +48,7 @@ pub fn bootstrap_stratified<S: AsRef<[f64]>>(
 /// left out; categories left empty drop out and the weights are normalized over the
 /// rest. The p-value is as in [`compare_scores`](super::compare_scores); no interval,
 /// and p = 1, when nothing is paired or `cfg` is unusable.
-pub fn compare_stratified<S: AsRef<[f64]>>(
+pub(crate) fn compare_stratified<S: AsRef<[f64]>>(
     first: &[Stratum<'_, S>],
     second: &[Stratum<'_, S>],
     cfg: &Bootstrap,

@@ -7,7 +7,7 @@ use super::{Interval, z_for_level};
 ///
 /// Unlike the Wald interval it stays inside [0, 1] and keeps its width at 0 of n
 /// and n of n, where a small category most often sits.
-pub fn wilson(k: u64, n: u64, level: f64) -> Option<Interval> {
+pub(crate) fn wilson(k: u64, n: u64, level: f64) -> Option<Interval> {
     if k > n {
         return None;
     }
@@ -18,7 +18,7 @@ pub fn wilson(k: u64, n: u64, level: f64) -> Option<Interval> {
 /// confidence `level`: [`wilson`] with `q` for `k / n`, for a mean score that
 /// every instance shares (then `n` instances are all the data says); `None`
 /// when `n = 0`, `q` is outside [0, 1] or `level` is outside (0, 1).
-pub fn wilson_share(q: f64, n: u64, level: f64) -> Option<Interval> {
+pub(crate) fn wilson_share(q: f64, n: u64, level: f64) -> Option<Interval> {
     if n == 0 || !(0.0..=1.0).contains(&q) {
         return None;
     }

@@ -19,7 +19,7 @@ use crate::metrics::{Board, EndpointStats, Estimate, Headline, Metrics, SampledM
 
 /// Everything but the rows.
 #[derive(Serialize)]
-pub struct Head<'a> {
+pub(super) struct Head<'a> {
     /// Report-wide facts.
     pub meta: Meta<'a>,
     /// Specs in report order.
@@ -42,7 +42,7 @@ pub struct Head<'a> {
 
 /// Report-wide facts.
 #[derive(Serialize)]
-pub struct Meta<'a> {
+pub(super) struct Meta<'a> {
     /// When the report's runs were made (UTC).
     pub timestamp: &'a str,
     /// Run ids.
@@ -65,7 +65,7 @@ pub struct Meta<'a> {
 
 /// A spec: the JSON report's, and its groups.
 #[derive(Serialize)]
-pub struct Spec<'a> {
+pub(super) struct Spec<'a> {
     /// Id, title and leaderboard.
     #[serde(flatten)]
     pub spec: super::super::json::Spec<'a>,
@@ -75,7 +75,7 @@ pub struct Spec<'a> {
 
 /// A model and its totals.
 #[derive(Serialize)]
-pub struct Model<'a> {
+pub(super) struct Model<'a> {
     /// Shown name.
     pub name: &'a str,
     /// Its name in its run.
@@ -100,7 +100,7 @@ pub struct Model<'a> {
 
 /// What a model's or a cell's records took: errors, latency, tokens, cost.
 #[derive(Serialize, Default)]
-pub struct Load {
+pub(super) struct Load {
     /// Request errors.
     pub errors: u64,
     /// Median latency of timed records, ms.
@@ -125,7 +125,7 @@ impl Load {
 
 /// One model × spec cell.
 #[derive(Serialize)]
-pub struct Cell<'a> {
+pub(super) struct Cell<'a> {
     /// Model index.
     pub m: usize,
     /// Spec index.
@@ -145,7 +145,7 @@ pub struct Cell<'a> {
 
 /// The numbers of a cell or of one `group_by` group of it.
 #[derive(Serialize)]
-pub struct Numbers {
+pub(super) struct Numbers {
     /// Which number is the headline (`pass_rate`, `mean_score`).
     pub headline: Headline,
     /// The headline number.
@@ -178,7 +178,7 @@ impl Numbers {
 }
 
 /// The head of `v`'s page.
-pub fn head<'a>(
+pub(super) fn head<'a>(
     v: &'a View,
     sampled: &'a [Comparison],
     golden: Option<&'a [GoldenCell]>,

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use super::View;
 use super::journals::Journals;
 use crate::files::AtomicFile;
-pub use rows::GoldenCell;
+pub(super) use rows::GoldenCell;
 
 const CSS: &str = include_str!("report.css");
 const BODY: &str = include_str!("body.html");

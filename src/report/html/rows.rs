@@ -15,7 +15,7 @@ use crate::run::record::Record;
 use crate::text::clip;
 
 /// Characters of a response, prompt message or expected value kept in the page.
-pub const TEXT_CHARS: usize = 20_000;
+pub(super) const TEXT_CHARS: usize = 20_000;
 /// Characters of one judge reasoning or rule detail kept.
 const NOTE_CHARS: usize = 4_000;
 /// Responses longer than this are shown whole on both sides instead of diffed,
@@ -23,13 +23,13 @@ const NOTE_CHARS: usize = 4_000;
 const DIFF_CHARS: usize = 4_000;
 
 /// Flags of a row, a bit each.
-pub const FLAKY: u8 = 1;
+pub(super) const FLAKY: u8 = 1;
 /// The instance flipped between compared runs.
-pub const RUN_FLIP: u8 = 2;
+pub(super) const RUN_FLIP: u8 = 2;
 
 /// One record as the page sees it; short keys keep a 10,000-row page small.
 #[derive(Serialize)]
-pub struct Row<'a> {
+pub(super) struct Row<'a> {
     /// Model index into the page's models.
     pub m: usize,
     /// Spec index into the page's specs.
@@ -88,7 +88,7 @@ fn is_zero(n: &u8) -> bool {
 
 /// One rule's outcome.
 #[derive(Serialize)]
-pub struct RuleRow {
+pub(super) struct RuleRow {
     /// Rule name.
     pub n: String,
     /// Passed.
@@ -110,11 +110,11 @@ pub struct RuleRow {
 }
 
 /// A judge's verdict: (judge, level, sampled levels, reasoning per sample).
-pub type JudgeRow = (String, Option<f64>, Vec<i64>, Vec<String>);
+pub(super) type JudgeRow = (String, Option<f64>, Vec<i64>, Vec<String>);
 
 /// A record against its golden transcript line.
 #[derive(Serialize)]
-pub struct GoldenRow {
+pub(super) struct GoldenRow {
     /// The golden verdict.
     pub ok: bool,
     /// The golden score.
@@ -126,7 +126,7 @@ pub struct GoldenRow {
 
 /// What one (model, spec) showed against its golden transcript.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct GoldenCell {
+pub(crate) struct GoldenCell {
     /// Shown model name.
     pub model: String,
     /// Spec id.
@@ -145,7 +145,7 @@ pub struct GoldenCell {
 
 /// Reads golden transcripts one (model, spec) at a time, as the records arrive in
 /// that order, so only one transcript is in memory.
-pub struct Golden<'a> {
+pub(super) struct Golden<'a> {
     dir: Option<&'a Path>,
     current: Option<(String, String)>,
     lines: HashMap<(u64, u32), TranscriptLine>,
@@ -155,7 +155,7 @@ pub struct Golden<'a> {
 
 impl<'a> Golden<'a> {
     /// Golden transcripts under `dir`, when given.
-    pub fn new(dir: Option<&'a Path>) -> Golden<'a> {
+    pub(super) fn new(dir: Option<&'a Path>) -> Golden<'a> {
         Golden {
             dir,
             current: None,
@@ -165,7 +165,7 @@ impl<'a> Golden<'a> {
     }
 
     /// `r` (shown as `shown`, named `model` in its run) against its golden line.
-    pub fn check(&mut self, shown: &str, model: &str, r: &Record) -> Option<GoldenRow> {
+    pub(super) fn check(&mut self, shown: &str, model: &str, r: &Record) -> Option<GoldenRow> {
         let dir = self.dir?;
         let key = (shown.to_owned(), r.spec.clone());
         if self.current.as_ref() != Some(&key) {
@@ -236,7 +236,7 @@ fn diff(before: &str, after: &str) -> Vec<(char, String)> {
 }
 
 /// The row of `r`, its prompt included when its instance is `new` to the page.
-pub fn row<'a>(
+pub(super) fn row<'a>(
     r: &'a Record,
     (m, s): (usize, usize),
     group_by: &'a [String],

@@ -260,7 +260,7 @@ pub(crate) fn words(lang: Lang) -> &'static Words {
 
 impl Words {
     /// The name of a headline number, as a column name.
-    pub fn headline(&self, h: Headline) -> &'static str {
+    pub(crate) fn headline(&self, h: Headline) -> &'static str {
         match h {
             Headline::PassRate => self.pass_rate,
             Headline::MeanScore => self.mean_score,

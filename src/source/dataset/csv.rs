@@ -11,7 +11,7 @@ use super::error::{DatasetError, Origin};
 use super::row::Row;
 
 /// Parses `text`, read from `file`.
-pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
+pub(super) fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
     let mut reader = ::csv::ReaderBuilder::new().from_reader(text.as_bytes());
     let error = |e: ::csv::Error| {
         let line = e.position().map_or(1, |p| p.line() as usize);

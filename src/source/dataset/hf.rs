@@ -23,19 +23,19 @@ use super::error::DatasetError;
 static OFFLINE: AtomicBool = AtomicBool::new(false);
 
 /// Forces offline mode for this process (`--offline`).
-pub fn set_offline(offline: bool) {
+pub(crate) fn set_offline(offline: bool) {
     OFFLINE.store(offline, Ordering::SeqCst);
 }
 
 /// Whether only the cache may be read.
-pub fn offline() -> bool {
+pub(crate) fn offline() -> bool {
     OFFLINE.load(Ordering::SeqCst)
         || std::env::var("HF_HUB_OFFLINE")
             .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"))
 }
 
 /// The dataset cache directory.
-pub fn cache_root() -> PathBuf {
+pub(crate) fn cache_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("HARNESS_CACHE").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir).join("datasets");
     }
@@ -45,7 +45,7 @@ pub fn cache_root() -> PathBuf {
 
 /// Why a hub address is unusable or its split could not be downloaded.
 #[derive(Debug, thiserror::Error)]
-pub enum HubError {
+pub(crate) enum HubError {
     /// A `hf://` path that is not `hf://owner/name`.
     #[error("`{0}` is not `hf://owner/name`")]
     NotOwnerName(String),
@@ -105,7 +105,7 @@ pub enum HubError {
 
 /// One split of a hub dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HubSplit {
+pub(crate) struct HubSplit {
     /// `owner/name`.
     pub repo: String,
     /// The configuration (subset).
@@ -116,7 +116,7 @@ pub struct HubSplit {
 
 impl HubSplit {
     /// Parses `hf://owner/name`; `None` when `path` is not a hub address.
-    pub fn parse(
+    pub(crate) fn parse(
         path: &str,
         config: Option<&str>,
         split: &str,
@@ -147,7 +147,7 @@ impl HubSplit {
     }
 
     /// The cache directory of this split.
-    pub fn dir(&self, root: &Path) -> PathBuf {
+    pub(crate) fn dir(&self, root: &Path) -> PathBuf {
         root.join(&self.repo).join(&self.config).join(&self.split)
     }
 
@@ -161,7 +161,7 @@ impl HubSplit {
 }
 
 /// The local Parquet files of `split`, downloading them first unless cached or offline.
-pub fn split_files(split: &HubSplit) -> Result<Vec<PathBuf>, DatasetError> {
+pub(crate) fn split_files(split: &HubSplit) -> Result<Vec<PathBuf>, DatasetError> {
     let dir = split.dir(&cache_root());
     if let Some(files) = cached_files(&dir)? {
         return Ok(files);

@@ -12,7 +12,11 @@ use super::row::{Row, json_message, object_row};
 use crate::error::Location;
 
 /// Parses `text`, read from `file`; `key` names the list inside a top-level object.
-pub fn parse(text: &str, file: &Arc<Path>, key: Option<&str>) -> Result<Vec<Row>, DatasetError> {
+pub(super) fn parse(
+    text: &str,
+    file: &Arc<Path>,
+    key: Option<&str>,
+) -> Result<Vec<Row>, DatasetError> {
     let invalid = |e: serde_json::Error| {
         DatasetError::in_file(
             file,

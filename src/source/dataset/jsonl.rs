@@ -9,7 +9,7 @@ use super::error::{DatasetError, Origin};
 use super::row::{Row, json_message, object_row};
 
 /// Parses every line of `text`, read from `file`.
-pub fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
+pub(super) fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

@@ -8,7 +8,7 @@ use super::error::{At, DatasetError, Origin};
 use crate::scripting::{ScriptError, sandboxed_engine};
 
 /// A compiled per-row script.
-pub struct RowScript {
+pub(super) struct RowScript {
     key: &'static str,
     engine: Engine,
     ast: AST,
@@ -17,7 +17,7 @@ pub struct RowScript {
 
 impl RowScript {
     /// Compiles the script of `[dataset].<key>`.
-    pub fn new(
+    pub(super) fn new(
         key: &'static str,
         source: &str,
         data: &Map<String, Value>,
@@ -40,7 +40,11 @@ impl RowScript {
     }
 
     /// Runs the script on `row`.
-    pub fn eval(&self, row: &Map<String, Value>, origin: &Origin) -> Result<Dynamic, DatasetError> {
+    pub(super) fn eval(
+        &self,
+        row: &Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Dynamic, DatasetError> {
         let mut scope = Scope::new();
         let row_value = rhai::serde::to_dynamic(row)
             .map_err(|e| script_error(self.key, Some(origin), &e.into()))?;
@@ -52,7 +56,7 @@ impl RowScript {
     }
 
     /// Runs the script on `row` and requires a map, returned as instance variables.
-    pub fn eval_map(
+    pub(super) fn eval_map(
         &self,
         row: &Map<String, Value>,
         origin: &Origin,
@@ -69,7 +73,7 @@ impl RowScript {
     }
 
     /// Runs the script on `row` and requires a boolean.
-    pub fn eval_bool(
+    pub(super) fn eval_bool(
         &self,
         row: &Map<String, Value>,
         origin: &Origin,

@@ -12,13 +12,13 @@
 //! runs the mapping script. Every error names its file, line and field.
 
 mod csv;
-pub mod error;
-pub mod hf;
+pub(crate) mod error;
+pub(crate) mod hf;
 mod json;
 mod jsonl;
 mod map;
 mod parquet;
-pub mod read;
+pub(crate) mod read;
 mod row;
 mod select;
 
@@ -27,11 +27,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-pub use error::{At, DatasetError, Origin};
+pub(crate) use error::{At, DatasetError};
 use map::RowScript;
-pub use row::Row;
+pub(crate) use row::Row;
 use select::Selection;
-pub use select::sample;
+pub(crate) use select::sample;
 
 use crate::format::Dataset as DatasetDef;
 use crate::scripting::DEFAULT_MAX_OPERATIONS;

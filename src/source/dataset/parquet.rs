@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::row::Row;
 
 /// Parses the Parquet file `data`, read from `file`.
-pub fn parse(data: Vec<u8>, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
+pub(super) fn parse(data: Vec<u8>, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
     let reader = SerializedFileReader::new(bytes::Bytes::from(data))
         .map_err(|e| DatasetError::file(file, format!("not a readable Parquet file: {e}")))?;
     let total = reader.metadata().file_metadata().num_rows().max(0) as usize;

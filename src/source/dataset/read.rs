@@ -13,7 +13,7 @@ use super::row::Row;
 use crate::format::DatasetFormat;
 
 /// The format of `path`: `format` if given, else from its extension (after any `.gz`).
-pub fn detect_format(
+pub(crate) fn detect_format(
     path: &Path,
     format: Option<DatasetFormat>,
 ) -> Result<DatasetFormat, DatasetError> {
@@ -56,7 +56,7 @@ static CACHE: LazyLock<Mutex<BTreeMap<CacheKey, Weak<Vec<Row>>>>> =
     LazyLock::new(|| Mutex::new(BTreeMap::new()));
 
 /// The rows of `path`, parsed once per process while any caller still holds them.
-pub fn read_rows(
+pub(crate) fn read_rows(
     path: &Path,
     format: Option<DatasetFormat>,
     key: Option<&str>,
@@ -82,7 +82,7 @@ pub fn read_rows(
 }
 
 /// Reads and parses `path` without the cache.
-pub fn parse_file(
+pub(crate) fn parse_file(
     path: &Path,
     format: DatasetFormat,
     key: Option<&str>,

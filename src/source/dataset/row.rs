@@ -34,7 +34,7 @@ impl Row {
 }
 
 /// A row from JSON text already known to be valid: it must be an object.
-pub fn object_row(text: &str, origin: Origin) -> Result<Row, DatasetError> {
+pub(super) fn object_row(text: &str, origin: Origin) -> Result<Row, DatasetError> {
     let text = text.trim();
     if text.starts_with('{') {
         return Ok(Row {
@@ -54,7 +54,7 @@ pub fn object_row(text: &str, origin: Origin) -> Result<Row, DatasetError> {
 }
 
 /// A JSON parse error without serde's own `at line L column C`, which the location states.
-pub fn json_message(e: &serde_json::Error) -> String {
+pub(super) fn json_message(e: &serde_json::Error) -> String {
     let text = e.to_string();
     match text.rfind(" at line ") {
         Some(i) => text[..i].to_owned(),

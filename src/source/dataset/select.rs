@@ -10,7 +10,7 @@ use super::map::RowScript;
 use super::row::Row;
 
 /// Row selection settings.
-pub struct Selection<'a> {
+pub(super) struct Selection<'a> {
     /// Rows must satisfy it.
     pub filter: Option<&'a RowScript>,
     /// Seeded random sample size.
@@ -22,7 +22,7 @@ pub struct Selection<'a> {
 }
 
 /// Indices into `rows` kept by `sel`, in file order.
-pub fn select(rows: &[Row], sel: &Selection, split: u64) -> Result<Vec<u32>, DatasetError> {
+pub(super) fn select(rows: &[Row], sel: &Selection, split: u64) -> Result<Vec<u32>, DatasetError> {
     let mut kept: Vec<u32> = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         let keep = match sel.filter {
@@ -44,7 +44,7 @@ pub fn select(rows: &[Row], sel: &Selection, split: u64) -> Result<Vec<u32>, Dat
 
 /// `n` of `items` chosen by a partial Fisher–Yates shuffle on ChaCha8 keyed by
 /// (seed, split), returned in their original order.
-pub fn sample(mut items: Vec<u32>, n: usize, seed: u64, split: u64) -> Vec<u32> {
+pub(crate) fn sample(mut items: Vec<u32>, n: usize, seed: u64, split: u64) -> Vec<u32> {
     if n >= items.len() {
         return items;
     }
@@ -68,7 +68,7 @@ pub fn sample(mut items: Vec<u32>, n: usize, seed: u64, split: u64) -> Vec<u32> 
 }
 
 /// `(split, row)` pairs taking one row of each split in turn.
-pub fn interleave(splits: &[Vec<u32>]) -> Vec<(u32, u32)> {
+pub(super) fn interleave(splits: &[Vec<u32>]) -> Vec<(u32, u32)> {
     let longest = splits.iter().map(Vec::len).max().unwrap_or(0);
     let mut out = Vec::with_capacity(splits.iter().map(Vec::len).sum());
     for i in 0..longest {
@@ -82,7 +82,7 @@ pub fn interleave(splits: &[Vec<u32>]) -> Vec<(u32, u32)> {
 }
 
 /// The value at a dotted path (`a.b.0`) of a row.
-pub fn lookup<'a>(row: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+pub(super) fn lookup<'a>(row: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
     crate::verify::lookup(row, path)
 }
 

@@ -11,7 +11,7 @@ use super::ContentError;
 const MAX_XML: u64 = 256 * 1024 * 1024;
 
 /// The text of a DOCX file's bytes.
-pub fn text(bytes: &[u8]) -> Result<String, ContentError> {
+pub(super) fn text(bytes: &[u8]) -> Result<String, ContentError> {
     let mut archive =
         zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(ContentError::NotZip)?;
     let mut xml = Vec::new();

@@ -38,7 +38,7 @@ const BLOCKS: &[&str] = &[
 ];
 
 /// The text of an HTML document.
-pub fn text(source: &str) -> String {
+pub(super) fn text(source: &str) -> String {
     let document = Html::parse_document(source);
     let mut out = String::new();
     walk(document.root_element(), &mut out);

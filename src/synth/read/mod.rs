@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// A document's format, from its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Format {
+pub(crate) enum Format {
     /// `.txt`, `.text`.
     Text,
     /// `.md`, `.markdown` (read as text: Markdown is meant to be read as it is).
@@ -31,7 +31,7 @@ pub enum Format {
 
 impl Format {
     /// The format of `path`, or `None` for an extension no reader takes.
-    pub fn of(path: &Path) -> Option<Format> {
+    pub(crate) fn of(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
             "txt" | "text" => Format::Text,
@@ -46,7 +46,7 @@ impl Format {
 
 /// Why one file could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The file could not be opened or read.
     #[error("{path}: {source}")]
     Io {
@@ -67,7 +67,7 @@ pub enum ReadError {
 
 /// Why a file's bytes are not a document of its format.
 #[derive(Debug, thiserror::Error)]
-pub enum ContentError {
+pub(crate) enum ContentError {
     /// A text file that is not UTF-8.
     #[error("not UTF-8 text: {0}")]
     NotUtf8(#[from] std::string::FromUtf8Error),
@@ -98,7 +98,7 @@ pub enum ContentError {
 
 /// One document's text and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Document {
+pub(crate) struct Document {
     /// A unique, file-name-safe name: the path below the input folder without
     /// its extension, `/` replaced by `_` (chunk files are `<name>_<i>.txt`).
     pub name: String,
@@ -112,7 +112,7 @@ pub struct Document {
 
 /// A file that was not read, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     /// The file.
     pub source: PathBuf,
     /// Why.
@@ -120,7 +120,7 @@ pub struct Skipped {
 }
 
 /// Reads one file by its format.
-pub fn read_file(path: &Path, format: Format) -> Result<String, ReadError> {
+pub(crate) fn read_file(path: &Path, format: Format) -> Result<String, ReadError> {
     let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -145,7 +145,7 @@ pub fn read_file(path: &Path, format: Format) -> Result<String, ReadError> {
 
 /// Every file under `inputs` (files, or folders walked recursively in name
 /// order; hidden entries skipped), read into documents; the rest reported.
-pub fn read_inputs(inputs: &[PathBuf]) -> (Vec<Document>, Vec<Skipped>) {
+pub(crate) fn read_inputs(inputs: &[PathBuf]) -> (Vec<Document>, Vec<Skipped>) {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for input in inputs {

@@ -5,7 +5,7 @@
 use super::ContentError;
 
 /// The text of a PDF file's bytes.
-pub fn text(bytes: &[u8]) -> Result<String, ContentError> {
+pub(super) fn text(bytes: &[u8]) -> Result<String, ContentError> {
     match std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem(bytes)) {
         Ok(Ok(text)) => Ok(text),
         Ok(Err(e)) => Err(ContentError::Pdf(e.to_string())),

@@ -64,7 +64,7 @@ struct CodeRule {
 /// (`docs/sandbox.md`).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CodeKeys {
+pub(super) struct CodeKeys {
     /// The instance variable holding the tests: a list of snippets.
     pub tests: Option<String>,
     /// minijinja template making each test's source from `test`; `| py` writes Python literals.

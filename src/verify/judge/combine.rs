@@ -28,7 +28,7 @@ fn median(sorted: &[i64]) -> f64 {
 
 /// Combines a rule's judge samples into its verdict. A majority of samples must
 /// give a level; otherwise the answer is a judge error (score 0, never a guess).
-pub fn combine(
+pub(crate) fn combine(
     rubric: &Rubric,
     threshold: f64,
     samples: Vec<JudgeSample>,

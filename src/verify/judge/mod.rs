@@ -9,23 +9,23 @@
 
 use serde_json::{Map, Value};
 
-pub mod combine;
+pub(crate) mod combine;
 mod error;
-pub mod parse;
-pub mod prompt;
-pub mod rubric;
+pub(crate) mod parse;
+pub(crate) mod prompt;
+pub(crate) mod rubric;
 
 use super::expected::{Expected, as_text};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use super::kind::RuleKind;
 use rubric::Level;
-pub use combine::{JudgeSample, combine};
-pub use error::JudgeError;
-pub use parse::{JudgeAnswer, parse_answer};
+pub(crate) use combine::{JudgeSample, combine};
+pub(crate) use error::JudgeError;
+pub(crate) use parse::{JudgeAnswer, parse_answer};
 use prompt::PromptInput;
-pub use prompt::task_of;
-pub use rubric::Rubric;
+pub(crate) use prompt::task_of;
+pub(crate) use rubric::Rubric;
 
 /// A compiled `judge` rule.
 pub struct JudgeRule {
@@ -51,7 +51,7 @@ pub struct JudgeRule {
 /// `threshold` (`docs/judge.md`).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct JudgeKeys {
+pub(crate) struct JudgeKeys {
     /// The rubric's levels.
     pub rubric: Option<Vec<Level>>,
     /// A rubric file of `[[level]]` tables, relative to the spec.

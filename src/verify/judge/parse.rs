@@ -18,7 +18,7 @@ pub struct JudgeAnswer {
 }
 
 /// Parses `text` against `rubric`; the error says what was wrong, for the re-ask log and records.
-pub fn parse_answer(text: &str, rubric: &Rubric) -> Result<JudgeAnswer, JudgeError> {
+pub(crate) fn parse_answer(text: &str, rubric: &Rubric) -> Result<JudgeAnswer, JudgeError> {
     let body = strip_think(text);
     let json = first_json_object(body).ok_or(JudgeError::NoJson)?;
     let value: Value = serde_json::from_str(json).map_err(|e| JudgeError::Json(e.to_string()))?;

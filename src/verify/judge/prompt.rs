@@ -8,7 +8,7 @@ use super::error::JudgeError;
 use super::rubric::Rubric;
 
 /// The default judge prompt in Russian (the users' language).
-pub const DEFAULT_RU: &str = r#"Ты — строгий и беспристрастный эксперт. Оцени ответ ассистента по рубрике.
+pub(crate) const DEFAULT_RU: &str = r#"Ты — строгий и беспристрастный эксперт. Оцени ответ ассистента по рубрике.
 
 ## Задание
 {{ task }}
@@ -27,7 +27,7 @@ pub const DEFAULT_RU: &str = r#"Ты — строгий и беспристра�
 {"reasoning": "<краткое обоснование>", "level": <целое число от {{ min_level }} до {{ max_level }}>}"#;
 
 /// The default judge prompt in English.
-pub const DEFAULT_EN: &str = r#"You are a strict and impartial expert. Grade the assistant's answer against the rubric.
+pub(crate) const DEFAULT_EN: &str = r#"You are a strict and impartial expert. Grade the assistant's answer against the rubric.
 
 ## Task
 {{ task }}
@@ -46,7 +46,7 @@ Reply with a JSON object only, nothing around it:
 {"reasoning": "<a short justification>", "level": <an integer from {{ min_level }} to {{ max_level }}>}"#;
 
 /// The default template for a prompt language (`ru` or `en`).
-pub fn default_template(language: &str) -> Option<&'static str> {
+pub(crate) fn default_template(language: &str) -> Option<&'static str> {
     match language {
         "ru" => Some(DEFAULT_RU),
         "en" => Some(DEFAULT_EN),
@@ -55,7 +55,7 @@ pub fn default_template(language: &str) -> Option<&'static str> {
 }
 
 /// What a judge template is rendered with.
-pub struct PromptInput<'a> {
+pub(crate) struct PromptInput<'a> {
     /// The task as the model saw it (the last user message).
     pub task: &'a str,
     /// The reference answer, when the rule has one.
@@ -67,7 +67,7 @@ pub struct PromptInput<'a> {
 }
 
 /// Renders `template` for one answer.
-pub fn render(
+pub(crate) fn render(
     env: &minijinja::Environment<'static>,
     rubric: &Rubric,
     input: &PromptInput,
@@ -89,7 +89,7 @@ pub fn render(
 }
 
 /// Compiles a judge template (syntax errors surface when the spec loads).
-pub fn environment(template: String) -> Result<minijinja::Environment<'static>, minijinja::Error> {
+pub(crate) fn environment(template: String) -> Result<minijinja::Environment<'static>, minijinja::Error> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.add_template_owned("judge", template)?;
@@ -97,10 +97,10 @@ pub fn environment(template: String) -> Result<minijinja::Environment<'static>, 
 }
 
 /// The longest reasoning the schema allows, in characters.
-pub const REASONING_CHARS: usize = 400;
+pub(crate) const REASONING_CHARS: usize = 400;
 
 /// The JSON Schema of a judge answer: a reasoning string and one of the rubric's levels.
-pub fn answer_schema(rubric: &Rubric) -> Value {
+pub(crate) fn answer_schema(rubric: &Rubric) -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -114,7 +114,7 @@ pub fn answer_schema(rubric: &Rubric) -> Value {
 }
 
 /// The task a judge sees: the last user message of the conversation the model answered.
-pub fn task_of(messages: &[crate::prompt::Message]) -> &str {
+pub(crate) fn task_of(messages: &[crate::prompt::Message]) -> &str {
     messages
         .iter()
         .rev()
