@@ -4,13 +4,13 @@
 
 use serde_json::{Map, Value};
 
-use super::cost::asked_cost;
+use super::cost::priced_cost;
 use super::record::Cost;
 use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, OutputKind, Price, Provider, RequestKey};
+use crate::provider::{ChatRequest, OutputKind, Provider, RequestKey};
 use crate::spec::Spec;
 use crate::verify::JudgeOutcome;
 use crate::verify::judge::{JudgeError, JudgeSample, combine, prompt::answer_schema, task_of};
@@ -44,6 +44,7 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         format: OutputKind::JsonSchema(answer_schema(&rule.rubric)),
         num_ctx: o.num_ctx,
         extra: o.extra_body.clone().unwrap_or_default(),
+        exec: None,
     }
 }
 
@@ -90,8 +91,8 @@ pub(super) async fn ask_judge(
                 rule.read(text).map(|_| ())
             })
             .await;
-            if let Some(Price::Tokens(price)) = &judge.setup.price {
-                let cost = asked_cost(price, &request.messages, &asked);
+            let priced = judge.setup.price.as_ref();
+            if let Some(cost) = priced.and_then(|p| priced_cost(p, &request.messages, &asked)) {
                 out.cost = Some(out.cost.unwrap_or_default().plus(cost));
             }
             // Replayed answers cost no request.

@@ -5,7 +5,7 @@
 use super::record::{Cost, Record};
 use crate::client::Asked;
 use crate::prompt::Message;
-use crate::provider::{Billed, Completion, TokenPrice};
+use crate::provider::{Billed, Completion, Price, TokenPrice};
 
 /// Tokens a chat format adds per message (role and separators), and once
 /// to prime the reply: OpenAI's published rule of thumb.
@@ -97,6 +97,29 @@ pub fn asked_cost(price: &TokenPrice, messages: &[Message], asked: &Asked) -> Co
             amount: round(live.amount),
             ..live
         }
+    }
+}
+
+/// What an ask cost at `price`: by its tokens or by its answers; `None` for
+/// an hourly price, which the meter's clocks charge.
+pub fn priced_cost(price: &Price, messages: &[Message], asked: &Asked) -> Option<Cost> {
+    match price {
+        Price::Tokens(p) => Some(asked_cost(p, messages, asked)),
+        Price::PerCall(amount) => {
+            let answers = asked.result.iter().count() + asked.rejected.len();
+            let live = round(amount * answers as f64);
+            let (amount, saved) = if asked.cached {
+                (0.0, live)
+            } else {
+                (live, 0.0)
+            };
+            Some(Cost {
+                amount,
+                saved,
+                estimated: false,
+            })
+        }
+        Price::PerHour(_) => None,
     }
 }
 
