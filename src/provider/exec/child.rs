@@ -55,7 +55,21 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    command.as_std_mut().process_group(0);
+    let std_command = command.as_std_mut().process_group(0);
+    // SAFETY: prctl and getppid are async-signal-safe; nothing allocates here.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        std_command.pre_exec(move || {
+            // A harness killed outright takes the program along.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
     let mut child = command.spawn().map_err(|e| {
         ProviderError::Program(format!(
             "cannot start `{}` in {}: {e}",
@@ -63,7 +77,9 @@ pub async fn run(
             options.cwd.display()
         ))
     })?;
-    let pid = child.id().expect("a child not yet reaped has a pid") as i32;
+    let mut group = Group(Some(
+        child.id().expect("a child not yet reaped has a pid") as i32
+    ));
     let (mut input, output, errors) = (
         child.stdin.take().expect("piped"),
         child.stdout.take().expect("piped"),
@@ -77,14 +93,13 @@ pub async fn run(
         };
         let (_, out, err) = tokio::join!(write, read_capped(output), read_tail(errors));
         let status = child.wait().await;
+        group.0 = None;
         (out, err, status)
     };
     let (out, err, status) = match tokio::time::timeout(timeout, talk).await {
         Ok(done) => done,
         Err(_) => {
-            // SAFETY: killpg only sends a signal; the group is ours and its
-            // leader is not reaped yet, so the id is still this group's.
-            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            group.kill();
             let _ = child.wait().await;
             return Err(ProviderError::Timeout(timeout));
         }
@@ -104,6 +119,26 @@ pub async fn run(
             MAX_STDOUT >> 20
         ))
     })
+}
+
+/// The program's process group until its leader is reaped: killed when the
+/// call ends before that (a timeout, a run interrupted mid-call). While the
+/// leader is not reaped its id cannot name another group.
+struct Group(Option<i32>);
+
+impl Group {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: killpg only sends a signal, to a group this call started.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// Stdout up to [`MAX_STDOUT`] (`None` past it), read to its end either way

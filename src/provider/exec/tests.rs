@@ -169,14 +169,32 @@ async fn a_program_answers_fails_or_is_killed_with_what_it_forked() {
     // The grandchild holds stdout open and would outlive a kill of the child alone.
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
-    let script = format!("sleep 30 & echo $! > {}; wait", pid_file.display());
+    let script = sh(&format!(
+        "sleep 30 & echo $! > {}; wait",
+        pid_file.display()
+    ));
     let started = Instant::now();
-    let e = run(&sh(&script), &o, b"", Duration::from_millis(500))
+    let e = run(&script, &o, b"", Duration::from_millis(500))
         .await
         .unwrap_err();
     assert!(matches!(e, ProviderError::Timeout(_)), "{e}");
     assert!(started.elapsed() < Duration::from_secs(5));
-    let pid: i32 = std::fs::read_to_string(&pid_file)
+    assert_gone(&pid_file);
+
+    // A call dropped mid-way (a run interrupted) takes the group along too.
+    std::fs::remove_file(&pid_file).unwrap();
+    let call = run(&script, &o, b"", Duration::from_secs(60));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    assert_gone(&pid_file);
+}
+
+/// The process whose pid is in `pid_file` has been killed.
+fn assert_gone(pid_file: &Path) {
+    let pid: i32 = std::fs::read_to_string(pid_file)
         .unwrap()
         .trim()
         .parse()
@@ -187,10 +205,7 @@ async fn a_program_answers_fails_or_is_killed_with_what_it_forked() {
     let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s.contains(") Z "))
         .unwrap_or(true);
-    assert!(
-        !alive || zombie,
-        "the grandchild {pid} survived the timeout"
-    );
+    assert!(!alive || zombie, "the grandchild {pid} survived");
 }
 
 #[test]
