@@ -213,4 +213,36 @@ mod tests {
         assert_eq!(pico(68e-6), 68_000_000);
         assert_eq!(round(0.1 + 0.2), 0.3);
     }
+
+    #[test]
+    fn a_per_call_price_bills_each_answer_and_nothing_else() {
+        let asked = |result: Result<Completion, crate::provider::ProviderError>,
+                     rejected: usize,
+                     cached: bool| Asked {
+            result,
+            attempts: 1,
+            latency: std::time::Duration::ZERO,
+            cached,
+            retries: Vec::new(),
+            rejected: vec![answer("x", Usage::default()); rejected],
+            endpoint: None,
+        };
+        let ok = || Ok(answer("a long answer of many tokens", Usage::default()));
+        let failed = || Err(crate::provider::ProviderError::Program("exit 3".into()));
+        let cases = [
+            (asked(ok(), 0, false), 0.25, 0.0),
+            (asked(ok(), 2, false), 0.75, 0.0),
+            (asked(failed(), 1, false), 0.25, 0.0),
+            (asked(failed(), 0, false), 0.0, 0.0),
+            (asked(ok(), 0, true), 0.0, 0.25),
+        ];
+        for (asked, amount, saved) in cases {
+            let cost = priced_cost(&Price::PerCall(0.25), &[], &asked).unwrap();
+            assert_eq!(
+                (cost.amount, cost.saved, cost.estimated),
+                (amount, saved, false)
+            );
+        }
+        assert!(priced_cost(&Price::PerHour(1.0), &[], &asked(ok(), 0, false)).is_none());
+    }
 }
