@@ -5,7 +5,8 @@
 //! workspace (the program runs in the directory of harness.toml). Shown: the
 //! cache (a rerun makes 0 calls, a changed command asks again), `per_call`
 //! prices and a budget that stops the run, `--resume`, golden record and
-//! replay, and, when Tesseract is installed, three real OCR lines.
+//! replay, a program as the judge, and, when Tesseract is installed, three
+//! real OCR lines.
 
 use std::time::{Duration, Instant};
 
@@ -220,6 +221,44 @@ fn golden_transcripts_record_a_program_and_replay_it_without_it() {
             .iter()
             .all(|r| r["passed"] == true && r["tokens_in"] == 11)
     );
+}
+
+#[test]
+fn a_program_judges_with_the_instance_it_judges() {
+    let models = model("m", "text", "{{ topic }}", "")
+        + model("j", "judge", "{{ topic }}: {{ model }}", "").as_str();
+    let ws = Workspace::new();
+    ws.copy_spec("rubric_quality.toml")
+        .copy_spec("rubrics/quality_5.toml");
+    std::fs::copy(
+        root().join("tests/fixtures/exec/model.py"),
+        ws.path().join("model.py"),
+    )
+    .unwrap();
+    ws.write("harness.toml", &models);
+    let args = [
+        "specs/rubric_quality.toml",
+        "-m",
+        "m",
+        "--judge",
+        "exec:j",
+        "--runs",
+        "2",
+    ];
+    let out = ws.run_ok(&args);
+    assert_eq!(calls(&ws), 4, "{out}");
+    for r in ws.last_journal() {
+        let judge = &r["rules"][0]["judge"];
+        let reasoning = format!("{}: j", r["vars"]["topic"].as_str().unwrap());
+        assert_eq!(
+            (judge["level"].as_f64(), &judge["reasoning"][0]),
+            (Some(4.0), &Value::from(reasoning)),
+            "{r:#}"
+        );
+        assert_eq!(r["score"], 0.75);
+    }
+    ws.run_ok(&args);
+    assert_eq!(calls(&ws), 4, "judgements come from the cache too");
 }
 
 #[test]

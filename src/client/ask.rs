@@ -83,8 +83,8 @@ impl Hold {
     }
 }
 
-/// An `exec` model's request made without its command line (a judge's, a
-/// synth step's): the command rendered without an instance, so the cache key
+/// An `exec` model's request made without its command line (a synth
+/// step's): the command rendered without an instance, so the cache key
 /// holds it as for a spec's requests. `None` when nothing is to be rendered.
 fn outside_spec(
     model: &ModelClient,

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::cost::priced_cost;
 use super::record::Cost;
+use super::task::with_exec;
 use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;
@@ -79,7 +80,12 @@ pub(super) async fn ask_judge(
                 continue;
             }
         };
-        let base = judge_request(judge, rule, prompt);
+        let mut base = judge_request(judge, rule, prompt);
+        if let Err(e) = with_exec(&mut base, &judge.setup, vars, spec) {
+            let verdict = Verdict::failed(FailureKind::JudgeError, format!("judge error: {e}"));
+            out.judged.insert(index, (verdict, outcome));
+            continue;
+        }
         let mut samples = Vec::new();
         for k in 0..rule.samples {
             let judge_key = RequestKey {

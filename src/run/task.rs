@@ -63,6 +63,31 @@ pub fn build_request(
     }
 }
 
+/// Renders an `exec` model's command line for an instance of `spec` into
+/// `request` (nothing for other models); the error names the model.
+pub(super) fn with_exec(
+    request: &mut ChatRequest,
+    model: &ModelSetup,
+    vars: &serde_json::Map<String, serde_json::Value>,
+    spec: &Spec,
+) -> Result<(), String> {
+    let Some(exec) = &model.exec else {
+        return Ok(());
+    };
+    let spec_dir = spec.file.parent().and_then(|d| std::path::absolute(d).ok());
+    let context = ExecContext {
+        model: &model.name,
+        vars,
+        spec_dir: spec_dir.as_deref(),
+        messages: &request.messages,
+    };
+    let call = exec
+        .call(&context)
+        .map_err(|e| format!("model `{}`: {e}", model.name))?;
+    request.exec = Some(call);
+    Ok(())
+}
+
 impl SpecRuntime {
     /// The instances a model runs: the golden subset when `golden_subset`
     /// and the spec declares one (within `runs`), else `0..runs`.
@@ -140,18 +165,8 @@ pub async fn run_task(
         Err(d) => return failed("generation_error", d.to_string()),
     };
     let mut base = build_request(spec, &model.setup, inst.messages.clone());
-    if let Some(exec) = &model.setup.exec {
-        let spec_dir = s.file.parent().and_then(|d| std::path::absolute(d).ok());
-        let context = ExecContext {
-            model: &model.setup.name,
-            vars: &inst.vars,
-            spec_dir: spec_dir.as_deref(),
-            messages: &inst.messages,
-        };
-        match exec.call(&context) {
-            Ok(call) => base.exec = Some(call),
-            Err(e) => return failed("config_error", format!("model `{}`: {e}", model.setup.name)),
-        }
+    if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
+        return failed("config_error", e);
     }
     let requests: Vec<(u32, ChatRequest)> = samples
         .iter()
