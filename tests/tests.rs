@@ -24,6 +24,8 @@
 //! - Runs against the fake server: `provider_wire`, `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
 //!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
+//! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
+//!   Tesseract on three lines of `datasets/ocr_lines/`, skipped without it).
 //! - Model-written code in the sandbox: `code_rule`, `code_parity` (verdicts equal bare
 //!   `python3`'s on an honest corpus), `code_values` (every
 //!   value the program and its checker exchange), `forgery` (attacks on the
@@ -73,6 +75,7 @@ mod datasets;
 mod datasets_hub;
 mod docs;
 mod e2e_llama;
+mod exec;
 mod forgery;
 mod front_door;
 mod fuzz_specs;

@@ -48,7 +48,7 @@ pub(super) fn check_priced(manifest: &mut Manifest, limits: Limits) -> Result<()
         return Ok(());
     }
     Err(fail(format!(
-        "--max-cost needs a price for every model, and {} has none: set `price = {{ input = ..., output = ... }}` (or `{{ per_hour = ... }}`) in its [models] table, or give --prices FILE; nothing was sent",
+        "--max-cost needs a price for every model, and {} has none: set `price = {{ input = ..., output = ... }}` (or `{{ per_hour = ... }}`, `{{ per_call = ... }}`) in its [models] table, or give --prices FILE; nothing was sent",
         missing.join(", ")
     )))
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::cache::{Cache, cache_key};
 use super::limits::backoff;
 use super::{Attempt, ModelClient, pool};
+use crate::provider::exec::ExecContext;
 use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey};
 
 /// Backoff bounds.
@@ -33,6 +34,19 @@ pub(crate) struct Asked {
 }
 
 impl Asked {
+    /// A request that failed before any attempt.
+    fn failed(e: ProviderError) -> Asked {
+        Asked {
+            result: Err(e),
+            attempts: 0,
+            latency: Duration::ZERO,
+            cached: false,
+            retries: Vec::new(),
+            rejected: Vec::new(),
+            endpoint: None,
+        }
+    }
+
     /// An answer the cache held: no attempt made, no time spent.
     fn from_cache(hit: Completion) -> Asked {
         Asked {
@@ -67,6 +81,36 @@ impl Hold {
             gate.release(r);
         }
     }
+}
+
+/// An `exec` model's request made without its command line (a synth
+/// step's): the command rendered without an instance, so the cache key
+/// holds it as for a spec's requests. `None` when nothing is to be rendered.
+fn outside_spec(
+    model: &ModelClient,
+    request: &ChatRequest,
+) -> Option<Result<ChatRequest, ProviderError>> {
+    let exec = model
+        .setup
+        .exec
+        .as_ref()
+        .filter(|_| request.exec.is_none())?;
+    let context = ExecContext {
+        model: &model.setup.name,
+        vars: &serde_json::Map::new(),
+        spec_dir: None,
+        messages: &request.messages,
+    };
+    Some(match exec.call(&context) {
+        Ok(call) => Ok(ChatRequest {
+            exec: Some(call),
+            ..request.clone()
+        }),
+        Err(e) => Err(ProviderError::Config(format!(
+            "model `{}`: {e}",
+            model.setup.name
+        ))),
+    })
 }
 
 /// Sends with retries on retryable errors, logging each failed attempt into
@@ -325,6 +369,15 @@ pub(crate) async fn ask<R: std::fmt::Display>(
     max_asks: u32,
     accept: impl Fn(&str) -> Result<(), R>,
 ) -> Asked {
+    let rendered;
+    let request = match outside_spec(model, request) {
+        None => request,
+        Some(Ok(r)) => {
+            rendered = r;
+            &rendered
+        }
+        Some(Err(e)) => return Asked::failed(e),
+    };
     // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
     let sample = key.judge.map_or(key.sample, |(_, k)| k);
     let served = if model.provider().is_remote() {

@@ -181,6 +181,7 @@ mod tests {
             format: OutputKind::Text,
             num_ctx: None,
             extra: Default::default(),
+            exec: None,
         }
     }
 

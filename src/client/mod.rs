@@ -26,7 +26,8 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use crate::provider::{
-    ModelSetup, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider, ServedBy,
+    ExecClient, ModelSetup, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider,
+    ServedBy,
 };
 use cache::Cache;
 use limits::RateLimiter;
@@ -179,6 +180,7 @@ pub(crate) fn connect(
             }
             ProviderKind::OpenAi | ProviderKind::Ollama => m.endpoints(),
             ProviderKind::Replay => vec![format!("replay:{}", m.name)],
+            ProviderKind::Exec => vec![format!("exec:{}", m.name)],
         };
         let mut endpoints = Vec::new();
         for url in &urls {
@@ -197,6 +199,7 @@ pub(crate) fn connect(
                     Provider::Ollama(OllamaClient::new(&resolved, http, m.stream))
                 }
                 ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
+                ProviderKind::Exec => Provider::Exec(exec_client(m)?),
             };
             // Models at one endpoint share its concurrency limit.
             let shared = if m.provider.is_managed() {
@@ -228,6 +231,14 @@ pub(crate) fn connect(
         }));
     }
     Ok(out)
+}
+
+/// The program runner of an `exec` model.
+fn exec_client(m: &ModelSetup) -> Result<ExecClient, ClientError> {
+    let options = m.exec.clone().ok_or_else(|| {
+        crate::provider::ProviderError::Config(format!("model `{}` has no `command`", m.name))
+    })?;
+    Ok(ExecClient::new(&m.name, options, m.timeout_secs))
 }
 
 /// What identifies a model's endpoint in the cache's identity table; `identity`

@@ -3,6 +3,7 @@
 //! `runs_per_test` of older setups), the judge slot, and what models cost
 //! (`price`, `currency`, and a LiteLLM price file in [`prices`]). CLI flags override.
 
+mod exec;
 mod in_range;
 pub(crate) mod prices;
 
@@ -122,6 +123,12 @@ pub struct ModelConfig {
     /// What the model costs: `{ input, output, cached_input }` per million
     /// tokens, or `{ per_hour }` of its server's wall time.
     pub price: Option<Price>,
+    /// `exec`: the program and its arguments, each a minijinja template.
+    pub command: Option<Vec<String>>,
+    /// `exec`: variables passed from the harness's environment.
+    pub env: Option<Vec<String>>,
+    /// `exec`: variables set to fixed values.
+    pub env_set: Option<BTreeMap<String, String>>,
 }
 
 /// `base_url`: one URL, or a pool's list.
@@ -189,6 +196,15 @@ impl Config {
 
     /// Resolves a name from `[models]` or a `provider:model` reference.
     pub fn resolve_model(&self, name: &str) -> Result<ModelSetup, ModelError> {
+        if let Some(table) = name.strip_prefix("exec:") {
+            return match self.models.get(table) {
+                Some(m) if m.provider == ProviderKind::Exec => self.resolve_model(table),
+                _ => Err(ModelError::Reference {
+                    error: ModelRefError::ExecNotDefined(table.to_owned()),
+                    known: self.models.keys().cloned().collect(),
+                }),
+            };
+        }
         let Some(m) = self.models.get(name) else {
             return ModelSetup::parse(name).map_err(|error| ModelError::Reference {
                 error,
@@ -219,7 +235,16 @@ impl Config {
         spec.stream = m.stream;
         spec.max_n = m.max_n.unwrap_or(1).max(1);
         spec.price = m.price;
+        exec::settings(name, m, self.dir(), &mut spec)?;
         Ok(spec)
+    }
+
+    /// The directory of this file (empty: the current directory).
+    fn dir(&self) -> &Path {
+        self.path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""))
     }
 
     /// A managed model's file (relative to this config) and server options.
@@ -235,11 +260,7 @@ impl Config {
                 provider: m.provider.prefix(),
             });
         }
-        let base = self
-            .path
-            .as_deref()
-            .and_then(Path::parent)
-            .unwrap_or(Path::new(""));
+        let base = self.dir();
         let model = Path::new(m.model.as_deref().unwrap_or(name));
         // A hub id (`Qwen/Qwen2.5-0.5B`) looks like a relative path: only files are joined.
         let model = if model.is_relative()
@@ -285,6 +306,14 @@ pub enum ModelError {
         name: String,
         /// `llamacpp` or `vllm`.
         provider: &'static str,
+    },
+    /// An `exec` model's settings that do not fit.
+    #[error("model `{name}`: {problem}")]
+    Exec {
+        /// The model's name.
+        name: String,
+        /// What is wrong.
+        problem: String,
     },
     /// `base_url = []`.
     #[error("model `{0}`: base_url is an empty list: give one URL, or the replicas of a pool")]

@@ -2,7 +2,7 @@
 //!
 //! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
 //! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
-//! transcripts. Errors are classified so the runner knows what to retry.
+//! transcripts, `exec` runs a program per request. Errors are classified so the runner knows what to retry.
 //! `llamacpp` and `vllm` models are servers the harness runs itself (the
 //! client layer's `managed`); once ready they are asked through the `openai`
 //! client. [`ModelSetup`] is a model's whole configuration, parsed from a
@@ -12,6 +12,7 @@
 //! transcripts) and `text`. No cache, retries or limits here: those are the
 //! client layer's.
 
+pub(crate) mod exec;
 pub(crate) mod model_ref;
 mod ollama;
 mod openai;
@@ -26,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::prompt::Message;
 
+pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
 pub use ollama::OllamaClient;
@@ -72,6 +74,9 @@ pub struct ChatRequest {
     /// Extra body fields from the model's `options.extra_body`.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub extra: serde_json::Map<String, Value>,
+    /// For an `exec` model: the rendered command line and the instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecCall>,
 }
 
 impl ChatRequest {
@@ -198,6 +203,9 @@ pub enum ProviderError {
     /// The request could not be built (configuration).
     #[error("{0}")]
     Config(String),
+    /// An `exec` model's program could not start or ended with an error.
+    #[error("program failed: {0}")]
+    Program(String),
     /// Not sent: the run's budget (`--max-cost`, `--max-tokens-total`) would not cover it.
     #[error("not started: the run's budget would not cover this request")]
     NotStarted,
@@ -215,6 +223,7 @@ impl ProviderError {
             }
             ProviderError::NotRecorded(_)
             | ProviderError::Config(_)
+            | ProviderError::Program(_)
             | ProviderError::NotStarted => false,
         }
     }
@@ -238,6 +247,7 @@ impl ProviderError {
             ProviderError::Malformed(_) => "malformed_response",
             ProviderError::NotRecorded(_) => "not_recorded",
             ProviderError::Config(_) => "config_error",
+            ProviderError::Program(_) => "program_error",
             ProviderError::NotStarted => "not_started",
         }
     }
@@ -302,6 +312,8 @@ pub(crate) enum Provider {
     Ollama(OllamaClient),
     /// Recorded transcripts.
     Replay(ReplayProvider),
+    /// A program run per request.
+    Exec(ExecClient),
 }
 
 /// Removes every configured API key from what a server sent back (an error
@@ -325,6 +337,7 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
                 | ProviderError::Malformed(t)
                 | ProviderError::NotRecorded(t)
                 | ProviderError::Config(t)
+                | ProviderError::Program(t)
                 | ProviderError::Status { body: t, .. } => clean(t),
                 ProviderError::Timeout(_) | ProviderError::NotStarted => {}
             }
@@ -357,6 +370,7 @@ impl Provider {
             Provider::OpenAi(c) => c.complete(request).await,
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
+            Provider::Exec(c) => c.complete(request).await,
         };
         scrub(result.map(|c| vec![c])).map(|mut c| c.remove(0))
     }
@@ -425,6 +439,7 @@ mod tests {
             format: OutputKind::Text,
             num_ctx: None,
             extra: serde_json::Map::new(),
+            exec: None,
         };
         request
             .extra

@@ -1,7 +1,8 @@
 //! Model references: `ollama:qwen3:8b`, `openai:gpt-4o-mini`,
 //! `openai:my-model@http://gpu-box:8000/v1`, `replay:<model>`, the managed
 //! local servers `llamacpp:<gguf file>` and `vllm:<model id or path>`, or a
-//! name defined in `harness.toml`.
+//! name defined in `harness.toml` (`exec:NAME` too: a program is only ever
+//! defined there).
 
 use std::path::Path;
 
@@ -23,6 +24,8 @@ pub enum ProviderKind {
     LlamaCpp,
     /// A vLLM server the harness starts and stops itself.
     Vllm,
+    /// A program run once per request (`command`).
+    Exec,
 }
 
 impl ProviderKind {
@@ -34,6 +37,7 @@ impl ProviderKind {
             ProviderKind::Replay => "replay",
             ProviderKind::LlamaCpp => "llamacpp",
             ProviderKind::Vllm => "vllm",
+            ProviderKind::Exec => "exec",
         }
     }
 
@@ -104,6 +108,9 @@ pub struct ModelSetup {
     /// What the model costs (`price = { ... }` or `--prices`); unset: unknown, shown as "—".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<super::Price>,
+    /// How an `exec` model's program runs; unset for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<super::ExecOptions>,
 }
 
 fn one() -> u32 {
@@ -132,6 +139,7 @@ impl ModelSetup {
             max_n: 1,
             server: provider.is_managed().then(ServerOptions::default),
             price: None,
+            exec: None,
         }
     }
 
@@ -145,6 +153,7 @@ impl ModelSetup {
             "ollama" => ProviderKind::Ollama,
             "replay" => ProviderKind::Replay,
             "llamacpp" | "vllm" => return managed_reference(prefix, rest, reference),
+            "exec" => return Err(ModelRefError::ExecNotDefined(rest.to_owned())),
             other => {
                 return Err(ModelRefError::UnknownProvider {
                     provider: other.to_owned(),
@@ -206,7 +215,7 @@ pub enum ModelRefError {
     NoProvider(String),
     /// A prefix that names no provider.
     #[error(
-        "unknown provider `{provider}` in `{reference}`: use ollama, openai, replay, llamacpp or vllm"
+        "unknown provider `{provider}` in `{reference}`: use ollama, openai, replay, llamacpp, vllm or exec"
     )]
     UnknownProvider {
         /// The prefix.
@@ -214,6 +223,11 @@ pub enum ModelRefError {
         /// The whole reference.
         reference: String,
     },
+    /// `exec:NAME` with no `[models.NAME]` of provider `exec` in `harness.toml`.
+    #[error(
+        "`exec:{0}`: a program is a model only as `[models.{0}]` with provider = \"exec\" and a `command` in harness.toml"
+    )]
+    ExecNotDefined(String),
     /// A provider with no model after it.
     #[error("`{0}` names no model")]
     NoModel(String),

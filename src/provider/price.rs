@@ -1,6 +1,6 @@
 //! What a model costs: per million tokens (`price = { input, output,
-//! cached_input }`) or per hour of its server (`price = { per_hour }`), in the
-//! run's currency. Pure arithmetic: the run layer decides which tokens count.
+//! cached_input }`), per hour of its server (`price = { per_hour }`) or per
+//! answer of a program (`price = { per_call }`), in the run's currency. Pure arithmetic: the run layer decides which tokens count.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,8 @@ pub enum Price {
     Tokens(TokenPrice),
     /// Billed by the hour of the server's wall time: a GPU box.
     PerHour(f64),
+    /// Billed per answer, whatever its length: an `exec` program, a paid API by the call.
+    PerCall(f64),
 }
 
 /// Prices per million tokens.
@@ -75,6 +77,8 @@ struct RawPrice {
     cached_input: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     per_hour: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    per_call: Option<f64>,
 }
 
 /// Why a price table is not a price.
@@ -88,8 +92,10 @@ pub enum PriceError {
         /// Its value.
         value: f64,
     },
-    /// Token prices and an hourly rate together.
-    #[error("a price is per token (input, output, cached_input) or per hour (per_hour), not both")]
+    /// Two kinds of price together.
+    #[error(
+        "a price is per token (input, output, cached_input), per hour (per_hour) or per call (per_call), one of them"
+    )]
     Both,
     /// A token price without its input or output side.
     #[error("a token price needs both `input` and `output` (per million tokens)")]
@@ -105,6 +111,7 @@ impl TryFrom<RawPrice> for Price {
             ("output", raw.output),
             ("cached_input", raw.cached_input),
             ("per_hour", raw.per_hour),
+            ("per_call", raw.per_call),
         ];
         for (key, value) in keys {
             if let Some(value) = value.filter(|v| !v.is_finite() || *v < 0.0) {
@@ -112,6 +119,13 @@ impl TryFrom<RawPrice> for Price {
             }
         }
         let tokens = raw.input.is_some() || raw.output.is_some() || raw.cached_input.is_some();
+        let kinds = [tokens, raw.per_hour.is_some(), raw.per_call.is_some()];
+        if kinds.iter().filter(|k| **k).count() > 1 {
+            return Err(PriceError::Both);
+        }
+        if let Some(amount) = raw.per_call {
+            return Ok(Price::PerCall(amount));
+        }
         match (raw.per_hour, tokens, raw.input, raw.output) {
             (Some(_), true, _, _) => Err(PriceError::Both),
             (Some(rate), false, _, _) => Ok(Price::PerHour(rate)),
@@ -132,11 +146,15 @@ impl From<Price> for RawPrice {
                 per_hour: Some(rate),
                 ..RawPrice::default()
             },
+            Price::PerCall(amount) => RawPrice {
+                per_call: Some(amount),
+                ..RawPrice::default()
+            },
             Price::Tokens(p) => RawPrice {
                 input: Some(p.input),
                 output: Some(p.output),
                 cached_input: Some(p.cached_input),
-                per_hour: None,
+                ..RawPrice::default()
             },
         }
     }
@@ -169,12 +187,18 @@ mod tests {
             parse("price = { per_hour = 2.5 }").unwrap(),
             Price::PerHour(2.5)
         );
-        assert!(
-            parse("price = { per_hour = 2.5, input = 1.0 }")
-                .unwrap_err()
-                .to_string()
-                .contains("not both")
+        assert_eq!(
+            parse("price = { per_call = 0.002 }").unwrap(),
+            Price::PerCall(0.002)
         );
+        for mixed in [
+            "price = { per_hour = 2.5, input = 1.0 }",
+            "price = { per_call = 1.0, per_hour = 2.5 }",
+            "price = { per_call = 1.0, input = 1.0, output = 1.0 }",
+        ] {
+            let e = parse(mixed).unwrap_err().to_string();
+            assert!(e.contains("one of them"), "{mixed}: {e}");
+        }
         assert!(
             parse("price = { input = 1.0 }")
                 .unwrap_err()

@@ -58,6 +58,15 @@ fn url_in(error: &str) -> Option<String> {
 /// A short phrase for what went wrong: the innermost reason of a connection
 /// error, the status of an HTTP error, or the error's kind.
 pub(super) fn cause_of(error: &str) -> String {
+    // A program's stderr may say anything: its exit status is the cause.
+    if let Some(rest) = error.strip_prefix("program failed: ") {
+        let status = rest.split_once(" ended with ").map(|(_, s)| s);
+        let what = match status {
+            Some(status) => status.split("; stderr: ").next().unwrap_or(status),
+            None => innermost(rest),
+        };
+        return format!("program: {}", crate::text::clip(what, 60));
+    }
     let lower = error.to_lowercase();
     let known = [
         ("connection refused", "connection refused"),
@@ -79,10 +88,13 @@ pub(super) fn cause_of(error: &str) -> String {
             return kind.to_owned();
         }
     }
-    // The innermost reason: the text after the last `: `, without `(os error N)`.
+    crate::text::clip(innermost(error), 60)
+}
+
+/// The innermost reason: the text after the last `: `, without `(os error N)`.
+fn innermost(error: &str) -> &str {
     let inner = error.rsplit(": ").next().unwrap_or(error);
-    let inner = inner.split(" (os error").next().unwrap_or(inner).trim();
-    crate::text::clip(inner, 60)
+    inner.split(" (os error").next().unwrap_or(inner).trim()
 }
 
 #[cfg(test)]
@@ -104,6 +116,14 @@ mod tests {
             (
                 "connection error: something: broken pipe (os error 32)",
                 "broken pipe",
+            ),
+            (
+                "program failed: `ocr` ended with exit status: 3; stderr: connection refused: x",
+                "program: exit status: 3",
+            ),
+            (
+                "program failed: cannot start `ocr` in /w: No such file or directory (os error 2)",
+                "program: No such file or directory",
             ),
         ];
         for (error, cause) in cases {

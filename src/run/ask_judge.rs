@@ -4,13 +4,14 @@
 
 use serde_json::{Map, Value};
 
-use super::cost::asked_cost;
+use super::cost::priced_cost;
 use super::record::Cost;
+use super::task::with_exec;
 use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, OutputKind, Price, Provider, RequestKey};
+use crate::provider::{ChatRequest, OutputKind, Provider, RequestKey};
 use crate::spec::Spec;
 use crate::verify::JudgeOutcome;
 use crate::verify::judge::{JudgeError, JudgeSample, combine, prompt::answer_schema, task_of};
@@ -44,6 +45,7 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         format: OutputKind::JsonSchema(answer_schema(&rule.rubric)),
         num_ctx: o.num_ctx,
         extra: o.extra_body.clone().unwrap_or_default(),
+        exec: None,
     }
 }
 
@@ -78,7 +80,12 @@ pub(super) async fn ask_judge(
                 continue;
             }
         };
-        let base = judge_request(judge, rule, prompt);
+        let mut base = judge_request(judge, rule, prompt);
+        if let Err(e) = with_exec(&mut base, &judge.setup, vars, spec) {
+            let verdict = Verdict::failed(FailureKind::JudgeError, format!("judge error: {e}"));
+            out.judged.insert(index, (verdict, outcome));
+            continue;
+        }
         let mut samples = Vec::new();
         for k in 0..rule.samples {
             let judge_key = RequestKey {
@@ -90,8 +97,8 @@ pub(super) async fn ask_judge(
                 rule.read(text).map(|_| ())
             })
             .await;
-            if let Some(Price::Tokens(price)) = &judge.setup.price {
-                let cost = asked_cost(price, &request.messages, &asked);
+            let priced = judge.setup.price.as_ref();
+            if let Some(cost) = priced.and_then(|p| priced_cost(p, &request.messages, &asked)) {
                 out.cost = Some(out.cost.unwrap_or_default().plus(cost));
             }
             // Replayed answers cost no request.

@@ -216,6 +216,7 @@ impl Meter {
         let tokens = one * u64::from(asks.max(1));
         let cost = match model.price {
             Some(Price::Tokens(p)) => tokens as f64 * p.highest() / PER_MILLION,
+            Some(Price::PerCall(amount)) => amount * f64::from(n.max(1)) * f64::from(asks.max(1)),
             _ => 0.0,
         };
         Reservation { cost, tokens }
@@ -256,6 +257,7 @@ impl Gate for Meter {
             .sum();
         let cost = match model.price {
             Some(Price::Tokens(p)) => answers_cost(&p, &request.messages, answers).amount,
+            Some(Price::PerCall(amount)) => amount * answers.len() as f64,
             _ => 0.0,
         };
         // An answered ask gives up its own worst case; the request keeps the rest.
@@ -314,6 +316,7 @@ mod tests {
             format: OutputKind::Text,
             num_ctx: None,
             extra: Default::default(),
+            exec: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use super::record::{Cost, Record};
 use crate::client::Asked;
 use crate::prompt::Message;
-use crate::provider::{Billed, Completion, TokenPrice};
+use crate::provider::{Billed, Completion, Price, TokenPrice};
 
 /// Tokens a chat format adds per message (role and separators), and once
 /// to prime the reply: OpenAI's published rule of thumb.
@@ -104,6 +104,29 @@ pub(crate) fn asked_cost(price: &TokenPrice, messages: &[Message], asked: &Asked
     }
 }
 
+/// What an ask cost at `price`: by its tokens or by its answers; `None` for
+/// an hourly price, which the meter's clocks charge.
+pub(crate) fn priced_cost(price: &Price, messages: &[Message], asked: &Asked) -> Option<Cost> {
+    match price {
+        Price::Tokens(p) => Some(asked_cost(p, messages, asked)),
+        Price::PerCall(amount) => {
+            let answers = asked.result.iter().count() + asked.rejected.len();
+            let live = round(amount * answers as f64);
+            let (amount, saved) = if asked.cached {
+                (0.0, live)
+            } else {
+                (live, 0.0)
+            };
+            Some(Cost {
+                amount,
+                saved,
+                estimated: false,
+            })
+        }
+        Price::PerHour(_) => None,
+    }
+}
+
 /// Tokens a journaled record used, for a token budget carried over by
 /// `--resume`: the answer's (reported, else estimated) and its judge's
 /// reported ones; an answer from the response cache used none.
@@ -193,5 +216,37 @@ mod tests {
     fn rounding_is_to_a_pico_unit() {
         assert_eq!(pico(68e-6), 68_000_000);
         assert_eq!(round(0.1 + 0.2), 0.3);
+    }
+
+    #[test]
+    fn a_per_call_price_bills_each_answer_and_nothing_else() {
+        let asked = |result: Result<Completion, crate::provider::ProviderError>,
+                     rejected: usize,
+                     cached: bool| Asked {
+            result,
+            attempts: 1,
+            latency: std::time::Duration::ZERO,
+            cached,
+            retries: Vec::new(),
+            rejected: vec![answer("x", Usage::default()); rejected],
+            endpoint: None,
+        };
+        let ok = || Ok(answer("a long answer of many tokens", Usage::default()));
+        let failed = || Err(crate::provider::ProviderError::Program("exit 3".into()));
+        let cases = [
+            (asked(ok(), 0, false), 0.25, 0.0),
+            (asked(ok(), 2, false), 0.75, 0.0),
+            (asked(failed(), 1, false), 0.25, 0.0),
+            (asked(failed(), 0, false), 0.0, 0.0),
+            (asked(ok(), 0, true), 0.0, 0.25),
+        ];
+        for (asked, amount, saved) in cases {
+            let cost = priced_cost(&Price::PerCall(0.25), &[], &asked).unwrap();
+            assert_eq!(
+                (cost.amount, cost.saved, cost.estimated),
+                (amount, saved, false)
+            );
+        }
+        assert!(priced_cost(&Price::PerHour(1.0), &[], &asked(ok(), 0, false)).is_none());
     }
 }

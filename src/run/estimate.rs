@@ -59,6 +59,7 @@ impl Tokens {
             Some(Price::Tokens(p)) => {
                 Some((self.prompt as f64 * p.input + self.output as f64 * p.output) / PER_MILLION)
             }
+            Some(Price::PerCall(amount)) => Some(amount * (self.requests + self.reasks) as f64),
             _ => None,
         }
     }

@@ -11,7 +11,8 @@ use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::ResponseFormat;
-use crate::provider::{ChatRequest, ModelSetup, OutputKind, Price, ProviderError, RequestKey};
+use crate::provider::exec::ExecContext;
+use crate::provider::{ChatRequest, ModelSetup, OutputKind, ProviderError, RequestKey};
 use crate::spec::Spec;
 
 /// A spec ready to be run.
@@ -58,7 +59,33 @@ pub(crate) fn build_request(
         format: spec.format.clone(),
         num_ctx: o.num_ctx.or(r.num_ctx),
         extra: o.extra_body.clone().unwrap_or_default(),
+        exec: None,
     }
+}
+
+/// Renders an `exec` model's command line for an instance of `spec` into
+/// `request` (nothing for other models); the error names the model.
+pub(super) fn with_exec(
+    request: &mut ChatRequest,
+    model: &ModelSetup,
+    vars: &serde_json::Map<String, serde_json::Value>,
+    spec: &Spec,
+) -> Result<(), String> {
+    let Some(exec) = &model.exec else {
+        return Ok(());
+    };
+    let spec_dir = spec.file.parent().and_then(|d| std::path::absolute(d).ok());
+    let context = ExecContext {
+        model: &model.name,
+        vars,
+        spec_dir: spec_dir.as_deref(),
+        messages: &request.messages,
+    };
+    let call = exec
+        .call(&context)
+        .map_err(|e| format!("model `{}`: {e}", model.name))?;
+    request.exec = Some(call);
+    Ok(())
 }
 
 impl SpecRuntime {
@@ -122,21 +149,25 @@ pub(super) async fn run_task(
 ) -> Vec<Record> {
     let s = &spec.spec;
     let blank = |sample: u32| Record::blank(&model.setup.name, &s.id, instance, sample);
+    let failed = |failure: &str, error: String| -> Vec<Record> {
+        samples
+            .iter()
+            .map(|&sample| {
+                let mut record = blank(sample);
+                record.scored.error = Some(error.clone());
+                record.failure = Some(failure.to_owned());
+                record
+            })
+            .collect()
+    };
     let inst = match s.instance(instance) {
         Ok(i) => i,
-        Err(d) => {
-            return samples
-                .iter()
-                .map(|&sample| {
-                    let mut record = blank(sample);
-                    record.scored.error = Some(d.to_string());
-                    record.failure = Some("generation_error".into());
-                    record
-                })
-                .collect();
-        }
+        Err(d) => return failed("generation_error", d.to_string()),
     };
-    let base = build_request(spec, &model.setup, inst.messages.clone());
+    let mut base = build_request(spec, &model.setup, inst.messages.clone());
+    if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
+        return failed("config_error", e);
+    }
     let requests: Vec<(u32, ChatRequest)> = samples
         .iter()
         .map(|&sample| (sample, base.for_sample(sample)))
@@ -197,8 +228,8 @@ async fn finish(
     } else {
         0
     };
-    if let Some(Price::Tokens(price)) = &model.setup.price {
-        record.cost = Some(super::cost::asked_cost(price, &record.messages, &asked));
+    if let Some(price) = &model.setup.price {
+        record.cost = super::cost::priced_cost(price, &record.messages, &asked);
     }
     record.cached = asked.cached;
     record.retries = asked.retries;

@@ -255,6 +255,7 @@ impl Stage {
             format,
             num_ctx: o.num_ctx,
             extra: o.extra_body.clone().unwrap_or_default(),
+            exec: None,
         })
     }
 }

@@ -1,0 +1,254 @@
+//! The `exec` provider: any program as a model. Each request runs the
+//! model's `command` (every argument a minijinja template rendered from the
+//! instance), writes the request as JSON to its stdin and reads the answer
+//! from its stdout: plain text, or `{"text": ..., "usage": {...}}`.
+//!
+//! The command is rendered when the request is built ([`ExecOptions::call`]),
+//! so the rendered command line travels in the [`ChatRequest`] and is part of
+//! its cache key: changing the command asks again. Running the program (its
+//! environment, process group, timeout and output limits) is [`child`]'s.
+
+mod child;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{ChatRequest, Completion, ProviderError, Usage};
+use crate::prompt::Message;
+
+/// Default seconds one call of a program may take.
+pub(crate) const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+
+/// Template execution budget per argument, as for prompts.
+const FUEL: u64 = 100_000;
+
+/// How an `exec` model runs: `[models.NAME]` with `provider = "exec"`. Kept
+/// in a run's plan, so it holds the names of passed variables, never their values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecOptions {
+    /// The program and its arguments, each a minijinja template.
+    pub command: Vec<String>,
+    /// The directory the program runs in: the directory of `harness.toml`.
+    pub cwd: PathBuf,
+    /// Variables passed from the harness's environment when set (`env`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Variables set to fixed values (`env_set`); they win over `env`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_set: BTreeMap<String, String>,
+}
+
+/// One rendered call: what a request asks an `exec` model to run, and the
+/// instance it is for. Part of the request, so of its cache key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecCall {
+    /// The rendered command line: the program, then its arguments.
+    pub argv: Vec<String>,
+    /// The instance's variables, sent on stdin.
+    pub vars: Map<String, Value>,
+}
+
+/// Why a `command` is not usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// `command = []`.
+    #[error("`command` is empty: give the program and its arguments")]
+    Empty,
+    /// An argument that does not compile or render.
+    #[error("`command[{index}]`, line {line} column {column}: {message}")]
+    Template {
+        /// Which argument (0: the program).
+        index: usize,
+        /// Line inside the argument.
+        line: usize,
+        /// Column inside the argument.
+        column: usize,
+        /// What went wrong.
+        message: String,
+    },
+    /// The program rendered to an empty string.
+    #[error("`command[0]` renders to nothing: the program must be named")]
+    NoProgram,
+}
+
+/// What the argument templates see: the instance's variables, and beside
+/// them (winning over a variable of the same name) `model`, `spec_dir` and
+/// `images`.
+pub struct ExecContext<'a> {
+    /// The model's display name.
+    pub model: &'a str,
+    /// The instance's variables (none for a request made outside a spec).
+    pub vars: &'a Map<String, Value>,
+    /// The absolute directory of the spec file, when the request is a spec's.
+    pub spec_dir: Option<&'a Path>,
+    /// The request's messages (their images become `images`).
+    pub messages: &'a [Message],
+}
+
+impl ExecContext<'_> {
+    /// The template context as one object.
+    fn value(&self) -> Value {
+        let mut context = self.vars.clone();
+        context.insert("model".into(), json!(self.model));
+        let dir = self.spec_dir.map(|d| d.to_string_lossy().into_owned());
+        context.insert("spec_dir".into(), json!(dir.unwrap_or_default()));
+        // Absolute image paths of every message, in order, once messages carry images.
+        let images: Vec<String> = Vec::new();
+        context.insert("images".into(), json!(images));
+        Value::Object(context)
+    }
+}
+
+impl ExecOptions {
+    /// Checks that every argument compiles and the program is named.
+    pub fn check(&self) -> Result<(), CommandError> {
+        let env = environment();
+        if self.command.is_empty() {
+            return Err(CommandError::Empty);
+        }
+        for (index, source) in self.command.iter().enumerate() {
+            env.template_from_str(source)
+                .map_err(|e| template_error(index, source, &e))?;
+        }
+        Ok(())
+    }
+
+    /// Renders the command for one request.
+    pub fn call(&self, context: &ExecContext<'_>) -> Result<ExecCall, CommandError> {
+        let env = environment();
+        let value = minijinja::Value::from(minijinja::value::Serde(context.value()));
+        let mut argv = Vec::with_capacity(self.command.len());
+        for (index, source) in self.command.iter().enumerate() {
+            let rendered = env
+                .render_str(source, &value)
+                .map_err(|e| template_error(index, source, &e))?;
+            argv.push(rendered);
+        }
+        match argv.first() {
+            None => Err(CommandError::Empty),
+            Some(program) if program.trim().is_empty() => Err(CommandError::NoProgram),
+            Some(_) => Ok(ExecCall {
+                argv,
+                vars: context.vars.clone(),
+            }),
+        }
+    }
+}
+
+fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_fuel(Some(FUEL));
+    env
+}
+
+fn template_error(index: usize, source: &str, e: &minijinja::Error) -> CommandError {
+    let t = crate::prompt::template_error(&format!("command[{index}]"), source, e);
+    CommandError::Template {
+        index,
+        line: t.line,
+        column: t.column,
+        message: t.message,
+    }
+}
+
+/// A ready `exec` model.
+pub(crate) struct ExecClient {
+    name: String,
+    options: ExecOptions,
+    timeout: Duration,
+}
+
+impl ExecClient {
+    /// The client of the model `name` that runs as `options` say.
+    pub(crate) fn new(name: &str, options: ExecOptions, timeout_secs: f64) -> ExecClient {
+        ExecClient {
+            name: name.to_owned(),
+            options,
+            timeout: Duration::from_secs_f64(timeout_secs.max(0.001)),
+        }
+    }
+
+    /// Runs the program once for `request`.
+    pub(crate) async fn complete(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<Completion, ProviderError> {
+        // The client layer renders the command before the cache is asked.
+        let call = request.exec.as_ref().ok_or_else(|| {
+            ProviderError::Config(format!("model `{}`: no rendered command", self.name))
+        })?;
+        let stdin = stdin_json(&self.name, request, call);
+        let stdout = child::run(&call.argv, &self.options, &stdin, self.timeout).await?;
+        parse_stdout(&stdout)
+    }
+}
+
+/// The JSON a program reads on stdin.
+pub(crate) fn stdin_json(model: &str, request: &ChatRequest, call: &ExecCall) -> Vec<u8> {
+    let mut body = json!({
+        "model": model,
+        "messages": request.messages,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "format": request.format,
+        "vars": call.vars,
+        "argv": call.argv,
+    });
+    if let Some(map) = body.as_object_mut() {
+        request.insert_optional(map);
+    }
+    let mut bytes = serde_json::to_vec(&body).expect("requests serialize");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The answer in a program's stdout: a JSON object with a string `text`
+/// (and optional `usage`), else the whole output as text; trailing
+/// whitespace (a final newline, Tesseract's form feed) is not part of it.
+pub(crate) fn parse_stdout(stdout: &[u8]) -> Result<Completion, ProviderError> {
+    let text = String::from_utf8_lossy(stdout);
+    let trimmed = text.trim_end();
+    let envelope = trimmed
+        .trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str::<Map<String, Value>>(trimmed).ok())
+        .flatten()
+        .filter(|o| o.get("text").is_some_and(Value::is_string));
+    let Some(envelope) = envelope else {
+        return Ok(completion(trimmed.to_owned(), Usage::default()));
+    };
+    let count = |key: &str| -> Result<Option<u64>, ProviderError> {
+        match envelope.get("usage").and_then(|u| u.get(key)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                ProviderError::Malformed(format!("usage.{key} is not a whole number: {v}"))
+            }),
+        }
+    };
+    let usage = Usage {
+        tokens_in: count("prompt_tokens")?,
+        tokens_out: count("completion_tokens")?,
+        tokens_cached: None,
+    };
+    let text = envelope["text"].as_str().unwrap_or_default().to_owned();
+    Ok(completion(text, usage))
+}
+
+fn completion(text: String, usage: Usage) -> Completion {
+    Completion {
+        text,
+        usage,
+        finish_reason: None,
+        shared: None,
+        served: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
