@@ -13,6 +13,7 @@ pub mod extract;
 pub mod files;
 pub mod format;
 pub mod golden;
+pub mod media;
 pub mod metrics;
 pub mod net;
 pub mod progress;
