@@ -277,3 +277,60 @@ fn an_image_over_the_limit_fails_check_at_its_key() {
         "{out}"
     );
 }
+
+#[test]
+fn the_report_shows_a_capped_thumbnail_and_a_hostile_name_as_text() {
+    let Some(mut b) = crate::common::browser::Browser::launch() else {
+        return;
+    };
+    let fake = reading_fake();
+    let ws = ocr_workspace();
+    // A file name that is markup: it must show as text in the caption.
+    let hostile = "<img src=x onerror=window.__pwned=1>.png";
+    let images = ws.path().join("datasets/ocr_mini/images");
+    std::fs::copy(images.join("en_41.png"), images.join(hostile)).unwrap();
+    let row = json!({"id": "en_41", "text": LINES[0].1, "image": format!("images/{hostile}")});
+    ws.write("datasets/ocr_mini/lines.jsonl", &format!("{row}\n"));
+    let model = format!("openai:vision@{}", fake.openai_base());
+    ws.run_ok(&["specs/ocr_images.toml", "-m", &model]);
+
+    let dir = ws.path().join("results/reports");
+    let page = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "html"))
+        .unwrap();
+    b.viewport(1280, 900);
+    b.open(&page);
+    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
+    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
+    b.eval("document.querySelector('#view-instances .vrow').click()");
+    b.wait_for("!document.getElementById('drill').hidden");
+    b.wait_for(
+        "[...document.querySelectorAll('#drill-body .thumbs img')].every((i) => i.complete)",
+    );
+    b.screenshot(&crate::common::browser::artifacts().join("media_drill_1280.png"));
+    let shown = b.eval(
+        "[...document.querySelectorAll('#drill-body img')].map((i) => { const r = i.getBoundingClientRect(); \
+         return [i.naturalWidth > 0, r.width > 0 && r.width <= 260, r.height > 0 && r.height <= 160]; })",
+    );
+    assert_eq!(
+        shown,
+        json!([[true, true, true]]),
+        "one thumbnail, drawn, within the cap"
+    );
+    let caption = b.eval("document.querySelector('#drill-body .thumbs figcaption').textContent");
+    let caption = caption.as_str().unwrap();
+    assert!(caption.contains(hostile), "{caption}");
+    assert!(
+        caption.contains(" · image/png · 2825 bytes · sha256 "),
+        "{caption}"
+    );
+    assert_eq!(b.eval("window.__pwned === undefined"), json!(true));
+    assert_eq!(b.errors(), Vec::<String>::new(), "console errors");
+    let page_only = b
+        .requests()
+        .iter()
+        .all(|u| u.starts_with("file://") || u.starts_with("data:"));
+    assert!(page_only, "network requests: {:?}", b.requests());
+}
