@@ -3,8 +3,9 @@
 //! Ollama server in a message's `images`, each instance its own picture; a
 //! dataset column of image bytes (Parquet, the Hugging Face form) works like
 //! a path; the journal, the cache and the golden files hold paths and
-//! digests, never the bytes; a rerun asks nothing; an image over the limit
-//! fails `check` at its key with exit 2.
+//! digests, never the bytes; a rerun asks nothing; JPEG and WebP are typed
+//! by their bytes; the HTML report draws a capped thumbnail; an image over
+//! the limit fails `check` at its key with exit 2.
 
 use std::path::Path;
 
@@ -333,4 +334,35 @@ fn the_report_shows_a_capped_thumbnail_and_a_hostile_name_as_text() {
         .iter()
         .all(|u| u.starts_with("file://") || u.starts_with("data:"));
     assert!(page_only, "network requests: {:?}", b.requests());
+}
+
+#[test]
+fn jpeg_and_webp_are_typed_by_their_bytes_not_their_names() {
+    let ws = Workspace::new();
+    // tests/fixtures/media: a 24x12 box as JPEG, as WebP, and as JPEG named `.png`.
+    let names = ["box.jpg", "box.webp", "box_named_png.png"];
+    for name in names {
+        ws.copy_fixture(&format!("media/{name}"));
+    }
+    let list = names.map(|n| format!("{n:?}")).join(", ");
+    ws.write(
+        "specs/types.toml",
+        &format!("runs = 1\n\n[prompt]\nuser = \"What is this?\"\nimages = [{list}]\n\n[[verify]]\nrule = \"exact\"\nexpected = \"x\"\n"),
+    );
+    let (code, out) = run(harness(ws.path()).args(["show", "specs/types.toml", "--json"]));
+    assert_eq!(code, 0, "{out}");
+    let instance: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let images = instance["messages"][0]["images"].as_array().unwrap();
+    let typed: Vec<(&str, &str)> = images
+        .iter()
+        .map(|i| (i["path"].as_str().unwrap(), i["mime"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        typed,
+        [
+            ("box.jpg", "image/jpeg"),
+            ("box.webp", "image/webp"),
+            ("box_named_png.png", "image/jpeg"),
+        ]
+    );
 }
