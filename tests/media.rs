@@ -22,6 +22,10 @@ const LINES: [(&str, &str); 2] = [
     ("ru_19.png", "Банковская карта заблокирована"),
 ];
 
+/// Where a workspace spec's images are, as the journal records them: relative
+/// to `specs/` in a temporary workspace (compared, never read from here).
+const RECORDED_DIR: &str = "../datasets/ocr_mini/images";
+
 const PROMPT: &str = "Write out the line of text in the image, exactly as printed.";
 
 fn image_bytes(name: &str) -> Vec<u8> {
@@ -127,7 +131,7 @@ fn assert_records_name_images(records: &[Value]) {
         assert_eq!(
             r["messages"][1]["images"],
             json!([{
-                "path": format!("../datasets/ocr_mini/images/{name}"),
+                "path": format!("{RECORDED_DIR}/{name}"),
                 "mime": "image/png",
                 "sha256": harness::media::sha256_hex(&image_bytes(name)),
                 "size": image_bytes(name).len(),
@@ -175,9 +179,8 @@ fn openai_gets_data_urls_and_only_digests_are_kept() {
         page.contains(&format!("data:image/png;base64,{}", base64_of("en_41.png"))),
         "a thumbnail"
     );
-    assert!(
-        page.contains("../datasets/ocr_mini/images/en_41.png · image/png · 2825 bytes · sha256 ")
-    );
+    let caption = format!("{RECORDED_DIR}/en_41.png · image/png · 2825 bytes · sha256 ");
+    assert!(page.contains(&caption), "a caption");
 
     // A rerun asks nothing: the cache key holds the digests, which did not change.
     ws.run_ok(&["specs/ocr_images.toml", "-m", &model]);
