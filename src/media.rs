@@ -13,6 +13,9 @@ use sha2::{Digest, Sha256};
 /// The default per-image size limit: 20 MiB, what hosted vision APIs accept.
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
+/// The most a spec's `max_image_bytes` may allow: 100 MiB.
+pub const MAX_IMAGE_BYTES_CEILING: u64 = 100 * 1024 * 1024;
+
 /// One image attached to a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageRef {

@@ -177,6 +177,8 @@ pub struct Prompt {
     /// local dataset file's folder when there is one, else to the spec's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// The size limit of each image in bytes (default 20 MiB, at most 100 MiB).
+    pub max_image_bytes: Option<u64>,
     /// Explicit message list, instead of `system`/`user`.
     pub messages: Option<Vec<MessageTemplate>>,
     /// A variable holding chat turns (`[{role, content}]`, user/assistant) sent after the system messages.

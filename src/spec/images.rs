@@ -11,6 +11,15 @@ use crate::error::{Diagnostic, ErrorKind};
 use crate::format::locate::{Key, SourceMap};
 use crate::format::{Role, SpecFile};
 use crate::media::{self, MAX_IMAGE_BYTES, MediaError};
+
+/// The spec's per-image size limit (the default when its own is out of
+/// range, which `validate` reports).
+fn limit(def: &SpecFile) -> u64 {
+    def.prompt
+        .max_image_bytes
+        .filter(|b| (1..=media::MAX_IMAGE_BYTES_CEILING).contains(b))
+        .unwrap_or(MAX_IMAGE_BYTES)
+}
 use crate::prompt::Message;
 
 /// The folder relative image paths start from, relative to the spec's
@@ -101,7 +110,7 @@ pub(super) fn check_static(def: &SpecFile, map: &SourceMap, spec_dir: &Path) -> 
         if source.contains("{{") || source.contains("{%") {
             continue;
         }
-        if let Err(e) = media::load(spec_dir, &dir, &source, MAX_IMAGE_BYTES) {
+        if let Err(e) = media::load(spec_dir, &dir, &source, limit(def)) {
             errors.push(image_diagnostic(map, &name, None, &e));
         }
     }
@@ -154,7 +163,7 @@ impl Spec {
         let dir = image_dir(&self.def, Some(vars));
         for (message, paths) in messages.iter_mut().zip(rendered) {
             for (name, path) in paths {
-                let image = media::load(spec_dir, &dir, &path, MAX_IMAGE_BYTES)
+                let image = media::load(spec_dir, &dir, &path, limit(&self.def))
                     .map_err(|e| image_diagnostic(&self.map, &name, Some(index), &e))?;
                 message.images.push(image);
             }
