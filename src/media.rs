@@ -166,8 +166,11 @@ pub fn materialize(bytes: &[u8]) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{}.{ext}", sha256_hex(bytes)));
     if !path.exists() {
-        // Write then rename, so a concurrent reader never sees half a file.
-        let partial = dir.join(format!(".{}.{}", std::process::id(), sha256_hex(bytes)));
+        // Write then rename, so a concurrent reader never sees half a file;
+        // the partial name is unique to this process and call.
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let partial = dir.join(format!(".{}.{call}.partial", std::process::id()));
         std::fs::write(&partial, bytes)?;
         std::fs::rename(&partial, &path)?;
     }
