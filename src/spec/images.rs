@@ -11,6 +11,7 @@ use crate::error::{Diagnostic, ErrorKind};
 use crate::format::locate::{Key, SourceMap};
 use crate::format::{Role, SpecFile};
 use crate::media::{self, MAX_IMAGE_BYTES, MediaError};
+use crate::prompt::Message;
 
 /// The spec's per-image size limit (the default when its own is out of
 /// range, which `validate` reports).
@@ -20,7 +21,6 @@ fn limit(def: &SpecFile) -> u64 {
         .filter(|b| (1..=media::MAX_IMAGE_BYTES_CEILING).contains(b))
         .unwrap_or(MAX_IMAGE_BYTES)
 }
-use crate::prompt::Message;
 
 /// The folder relative image paths start from, relative to the spec's
 /// folder: the local dataset file's folder (its `{split}` filled from the

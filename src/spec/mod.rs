@@ -7,7 +7,7 @@
 //! (`verify`). A spec then makes an [`Instance`] per index (variables and
 //! rendered messages) and verifies responses to it.
 //!
-//! The glue of the spec path: it imports `format`, `source`, `prompt`,
+//! The glue of the spec path: it imports `format`, `source`, `prompt`, `media`,
 //! `verify`, `scripting` and `error`; the run, check and report layers import it.
 
 mod golden_subset;
