@@ -77,6 +77,8 @@ pub enum ErrorKind {
     Golden,
     /// A dataset file, row or field is missing or malformed.
     Dataset,
+    /// An image is missing, of an unaccepted type or over the size limit.
+    Image,
 }
 
 impl ErrorKind {
@@ -94,6 +96,7 @@ impl ErrorKind {
             ErrorKind::Example => "example",
             ErrorKind::Golden => "golden",
             ErrorKind::Dataset => "dataset",
+            ErrorKind::Image => "image",
         }
     }
 }

@@ -15,6 +15,7 @@ mod extract;
 mod files;
 mod format;
 mod golden;
+mod media;
 mod metrics;
 mod net;
 mod progress;

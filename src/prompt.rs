@@ -5,6 +5,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::format::Role;
+pub(crate) use crate::media::ImageRef;
 
 /// One rendered chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -13,6 +14,20 @@ pub struct Message {
     pub role: Role,
     /// What is said.
     pub content: String,
+    /// Images sent with the message: path, MIME type, digest, size and the absolute `file`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
+}
+
+impl Message {
+    /// A message of text alone.
+    pub fn text(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 /// A template error with its position inside the template (1-based; 0 when unknown).
@@ -32,6 +47,8 @@ pub(crate) struct TemplateError {
 pub(crate) struct PromptSet {
     env: Environment<'static>,
     messages: Vec<(Role, String)>,
+    /// Per message, the names of its image path templates.
+    images: Vec<Vec<String>>,
 }
 
 const FUEL: u64 = 200_000;
@@ -56,11 +73,63 @@ impl PromptSet {
             }
             messages.push((role, name));
         }
+        let images = vec![Vec::new(); messages.len()];
         if errors.is_empty() {
-            Ok(PromptSet { env, messages })
+            Ok(PromptSet {
+                env,
+                messages,
+                images,
+            })
         } else {
             Err(errors)
         }
+    }
+
+    /// Compiles the image path templates `(name, source)` of message `index`;
+    /// all errors are returned.
+    pub(crate) fn add_images(
+        &mut self,
+        index: usize,
+        templates: Vec<(String, String)>,
+    ) -> Result<(), Vec<TemplateError>> {
+        let mut errors = Vec::new();
+        for (name, source) in templates {
+            if let Err(e) = self.env.add_template_owned(name.clone(), source.clone()) {
+                errors.push(template_error(&name, &source, &e));
+            }
+            self.images[index].push(name);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Renders every message's image paths for `context`: per message, the
+    /// template's name and the path it rendered.
+    pub(crate) fn render_images(
+        &self,
+        context: &Value,
+    ) -> Result<Vec<Vec<(String, String)>>, TemplateError> {
+        self.images
+            .iter()
+            .map(|names| {
+                names
+                    .iter()
+                    .map(|name| {
+                        let template = self
+                            .env
+                            .get_template(name)
+                            .expect("compiled in add_images()");
+                        let path = template
+                            .render(context)
+                            .map_err(|e| template_error(name, template.source(), &e))?;
+                        Ok((name.clone(), path))
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// Renders every message for `context` (instance variables plus `data` and `index`).
@@ -75,6 +144,7 @@ impl PromptSet {
                 Ok(Message {
                     role: *role,
                     content,
+                    images: Vec::new(),
                 })
             })
             .collect()
@@ -150,6 +220,7 @@ pub(crate) fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, H
             Ok(Message {
                 role,
                 content: content.to_owned(),
+                images: Vec::new(),
             })
         })
         .collect()
@@ -228,6 +299,22 @@ mod tests {
                 .contains("turn 0: needs a string `content`")
         );
         assert!(history_turns(&serde_json::json!("x")).is_err());
+    }
+
+    #[test]
+    fn image_paths_render_per_message() {
+        let mut p = set("Read this").unwrap();
+        p.add_images(0, vec![("images.0".into(), "scans/{{ id }}.png".into())])
+            .unwrap();
+        let out = p.render_images(&context! { id => "ru_00" }).unwrap();
+        assert_eq!(
+            out,
+            vec![vec![("images.0".to_owned(), "scans/ru_00.png".to_owned())]]
+        );
+        let errs = p
+            .add_images(0, vec![("images.1".into(), "{{ x".into())])
+            .unwrap_err();
+        assert_eq!(errs[0].template, "images.1");
     }
 
     #[test]

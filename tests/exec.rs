@@ -277,7 +277,7 @@ fn tesseract_reads_three_lines_exactly() {
         "harness.toml",
         r#"[models.tesseract]
 provider = "exec"
-command = ["tesseract", "{{ spec_dir }}/../../../datasets/ocr_lines/{{ image }}", "-", "-l", "{% if lang == 'ru' %}rus{% else %}eng{% endif %}", "--psm", "7"]
+command = ["tesseract", "{{ images[0] }}", "-", "-l", "{% if lang == 'ru' %}rus{% else %}eng{% endif %}", "--psm", "7"]
 concurrency = 2
 "#,
     );

@@ -51,6 +51,11 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
         "model code the sandbox must keep in",
     ),
     (
+        "tests/media.rs",
+        "../datasets/ocr_mini/images",
+        "the image path a journal records, relative to a temporary workspace's specs/; compared, never read",
+    ),
+    (
         "specs/t03_code_gen.toml",
         "../../../etc/shadow",
         "an example of model code the sandbox must keep in",

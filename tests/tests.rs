@@ -21,7 +21,7 @@
 //!   `self_contained` (nothing reads a path outside the repository).
 //! - Bad input and failed requests: `bad_input` (exit 2 with a message,
 //!   nothing left behind; the causes of failed requests on the terminal).
-//! - Runs against the fake server: `provider_wire`, `runner_faults`,
+//! - Runs against the fake server: `provider_wire`, `media` (images), `runner_faults`,
 //!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
 //!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
@@ -87,6 +87,7 @@ mod main_job;
 mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;
+mod media;
 mod pool_llama;
 mod provider_wire;
 mod report_language;

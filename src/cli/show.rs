@@ -85,6 +85,15 @@ pub(super) fn run(
             for line in visible(&m.content).lines() {
                 println!("    {line}");
             }
+            for image in &m.images {
+                println!(
+                    "    image {} ({}, {} bytes, sha256 {})",
+                    visible(&image.path),
+                    image.mime,
+                    image.size,
+                    image.short_digest()
+                );
+            }
         }
         println!("expected:");
         for (k, v) in &expected {

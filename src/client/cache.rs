@@ -42,17 +42,45 @@ pub(crate) fn cache_key(
     sample: u32,
     served: Option<&ServedBy>,
 ) -> String {
+    let digest = Sha256::digest(key_material(model, base_url, request, sample, served));
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The canonical JSON a cache key hashes.
+fn key_material(
+    model: &ModelSetup,
+    base_url: &str,
+    request: &ChatRequest,
+    sample: u32,
+    served: Option<&ServedBy>,
+) -> Vec<u8> {
+    let request = without_image_paths(request);
     let material = KeyMaterial {
         provider: model.provider.prefix(),
         base_url,
         model: &model.model,
-        request,
+        request: &request,
         sample,
         served,
     };
-    let bytes = serde_json::to_vec(&material).expect("requests serialize");
-    let digest = Sha256::digest(&bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    serde_json::to_vec(&material).expect("requests serialize")
+}
+
+/// `request` with its images named by digest alone: the same picture under
+/// another path asks the same question. (Its bytes were never in it.)
+/// An `exec` call's paths of this machine (the spec's folder, the images'
+/// files) are named alike, so a cache moved with the repository answers.
+fn without_image_paths(request: &ChatRequest) -> std::borrow::Cow<'_, ChatRequest> {
+    let local = request.exec.as_ref().is_some_and(|e| !e.local.is_empty());
+    if request.messages.iter().all(|m| m.images.is_empty()) && !local {
+        return std::borrow::Cow::Borrowed(request);
+    }
+    let mut request = request.clone();
+    for image in request.messages.iter_mut().flat_map(|m| &mut m.images) {
+        image.path.clear();
+    }
+    request.exec = request.exec.as_ref().map(|e| e.portable());
+    std::borrow::Cow::Owned(request)
 }
 
 impl Cache {
@@ -231,6 +259,34 @@ mod tests {
         assert_eq!(cache.identity("e").unwrap(), None);
         cache.set_identity("e", &served).unwrap();
         assert_eq!(cache.identity("e").unwrap(), Some(served));
+    }
+
+    #[test]
+    fn images_enter_the_key_by_digest_alone() {
+        let sha = "ab".repeat(32);
+        let with = |path: &str| -> ChatRequest {
+            let image =
+                serde_json::json!({"path": path, "mime": "image/png", "sha256": sha, "size": 7});
+            let mut r = serde_json::to_value(request()).unwrap();
+            r["messages"] =
+                serde_json::json!([{"role": "user", "content": "read", "images": [image]}]);
+            serde_json::from_value(r).unwrap()
+        };
+        let (here, there) = (with("datasets/ocr/ru_00.png"), with("/elsewhere/copy.png"));
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
+        let material = String::from_utf8(key_material(&model, "u", &here, 0, None)).unwrap();
+        assert!(
+            !material.contains("ru_00"),
+            "no path in the key: {material}"
+        );
+        assert!(material.contains(&sha), "{material}");
+        let key = |r: &ChatRequest| cache_key(&model, "u", r, 0, None);
+        assert_eq!(key(&here), key(&there));
+        assert_ne!(key(&here), key(&request()));
+        assert_eq!(
+            here.messages[0].images[0].path, "datasets/ocr/ru_00.png",
+            "the request keeps it"
+        );
     }
 
     #[test]

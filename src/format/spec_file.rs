@@ -173,6 +173,12 @@ pub struct Prompt {
     pub system: Option<String>,
     /// User message template.
     pub user: Option<String>,
+    /// Images sent with the `user` message: path templates, relative to the
+    /// local dataset file's folder when there is one, else to the spec's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+    /// The size limit of each image in bytes (default 20 MiB, at most 100 MiB).
+    pub max_image_bytes: Option<u64>,
     /// Explicit message list, instead of `system`/`user`.
     pub messages: Option<Vec<MessageTemplate>>,
     /// A variable holding chat turns (`[{role, content}]`, user/assistant) sent after the system messages.
@@ -187,6 +193,9 @@ pub struct MessageTemplate {
     pub role: Role,
     /// The minijinja template of the message text.
     pub content: String,
+    /// Images sent with this message, as in `[prompt] images`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
 }
 
 /// The author of a chat message.

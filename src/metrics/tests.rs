@@ -15,6 +15,7 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
         messages: vec![Message {
             role: Role::User,
             content: format!("question {instance}"),
+            images: Vec::new(),
         }],
         expected: [("answer".to_owned(), json!("42"))].into_iter().collect(),
         scored: ScoredAnswer {

@@ -103,6 +103,11 @@ impl ChatRequest {
     }
 }
 
+/// The error of an image that can no longer be read when its request is sent.
+fn image_error(image: &crate::prompt::ImageRef, e: &std::io::Error) -> ProviderError {
+    ProviderError::Config(format!("image `{}`: {e}", image.path))
+}
+
 /// Merges a request's extra fields into a wire body.
 pub(crate) fn merge_extra(body: &mut Value, request: &ChatRequest) {
     if let Some(map) = body.as_object_mut() {

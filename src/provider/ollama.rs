@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::prompt::Message;
+
 use super::{
     ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Usage, classify, error_status,
 };
@@ -80,7 +82,7 @@ impl OllamaClient {
     }
 
     /// The request body in Ollama's format.
-    pub fn body(&self, request: &ChatRequest) -> Value {
+    pub fn body(&self, request: &ChatRequest) -> Result<Value, ProviderError> {
         let mut options = json!({
             "temperature": request.temperature,
             "num_predict": request.max_tokens,
@@ -92,7 +94,7 @@ impl OllamaClient {
         }
         let mut body = json!({
             "model": self.model,
-            "messages": request.messages,
+            "messages": wire_messages(&request.messages)?,
             "stream": self.stream,
             "options": options,
         });
@@ -106,7 +108,7 @@ impl OllamaClient {
             }
         }
         super::merge_extra(&mut body, request);
-        body
+        Ok(body)
     }
 
     /// Sends one request.
@@ -115,7 +117,7 @@ impl OllamaClient {
             .http
             .post(&self.endpoint)
             .timeout(self.timeout)
-            .json(&self.body(request))
+            .json(&self.body(request)?)
             .send()
             .await
             .map_err(|e| classify(&e, self.timeout))?;
@@ -209,6 +211,27 @@ fn finish(text: String, last: ChatChunk) -> Result<Completion, ProviderError> {
                 fingerprint: None,
             }),
     })
+}
+
+/// The messages in Ollama's form: a message's images are a list of base64
+/// strings in its `images` field.
+fn wire_messages(messages: &[Message]) -> Result<Value, ProviderError> {
+    messages
+        .iter()
+        .map(|m| {
+            let mut message = json!({"role": m.role, "content": m.content});
+            if !m.images.is_empty() {
+                let images = m
+                    .images
+                    .iter()
+                    .map(|image| image.base64().map_err(|e| super::image_error(image, &e)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                message["images"] = json!(images);
+            }
+            Ok(message)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::prompt::Message;
+
 use super::{
     ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Usage, classify, error_status,
 };
@@ -96,10 +98,10 @@ impl OpenAiClient {
     }
 
     /// The request body in OpenAI's format, asking for `n` choices.
-    pub(crate) fn body(&self, request: &ChatRequest, n: u32) -> Value {
+    pub(crate) fn body(&self, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
         let mut body = json!({
             "model": self.model,
-            "messages": request.messages,
+            "messages": wire_messages(&request.messages)?,
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
         });
@@ -121,7 +123,7 @@ impl OpenAiClient {
             }
         }
         super::merge_extra(&mut body, request);
-        body
+        Ok(body)
     }
 
     /// Sends one request for one answer.
@@ -143,7 +145,7 @@ impl OpenAiClient {
             .http
             .post(&self.endpoint)
             .timeout(self.timeout)
-            .json(&self.body(request, n));
+            .json(&self.body(request, n)?);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
@@ -208,4 +210,26 @@ impl OpenAiClient {
             })
             .collect())
     }
+}
+
+/// The messages in OpenAI's form: one with images has a list of content
+/// parts, its text first, then each image as an `image_url` with a `data:` URL.
+fn wire_messages(messages: &[Message]) -> Result<Value, ProviderError> {
+    messages
+        .iter()
+        .map(|m| {
+            if m.images.is_empty() {
+                return Ok(json!({"role": m.role, "content": m.content}));
+            }
+            let mut parts = vec![json!({"type": "text", "text": m.content})];
+            for image in &m.images {
+                let url = image
+                    .data_url()
+                    .map_err(|e| super::image_error(image, &e))?;
+                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+            }
+            Ok(json!({"role": m.role, "content": parts}))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
 }

@@ -61,6 +61,8 @@ pub struct SpecInfo {
     pub rrr: Option<String>,
     /// The pass@k values and maj@n the spec's `[sampling]` asks for.
     pub sampling: Option<crate::metrics::SamplingPlan>,
+    /// The spec file's folder, which its images' paths are relative to (unknown for a spec known by id).
+    pub dir: Option<std::path::PathBuf>,
 }
 
 impl SpecInfo {
@@ -97,6 +99,7 @@ impl SpecInfo {
                     ks: s.ks(),
                     maj: s.maj,
                 }),
+            dir: spec.file.parent().map(std::path::Path::to_path_buf),
         }
     }
 }

@@ -36,6 +36,7 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         messages: vec![Message {
             role: Role::User,
             content: prompt,
+            images: Vec::new(),
         }],
         temperature: o.temperature.unwrap_or(rule.temperature),
         max_tokens: o.max_tokens.unwrap_or(rule.max_tokens),

@@ -307,6 +307,7 @@ mod tests {
             messages: vec![Message {
                 role: Role::User,
                 content: "What is the capital of France?".into(),
+                images: Vec::new(),
             }],
             temperature: 0.0,
             max_tokens: 86,

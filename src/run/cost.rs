@@ -187,6 +187,7 @@ mod tests {
         let messages = [Message {
             role: Role::User,
             content: "What is the capital of France?".into(),
+            images: Vec::new(),
         }];
         // cl100k_base: 7 tokens, + 4 for the message, + 3 for the reply.
         assert_eq!(prompt_tokens(&messages), 14);

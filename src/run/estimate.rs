@@ -155,6 +155,7 @@ fn spec_tokens<'a>(
                 content: rule
                     .prompt(task_of(&inst.messages), "", &inst.vars)
                     .unwrap_or_default(),
+                images: Vec::new(),
             };
             let n = answers * u64::from(rule.samples);
             let max_tokens = judge.options.max_tokens.unwrap_or(rule.max_tokens);

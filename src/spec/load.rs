@@ -182,6 +182,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
     let prompt = compile_prompt(&def, &map)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
+    errors.extend(super::images::check_static(&def, &map, &spec_dir));
     let rules = RuleSet::build(&def.verify, &map, &spec_dir, None)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
@@ -334,11 +335,23 @@ fn compile_prompt(def: &SpecFile, map: &SourceMap) -> Result<PromptSet, Vec<Diag
             ),
         ]);
     }
-    PromptSet::new(templates).map_err(|errs| {
+    let located = |errs: Vec<crate::prompt::TemplateError>| -> Vec<Diagnostic> {
         errs.iter()
             .map(|e| template_diagnostic(map, e, None))
             .collect()
-    })
+    };
+    let mut set = PromptSet::new(templates).map_err(located)?;
+    let mut errors = Vec::new();
+    for (name, message, source) in super::images::image_templates(def) {
+        if let Err(e) = set.add_images(message, vec![(name, source)]) {
+            errors.extend(located(e));
+        }
+    }
+    if errors.is_empty() {
+        Ok(set)
+    } else {
+        Err(errors)
+    }
 }
 
 /// The spec's dataset, or `None` with the problem added to `errors`.

@@ -7,10 +7,11 @@
 //! (`verify`). A spec then makes an [`Instance`] per index (variables and
 //! rendered messages) and verifies responses to it.
 //!
-//! The glue of the spec path: it imports `format`, `source`, `prompt`,
+//! The glue of the spec path: it imports `format`, `source`, `prompt`, `media`,
 //! `verify`, `scripting` and `error`; the run, check and report layers import it.
 
 mod golden_subset;
+mod images;
 mod load;
 mod validate;
 
@@ -22,7 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, Diagnostics, ErrorKind};
 use crate::format::SpecFile;
-use crate::format::locate::{Key, SourceMap};
+use crate::format::locate::SourceMap;
 use crate::prompt::{Message, PromptSet, TemplateError};
 use crate::source::dataset::{At, Dataset, DatasetError};
 use crate::source::generate::Generator;
@@ -141,9 +142,9 @@ impl Spec {
             None => None,
         };
         let Some((generator, origin)) = &self.generator else {
-            return Ok(row.unwrap_or_default());
+            return self.with_image_files(index, row.unwrap_or_default());
         };
-        generator.generate(index, row.as_ref()).map_err(|e| {
+        let vars = generator.generate(index, row.as_ref()).map_err(|e| {
             let (location, source) = match origin {
                 ScriptOrigin::Inline if e.line == 0 => (
                     self.map.locate(crate::key_path!["generate", "script"]),
@@ -170,7 +171,28 @@ impl Spec {
                 format!("instance {index}: {}", e.message),
             )
             .with_source(source)
-        })
+        })?;
+        self.with_image_files(index, vars)
+    }
+
+    /// `vars` with image bytes columns written to files (see `images::materialize_columns`).
+    fn with_image_files(
+        &self,
+        index: u64,
+        mut vars: Map<String, Value>,
+    ) -> Result<Map<String, Value>, Diagnostic> {
+        images::materialize_columns(&mut vars).map_err(|message| {
+            let message = format!("instance {index}: {message}");
+            match self.dataset.as_ref().and_then(|d| d.row(index)) {
+                Some(row) => Diagnostic::new(ErrorKind::Image, row.origin.location(), message),
+                None => Diagnostic::new(
+                    ErrorKind::Image,
+                    self.map.locate(crate::key_path!["prompt"]),
+                    message,
+                ),
+            }
+        })?;
+        Ok(vars)
     }
 
     /// The messages for an instance with `vars`.
@@ -188,6 +210,7 @@ impl Spec {
             self.template_diagnostic(&e, Some(index))
                 .with_source(self.map.source())
         })?;
+        self.attach_images(index, &context, vars, &mut messages)?;
         if let Some(var) = &self.def.prompt.history {
             let turns = crate::verify::lookup(vars, var)
                 .ok_or_else(|| format!("the instance has no variable `{var}`"))
@@ -354,21 +377,8 @@ pub(crate) fn dataset_diagnostic(
     }
 }
 
-/// The key path of a template by its name in the prompt set.
-fn template_path(name: &str) -> Vec<Key<'_>> {
-    match name.strip_prefix("messages.") {
-        Some(i) => vec![
-            Key::Name("prompt"),
-            Key::Name("messages"),
-            Key::Index(i.parse().unwrap_or(0)),
-            Key::Name("content"),
-        ],
-        None => vec![Key::Name("prompt"), Key::Name(name)],
-    }
-}
-
 fn template_diagnostic(map: &SourceMap, e: &TemplateError, index: Option<u64>) -> Diagnostic {
-    let path = template_path(&e.template);
+    let path = images::template_key_path(&e.template);
     let location = if e.line == 0 {
         map.locate(&path)
     } else {

@@ -89,6 +89,13 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         key_path!["request", "attempts"],
         "attempts must be at least 1",
     ));
+    checks.push(check(
+        def.prompt
+            .max_image_bytes
+            .is_some_and(|b| !(1..=crate::media::MAX_IMAGE_BYTES_CEILING).contains(&b)),
+        key_path!["prompt", "max_image_bytes"],
+        "max_image_bytes must be within 1..=104857600 (100 MiB)",
+    ));
     let max_operations = def.generate.as_ref().and_then(|g| g.max_operations);
     if let Some(message) = max_operations.and_then(max_operations_problem) {
         checks.push(check(

@@ -23,6 +23,15 @@ pub struct ParquetRow<'a> {
     pub tags: &'a [&'a str],
 }
 
+/// A Snappy-compressing writer of `schema` to a new file at `path`.
+fn snappy_writer(path: &Path, schema: parquet::schema::types::Type) -> SerializedFileWriter<File> {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let file = File::create(path).unwrap();
+    SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props)).unwrap()
+}
+
 /// Writes `rows` to `path`.
 pub fn write(path: &Path, rows: &[ParquetRow]) {
     let schema = parse_message_type(
@@ -38,11 +47,7 @@ pub fn write(path: &Path, rows: &[ParquetRow]) {
         }",
     )
     .unwrap();
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .build();
-    let file = File::create(path).unwrap();
-    let mut writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props)).unwrap();
+    let mut writer = snappy_writer(path, schema);
     let mut group = writer.next_row_group().unwrap();
     let text = |f: for<'a> fn(&'a ParquetRow<'a>) -> &'a str| -> Vec<ByteArray> {
         rows.iter().map(|r| ByteArray::from(f(r))).collect()
@@ -77,6 +82,45 @@ pub fn write(path: &Path, rows: &[ParquetRow]) {
         .write_batch(&values, Some(&defs), Some(&reps))
         .unwrap();
     col.close().unwrap();
+    group.close().unwrap();
+    writer.close().unwrap();
+}
+
+/// Writes rows of `text` and a Hugging Face image column, `image` as the
+/// `datasets` library stores it: a struct of `bytes` and `path`.
+pub fn write_images(path: &Path, rows: &[(&str, &[u8], &str)]) {
+    let schema = parse_message_type(
+        "message schema {
+            REQUIRED BYTE_ARRAY text (UTF8);
+            OPTIONAL group image {
+                OPTIONAL BYTE_ARRAY bytes;
+                OPTIONAL BYTE_ARRAY path (UTF8);
+            }
+        }",
+    )
+    .unwrap();
+    let mut writer = snappy_writer(path, schema);
+    let mut group = writer.next_row_group().unwrap();
+    // Definition level 2: the struct and its field are both present.
+    let present = vec![2; rows.len()];
+    let columns: [(Vec<ByteArray>, Option<&[i16]>); 3] = [
+        (rows.iter().map(|r| ByteArray::from(r.0)).collect(), None),
+        (
+            rows.iter().map(|r| ByteArray::from(r.1.to_vec())).collect(),
+            Some(&present),
+        ),
+        (
+            rows.iter().map(|r| ByteArray::from(r.2)).collect(),
+            Some(&present),
+        ),
+    ];
+    for (values, defs) in columns {
+        let mut col = group.next_column().unwrap().unwrap();
+        col.typed::<ByteArrayType>()
+            .write_batch(&values, defs, None)
+            .unwrap();
+        col.close().unwrap();
+    }
     group.close().unwrap();
     writer.close().unwrap();
 }

@@ -51,6 +51,33 @@ pub struct ExecCall {
     pub argv: Vec<String>,
     /// The instance's variables, sent on stdin.
     pub vars: Map<String, Value>,
+    /// The machine's own paths in `argv`, each with the name it has in a
+    /// cache key: the spec's folder, the images' files by digest.
+    #[serde(skip)]
+    pub local: Vec<(String, String)>,
+}
+
+impl ExecCall {
+    /// The call as a cache key names it: the same on every checkout, so a
+    /// cache moved with the repository still answers.
+    pub(crate) fn portable(&self) -> ExecCall {
+        let argv = self
+            .argv
+            .iter()
+            .map(|arg| {
+                let mut arg = arg.clone();
+                for (path, name) in &self.local {
+                    arg = arg.replace(path.as_str(), name);
+                }
+                arg
+            })
+            .collect();
+        ExecCall {
+            argv,
+            vars: self.vars.clone(),
+            local: Vec::new(),
+        }
+    }
 }
 
 /// Why a `command` is not usable.
@@ -97,10 +124,37 @@ impl ExecContext<'_> {
         context.insert("model".into(), json!(self.model));
         let dir = self.spec_dir.map(|d| d.to_string_lossy().into_owned());
         context.insert("spec_dir".into(), json!(dir.unwrap_or_default()));
-        // Absolute image paths of every message, in order, once messages carry images.
-        let images: Vec<String> = Vec::new();
-        context.insert("images".into(), json!(images));
+        context.insert("images".into(), json!(self.image_files()));
         Value::Object(context)
+    }
+
+    /// The absolute files of every message's images, in order.
+    fn image_files(&self) -> Vec<String> {
+        let images = self.messages.iter().flat_map(|m| &m.images);
+        images
+            .map(|i| i.file.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// The machine's own paths a rendered argument may hold, with their
+    /// portable names; longest first, so an image inside the spec's
+    /// folder is named by its digest.
+    fn local_paths(&self) -> Vec<(String, String)> {
+        let images = self.messages.iter().flat_map(|m| &m.images);
+        let mut local: Vec<(String, String)> = images
+            .map(|i| {
+                (
+                    i.file.to_string_lossy().into_owned(),
+                    format!("<image {}>", i.sha256),
+                )
+            })
+            .collect();
+        if let Some(dir) = self.spec_dir {
+            local.push((dir.to_string_lossy().into_owned(), "<spec_dir>".into()));
+        }
+        local.retain(|(path, _)| !path.is_empty());
+        local.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+        local
     }
 }
 
@@ -135,6 +189,7 @@ impl ExecOptions {
             Some(_) => Ok(ExecCall {
                 argv,
                 vars: context.vars.clone(),
+                local: context.local_paths(),
             }),
         }
     }

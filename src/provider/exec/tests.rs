@@ -58,6 +58,46 @@ fn arguments_render_from_the_instance_and_the_builtins() {
 }
 
 #[test]
+fn images_are_absolute_files_and_keys_name_them_by_digest() {
+    let o = options(&[
+        "ocr",
+        "{{ images[0] }}",
+        "{{ spec_dir }}/../data/{{ image }}",
+    ]);
+    let vars = vars();
+    let mut message: Message =
+        serde_json::from_value(json!({"role": "user", "content": "read it"})).unwrap();
+    message.images.push(crate::media::ImageRef {
+        path: "data/a.png".into(),
+        file: "/home/u/repo/data/a.png".into(),
+        mime: "image/png".into(),
+        sha256: "ab12".into(),
+        size: 7,
+    });
+    let context = ExecContext {
+        model: "tess",
+        vars: &vars,
+        spec_dir: Some(Path::new("/home/u/repo/specs")),
+        messages: std::slice::from_ref(&message),
+    };
+    let call = o.call(&context).unwrap();
+    assert_eq!(
+        call.argv,
+        [
+            "ocr",
+            "/home/u/repo/data/a.png",
+            "/home/u/repo/specs/../data/a b.png"
+        ]
+    );
+    // Another checkout renders other paths but keys the same call.
+    assert_eq!(
+        call.portable().argv,
+        ["ocr", "<image ab12>", "<spec_dir>/../data/a b.png"]
+    );
+    assert!(call.portable().local.is_empty());
+}
+
+#[test]
 fn stdin_holds_the_request_and_the_instance() {
     let request: ChatRequest = serde_json::from_value(json!({
         "messages": [{"role": "user", "content": "read it"}],
@@ -68,6 +108,7 @@ fn stdin_holds_the_request_and_the_instance() {
     let call = ExecCall {
         argv: vec!["ocr".into()],
         vars: vars(),
+        local: Vec::new(),
     };
     let body: Value = serde_json::from_slice(&stdin_json("tess", &request, &call)).unwrap();
     assert_eq!(

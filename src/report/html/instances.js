@@ -125,6 +125,15 @@ function expected(x) {
   }
 }
 
+// A message's images: a thumbnail when the page embeds it (a data: URL of an
+// image type, nothing else), and always its path, type, size and digest.
+const DATA_URL = /^data:image\/(png|jpeg|webp);base64,[A-Za-z0-9+/=]+$/;
+function thumbs(imgs) {
+  return h('div', { class: 'thumbs' }, imgs.map((x) => h('figure', null,
+    typeof x.u === 'string' && DATA_URL.test(x.u) ? h('img', { src: x.u, alt: x.t }) : null,
+    h('figcaption', null, x.t))));
+}
+
 function diffView(ops) {
   return h('pre', { class: 'diff' }, ops.map(([op, t]) => (op === '=' ? t : h(op === '-' ? 'del' : 'ins', null, t))));
 }
@@ -152,7 +161,8 @@ function openDrill(i) {
       type: 'button', 'aria-current': j === i ? 'true' : 'false', on: { click: () => openDrill(j) } },
     (x.ok ? '✓ ' : '✗ ') + models[x.m].name + (x.k ? ' #' + x.k : '')))) : null,
     h('h3', null, t('Prompt')),
-    prompt.length ? prompt.map(([role, content]) => [h('div', { class: 'role' }, role), pre(content)]) : pre(null),
+    prompt.length ? prompt.map(([role, content, imgs]) => [h('div', { class: 'role' }, role),
+      imgs ? h('div', { class: 'with-images' }, pre(content), thumbs(imgs)) : pre(content)]) : pre(null),
     h('h3', null, t(r.e ? 'Request error' : 'Response')), pre(r.e || r.r, 'response'),
     h('h3', null, t('Expected')), pre(expected(r.x), 'expected'),
     h('h3', null, t('Extracted answer')), pre(r.a, 'answer'),

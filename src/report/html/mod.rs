@@ -11,6 +11,7 @@
 
 mod data;
 mod rows;
+mod thumbs;
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -130,7 +131,7 @@ fn write_rows(
             }
             let g = golden.check(shown, origin, &record);
             let new = seen.first(m, s, record.instance);
-            let row = rows::row(&record, (m, s), &v.specs[s].group_by, new, flags, g);
+            let row = rows::row(&record, (m, s), &v.specs[s], new, flags, g);
             if !first {
                 json.write_all(b",")?;
             }

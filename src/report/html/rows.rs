@@ -14,6 +14,9 @@ use crate::metrics::expected_output;
 use crate::run::record::Record;
 use crate::text::clip;
 
+use super::super::SpecInfo;
+use super::thumbs::{PromptRow, prompt_row};
+
 /// Characters of a response, prompt message or expected value kept in the page.
 pub(super) const TEXT_CHARS: usize = 20_000;
 /// Characters of one judge reasoning or rule detail kept.
@@ -65,9 +68,10 @@ pub(super) struct Row<'a> {
     /// Output tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<u64>,
-    /// The prompt, `[role, content]` per message: on the first row of an instance only.
+    /// The prompt, `[role, content]` per message (`[role, content, thumbs]`
+    /// with images): on the first row of an instance only.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub p: Option<Vec<(String, String)>>,
+    pub p: Option<Vec<PromptRow>>,
     /// `group_by` values, for specs that group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gv: Option<BTreeMap<&'a str, String>>,
@@ -239,7 +243,7 @@ fn diff(before: &str, after: &str) -> Vec<(char, String)> {
 pub(super) fn row<'a>(
     r: &'a Record,
     (m, s): (usize, usize),
-    group_by: &'a [String],
+    spec: &'a SpecInfo,
     new: bool,
     flags: u8,
     golden: Option<GoldenRow>,
@@ -254,10 +258,11 @@ pub(super) fn row<'a>(
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default();
-                (role, text(&msg.content))
+                prompt_row(msg, role, text(&msg.content), spec.dir.as_deref())
             })
             .collect()
     });
+    let group_by = &spec.group_by;
     let groups = (!group_by.is_empty()).then(|| {
         group_by
             .iter()

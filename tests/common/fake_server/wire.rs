@@ -101,9 +101,16 @@ pub(super) fn last_user_message(body: &Value) -> String {
     body["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
+        .map(|m| match &m["content"] {
+            // OpenAI content parts: the text parts, in order (images are not prompt text).
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            content => content.as_str().unwrap_or_default().to_owned(),
+        })
         .unwrap_or_default()
-        .to_owned()
 }
 
 /// The answer to the prompt's expression (plus `offset`), as JSON when the request asks for JSON.
