@@ -21,6 +21,13 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${HARNESS_CHROMIUM:-}" ] && command -v ap
   echo "installing chromium for the browser tests"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
 fi
+# The OCR spec's live check (tests/ocr.rs, tests/exec.rs) runs Debian's
+# Tesseract 5 with its English and Russian language packs.
+if ! command -v tesseract >/dev/null && command -v apt-get >/dev/null; then
+  echo "installing tesseract for the OCR tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    tesseract-ocr tesseract-ocr-eng tesseract-ocr-rus) >/dev/null
+fi
 # The Slurm example's test (tests/cluster.rs) submits to a real single-node
 # cluster: Debian's slurm-wlm and munge, daemons in the foreground.
 scripts/slurm-cluster.sh ensure

@@ -88,6 +88,7 @@ mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;
 mod media;
+mod ocr;
 mod pool_llama;
 mod provider_wire;
 mod report_language;
