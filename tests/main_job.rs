@@ -1,18 +1,21 @@
 //! The README's main command, `harness run specs/` with no model, in a fresh
 //! copy of the repository: only the tracked files (what a clone has), with
 //! nothing beside it. It replays every committed
-//! golden transcript offline, so every category must show a number, with an
-//! interval that is never zero wide, on lines that fit 80 columns.
+//! golden transcript offline, so every category must show a number for each
+//! model that has transcripts of it, with an interval that is never zero
+//! wide, on lines that fit 80 columns.
 
+use std::collections::BTreeMap;
 use std::fs;
 
 use crate::common::{fresh_copy, harness, run};
 
-/// The summary table's cells without a number (`-`), as `model: column`.
-/// The table starts at the header line beginning with `model`, under it a
-/// rule of dashes, then one row per model until a blank line; cells are
-/// separated by two or more spaces (titles have single spaces).
-fn empty_cells(out: &str) -> Vec<String> {
+/// The category tables' cells without a number (`—`), counted per model.
+/// The tables follow the leaderboard, one after another: each starts at a
+/// header line beginning with `model`, under it a rule of dashes, then one
+/// row per model until a blank line; cells are separated by two or more
+/// spaces (titles have single spaces).
+fn empty_cells(out: &str, models: usize) -> BTreeMap<String, usize> {
     let cells = |line: &str| -> Vec<String> {
         line.split("  ")
             .map(str::trim)
@@ -21,28 +24,38 @@ fn empty_cells(out: &str) -> Vec<String> {
             .collect()
     };
     let lines: Vec<&str> = out.lines().collect();
-    let start = lines
+    let mut at = lines
         .iter()
         .position(|l| l.starts_with("model "))
         .expect("a summary table");
-    let header = cells(lines[start]);
-    let rows: Vec<&str> = lines[start + 2..]
-        .iter()
-        .take_while(|l| !l.trim().is_empty())
-        .copied()
-        .collect();
-    assert_eq!(rows.len(), 2, "one row per model:\n{out}");
-    let mut missing = Vec::new();
-    for row in rows {
-        let row = cells(row);
-        assert_eq!(row.len(), header.len(), "a cell per column: {row:?}");
-        for (column, cell) in header.iter().zip(&row) {
-            if cell == "-" || cell == "—" {
-                missing.push(format!("{}: {column}", row[0]));
-            }
+    let mut missing = BTreeMap::new();
+    while lines.get(at).is_some_and(|l| l.starts_with("model ")) {
+        let header = cells(lines[at]);
+        let rows: Vec<&str> = lines[at + 2..]
+            .iter()
+            .take_while(|l| !l.trim().is_empty())
+            .copied()
+            .collect();
+        assert_eq!(rows.len(), models, "one row per model:\n{out}");
+        for row in &rows {
+            let row = cells(row);
+            assert_eq!(row.len(), header.len(), "a cell per column: {row:?}");
+            let empty = row.iter().filter(|c| *c == "-" || *c == "—").count();
+            *missing.entry(row[0].clone()).or_default() += empty;
         }
+        at += rows.len() + 3;
     }
     missing
+}
+
+/// The models each golden directory holds transcripts of: the two LLMs
+/// everywhere, Tesseract (with both language packs, and English alone) for
+/// the OCR spec.
+fn recorded(spec: &str) -> [&'static str; 2] {
+    match spec {
+        "ocr_lines" => ["tesseract", "tesseract_eng"],
+        _ => ["smollm2", "gemma3"],
+    }
 }
 
 #[test]
@@ -55,11 +68,28 @@ fn the_main_job_replays_every_category_offline_in_a_fresh_copy() {
             .env("COLUMNS", "80")
             .args(["run", "specs/", "--no-progress"]));
     assert_eq!(code, 0, "{out}");
-    let missing = empty_cells(&out);
-    assert!(
-        missing.is_empty(),
-        "categories without a number: {missing:?}\n\n{out}"
-    );
+    // Every model shows a number in every category it has transcripts of,
+    // and only there.
+    let dirs: Vec<String> = fs::read_dir(repo.join("golden"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let models = ["smollm2", "gemma3", "tesseract", "tesseract_eng"];
+    let missing = empty_cells(&out, models.len());
+    for model in models {
+        let without = dirs
+            .iter()
+            .filter(|d| !recorded(d).contains(&model))
+            .count();
+        assert_eq!(
+            missing.get(model).copied().unwrap_or(0),
+            without,
+            "{model}: categories without a number\n\n{out}"
+        );
+    }
+    // The LLMs rank together; Tesseract ran other categories and stands apart.
+    assert!(out.contains("   —  tesseract "), "{out}");
+    assert!(out.contains("A rank of — marks a model"), "{out}");
     // Every cell has at least one instance: none may read as certainty.
     assert!(!out.contains("±0.0 "), "a zero-width interval:\n{out}");
     assert!(out.lines().all(|l| !l.ends_with("±0.0")), "{out}");
@@ -83,13 +113,14 @@ fn the_main_job_replays_every_category_offline_in_a_fresh_copy() {
         .count();
     let golden = fs::read_dir(repo.join("golden")).unwrap().count();
     assert_eq!(golden, specs, "every shipped spec has a golden directory");
-    for model in ["smollm2", "gemma3"] {
-        for entry in fs::read_dir(repo.join("golden")).unwrap() {
-            let dir = entry.unwrap().path();
+    for dir in &dirs {
+        for model in recorded(dir) {
             assert!(
-                dir.join(format!("{model}.jsonl")).is_file(),
-                "{} has no transcript of {model}",
-                dir.display()
+                repo.join("golden")
+                    .join(dir)
+                    .join(format!("{model}.jsonl"))
+                    .is_file(),
+                "golden/{dir} has no transcript of {model}"
             );
         }
     }

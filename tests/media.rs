@@ -9,6 +9,13 @@
 
 use std::path::Path;
 
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::common::fake_server::{FakeServer, Reply, Request};
+use crate::common::workspace::Workspace;
+use crate::common::{harness, root, run};
+
 /// The default per-image limit, as `docs/media.md` gives it: 20 MiB.
 const MAX_IMAGE_BYTES: u64 = 20 << 20;
 
@@ -20,13 +27,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
-
-use base64::Engine as _;
-use serde_json::{Value, json};
-
-use crate::common::fake_server::{FakeServer, Reply, Request};
-use crate::common::workspace::Workspace;
-use crate::common::{harness, root, run};
 
 /// The example's images and the line each shows.
 const LINES: [(&str, &str); 2] = [

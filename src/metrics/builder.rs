@@ -1,7 +1,7 @@
 //! Folding a journal's records into a [`Summary`]: one accumulator per
 //! (model, spec) cell, per `group_by` group and per model.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -212,22 +212,54 @@ fn leaderboard(
     if scores.len() == 1 {
         return summary.boards.values().next().cloned();
     }
-    let means: BTreeMap<&str, f64> = summary
-        .cells
-        .keys()
-        .filter_map(|m| Some((m.as_str(), summary.category_mean(m)?)))
+    let ranked = comparable(summary, scores);
+    let means: BTreeMap<&str, f64> = ranked
+        .iter()
+        .filter_map(|m| Some((*m, summary.category_mean(m)?)))
         .collect();
     if means.is_empty() {
         return None;
     }
     let data = scores
         .iter()
+        .filter(|(_, models)| models.keys().any(|m| ranked.contains(m.as_str())))
         .map(|(spec, models)| {
-            let models = models.iter().map(|(m, s)| (m.as_str(), s)).collect();
+            let models = models
+                .iter()
+                .filter(|(m, _)| ranked.contains(m.as_str()))
+                .map(|(m, s)| (m.as_str(), s))
+                .collect();
             (spec.as_str(), models)
         })
         .collect();
     Some(significance::overall_board(&means, &data))
+}
+
+/// The models the overall board ranks: a mean over other categories is
+/// another number, so only models that ran the same categories are ranked
+/// together. Of the groups that did, the one with the most models (then the
+/// most categories) is ranked; the others stand apart, unranked.
+fn comparable<'a>(
+    summary: &Summary,
+    scores: &'a BTreeMap<String, BTreeMap<String, Scores>>,
+) -> BTreeSet<&'a str> {
+    let mut ran: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (spec, models) in scores {
+        for model in models.keys() {
+            if summary.cell(model, spec).is_some() {
+                ran.entry(model.as_str()).or_default().insert(spec.as_str());
+            }
+        }
+    }
+    let mut groups: BTreeMap<&BTreeSet<&str>, BTreeSet<&str>> = BTreeMap::new();
+    for (model, specs) in &ran {
+        groups.entry(specs).or_default().insert(model);
+    }
+    groups
+        .into_iter()
+        .max_by_key(|(specs, models)| (models.len(), specs.len()))
+        .map(|(_, models)| models)
+        .unwrap_or_default()
 }
 
 /// A model's metrics: its totals, with the interval and latencies of its

@@ -226,6 +226,24 @@ fn model_totals_and_category_mean() {
 }
 
 #[test]
+fn the_overall_board_ranks_only_models_that_ran_the_same_categories() {
+    let mut b = MetricsBuilder::new();
+    for i in 0..4 {
+        for model in ["llm_a", "llm_b"] {
+            b.add(model, &record(model, "logic", i));
+            b.add(model, &record(model, "code", i));
+        }
+        b.add("ocr", &record("ocr", "lines", i));
+    }
+    let s = b.finish();
+    let board = s.leaderboard.as_ref().unwrap();
+    let ranked: Vec<&str> = board.standings.iter().map(|st| st.model.as_str()).collect();
+    // The larger group is ranked; the OCR engine's mean is over another category.
+    assert_eq!(ranked, ["llm_a", "llm_b"]);
+    assert_eq!(s.category_mean("ocr"), Some(1.0));
+}
+
+#[test]
 fn ids_expected_values_and_excerpts() {
     let mut r = record("m", "s", 3);
     assert_eq!(test_id(&r), "s/3");

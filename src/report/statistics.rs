@@ -95,13 +95,19 @@ pub(crate) fn leaderboard(v: &View) -> String {
     s += &table_owned(&board_header(w, &score), &board_rows(w, board));
     let test = test_name(w, board.test);
     let _ = writeln!(s, "{}", fill(w.md.ranking_note, &[&score, &test]));
-    let unranked: Vec<String> = ranked_models(v)
+    let (apart, none): (Vec<_>, Vec<_>) = ranked_models(v)
         .into_iter()
         .filter(|(_, r)| r.is_none())
-        .map(|(m, _)| inline_code(m))
-        .collect();
-    if !unranked.is_empty() {
-        let _ = writeln!(s, "{}", fill(w.md.unranked, &[&unranked.join(", ")]));
+        .partition(|(m, _)| v.summary.category_mean(m).is_some());
+    let names = |models: Vec<(&String, Option<u32>)>| -> String {
+        let names: Vec<String> = models.into_iter().map(|(m, _)| inline_code(m)).collect();
+        names.join(", ")
+    };
+    if !apart.is_empty() {
+        let _ = writeln!(s, "{}", fill(w.md.apart, &[&names(apart)]));
+    }
+    if !none.is_empty() {
+        let _ = writeln!(s, "{}", fill(w.md.unranked, &[&names(none)]));
     }
     s
 }

@@ -143,6 +143,9 @@ fn numbers_note(v: &View) -> String {
     }
     .to_owned();
     note += &fill(w.t.note_rest, &[&total]);
+    if ranked_models(v).iter().any(|(_, rank)| rank.is_none()) && v.models.len() > 1 {
+        note += w.t.note_unranked;
+    }
     super::fit::wrap(&note, super::fit::WIDTH)
 }
 

@@ -32,8 +32,16 @@ function leaderboard() {
       h('td', null, vs ? pts(vs.difference) : '—'),
       h('td', null, vs ? pval(vs.p_value) : '—'));
   });
+  // Models that ran other categories stand apart, unranked: their mean is another number.
+  const ranked = new Set(board.standings.map((st) => st.model));
+  const apart = models.filter((m) => !ranked.has(m.name) && m.total != null).map((m) =>
+    h('tr', { class: 'unranked', 'data-model': m.name },
+      h('td', null, h('span', { class: 'rank', title: t('not ranked: it ran other categories') }, '—')),
+      h('td', { class: 'name', title: m.name }, m.name),
+      h('td', { class: 'total' }, pm(m.total, null)),
+      h('td', null), h('td', null, '—'), h('td', null, '—')));
   return h('div', null,
-    table([t('Rank'), t('Model'), t('Total ±95%'), t('95% interval'), t('vs best'), 'p'], body, 'board'),
+    table([t('Rank'), t('Model'), t('Total ±95%'), t('95% interval'), t('vs best'), 'p'], body.concat(apart), 'board'),
     h('p', { class: 'note' }, t('Total: the mean of the categories\' headline numbers (pass rate unless a spec ' +
       'sets [report] headline = "mean_score"), each category weighted once; ± is half ' +
       'the 95% interval (bootstrap stratified by category). Models sharing a rank are not significantly worse ' +

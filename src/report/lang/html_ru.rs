@@ -28,6 +28,10 @@ pub(super) const HTML: &[(&str, &str)] = &[
     ("Leaderboard", "Рейтинг"),
     ("No records.", "Нет записей."),
     ("tie group {0}", "группа {0}"),
+    (
+        "not ranked: it ran other categories",
+        "вне рейтинга: другие категории",
+    ),
     ("Rank", "Ранг"),
     ("Model", "Модель"),
     ("Total ±95%", "Итог ±95%"),

@@ -136,6 +136,8 @@ pub(crate) struct Markdown {
     pub ranking_note: &'static str,
     /// `No records: {}.`.
     pub unranked: &'static str,
+    /// Models not ranked as they ran other categories, `{}` their names.
+    pub apart: &'static str,
     /// The per-category significance heading.
     pub significance: &'static str,
     /// `Instances: {}; test: {}.`.
@@ -204,6 +206,8 @@ pub(crate) struct Terminal {
     pub note_pass: &'static str,
     /// The closing note's end, `{}` the ranked number.
     pub note_rest: &'static str,
+    /// Added to the closing note when some model stands unranked.
+    pub note_unranked: &'static str,
     /// The mean score table's heading.
     pub mean_scores: &'static str,
     /// `{title} by {var} ({headline} ±95%):`.
@@ -301,6 +305,7 @@ mod tests {
             (en.md.failed_of, ru.md.failed_of),
             (en.md.expected, ru.md.expected),
             (en.md.ranking_note, ru.md.ranking_note),
+            (en.md.apart, ru.md.apart),
             (en.md.gap, ru.md.gap),
             (en.md.typical_item, ru.md.typical_item),
             (en.t.note_rest, ru.t.note_rest),
