@@ -119,7 +119,7 @@ fn assert_all_cached(dir: &Path, expected: usize, out: &str) {
             .all(|r| r["cached"] == true && r["attempts"] == 0),
         "{out}"
     );
-    assert!(out.contains("0 HTTP attempts"), "{out}");
+    assert!(out.contains("0 attempts"), "{out}");
 }
 
 /// `harness run TARGET -m smollm2 --runs RUNS --no-progress EXTRA...`: the
@@ -343,7 +343,7 @@ fn sampled_aime_with_n_4_in_one_request_records_four_samples_and_reruns_from_cac
         assert!(r["tokens_in"].as_u64().unwrap() > 0, "{r}");
     }
     assert!(
-        out.contains("8 records written (0 from cache, 2 HTTP attempts)"),
+        out.contains("8 records written (0 from cache, 2 attempts)"),
         "{out}"
     );
     for instance in 0..2u64 {

@@ -56,7 +56,7 @@ fn tesseract_reproduces_the_golden_transcripts_and_reruns_from_cache() {
         "live transcripts differ from the golden ones:\n{out}"
     );
     assert!(
-        out.contains("96 records written (0 from cache, 96 HTTP attempts)"),
+        out.contains("96 records written (0 from cache, 96 attempts)"),
         "{out}"
     );
     assert!(!out.contains("golden transcript"), "{out}");
@@ -77,7 +77,7 @@ fn tesseract_reproduces_the_golden_transcripts_and_reruns_from_cache() {
     let (code, out) = run(harness(&repo).args(ARGS).env("CI", "true"));
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("96 records written (96 from cache, 0 HTTP attempts)"),
+        out.contains("96 records written (96 from cache, 0 attempts)"),
         "{out}"
     );
 }

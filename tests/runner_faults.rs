@@ -259,7 +259,7 @@ fn a_rerun_is_served_from_the_cache_and_no_cache_asks_again() {
         );
         assert_eq!(r["passed"], true);
     }
-    assert!(out.contains("3 from cache, 0 HTTP attempts"), "{out}");
+    assert!(out.contains("3 from cache, 0 attempts"), "{out}");
 
     let (_, third) = run(&ws, 3, &["--no-cache"]);
     assert_eq!(fake.count(), 6, "--no-cache asks the server again");

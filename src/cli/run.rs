@@ -378,7 +378,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
     let report = finish.reports(&manifest, &specs, &journal_path, &created, &file_stamp)?;
     print!("{}", report.terminal);
     println!(
-        "{} records written ({} from cache, {} HTTP attempts)",
+        "{} records written ({} from cache, {} attempts)",
         outcome.written, outcome.cached, outcome.attempts,
     );
     println!("report: {}", report.files.markdown.display());
