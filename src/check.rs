@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind, Location};
+use crate::format::key_path;
 use crate::format::{Example, GoldenInstances};
 use crate::golden::instances::{GoldenInstance, instances_path};
 use crate::golden::stream::StreamCompare;
 use crate::golden::{GoldenMode, GoldenStatus};
-use crate::key_path;
 use crate::spec::Spec;
 use crate::text::visible_line;
 use crate::verify::Judged;

@@ -437,3 +437,28 @@ fn the_checks_see_what_they_claim() {
         [(1, "big".to_owned(), 4), (5, "other".to_owned(), 1)]
     );
 }
+
+/// One error path: no library function fails with a bare `String`, and the
+/// crate shows no more than eight public modules.
+#[test]
+fn errors_are_typed_and_the_public_face_is_small() {
+    let src = root().join("src");
+    let bare = regex::Regex::new(r"Result<[^>]*, *String>").unwrap();
+    let found: Vec<String> = rust_files(&src)
+        .iter()
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let rel = file.strip_prefix(&src).unwrap().display().to_string();
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| bare.is_match(line))
+                .map(|(n, _)| format!("src/{rel}:{}", n + 1))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(found.is_empty(), "Result<_, String> at:\n{}", found.join("\n"));
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let public = lib.lines().filter(|l| l.starts_with("pub mod ")).count();
+    assert!(public <= 8, "lib.rs has {public} public modules");
+    assert!(lib.contains("#![warn(unreachable_pub)]"), "the lint that keeps it small");
+}

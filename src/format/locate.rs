@@ -33,10 +33,10 @@ impl From<usize> for Key<'_> {
 }
 
 /// Builds a `&[Key]` path from mixed names and indices.
-#[macro_export]
 macro_rules! key_path {
     ($($k:expr),* $(,)?) => { &[$($crate::format::locate::Key::from($k)),*][..] };
 }
+pub(crate) use key_path;
 
 /// A span-carrying outline of a TOML document: structure and positions, no values.
 #[derive(Debug)]

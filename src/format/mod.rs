@@ -11,6 +11,7 @@
 mod dataset;
 mod extract;
 pub(crate) mod locate;
+pub(crate) use locate::key_path;
 mod rule;
 mod schema;
 mod spec_file;

@@ -5,8 +5,8 @@
 use serde_json::{Map, Value};
 
 use super::cost::priced_cost;
+use super::exec_call::with_exec;
 use super::record::Cost;
-use super::task::with_exec;
 use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;

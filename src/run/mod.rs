@@ -17,6 +17,7 @@ mod ask_judge;
 pub(crate) mod budget;
 pub(crate) mod cost;
 mod estimate;
+mod exec_call;
 pub(crate) mod journal;
 mod manifest;
 pub(crate) mod merge;

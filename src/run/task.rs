@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use super::RunError;
 use super::ask_judge::ask_judge;
+use super::exec_call::with_exec;
 use super::record::{Record, failure_label};
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::ResponseFormat;
-use crate::provider::exec::ExecContext;
 use crate::provider::{ChatRequest, ModelSetup, OutputKind, ProviderError, RequestKey};
 use crate::spec::Spec;
 
@@ -61,31 +61,6 @@ pub(crate) fn build_request(
         extra: o.extra_body.clone().unwrap_or_default(),
         exec: None,
     }
-}
-
-/// Renders an `exec` model's command line for an instance of `spec` into
-/// `request` (nothing for other models); the error names the model.
-pub(super) fn with_exec(
-    request: &mut ChatRequest,
-    model: &ModelSetup,
-    vars: &serde_json::Map<String, serde_json::Value>,
-    spec: &Spec,
-) -> Result<(), String> {
-    let Some(exec) = &model.exec else {
-        return Ok(());
-    };
-    let spec_dir = spec.file.parent().and_then(|d| std::path::absolute(d).ok());
-    let context = ExecContext {
-        model: &model.name,
-        vars,
-        spec_dir: spec_dir.as_deref(),
-        messages: &request.messages,
-    };
-    let call = exec
-        .call(&context)
-        .map_err(|e| format!("model `{}`: {e}", model.name))?;
-    request.exec = Some(call);
-    Ok(())
 }
 
 impl SpecRuntime {
@@ -166,7 +141,7 @@ pub(super) async fn run_task(
     };
     let mut base = build_request(spec, &model.setup, inst.messages.clone());
     if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
-        return failed("config_error", e);
+        return failed("config_error", e.to_string());
     }
     let requests: Vec<(u32, ChatRequest)> = samples
         .iter()

@@ -93,7 +93,7 @@ pub(super) fn check_static(def: &SpecFile, map: &SourceMap, spec_dir: &Path) -> 
     if def.prompt.messages.is_none() && def.prompt.user.is_none() && !def.prompt.images.is_empty() {
         errors.push(Diagnostic::new(
             ErrorKind::Invalid,
-            map.locate(crate::key_path!["prompt", "images"]),
+            map.locate(crate::format::key_path!["prompt", "images"]),
             "`images` go with the `user` message, and [prompt] has no `user`",
         ));
     }
@@ -101,7 +101,7 @@ pub(super) fn check_static(def: &SpecFile, map: &SourceMap, spec_dir: &Path) -> 
         if m.role != Role::User && !m.images.is_empty() {
             errors.push(Diagnostic::new(
                 ErrorKind::Invalid,
-                map.locate(crate::key_path!["prompt", "messages", i, "images"]),
+                map.locate(crate::format::key_path!["prompt", "messages", i, "images"]),
                 "only `user` messages carry images (what the OpenAI and Ollama APIs accept)",
             ));
         }
@@ -131,15 +131,27 @@ fn image_diagnostic(map: &SourceMap, name: &str, index: Option<u64>, e: &MediaEr
 /// Replaces each variable holding a Hugging Face image column with image
 /// bytes (`{"bytes", "path"}`) by the path of a file holding those bytes, so
 /// `images = ["{{ image }}"]` attaches it and no journal holds the bytes.
-pub(super) fn materialize_columns(vars: &mut Map<String, Value>) -> Result<(), String> {
+pub(super) fn materialize_columns(vars: &mut Map<String, Value>) -> Result<(), ColumnError> {
     for (name, value) in vars.iter_mut() {
         if let Some(bytes) = media::column_bytes(value) {
-            let path = media::materialize(&bytes)
-                .map_err(|e| format!("image column `{name}`: cannot write its bytes: {e}"))?;
+            let path = media::materialize(&bytes).map_err(|source| ColumnError {
+                column: name.clone(),
+                source,
+            })?;
             *value = Value::String(path.display().to_string());
         }
     }
     Ok(())
+}
+
+/// An image column whose bytes could not be written to a file.
+#[derive(Debug, thiserror::Error)]
+#[error("image column `{column}`: cannot write its bytes: {source}")]
+pub(super) struct ColumnError {
+    /// The variable holding the column.
+    column: String,
+    /// Why the file could not be written.
+    source: std::io::Error,
 }
 
 impl Spec {

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::{ScriptOrigin, Spec, dataset_diagnostic, template_diagnostic};
 use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location};
+use crate::format::key_path;
 use crate::format::locate::{Key, SourceMap};
 use crate::format::{ResponseFormat, Role, SpecFile, toml_diagnostic};
-use crate::key_path;
 use crate::prompt::PromptSet;
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError};
 use crate::source::dataset::Dataset;

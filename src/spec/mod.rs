@@ -147,12 +147,13 @@ impl Spec {
         let vars = generator.generate(index, row.as_ref()).map_err(|e| {
             let (location, source) = match origin {
                 ScriptOrigin::Inline if e.line == 0 => (
-                    self.map.locate(crate::key_path!["generate", "script"]),
+                    self.map
+                        .locate(crate::format::key_path!["generate", "script"]),
                     self.map.source(),
                 ),
                 ScriptOrigin::Inline => (
                     self.map.locate_in_string(
-                        crate::key_path!["generate", "script"],
+                        crate::format::key_path!["generate", "script"],
                         e.line,
                         e.column,
                     ),
@@ -181,13 +182,13 @@ impl Spec {
         index: u64,
         mut vars: Map<String, Value>,
     ) -> Result<Map<String, Value>, Diagnostic> {
-        images::materialize_columns(&mut vars).map_err(|message| {
-            let message = format!("instance {index}: {message}");
+        images::materialize_columns(&mut vars).map_err(|error| {
+            let message = format!("instance {index}: {error}");
             match self.dataset.as_ref().and_then(|d| d.row(index)) {
                 Some(row) => Diagnostic::new(ErrorKind::Image, row.origin.location(), message),
                 None => Diagnostic::new(
                     ErrorKind::Image,
-                    self.map.locate(crate::key_path!["prompt"]),
+                    self.map.locate(crate::format::key_path!["prompt"]),
                     message,
                 ),
             }
@@ -232,7 +233,8 @@ impl Spec {
             Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
             None => Diagnostic::new(
                 ErrorKind::Invalid,
-                self.map.locate(crate::key_path!["prompt", "history"]),
+                self.map
+                    .locate(crate::format::key_path!["prompt", "history"]),
                 message,
             )
             .with_source(self.map.source()),
@@ -265,7 +267,7 @@ impl Spec {
         };
         let at = || {
             self.map
-                .locate(crate::key_path!["example", index, "timeout_secs"])
+                .locate(crate::format::key_path!["example", index, "timeout_secs"])
         };
         let problem = if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
             Some("timeout_secs must be within (0, 3600]")
@@ -303,7 +305,7 @@ impl Spec {
         verdict: &crate::verify::Verdict,
     ) -> Option<Diagnostic> {
         let fault = verdict.fault?;
-        let path = crate::key_path!["verify", rule, fault.key];
+        let path = crate::format::key_path!["verify", rule, fault.key];
         let location = if fault.line == 0 {
             self.map.locate(path)
         } else {
@@ -325,7 +327,10 @@ impl Spec {
     /// generator or a stalling script then fails the run at once, not per instance.
     pub fn preflight(&self) -> Result<(), Diagnostic> {
         let instance = self.instance(0)?;
-        let at = |rule: usize, key: &str| self.map.locate(crate::key_path!["verify", rule, key]);
+        let at = |rule: usize, key: &str| {
+            self.map
+                .locate(crate::format::key_path!["verify", rule, key])
+        };
         if let Some((rule, key, var)) = self.rules.missing_variables(&instance.vars).pop() {
             let message = format!("`{key}` names variable `{var}`, which instance 0 does not set");
             return Err(Diagnostic::new(ErrorKind::Invalid, at(rule, key), message)
@@ -366,7 +371,7 @@ pub(crate) fn dataset_diagnostic(
     match &e.at {
         At::File(location) => Diagnostic::new(ErrorKind::Dataset, location.clone(), message),
         At::Key(key, line, column) => {
-            let path = crate::key_path!["dataset", *key];
+            let path = crate::format::key_path!["dataset", *key];
             let location = if *line == 0 {
                 map.locate(path)
             } else {

@@ -2,8 +2,8 @@
 //! path, whether its value is out of range, and the message to show there.
 
 use crate::format::SpecFile;
+use crate::format::key_path;
 use crate::format::locate::Key;
-use crate::key_path;
 use crate::scripting::max_operations_problem;
 
 const TEMPERATURE: &str = "temperature must be within 0..2";

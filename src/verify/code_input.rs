@@ -9,7 +9,6 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Map, Value};
 
 use super::BuildContext;
-use super::code::CodeKeys;
 use crate::error::{Diagnostic, ErrorKind};
 use crate::sandbox;
 
@@ -35,10 +34,10 @@ pub(super) struct TestsError {
 
 /// The compiled `test_template`, if the rule has one.
 pub(super) fn test_template(
-    def: &CodeKeys,
+    template: Option<&String>,
     cx: &BuildContext,
 ) -> Result<Option<Environment<'static>>, Diagnostic> {
-    Ok(match &def.test_template {
+    Ok(match template {
         Some(source) => {
             let mut env = Environment::new();
             env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -60,18 +59,19 @@ pub(super) fn test_template(
 
 /// The runtime of a rule: the built-in Python one, or a `command` and `runner` the spec brings.
 pub(super) fn runtime(
-    def: &CodeKeys,
+    command: Option<&Vec<String>>,
+    runner: Option<&String>,
     cx: &BuildContext,
     language: &str,
 ) -> Result<Runtime, Diagnostic> {
-    Ok(match (&def.command, &def.runner) {
+    Ok(match (command, runner) {
         (None, None) if language == "python" => Runtime::Python,
         (Some(command), Some(runner)) if !command.is_empty() => {
             command_problem(&command[0], runner).map_err(|why| {
                 Diagnostic::new(
                     ErrorKind::Invalid,
                     cx.map
-                        .locate(crate::key_path!["verify", cx.index, "command", 0]),
+                        .locate(crate::format::key_path!["verify", cx.index, "command", 0]),
                     why.to_string(),
                 )
             })?;

@@ -62,7 +62,7 @@ impl RuleKind for JsonFieldKeys {
         let fields: Vec<(String, String)> = self.fields.unwrap_or_default().into_iter().collect();
         for (pointer, _) in &fields {
             if !(pointer.is_empty() || pointer.starts_with('/')) {
-                let at = cx.map.locate_key(crate::key_path![
+                let at = cx.map.locate_key(crate::format::key_path![
                     "verify",
                     cx.index,
                     "fields",

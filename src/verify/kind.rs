@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::{BuildContext, Rule};
 use crate::error::Diagnostic;
+use crate::format::key_path;
 use crate::format::{ExtractDef, ExtractKind, field_names};
-use crate::key_path;
 
 /// One rule, implemented by the typed table of the keys it reads besides the
 /// common ones (`rule = NAME`); the type's doc comment says when it passes.

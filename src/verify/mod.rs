@@ -53,8 +53,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind};
+use crate::format::key_path;
 use crate::format::locate::SourceMap;
-use crate::key_path;
 
 pub(crate) use expected::{Expected, lookup};
 pub(crate) use judge::JudgeRule;

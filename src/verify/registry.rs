@@ -6,9 +6,9 @@ use super::kind::{AnyKind, Common, common_keys};
 use super::{BuildContext, RULES, Rule};
 use crate::error::{Diagnostic, ErrorKind, did_you_mean};
 use crate::extract::{ExtractError, Extractor};
+use crate::format::key_path;
 use crate::format::locate::SourceMap;
 use crate::format::{ExtractDef, ExtractKind};
-use crate::key_path;
 
 /// The names of every rule, for documentation and hints.
 pub(crate) fn rule_names() -> impl Iterator<Item = &'static str> {

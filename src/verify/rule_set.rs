@@ -47,7 +47,7 @@ impl RuleSet {
             errors.push(
                 Diagnostic::new(
                     crate::error::ErrorKind::Invalid,
-                    map.locate(crate::key_path!["verify", 0]),
+                    map.locate(crate::format::key_path!["verify", 0]),
                     "every [[verify]] rule is `report_only`: nothing would score the answers",
                 )
                 .with_help("let at least one rule count: remove `report_only = true` from it"),

@@ -16,7 +16,7 @@ use super::expected::{as_text_list, lookup};
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use super::kind::RuleKind;
-use crate::key_path;
+use crate::format::key_path;
 
 struct Group {
     name: String,

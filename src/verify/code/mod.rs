@@ -111,7 +111,7 @@ impl RuleKind for CodeKeys {
                     .with_help("use \"all\" (every test must pass) or \"fraction\""));
             }
         };
-        let template = test_template(&self, cx)?;
+        let template = test_template(self.test_template.as_ref(), cx)?;
         let mut limits = Limits::default();
         if let Some(secs) = cx.code_timeout.or(self.timeout_secs) {
             if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
@@ -138,7 +138,7 @@ impl RuleKind for CodeKeys {
             limits.memory_bytes = mb << 20;
         }
         let language = self.language.as_deref().unwrap_or("python");
-        let runtime = runtime(&self, cx, language)?;
+        let runtime = runtime(self.command.as_ref(), self.runner.as_ref(), cx, language)?;
         let solution_file = self.solution_file.clone().unwrap_or_else(|| match language {
             "python" => "solution.py".into(),
             other => format!("solution.{other}"),

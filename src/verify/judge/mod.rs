@@ -120,7 +120,7 @@ impl RuleKind for JudgeKeys {
                 Some(line) => cx.locate_in("template", line, 1),
                 None => cx
                     .map
-                    .locate(crate::key_path!["verify", cx.index, "template"]),
+                    .locate(crate::format::key_path!["verify", cx.index, "template"]),
             };
             Diagnostic::new(ErrorKind::Template, at, format!("judge template: {e}"))
         })?;
