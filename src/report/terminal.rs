@@ -52,6 +52,7 @@ pub(crate) fn render(v: &View) -> String {
         out += &by_category;
     }
     out += &mean_scores(v);
+    out += &super::measures::terminal(v);
     for spec in v.specs {
         for var in &spec.group_by {
             out += &groups_table(v, &spec.title, &spec.id, var);

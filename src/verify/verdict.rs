@@ -45,6 +45,23 @@ pub struct Verdict {
     /// that errs, a test template that does not render): where in the rule.
     #[serde(skip)]
     pub fault: Option<SpecFault>,
+    /// A number the rule measured beside its pass and score (CER, WER), which
+    /// reports average per cell; absent for rules that measure nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<Measure>,
+}
+
+/// A named number a rule measures of one answer: what reports average per
+/// cell and group next to the pass rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// What is measured, as reports head its column: `CER`, `WER`.
+    pub name: String,
+    /// The measured value, unclipped (a CER can exceed 1).
+    pub value: f64,
+    /// Smaller values are better (error rates).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lower_is_better: bool,
 }
 
 /// A place in a rule's TOML where a failure at verification time comes from:
@@ -78,6 +95,7 @@ impl Verdict {
             detail: detail.into(),
             failure: Some(kind),
             fault: None,
+            measure: None,
         }
     }
 
@@ -89,7 +107,14 @@ impl Verdict {
             detail,
             failure: (!passed).then_some(FailureKind::WrongValue),
             fault: None,
+            measure: None,
         }
+    }
+
+    /// This verdict, carrying `measure`.
+    pub fn measuring(mut self, measure: Measure) -> Verdict {
+        self.measure = Some(measure);
+        self
     }
 
     /// This verdict, marked as caused by the spec at `key` (line and column inside it).
