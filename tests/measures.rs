@@ -3,10 +3,13 @@
 //! and the terminal, JSON and CSV reports show the means per cell and per
 //! `lang`: CER 0.250 and WER 0.500 overall, 0.125 and 0.250 in English, 0.500
 //! and 1.000 in Russian. `harness report` on the run recomputes them from the
-//! journal.
+//! journal. The HTML report's heatmap tooltip and measures table show them too.
+
+use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::common::browser::Browser;
 use crate::common::workspace::Workspace;
 use crate::common::{harness, root, run};
 
@@ -26,15 +29,20 @@ fn workspace() -> Workspace {
     ws
 }
 
-/// The newest report of kind `ext` under `results/reports`.
-fn report(ws: &Workspace, ext: &str) -> String {
+/// The path of the newest report of kind `ext` under `results/reports`.
+fn report_path(ws: &Workspace, ext: &str) -> PathBuf {
     let mut names: Vec<_> = std::fs::read_dir(ws.path().join("results/reports"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == ext))
         .collect();
     names.sort();
-    std::fs::read_to_string(names.pop().expect("a report")).unwrap()
+    names.pop().expect("a report")
+}
+
+/// The newest report of kind `ext` under `results/reports`.
+fn report(ws: &Workspace, ext: &str) -> String {
+    std::fs::read_to_string(report_path(ws, ext)).unwrap()
 }
 
 /// The measures table of the terminal summary: its lines, split into words.
@@ -112,6 +120,8 @@ fn reports_show_mean_cer_and_wer_per_cell_and_group() {
     let row = "| **echo** | lang=ru | 0.0% | 0.500 | 1.000 |";
     assert!(squeezed.iter().any(|l| l == row), "{md}");
 
+    html(&ws);
+
     // `harness report` on the finished run computes the same means from its journal.
     let run_dir = ws.run_dirs().pop().unwrap();
     let id = run_dir.file_name().unwrap().to_string_lossy().into_owned();
@@ -130,6 +140,26 @@ fn reports_show_mean_cer_and_wer_per_cell_and_group() {
     let (code, out) = run(&mut cmd);
     assert_eq!(code, 0, "{out}");
     check(&out, &report(&ws, "json"), &report(&ws, "csv"));
+}
+
+/// The HTML report: the heatmap cell's tooltip names the means, and the
+/// categories view has the measures table (skipped without Chromium).
+fn html(ws: &Workspace) {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    b.viewport(1280, 900);
+    b.open(&report_path(ws, "html"));
+    assert_eq!(b.errors(), Vec::<String>::new(), "console errors");
+    let tip = b.eval("document.querySelector('table.heat td.cell').title");
+    let tip = tip.as_str().unwrap_or_default();
+    assert!(tip.ends_with(", CER 0.250, WER 0.500"), "{tip}");
+    b.eval("document.querySelector('#tabs [data-view=categories]').click()");
+    let rows = b.eval(
+        "[...document.querySelectorAll('#view-categories tr')].map(r => r.textContent)\
+         .filter(t => t.includes('lang=ru'))",
+    );
+    assert_eq!(rows, serde_json::json!(["echolang=ru0.0%0.5001.000"]));
 }
 
 #[test]
