@@ -115,6 +115,8 @@ pub(crate) fn terminal(v: &View) -> String {
         let rows: Vec<Vec<Cell>> = rows(v, &spec.id)
             .into_iter()
             .map(|(m, group, c)| {
+                // Group values come from instance variables: shown with controls visible, clipped.
+                let group = super::fit::label(&group);
                 let mut row: Vec<Cell> = vec![(m.to_owned(), None), (group, None)];
                 let numbers = numbers(c, &names);
                 let score = Some(c.score());
@@ -127,7 +129,7 @@ pub(crate) fn terminal(v: &View) -> String {
                 row
             })
             .collect();
-        let heading = fill(w.t.measures, &[&super::fit::label(&spec.title)]);
+        let heading = fill(w.t.measures, &[&crate::text::visible_line(&spec.title)]);
         out += "\n";
         out += &super::fit::wrap(&heading, super::fit::WIDTH);
         out += &fitted(&header(v, spec, &names), &rows, v.ctx.color, None);
