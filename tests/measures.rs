@@ -2,8 +2,9 @@
 //! CER are 0, 0.5 and 0.25 and WER 0, 1 and 0.5 (`tests/fixtures/measures/`),
 //! and the terminal, JSON and CSV reports show the means per cell and per
 //! `lang`: CER 0.250 and WER 0.500 overall, 0.125 and 0.250 in English, 0.500
-//! and 1.000 in Russian. `harness report` on the run recomputes them from the
-//! journal. The HTML report's heatmap tooltip and measures table show them too.
+//! and 1.000 in Russian. `harness report` on the run, and `harness merge` of
+//! two shards of it, recompute them from the journal. The HTML report's
+//! heatmap tooltip and measures table show them too.
 
 use std::path::PathBuf;
 
@@ -138,6 +139,25 @@ fn reports_show_mean_cer_and_wer_per_cell_and_group() {
         &id,
     ]);
     let (code, out) = run(&mut cmd);
+    assert_eq!(code, 0, "{out}");
+    check(&out, &report(&ws, "json"), &report(&ws, "csv"));
+}
+
+#[test]
+fn two_shards_merge_into_the_same_means() {
+    let ws = workspace();
+    for shard in ["0/2", "1/2"] {
+        ws.run_ok(&["specs/", "-m", "echo", "--run-id", "job", "--shard", shard]);
+    }
+    std::fs::remove_dir_all(ws.path().join("results/reports")).unwrap();
+    let mut merge = harness(ws.path());
+    merge.args(["merge", "--results", "results", "--golden", "golden"]);
+    merge.args(["--format", "json", "--format", "csv"]);
+    merge.args([
+        "results/runs/job-shard-0-of-2",
+        "results/runs/job-shard-1-of-2",
+    ]);
+    let (code, out) = run(&mut merge);
     assert_eq!(code, 0, "{out}");
     check(&out, &report(&ws, "json"), &report(&ws, "csv"));
 }

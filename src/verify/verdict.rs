@@ -207,3 +207,36 @@ pub struct JudgeOutcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_out: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A journal line keeps a rule's measure, so a report on an old run or a
+    /// merge of shards reads it back; a rule without one writes no key.
+    #[test]
+    fn a_measure_round_trips_through_a_journal_line() {
+        let measure = Measure {
+            name: "WER".into(),
+            value: 1.5,
+            lower_is_better: true,
+        };
+        let outcome = |verdict: Verdict| RuleOutcome {
+            name: "cer".into(),
+            answer: Some("x".into()),
+            report_only: false,
+            verdict,
+            judge: None,
+        };
+        let measured = outcome(Verdict::scored(false, 0.0, "WER 1.500".into()).measuring(measure));
+        let line = serde_json::to_value(&measured).unwrap();
+        assert_eq!(
+            line["measure"],
+            serde_json::json!({"name": "WER", "value": 1.5, "lower_is_better": true})
+        );
+        let back: RuleOutcome = serde_json::from_value(line).unwrap();
+        assert_eq!(back, measured);
+        let plain = serde_json::to_value(outcome(Verdict::pass())).unwrap();
+        assert!(plain.get("measure").is_none(), "{plain}");
+    }
+}
