@@ -33,6 +33,8 @@
 //!   confinement on record), `humaneval` (reads `datasets/humaneval/`),
 //!   `sandbox_hostile` (in a process of its own).
 //! - Model text on the terminal: `terminal_escapes`.
+//! - Measures beside the pass rate (mean CER and WER per cell and group, a
+//!   program answering): `measures`.
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
 //!   is `#[ignore]`d: run it with `--release -- --ignored`); their language
 //!   (`--lang`, `[report] language`, the locale): `report_language`.
@@ -87,6 +89,7 @@ mod main_job;
 mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;
+mod measures;
 mod media;
 mod ocr;
 mod pool_llama;

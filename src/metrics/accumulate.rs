@@ -8,7 +8,7 @@ use super::sampling;
 use super::stats;
 use super::{
     Estimate, Example, FAILING_EXAMPLES, FailureStat, Headline, JudgeKey, JudgeStats, Latency,
-    Method, Metrics, SamplingPlan, Tokens,
+    MeanMeasure, Method, Metrics, SamplingPlan, Tokens,
 };
 use crate::run::record::Record;
 
@@ -50,7 +50,17 @@ pub(crate) struct Accumulator {
     side: BTreeMap<String, Problems>,
     /// (rule, judge, rubric) → running totals.
     judges: BTreeMap<JudgeKey, JudgeTotals>,
+    /// Measure name → running totals of the rules' measures.
+    measures: BTreeMap<String, MeasureTotals>,
     cost: super::cost::CostTotals,
+}
+
+/// Running totals of one measure: how many answers it was taken of, their sum.
+#[derive(Debug, Default)]
+struct MeasureTotals {
+    count: u64,
+    sum: f64,
+    lower_is_better: bool,
 }
 
 impl Accumulator {
@@ -138,6 +148,16 @@ impl Accumulator {
                 _ => stat.errors += 1,
             }
         }
+        for m in r.rules.iter().filter_map(|o| o.verdict.measure.as_ref()) {
+            if !self.measures.contains_key(&m.name) {
+                self.measures
+                    .insert(m.name.clone(), MeasureTotals::default());
+            }
+            let t = self.measures.get_mut(&m.name).expect("inserted above");
+            t.count += 1;
+            t.sum += m.value;
+            t.lower_is_better = m.lower_is_better;
+        }
         for rule in r.rules.iter().filter(|o| o.report_only) {
             let answer = clip(rule.answer.as_ref());
             let passed = rule.verdict.passed;
@@ -221,6 +241,17 @@ impl Accumulator {
             sum,
             mean: (count > 0).then(|| sum as f64 / count as f64),
         };
+        let measures = std::mem::take(&mut self.measures)
+            .into_iter()
+            .map(|(name, t)| {
+                let mean = MeanMeasure {
+                    mean: t.sum / t.count.max(1) as f64,
+                    count: t.count,
+                    lower_is_better: t.lower_is_better,
+                };
+                (name, mean)
+            })
+            .collect();
         let share = |sum: f64| sum / self.total.max(1) as f64;
         let metrics = Metrics {
             total: self.total,
@@ -242,6 +273,7 @@ impl Accumulator {
             failures: self.failures,
             failing: self.failing,
             report_only,
+            measures,
             sampled,
             judges,
         };

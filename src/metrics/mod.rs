@@ -220,6 +220,9 @@ pub(crate) struct Metrics {
     /// Rule name → its accuracy, for rules with `report_only = true`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub report_only: BTreeMap<String, f64>,
+    /// Measure name (`CER`, `WER`) → its mean over the answers its rules measured.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub measures: BTreeMap<String, MeanMeasure>,
     /// pass@k and friends, for cells and groups of specs with `[sampling]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<SampledMetrics>,
@@ -227,6 +230,18 @@ pub(crate) struct Metrics {
     /// under different judges or rubrics are never pooled.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<JudgeStats>,
+}
+
+/// The mean of one measure (a rule's number such as `CER`) over a cell or group.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct MeanMeasure {
+    /// Arithmetic mean over the measured answers.
+    pub mean: f64,
+    /// Answers measured: those that reached a measuring rule (a request
+    /// error or an answer the extractor could not find is not measured).
+    pub count: u64,
+    /// Smaller is better (error rates).
+    pub lower_is_better: bool,
 }
 
 /// What judge statistics are kept apart by: judgements under different

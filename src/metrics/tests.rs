@@ -385,3 +385,49 @@ fn sampled_cells_report_pass_at_k_pass_rate_majority_and_problems() {
     let group = &summary.groups("m", "s").unwrap()["kind"]["k1"];
     assert_eq!(group.sampled.as_ref().unwrap().pass_at_k[&1], 0.75);
 }
+
+/// A record of spec `ocr` in language `lang` whose rules measured `measures`.
+fn measured(instance: u64, lang: &str, measures: &[(&str, f64)]) -> Record {
+    let mut r = record("m", "ocr", instance);
+    r.vars.insert("lang".into(), json!(lang));
+    r.rules = measures
+        .iter()
+        .map(|(name, value)| {
+            let measure = crate::verify::Measure {
+                name: (*name).into(),
+                value: *value,
+                lower_is_better: true,
+            };
+            rule(Verdict::scored(true, (1.0 - value).max(0.0), String::new()).measuring(measure))
+        })
+        .collect();
+    r
+}
+
+#[test]
+fn measures_average_per_cell_and_group_over_measured_answers() {
+    let records = [
+        measured(0, "en", &[("CER", 0.0), ("WER", 0.0)]),
+        measured(1, "ru", &[("CER", 0.5), ("WER", 1.0)]),
+        measured(2, "en", &[("CER", 0.25)]),
+        // A request error measures nothing: it is left out of the means.
+        error(record("m", "ocr", 3), "timeout", "timed out"),
+    ];
+    let mut builder = MetricsBuilder::new().group_by("ocr", &["lang".to_owned()]);
+    records.iter().for_each(|r| builder.add("m", r));
+    builder.add("m", &record("m", "plain", 0));
+    let summary = builder.finish();
+    let mean = |c: &Metrics, name: &str| c.measures.get(name).map(|m| (m.mean, m.count));
+    let cell = summary.cell("m", "ocr").unwrap();
+    // CER: (0 + 0.5 + 0.25) / 3; WER: (0 + 1) / 2.
+    assert_eq!(mean(cell, "CER"), Some((0.25, 3)));
+    assert_eq!(mean(cell, "WER"), Some((0.5, 2)));
+    assert!(cell.measures["CER"].lower_is_better);
+    let groups = &summary.groups("m", "ocr").unwrap()["lang"];
+    assert_eq!(mean(&groups["en"], "CER"), Some((0.125, 2)));
+    assert_eq!(mean(&groups["ru"], "CER"), Some((0.5, 1)));
+    assert_eq!(mean(&groups["en"], "WER"), Some((0.0, 1)));
+    assert!(summary.cell("m", "plain").unwrap().measures.is_empty());
+    let json = serde_json::to_value(summary.cell("m", "plain").unwrap()).unwrap();
+    assert!(json.get("measures").is_none(), "no key without measures");
+}

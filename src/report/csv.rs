@@ -9,7 +9,9 @@
 //! (`wilson`, `bootstrap`), and for spec
 //! rows the model's tie-group rank in the spec and its paired difference from
 //! the spec's best model with interval and p-value. The header row is in
-//! the report's language; these are its English names.
+//! the report's language; these are its English names. When a rule measured
+//! something (the `cer` rule's CER, WER), one `mean <name>` column per measure
+//! follows: its mean over the measured answers, empty where none was.
 
 use super::View;
 use crate::text::num;
@@ -34,7 +36,14 @@ pub(crate) fn field(s: &str) -> String {
 
 /// The CSV report.
 pub(crate) fn render(v: &View) -> String {
-    let header: Vec<String> = v.words().csv_header.iter().map(|h| field(h)).collect();
+    let mut header: Vec<String> = v.words().csv_header.iter().map(|h| field(h)).collect();
+    let names = super::measures::all_names(v);
+    let measure = v.words().csv_measure;
+    header.extend(
+        names
+            .iter()
+            .map(|n| field(&super::lang::fill(measure, &[n]))),
+    );
     let mut out = header.join(",");
     out.push_str("\r\n");
     for m in v.models {
@@ -45,12 +54,24 @@ pub(crate) fn render(v: &View) -> String {
             };
             let currency = v.ctx.currency;
             let standing = v.summary.boards.get(&s.id).and_then(|b| b.standing(m));
-            push_row(&mut out, (m, s, c), &mean, "", currency, standing);
+            let row = Row {
+                names: &names,
+                group: "",
+                currency,
+                standing,
+            };
+            push_row(&mut out, (m, s, c), &mean, &row);
             let groups = v.summary.groups(m, &s.id).into_iter().flatten();
             for (var, values) in groups {
                 for (value, g) in values {
                     let group = format!("{var}={value}");
-                    push_row(&mut out, (m, s, g), &mean, &group, currency, None);
+                    let row = Row {
+                        names: &names,
+                        group: &group,
+                        currency,
+                        standing: None,
+                    };
+                    push_row(&mut out, (m, s, g), &mean, &row);
                 }
             }
         }
@@ -63,14 +84,27 @@ fn money(amount: Option<f64>) -> String {
     amount.map_or(String::new(), |a| a.to_string())
 }
 
+/// What a row adds to its cell's metrics: the report's measure columns, the
+/// group, the currency and the cell's standing in its spec.
+struct Row<'a> {
+    names: &'a [String],
+    group: &'a str,
+    currency: &'a str,
+    standing: Option<&'a Standing>,
+}
+
 fn push_row(
     out: &mut String,
     (m, s, c): (&str, &super::SpecInfo, &Metrics),
     mean: &str,
-    group: &str,
-    currency: &str,
-    standing: Option<&Standing>,
+    row: &Row,
 ) {
+    let Row {
+        names,
+        group,
+        currency,
+        standing,
+    } = *row;
     let lat = c.latency_ms;
     // `label=count` pairs in label order: one cell, still easy to split.
     let failures: Vec<String> = c
@@ -131,7 +165,8 @@ fn push_row(
         num(versus.and_then(|x| x.interval).map(|i| i.high), 4, ""),
         num(versus.map(|x| x.p_value), 4, ""),
     ];
-    let fields: Vec<String> = row.iter().map(|f| field(f)).collect();
+    let measures = super::measures::csv_cells(names, c);
+    let fields: Vec<String> = row.iter().chain(&measures).map(|f| field(f)).collect();
     out.push_str(&fields.join(","));
     out.push_str("\r\n");
 }

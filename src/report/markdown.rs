@@ -38,6 +38,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&super::statistics::categories(v));
     s.push_str(&super::statistics::runs(v));
     groups(&mut s, v);
+    s.push_str(&super::measures::markdown(v));
     comparisons(&mut s, v);
     s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));

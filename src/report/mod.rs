@@ -27,6 +27,7 @@ mod judge_stats;
 mod junit;
 mod lang;
 mod markdown;
+mod measures;
 pub(crate) mod model_tag;
 mod raw;
 mod rrr;

@@ -1,7 +1,8 @@
 //! The summary printed after a run, fitted to 80 columns: the leaderboard (tie
 //! group, total with its interval, errors, median latency, speed), then each
 //! category's headline number per model (pivoted or split when too wide), the
-//! mean scores where they differ from the pass rates, `group_by` breakdowns,
+//! mean scores where they differ from the pass rates, the mean measures (CER,
+//! WER) of specs whose rules measure something, `group_by` breakdowns,
 //! judges, sampled comparisons and the run comparison. The CLI prints the HTML
 //! report's path after it: the full statistics are there.
 
@@ -52,6 +53,7 @@ pub(crate) fn render(v: &View) -> String {
         out += &by_category;
     }
     out += &mean_scores(v);
+    out += &super::measures::terminal(v);
     for spec in v.specs {
         for var in &spec.group_by {
             out += &groups_table(v, &spec.title, &spec.id, var);

@@ -12,7 +12,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::expected::Expected;
 use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::{BuildContext, Measure, Rule, Verdict};
 use crate::error::Diagnostic;
 
 /// `cer`: the character error rate (or, with `unit = "word"`, the word error
@@ -154,14 +154,17 @@ impl Rule for Cer {
         let passed = rate <= self.threshold;
         let sign = if passed { "<=" } else { ">" };
         let plural = if edits == 1 { "" } else { "s" };
-        Verdict::scored(
-            passed,
-            (1.0 - rate).max(0.0),
-            format!(
-                "{name} {rate:.3} {sign} {} ({edits} edit{plural} / {length} {units})",
-                self.threshold
-            ),
-        )
+        let detail = format!(
+            "{name} {rate:.3} {sign} {} ({edits} edit{plural} / {length} {units})",
+            self.threshold
+        );
+        // The measure keeps the rate unclipped: the score floors at 0, but a
+        // transcript twice the reference's length is worse than one that is empty.
+        Verdict::scored(passed, (1.0 - rate).max(0.0), detail).measuring(Measure {
+            name: name.to_owned(),
+            value: rate,
+            lower_is_better: true,
+        })
     }
 }
 
@@ -222,6 +225,23 @@ mod tests {
             assert_eq!(v.passed, passed, "{answer:?}: {}", v.detail);
             assert!((v.score - score).abs() < 1e-12, "{answer:?}: {}", v.score);
             assert!(v.detail.starts_with(detail), "{answer:?}: {}", v.detail);
+        }
+    }
+
+    /// The measure is the unclipped rate, named by unit: 17 edits over 2 chars
+    /// is 8.5 although the score floors at 0.
+    #[test]
+    fn the_measure_is_the_unclipped_rate() {
+        let cases = [
+            ("kitten", "sitting", Unit::Char, "CER", 3.0 / 7.0),
+            ("much longer answer", "ab", Unit::Char, "CER", 8.5),
+            ("the cat sit on mat", "the cat sat on the mat", Unit::Word, "WER", 1.0 / 3.0),
+        ];
+        for (answer, reference, unit, name, value) in cases {
+            let m = rule(unit, 0.0, &[]).verify(answer, "", &vars(reference)).measure;
+            let m = m.expect("cer measures");
+            assert_eq!((m.name.as_str(), m.lower_is_better), (name, true));
+            assert!((m.value - value).abs() < 1e-12, "{answer:?}: {}", m.value);
         }
     }
 

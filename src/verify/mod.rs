@@ -61,7 +61,7 @@ pub(crate) use judge::JudgeRule;
 pub(crate) use registry::value_key;
 pub(crate) use rule_set::RuleSet;
 pub(crate) use verdict::{
-    FailureKind, InstanceVerdict, JudgeOutcome, Judged, RuleOutcome, Verdict,
+    FailureKind, InstanceVerdict, JudgeOutcome, Judged, Measure, RuleOutcome, Verdict,
 };
 
 /// The JSON Schema of one `[[verify]]` table, derived from every rule's

@@ -45,6 +45,23 @@ pub struct Verdict {
     /// that errs, a test template that does not render): where in the rule.
     #[serde(skip)]
     pub fault: Option<SpecFault>,
+    /// A number the rule measured beside its pass and score (CER, WER), which
+    /// reports average per cell; absent for rules that measure nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<Measure>,
+}
+
+/// A named number a rule measures of one answer: what reports average per
+/// cell and group next to the pass rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// What is measured, as reports head its column: `CER`, `WER`.
+    pub name: String,
+    /// The measured value, unclipped (a CER can exceed 1).
+    pub value: f64,
+    /// Smaller values are better (error rates).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lower_is_better: bool,
 }
 
 /// A place in a rule's TOML where a failure at verification time comes from:
@@ -78,6 +95,7 @@ impl Verdict {
             detail: detail.into(),
             failure: Some(kind),
             fault: None,
+            measure: None,
         }
     }
 
@@ -89,7 +107,14 @@ impl Verdict {
             detail,
             failure: (!passed).then_some(FailureKind::WrongValue),
             fault: None,
+            measure: None,
         }
+    }
+
+    /// This verdict, carrying `measure`.
+    pub fn measuring(mut self, measure: Measure) -> Verdict {
+        self.measure = Some(measure);
+        self
     }
 
     /// This verdict, marked as caused by the spec at `key` (line and column inside it).
@@ -181,4 +206,37 @@ pub struct JudgeOutcome {
     /// The judge's generated tokens, summed over samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_out: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A journal line keeps a rule's measure, so a report on an old run or a
+    /// merge of shards reads it back; a rule without one writes no key.
+    #[test]
+    fn a_measure_round_trips_through_a_journal_line() {
+        let measure = Measure {
+            name: "WER".into(),
+            value: 1.5,
+            lower_is_better: true,
+        };
+        let outcome = |verdict: Verdict| RuleOutcome {
+            name: "cer".into(),
+            answer: Some("x".into()),
+            report_only: false,
+            verdict,
+            judge: None,
+        };
+        let measured = outcome(Verdict::scored(false, 0.0, "WER 1.500".into()).measuring(measure));
+        let line = serde_json::to_value(&measured).unwrap();
+        assert_eq!(
+            line["measure"],
+            serde_json::json!({"name": "WER", "value": 1.5, "lower_is_better": true})
+        );
+        let back: RuleOutcome = serde_json::from_value(line).unwrap();
+        assert_eq!(back, measured);
+        let plain = serde_json::to_value(outcome(Verdict::pass())).unwrap();
+        assert!(plain.get("measure").is_none(), "{plain}");
+    }
 }

@@ -15,7 +15,9 @@ use super::super::flaky::Flaky;
 use super::super::runs::RunComparison;
 use super::rows::GoldenCell;
 use crate::metrics::stats::{DEFAULT_ALPHA, DEFAULT_LEVEL};
-use crate::metrics::{Board, EndpointStats, Estimate, Headline, Metrics, SampledMetrics};
+use crate::metrics::{
+    Board, EndpointStats, Estimate, Headline, MeanMeasure, Metrics, SampledMetrics,
+};
 
 /// Everything but the rows.
 #[derive(Serialize)]
@@ -160,6 +162,9 @@ pub(super) struct Numbers {
     pub passed: u64,
     /// Records.
     pub total: u64,
+    /// Measure name (`CER`, `WER`) → its mean over the measured answers.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub measures: BTreeMap<String, MeanMeasure>,
 }
 
 impl Numbers {
@@ -173,6 +178,7 @@ impl Numbers {
             interval: m.interval,
             passed: m.passed,
             total: m.total,
+            measures: m.measures.clone(),
         }
     }
 }

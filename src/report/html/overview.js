@@ -58,6 +58,44 @@ function headlineName(c) {
   return c.headline === 'mean_score' ? t('mean score') : t('pass rate');
 }
 
+// `, CER 0.012, WER 0.041`: a cell's or group's mean measures, for a tooltip.
+function measured(c) {
+  return Object.keys(c.measures || {}).map((k) => ', ' + k + ' ' + fix(c.measures[k].mean, 3)).join('');
+}
+
+// A spec's mean measures per model and group, beside the headline number.
+function measureTable(si) {
+  const names = new Set();
+  for (const m of order) {
+    const c = cells.get(m + ':' + si);
+    if (c && c.measures) Object.keys(c.measures).forEach((k) => names.add(k));
+  }
+  if (!names.size) return null;
+  const keys = [...names].sort();
+  const row = (name, group, c) => h('tr', null, h('td', { class: 'name' }, name), h('td', null, group),
+    h('td', null, pct(c.score)), keys.map((k) => h('td', null, c.measures && c.measures[k] ? fix(c.measures[k].mean, 3) : '—')));
+  const body = [];
+  for (const m of order) {
+    const c = cells.get(m + ':' + si);
+    if (!c) continue;
+    body.push(row(models[m].name, '', c));
+    for (const v of Object.keys(c.groups || {}).sort()) {
+      for (const k of Object.keys(c.groups[v]).sort()) body.push(row(models[m].name, v + '=' + k, c.groups[v][k]));
+    }
+  }
+  const head = [t('Model'), t('group'), headlineName(specs[si])].concat(keys.map((k) => k + (lowerIsBetter(si, k) ? ' ↓' : '')));
+  return [h('h4', null, t('Mean measures per answer (↓: lower is better)')), table(head, body)];
+}
+
+// Whether measure `k` of spec `si` is better lower.
+function lowerIsBetter(si, k) {
+  for (const m of order) {
+    const c = cells.get(m + ':' + si);
+    if (c && c.measures && c.measures[k]) return c.measures[k].lower_is_better;
+  }
+  return false;
+}
+
 function heatmap() {
   const head = [t('Model')].concat(specs.map((sp) => sp.title));
   const body = order.map((m) => h('tr', { 'data-model': models[m].name },
@@ -68,7 +106,7 @@ function heatmap() {
       const td = h('td', { class: 'cell', 'data-spec': sp.id,
         title: t('{0}: {1} {2} (95% {3}), {4}/{5} passed, pass rate {6}, mean score {7}', sp.title,
           headlineName(c), pm(c.score, c.interval), span(c.interval), c.passed, c.total, pct(c.pass_rate),
-          pct(c.mean_score)),
+          pct(c.mean_score)) + measured(c),
         on: { click: () => showInstances({ model: m, spec: si, status: 'all' }) } }, pct(c.score));
       td.style.background = heat(c.score);
       return td;
@@ -212,7 +250,7 @@ function groupTables(si) {
     const body = order.filter((m) => cells.has(m + ':' + si)).map((m) => {
       const g = (cells.get(m + ':' + si).groups || {})[v] || {};
       return h('tr', null, h('td', { class: 'name' }, models[m].name),
-        vals.map((k) => h('td', { title: g[k] ? g[k].passed + '/' + g[k].total : '' }, g[k] ? pm(g[k].score, g[k].interval) : '—')));
+        vals.map((k) => h('td', { title: g[k] ? g[k].passed + '/' + g[k].total + measured(g[k]) : '' }, g[k] ? pm(g[k].score, g[k].interval) : '—')));
     });
     out.push(h('h4', null, t('By {0}', v)), table([t('Model')].concat(vals), body));
   }
@@ -238,6 +276,6 @@ function categories() {
     if (!sp.board) return;
     add(v, h('div', { class: 'card', id: 'spec-' + sp.id },
       h('h3', null, sp.title, ' ', h('span', { class: 'tag' }, sp.id)),
-      boardTable(sp.board, headlineName(sp)), boardNote(sp.board), groupTables(si), sampledTable(sp)));
+      boardTable(sp.board, headlineName(sp)), boardNote(sp.board), groupTables(si), measureTable(si), sampledTable(sp)));
   });
 }

@@ -100,6 +100,11 @@ pub(super) const HTML: &[(&str, &str)] = &[
         " Чтобы надёжно различить две лучшие модели (разрыв {0} пп), нужно около {1} заданий.",
     ),
     ("By {0}", "По {0}"),
+    ("group", "группа"),
+    (
+        "Mean measures per answer (↓: lower is better)",
+        "Средние измерения на ответ (↓: чем меньше, тем лучше)",
+    ),
     (
         "Sampled: pass@k (some of k pass) beside pass^k (all k pass)",
         "Сэмплирование: pass@k (верна хотя бы одна из k попыток) рядом с pass^k (верны все k)",

@@ -38,6 +38,8 @@ pub(crate) struct Words {
     pub test_bootstrap: &'static str,
     /// The CSV report's header row.
     pub csv_header: [&'static str; 38],
+    /// The CSV column of a measure's mean: `mean {}`.
+    pub csv_measure: &'static str,
     /// `(English, translation)` pairs of the HTML page's text; empty for English.
     pub html: &'static [(&'static str, &'static str)],
     /// The Markdown report's phrases.
@@ -116,6 +118,12 @@ pub(crate) struct Markdown {
     pub example_error: &'static str,
     /// `: response {}` of an example.
     pub example_response: &'static str,
+    /// The measures section's heading.
+    pub measures: &'static str,
+    /// `### {title}` of a spec's measures table.
+    pub measures_spec: &'static str,
+    /// What the measures tables' numbers are.
+    pub measures_note: &'static str,
     /// The failing instances' heading.
     pub failing: &'static str,
     /// Every instance passed.
@@ -198,6 +206,10 @@ pub(crate) struct Terminal {
     pub no_baseline: &'static str,
     /// `sandbox: {}`.
     pub sandbox: &'static str,
+    /// `{title}: mean measures ...` over a spec's measures table.
+    pub measures: &'static str,
+    /// The measures table's group column.
+    pub measures_group: &'static str,
     /// The closing note when every cell is a mean score.
     pub note_mean: &'static str,
     /// The closing note when headlines differ.
