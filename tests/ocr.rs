@@ -74,6 +74,22 @@ fn tesseract_reproduces_the_golden_transcripts_and_reruns_from_cache() {
     };
     assert!(row("tesseract_eng").contains("0.0%"), "{out}");
     assert!(row("tesseract").starts_with("tesseract "), "{out}");
+    // CER and WER per language, beside the pass rate.
+    let measures = out
+        .split("mean measures per answer")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no CER/WER table:\n{out}"));
+    assert!(measures.contains("CER ↓  WER ↓"), "{out}");
+    for lang in ["lang=en", "lang=ru"] {
+        for model in ["tesseract", "tesseract_eng"] {
+            assert!(
+                measures
+                    .lines()
+                    .any(|l| l.split_whitespace().take(2).eq([model, lang])),
+                "no {model} {lang} row:\n{out}"
+            );
+        }
+    }
     let (code, out) = run(harness(&repo).args(ARGS).env("CI", "true"));
     assert_eq!(code, 0, "{out}");
     assert!(
