@@ -59,14 +59,53 @@ pub fn server_logs(results: &Path) -> Vec<PathBuf> {
 pub struct NoOrphans(pub PathBuf);
 
 impl NoOrphans {
-    /// Server pids logged under the results directory that are still alive.
+    /// Server pids logged under the results directory that are still alive:
+    /// not logged as stopped, and still running the program the log started
+    /// (a stopped server's pid may since name another test's process, which
+    /// must never be killed for it).
     pub fn survivors(&self) -> Vec<i32> {
         server_logs(&self.0)
             .iter()
-            .flat_map(|log| started_pids(log))
-            .filter(|&pid| alive(pid))
+            .flat_map(|log| unstopped(log))
+            .filter(|(pid, program)| alive(*pid) && runs(*pid, program))
+            .map(|(pid, _)| pid)
             .collect()
     }
+}
+
+/// The pids `log` started and never logged as stopped, each with the file
+/// name of the program its `starting:` line names.
+fn unstopped(log: &Path) -> Vec<(i32, String)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut program = String::new();
+    let mut started = Vec::new();
+    for line in text.lines() {
+        if let Some(command) = line.strip_prefix("[harness] starting: ") {
+            let first = command.split_whitespace().next().unwrap_or_default();
+            program = first.rsplit('/').next().unwrap_or_default().to_owned();
+        } else if let Some(pid) = line.strip_prefix("[harness] started pid ") {
+            if let Ok(pid) = pid.trim().parse() {
+                started.push((pid, program.clone()));
+            }
+        } else if let Some(rest) = line.strip_prefix("[harness] stopped pid ") {
+            let pid: Option<i32> = rest.split_whitespace().next().and_then(|p| p.parse().ok());
+            started.retain(|(p, _)| Some(*p) != pid);
+        }
+    }
+    started
+}
+
+/// Whether `pid`'s command line names `program` (by file name) among its
+/// first two words (a script runs under its interpreter).
+fn runs(pid: i32, program: &str) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    cmdline
+        .split(|&b| b == 0)
+        .take(2)
+        .map(|word| String::from_utf8_lossy(word).into_owned())
+        .any(|word| word.rsplit('/').next() == Some(program))
 }
 
 impl Drop for NoOrphans {
