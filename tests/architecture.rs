@@ -456,9 +456,16 @@ fn errors_are_typed_and_the_public_face_is_small() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    assert!(found.is_empty(), "Result<_, String> at:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "Result<_, String> at:\n{}",
+        found.join("\n")
+    );
     let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
     let public = lib.lines().filter(|l| l.starts_with("pub mod ")).count();
     assert!(public <= 8, "lib.rs has {public} public modules");
-    assert!(lib.contains("#![warn(unreachable_pub)]"), "the lint that keeps it small");
+    assert!(
+        lib.contains("#![warn(unreachable_pub)]"),
+        "the lint that keeps it small"
+    );
 }
