@@ -53,6 +53,7 @@ pub(super) fn run(
                 id: instance.id,
                 vars: instance.vars,
                 messages: instance.messages,
+                tools: instance.tools.clone(),
                 expected,
             };
             println!(
