@@ -224,13 +224,13 @@ mod tests {
         let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let key = |r: &ChatRequest| cache_key(&model, "http://x", r, 0, None);
         let mut with = request();
-        with.tools.push(crate::prompt::Tool {
+        with.tools.push(crate::provider::Tool {
             name: "f".into(),
             description: String::new(),
             parameters: serde_json::json!({"type": "object"}),
         });
         let mut choice = with.clone();
-        choice.tool_choice = Some(crate::prompt::ToolChoice::Function {
+        choice.tool_choice = Some(crate::provider::ToolChoice::Function {
             function: "f".into(),
         });
         let mut parallel = with.clone();

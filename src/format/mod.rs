@@ -24,4 +24,6 @@ pub(crate) use rule::{RuleTable, field_names};
 pub(crate) use schema::{schema_text, spec_schema};
 pub(crate) use spec_file::*;
 pub(crate) use toml_error::toml_diagnostic;
-pub(crate) use tools::{Tool, ToolChoice, ToolDef, ToolProblem, check_tools, parse_tool_list};
+pub(crate) use tools::{
+    Tool, ToolChoice, ToolDef, ToolProblem, ToolProblems, check_tools, parse_tool_list,
+};

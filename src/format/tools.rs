@@ -73,6 +73,11 @@ pub(crate) struct ToolProblem {
     pub message: String,
 }
 
+/// Every problem of one list of tools, shown joined with `; `.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub(crate) struct ToolProblems(pub Vec<ToolProblem>);
+
 /// Reads a JSON list of tools in OpenAI's wrapped form or the bare one.
 pub(crate) fn parse_tool_list(value: &Value) -> Result<Vec<ToolDef>, ToolProblem> {
     let Value::Array(items) = value else {
@@ -145,7 +150,7 @@ pub(crate) fn check_tools(
             .parameters
             .clone()
             .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
-        if let Err(message) = parameters_problem(&parameters) {
+        if let Some(message) = parameters_problem(&parameters) {
             problems.push(problem(index, Some(name), "parameters", &message));
             continue;
         }
@@ -163,20 +168,21 @@ pub(crate) fn check_tools(
 }
 
 /// Why `parameters` is not a JSON Schema object, if it is not.
-fn parameters_problem(parameters: &Value) -> Result<(), String> {
+fn parameters_problem(parameters: &Value) -> Option<String> {
     if !parameters.is_object() {
-        return Err("`parameters` must be a JSON Schema object".into());
+        return Some("`parameters` must be a JSON Schema object".into());
     }
     let standard = standard_types(parameters);
     if let Some(kind) = standard.get("type")
         && kind != "object"
     {
-        return Err(format!(
+        return Some(format!(
             "`parameters` must describe an object (`type = \"object\"`), not {kind}"
         ));
     }
     jsonschema::meta::validate(&standard)
-        .map_err(|e| format!("`parameters` is not a valid JSON Schema: {e}"))
+        .err()
+        .map(|e| format!("`parameters` is not a valid JSON Schema: {e}"))
 }
 
 /// `schema` with BFCL's Python type names (`dict`, `float`, `tuple`, `any`,

@@ -25,7 +25,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::prompt::{Message, Tool, ToolChoice};
+use crate::prompt::Message;
+pub(crate) use crate::prompt::{Tool, ToolChoice};
 
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};

@@ -10,7 +10,8 @@ use super::Spec;
 use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::format::locate::{Key, SourceMap};
 use crate::format::{
-    SpecFile, Tool, ToolChoice, ToolDef, ToolProblem, check_tools, key_path, parse_tool_list,
+    SpecFile, Tool, ToolChoice, ToolDef, ToolProblem, ToolProblems, check_tools, key_path,
+    parse_tool_list,
 };
 
 /// The spec's own tools (inline, then `tools_file`'s), and a diagnostic per problem.
@@ -75,8 +76,8 @@ fn inline_diagnostic(map: &SourceMap, p: &ToolProblem) -> Diagnostic {
 enum FileProblem {
     /// Unreadable or not JSON: located in that file when the parser says where.
     Parse(Diagnostic),
-    /// A definition's problems, joined.
-    Tools(String),
+    /// The definitions' problems.
+    Tools(ToolProblems),
 }
 
 fn file_tools(spec_dir: &Path, rel: &str, taken: &[Tool]) -> Result<Vec<Tool>, FileProblem> {
@@ -98,16 +99,10 @@ fn file_tools(spec_dir: &Path, rel: &str, taken: &[Tool]) -> Result<Vec<Tool>, F
     list_tools(&value, taken).map_err(FileProblem::Tools)
 }
 
-/// A JSON list's tools, or its problems joined with `; `.
-fn list_tools(value: &Value, taken: &[Tool]) -> Result<Vec<Tool>, String> {
-    let defs: Vec<ToolDef> = parse_tool_list(value).map_err(|p| p.to_string())?;
-    check_tools(&defs, 0, taken).map_err(|problems| {
-        problems
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
+/// A JSON list's tools, or every problem of its definitions.
+fn list_tools(value: &Value, taken: &[Tool]) -> Result<Vec<Tool>, ToolProblems> {
+    let defs: Vec<ToolDef> = parse_tool_list(value).map_err(|p| ToolProblems(vec![p]))?;
+    check_tools(&defs, 0, taken).map_err(ToolProblems)
 }
 
 /// Why `choice` names no tool of `tools`, if it does not.
@@ -143,8 +138,8 @@ impl Spec {
             None => Err(format!("the instance has no variable `{var}`")),
             Some(Value::String(text)) => serde_json::from_str(text)
                 .map_err(|e| format!("not a JSON list of tools: {e}"))
-                .and_then(|v| list_tools(&v, &self.tools)),
-            Some(value) => list_tools(value, &self.tools),
+                .and_then(|v| list_tools(&v, &self.tools).map_err(|p| p.to_string())),
+            Some(value) => list_tools(value, &self.tools).map_err(|p| p.to_string()),
         };
         let mut tools = self.tools.clone();
         let checked = more.and_then(|more| {
@@ -199,7 +194,7 @@ mod tests {
     #[test]
     fn a_list_may_not_reuse_a_spec_tool_name() {
         let list = json!([{"name": "a"}, {"name": "c"}]);
-        let problem = list_tools(&list, &[tool("a")]).unwrap_err();
+        let problem = list_tools(&list, &[tool("a")]).unwrap_err().to_string();
         assert!(
             problem.starts_with("tool 0 (`a`): the name `a` is taken"),
             "{problem}"
