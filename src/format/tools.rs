@@ -34,6 +34,14 @@ pub struct Tool {
     pub parameters: Value,
 }
 
+impl Tool {
+    /// The parameters with BFCL's Python type names replaced by JSON
+    /// Schema's, as wire formats that validate schemas need them.
+    pub fn standard_parameters(&self) -> Value {
+        standard_types(&self.parameters)
+    }
+}
+
 /// `[request] tool_choice`: whether and which tool the model must call.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
