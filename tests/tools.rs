@@ -38,3 +38,30 @@ fn show_json_keeps_the_definitions_as_written() {
     let plain = show("docs/examples/specs/arithmetic.toml", &["--json"]);
     assert!(!plain.contains("\"tools\""), "{plain}");
 }
+
+/// Every function list of the vendored BFCL subset (419 definitions in 250
+/// rows, in BFCL's own type names) passes the definition checks.
+#[test]
+fn every_bfcl_function_list_passes_check() {
+    let ws = crate::common::workspace::Workspace::new();
+    let parts = [
+        "simple_python",
+        "multiple",
+        "parallel",
+        "parallel_multiple",
+        "irrelevance",
+    ];
+    for part in parts {
+        let data = root().join(format!("datasets/bfcl/{part}.jsonl"));
+        ws.write(
+            &format!("specs/{part}.toml"),
+            &format!(
+                "tools_var = \"function\"\n\n[dataset]\npath = {:?}\n\n[prompt]\nuser = \"{{{{ id }}}}\"\n\n[[verify]]\nrule = \"contains\"\nvalue = \"x\"\n",
+                data.display().to_string()
+            ),
+        );
+    }
+    let (code, out) = run(harness(ws.path()).args(["check", "specs", "--bless"]));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.matches("50 instances").count(), parts.len(), "{out}");
+}
