@@ -214,6 +214,7 @@ fn check_instances(
             expected: spec.rules.expected(&instance.vars),
             vars: instance.vars,
             messages: instance.messages,
+            tools: instance.tools,
         };
         let mut line = serde_json::to_string(&record).expect("instances serialize");
         if spec.def.golden_instances == Some(GoldenInstances::Digest) {

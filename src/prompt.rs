@@ -5,6 +5,8 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::format::Role;
+/// Tools travel with the messages, from the spec to the request.
+pub(crate) use crate::format::{Tool, ToolChoice};
 pub(crate) use crate::media::ImageRef;
 
 /// One rendered chat message.

@@ -166,6 +166,41 @@ fn openai_defaults_spec_options_and_model_options() {
 }
 
 #[test]
+fn openai_tools_tool_choice_and_parallel_calls() {
+    let fake = FakeServer::healthy();
+    let ws = wire_fixtures(&["tools.toml", "defaults.toml"]);
+    let model = format!("openai:m@{}", fake.openai_base());
+    ws.run(&["specs", "-m", &model]);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let (with, without): (Vec<&Request>, Vec<&Request>) =
+        requests.iter().partition(|r| r.body.get("tools").is_some());
+    assert_eq!((with.len(), without.len()), (1, 1));
+    assert!(!keys(&without[0].body).contains("tool_choice"));
+    let body = &with[0].body;
+    // BFCL's type names go out as JSON Schema's; a tool without parameters takes none.
+    assert_eq!(
+        body["tools"],
+        json!([
+            {"type": "function", "function": {
+                "name": "calculate",
+                "description": "Evaluates an arithmetic expression",
+                "parameters": {"type": "object", "properties": {
+                    "expr": {"type": "string"}, "precision": {"type": "number"}},
+                    "required": ["expr"]}}},
+            {"type": "function", "function": {
+                "name": "noop",
+                "parameters": {"type": "object", "properties": {}}}}
+        ])
+    );
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "calculate"}})
+    );
+    assert_eq!(body["parallel_tool_calls"], false);
+}
+
+#[test]
 fn openai_json_schema_format_and_reask_with_next_seed() {
     // The first ask of each prompt is prose, which does not parse as JSON: the
     // runner must ask again (seed + 1) and accept the schema-valid second answer.
@@ -332,6 +367,17 @@ mod streaming {
             body["options"],
             json!({"temperature": 0.0, "num_predict": 32})
         );
+    }
+
+    #[tokio::test]
+    async fn tools_are_refused_not_dropped() {
+        let fake = FakeServer::healthy();
+        let mut tooled = serde_json::to_value(request()).unwrap();
+        tooled["tools"] = json!([{"name": "f", "parameters": {"type": "object"}}]);
+        let tooled: ChatRequest = serde_json::from_value(tooled).unwrap();
+        let err = client(&fake).complete(&tooled).await.unwrap_err();
+        assert_eq!(err.kind(), "config_error", "{err}");
+        assert!(fake.requests().is_empty());
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@
 //!
 //! - Specs and their loading: `shipped_specs`, `malformed_specs`, `stalls`,
 //!   `fuzz_specs` (a seeded mutation fuzzer), `golden_workflow`, `datasets`,
-//!   `datasets_hub`, `rrr`.
+//!   `datasets_hub`, `rrr`, `tools` (tool definitions: `show` and golden instances).
 //! - The front door: `front_door` (`harness new`, `harness completions`) and
 //!   `main_job` (the README's `harness run specs/`, offline, in a fresh copy).
 //! - Past one machine: `shards` (`run --shard`, `merge`, offline in a fresh
@@ -108,4 +108,5 @@ mod shipped_specs;
 mod stalls;
 mod synth;
 mod terminal_escapes;
+mod tools;
 mod unsandboxed;

@@ -7,7 +7,7 @@ use owo_colors::OwoColorize;
 use super::exit::Exit;
 use crate::golden::instances::GoldenInstance;
 use crate::spec::Spec;
-use crate::text::visible;
+use crate::text::{one_line, visible};
 
 /// Runs `harness show`.
 pub(super) fn run(
@@ -53,6 +53,7 @@ pub(super) fn run(
                 id: instance.id,
                 vars: instance.vars,
                 messages: instance.messages,
+                tools: instance.tools.clone(),
                 expected,
             };
             println!(
@@ -95,6 +96,7 @@ pub(super) fn run(
                 );
             }
         }
+        print_tools(&instance.tools);
         println!("expected:");
         for (k, v) in &expected {
             println!("  {k} = {}", visible(&v.to_string()));
@@ -102,4 +104,28 @@ pub(super) fn run(
         println!();
     }
     Exit::Success
+}
+
+/// The longest description or parameters line `show` prints, in characters.
+const TOOL_LINE: usize = 100;
+
+/// An instance's tools: name, description and parameters, each on one clipped line.
+fn print_tools(tools: &[crate::format::Tool]) {
+    if tools.is_empty() {
+        return;
+    }
+    println!("tools:");
+    for tool in tools {
+        println!("  {}", one_line(&tool.name, TOOL_LINE));
+        if !tool.description.is_empty() {
+            println!(
+                "    description: {}",
+                one_line(&tool.description, TOOL_LINE)
+            );
+        }
+        println!(
+            "    parameters: {}",
+            one_line(&tool.parameters.to_string(), TOOL_LINE)
+        );
+    }
 }

@@ -210,6 +210,34 @@ mod tests {
             num_ctx: None,
             extra: Default::default(),
             exec: None,
+            tools: Vec::new(),
+            tool_choice: None,
+            parallel_tool_calls: None,
+        }
+    }
+
+    #[test]
+    fn tools_are_keyed_and_a_request_without_them_keeps_its_key() {
+        let bare = serde_json::to_value(request()).unwrap();
+        let keys: Vec<&String> = bare.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["format", "max_tokens", "messages", "temperature"]);
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
+        let key = |r: &ChatRequest| cache_key(&model, "http://x", r, 0, None);
+        let mut with = request();
+        with.tools.push(crate::provider::Tool {
+            name: "f".into(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object"}),
+        });
+        let mut choice = with.clone();
+        choice.tool_choice = Some(crate::provider::ToolChoice::Function {
+            function: "f".into(),
+        });
+        let mut parallel = with.clone();
+        parallel.parallel_tool_calls = Some(false);
+        let keys = [request(), with, choice, parallel].map(|r| key(&r));
+        for (i, a) in keys.iter().enumerate() {
+            assert!(!keys[i + 1..].contains(a), "request {i} shares a key");
         }
     }
 

@@ -16,6 +16,7 @@ mod rule;
 mod schema;
 mod spec_file;
 mod toml_error;
+mod tools;
 
 pub(crate) use dataset::{Dataset, DatasetFormat};
 pub(crate) use extract::{ExtractDef, ExtractKind};
@@ -23,3 +24,6 @@ pub(crate) use rule::{RuleTable, field_names};
 pub(crate) use schema::{schema_text, spec_schema};
 pub(crate) use spec_file::*;
 pub(crate) use toml_error::toml_diagnostic;
+pub(crate) use tools::{
+    Tool, ToolChoice, ToolDef, ToolProblem, ToolProblems, check_tools, parse_tool_list,
+};

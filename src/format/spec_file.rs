@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::dataset::Dataset;
 use super::rule::RuleTable;
+use super::tools::{ToolChoice, ToolDef};
 
 /// One test category, as written in `specs/<id>.toml`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -47,6 +48,15 @@ pub struct SpecFile {
     /// Request options sent with every prompt.
     #[serde(default)]
     pub request: RequestOptions,
+    /// Tools (functions) the model may call, sent with every request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDef>,
+    /// A JSON list of tools, relative to the spec: OpenAI's
+    /// `{"type": "function", "function": {...}}` form or bare `{name, description, parameters}`.
+    pub tools_file: Option<String>,
+    /// An instance variable holding a JSON list of tools (as `tools_file`'s),
+    /// sent with that instance's request after the spec's own.
+    pub tools_var: Option<String>,
     /// Several answers per instance, and the pass@k family of metrics over them.
     pub sampling: Option<Sampling>,
     /// Verification rules; an instance passes when all pass.
@@ -233,6 +243,11 @@ pub struct RequestOptions {
     pub attempts: Option<u32>,
     /// Context window, for servers that take one per request (Ollama's `num_ctx`).
     pub num_ctx: Option<u32>,
+    /// Whether the model must call a tool: `auto`, `required`, `none`, or
+    /// `{ function = "name" }` for that one; needs tools.
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one turn; needs tools.
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// The `[sampling]` table: `n` answers per instance, each its own record.

@@ -1,5 +1,5 @@
 //! Golden instances: `golden/<spec>/instances.jsonl`, what a spec generates
-//! for its seed (variables, rendered messages, expected values), one line each.
+//! for its seed (variables, rendered messages, tools, expected values), one line each.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +19,9 @@ pub(crate) struct GoldenInstance {
     pub vars: Map<String, Value>,
     /// Rendered messages.
     pub messages: Vec<Message>,
+    /// The tools sent with the messages; absent when none, so older files still compare.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<crate::prompt::Tool>,
     /// Each rule's expected value.
     pub expected: Map<String, Value>,
 }

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::prompt::Message;
+pub(crate) use crate::prompt::{Tool, ToolChoice};
 
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
@@ -77,6 +78,15 @@ pub struct ChatRequest {
     /// For an `exec` model: the rendered command line and the instance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<ExecCall>,
+    /// Tools the model may call; a request without any keeps its old cache key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool>,
+    /// Whether and which tool the model must call (only with tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether several calls in one turn are allowed (only with tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 impl ChatRequest {
@@ -445,6 +455,9 @@ mod tests {
             num_ctx: None,
             extra: serde_json::Map::new(),
             exec: None,
+            tools: Vec::new(),
+            tool_choice: None,
+            parallel_tool_calls: None,
         };
         request
             .extra

@@ -83,6 +83,12 @@ impl OllamaClient {
 
     /// The request body in Ollama's format.
     pub fn body(&self, request: &ChatRequest) -> Result<Value, ProviderError> {
+        // Dropping them would score a tool spec as if the model had ignored its tools.
+        if !request.tools.is_empty() {
+            return Err(ProviderError::Config(
+                "this spec has tools, and the Ollama wire does not send them yet".into(),
+            ));
+        }
         let mut options = json!({
             "temperature": request.temperature,
             "num_predict": request.max_tokens,

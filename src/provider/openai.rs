@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use crate::prompt::Message;
 
 use super::{
-    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Usage, classify, error_status,
+    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
+    error_status,
 };
 
 /// A client for one model on an OpenAI-compatible server.
@@ -122,6 +123,7 @@ impl OpenAiClient {
                 );
             }
         }
+        insert_tools(map, request);
         super::merge_extra(&mut body, request);
         Ok(body)
     }
@@ -209,6 +211,37 @@ impl OpenAiClient {
                 served: served.clone(),
             })
             .collect())
+    }
+}
+
+/// OpenAI's `tools`, `tool_choice` and `parallel_tool_calls`, when the request has tools.
+fn insert_tools(map: &mut serde_json::Map<String, Value>, request: &ChatRequest) {
+    if request.tools.is_empty() {
+        return;
+    }
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|t| {
+            let mut function = json!({"name": t.name, "parameters": t.standard_parameters()});
+            if !t.description.is_empty() {
+                function["description"] = json!(t.description);
+            }
+            json!({"type": "function", "function": function})
+        })
+        .collect();
+    map.insert("tools".into(), Value::Array(tools));
+    if let Some(choice) = &request.tool_choice {
+        let wire = match choice {
+            ToolChoice::Mode(mode) => json!(mode),
+            ToolChoice::Function { function } => {
+                json!({"type": "function", "function": {"name": function}})
+            }
+        };
+        map.insert("tool_choice".into(), wire);
+    }
+    if let Some(parallel) = request.parallel_tool_calls {
+        map.insert("parallel_tool_calls".into(), json!(parallel));
     }
 }
 

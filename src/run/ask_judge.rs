@@ -47,6 +47,9 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         num_ctx: o.num_ctx,
         extra: o.extra_body.clone().unwrap_or_default(),
         exec: None,
+        tools: Vec::new(),
+        tool_choice: None,
+        parallel_tool_calls: None,
     }
 }
 

@@ -318,6 +318,9 @@ mod tests {
             num_ctx: None,
             extra: Default::default(),
             exec: None,
+            tools: Vec::new(),
+            tool_choice: None,
+            parallel_tool_calls: None,
         }
     }
 

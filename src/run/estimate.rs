@@ -132,7 +132,7 @@ fn spec_tokens<'a>(
         let Ok(inst) = spec.spec.instance(*instance) else {
             continue;
         };
-        let request = build_request(spec, model, inst.messages.clone());
+        let request = build_request(spec, model, inst.messages.clone(), &inst.tools);
         let answers = samples.len() as u64;
         let requests = if answers > 1 && spec.format == OutputKind::Text {
             1

@@ -211,7 +211,7 @@ pub(crate) fn pending(
         let Ok(inst) = specs[si].spec.instance(instance) else {
             return Ok(Pending::Requests);
         };
-        let base = build_request(&specs[si], model, inst.messages);
+        let base = build_request(&specs[si], model, inst.messages, &inst.tools);
         for sample in samples {
             let request = base.for_sample(sample);
             let key = cache::cache_key(model, &identity, &request, sample, served.as_ref());

@@ -36,6 +36,7 @@ pub(crate) fn build_request(
     spec: &SpecRuntime,
     model: &ModelSetup,
     messages: Vec<crate::prompt::Message>,
+    tools: &[crate::prompt::Tool],
 ) -> ChatRequest {
     let r = &spec.spec.def.request;
     let o = &model.options;
@@ -60,6 +61,10 @@ pub(crate) fn build_request(
         num_ctx: o.num_ctx.or(r.num_ctx),
         extra: o.extra_body.clone().unwrap_or_default(),
         exec: None,
+        tools: tools.to_vec(),
+        // Without tools the options mean nothing, and would change old cache keys.
+        tool_choice: r.tool_choice.clone().filter(|_| !tools.is_empty()),
+        parallel_tool_calls: r.parallel_tool_calls.filter(|_| !tools.is_empty()),
     }
 }
 
@@ -139,7 +144,7 @@ pub(super) async fn run_task(
         Ok(i) => i,
         Err(d) => return failed("generation_error", d.to_string()),
     };
-    let mut base = build_request(spec, &model.setup, inst.messages.clone());
+    let mut base = build_request(spec, &model.setup, inst.messages.clone(), &inst.tools);
     if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
         return failed("config_error", e.to_string());
     }

@@ -183,6 +183,8 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
         .map_err(|mut e| errors.append(&mut e))
         .ok();
     errors.extend(super::images::check_static(&def, &map, &spec_dir));
+    let (tools, tool_errors) = super::tools::static_tools(&def, &map, &spec_dir);
+    errors.extend(tool_errors);
     let rules = RuleSet::build(&def.verify, &map, &spec_dir, None)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
@@ -201,6 +203,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
             generator,
             prompt,
             data,
+            tools,
         }),
         _ => {
             for e in &mut errors {

@@ -13,6 +13,7 @@
 mod golden_subset;
 mod images;
 mod load;
+mod tools;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,7 @@ pub struct Spec {
     generator: Option<(Generator, ScriptOrigin)>,
     prompt: PromptSet,
     data: TemplateValue,
+    tools: Vec<crate::format::Tool>,
 }
 
 /// One test instance: its variables and rendered messages.
@@ -85,6 +87,9 @@ pub struct Instance {
     pub vars: Map<String, Value>,
     /// The rendered chat messages.
     pub messages: Vec<Message>,
+    /// The tools the model may call (the spec's, then the instance's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<crate::format::Tool>,
 }
 
 impl Spec {
@@ -245,11 +250,13 @@ impl Spec {
     pub fn instance(&self, index: u64) -> Result<Instance, Diagnostic> {
         let vars = self.vars(index)?;
         let messages = self.render(index, &vars)?;
+        let tools = self.instance_tools(index, &vars)?;
         Ok(Instance {
             index,
             id: format!("{}/{index}", self.id),
             vars,
             messages,
+            tools,
         })
     }
 

@@ -256,6 +256,9 @@ impl Stage {
             num_ctx: o.num_ctx,
             extra: o.extra_body.clone().unwrap_or_default(),
             exec: None,
+            tools: Vec::new(),
+            tool_choice: None,
+            parallel_tool_calls: None,
         })
     }
 }
