@@ -1,16 +1,12 @@
 //! Managed local inference: the harness starts a model server itself, waits
 //! until it is ready, hands out its OpenAI-compatible base URL, and stops it.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), harness::client::managed::ManagedError> {
-//! use harness::provider::ModelSetup;
-//! use harness::client::managed::ManagedServer;
-//! let spec = ModelSetup::parse("llamacpp:models/smollm2.gguf").unwrap();
-//! let server = ManagedServer::start(&spec, "results/runs/x/server.log".as_ref()).await?;
+//! ```text
+//! let setup = ModelSetup::parse("llamacpp:models/smollm2.gguf")?;
+//! let server = ManagedServer::start(&setup, "results/runs/x/server.log".as_ref()).await?;
 //! let url = server.base_url(); // http://127.0.0.1:<port>/v1, for an `openai` client
 //! // ... requests ...
 //! server.stop(); // SIGTERM, up to 10 s, SIGKILL; dropping it does the same
-//! # Ok(()) }
 //! ```
 //!
 //! `llamacpp` runs `llama-server`, `vllm` runs `vllm serve`; both on a free
