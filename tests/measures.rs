@@ -16,8 +16,13 @@ use crate::common::{harness, root, run};
 
 /// A workspace with the fixture spec and `echo`, a program answering each instance's `answer`.
 fn workspace() -> Workspace {
+    workspace_with("measures/ocr_means.toml")
+}
+
+/// A workspace with the fixture spec `fixture` and `echo`.
+fn workspace_with(fixture: &str) -> Workspace {
     let ws = Workspace::new();
-    ws.copy_fixture("measures/ocr_means.toml");
+    ws.copy_fixture(fixture);
     std::fs::copy(
         root().join("tests/fixtures/exec/model.py"),
         ws.path().join("model.py"),
@@ -184,17 +189,7 @@ fn html(ws: &Workspace) {
 
 #[test]
 fn specs_without_measures_add_no_columns() {
-    let ws = Workspace::new();
-    ws.copy_fixture("exec/sums.toml");
-    std::fs::copy(
-        root().join("tests/fixtures/exec/model.py"),
-        ws.path().join("model.py"),
-    )
-    .unwrap();
-    ws.write(
-        "harness.toml",
-        "[models.echo]\nprovider = \"exec\"\ncommand = [\"python3\", \"model.py\", \"text\", \"{{ answer }}\"]\n",
-    );
+    let ws = workspace_with("exec/sums.toml");
     let out = ws.run_ok(&[
         "specs/", "-m", "echo", "--format", "json", "--format", "csv",
     ]);

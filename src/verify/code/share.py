@@ -127,8 +127,4 @@ def changed_in_place(changed, args, kwargs, decode):
         value = decode(value)
         if not isinstance(target, type(value)):
             raise wire.WireError("a change of type")
-        if isinstance(target, (list, bytearray)):
-            target[:] = value
-        else:
-            target.clear()
-            target.update(value)
+        assign(target, value)
