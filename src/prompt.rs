@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::format::Role;
 /// Tools travel with the messages, from the spec to the request.
-pub(crate) use crate::format::{Tool, ToolChoice};
+pub(crate) use crate::format::{Tool, ToolCall, ToolChoice};
 pub(crate) use crate::media::ImageRef;
 
 /// One rendered chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Who speaks.
     pub role: Role,
@@ -19,6 +19,15 @@ pub struct Message {
     /// Images sent with the message: path, MIME type, digest, size and the absolute `file`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImageRef>,
+    /// The tools an assistant message called, in the order the model wrote them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool's result: the id of the call it answers (may be empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool's result: the name of the tool that produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
 }
 
 impl Message {
@@ -28,6 +37,26 @@ impl Message {
             role,
             content: content.into(),
             images: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+        }
+    }
+
+    /// A model's turn: its text and the tools it called.
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Message {
+        Message {
+            tool_calls,
+            ..Message::text(Role::Assistant, content)
+        }
+    }
+
+    /// A tool's result (or its error message), answering `call`.
+    pub fn tool_result(call: &ToolCall, content: impl Into<String>) -> Message {
+        Message {
+            tool_call_id: Some(call.id.clone()),
+            tool_name: Some(call.name.clone()),
+            ..Message::text(Role::Tool, content)
         }
     }
 }
@@ -143,11 +172,7 @@ impl PromptSet {
                 let content = template
                     .render(context)
                     .map_err(|e| template_error(name, template.source(), &e))?;
-                Ok(Message {
-                    role: *role,
-                    content,
-                    images: Vec::new(),
-                })
+                Ok(Message::text(*role, content))
             })
             .collect()
     }
@@ -219,11 +244,7 @@ pub(crate) fn history_turns(value: &serde_json::Value) -> Result<Vec<Message>, H
                 None => return Err(HistoryError::Missing(i, "role")),
             };
             let content = field("content").ok_or(HistoryError::Missing(i, "content"))?;
-            Ok(Message {
-                role,
-                content: content.to_owned(),
-                images: Vec::new(),
-            })
+            Ok(Message::text(role, content))
         })
         .collect()
 }

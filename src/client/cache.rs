@@ -273,6 +273,7 @@ mod tests {
             finish_reason: None,
             shared: None,
             served: None,
+            tool_calls: Vec::new(),
         };
         cache.put(&k0, &model, &c).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), Some(c));
@@ -326,6 +327,7 @@ mod tests {
             finish_reason: None,
             shared: None,
             served: None,
+            tool_calls: Vec::new(),
         };
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));

@@ -218,6 +218,9 @@ pub enum Role {
     User,
     /// A model turn (few-shot examples, history).
     Assistant,
+    /// A tool's result in an episode's trajectory; never written in a spec.
+    #[schemars(skip)]
+    Tool,
 }
 
 /// The `[request]` table: options sent with each request.

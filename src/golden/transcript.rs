@@ -34,6 +34,13 @@ pub(crate) struct ScoredAnswer {
     /// The request error, when no response was obtained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With tools: the messages the answer added after the prompt, each
+    /// assistant turn with its calls and each tool result (whole episodes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trajectory: Vec<crate::prompt::Message>,
+    /// With `[agent]`: the tools' state when the episode ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Value>,
 }
 
 /// One recorded answer: a line of a golden transcript.

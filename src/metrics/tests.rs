@@ -16,6 +16,9 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
             role: Role::User,
             content: format!("question {instance}"),
             images: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
         }],
         expected: [("answer".to_owned(), json!("42"))].into_iter().collect(),
         scored: ScoredAnswer {
@@ -27,6 +30,7 @@ pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
             tokens_in: Some(10),
             tokens_out: Some(5),
             error: None,
+            ..ScoredAnswer::default()
         },
         rules: vec![rule(Verdict::pass())],
         latency_ms: 100,

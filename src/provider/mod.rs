@@ -156,6 +156,9 @@ pub struct Completion {
     /// Which model the server says answered, when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served: Option<ServedBy>,
+    /// The tools the model called, in order; names as the spec wrote them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::prompt::ToolCall>,
 }
 
 /// The model identity a server reports with an answer: the response's `model`
@@ -372,6 +375,9 @@ pub(crate) struct RequestKey<'a> {
     pub sample: u32,
     /// For a judge's request: the judged rule's name and the judge sample.
     pub judge: Option<(&'a str, u32)>,
+    /// In an agent episode, the model's turn (0 for the first request).
+    #[allow(dead_code, reason = "replay answers per turn")]
+    pub turn: u32,
 }
 
 impl Provider {

@@ -216,6 +216,7 @@ fn finish(text: String, last: ChatChunk) -> Result<Completion, ProviderError> {
                 model,
                 fingerprint: None,
             }),
+        tool_calls: Vec::new(),
     })
 }
 

@@ -209,6 +209,7 @@ impl OpenAiClient {
                 finish_reason: c.finish_reason,
                 shared,
                 served: served.clone(),
+                tool_calls: Vec::new(),
             })
             .collect())
     }

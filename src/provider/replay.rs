@@ -63,6 +63,7 @@ impl ReplayProvider {
                 finish_reason: None,
                 shared: None,
                 served: None,
+                tool_calls: Vec::new(),
             }),
             None => Err(ProviderError::NotRecorded(format!(
                 "the recorded run failed here: {}",
@@ -96,6 +97,7 @@ impl ReplayProvider {
                 finish_reason: None,
                 shared: None,
                 served: None,
+                tool_calls: Vec::new(),
             }),
             Some(None) => Err(ProviderError::NotRecorded(format!(
                 "the recorded judge request of {} failed here",

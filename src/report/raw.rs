@@ -51,6 +51,7 @@ pub(crate) fn prompt_text(messages: &[Message]) -> String {
         Role::System => "system",
         Role::User => "user",
         Role::Assistant => "assistant",
+        Role::Tool => "tool",
     };
     messages
         .iter()

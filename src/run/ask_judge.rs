@@ -33,11 +33,7 @@ pub(super) struct Judgement {
 fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatRequest {
     let o = &judge.setup.options;
     ChatRequest {
-        messages: vec![Message {
-            role: Role::User,
-            content: prompt,
-            images: Vec::new(),
-        }],
+        messages: vec![Message::text(Role::User, prompt)],
         temperature: o.temperature.unwrap_or(rule.temperature),
         max_tokens: o.max_tokens.unwrap_or(rule.max_tokens),
         top_p: o.top_p,

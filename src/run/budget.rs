@@ -308,6 +308,9 @@ mod tests {
                 role: Role::User,
                 content: "What is the capital of France?".into(),
                 images: Vec::new(),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                tool_name: None,
             }],
             temperature: 0.0,
             max_tokens: 86,
@@ -363,6 +366,7 @@ mod tests {
             finish_reason: None,
             shared: None,
             served: None,
+            tool_calls: Vec::new(),
         };
         let left = meter.settle(at(&m, &r), first, &[answer]);
         assert_eq!(left, Reservation::default(), "one ask, answered");
@@ -406,6 +410,7 @@ mod tests {
             finish_reason: None,
             shared: None,
             served: None,
+            tool_calls: Vec::new(),
         };
         let held = meter.settle(json, held, std::slice::from_ref(&answer));
         assert_eq!(held.tokens, 200);

@@ -161,6 +161,7 @@ mod tests {
             finish_reason: None,
             shared: None,
             served: None,
+            tool_calls: Vec::new(),
         }
     }
 
@@ -188,6 +189,9 @@ mod tests {
             role: Role::User,
             content: "What is the capital of France?".into(),
             images: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
         }];
         // cl100k_base: 7 tokens, + 4 for the message, + 3 for the reply.
         assert_eq!(prompt_tokens(&messages), 14);

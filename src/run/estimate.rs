@@ -150,13 +150,11 @@ fn spec_tokens<'a>(
             continue;
         };
         for rule in spec.spec.rules.judge_rules() {
-            let prompt = Message {
-                role: Role::User,
-                content: rule
-                    .prompt(task_of(&inst.messages), "", &inst.vars)
+            let prompt = Message::text(
+                Role::User,
+                rule.prompt(task_of(&inst.messages), "", &inst.vars)
                     .unwrap_or_default(),
-                images: Vec::new(),
-            };
+            );
             let n = answers * u64::from(rule.samples);
             let max_tokens = judge.options.max_tokens.unwrap_or(rule.max_tokens);
             judged.requests += n;

@@ -12,8 +12,10 @@ use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::ResponseFormat;
+use crate::prompt::Message;
 use crate::provider::{ChatRequest, ModelSetup, OutputKind, ProviderError, RequestKey};
 use crate::spec::Spec;
+use crate::verify::Reply;
 
 /// A spec ready to be run.
 pub(crate) struct SpecRuntime {
@@ -165,6 +167,7 @@ pub(super) async fn run_task(
                 instance,
                 sample: *sample,
                 judge: None,
+                turn: 0,
             };
             all.push(ask_structured(model, spec, request, key, cache).await);
         }
@@ -185,6 +188,7 @@ pub(super) async fn run_task(
             instance,
             sample,
             judge: None,
+            turn: 0,
         };
         finish(model, judge, s, key, asked, cache, &mut record).await;
         records.push(record);
@@ -238,18 +242,40 @@ async fn finish(
                 }
                 _ => Default::default(),
             };
+            // A single turn's calls are a trajectory of one assistant message.
+            let trajectory = if completion.tool_calls.is_empty() {
+                Vec::new()
+            } else {
+                vec![Message::assistant(
+                    completion.text.clone(),
+                    completion.tool_calls.clone(),
+                )]
+            };
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
-                match tokio::task::spawn_blocking(move || spec.verify_judged(&text, &vars, &judged))
-                    .await
-                {
+                let steps = trajectory.clone();
+                let verify = move || {
+                    let reply = Reply {
+                        text: &text,
+                        trajectory: &steps,
+                        state: None,
+                    };
+                    spec.verify_judged(&reply, &vars, &judged)
+                };
+                match tokio::task::spawn_blocking(verify).await {
                     Ok(verdict) => verdict,
                     Err(e) => std::panic::resume_unwind(e.into_panic()),
                 }
             } else {
-                s.verify_judged(&completion.text, vars, &judged)
+                let reply = Reply {
+                    text: &completion.text,
+                    trajectory: &trajectory,
+                    state: None,
+                };
+                s.verify_judged(&reply, vars, &judged)
             };
+            record.scored.trajectory = trajectory;
             record.scored.tokens_in = completion.usage.tokens_in;
             record.scored.tokens_out = completion.usage.tokens_out;
             record.tokens_cached = completion.usage.tokens_cached;

@@ -313,6 +313,15 @@ fn compile_prompt(def: &SpecFile, map: &SourceMap) -> Result<PromptSet, Vec<Diag
                 )]);
             }
             for (i, m) in messages.iter().enumerate() {
+                if m.role == Role::Tool {
+                    // Tool results come from the tools an episode runs, never from a template.
+                    return Err(vec![Diagnostic::new(
+                        ErrorKind::Invalid,
+                        map.locate(key_path!["prompt", "messages", i, "role"]),
+                        "role `tool` is not written in a prompt: tool results come from an episode's tools",
+                    )
+                    .with_help("roles: system, user, assistant")]);
+                }
                 templates.push((m.role, format!("messages.{i}"), m.content.clone()));
             }
         }

@@ -292,14 +292,14 @@ impl Spec {
             .map_err(|mut errors| errors.remove(0))
     }
 
-    /// Verifies `response` with judge rules' verdicts already obtained.
-    pub fn verify_judged(
+    /// Verifies `reply` with judge rules' verdicts already obtained.
+    pub(crate) fn verify_judged(
         &self,
-        response: &str,
+        reply: &crate::verify::Reply,
         vars: &Map<String, Value>,
         judged: &crate::verify::Judged,
     ) -> InstanceVerdict {
-        self.rules.verify_judged(response, vars, judged)
+        self.rules.verify_judged(reply, vars, judged)
     }
 
     /// A rule failure the spec caused (a `script` rule that errs, a test

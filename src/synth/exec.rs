@@ -214,6 +214,7 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
         instance: 0,
         sample: 0,
         judge: None,
+        turn: 0,
     };
     let check = task.check.clone();
     let asked = ask(model, &task.request, key, cache, task.attempts, |text| {

@@ -21,6 +21,7 @@ mod code_input;
 mod expected;
 mod kind;
 mod registry;
+mod reply;
 mod rule_set;
 mod verdict;
 
@@ -59,6 +60,7 @@ use crate::format::locate::SourceMap;
 pub(crate) use expected::{Expected, lookup};
 pub(crate) use judge::JudgeRule;
 pub(crate) use registry::value_key;
+pub(crate) use reply::Reply;
 pub(crate) use rule_set::RuleSet;
 pub(crate) use verdict::{
     FailureKind, InstanceVerdict, JudgeOutcome, Judged, Measure, RuleOutcome, Verdict,
@@ -109,6 +111,13 @@ pub(crate) trait Rule: Send + Sync {
     }
     /// Judges `answer` (extracted from `response`) for an instance with `vars`.
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict;
+    /// For a rule over tool calls, the episode or the tools' state: the answer
+    /// to show and the verdict, judged on the whole reply without extraction.
+    /// Rules over text return `None` and are judged by [`Rule::verify`].
+    fn verify_reply(&self, reply: &Reply, vars: &Map<String, Value>) -> Option<(String, Verdict)> {
+        let _ = (reply, vars);
+        None
+    }
     /// Whether verifying runs model-written code (and so needs the sandbox).
     fn needs_sandbox(&self) -> bool {
         false

@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use super::registry::{CompiledRule, build_one};
 use super::{
-    BuildContext, FailureKind, InstanceVerdict, JudgeRule, Judged, RuleOutcome, Verdict, lookup,
+    BuildContext, FailureKind, InstanceVerdict, JudgeRule, Judged, Reply, RuleOutcome, Verdict,
+    lookup,
 };
 use crate::error::Diagnostic;
 use crate::format::locate::SourceMap;
@@ -98,35 +99,24 @@ impl RuleSet {
 
     /// Judges `response` for an instance with `vars`.
     pub fn verify(&self, response: &str, vars: &Map<String, Value>) -> InstanceVerdict {
-        self.verify_judged(response, vars, &Judged::new())
+        self.verify_judged(&Reply::text(response), vars, &Judged::new())
     }
 
     /// Judges `response`, taking judge rules' verdicts from `judged` (by rule index).
-    pub fn verify_judged(
+    pub(crate) fn verify_judged(
         &self,
-        response: &str,
+        reply: &Reply,
         vars: &Map<String, Value>,
         judged: &Judged,
     ) -> InstanceVerdict {
+        let response = reply.text;
         let mut outcomes = Vec::with_capacity(self.rules.len());
         let (mut weighted, mut total_weight, mut gates_hold) = (0.0, 0.0, true);
         for (index, rule) in self.rules.iter().enumerate() {
-            let answer = rule.extractor.apply(response);
             let mut judge = None;
-            let verdict = match &answer {
-                Some(_) if judged.contains_key(&index) => {
-                    let (verdict, outcome) = judged[&index].clone();
-                    judge = Some(outcome);
-                    verdict
-                }
-                Some(answer) => rule.rule.verify(answer, response, vars),
-                None => Verdict::failed(
-                    FailureKind::NoAnswer,
-                    format!(
-                        "no answer extracted ({})",
-                        describe_extract(rule.extractor.def())
-                    ),
-                ),
+            let (answer, verdict) = match rule.rule.verify_reply(reply, vars) {
+                Some((answer, verdict)) => (Some(answer), verdict),
+                None => self.verify_text(index, rule, response, vars, judged, &mut judge),
             };
             if rule.report_only {
                 // Judged for the reports only.
@@ -153,6 +143,36 @@ impl RuleSet {
             },
             rules: outcomes,
         }
+    }
+
+    /// A text rule's answer (extracted from `response`) and verdict: the
+    /// judge's, when `judged` holds one for rule `index`.
+    fn verify_text(
+        &self,
+        index: usize,
+        rule: &CompiledRule,
+        response: &str,
+        vars: &Map<String, Value>,
+        judged: &Judged,
+        judge: &mut Option<super::JudgeOutcome>,
+    ) -> (Option<String>, Verdict) {
+        let answer = rule.extractor.apply(response);
+        let verdict = match &answer {
+            Some(_) if judged.contains_key(&index) => {
+                let (verdict, outcome) = judged[&index].clone();
+                *judge = Some(outcome);
+                verdict
+            }
+            Some(answer) => rule.rule.verify(answer, response, vars),
+            None => Verdict::failed(
+                FailureKind::NoAnswer,
+                format!(
+                    "no answer extracted ({})",
+                    describe_extract(rule.extractor.def())
+                ),
+            ),
+        };
+        (answer, verdict)
     }
 
     /// The expected values of every rule for an instance, keyed by rule name.

@@ -302,6 +302,7 @@ fn completion(text: String, usage: Usage) -> Completion {
         finish_reason: None,
         shared: None,
         served: None,
+        tool_calls: Vec::new(),
     }
 }
 

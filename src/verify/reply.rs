@@ -1,0 +1,50 @@
+//! What the rules read: a model's final text and, for tool use, the
+//! episode behind it (every assistant turn with its calls, every tool
+//! result) and the tools' state when it ended.
+
+use serde_json::Value;
+
+use crate::format::{Role, ToolCall};
+use crate::prompt::Message;
+
+/// What a model did for one instance, as the rules see it.
+#[derive(Debug, Clone, Copy)]
+#[allow(dead_code, reason = "the tool rules read the episode")]
+pub(crate) struct Reply<'a> {
+    /// The final text: the last assistant message's content.
+    pub text: &'a str,
+    /// The messages the episode added after the prompt: assistant turns
+    /// (text and calls) and tool results; empty for an answer of text alone.
+    pub trajectory: &'a [Message],
+    /// The tools' state after the episode, for a spec with `[agent]`.
+    pub state: Option<&'a Value>,
+}
+
+#[allow(dead_code, reason = "the tool rules read the episode")]
+impl<'a> Reply<'a> {
+    /// A reply of text alone.
+    pub(crate) fn text(text: &'a str) -> Reply<'a> {
+        Reply {
+            text,
+            trajectory: &[],
+            state: None,
+        }
+    }
+
+    /// The assistant turns, in order (a single-turn answer has one).
+    pub(crate) fn turns(&self) -> impl Iterator<Item = &'a Message> + 'a {
+        self.trajectory.iter().filter(|m| m.role == Role::Assistant)
+    }
+
+    /// Every call of the episode, in order, with its 0-based turn.
+    pub(crate) fn calls(&self) -> impl Iterator<Item = (usize, &'a ToolCall)> + 'a {
+        self.turns()
+            .enumerate()
+            .flat_map(|(turn, m)| m.tool_calls.iter().map(move |c| (turn, c)))
+    }
+
+    /// The calls of the first assistant turn (a single-turn answer's calls).
+    pub(crate) fn first_calls(&self) -> &'a [ToolCall] {
+        self.turns().next().map_or(&[], |m| m.tool_calls.as_slice())
+    }
+}
