@@ -190,7 +190,16 @@ pub(super) async fn run_task(
             judge: None,
             turn: 0,
         };
-        finish(model, judge, s, key, asked, cache, &mut record).await;
+        finish(
+            model,
+            judge,
+            s,
+            key,
+            (asked, &inst.tools),
+            cache,
+            &mut record,
+        )
+        .await;
         records.push(record);
     }
     records
@@ -202,7 +211,7 @@ async fn finish(
     judge: Option<&ModelClient>,
     s: &Arc<Spec>,
     key: RequestKey<'_>,
-    asked: Asked,
+    (asked, tools): (Asked, &[crate::prompt::Tool]),
     cache: Option<&Cache>,
     record: &mut Record,
 ) {
@@ -254,12 +263,13 @@ async fn finish(
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
-                let steps = trajectory.clone();
+                let (steps, tools) = (trajectory.clone(), tools.to_vec());
                 let verify = move || {
                     let reply = Reply {
                         text: &text,
                         trajectory: &steps,
                         state: None,
+                        tools: &tools,
                     };
                     spec.verify_judged(&reply, &vars, &judged)
                 };
@@ -272,6 +282,7 @@ async fn finish(
                     text: &completion.text,
                     trajectory: &trajectory,
                     state: None,
+                    tools,
                 };
                 s.verify_judged(&reply, vars, &judged)
             };

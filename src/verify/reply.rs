@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::format::{Role, ToolCall};
+use crate::format::{Role, Tool, ToolCall};
 use crate::prompt::Message;
 
 /// What a model did for one instance, as the rules see it.
@@ -18,6 +18,8 @@ pub(crate) struct Reply<'a> {
     pub trajectory: &'a [Message],
     /// The tools' state after the episode, for a spec with `[agent]`.
     pub state: Option<&'a Value>,
+    /// The tools the request offered (their schemas type the arguments).
+    pub tools: &'a [Tool],
 }
 
 #[allow(dead_code, reason = "the tool rules read the episode")]
@@ -28,6 +30,7 @@ impl<'a> Reply<'a> {
             text,
             trajectory: &[],
             state: None,
+            tools: &[],
         }
     }
 
