@@ -33,6 +33,8 @@ readonly TOOLS_REQS=("cmake>=3.20,<5" "ninja>=1.10")
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
 readonly GEMMA3_TEMPLATE="$SCRIPT_DIR/gemma3-chat-template.jinja"
+# SmolLM2's own template plus tools (its GGUF template drops them).
+readonly SMOLLM2_TEMPLATE="$SCRIPT_DIR/smollm2-chat-template.jinja"
 
 CACHE_DIR="${HARNESS_CACHE_DIR:-$HOME/.cache/harness}"
 STATE_DIR="${HARNESS_LLAMA_STATE:-/tmp/harness-llama}"
@@ -283,7 +285,7 @@ print_paths() {
 cmd_paths() {
     print_paths
     local missing=0 f
-    for f in "$SERVER_BIN" "$SMOLLM2_MODEL" "$GEMMA3_MODEL" "$GEMMA3_TEMPLATE"; do
+    for f in "$SERVER_BIN" "$SMOLLM2_MODEL" "$GEMMA3_MODEL" "$GEMMA3_TEMPLATE" "$SMOLLM2_TEMPLATE"; do
         [ -e "$f" ] || { log "missing: $f (run: $0 ensure)"; missing=1; }
     done
     return "$missing"
@@ -404,7 +406,10 @@ cmd_start() {
     local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c 8192)
     if [ "$name" = gemma3 ]; then
         [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"
-        args+=(--chat-template-file "$GEMMA3_TEMPLATE")
+        args+=(--jinja --chat-template-file "$GEMMA3_TEMPLATE")
+    elif [ "$name" = smollm2 ]; then
+        [ -f "$SMOLLM2_TEMPLATE" ] || die "missing $SMOLLM2_TEMPLATE"
+        args+=(--jinja --chat-template-file "$SMOLLM2_TEMPLATE")
     fi
 
     local attempt port pid url t0 deadline code
