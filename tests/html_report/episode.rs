@@ -77,10 +77,14 @@ fn an_episode_renders_step_by_step_and_filters_reach_into_calls() {
             .any(|l| l.starts_with("→ shop.cancel_order({\"order_id\": 5,) [invalid arguments")),
         "a call-only answer is not an empty line: {line:?}"
     );
+    b.screenshot(&artifacts().join("episode_instances_1280.png"));
     set_filter(&mut b, "arg", "order_id");
     wait_count(&mut b, 1, 5);
     open_first(&mut b);
     b.screenshot(&artifacts().join("episode_drill_1280.png"));
+    b.viewport(390, 900);
+    b.screenshot(&artifacts().join("episode_drill_390.png"));
+    b.viewport(1280, 900);
     let steps = texts(
         &mut b,
         "#drill-body h3, #drill-body .step > .role, #drill-body .call-head, #drill-body details > summary",
