@@ -5,9 +5,11 @@
 //! console errors and no network request, the numbers the page shows against
 //! the other reports, the filters, the drill-down, and that model output
 //! renders as text; the page in the report's language and a heatmap of 16
-//! categories at 1280×800 (`language`).
+//! categories at 1280×800 (`language`); an agent episode drawn step by step,
+//! its filters into calls (`episode`).
 //! Screenshots at 1280 and 390 px land in `target/browser/`.
 
+mod episode;
 mod language;
 mod replay;
 

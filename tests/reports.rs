@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::common::alone::{in_own_process, test_name};
 
+pub(crate) mod episodes;
+
 const STAMP: &str = "20261121_223000";
 
 fn fixture() -> PathBuf {

@@ -86,6 +86,9 @@ pub(crate) struct Example {
     pub detail: String,
     /// The request error.
     pub error: Option<String>,
+    /// With tools: the answer's steps, each text cut like the response.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trajectory: Vec<crate::prompt::Message>,
 }
 
 impl Example {
@@ -100,6 +103,12 @@ impl Example {
             response: r.scored.response.as_deref().map(cut),
             detail: cut(&r.scored.detail),
             error: r.scored.error.as_deref().map(cut),
+            trajectory: (r.scored.trajectory.iter())
+                .map(|m| crate::prompt::Message {
+                    content: cut(&m.content),
+                    ..m.clone()
+                })
+                .collect(),
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::metrics::{EXCERPT_CHARS, expected_output, test_id};
 use crate::run::record::Record;
 
 use super::View;
+use super::calls::answer_text;
 use super::journals::Journals;
 use crate::text::{clip, one_line};
 
@@ -141,7 +142,8 @@ fn testcase(w: &mut impl Write, classname: &str, r: &Record) -> io::Result<()> {
             body,
             "response:\n{}",
             clip(
-                r.scored.response.as_deref().unwrap_or_default(),
+                &answer_text(r.scored.response.as_deref(), &r.scored.trajectory)
+                    .unwrap_or_default(),
                 EXCERPT_CHARS
             )
         );

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use crate::metrics::{Example, Metrics};
 
 use super::View;
+use super::calls::answer_text;
 use super::lang::fill;
 use super::terminal::with_interval;
 use crate::text::{code_block, header_row, inline_code, md_cell, num, one_line, percent, table};
@@ -322,10 +323,10 @@ fn example_line(w: &super::lang::Markdown, e: &Example) -> String {
         );
         return line;
     }
-    let response = e.response.as_deref().unwrap_or_default();
+    let response = answer_text(e.response.as_deref(), &e.trajectory).unwrap_or_default();
     line += &fill(
         w.example_response,
-        &[&inline_code(&one_line(response, INLINE_CHARS))],
+        &[&inline_code(&one_line(&response, INLINE_CHARS))],
     );
     if !e.detail.is_empty() {
         let _ = write!(
@@ -422,7 +423,8 @@ fn failing(s: &mut String, v: &View, model: &str) {
                 let detail = inline_code(&one_line(&e.detail, 300));
                 let _ = writeln!(s, "{}", fill(w.reason, &[&detail]));
             }
-            s.push_str(&code_block(e.response.as_deref().unwrap_or_default()));
+            let response = answer_text(e.response.as_deref(), &e.trajectory);
+            s.push_str(&code_block(&response.unwrap_or_default()));
         }
         if failed > c.failing.len() as u64 {
             let more = fill(words.and_more, &[&(failed - c.failing.len() as u64)]);

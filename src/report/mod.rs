@@ -13,6 +13,7 @@
 //! `golden` (transcripts the HTML report diffs against) and `text`. Reports
 //! never ask a model.
 
+mod calls;
 pub(crate) mod comparison;
 mod costs;
 mod csv;

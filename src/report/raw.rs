@@ -5,13 +5,17 @@
 //! `prompt` is the rendered conversation as text: each message as
 //! `<role>: <content>`, messages separated by a blank line, so a one-message
 //! prompt reads `user: <text>`. The structured messages stay in the journal.
+//! With tools, `llm_response` is every step as text (`→ name(args)` per
+//! call, `← name: content` per result, then the final answer), never an empty
+//! string, and `trajectory` and `state` keep the steps and the tools' final
+//! state as the journal has them.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::format::Role;
+use super::calls::{answer_text, message_text, role_name};
 use crate::metrics::{expected_output, test_id};
 use crate::prompt::Message;
 use crate::run::record::{Cost, Record};
@@ -22,7 +26,7 @@ struct RawResult<'a> {
     test_id: String,
     model_name: &'a str,
     prompt: String,
-    llm_response: Option<&'a str>,
+    llm_response: Option<String>,
     expected_output: Value,
     is_correct: bool,
     execution_time_ms: u64,
@@ -43,19 +47,19 @@ struct RawResult<'a> {
     cost: Option<&'a Cost>,
     #[serde(skip_serializing_if = "Option::is_none")]
     judge_cost: Option<&'a Cost>,
+    /// With tools: each assistant turn with its calls and each tool result.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    trajectory: &'a [Message],
+    /// With `[agent]`: the tools' state when the episode ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a Value>,
 }
 
 /// The prompt as text: `role: content` per message, separated by blank lines.
 pub(crate) fn prompt_text(messages: &[Message]) -> String {
-    let role = |m: &Message| match m.role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    };
     messages
         .iter()
-        .map(|m| format!("{}: {}", role(m), m.content))
+        .map(|m| format!("{}: {}", role_name(m.role), message_text(m)))
         .collect::<Vec<_>>()
         .join("\n\n")
 }
@@ -78,7 +82,7 @@ impl<W: Write> RawWriter<W> {
             test_id: test_id(r),
             model_name: model,
             prompt: prompt_text(&r.messages),
-            llm_response: r.scored.response.as_deref(),
+            llm_response: answer_text(r.scored.response.as_deref(), &r.scored.trajectory),
             expected_output: expected_output(r),
             is_correct: r.scored.passed,
             execution_time_ms: r.latency_ms,
@@ -96,6 +100,8 @@ impl<W: Write> RawWriter<W> {
             cached: r.cached,
             cost: r.cost.as_ref(),
             judge_cost: r.judge_cost.as_ref(),
+            trajectory: &r.scored.trajectory,
+            state: r.scored.state.as_ref(),
         };
         let json = serde_json::to_string_pretty(&item).map_err(io::Error::other)?;
         // Strings are escaped, so every newline is between tokens and indenting is safe.
@@ -140,5 +146,27 @@ mod tests {
             text.starts_with("[\n  {\n    \"test_id\": \"s/1\""),
             "{text}"
         );
+        assert!(v[0].get("trajectory").is_none(), "{text}");
+    }
+
+    #[test]
+    fn a_tool_answer_shows_its_steps() {
+        let mut r = record("m", "shop", 3);
+        r.scored.response = Some("6! = 720".into());
+        r.scored.trajectory = super::super::calls::tests::episode();
+        r.scored.state = Some(serde_json::json!({"orders": [{"status": "cancelled"}]}));
+        let mut w = RawWriter::new(Vec::new());
+        w.write("m", &r).unwrap();
+        let text = String::from_utf8(w.finish().unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let steps = answer_text(r.scored.response.as_deref(), &r.scored.trajectory);
+        assert_eq!(v[0]["llm_response"].as_str(), steps.as_deref());
+        assert!(steps.unwrap().starts_with("→ math.factorial(number=6)\n"));
+        assert_eq!(v[0]["trajectory"].as_array().map(Vec::len), Some(5));
+        assert_eq!(
+            v[0]["trajectory"][0]["tool_calls"][0]["name"],
+            "math.factorial"
+        );
+        assert_eq!(v[0]["state"]["orders"][0]["status"], "cancelled");
     }
 }

@@ -12,7 +12,7 @@ function vlist(container, indices, onOpen) {
   function row(i) {
     const r = rows[i];
     const st = r.e ? '!' : r.ok ? '✓' : '✗';
-    const text = r.e || r.r || '';
+    const text = r.e || r.rt || r.r || '';
     const el = h('div', { class: 'vrow', role: 'button', tabindex: 0, 'data-row': i,
       on: { click: () => onOpen(i), keydown: (e) => { if (e.key === 'Enter') onOpen(i); } } },
       h('span', { class: 'st ' + (r.e ? 'warn' : r.ok ? 'good' : 'bad') }, st),
@@ -45,7 +45,7 @@ function vlist(container, indices, onOpen) {
   return { update(next) { items = next; box.scrollTop = 0; draw(); }, draw };
 }
 
-const state = { model: -1, spec: -1, status: 'all', q: '' };
+const state = { model: -1, spec: -1, status: 'all', tool: '', arg: '', q: '' };
 let hay = null;
 function matches(r, i) {
   if (state.model >= 0 && r.m !== state.model) return false;
@@ -57,11 +57,17 @@ function matches(r, i) {
     case 'flipped': if (!(r.fl & 2) && !golden(r)) return false; break;
     default: break;
   }
+  if (state.tool && !(r.tn || []).includes(state.tool)) return false;
+  if (state.arg && !(r.fa || []).includes(state.arg)) return false;
   if (state.q) {
-    if (!hay) hay = rows.map((x) => [rowId(x), x.r, x.a, x.x, x.d, x.e].filter(Boolean).join('\n').toLowerCase());
+    if (!hay) hay = rows.map((x) => [rowId(x), x.r, x.a, x.x, x.d, x.e, steps(x)].filter(Boolean).join('\n').toLowerCase());
     if (!hay[i].includes(state.q)) return false;
   }
   return true;
+}
+// An episode's text for the search: every step's content, tool names and arguments.
+function steps(x) {
+  return (x.tr || []).map((st) => [st.n, st.c].concat((st.tc || []).map((c) => c.n + ' ' + c.a)).filter(Boolean).join('\n')).join('\n');
 }
 let list = null, countEl = null;
 const controls = {};
@@ -78,7 +84,7 @@ function instances() {
     const el = h('select', { name: name, 'aria-label': name },
       options.map(([val, label]) => h('option', { value: val }, label)));
     el.value = String(value);
-    el.addEventListener('change', () => { state[name] = name === 'status' ? el.value : Number(el.value); refilter(); });
+    el.addEventListener('change', () => { state[name] = name === 'model' || name === 'spec' ? Number(el.value) : el.value; refilter(); });
     controls[name] = el;
     return el;
   };
@@ -90,10 +96,15 @@ function instances() {
   });
   controls.q = search;
   countEl = h('span', { class: 'muted count' });
+  // Filters into calls, shown when some answer called a tool or failed on an argument.
+  const tools = [...new Set(rows.flatMap((x) => x.tn || []))].sort();
+  const args = [...new Set(rows.flatMap((x) => x.fa || []))].sort();
   add(v, h('div', { class: 'controls' },
     select('model', [[-1, t('All models')]].concat(order.map((m) => [m, models[m].name])), state.model),
     select('spec', [[-1, t('All categories')]].concat(specs.map((sp, i) => [i, sp.title])), state.spec),
     select('status', [['all', t('All')], ['fail', t('Failures only')], ['error', t('Errors')], ['flaky', t('Flaky')], ['flipped', t('Flipped')]], state.status),
+    tools.length ? select('tool', [['', t('Any tool')]].concat(tools.map((n) => [n, t('called {0}', n)])), state.tool) : null,
+    args.length ? select('arg', [['', t('Any argument')]].concat(args.map((n) => [n, t('failed argument {0}', n)])), state.arg) : null,
     search, countEl));
   list = vlist(v, [], openDrill);
   refilter();
@@ -134,6 +145,34 @@ function thumbs(imgs) {
     h('figcaption', null, x.t))));
 }
 
+// An answer's episode as a conversation: each assistant turn (its text, then
+// each call: tool name and arguments, flagged when they were not JSON) and each
+// tool result (flagged when it is an error). A last turn that only repeats the
+// response is left to the final answer below.
+function episode(r) {
+  const all = r.tr.slice();
+  const last = all[all.length - 1];
+  if (last && last.o === 'assistant' && !last.tc && (last.c || '') === (r.r || '')) all.pop();
+  let turn = 0;
+  const id = (i) => (i ? h('span', { class: 'call-id' }, ' ' + i) : null);
+  return h('div', { class: 'episode' }, all.map((st) => {
+    if (st.o === 'tool') {
+      return h('div', { class: 'step tool' },
+        h('div', { class: 'role' }, t('tool result'), ' · ', h('span', { class: 'tool-name' }, st.n || '?'), id(st.i),
+          st.er ? h('span', { class: 'flag bad' }, t('error')) : null),
+        pre(st.c, st.er ? 'result error' : 'result'));
+    }
+    if (st.o === 'assistant') turn += 1;
+    return h('div', { class: 'step ' + st.o },
+      h('div', { class: 'role' }, st.o === 'assistant' ? t('assistant, turn {0}', turn) : st.o),
+      st.c || !st.tc ? pre(st.c, 'text') : null,
+      (st.tc || []).map((c) => h('div', { class: 'call' },
+        h('div', { class: 'call-head' }, '→ ', h('span', { class: 'tool-name' }, c.n), id(c.i),
+          c.iv ? h('span', { class: 'flag bad' }, t('invalid arguments: {0}', c.iv)) : null),
+        pre(c.a, 'args'))));
+  }));
+}
+
 function diffView(ops) {
   return h('pre', { class: 'diff' }, ops.map(([op, t]) => (op === '=' ? t : h(op === '-' ? 'del' : 'ins', null, t))));
 }
@@ -163,7 +202,9 @@ function openDrill(i) {
     h('h3', null, t('Prompt')),
     prompt.length ? prompt.map(([role, content, imgs]) => [h('div', { class: 'role' }, role),
       imgs ? h('div', { class: 'with-images' }, pre(content), thumbs(imgs)) : pre(content)]) : pre(null),
-    h('h3', null, t(r.e ? 'Request error' : 'Response')), pre(r.e || r.r, 'response'),
+    r.tr ? [h('h3', null, t('Episode')), episode(r)] : null,
+    h('h3', null, t(r.e ? 'Request error' : r.tr ? 'Final answer' : 'Response')), pre(r.e || r.r, 'response'),
+    r.st != null ? h('details', { class: 'state' }, h('summary', null, t('Final state')), pre(r.st, 'state')) : null,
     h('h3', null, t('Expected')), pre(expected(r.x), 'expected'),
     h('h3', null, t('Extracted answer')), pre(r.a, 'answer'),
     r.d ? [h('h3', null, t('Why it failed')), pre(r.d)] : null,

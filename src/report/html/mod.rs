@@ -10,6 +10,7 @@
 //! its hash) and nothing load at all.
 
 mod data;
+mod episode;
 mod rows;
 mod thumbs;
 

@@ -9,18 +9,22 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::golden::transcript::{TranscriptLine, read_transcript, transcript_path};
+use crate::golden::transcript::{ScoredAnswer, TranscriptLine, read_transcript, transcript_path};
 use crate::metrics::expected_output;
 use crate::run::record::Record;
-use crate::text::clip;
+use crate::text::{clip, one_line};
 
 use super::super::SpecInfo;
+use super::super::calls::answer_text;
+use super::episode::{self, Step};
 use super::thumbs::{PromptRow, prompt_row};
 
 /// Characters of a response, prompt message or expected value kept in the page.
 pub(super) const TEXT_CHARS: usize = 20_000;
 /// Characters of one judge reasoning or rule detail kept.
 const NOTE_CHARS: usize = 4_000;
+/// Characters of an episode's one-line text (the list shows 200).
+const LINE_CHARS: usize = 1_000;
 /// Responses longer than this are shown whole on both sides instead of diffed,
 /// so the diff stays cheap and its result does not depend on a time limit.
 const DIFF_CHARS: usize = 4_000;
@@ -84,6 +88,21 @@ pub(super) struct Row<'a> {
     /// Against the golden transcript, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub g: Option<GoldenRow>,
+    /// With tools: the episode's steps.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tr: Vec<Step>,
+    /// With tools: every step as one line of text, for the list and the search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rt: Option<String>,
+    /// With `[agent]`: the tools' final state, pretty JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub st: Option<String>,
+    /// The tools called.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tn: Vec<String>,
+    /// The arguments failing rules name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fa: Vec<String>,
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -202,11 +221,10 @@ impl<'a> Golden<'a> {
             (false, true) => cell.fixes += 1,
             _ => {}
         }
-        let diff = (old.scored.response != r.scored.response).then(|| {
+        let (before, after) = (answered(&old.scored), answered(&r.scored));
+        let diff = (before != after).then(|| {
             cell.changed += 1;
-            let before = old.scored.response.as_deref().unwrap_or_default();
-            let after = r.scored.response.as_deref().unwrap_or_default();
-            diff(before, after)
+            diff(&before, &after)
         });
         Some(GoldenRow {
             ok: old.scored.passed,
@@ -214,6 +232,11 @@ impl<'a> Golden<'a> {
             diff,
         })
     }
+}
+
+/// What an answer shows: its response, with tools every step of it.
+fn answered(a: &ScoredAnswer) -> String {
+    answer_text(a.response.as_deref(), &a.trajectory).unwrap_or_default()
 }
 
 /// A word diff of two responses, or both whole when either is long.
@@ -269,6 +292,9 @@ pub(super) fn row<'a>(
             .map(|var| (var.as_str(), crate::metrics::group_value(r, var)))
             .collect()
     });
+    let episode = episode::of(r);
+    let steps = answer_text(r.scored.response.as_deref(), &r.scored.trajectory)
+        .filter(|_| !r.scored.trajectory.is_empty());
     let expected = match expected_output(r) {
         Value::Null => String::new(),
         v => text(&v.to_string()),
@@ -308,5 +334,10 @@ pub(super) fn row<'a>(
             .collect(),
         fl: flags,
         g: golden,
+        tr: episode.steps,
+        rt: steps.map(|t| one_line(&t, LINE_CHARS)),
+        st: episode.state,
+        tn: episode.tools,
+        fa: episode.failed,
     }
 }

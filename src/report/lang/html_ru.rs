@@ -217,4 +217,16 @@ pub(super) const HTML: &[(&str, &str)] = &[
         "First 500 of {0}; filter the Instances view by \"Flipped\" for all.",
         "Первые 500 из {0}; все — в «Заданиях» с фильтром «Сменившие вердикт».",
     ),
+    // Tool calls and episodes.
+    ("Any tool", "Любой инструмент"),
+    ("called {0}", "вызван {0}"),
+    ("Any argument", "Любой аргумент"),
+    ("failed argument {0}", "ошибка в аргументе {0}"),
+    ("Episode", "Эпизод"),
+    ("Final answer", "Итоговый ответ"),
+    ("Final state", "Итоговое состояние"),
+    ("tool result", "результат инструмента"),
+    ("error", "ошибка"),
+    ("assistant, turn {0}", "ассистент, ход {0}"),
+    ("invalid arguments: {0}", "аргументы не JSON: {0}"),
 ];

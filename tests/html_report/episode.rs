@@ -1,0 +1,167 @@
+//! An agent episode in the browser (`tests/fixtures/journals/tool_episode.jsonl`):
+//! the drill-down draws the conversation step by step in order (prompt, each
+//! assistant turn with its calls, each tool result, the final answer, the
+//! final state folded), the tool-name and failed-argument filters pick the
+//! right answers, and a hostile tool name and argument stay text.
+
+use serde_json::{Value, json};
+
+use super::{assert_clean, open, set_filter, text, wait_count};
+use crate::common::browser::{Browser, artifacts};
+use harness::Lang;
+
+const HOSTILE_TOOL: &str = "<img src=x onerror=\"window.__pwned = 5\">";
+
+/// The text of every element `selector` matches in the drill-down, in order.
+fn texts(b: &mut Browser, selector: &str) -> Vec<String> {
+    let v = b.eval(&format!(
+        "[...document.querySelectorAll({})].map(e => e.textContent)",
+        json!(selector)
+    ));
+    serde_json::from_value(v).unwrap()
+}
+
+/// Opens the first row of the instance list.
+fn open_first(b: &mut Browser) {
+    b.eval("document.querySelector('#view-instances .vrow').click()");
+    b.wait_for("!document.getElementById('drill').hidden");
+}
+
+#[test]
+fn an_episode_renders_step_by_step_and_filters_reach_into_calls() {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::reports::episodes::build(dir.path(), Lang::En);
+    open(&mut b, &out.files.html, 1280, "episode_overview");
+    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
+    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
+    let tools = texts(&mut b, "#view-instances [name=tool] option");
+    let called = format!("called {HOSTILE_TOOL}");
+    assert_eq!(
+        tools,
+        [
+            "Any tool",
+            &called,
+            "called shop.cancel_order",
+            "called shop.find_order"
+        ],
+        "tool names as text, each once"
+    );
+    let args = texts(&mut b, "#view-instances [name=arg] option");
+    let want = [
+        "Any argument",
+        "failed argument order_id",
+        "failed argument reason",
+    ];
+    assert_eq!(args, want);
+    // (tool, failed argument) → records picked of 5.
+    let cases = [
+        ("shop.find_order", "", 2),
+        ("shop.cancel_order", "", 4),
+        (HOSTILE_TOOL, "", 1),
+        ("", "order_id", 1),
+        ("", "reason", 1),
+        ("shop.find_order", "reason", 0),
+        ("", "", 5),
+    ];
+    for (tool, arg, picked) in cases {
+        set_filter(&mut b, "tool", tool);
+        set_filter(&mut b, "arg", arg);
+        wait_count(&mut b, picked, 5);
+    }
+    let line = texts(&mut b, "#view-instances .vrow .txt");
+    assert!(
+        line.iter()
+            .any(|l| l.starts_with("→ shop.cancel_order({\"order_id\": 5,) [invalid arguments")),
+        "a call-only answer is not an empty line: {line:?}"
+    );
+    b.screenshot(&artifacts().join("episode_instances_1280.png"));
+    set_filter(&mut b, "arg", "order_id");
+    wait_count(&mut b, 1, 5);
+    open_first(&mut b);
+    b.screenshot(&artifacts().join("episode_drill_1280.png"));
+    b.viewport(390, 900);
+    b.screenshot(&artifacts().join("episode_drill_390.png"));
+    b.viewport(1280, 900);
+    let steps = texts(
+        &mut b,
+        "#drill-body h3, #drill-body .step > .role, #drill-body .call-head, #drill-body details > summary",
+    );
+    let tool_result =
+        |name: &str, id: &str, error: &str| format!("tool result · {name} {id}{error}");
+    let want = [
+        "Prompt".to_owned(),
+        "Episode".into(),
+        "assistant, turn 1".into(),
+        "→ shop.find_order call_1".into(),
+        tool_result("shop.find_order", "call_1", ""),
+        "assistant, turn 2".into(),
+        format!("→ {HOSTILE_TOOL} call_2"),
+        "→ shop.cancel_order call_3".into(),
+        tool_result(HOSTILE_TOOL, "call_2", "error"),
+        tool_result("shop.cancel_order", "call_3", ""),
+        "Final answer".into(),
+        "Final state".into(),
+        "Expected".into(),
+    ];
+    assert_eq!(steps[..want.len()], want, "{steps:#?}");
+    let pres = texts(&mut b, "#drill-body .episode pre");
+    assert_eq!(
+        pres,
+        [
+            "{\n  \"order_id\": 7\n}",
+            "{\"id\": 7, \"status\": \"paid\"}",
+            "Отменяю заказ <b>7</b>.",
+            "{\n  \"reason\": \"</script><script>window.__pwned = 6</script>\"\n}",
+            "{\n  \"order_id\": 8\n}",
+            "{\"error\": \"нет инструмента <img src=x onerror=\\\"window.__pwned = 5\\\">\"}",
+            "{\"ok\": true}",
+        ],
+        "each step's text, arguments pretty-printed"
+    );
+    assert_eq!(text(&mut b, "#drill-body pre.response"), "Заказ 7 отменён.");
+    assert_eq!(
+        b.eval("document.querySelectorAll('#drill-body pre.result.error').length"),
+        json!(1)
+    );
+    let state = b.eval(
+        "[document.querySelector('#drill-body details.state').open, \
+          document.querySelector('#drill-body pre.state').textContent.includes('\"cancelled\"')]",
+    );
+    assert_eq!(state, json!([false, true]), "the final state, folded");
+    let rules = texts(&mut b, "#drill-body td.name");
+    assert!(
+        rules.iter().any(|d| d.contains("argument `order_id`: 8")),
+        "{rules:?}"
+    );
+    assert_no_injection(&mut b);
+    // A call whose arguments were not JSON is flagged, its text shown.
+    b.eval("document.getElementById('drill-close').click()");
+    set_filter(&mut b, "arg", "");
+    set_filter(&mut b, "q", "shop_agent/2");
+    wait_count(&mut b, 1, 5);
+    open_first(&mut b);
+    let flags = texts(&mut b, "#drill-body .call-head .flag");
+    assert_eq!(
+        flags,
+        ["invalid arguments: EOF while parsing an object at line 1 column 15"]
+    );
+    assert_eq!(text(&mut b, "#drill-body pre.args"), "{\"order_id\": 5,");
+    assert_no_injection(&mut b);
+    assert_clean(&b);
+}
+
+/// Nothing from the data became an element or ran.
+fn assert_no_injection(b: &mut Browser) {
+    let injected: Value = b.eval(
+        "[window.__pwned === undefined, \
+          document.querySelectorAll('main img, #drill img, main script, #drill script, #drill b').length]",
+    );
+    assert_eq!(
+        injected,
+        json!([true, 0]),
+        "no markup from the data became elements"
+    );
+}
