@@ -238,6 +238,20 @@ mod tests {
     }
 
     #[test]
+    fn scrubbing_reaches_every_string_of_the_arguments() {
+        let clean = |text: &mut String| *text = text.replace("sk-1", "[key]");
+        let mut arguments = json!({"sk-1": ["a sk-1", {"k": "sk-1"}], "n": 5});
+        scrub_value(&mut arguments, &clean);
+        assert_eq!(
+            arguments,
+            json!({"[key]": ["a [key]", {"k": "[key]"}], "n": 5})
+        );
+        let mut text = json!("{\"key\": \"sk-1");
+        scrub_value(&mut text, &clean);
+        assert_eq!(text, json!("{\"key\": \"[key]"));
+    }
+
+    #[test]
     fn calls_read_text_objects_and_bad_json() {
         let names = WireNames::new(&tools(&["math.factorial"]));
         let read = |v: Value| {
