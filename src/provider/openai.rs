@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::prompt::Message;
+use crate::prompt::{Message, Role};
 
 use super::tool_wire::{WireCall, WireNames};
 use super::{
@@ -280,7 +280,7 @@ fn wire_messages(messages: &[Message], names: &WireNames) -> Result<Value, Provi
             if !m.tool_calls.is_empty() {
                 return Ok(assistant_calls(m, ids.assistant(i, m), names));
             }
-            if m.role == crate::prompt::Role::Tool {
+            if m.role == Role::Tool {
                 let id = ids.result(m.tool_call_id.as_deref());
                 return Ok(json!({"role": m.role, "tool_call_id": id, "content": m.content}));
             }
