@@ -105,6 +105,32 @@ fn openai_sends_safe_names_and_journals_the_spec_names() {
 }
 
 #[test]
+fn openai_every_choice_of_n_keeps_its_calls() {
+    let fake = calling(&[(SAFE, r#"{"n": 5}"#), ("math_factorial", r#"{"n": 6}"#)]);
+    let ws = workspace(&fake, "openai", "tool_choice = \"auto\"");
+    let spec = std::fs::read_to_string(ws.path().join("specs/tool_calls.toml")).unwrap();
+    ws.write(
+        "specs/tool_calls.toml",
+        &format!("{spec}\n[sampling]\nn = 3\n"),
+    );
+    let base = fake.openai_base();
+    ws.write(
+        "harness.toml",
+        &model_toml("m", "openai", "fake-tools", &base, "max_n = 3"),
+    );
+    ws.run_ok(&["specs", "-m", "m"]);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "one request for the three samples");
+    assert_eq!(requests[0].body["n"], 3);
+    let journal = ws.last_journal();
+    assert_eq!(journal.len(), 3);
+    for (choice, record) in journal.iter().enumerate() {
+        let ids = [0, 1].map(|call| format!("call_0_{choice}_{call}"));
+        assert_both_calls(record, [&ids[0], &ids[1]]);
+    }
+}
+
+#[test]
 fn openai_arguments_that_are_not_json_stay_a_call() {
     let fake = calling(&[(SAFE, "{n: 5")]);
     let ws = workspace(&fake, "openai", "tool_choice = \"required\"");
