@@ -213,6 +213,7 @@ mod tests {
             tools: Vec::new(),
             tool_choice: None,
             parallel_tool_calls: None,
+            prefill: None,
         }
     }
 

@@ -25,5 +25,6 @@ pub(crate) use schema::{schema_text, spec_schema};
 pub(crate) use spec_file::*;
 pub(crate) use toml_error::toml_diagnostic;
 pub(crate) use tools::{
-    Tool, ToolCall, ToolChoice, ToolDef, ToolProblem, ToolProblems, check_tools, parse_tool_list,
+    Tool, ToolCall, ToolChoice, ToolDef, ToolMode, ToolProblem, ToolProblems, check_tools,
+    parse_tool_list,
 };

@@ -88,6 +88,10 @@ pub struct ChatRequest {
     /// Whether several calls in one turn are allowed (only with tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// The model's `tool_prefill`, when this request requires a call: the
+    /// start of the assistant's turn, sent as a last assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<String>,
 }
 
 impl ChatRequest {
@@ -396,7 +400,9 @@ impl Provider {
             Provider::Replay(r) => r.complete(key),
             Provider::Exec(c) => c.complete(request).await,
         };
-        scrub(result.map(|c| vec![c])).map(|mut c| c.remove(0))
+        let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
+        tool_wire::number_calls(&mut completion, key.turn);
+        Ok(completion)
     }
 
     /// Whether several samples can be asked in one request (OpenAI's `n`).
@@ -410,12 +416,16 @@ impl Provider {
         request: &ChatRequest,
         n: u32,
     ) -> Result<Vec<Completion>, ProviderError> {
-        scrub(match self {
+        let mut completions = scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),
-        })
+        })?;
+        for c in &mut completions {
+            tool_wire::number_calls(c, 0);
+        }
+        Ok(completions)
     }
 
     /// Whether answers come from the network (and so belong in the cache).
@@ -467,6 +477,7 @@ mod tests {
             tools: Vec::new(),
             tool_choice: None,
             parallel_tool_calls: None,
+            prefill: None,
         };
         request
             .extra

@@ -65,6 +65,12 @@ pub struct ModelOptions {
     /// options outside the common API (llama.cpp's `cache_prompt`, vLLM's
     /// `top_k`, ...).
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Text the assistant's turn starts with when a request requires a tool
+    /// call (OpenAI wire; llama.cpp continues a final assistant message).
+    /// A small model that writes prose before its call never reaches one:
+    /// starting the turn at its template's call opener leaves it the call alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_prefill: Option<String>,
 }
 
 /// Everything needed to talk to one model; stored in a run's plan so resume

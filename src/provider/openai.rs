@@ -216,9 +216,13 @@ fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, Provi
 /// The body of `request` for `model` in OpenAI's format, asking for `n` choices.
 fn request_body(model: &str, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
     let names = WireNames::new(&request.tools);
+    let mut messages = wire_messages(&request.messages, &names)?;
+    if let (Some(prefill), Some(list)) = (&request.prefill, messages.as_array_mut()) {
+        list.push(json!({"role": "assistant", "content": prefill}));
+    }
     let mut body = json!({
         "model": model,
-        "messages": wire_messages(&request.messages, &names)?,
+        "messages": messages,
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
     });
@@ -458,5 +462,24 @@ mod tests {
         assert_eq!(answers[3].tool_calls[0].name, "invented.fn");
         assert_eq!(answers[3].tool_calls[0].arguments, json!({"n": 5}));
         assert!(answers.iter().all(|a| a.shared.is_some()));
+    }
+
+    #[test]
+    fn a_prefill_is_the_last_message_and_only_when_set() {
+        let mut request: ChatRequest = serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": "5!?"}],
+            "temperature": 0.0, "max_tokens": 8, "format": {"type": "text"},
+            "tools": tools(), "tool_choice": "required"
+        }))
+        .unwrap();
+        let plain = request_body("m", &request, 1).unwrap();
+        assert_eq!(plain["messages"].as_array().unwrap().len(), 1);
+        request.prefill = Some("<tool_calls>".into());
+        let body = request_body("m", &request, 1).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": "5!?"},
+                   {"role": "assistant", "content": "<tool_calls>"}])
+        );
     }
 }

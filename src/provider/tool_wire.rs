@@ -175,6 +175,16 @@ pub(crate) fn scrub_value(value: &mut Value, clean: &impl Fn(&mut String)) {
     }
 }
 
+/// Names a completion's calls `call_<turn>_<index>`. Servers make ids up
+/// (llama.cpp: random per response), and an id that changes between runs
+/// would change the next turn's request, its cache key and every golden
+/// episode; the wire needs them only to pair results with calls.
+pub(super) fn number_calls(completion: &mut super::Completion, turn: u32) {
+    for (i, call) in completion.tool_calls.iter_mut().enumerate() {
+        call.id = format!("call_{turn}_{i}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +287,21 @@ mod tests {
         assert!(bad.invalid.is_some());
         let none = read(json!({"function": {"name": "x"}}));
         assert_eq!(none.arguments, json!({}));
+    }
+
+    #[test]
+    fn calls_are_numbered_by_turn_and_position() {
+        let mut completion: crate::provider::Completion = serde_json::from_value(json!({
+            "text": "", "usage": {"tokens_in": null, "tokens_out": null},
+            "tool_calls": [{"id": "xYz", "name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]
+        }))
+        .unwrap();
+        number_calls(&mut completion, 3);
+        let ids: Vec<&str> = completion
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["call_3_0", "call_3_1"]);
     }
 }

@@ -46,6 +46,7 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         tools: Vec::new(),
         tool_choice: None,
         parallel_tool_calls: None,
+        prefill: None,
     }
 }
 

@@ -11,7 +11,7 @@ use super::record::{Record, failure_label};
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
-use crate::format::ResponseFormat;
+use crate::format::{ResponseFormat, ToolChoice, ToolMode};
 use crate::prompt::Message;
 use crate::provider::{ChatRequest, ModelSetup, OutputKind, ProviderError, RequestKey};
 use crate::spec::Spec;
@@ -67,6 +67,13 @@ pub(crate) fn build_request(
         // Without tools the options mean nothing, and would change old cache keys.
         tool_choice: r.tool_choice.clone().filter(|_| !tools.is_empty()),
         parallel_tool_calls: r.parallel_tool_calls.filter(|_| !tools.is_empty()),
+        prefill: o.tool_prefill.clone().filter(|_| {
+            !tools.is_empty()
+                && matches!(
+                    r.tool_choice,
+                    Some(ToolChoice::Mode(ToolMode::Required) | ToolChoice::Function { .. })
+                )
+        }),
     }
 }
 

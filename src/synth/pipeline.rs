@@ -259,6 +259,7 @@ impl Stage {
             tools: Vec::new(),
             tool_choice: None,
             parallel_tool_calls: None,
+            prefill: None,
         })
     }
 }
