@@ -27,17 +27,10 @@ fn open_first(b: &mut Browser) {
     b.wait_for("!document.getElementById('drill').hidden");
 }
 
-#[test]
-fn an_episode_renders_step_by_step_and_filters_reach_into_calls() {
-    let Some(mut b) = Browser::launch() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let out = crate::reports::episodes::build(dir.path(), Lang::En);
-    open(&mut b, &out.files.html, 1280, "episode_overview");
-    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
-    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
-    let tools = texts(&mut b, "#view-instances [name=tool] option");
+/// The tool and failed-argument filters list each name once, as text, and
+/// pick the records that called the tool or failed on the argument.
+fn filters_pick_by_tool_and_argument(b: &mut Browser) {
+    let tools = texts(b, "#view-instances [name=tool] option");
     let called = format!("called {HOSTILE_TOOL}");
     assert_eq!(
         tools,
@@ -49,7 +42,7 @@ fn an_episode_renders_step_by_step_and_filters_reach_into_calls() {
         ],
         "tool names as text, each once"
     );
-    let args = texts(&mut b, "#view-instances [name=arg] option");
+    let args = texts(b, "#view-instances [name=arg] option");
     let want = [
         "Any argument",
         "failed argument order_id",
@@ -67,10 +60,23 @@ fn an_episode_renders_step_by_step_and_filters_reach_into_calls() {
         ("", "", 5),
     ];
     for (tool, arg, picked) in cases {
-        set_filter(&mut b, "tool", tool);
-        set_filter(&mut b, "arg", arg);
-        wait_count(&mut b, picked, 5);
+        set_filter(b, "tool", tool);
+        set_filter(b, "arg", arg);
+        wait_count(b, picked, 5);
     }
+}
+
+#[test]
+fn an_episode_renders_step_by_step_and_filters_reach_into_calls() {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::reports::episodes::build(dir.path(), Lang::En);
+    open(&mut b, &out.files.html, 1280, "episode_overview");
+    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
+    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
+    filters_pick_by_tool_and_argument(&mut b);
     let line = texts(&mut b, "#view-instances .vrow .txt");
     assert!(
         line.iter()
