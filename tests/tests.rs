@@ -78,6 +78,7 @@ mod datasets;
 mod datasets_hub;
 mod docs;
 mod e2e_llama;
+mod e2e_tools;
 mod exec;
 mod forgery;
 mod front_door;
