@@ -337,4 +337,6 @@ pub struct Example {
     /// Fixed judge responses, one per judge sample, for specs with a `judge` rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge: Vec<String>,
+    /// The tools' state when an `[agent]` episode ended, as `final_state` rules read it.
+    pub state: Option<Value>,
 }

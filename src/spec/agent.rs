@@ -391,4 +391,54 @@ mod tests {
         assert_eq!(roll(0), roll(0));
         assert_ne!(roll(0), roll(1));
     }
+
+    /// The shipped shop spec's tools, run as a model would call them: the
+    /// state they leave passes `final_state` exactly when the right orders changed.
+    #[test]
+    fn the_shop_spec_tools_keep_their_promises() {
+        let spec = crate::spec::Spec::load(Path::new("specs/shop_agent.toml")).unwrap();
+        let agent = spec.agent().unwrap();
+        // (instance, the calls as (tool, order), what the last result says, passes)
+        type Case<'a> = (u64, &'a [(&'a str, &'a str)], &'a str, bool);
+        let cases: [Case; 5] = [
+            (0, &[("cancel_order", "A-1002")], "отменён", true),
+            (0, &[("cancel_order", "A-1003")], "нельзя отменить", false),
+            (
+                1,
+                &[("get_order", "B-2001"), ("refund_order", "B-2001")],
+                "возврат",
+                true,
+            ),
+            (
+                5,
+                &[("cancel_order", "F-6001"), ("cancel_order", "F-6003")],
+                "отменён",
+                true,
+            ),
+            (7, &[("cancel_order", "H-8009")], "не найден", true),
+        ];
+        for (instance, calls, said, passes) in cases {
+            let inst = spec.instance(instance).unwrap();
+            let mut state = agent.initial_state(&inst.vars).unwrap();
+            let mut last = String::new();
+            for (tool, id) in calls {
+                let result = agent.call(&call(tool, json!({"order_id": id})), &mut state, AT);
+                last = result_text(&result);
+            }
+            let submit = agent.call(&call("submit", json!({"answer": "ок"})), &mut state, AT);
+            assert_eq!(submit, Ok(json!({"ok": true})));
+            assert!(last.contains(said), "{instance}: {last}");
+            let reply = crate::verify::Reply {
+                state: Some(&state),
+                ..crate::verify::Reply::text("")
+            };
+            let verdict = spec.verify_judged(&reply, &inst.vars, &Default::default());
+            assert_eq!(
+                verdict.passed,
+                passes,
+                "{instance}: {}",
+                verdict.failure_details()
+            );
+        }
+    }
 }
