@@ -121,7 +121,7 @@ fn print_agent(spec: &Spec, vars: &serde_json::Map<String, serde_json::Value>) {
     println!("  ends on: {end}");
     let state = agent
         .initial_state(vars)
-        .map_or_else(|e| e, |s| s.to_string());
+        .map_or_else(|e| e.to_string(), |s| s.to_string());
     println!(
         "  state (`{}`): {}",
         visible(&agent.state_var),

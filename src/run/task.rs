@@ -326,14 +326,7 @@ async fn finish(
                 _ => Default::default(),
             };
             // A single turn's calls are a trajectory of one assistant message.
-            let trajectory = match trajectory {
-                Some(episode) => episode,
-                None if completion.tool_calls.is_empty() => Vec::new(),
-                None => vec![Message::assistant(
-                    completion.text.clone(),
-                    completion.tool_calls.clone(),
-                )],
-            };
+            let trajectory = trajectory.unwrap_or_else(|| single_turn(&completion));
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
@@ -386,15 +379,8 @@ async fn finish(
             record.rules = verdict.rules;
             record.scored.response = Some(completion.text);
             record.scored.state = state;
-            if let Some((failure, why)) = ended {
-                record.scored.passed = false;
-                record.scored.score = 0.0;
-                record.scored.detail = if record.scored.detail.is_empty() {
-                    why
-                } else {
-                    format!("{why}; {}", record.scored.detail)
-                };
-                record.failure = Some(failure.to_owned());
+            if let Some(ended) = ended {
+                episode_failed(record, ended);
             }
         }
         Err(e) => {
@@ -404,6 +390,30 @@ async fn finish(
             record.scored.state = state;
         }
     }
+}
+
+/// A single turn's calls as a trajectory of one assistant message (none without calls).
+fn single_turn(completion: &crate::provider::Completion) -> Vec<Message> {
+    if completion.tool_calls.is_empty() {
+        return Vec::new();
+    }
+    vec![Message::assistant(
+        completion.text.clone(),
+        completion.tool_calls.clone(),
+    )]
+}
+
+/// An episode that ended badly (`max_turns`, `no_end_call`) fails whatever
+/// its rules concluded; their details stay after the episode's reason.
+fn episode_failed(record: &mut Record, (failure, why): (&'static str, String)) {
+    record.scored.passed = false;
+    record.scored.score = 0.0;
+    record.scored.detail = if record.scored.detail.is_empty() {
+        why
+    } else {
+        format!("{why}; {}", record.scored.detail)
+    };
+    record.failure = Some(failure.to_owned());
 }
 
 /// Prepares a spec for running: its answer format and re-ask budget.

@@ -32,6 +32,17 @@ pub(crate) struct AgentRuntime {
     seed: u64,
 }
 
+/// Why a tool call gave the model an error instead of a result: a `throw`,
+/// an unknown tool, arguments that are not a JSON object, a script fault.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ToolError(pub String);
+
+/// Why an instance's state variable cannot seed an episode.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct StateError(pub String);
+
 /// Where one call happens in a run, for its RNG stream.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallSite {
@@ -48,18 +59,20 @@ pub(crate) struct CallSite {
 impl AgentRuntime {
     /// The tools' initial state of an instance with `vars`: the state
     /// variable's map (or a JSON text holding one, as a CSV column would), else `{}`.
-    pub(crate) fn initial_state(&self, vars: &Map<String, Value>) -> Result<Value, String> {
+    pub(crate) fn initial_state(&self, vars: &Map<String, Value>) -> Result<Value, StateError> {
         let var = &self.state_var;
         let value = match crate::verify::lookup(vars, var) {
             None => return Ok(Value::Object(Map::new())),
             Some(Value::String(text)) => serde_json::from_str(text)
-                .map_err(|e| format!("state `{var}` is a string but not JSON: {e}"))?,
+                .map_err(|e| StateError(format!("state `{var}` is a string but not JSON: {e}")))?,
             Some(value) => value.clone(),
         };
         if value.is_object() {
             Ok(value)
         } else {
-            Err(format!("state `{var}` must be a map, not {value}"))
+            Err(StateError(format!(
+                "state `{var}` must be a map, not {value}"
+            )))
         }
     }
 
@@ -71,20 +84,21 @@ impl AgentRuntime {
         call: &ToolCall,
         state: &mut Value,
         at: CallSite,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ToolError> {
+        let fail = |message: String| Err(ToolError(message));
         if let Some(why) = &call.invalid {
-            return Err(format!("the arguments are not valid JSON: {why}"));
+            return fail(format!("the arguments are not valid JSON: {why}"));
         }
         let Some(ast) = self.scripts.get(&call.name) else {
             let names: Vec<&str> = self.scripts.keys().map(String::as_str).collect();
-            return Err(format!(
+            return fail(format!(
                 "there is no tool `{}` (tools: {})",
                 call.name,
                 names.join(", ")
             ));
         };
         if !call.arguments.is_object() {
-            return Err("the arguments must be a JSON object".into());
+            return fail("the arguments must be a JSON object".into());
         }
         let run = || -> Result<(Value, Value), ScriptError> {
             let mut scope = Scope::new();
@@ -101,9 +115,9 @@ impl AgentRuntime {
                 rhai::serde::from_dynamic(&after)?,
             ))
         };
-        let (result, after) = run().map_err(|e| e.message)?;
+        let (result, after) = run().map_err(|e| ToolError(e.message))?;
         if !after.is_object() {
-            return Err(format!(
+            return fail(format!(
                 "tool `{}` left `state` as {after}, not a map",
                 call.name
             ));
@@ -114,20 +128,20 @@ impl AgentRuntime {
 }
 
 /// What one tool result says to the model: the value as JSON, or `{"error": why}`.
-pub(crate) fn result_text(result: &Result<Value, String>) -> String {
+pub(crate) fn result_text(result: &Result<Value, ToolError>) -> String {
     match result {
         Ok(value) => value.to_string(),
-        Err(why) => serde_json::json!({ "error": why }).to_string(),
+        Err(why) => serde_json::json!({ "error": why.0 }).to_string(),
     }
 }
 
-/// Compiles `[agent]` and the tools' scripts, or every problem found.
+/// Compiles `[agent]` and the tools' scripts, adding every problem found to `errors`.
 pub(super) fn compile(
     def: &SpecFile,
     map: &SourceMap,
     spec_dir: &Path,
-) -> (Option<AgentRuntime>, Vec<Diagnostic>) {
-    let mut errors = Vec::new();
+    errors: &mut Vec<Diagnostic>,
+) -> Option<AgentRuntime> {
     let at = |path: &[crate::format::locate::Key], message: String| {
         Diagnostic::new(ErrorKind::Invalid, map.locate(path), message)
     };
@@ -145,7 +159,7 @@ pub(super) fn compile(
                 ));
             }
         }
-        return (None, errors);
+        return None;
     };
     if let Some(message) = agent.turns_problem() {
         errors.push(at(key_path!["agent", "max_turns"], message));
@@ -211,7 +225,7 @@ pub(super) fn compile(
         scripts,
         seed: def.seed.unwrap_or(0),
     };
-    (Some(runtime), errors)
+    Some(runtime)
 }
 
 /// Where a tool's script came from.
@@ -340,7 +354,7 @@ mod tests {
         assert_eq!(done, Ok(json!({"ok": true})));
         assert_eq!(state["orders"][0]["status"], "cancelled");
         let refused = agent.call(&call("cancel", json!({"id": 1})), &mut state, AT);
-        assert_eq!(refused, Err("already shipped".into()));
+        assert_eq!(refused, Err(ToolError("already shipped".into())));
         assert_eq!(result_text(&refused), r#"{"error":"already shipped"}"#);
         assert_eq!(state["orders"][1]["status"], "shipped");
     }
@@ -359,7 +373,7 @@ mod tests {
             (call("spin", json!({})), "operation budget"),
         ];
         for (c, want) in cases {
-            let got = agent.call(&c, &mut state, AT).unwrap_err();
+            let got = agent.call(&c, &mut state, AT).unwrap_err().0;
             assert!(got.contains(want), "{got}");
         }
         assert_eq!(

@@ -254,9 +254,9 @@ impl Spec {
         let messages = self.render(index, &vars)?;
         let tools = self.instance_tools(index, &vars)?;
         if let Some(agent) = &self.agent
-            && let Err(message) = agent.initial_state(&vars)
+            && let Err(problem) = agent.initial_state(&vars)
         {
-            let message = format!("instance {index}: {message}");
+            let message = format!("instance {index}: {problem}");
             let location = match self.dataset.as_ref().and_then(|d| d.row(index)) {
                 Some(row) => row.origin.location(),
                 None => self.map.locate(crate::format::key_path!["agent"]),
