@@ -4,7 +4,8 @@
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::{Deserialize, Serialize};
 
-use crate::format::Role;
+/// Who speaks: the wires read a message's role (a tool's result has its own form).
+pub(crate) use crate::format::Role;
 /// Tools travel with the messages, from the spec to the request.
 pub(crate) use crate::format::{Tool, ToolCall, ToolChoice};
 pub(crate) use crate::media::ImageRef;

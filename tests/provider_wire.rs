@@ -370,10 +370,11 @@ mod streaming {
     }
 
     #[tokio::test]
-    async fn tools_are_refused_not_dropped() {
+    async fn a_tool_choice_ollama_lacks_is_refused_not_dropped() {
         let fake = FakeServer::healthy();
         let mut tooled = serde_json::to_value(request()).unwrap();
         tooled["tools"] = json!([{"name": "f", "parameters": {"type": "object"}}]);
+        tooled["tool_choice"] = json!("required");
         let tooled: ChatRequest = serde_json::from_value(tooled).unwrap();
         let err = client(&fake).complete(&tooled).await.unwrap_err();
         assert_eq!(err.kind(), "config_error", "{err}");

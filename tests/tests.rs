@@ -21,9 +21,10 @@
 //!   `self_contained` (nothing reads a path outside the repository).
 //! - Bad input and failed requests: `bad_input` (exit 2 with a message,
 //!   nothing left behind; the causes of failed requests on the terminal).
-//! - Runs against the fake server: `provider_wire`, `media` (images), `runner_faults`,
-//!   `resume_kill`, `atomic_writes` (SIGKILL mid-rewrite), `run_errors`,
-//!   `sampling`, `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
+//! - Runs against the fake server: `provider_wire`, `tool_wire` (tool
+//!   calls), `media` (images), `runner_faults`, `resume_kill`,
+//!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
+//!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
 //!   Tesseract on three lines of `datasets/ocr_lines/`, skipped without it).
 //! - Model-written code in the sandbox: `code_rule`, `code_parity` (verdicts equal bare
@@ -108,5 +109,6 @@ mod shipped_specs;
 mod stalls;
 mod synth;
 mod terminal_escapes;
+mod tool_wire;
 mod tools;
 mod unsandboxed;

@@ -291,6 +291,50 @@ mod tests {
     }
 
     #[test]
+    fn calls_survive_the_cache_and_tool_results_are_keyed() {
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
+        let call = |arguments: serde_json::Value, invalid: Option<&str>| {
+            serde_json::json!({"id": "call_1", "name": "math.factorial",
+                "arguments": arguments, "invalid": invalid})
+        };
+        let calls = serde_json::json!([
+            call(serde_json::json!({"n": 5}), None),
+            call(serde_json::json!("{\"n\": 5"), Some("EOF while parsing"))
+        ]);
+        let answer = Completion {
+            text: String::new(),
+            usage: Usage::default(),
+            finish_reason: Some("tool_calls".into()),
+            shared: None,
+            served: None,
+            tool_calls: serde_json::from_value(calls).unwrap(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
+        cache.put("k", &model, &answer).unwrap();
+        let back = cache.get("k").unwrap().unwrap();
+        assert_eq!(back, answer);
+        assert_eq!(back.tool_calls[0].arguments, serde_json::json!({"n": 5}));
+        assert_eq!(
+            back.tool_calls[1].invalid.as_deref(),
+            Some("EOF while parsing")
+        );
+        // One turn later: the same history but for what the tool answered.
+        let after = |result: &str| -> ChatRequest {
+            let mut r = serde_json::to_value(request()).unwrap();
+            r["messages"] = serde_json::json!([
+                {"role": "user", "content": "5!?"},
+                {"role": "assistant", "content": "", "tool_calls": [call(serde_json::json!({"n": 5}), None)]},
+                {"role": "tool", "content": result, "tool_call_id": "call_1", "tool_name": "math.factorial"}
+            ]);
+            serde_json::from_value(r).unwrap()
+        };
+        let key = |r: &ChatRequest| cache_key(&model, "u", r, 0, None);
+        assert_eq!(key(&after("120")), key(&after("120")));
+        assert_ne!(key(&after("120")), key(&after("121")));
+    }
+
+    #[test]
     fn images_enter_the_key_by_digest_alone() {
         let sha = "ab".repeat(32);
         let with = |path: &str| -> ChatRequest {

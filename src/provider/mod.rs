@@ -19,6 +19,7 @@ mod openai;
 pub(crate) mod price;
 pub(crate) mod replay;
 mod server_options;
+mod tool_wire;
 
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::prompt::Message;
-pub(crate) use crate::prompt::{Tool, ToolChoice};
+pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
 
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
@@ -346,6 +347,9 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
         Ok(mut completions) => {
             for c in &mut completions {
                 clean(&mut c.text);
+                for call in &mut c.tool_calls {
+                    tool_wire::scrub_value(&mut call.arguments, &clean);
+                }
             }
             Ok(completions)
         }
@@ -376,7 +380,6 @@ pub(crate) struct RequestKey<'a> {
     /// For a judge's request: the judged rule's name and the judge sample.
     pub judge: Option<(&'a str, u32)>,
     /// In an agent episode, the model's turn (0 for the first request).
-    #[allow(dead_code, reason = "replay answers per turn")]
     pub turn: u32,
 }
 

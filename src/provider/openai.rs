@@ -1,13 +1,23 @@
 //! The OpenAI-compatible wire format: `POST {base}/chat/completions`, as
 //! served by OpenAI, vLLM, llama.cpp's server and LiteLLM.
+//!
+//! Tools go out as `tools`, `tool_choice` and `parallel_tool_calls` under
+//! wire-safe names (`tool_wire`); each choice's `message.tool_calls` come back
+//! under the spec's names, arguments parsed from their JSON text (an object
+//! is taken too; text that is not JSON is kept, marked invalid). History
+//! sends an assistant's calls with their arguments as JSON text (`content`
+//! null when it said nothing) and each tool result as `{role: "tool",
+//! tool_call_id, content}`. This client never streams, so there are no
+//! streamed call deltas to assemble.
 
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::prompt::Message;
+use crate::prompt::{Message, Role};
 
+use super::tool_wire::{WireCall, WireNames};
 use super::{
     ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
     error_status,
@@ -44,6 +54,8 @@ struct Choice {
 struct ChoiceMessage {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireCall>>,
 }
 
 #[derive(Deserialize)]
@@ -100,32 +112,7 @@ impl OpenAiClient {
 
     /// The request body in OpenAI's format, asking for `n` choices.
     pub(crate) fn body(&self, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
-        let mut body = json!({
-            "model": self.model,
-            "messages": wire_messages(&request.messages)?,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        });
-        let map = body.as_object_mut().expect("object");
-        request.insert_optional(map);
-        if n > 1 {
-            map.insert("n".into(), json!(n));
-        }
-        match &request.format {
-            OutputKind::Text => {}
-            OutputKind::Json => {
-                map.insert("response_format".into(), json!({"type": "json_object"}));
-            }
-            OutputKind::JsonSchema(schema) => {
-                map.insert(
-                    "response_format".into(),
-                    json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}}),
-                );
-            }
-        }
-        insert_tools(map, request);
-        super::merge_extra(&mut body, request);
-        Ok(body)
+        request_body(&self.model, request, n)
     }
 
     /// Sends one request for one answer.
@@ -162,81 +149,116 @@ impl OpenAiClient {
             .bytes()
             .await
             .map_err(|e| classify(&e, self.timeout))?;
-        let parsed: ChatResponse = serde_json::from_slice(&bytes).map_err(|e| {
-            ProviderError::Malformed(format!(
-                "{e}: {}",
-                crate::text::clip(&String::from_utf8_lossy(&bytes), 200)
-            ))
-        })?;
-        if parsed.choices.is_empty() {
-            return Err(ProviderError::Malformed(
-                "the response has no choices".into(),
-            ));
-        }
-        let usage = parsed.usage.map_or_else(Usage::default, |u| Usage {
-            tokens_in: u.prompt_tokens,
-            tokens_out: u.completion_tokens,
-            tokens_cached: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-        });
-        let served = parsed
-            .model
-            .filter(|m| !m.is_empty())
-            .map(|model| super::ServedBy {
-                model,
-                fingerprint: parsed.system_fingerprint.filter(|f| !f.is_empty()),
-            });
-        let count = parsed.choices.len() as u32;
-        // With several choices the server's output count is not per choice (OpenAI sums them,
-        // llama-server counts one): keep the request's figure aside instead of guessing.
-        let shared = (count > 1).then_some(super::SharedUsage {
-            choices: count,
-            tokens_out: usage.tokens_out,
-        });
-        Ok(parsed
-            .choices
-            .into_iter()
-            .map(|c| Completion {
-                text: c.message.content.unwrap_or_default(),
-                usage: Usage {
-                    tokens_in: usage.tokens_in,
-                    tokens_out: if shared.is_some() {
-                        None
-                    } else {
-                        usage.tokens_out
-                    },
-                    tokens_cached: usage.tokens_cached,
-                },
-                finish_reason: c.finish_reason,
-                shared,
-                served: served.clone(),
-                tool_calls: Vec::new(),
-            })
-            .collect())
+        completions(&bytes, &WireNames::new(&request.tools))
     }
 }
 
+/// The answers of a response body, one per choice, calls under the spec's names.
+fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, ProviderError> {
+    let parsed: ChatResponse = serde_json::from_slice(bytes).map_err(|e| {
+        ProviderError::Malformed(format!(
+            "{e}: {}",
+            crate::text::clip(&String::from_utf8_lossy(bytes), 200)
+        ))
+    })?;
+    if parsed.choices.is_empty() {
+        return Err(ProviderError::Malformed(
+            "the response has no choices".into(),
+        ));
+    }
+    let usage = parsed.usage.map_or_else(Usage::default, |u| Usage {
+        tokens_in: u.prompt_tokens,
+        tokens_out: u.completion_tokens,
+        tokens_cached: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+    });
+    let served = parsed
+        .model
+        .filter(|m| !m.is_empty())
+        .map(|model| super::ServedBy {
+            model,
+            fingerprint: parsed.system_fingerprint.filter(|f| !f.is_empty()),
+        });
+    let count = parsed.choices.len() as u32;
+    // With several choices the server's output count is not per choice (OpenAI sums them,
+    // llama-server counts one): keep the request's figure aside instead of guessing.
+    let shared = (count > 1).then_some(super::SharedUsage {
+        choices: count,
+        tokens_out: usage.tokens_out,
+    });
+    Ok(parsed
+        .choices
+        .into_iter()
+        .map(|c| Completion {
+            tool_calls: c
+                .message
+                .tool_calls
+                .unwrap_or_default()
+                .into_iter()
+                .map(|call| call.into_call(names))
+                .collect(),
+            text: c.message.content.unwrap_or_default(),
+            usage: Usage {
+                tokens_in: usage.tokens_in,
+                tokens_out: if shared.is_some() {
+                    None
+                } else {
+                    usage.tokens_out
+                },
+                tokens_cached: usage.tokens_cached,
+            },
+            finish_reason: c.finish_reason,
+            shared,
+            served: served.clone(),
+        })
+        .collect())
+}
+
+/// The body of `request` for `model` in OpenAI's format, asking for `n` choices.
+fn request_body(model: &str, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
+    let names = WireNames::new(&request.tools);
+    let mut body = json!({
+        "model": model,
+        "messages": wire_messages(&request.messages, &names)?,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+    });
+    let map = body.as_object_mut().expect("object");
+    request.insert_optional(map);
+    if n > 1 {
+        map.insert("n".into(), json!(n));
+    }
+    match &request.format {
+        OutputKind::Text => {}
+        OutputKind::Json => {
+            map.insert("response_format".into(), json!({"type": "json_object"}));
+        }
+        OutputKind::JsonSchema(schema) => {
+            map.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}}),
+            );
+        }
+    }
+    insert_tools(map, request, &names);
+    super::merge_extra(&mut body, request);
+    Ok(body)
+}
+
 /// OpenAI's `tools`, `tool_choice` and `parallel_tool_calls`, when the request has tools.
-fn insert_tools(map: &mut serde_json::Map<String, Value>, request: &ChatRequest) {
+fn insert_tools(
+    map: &mut serde_json::Map<String, Value>,
+    request: &ChatRequest,
+    names: &WireNames,
+) {
     if request.tools.is_empty() {
         return;
     }
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .map(|t| {
-            let mut function = json!({"name": t.name, "parameters": t.standard_parameters()});
-            if !t.description.is_empty() {
-                function["description"] = json!(t.description);
-            }
-            json!({"type": "function", "function": function})
-        })
-        .collect();
-    map.insert("tools".into(), Value::Array(tools));
+    map.insert("tools".into(), names.definitions(&request.tools));
     if let Some(choice) = &request.tool_choice {
         let wire = match choice {
             ToolChoice::Mode(mode) => json!(mode),
             ToolChoice::Function { function } => {
-                json!({"type": "function", "function": {"name": function}})
+                json!({"type": "function", "function": {"name": names.wire(function)}})
             }
         };
         map.insert("tool_choice".into(), wire);
@@ -247,11 +269,21 @@ fn insert_tools(map: &mut serde_json::Map<String, Value>, request: &ChatRequest)
 }
 
 /// The messages in OpenAI's form: one with images has a list of content
-/// parts, its text first, then each image as an `image_url` with a `data:` URL.
-fn wire_messages(messages: &[Message]) -> Result<Value, ProviderError> {
+/// parts, its text first, then each image as an `image_url` with a `data:` URL;
+/// an assistant's calls and the tools' results take OpenAI's call fields.
+fn wire_messages(messages: &[Message], names: &WireNames) -> Result<Value, ProviderError> {
+    let mut ids = CallIds::default();
     messages
         .iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
+            if !m.tool_calls.is_empty() {
+                return Ok(assistant_calls(m, ids.assistant(i, m), names));
+            }
+            if m.role == Role::Tool {
+                let id = ids.result(m.tool_call_id.as_deref());
+                return Ok(json!({"role": m.role, "tool_call_id": id, "content": m.content}));
+            }
             if m.images.is_empty() {
                 return Ok(json!({"role": m.role, "content": m.content}));
             }
@@ -266,4 +298,165 @@ fn wire_messages(messages: &[Message]) -> Result<Value, ProviderError> {
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
+}
+
+/// An assistant message with calls: arguments as JSON text (a call whose
+/// text was not JSON sends that text back as the model wrote it), `content`
+/// null when the model said nothing, as OpenAI writes such a message.
+fn assistant_calls(m: &Message, ids: Vec<String>, names: &WireNames) -> Value {
+    let calls: Vec<Value> = m
+        .tool_calls
+        .iter()
+        .zip(ids)
+        .map(|(call, id)| {
+            let arguments = match (&call.arguments, &call.invalid) {
+                (Value::String(text), Some(_)) => text.clone(),
+                (arguments, _) => arguments.to_string(),
+            };
+            json!({"id": id, "type": "function",
+                   "function": {"name": names.wire(&call.name), "arguments": arguments}})
+        })
+        .collect();
+    let content = (!m.content.is_empty()).then_some(&m.content);
+    json!({"role": m.role, "content": content, "tool_calls": calls})
+}
+
+/// Call ids for history: OpenAI pairs each tool result with its call by id,
+/// and a server that gave none (the id is empty) still needs one, so such a
+/// call gets `call_<message>_<call>`, and a result without an id answers the
+/// next call of the assistant message before it, in order.
+#[derive(Default)]
+struct CallIds {
+    last: Vec<String>,
+    answered: usize,
+}
+
+impl CallIds {
+    fn assistant(&mut self, index: usize, m: &Message) -> Vec<String> {
+        self.last = m
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(j, c)| {
+                if c.id.is_empty() {
+                    format!("call_{index}_{j}")
+                } else {
+                    c.id.clone()
+                }
+            })
+            .collect();
+        self.answered = 0;
+        self.last.clone()
+    }
+
+    fn result(&mut self, id: Option<&str>) -> String {
+        let position = self.answered;
+        self.answered += 1;
+        match id {
+            Some(id) if !id.is_empty() => id.to_owned(),
+            _ => self.last.get(position).cloned().unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ProviderKind;
+
+    /// Two tools whose wire names collide (`math.factorial` becomes `math_factorial_2`).
+    fn tools() -> Value {
+        let params = json!({"type": "dict", "properties": {"n": {"type": "integer"}}});
+        json!([{"name": "math.factorial", "parameters": params},
+               {"name": "math_factorial", "parameters": params}])
+    }
+
+    #[test]
+    fn history_calls_and_results_take_openai_form_under_wire_names() {
+        let call = |id: &str, arguments: Value, invalid: Option<&str>| json!({"id": id, "name": "math.factorial", "arguments": arguments, "invalid": invalid});
+        let request: ChatRequest = serde_json::from_value(json!({
+            "messages": [
+                {"role": "user", "content": "5! и 6!?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    call("c1", json!({"n": 5}), None),
+                    call("", json!("{\"n\": 6"), Some("EOF while parsing"))]},
+                {"role": "tool", "content": "120", "tool_call_id": "c1", "tool_name": "math.factorial"},
+                {"role": "tool", "content": "bad arguments", "tool_call_id": "", "tool_name": "math.factorial"},
+                {"role": "assistant", "content": "Ещё раз.", "tool_calls": [
+                    {"name": "math_factorial", "arguments": {"n": 6}}]},
+                {"role": "tool", "content": "720", "tool_name": "math_factorial"}
+            ],
+            "temperature": 0.0, "max_tokens": 8, "format": {"type": "text"},
+            "tools": tools(), "tool_choice": {"function": "math.factorial"}
+        }))
+        .unwrap();
+        let mut setup = ModelSetup::new(ProviderKind::OpenAi, "m");
+        setup.base_url = Some("http://127.0.0.1:9/v1".into());
+        let body = request_body("m", &request, 1).unwrap();
+        let function = |name: &str, arguments: &str| json!({"name": name, "arguments": arguments});
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": "5! и 6!?"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": function("math_factorial_2", "{\"n\":5}")},
+                    {"id": "call_1_1", "type": "function", "function": function("math_factorial_2", "{\"n\": 6")}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "120"},
+                {"role": "tool", "tool_call_id": "call_1_1", "content": "bad arguments"},
+                {"role": "assistant", "content": "Ещё раз.", "tool_calls": [
+                    {"id": "call_4_0", "type": "function", "function": function("math_factorial", "{\"n\":6}")}]},
+                {"role": "tool", "tool_call_id": "call_4_0", "content": "720"}
+            ])
+        );
+        let names: Vec<&Value> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| &t["function"]["name"])
+            .collect();
+        assert_eq!(
+            names,
+            [&json!("math_factorial_2"), &json!("math_factorial")]
+        );
+        assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "function": {"name": "math_factorial_2"}})
+        );
+    }
+
+    #[test]
+    fn every_choice_keeps_its_calls_under_the_spec_names() {
+        let tools: Vec<crate::prompt::Tool> = serde_json::from_value(tools()).unwrap();
+        let names = WireNames::new(&tools);
+        let calls = |name: &str, arguments: Value| json!([{"id": "call_a", "type": "function", "function": {"name": name, "arguments": arguments}}]);
+        let body = json!({"model": "m", "choices": [
+            {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": calls("math_factorial_2", json!("{\"n\": 5}"))}},
+            {"index": 1, "finish_reason": "stop", "message": {"role": "assistant", "content": "120"}},
+            {"index": 2, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "",
+                "tool_calls": calls("math_factorial", json!("{n: 5}"))}},
+            {"index": 3, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "",
+                "tool_calls": calls("invented.fn", json!({"n": 5}))}}
+        ], "usage": {"prompt_tokens": 10, "completion_tokens": 20}});
+        let answers = completions(body.to_string().as_bytes(), &names).unwrap();
+        assert_eq!(answers.len(), 4);
+        let first = &answers[0].tool_calls[0];
+        assert_eq!(
+            (first.id.as_str(), first.name.as_str()),
+            ("call_a", "math.factorial")
+        );
+        assert_eq!(first.arguments, json!({"n": 5}));
+        assert_eq!(answers[0].text, "");
+        assert_eq!(answers[0].finish_reason.as_deref(), Some("tool_calls"));
+        assert!(answers[1].tool_calls.is_empty());
+        assert_eq!(answers[1].text, "120");
+        let bad = &answers[2].tool_calls[0];
+        assert_eq!(bad.name, "math_factorial");
+        assert_eq!(bad.arguments, json!("{n: 5}"));
+        assert!(bad.invalid.is_some(), "kept as a call, marked invalid");
+        assert_eq!(answers[3].tool_calls[0].name, "invented.fn");
+        assert_eq!(answers[3].tool_calls[0].arguments, json!({"n": 5}));
+        assert!(answers.iter().all(|a| a.shared.is_some()));
+    }
 }

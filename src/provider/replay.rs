@@ -1,5 +1,7 @@
 //! The `replay` provider: answers from recorded golden transcripts
 //! (`golden/<spec>/<model>.jsonl`), so a fresh clone re-verifies offline.
+//! A line with a trajectory answers per turn: turn k gets the k-th
+//! assistant message of it, its text and its calls.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -7,6 +9,7 @@ use std::sync::Mutex;
 
 use super::{Completion, ProviderError, RequestKey, Usage};
 use crate::golden::transcript::{TranscriptLine, read_transcript, transcript_path};
+use crate::prompt::Role;
 
 /// One spec's recorded lines by (instance, sample).
 type SpecLines = HashMap<(u64, u32), TranscriptLine>;
@@ -52,24 +55,74 @@ impl ReplayProvider {
         if let Some((rule, k)) = key.judge {
             return Self::judge_response(line, rule, k);
         }
-        match &line.scored.response {
-            Some(text) => Ok(Completion {
-                text: text.clone(),
-                usage: Usage {
-                    tokens_in: line.scored.tokens_in,
-                    tokens_out: line.scored.tokens_out,
-                    tokens_cached: None,
-                },
-                finish_reason: None,
-                shared: None,
-                served: None,
-                tool_calls: Vec::new(),
-            }),
-            None => Err(ProviderError::NotRecorded(format!(
+        Self::turn_response(line, key.turn)
+    }
+
+    /// The recorded answer of turn `turn` (0-based) of `line`'s episode.
+    fn turn_response(line: &TranscriptLine, turn: u32) -> Result<Completion, ProviderError> {
+        let scored = &line.scored;
+        let failed = || {
+            ProviderError::NotRecorded(format!(
                 "the recorded run failed here: {}",
-                line.scored.error.as_deref().unwrap_or("unknown error")
-            ))),
+                scored.error.as_deref().unwrap_or("unknown error")
+            ))
+        };
+        let recorded = |text: &str, calls, usage| Completion {
+            text: text.to_owned(),
+            usage,
+            finish_reason: None,
+            shared: None,
+            served: None,
+            tool_calls: calls,
+        };
+        let usage = Usage {
+            tokens_in: scored.tokens_in,
+            tokens_out: scored.tokens_out,
+            tokens_cached: None,
+        };
+        let turns: Vec<_> = scored
+            .trajectory
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .collect();
+        if turns.is_empty() {
+            return match (&scored.response, turn) {
+                (Some(text), 0) => Ok(recorded(text, Vec::new(), usage)),
+                (None, 0) => Err(failed()),
+                _ => Err(ProviderError::NotRecorded(format!(
+                    "{} sample {} recorded a single answer, and this episode asks for turn {}",
+                    line.id,
+                    line.sample,
+                    turn + 1
+                ))),
+            };
         }
+        let Some(message) = turns.get(turn as usize) else {
+            if scored.error.is_some() {
+                return Err(failed());
+            }
+            return Err(ProviderError::NotRecorded(format!(
+                "{} sample {} recorded {} turns, and this episode asks for turn {}",
+                line.id,
+                line.sample,
+                turns.len(),
+                turn + 1
+            )));
+        };
+        // The transcript keeps one token count per episode, not per turn, and
+        // the runner adds its turns up: so the count goes on one turn, the
+        // last, which is when the recorded episode had spent all of it (a
+        // replay that ends sooner did not).
+        let usage = if turn as usize + 1 == turns.len() {
+            usage
+        } else {
+            Usage::default()
+        };
+        Ok(recorded(
+            &message.content,
+            message.tool_calls.clone(),
+            usage,
+        ))
     }
 
     /// The judge that graded rule `rule` of `key`'s recorded answer.
@@ -110,5 +163,126 @@ impl ReplayProvider {
                 k + 1
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A replay of model `m` whose spec `s` recorded these lines (instance = position).
+    fn replay(lines: &[serde_json::Value]) -> (tempfile::TempDir, ReplayProvider) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = transcript_path(dir.path(), "s", "m");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let provider = ReplayProvider::new(dir.path(), "m");
+        (dir, provider)
+    }
+
+    fn line(instance: u64, extra: serde_json::Value) -> serde_json::Value {
+        let mut line = json!({"id": format!("s/{instance}"), "instance": instance, "sample": 0,
+            "model": "m", "passed": true, "score": 1.0, "tokens_in": 30, "tokens_out": 9});
+        line.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        line
+    }
+
+    fn key(instance: u64, turn: u32) -> RequestKey<'static> {
+        RequestKey {
+            spec: "s",
+            instance,
+            sample: 0,
+            judge: None,
+            turn,
+        }
+    }
+
+    #[test]
+    fn an_episode_answers_turn_by_turn_with_its_calls() {
+        let call =
+            |id: &str, n: u64| json!({"id": id, "name": "math.factorial", "arguments": {"n": n}});
+        let trajectory = json!([
+            {"role": "assistant", "content": "", "tool_calls": [call("c1", 5)]},
+            {"role": "tool", "content": "120", "tool_call_id": "c1", "tool_name": "math.factorial"},
+            {"role": "assistant", "content": "Сначала 6!", "tool_calls": [call("c2", 6), call("c3", 7)]},
+            {"role": "tool", "content": "720", "tool_call_id": "c2", "tool_name": "math.factorial"},
+            {"role": "tool", "content": "5040", "tool_call_id": "c3", "tool_name": "math.factorial"},
+            {"role": "assistant", "content": "Ответ: 5040"}
+        ]);
+        let (_dir, replay) = replay(&[line(
+            0,
+            json!({"response": "Ответ: 5040", "trajectory": trajectory}),
+        )]);
+        let turns: Vec<Completion> = (0..3)
+            .map(|t| replay.complete(key(0, t)).unwrap())
+            .collect();
+        assert_eq!(turns[0].text, "");
+        assert_eq!(turns[0].tool_calls.len(), 1);
+        assert_eq!(turns[0].tool_calls[0].name, "math.factorial");
+        assert_eq!(turns[0].tool_calls[0].arguments, json!({"n": 5}));
+        assert_eq!(turns[1].text, "Сначала 6!");
+        let ids: Vec<&str> = turns[1].tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c2", "c3"]);
+        assert_eq!(
+            (turns[2].text.as_str(), turns[2].tool_calls.len()),
+            ("Ответ: 5040", 0)
+        );
+        // The episode's tokens once, on its last turn: the turns add up to the record's.
+        let usage: Vec<(Option<u64>, Option<u64>)> = turns
+            .iter()
+            .map(|c| (c.usage.tokens_in, c.usage.tokens_out))
+            .collect();
+        assert_eq!(usage, [(None, None), (None, None), (Some(30), Some(9))]);
+        let beyond = replay.complete(key(0, 3)).unwrap_err();
+        assert_eq!(beyond.kind(), "not_recorded");
+        assert!(
+            beyond.to_string().contains("recorded 3 turns")
+                && beyond.to_string().contains("turn 4"),
+            "{beyond}"
+        );
+    }
+
+    #[test]
+    fn a_single_answer_is_turn_zero_only() {
+        let single_call = json!([{"role": "assistant", "content": "",
+            "tool_calls": [{"id": "c", "name": "f", "arguments": "{bad", "invalid": "EOF"}]}]);
+        let (_dir, replay) = replay(&[
+            line(0, json!({"response": "42"})),
+            line(1, json!({"response": "", "trajectory": single_call})),
+            line(2, json!({"response": null, "error": "HTTP 500: boom"})),
+        ]);
+        let text = replay.complete(key(0, 0)).unwrap();
+        assert_eq!((text.text.as_str(), text.usage.tokens_out), ("42", Some(9)));
+        assert!(text.tool_calls.is_empty());
+        let second = replay.complete(key(0, 1)).unwrap_err();
+        assert!(
+            second.to_string().contains("recorded a single answer")
+                && second.to_string().contains("turn 2"),
+            "{second}"
+        );
+        let call = replay.complete(key(1, 0)).unwrap();
+        assert_eq!(call.tool_calls[0].arguments, json!("{bad"));
+        assert_eq!(call.tool_calls[0].invalid.as_deref(), Some("EOF"));
+        assert_eq!(call.usage.tokens_in, Some(30), "one turn is the last turn");
+        let failed = replay.complete(key(2, 0)).unwrap_err();
+        assert!(failed.to_string().contains("HTTP 500: boom"), "{failed}");
+    }
+
+    #[test]
+    fn an_episode_that_failed_midway_says_so_past_its_turns() {
+        let trajectory = json!([{"role": "assistant", "content": "",
+            "tool_calls": [{"id": "c", "name": "f", "arguments": {}}]},
+            {"role": "tool", "content": "ok", "tool_call_id": "c", "tool_name": "f"}]);
+        let (_dir, replay) = replay(&[line(
+            0,
+            json!({"response": null, "error": "timed out after 5s", "trajectory": trajectory}),
+        )]);
+        assert_eq!(replay.complete(key(0, 0)).unwrap().tool_calls.len(), 1);
+        let err = replay.complete(key(0, 1)).unwrap_err();
+        assert!(err.to_string().contains("timed out after 5s"), "{err}");
     }
 }

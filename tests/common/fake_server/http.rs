@@ -119,9 +119,14 @@ async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8
         tokio::time::sleep(delay).await;
         reply = *inner;
     }
+    let mut calls = Vec::new();
     let content = match &reply {
         Reply::Wrong => answer_text(&request, 1),
         Reply::Text(t) => t.clone(),
+        Reply::Calls(text, scripted) => {
+            calls.clone_from(scripted);
+            text.clone()
+        }
         Reply::Hang => {
             wait_for_hangup(stream).await;
             return false;
@@ -155,10 +160,12 @@ async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8
     let body = match (request.path.as_str(), request.body["stream"] == json!(true)) {
         ("/v1/chat/completions", false) => {
             let n = request.body["n"].as_u64().unwrap_or(1);
-            openai_body(&model, &content, request.index, n)
+            openai_body(&model, &content, &calls, request.index, n)
         }
-        ("/api/chat", false) => ollama_final(&model, &content),
-        ("/api/chat", true) => return ollama_stream(stream, &model, &content, cut).await,
+        ("/api/chat", false) => ollama_final(&model, &content, &calls),
+        ("/api/chat", true) => {
+            return ollama_stream(stream, &model, (&content, &calls), cut).await;
+        }
         _ => return plain(stream, "404 Not Found", b"no such endpoint").await,
     }
     .to_string();

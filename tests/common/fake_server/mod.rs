@@ -1,6 +1,6 @@
 //! An in-process fake model server speaking the real wire formats
 //! (OpenAI `/v1/chat/completions`, Ollama `/api/chat`, streaming and not),
-//! with scripted faults.
+//! with scripted faults and scripted tool calls in each wire's own form.
 //!
 //! The server is hand-rolled HTTP/1.1 on tokio so a test controls every byte:
 //! a truncated body, a hang, garbage with a 200. It binds 127.0.0.1:0 only,
@@ -73,6 +73,29 @@ pub enum Reply {
     Garbage,
     /// Wait, then do the inner reply.
     Slow(Duration, Box<Reply>),
+    /// This content (may be empty) and these tool calls, as the wire returns
+    /// them: OpenAI's arguments as JSON text, Ollama's as an object.
+    Calls(String, Vec<FakeCall>),
+}
+
+/// One tool call of a [`Reply::Calls`].
+#[derive(Debug, Clone)]
+pub struct FakeCall {
+    /// The function's name as the wire names it (`math_factorial`).
+    pub name: String,
+    /// The arguments as the model wrote them. Ollama parses them itself and
+    /// sends an object, so an Ollama reply needs valid JSON here.
+    pub arguments: String,
+}
+
+impl FakeCall {
+    /// A call of `name` with `arguments` (JSON text, or not).
+    pub fn new(name: &str, arguments: &str) -> FakeCall {
+        FakeCall {
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
 }
 
 impl Reply {

@@ -7,17 +7,42 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::arith::{eval, expression};
-use super::{CACHED_TOKENS, COMPLETION_TOKENS, PROMPT_TOKENS, Request};
+use super::{CACHED_TOKENS, COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS, Request};
 
 /// `/v1/chat/completions` response, shaped like llama.cpp's server output: `n` choices
 /// of the same content, and (as llama-server does) usage counting one choice only.
-pub(super) fn openai_body(model: &Value, content: &str, index: usize, n: u64) -> Value {
+/// With calls, each choice carries them as OpenAI does: `content` null when
+/// empty, arguments as JSON text, ids `call_<request>_<choice>_<call>`, and
+/// `finish_reason` `tool_calls`.
+pub(super) fn openai_body(
+    model: &Value,
+    content: &str,
+    calls: &[FakeCall],
+    index: usize,
+    n: u64,
+) -> Value {
     let choices: Vec<Value> = (0..n)
         .map(|i| {
+            if calls.is_empty() {
+                return json!({
+                    "index": i,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop"
+                });
+            }
+            let tool_calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(j, c)| {
+                    json!({"id": format!("call_{index}_{i}_{j}"), "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}})
+                })
+                .collect();
+            let content = (!content.is_empty()).then_some(content);
             json!({
                 "index": i,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop"
+                "message": {"role": "assistant", "content": content, "tool_calls": tool_calls},
+                "finish_reason": "tool_calls"
             })
         })
         .collect();
@@ -38,12 +63,37 @@ pub(super) fn openai_body(model: &Value, content: &str, index: usize, n: u64) ->
     })
 }
 
-/// Ollama's non-streaming response (also the last line of a stream, with empty content).
-pub(super) fn ollama_final(model: &Value, content: &str) -> Value {
+/// Ollama's calls: `{id, function: {index, name, arguments: {...}}}`, the
+/// arguments parsed as Ollama parses the model's output. `with_id`: newer
+/// Ollama versions give each call an id, older ones none.
+fn ollama_calls(calls: &[FakeCall], first: usize, with_id: bool) -> Vec<Value> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let arguments: Value = serde_json::from_str(&c.arguments)
+                .expect("Ollama sends arguments as an object: a fake call needs JSON");
+            let mut call =
+                json!({"function": {"index": first + i, "name": c.name, "arguments": arguments}});
+            if with_id {
+                call["id"] = json!(format!("call_{}", first + i));
+            }
+            call
+        })
+        .collect()
+}
+
+/// Ollama's non-streaming response (also the last line of a stream, with
+/// empty content and no calls): the calls, when any, with ids.
+pub(super) fn ollama_final(model: &Value, content: &str, calls: &[FakeCall]) -> Value {
+    let mut message = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        message["tool_calls"] = json!(ollama_calls(calls, 0, true));
+    }
     json!({
         "model": model,
         "created_at": "2026-01-01T00:00:00.000000Z",
-        "message": {"role": "assistant", "content": content},
+        "message": message,
         "done_reason": "stop",
         "done": true,
         "total_duration": 123_456_789,
@@ -55,13 +105,14 @@ pub(super) fn ollama_final(model: &Value, content: &str) -> Value {
     })
 }
 
-/// Ollama's NDJSON stream: content in 2-character lines, sent in 7-byte HTTP
-/// chunks that cut lines (and UTF-8 sequences) apart, so the client must
+/// Ollama's NDJSON stream: content in 2-character lines, then each call in
+/// a line of its own (no id, as older versions send them), sent in 7-byte
+/// HTTP chunks that cut lines (and UTF-8 sequences) apart, so the client must
 /// buffer. A cut stream ends cleanly but never sends the `done: true` line.
 pub(super) async fn ollama_stream(
     stream: &mut TcpStream,
     model: &Value,
-    content: &str,
+    (content, calls): (&str, &[FakeCall]),
     truncated: bool,
 ) -> bool {
     let mut ndjson = String::new();
@@ -75,8 +126,18 @@ pub(super) async fn ollama_stream(
         });
         ndjson.push_str(&format!("{line}\n"));
     }
+    for (i, call) in calls.iter().enumerate() {
+        let line = json!({
+            "model": model,
+            "created_at": "2026-01-01T00:00:00.000000Z",
+            "message": {"role": "assistant", "content": "",
+                        "tool_calls": ollama_calls(std::slice::from_ref(call), i, false)},
+            "done": false
+        });
+        ndjson.push_str(&format!("{line}\n"));
+    }
     if !truncated {
-        ndjson.push_str(&format!("{}\n", ollama_final(model, "")));
+        ndjson.push_str(&format!("{}\n", ollama_final(model, "", &[])));
     }
     let head = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n";
     if stream.write_all(head.as_bytes()).await.is_err() {
