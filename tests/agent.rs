@@ -272,3 +272,23 @@ fn sigkill_mid_episode_then_resume_repeats_no_finished_turn() {
         repeated.len()
     );
 }
+
+#[test]
+fn blessed_episodes_replay_turn_by_turn_with_no_model() {
+    let fake = FakeServer::start(clerk);
+    let ws = shop(&fake, "timeout_secs = 10");
+    ws.run_ok(&["specs/shop_agent.toml", "-m", "fake", "--bless"]);
+    let recorded = by_instance(ws.last_journal());
+    let golden = std::fs::read_to_string(ws.path().join("golden/shop_agent/fake.jsonl")).unwrap();
+    assert!(golden.contains("\"trajectory\"") && golden.contains("\"state\""));
+    let asked = fake.count();
+    ws.run_ok(&["specs/shop_agent.toml", "-m", "replay:fake"]);
+    assert_eq!(fake.count(), asked, "the replay asks nothing");
+    let replayed = by_instance(ws.last_journal());
+    for (i, record) in &replayed {
+        let was = &recorded[i];
+        for field in ["trajectory", "state", "passed", "tokens_in"] {
+            assert_eq!(record[field], was[field], "{i}: {field}");
+        }
+    }
+}
