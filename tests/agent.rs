@@ -63,7 +63,10 @@ fn by_instance(records: Vec<Value>) -> BTreeMap<u64, Value> {
 #[test]
 fn an_episode_keeps_its_trajectory_and_state_and_a_rerun_asks_nothing() {
     let fake = FakeServer::start(clerk);
-    let ws = shop(&fake, "timeout_secs = 10");
+    let ws = shop(
+        &fake,
+        "timeout_secs = 10\nprice = { input = 10.0, output = 30.0 }",
+    );
     ws.run_ok(&["specs/shop_agent.toml", "-m", "fake"]);
     assert_eq!(fake.count(), 3 * INSTANCES, "three turns per episode");
     let records = by_instance(ws.last_journal());
@@ -98,6 +101,9 @@ fn an_episode_keeps_its_trajectory_and_state_and_a_rerun_asks_nothing() {
     assert_eq!(first["passed"], true, "{first:#}");
     assert_eq!(first["tokens_in"], json!(3 * PROMPT_TOKENS), "turns summed");
     assert_eq!(first["attempts"], 3);
+    // Each turn priced: 17 prompt tokens × 10 + 5 × 30 = 320 per million, three times.
+    let cost = |r: &Value, key: &str| r["cost"][key].as_f64().unwrap_or(0.0);
+    assert!((cost(first, "amount") - 960e-6).abs() < 1e-9, "{first:#}");
     // The turns after the prompt carry the calls and results back to the model.
     let last_turn = fake
         .requests()
@@ -135,6 +141,8 @@ fn an_episode_keeps_its_trajectory_and_state_and_a_rerun_asks_nothing() {
     let again = by_instance(ws.last_journal());
     for (i, record) in &again {
         assert_eq!(record["cached"], true, "{i}");
+        assert_eq!(cost(record, "amount"), 0.0, "{i}");
+        assert!((cost(record, "saved") - 960e-6).abs() < 1e-9, "{record:#}");
         assert_eq!(record["trajectory"], records[i]["trajectory"], "{i}");
         assert_eq!(record["state"], records[i]["state"], "{i}");
     }
@@ -291,4 +299,42 @@ fn blessed_episodes_replay_turn_by_turn_with_no_model() {
             assert_eq!(record[field], was[field], "{i}: {field}");
         }
     }
+}
+
+#[test]
+fn a_budget_stops_between_turns_and_resume_asks_no_turn_twice() {
+    let fake = FakeServer::start(clerk);
+    // Priced per call, a turn's worst case is its price: the budget holds 10 turns.
+    let settings = "concurrency = 1\ntimeout_secs = 10\nprice = { per_call = 0.001 }";
+    let ws = shop(&fake, settings);
+    let budget = 0.0105;
+    let max_cost = budget.to_string();
+    let (code, out) = ws.run(&[
+        "specs/shop_agent.toml",
+        "-m",
+        "fake",
+        "--max-cost",
+        &max_cost,
+    ]);
+    assert_eq!(code, 5, "the budget's own exit code:\n{out}");
+    let stopped = ws.last_journal().len();
+    let asked = fake.count();
+    // Three episodes recorded; the fourth stopped after its first turn.
+    assert_eq!((stopped, asked), (3, 10), "{out}");
+    let spent: f64 = ws
+        .last_journal()
+        .iter()
+        .map(|r| r["cost"]["amount"].as_f64().unwrap())
+        .sum();
+    assert!(spent <= budget, "{spent}");
+    let (code, out) = ws.run(&["--resume", "latest", "--max-cost", "1"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(ws.last_journal().len(), INSTANCES);
+    let turns = turns_asked(&fake.requests());
+    assert_eq!(turns.len(), 3 * INSTANCES);
+    assert!(turns.values().all(|n| *n == 1), "{turns:?}");
+    println!(
+        "agent budget: {asked} requests ({stopped} episodes) before the stop, {} in all",
+        fake.count()
+    );
 }
