@@ -338,3 +338,20 @@ fn a_budget_stops_between_turns_and_resume_asks_no_turn_twice() {
         fake.count()
     );
 }
+
+#[test]
+fn show_prints_the_agent_and_each_instance_state() {
+    let fake = FakeServer::healthy();
+    let ws = shop(&fake, "");
+    let (code, out) = crate::common::run(crate::common::harness(ws.path()).args([
+        "show",
+        "specs/shop_agent.toml",
+        "--count",
+        "1",
+    ]));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("agent:\n  max_turns: 4\n  ends on: a call of `submit`\n  state (`state`): {\"orders\":[{\"date\":\"2026-10-02\",\"id\":\"A-1001\""),
+        "{out}"
+    );
+}
