@@ -355,3 +355,27 @@ fn show_prints_the_agent_and_each_instance_state() {
         "{out}"
     );
 }
+
+#[test]
+fn shards_split_episodes_whole_and_merge_joins_them() {
+    let fake = FakeServer::start(clerk);
+    let ws = shop(&fake, "timeout_secs = 10");
+    for shard in ["0/2", "1/2"] {
+        let args = ["specs/shop_agent.toml", "-m", "fake", "--run-id", "job"];
+        ws.run_ok(&[&args[..], &["--shard", shard]].concat());
+    }
+    assert_eq!(fake.count(), 3 * INSTANCES, "each episode ran in one shard");
+    let (code, out) = crate::common::run(crate::common::harness(ws.path()).args([
+        "merge",
+        "results/runs/job-shard-0-of-2",
+        "results/runs/job-shard-1-of-2",
+    ]));
+    assert_eq!(code, 0, "{out}");
+    let merged = ws.journal(&ws.path().join("results/runs/job"));
+    assert_eq!(merged.len(), INSTANCES);
+    assert!(
+        merged
+            .iter()
+            .all(|r| r["trajectory"].as_array().unwrap().len() == 6)
+    );
+}
