@@ -1,9 +1,11 @@
 //! Agent episodes through the real CLI against the fake OpenAI server,
 //! which plays a model calling the shop's tools turn by turn: the whole
-//! trajectory and final state in the journal, a rerun that asks nothing,
-//! the named ends of an episode (`max_turns`, `no_end_call`), `--dry-run`
-//! bounding an episode by `max_turns`, and a SIGKILL mid-run followed by
-//! `--resume` that asks no finished turn again.
+//! trajectory and final state in the journal, every turn priced, a rerun
+//! that asks nothing, the named ends of an episode (`max_turns`,
+//! `no_end_call`), `--dry-run` bounding an episode by `max_turns`, a budget
+//! stopping between turns, a SIGKILL mid-run followed by `--resume` that
+//! asks no finished turn again, replay of blessed episodes, shards and
+//! merge, `show`, and the golden diff naming the step where an episode departs.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -378,4 +380,43 @@ fn shards_split_episodes_whole_and_merge_joins_them() {
             .iter()
             .all(|r| r["trajectory"].as_array().unwrap().len() == 6)
     );
+}
+
+#[test]
+fn a_run_against_golden_episodes_names_the_step_that_departs() {
+    let fake = FakeServer::start(clerk);
+    let ws = shop(&fake, "timeout_secs = 10");
+    let args = ["specs/shop_agent.toml", "-m", "fake", "--runs", "1"];
+    ws.run_ok(&[&args[..], &["--bless"]].concat());
+    drop(fake);
+    // Another clerk: the same first turn, then the wrong order.
+    let wrong = FakeServer::start(|r: &Request| match turn(r) {
+        1 => Reply::Calls(
+            String::new(),
+            vec![FakeCall::new("cancel_order", r#"{"order_id": "A-1003"}"#)],
+        ),
+        _ => clerk(r),
+    });
+    ws.write(
+        "harness.toml",
+        &crate::common::workspace::model_toml(
+            "fake",
+            "openai",
+            "fake-model",
+            &wrong.openai_base(),
+            "timeout_secs = 10",
+        ),
+    );
+    let (_, out) = ws.run(&[&args[..], &["--verbose"]].concat());
+    assert!(
+        out.contains(
+            r#"trajectory turn 1, call 0 `cancel_order` arguments order_id: "A-1002" → "A-1003""#
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"state.orders[1].status: "отменён" → "в обработке""#),
+        "{out}"
+    );
+    assert!(!out.contains("trajectory[3]"), "{out}");
 }
