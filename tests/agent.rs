@@ -420,3 +420,34 @@ fn a_run_against_golden_episodes_names_the_step_that_departs() {
     );
     assert!(!out.contains("trajectory[3]"), "{out}");
 }
+
+#[test]
+fn each_sample_is_an_episode_of_its_own() {
+    let fake = FakeServer::start(clerk);
+    let ws = shop(&fake, "timeout_secs = 10");
+    let spec = std::fs::read_to_string(ws.path().join("specs/shop_agent.toml")).unwrap();
+    ws.write(
+        "specs/shop_agent.toml",
+        &format!("{spec}\n[sampling]\nn = 3\ntemperature = 0.7\nseed = 1\n"),
+    );
+    ws.run_ok(&["specs/shop_agent.toml", "-m", "fake", "--runs", "1"]);
+    assert_eq!(fake.count(), 3 * 3, "three episodes of three turns");
+    let records = ws.last_journal();
+    let samples: Vec<u64> = records
+        .iter()
+        .map(|r| r["sample"].as_u64().unwrap())
+        .collect();
+    assert_eq!(samples.len(), 3);
+    assert!(
+        records
+            .iter()
+            .all(|r| r["trajectory"].as_array().unwrap().len() == 6)
+    );
+    // Each sample asks with its own seed, turn after turn.
+    let seeds: std::collections::BTreeSet<u64> = fake
+        .requests()
+        .iter()
+        .map(|r| r.body["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, [1, 2, 3].into());
+}
