@@ -329,11 +329,14 @@ fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagn
     let judged = example_judgements(spec, example, &vars)
         .map_err(|e| Diagnostic::new(ErrorKind::Example, at(), format!("{label}: {e}")))?;
     let own_rules = spec.example_rules(index)?;
-    let verdict = own_rules.as_ref().unwrap_or(&spec.rules).verify_judged(
-        &crate::verify::Reply::text(&example.response),
-        &vars,
-        &judged,
-    );
+    let reply = crate::verify::Reply {
+        state: example.state.as_ref(),
+        ..crate::verify::Reply::text(&example.response)
+    };
+    let verdict = own_rules
+        .as_ref()
+        .unwrap_or(&spec.rules)
+        .verify_judged(&reply, &vars, &judged);
     if let Some(fault) = spec_fault(spec, &label, &verdict) {
         // The spec itself is broken, whatever the example expected: say where.
         return Err(fault);

@@ -22,7 +22,7 @@
 //! - Bad input and failed requests: `bad_input` (exit 2 with a message,
 //!   nothing left behind; the causes of failed requests on the terminal).
 //! - Runs against the fake server: `provider_wire`, `tool_wire` (tool
-//!   calls), `media` (images), `runner_faults`, `resume_kill`,
+//!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
 //!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
@@ -65,6 +65,7 @@
 
 mod common;
 
+mod agent;
 mod architecture;
 mod atomic_writes;
 mod bad_input;

@@ -132,6 +132,13 @@ pub(super) fn dry_run(
             .unwrap_or(0),
     );
     print!("{}", crate::text::wrap(&line, 80));
+    let episodes = total(|e| e.episodes);
+    if episodes > 0 {
+        let line = format!(
+            "{episodes} agent episodes are counted at their max_turns requests each, every turn's prompt holding the turns before it at max_tokens; the tools' results are not counted."
+        );
+        print!("{}", crate::text::wrap(&line, 80));
+    }
     Ok(Exit::Success)
 }
 

@@ -97,6 +97,7 @@ pub(super) fn run(
             }
         }
         print_tools(&instance.tools);
+        print_agent(&spec, &instance.vars);
         println!("expected:");
         for (k, v) in &expected {
             println!("  {k} = {}", visible(&v.to_string()));
@@ -104,6 +105,28 @@ pub(super) fn run(
         println!();
     }
     Exit::Success
+}
+
+/// `[agent]`: the turns, what ends an episode, and the instance's initial state.
+fn print_agent(spec: &Spec, vars: &serde_json::Map<String, serde_json::Value>) {
+    let Some(agent) = spec.agent() else {
+        return;
+    };
+    let end = match &agent.end_tool {
+        Some(tool) => format!("a call of `{}`", visible(tool)),
+        None => "a final answer (a turn without calls)".to_owned(),
+    };
+    println!("agent:");
+    println!("  max_turns: {}", agent.max_turns);
+    println!("  ends on: {end}");
+    let state = agent
+        .initial_state(vars)
+        .map_or_else(|e| e.to_string(), |s| s.to_string());
+    println!(
+        "  state (`{}`): {}",
+        visible(&agent.state_var),
+        one_line(&state, TOOL_LINE)
+    );
 }
 
 /// The longest description or parameters line `show` prints, in characters.

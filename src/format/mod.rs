@@ -8,6 +8,7 @@
 //! The bottom layer of the spec path: it imports only `error`. Everything that
 //! reads a spec (sources, prompts, rules, the compiled spec) imports it.
 
+mod agent;
 mod dataset;
 mod extract;
 pub(crate) mod locate;

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::agent::Agent;
 use super::dataset::Dataset;
 use super::rule::RuleTable;
 use super::tools::{ToolChoice, ToolDef};
@@ -57,6 +58,9 @@ pub struct SpecFile {
     /// An instance variable holding a JSON list of tools (as `tools_file`'s),
     /// sent with that instance's request after the spec's own.
     pub tools_var: Option<String>,
+    /// A multi-turn episode: the model calls the tools (each run by its
+    /// `script`) until a final answer, the `end` tool or `max_turns`.
+    pub agent: Option<Agent>,
     /// Several answers per instance, and the pass@k family of metrics over them.
     pub sampling: Option<Sampling>,
     /// Verification rules; an instance passes when all pass.
@@ -333,4 +337,6 @@ pub struct Example {
     /// Fixed judge responses, one per judge sample, for specs with a `judge` rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge: Vec<String>,
+    /// The tools' state when an `[agent]` episode ended, as `final_state` rules read it.
+    pub state: Option<Value>,
 }

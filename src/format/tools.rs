@@ -20,6 +20,14 @@ pub struct ToolDef {
     /// `dict` and `float` are accepted and kept).
     #[schemars(with = "Option<Map<String, Value>>")]
     pub parameters: Option<Value>,
+    /// With `[agent]`: the tool's implementation, Rhai seeing `args` (the
+    /// call's arguments) and `state` (changes persist); its value is the
+    /// result, `throw "why"` an error the model is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// With `[agent]`: the implementation in a `.rhai` file, relative to the spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script_file: Option<String>,
 }
 
 /// A checked tool, as a request carries it.
@@ -161,6 +169,7 @@ fn parse_one(index: usize, item: &Value) -> Result<ToolDef, ToolProblem> {
         name: text("name")?,
         description: text("description")?,
         parameters: object.get("parameters").cloned(),
+        ..ToolDef::default()
     })
 }
 
@@ -276,6 +285,7 @@ mod tests {
             name: Some(name.into()),
             description: None,
             parameters: Some(parameters),
+            ..ToolDef::default()
         }
     }
 

@@ -9,7 +9,7 @@ use owo_colors::OwoColorize;
 use serde_json::Value;
 use similar::{DiffTag, TextDiff};
 
-use super::fields::{FieldChange, field_changes};
+use super::fields::{FieldChange, line_changes};
 use crate::text::{clip, visible_line};
 
 /// One line of a golden diff, before it is shown.
@@ -211,7 +211,7 @@ fn pair_lines(olds: &[(usize, &str)], news: &[(usize, &str)]) -> Vec<DiffLine> {
             old_values[i].as_ref().expect("paired"),
             new_values[j].as_ref().expect("paired"),
         );
-        let fields = field_changes(old, new);
+        let fields = line_changes(old, new);
         if fields.is_empty() {
             // Same record, other spelling (key order, spaces): the text is the difference.
             out.push(DiffLine::Removed(clip(olds[i].1, 2000)));

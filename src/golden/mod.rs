@@ -11,6 +11,7 @@
 //! A store, low in the layers: it imports only `prompt` (the message type)
 //! and `text`.
 
+mod departure;
 pub(crate) mod diff;
 pub(crate) mod fields;
 pub(crate) mod instances;

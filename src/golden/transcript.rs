@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::fields::{FieldChange, field_changes};
+use super::fields::{FieldChange, line_changes};
 use crate::text::file_stem;
 
 /// What a model answered to one instance and sample, and how it scored: the
@@ -197,7 +197,7 @@ pub(crate) fn compare_transcripts(
             let value =
                 |l: &TranscriptLine| serde_json::to_value(l).expect("transcripts serialize");
             diff.fields
-                .push((label(n), field_changes(&value(o), &value(n))));
+                .push((label(n), line_changes(&value(o), &value(n))));
         }
         if o.scored.response != n.scored.response {
             diff.response_changes.push((

@@ -16,7 +16,7 @@ use super::record::TaskKey;
 use super::{Manifest, RunError, SpecRuntime, build_request, journal};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ModelSetup, OutputKind, PER_MILLION, Price, ProviderKind};
+use crate::provider::{ChatRequest, ModelSetup, OutputKind, PER_MILLION, Price, ProviderKind};
 use crate::verify::judge::task_of;
 
 /// What one model's part of one spec would ask.
@@ -37,6 +37,8 @@ pub(crate) struct Estimate {
     /// The prompts at the input price plus `max_output_tokens` at the output
     /// price; `None` when the model is not priced by the token.
     pub cost: Option<f64>,
+    /// Agent episodes among them: each counted as `max_turns` requests.
+    pub episodes: u64,
     /// Requests to the judge.
     pub judge_requests: u64,
     /// The same bound for the judge, each answer judged taken at its
@@ -48,6 +50,7 @@ pub(crate) struct Estimate {
 #[derive(Default)]
 struct Tokens {
     requests: u64,
+    episodes: u64,
     reasks: u64,
     prompt: u64,
     output: u64,
@@ -109,6 +112,7 @@ pub(crate) fn estimate(
                 prompt_tokens: asked.prompt,
                 max_output_tokens: asked.output,
                 cost: asked.cost(model),
+                episodes: asked.episodes,
                 judge_requests: judged.requests,
                 judge_cost: judge
                     .filter(|_| judged.requests > 0)
@@ -134,18 +138,11 @@ fn spec_tokens<'a>(
         };
         let request = build_request(spec, model, inst.messages.clone(), &inst.tools);
         let answers = samples.len() as u64;
-        let requests = if answers > 1 && spec.format == OutputKind::Text {
-            1
+        if let Some(agent) = spec.spec.agent() {
+            episode_tokens(&mut asked, u64::from(agent.max_turns), answers, &request);
         } else {
-            answers
-        };
-        // Every ask of a request may be billed in full; only structured
-        // answers are asked again.
-        let asks = u64::from(spec.max_asks.max(1));
-        asked.requests += requests;
-        asked.reasks += requests * (asks - 1);
-        asked.prompt += asks * requests * prompt_tokens(&inst.messages);
-        asked.output += asks * answers * u64::from(request.max_tokens);
+            single_tokens(&mut asked, spec, answers, &request);
+        }
         let Some(judge) = manifest.judge.as_ref() else {
             continue;
         };
@@ -164,4 +161,32 @@ fn spec_tokens<'a>(
         }
     }
     (asked, judged)
+}
+
+/// An episode's bound: `turns` requests per answer, turn `t`'s prompt the
+/// instance's plus the `t` answers before it at `max_tokens` (the tools'
+/// results, which no one can bound, not counted).
+fn episode_tokens(asked: &mut Tokens, turns: u64, answers: u64, request: &ChatRequest) {
+    let prompt = prompt_tokens(&request.messages);
+    let out = u64::from(request.max_tokens);
+    asked.episodes += answers;
+    asked.requests += answers * turns;
+    asked.prompt += answers * (turns * prompt + out * turns * (turns - 1) / 2);
+    asked.output += answers * turns * out;
+}
+
+/// A single-turn request's bound, its re-asks included.
+fn single_tokens(asked: &mut Tokens, spec: &SpecRuntime, answers: u64, request: &ChatRequest) {
+    let requests = if answers > 1 && spec.format == OutputKind::Text {
+        1
+    } else {
+        answers
+    };
+    // Every ask of a request may be billed in full; only structured
+    // answers are asked again.
+    let asks = u64::from(spec.max_asks.max(1));
+    asked.requests += requests;
+    asked.reasks += requests * (asks - 1);
+    asked.prompt += asks * requests * prompt_tokens(&request.messages);
+    asked.output += asks * answers * u64::from(request.max_tokens);
 }

@@ -16,6 +16,7 @@
 mod ask_judge;
 pub(crate) mod budget;
 pub(crate) mod cost;
+mod episode;
 mod estimate;
 mod exec_call;
 pub(crate) mod journal;

@@ -157,6 +157,9 @@ pub(super) async fn run_task(
     if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
         return failed("config_error", e.to_string());
     }
+    if s.agent().is_some() {
+        return run_episodes(model, judge, spec, (&inst, &base), samples, cache).await;
+    }
     let requests: Vec<(u32, ChatRequest)> = samples
         .iter()
         .map(|&sample| (sample, base.for_sample(sample)))
@@ -197,19 +200,84 @@ pub(super) async fn run_task(
             judge: None,
             turn: 0,
         };
-        finish(
-            model,
-            judge,
-            s,
-            key,
-            (asked, &inst.tools),
-            cache,
-            &mut record,
-        )
-        .await;
+        let cost = model
+            .setup
+            .price
+            .as_ref()
+            .and_then(|p| super::cost::priced_cost(p, &record.messages, &asked));
+        let answered = Answered {
+            asked,
+            tools: &inst.tools,
+            trajectory: None,
+            state: None,
+            cost,
+            ended: None,
+        };
+        finish(model, judge, s, key, answered, cache, &mut record).await;
         records.push(record);
     }
     records
+}
+
+/// Runs one episode per sample of an `[agent]` spec's instance, to one record each.
+async fn run_episodes(
+    model: &ModelClient,
+    judge: Option<&ModelClient>,
+    spec: &SpecRuntime,
+    (inst, base): (&crate::spec::Instance, &ChatRequest),
+    samples: &[u32],
+    cache: Option<&Cache>,
+) -> Vec<Record> {
+    let s = &spec.spec;
+    let mut records = Vec::new();
+    for &sample in samples {
+        let request = (base.for_sample(sample), sample);
+        let episode = super::episode::run_episode(model, s, inst, request, cache).await;
+        // A turn the budget refused: no record, so `--resume` runs the
+        // episode again, its finished turns from the cache.
+        if matches!(episode.asked.result, Err(ProviderError::NotStarted)) {
+            continue;
+        }
+        let mut record = Record::blank(&model.setup.name, &s.id, inst.index, sample);
+        record.expected = s.rules.expected(&inst.vars);
+        record.messages = inst.messages.clone();
+        record.vars = inst.vars.clone();
+        let key = RequestKey {
+            spec: &s.id,
+            instance: inst.index,
+            sample,
+            judge: None,
+            turn: 0,
+        };
+        let answered = Answered {
+            asked: episode.asked,
+            tools: &inst.tools,
+            trajectory: Some(episode.trajectory),
+            state: episode.state,
+            cost: episode.cost,
+            ended: episode.ended,
+        };
+        finish(model, judge, s, key, answered, cache, &mut record).await;
+        records.push(record);
+    }
+    records
+}
+
+/// An answer (or an episode) ready to be judged and recorded.
+struct Answered<'a> {
+    /// The ask, or an episode's turns folded into one.
+    asked: Asked,
+    /// The tools the request offered.
+    tools: &'a [crate::prompt::Tool],
+    /// An episode's messages after the prompt; `None` for a single turn,
+    /// whose calls (if any) make a trajectory of one message.
+    trajectory: Option<Vec<Message>>,
+    /// The tools' state after an episode.
+    state: Option<serde_json::Value>,
+    /// What it cost (every turn of an episode summed).
+    cost: Option<super::record::Cost>,
+    /// A failure the episode itself named, which the rules cannot undo.
+    ended: Option<(&'static str, String)>,
 }
 
 /// Fills `record` from the answer: the judge's verdicts, the verdict, tokens, timing.
@@ -218,19 +286,25 @@ async fn finish(
     judge: Option<&ModelClient>,
     s: &Arc<Spec>,
     key: RequestKey<'_>,
-    (asked, tools): (Asked, &[crate::prompt::Tool]),
+    answered: Answered<'_>,
     cache: Option<&Cache>,
     record: &mut Record,
 ) {
+    let Answered {
+        asked,
+        tools,
+        trajectory,
+        state,
+        cost,
+        ended,
+    } = answered;
     let vars = &record.vars;
     record.attempts = if model.provider().is_remote() {
         asked.attempts
     } else {
         0
     };
-    if let Some(price) = &model.setup.price {
-        record.cost = super::cost::priced_cost(price, &record.messages, &asked);
-    }
+    record.cost = cost;
     record.cached = asked.cached;
     record.retries = asked.retries;
     record.endpoint = asked.endpoint;
@@ -259,23 +333,16 @@ async fn finish(
                 _ => Default::default(),
             };
             // A single turn's calls are a trajectory of one assistant message.
-            let trajectory = if completion.tool_calls.is_empty() {
-                Vec::new()
-            } else {
-                vec![Message::assistant(
-                    completion.text.clone(),
-                    completion.tool_calls.clone(),
-                )]
-            };
+            let trajectory = trajectory.unwrap_or_else(|| single_turn(&completion));
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
-                let (steps, tools) = (trajectory.clone(), tools.to_vec());
+                let (steps, tools, after) = (trajectory.clone(), tools.to_vec(), state.clone());
                 let verify = move || {
                     let reply = Reply {
                         text: &text,
                         trajectory: &steps,
-                        state: None,
+                        state: after.as_ref(),
                         tools: &tools,
                     };
                     spec.verify_judged(&reply, &vars, &judged)
@@ -288,7 +355,7 @@ async fn finish(
                 let reply = Reply {
                     text: &completion.text,
                     trajectory: &trajectory,
-                    state: None,
+                    state: state.as_ref(),
                     tools,
                 };
                 s.verify_judged(&reply, vars, &judged)
@@ -318,12 +385,42 @@ async fn finish(
                 .map(|f| failure_label(f).to_owned());
             record.rules = verdict.rules;
             record.scored.response = Some(completion.text);
+            record.scored.state = state;
+            if let Some(ended) = ended {
+                episode_failed(record, ended);
+            }
         }
         Err(e) => {
             record.failure = Some(e.kind().to_owned());
             record.scored.error = Some(e.to_string());
+            record.scored.trajectory = trajectory.unwrap_or_default();
+            record.scored.state = state;
         }
     }
+}
+
+/// A single turn's calls as a trajectory of one assistant message (none without calls).
+fn single_turn(completion: &crate::provider::Completion) -> Vec<Message> {
+    if completion.tool_calls.is_empty() {
+        return Vec::new();
+    }
+    vec![Message::assistant(
+        completion.text.clone(),
+        completion.tool_calls.clone(),
+    )]
+}
+
+/// An episode that ended badly (`max_turns`, `no_end_call`) fails whatever
+/// its rules concluded; their details stay after the episode's reason.
+fn episode_failed(record: &mut Record, (failure, why): (&'static str, String)) {
+    record.scored.passed = false;
+    record.scored.score = 0.0;
+    record.scored.detail = if record.scored.detail.is_empty() {
+        why
+    } else {
+        format!("{why}; {}", record.scored.detail)
+    };
+    record.failure = Some(failure.to_owned());
 }
 
 /// Prepares a spec for running: its answer format and re-ask budget.

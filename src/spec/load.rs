@@ -185,6 +185,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
     errors.extend(super::images::check_static(&def, &map, &spec_dir));
     let (tools, tool_errors) = super::tools::static_tools(&def, &map, &spec_dir);
     errors.extend(tool_errors);
+    let agent = super::agent::compile(&def, &map, &spec_dir, &mut errors);
     let rules = RuleSet::build(&def.verify, &map, &spec_dir, None)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
@@ -204,6 +205,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
             prompt,
             data,
             tools,
+            agent,
         }),
         _ => {
             for e in &mut errors {

@@ -10,6 +10,7 @@
 //! The glue of the spec path: it imports `format`, `source`, `prompt`, `media`,
 //! `verify`, `scripting` and `error`; the run, check and report layers import it.
 
+pub(crate) mod agent;
 mod golden_subset;
 mod images;
 mod load;
@@ -74,6 +75,7 @@ pub struct Spec {
     prompt: PromptSet,
     data: TemplateValue,
     tools: Vec<crate::format::Tool>,
+    agent: Option<agent::AgentRuntime>,
 }
 
 /// One test instance: its variables and rendered messages.
@@ -251,6 +253,16 @@ impl Spec {
         let vars = self.vars(index)?;
         let messages = self.render(index, &vars)?;
         let tools = self.instance_tools(index, &vars)?;
+        if let Some(agent) = &self.agent
+            && let Err(problem) = agent.initial_state(&vars)
+        {
+            let message = format!("instance {index}: {problem}");
+            let location = match self.dataset.as_ref().and_then(|d| d.row(index)) {
+                Some(row) => row.origin.location(),
+                None => self.map.locate(crate::format::key_path!["agent"]),
+            };
+            return Err(Diagnostic::new(ErrorKind::Invalid, location, message));
+        }
         Ok(Instance {
             index,
             id: format!("{}/{index}", self.id),
@@ -258,6 +270,11 @@ impl Spec {
             messages,
             tools,
         })
+    }
+
+    /// The compiled `[agent]`, when the spec runs episodes.
+    pub(crate) fn agent(&self) -> Option<&agent::AgentRuntime> {
+        self.agent.as_ref()
     }
 
     /// Judges a response to an instance with `vars`.

@@ -47,6 +47,7 @@ rules! {
     pub(crate) mod judge: JudgeKeys;
     mod script: ScriptKeys;
     mod cer: CerKeys;
+    mod final_state: FinalStateKeys;
 }
 
 use std::path::Path;
