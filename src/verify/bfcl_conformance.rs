@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{Judged, Reply, RuleSet};
+use super::{FailureKind, Judged, Reply, RuleSet};
 use crate::format::locate::SourceMap;
 use crate::format::{SpecFile, Tool, ToolCall};
 use crate::prompt::Message;
@@ -64,6 +64,36 @@ fn tools(row: &Map<String, Value>) -> Vec<Tool> {
     serde_json::from_value(row["function"].clone()).expect("BFCL's functions are tools")
 }
 
+/// The failure kind that stands for BFCL's error type (of the first
+/// sub-error, when no output call matched an expected one in parallel).
+fn bfcl_kind(answer: &Map<String, Value>, row: &Map<String, Value>) -> Option<FailureKind> {
+    let mut error = answer["error_type"].as_str()?;
+    if error.ends_with(":cannot_find_match") {
+        error = answer["sub_errors"][0]["error_type"].as_str()?;
+    }
+    let count = answer["answer"].as_array().map_or(0, Vec::len);
+    Some(match error.split(':').next_back()? {
+        "wrong_func_name" => FailureKind::WrongTool,
+        "missing_required" | "missing_optional" => FailureKind::MissingArgument,
+        "unexpected_param" => FailureKind::UnexpectedArgument,
+        "wrong_count" if count == 0 => FailureKind::MissingCall,
+        "wrong_count" => {
+            let expected = row
+                .get("ground_truth")
+                .and_then(Value::as_array)
+                .map_or(1, Vec::len);
+            if count < expected {
+                FailureKind::MissingCall
+            } else {
+                FailureKind::UnexpectedCall
+            }
+        }
+        "decoder_success" => FailureKind::UnexpectedCall,
+        _ if error.starts_with("type_error") => FailureKind::WrongArgumentType,
+        _ => FailureKind::WrongArgument,
+    })
+}
+
 /// `(agree, total)` over `answers`, each judged with its row's tools and ground truth.
 fn agreement(
     answers: &[Map<String, Value>],
@@ -92,9 +122,10 @@ fn agreement(
             tools: &tools,
         };
         let verdict = rules.verify_judged(&reply, row, &Judged::new());
-        if Some(verdict.passed) != answer["valid"].as_bool() {
+        let kind = verdict.rules.iter().find_map(|r| r.verdict.failure);
+        if Some(verdict.passed) != answer["valid"].as_bool() || kind != bfcl_kind(answer, row) {
             disagree.push(format!(
-                "{id} {}: BFCL {} ({}), harness {} ({})",
+                "{id} {}: BFCL {} ({}), harness {} ({kind:?}: {})",
                 answer
                     .get("kind")
                     .and_then(Value::as_str)
@@ -125,11 +156,11 @@ fn every_reference_answer_and_probe_gets_bfcls_verdict() {
     }
     let reference = lines("reference.jsonl");
     let (agree, total, disagree) = agreement(&reference, &rows);
-    eprintln!("reference.jsonl: {agree} / {total} verdicts agree with BFCL");
+    eprintln!("reference.jsonl: {agree} / {total} verdicts and failure kinds agree with BFCL");
     assert_eq!(total, 2272);
     let probes = lines("probes.jsonl");
     let (agree_p, total_p, disagree_p) = agreement(&probes, &HashMap::new());
-    eprintln!("probes.jsonl: {agree_p} / {total_p} verdicts agree with BFCL");
+    eprintln!("probes.jsonl: {agree_p} / {total_p} verdicts and failure kinds agree with BFCL");
     assert_eq!(total_p, 28);
     let all: Vec<String> = disagree.into_iter().chain(disagree_p).collect();
     assert!(
