@@ -17,6 +17,7 @@ pub(super) struct NoToolCallKeys {}
 
 impl RuleKind for NoToolCallKeys {
     const NAME: &'static str = "no_tool_call";
+    const OVER_CALLS: bool = true;
 
     fn build(self, _cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         Ok(Box::new(NoToolCall))

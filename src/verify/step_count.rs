@@ -25,6 +25,7 @@ pub(super) struct StepCountKeys {
 
 impl RuleKind for StepCountKeys {
     const NAME: &'static str = "step_count";
+    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let turns = cx.choice("count", self.count.as_deref(), &[("calls", false), ("turns", true)])?;

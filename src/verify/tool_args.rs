@@ -35,6 +35,7 @@ pub(super) struct ToolArgsKeys {
 
 impl RuleKind for ToolArgsKeys {
     const NAME: &'static str = "tool_args";
+    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let arguments = serde_json::to_value(&self.arguments).unwrap_or_default();

@@ -37,6 +37,7 @@ pub(super) struct ToolCallKeys {
 
 impl RuleKind for ToolCallKeys {
     const NAME: &'static str = "tool_call";
+    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let order = cx.choice("order", self.order.as_deref(), &[("any", false), ("exact", true)])?;
@@ -106,17 +107,19 @@ impl ToolCallRule {
         }
         let mut taken = vec![false; calls.len()];
         for (j, want) in expected.iter().enumerate() {
+            // Greedy, as BFCL: the first untaken call that fits, never revisited.
             let mut tried = Vec::new();
+            let mut found = false;
             for (i, call) in calls.iter().enumerate().filter(|(i, _)| !taken[*i]) {
                 match check(call, want) {
                     Ok(()) => {
-                        taken[i] = true;
+                        (taken[i], found) = (true, true);
                         break;
                     }
                     Err(m) => tried.push((i, call, m)),
                 }
             }
-            if taken.iter().filter(|t| **t).count() == j + 1 {
+            if found {
                 continue;
             }
             if let [(i, call, m)] = tried.as_slice()

@@ -204,3 +204,24 @@ fn malformed_expected_calls_are_named() {
         assert!(p[0].1.contains(why), "{value}: {p:?}");
     }
 }
+
+#[test]
+fn extract_is_an_error_on_rules_over_calls() {
+    let text = "[[verify]]\nrule = \"tool_call\"\nvalue = []\nextract = \"last_line\"\n";
+    let path = std::path::Path::new("s.toml");
+    let map = crate::format::locate::SourceMap::parse(path, text).unwrap();
+    let table: toml::Table = toml::from_str(text).unwrap();
+    let verify: Vec<crate::format::RuleTable> = table["verify"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| crate::format::RuleTable(t.as_table().unwrap().clone()))
+        .collect();
+    let errors = match super::super::RuleSet::build(&verify, &map, std::path::Path::new("."), None) {
+        Ok(_) => panic!("extract on tool_call was accepted"),
+        Err(errors) => errors,
+    };
+    let shown = errors[0].to_string();
+    assert!(shown.contains("judges tool calls, not text: `extract` does not apply"), "{shown}");
+    assert!(shown.contains("s.toml:4:"), "{shown}");
+}

@@ -30,6 +30,7 @@ enum Mode {
 
 impl RuleKind for ToolSequenceKeys {
     const NAME: &'static str = "tool_sequence";
+    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let modes = [("in_order", Mode::InOrder), ("exact", Mode::Exact), ("any_order", Mode::AnyOrder)];

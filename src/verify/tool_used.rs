@@ -24,6 +24,7 @@ pub(super) struct ToolUsedKeys {
 
 impl RuleKind for ToolUsedKeys {
     const NAME: &'static str = "tool_used";
+    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         if self.tools.is_empty() {
