@@ -4,7 +4,8 @@
 //! calls (`cat` of a file this test writes); `harness run` judges them with
 //! the specs' `[[verify]]` as shipped, and every record's verdict must be
 //! BFCL's. The 28 probes of `probes.jsonl` run the same way, through copies
-//! of the specs over the probes' rows.
+//! of the specs over the probes' rows. Beside it, `harness check` names a
+//! malformed example episode at its place.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -180,4 +181,43 @@ fn every_verdict_of_the_bfcl_specs_is_bfcls() {
         disagree.len(),
         disagree.join("\n")
     );
+}
+
+/// An example's episode is checked before it is judged: one turn of
+/// `tool_calls` or a `trajectory`, not both, and only assistant turns and
+/// tool results in it; each error at its place in the file.
+#[test]
+fn malformed_example_episodes_are_named_at_their_place() {
+    let spec = |example: &str| {
+        format!(
+            "id = \"e\"\ntitle = \"e\"\nruns = 1\n[prompt]\nuser = \"q\"\n\n[[verify]]\nrule = \"tool_used\"\ntools = [\"f\"]\n\n[[example]]\nvars = {{}}\npasses = true\n{example}\n"
+        )
+    };
+    let cases = [
+        (
+            "tool_calls = [{ name = \"f\" }]\ntrajectory = [{ role = \"assistant\" }]",
+            "e.toml:15:14",
+            "`tool_calls` (one turn) or `trajectory` (an episode), not both",
+        ),
+        (
+            "trajectory = [{ role = \"assistant\" }, { role = \"user\", content = \"hi\" }]",
+            "e.toml:14:",
+            "an episode's messages are `assistant` turns and `tool` results",
+        ),
+    ];
+    for (example, at, message) in cases {
+        let ws = Workspace::new();
+        ws.write("specs/e.toml", &spec(example));
+        let (code, out) = crate::common::run(crate::common::harness(ws.path()).args([
+            "check",
+            "specs/e.toml",
+            "--golden",
+            "golden",
+        ]));
+        assert_ne!(code, 0, "{out}");
+        assert!(
+            out.contains(at) && out.contains(message),
+            "{example}:\n{out}"
+        );
+    }
 }
