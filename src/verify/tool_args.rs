@@ -21,8 +21,7 @@ pub(super) struct ToolArgsKeys {
     pub tool: String,
     /// Each checked argument's acceptable values, `{ city = ["Paris", "paris"] }`
     /// (`""` among them: it may be left out).
-    #[schemars(with = "Map<String, Value>")]
-    pub arguments: toml::Table,
+    pub arguments: Map<String, Value>,
     /// The call to check, counting every call of the episode from 1 (default: any call of `tool`).
     pub step: Option<u32>,
     /// No arguments besides `arguments`, and the schema's required ones present (default false).
@@ -38,8 +37,7 @@ impl RuleKind for ToolArgsKeys {
     const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let arguments = serde_json::to_value(&self.arguments).unwrap_or_default();
-        let arguments = parse_arguments(&arguments).map_err(|e| cx.error(ErrorKind::Invalid, "arguments", e.to_string()))?;
+        let arguments = parse_arguments(&Value::Object(self.arguments)).map_err(|e| cx.error(ErrorKind::Invalid, "arguments", e.to_string()))?;
         let tolerance = self.tolerance.unwrap_or(0.0);
         if !(tolerance.is_finite() && tolerance >= 0.0) {
             return Err(cx.error(ErrorKind::Invalid, "tolerance", "tolerance must be a non-negative number"));

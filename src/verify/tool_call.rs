@@ -193,7 +193,7 @@ impl Rule for ToolCallRule {
             Some(Err(why)) => return Some((shown, Verdict::fail(format!("the expected calls: {why}")))),
             Some(Ok(expected)) => expected,
         };
-        Some((shown.clone(), self.judge(calls, &expected, reply.tools)))
+        Some((shown, self.judge(calls, &expected, reply.tools)))
     }
 }
 
