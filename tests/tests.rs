@@ -10,7 +10,8 @@
 //!
 //! - Specs and their loading: `shipped_specs`, `malformed_specs`, `stalls`,
 //!   `fuzz_specs` (a seeded mutation fuzzer), `golden_workflow`, `datasets`,
-//!   `datasets_hub`, `rrr`, `tools` (tool definitions: `show` and golden instances).
+//!   `datasets_hub`, `rrr`, `tools` (tool definitions: `show` and golden instances),
+//!   `bfcl` (the BFCL specs' verdicts equal BFCL's checker on every reference answer).
 //! - The front door: `front_door` (`harness new`, `harness completions`) and
 //!   `main_job` (the README's `harness run specs/`, offline, in a fresh copy).
 //! - Past one machine: `shards` (`run --shard`, `merge`, offline in a fresh
@@ -69,6 +70,7 @@ mod agent;
 mod architecture;
 mod atomic_writes;
 mod bad_input;
+mod bfcl;
 mod cluster;
 mod code_parity;
 mod code_rule;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::agent::Agent;
 use super::dataset::Dataset;
 use super::rule::RuleTable;
-use super::tools::{ToolChoice, ToolDef};
+use super::tools::{ToolCall, ToolChoice, ToolDef};
 
 /// One test category, as written in `specs/<id>.toml`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -322,8 +322,20 @@ pub struct Example {
     pub instance: Option<u32>,
     /// Variables given explicitly (merged over `instance`'s, if both).
     pub vars: Option<serde_json::Map<String, Value>>,
-    /// The model response to verify.
+    /// The model response to verify: its text (with `tool_calls`, the
+    /// text beside the calls; empty by default).
+    #[serde(default)]
     pub response: String,
+    /// The calls the response makes, one assistant turn: `[{ name, arguments }]`
+    /// (`arguments` an object, or JSON text as a wire carries it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A whole episode instead: the messages after the prompt, assistant
+    /// turns (`content`, `tool_calls`) and tool results (`role = "tool"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trajectory: Vec<ExampleMessage>,
+    /// The tools' state when an `[agent]` episode ended, as `final_state` rules read it.
+    pub state: Option<Value>,
     /// Whether the instance must pass.
     pub passes: bool,
     /// The exact score expected, if given.
@@ -337,6 +349,22 @@ pub struct Example {
     /// Fixed judge responses, one per judge sample, for specs with a `judge` rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge: Vec<String>,
-    /// The tools' state when an `[agent]` episode ended, as `final_state` rules read it.
-    pub state: Option<Value>,
+}
+
+/// One message of an example's episode.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExampleMessage {
+    /// `assistant` or `tool`.
+    pub role: Role,
+    /// The text (an assistant's words, a tool's result).
+    #[serde(default)]
+    pub content: String,
+    /// An assistant turn's calls, `[{ name, arguments, id }]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A tool result's call id.
+    pub tool_call_id: Option<String>,
+    /// A tool result's tool.
+    pub tool_name: Option<String>,
 }

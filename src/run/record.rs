@@ -216,5 +216,13 @@ pub(crate) fn failure_label(kind: FailureKind) -> &'static str {
         FailureKind::ResourceLimit => "resource_limit",
         FailureKind::SandboxError => "sandbox_error",
         FailureKind::JudgeError => "judge_error",
+        FailureKind::InvalidToolArguments => "invalid_tool_arguments",
+        FailureKind::WrongTool => "wrong_tool",
+        FailureKind::MissingCall => "missing_call",
+        FailureKind::UnexpectedCall => "unexpected_call",
+        FailureKind::WrongArgument => "wrong_argument",
+        FailureKind::WrongArgumentType => "wrong_argument_type",
+        FailureKind::MissingArgument => "missing_argument",
+        FailureKind::UnexpectedArgument => "unexpected_argument",
     }
 }

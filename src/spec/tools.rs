@@ -126,7 +126,7 @@ fn choice_problem(choice: Option<&ToolChoice>, tools: &[Tool]) -> Option<String>
 impl Spec {
     /// The tools of the instance with `vars`: the spec's own, then those of
     /// its `tools_var` (a JSON list, or a string holding one), checked.
-    pub(super) fn instance_tools(
+    pub(crate) fn instance_tools(
         &self,
         index: u64,
         vars: &Map<String, Value>,

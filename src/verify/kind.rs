@@ -23,6 +23,8 @@ pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
     const NAME: &'static str;
     /// What the rule reads from a response when the spec gives no `extract`.
     const EXTRACT: ExtractKind = ExtractKind::Text;
+    /// The rule judges tool calls or an episode, not text: `extract` does not apply.
+    const OVER_CALLS: bool = false;
     /// Builds the rule from its keys.
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
     /// The fence a `code_block` extraction prefers when the spec names none.
@@ -76,6 +78,8 @@ pub(super) trait AnyKind: Sync {
     fn name(&self) -> &'static str;
     /// The default extraction.
     fn default_extract(&self) -> ExtractKind;
+    /// Whether the rule judges calls rather than text.
+    fn over_calls(&self) -> bool;
     /// The rule's own keys, in declaration order.
     fn keys(&self) -> &'static [&'static str];
     /// The JSON Schema of the rule's own keys (an object schema).
@@ -91,6 +95,10 @@ impl<K: RuleKind> AnyKind for Kind<K> {
 
     fn default_extract(&self) -> ExtractKind {
         K::EXTRACT
+    }
+
+    fn over_calls(&self) -> bool {
+        K::OVER_CALLS
     }
 
     fn keys(&self) -> &'static [&'static str] {

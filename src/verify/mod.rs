@@ -17,6 +17,10 @@
 //! Imports go down only: `format`, `extract`, `scripting`, `sandbox`, `prompt`,
 //! `error` and `text`. `verdict.rs` is the leaf the other files share.
 
+#[cfg(test)]
+mod bfcl_conformance;
+mod call_check;
+mod call_types;
 mod code_input;
 mod expected;
 mod kind;
@@ -48,6 +52,12 @@ rules! {
     mod script: ScriptKeys;
     mod cer: CerKeys;
     mod final_state: FinalStateKeys;
+    mod tool_call: ToolCallKeys;
+    mod no_tool_call: NoToolCallKeys;
+    mod tool_used: ToolUsedKeys;
+    mod tool_sequence: ToolSequenceKeys;
+    mod tool_args: ToolArgsKeys;
+    mod step_count: StepCountKeys;
 }
 
 use std::path::Path;

@@ -60,6 +60,16 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
             "weight must be a non-negative number",
         ));
     }
+    if kind.over_calls() && common.extract.is_some() {
+        errors.push(cx.error(
+            ErrorKind::Invalid,
+            "extract",
+            format!(
+                "rule `{}` judges tool calls, not text: `extract` does not apply",
+                kind.name()
+            ),
+        ));
+    }
     let built = kind.build(cx, &skip);
     let mut extract_def = common
         .extract

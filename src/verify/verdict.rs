@@ -27,6 +27,22 @@ pub enum FailureKind {
     SandboxError,
     /// The judge model gave no usable level (request failed, bad JSON, level out of range).
     JudgeError,
+    /// A tool call's arguments are not a JSON object.
+    InvalidToolArguments,
+    /// A call names another tool than the one expected.
+    WrongTool,
+    /// Fewer calls than expected, or an expected tool never called.
+    MissingCall,
+    /// More calls than expected, or a call where none should be.
+    UnexpectedCall,
+    /// An argument's value is not one of the acceptable ones.
+    WrongArgument,
+    /// An argument's type is not the schema's.
+    WrongArgumentType,
+    /// A required or expected argument is missing.
+    MissingArgument,
+    /// An argument the tool or the expected call does not have.
+    UnexpectedArgument,
 }
 
 /// One rule's judgement.

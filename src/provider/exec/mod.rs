@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 use super::{ChatRequest, Completion, ProviderError, Usage};
 use crate::prompt::Message;
+use crate::prompt::ToolCall;
 
 /// Default seconds one call of a program may take.
 pub(crate) const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
@@ -264,8 +265,8 @@ pub(crate) fn stdin_json(model: &str, request: &ChatRequest, call: &ExecCall) ->
 }
 
 /// The answer in a program's stdout: a JSON object with a string `text`
-/// (and optional `usage`), else the whole output as text; trailing
-/// whitespace (a final newline, Tesseract's form feed) is not part of it.
+/// (and optional `usage` and `tool_calls`), else the whole output as text;
+/// trailing whitespace (a final newline, Tesseract's form feed) is not part of it.
 pub(crate) fn parse_stdout(stdout: &[u8]) -> Result<Completion, ProviderError> {
     let text = String::from_utf8_lossy(stdout);
     let trimmed = text.trim_end();
@@ -274,7 +275,10 @@ pub(crate) fn parse_stdout(stdout: &[u8]) -> Result<Completion, ProviderError> {
         .starts_with('{')
         .then(|| serde_json::from_str::<Map<String, Value>>(trimmed).ok())
         .flatten()
-        .filter(|o| o.get("text").is_some_and(Value::is_string));
+        .filter(|o| {
+            o.get("text").is_some_and(Value::is_string)
+                || (o.get("text").is_none() && o.get("tool_calls").is_some_and(Value::is_array))
+        });
     let Some(envelope) = envelope else {
         return Ok(completion(trimmed.to_owned(), Usage::default()));
     };
@@ -291,8 +295,56 @@ pub(crate) fn parse_stdout(stdout: &[u8]) -> Result<Completion, ProviderError> {
         tokens_out: count("completion_tokens")?,
         tokens_cached: None,
     };
-    let text = envelope["text"].as_str().unwrap_or_default().to_owned();
-    Ok(completion(text, usage))
+    let text = envelope
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let mut completion = completion(text, usage);
+    completion.tool_calls = tool_calls(envelope.get("tool_calls"))?;
+    Ok(completion)
+}
+
+/// The envelope's `tool_calls`: `[{"name", "arguments", "id"?}]`, the
+/// arguments an object or JSON text (text that does not parse is kept, and
+/// the rules fail it as invalid arguments).
+fn tool_calls(value: Option<&Value>) -> Result<Vec<ToolCall>, ProviderError> {
+    let calls = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(calls)) => calls,
+        Some(other) => {
+            return Err(ProviderError::Malformed(format!(
+                "tool_calls is not a list: {other}"
+            )));
+        }
+    };
+    let malformed =
+        |i: usize, what: &str| ProviderError::Malformed(format!("tool_calls[{i}]: {what}"));
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| malformed(i, "no string `name`"))?;
+            let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+            match call.get("arguments") {
+                None | Some(Value::Null) => Ok(ToolCall::from_text(id, name, "")),
+                Some(Value::String(text)) => Ok(ToolCall::from_text(id, name, text)),
+                Some(arguments @ Value::Object(_)) => Ok(ToolCall {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    arguments: arguments.clone(),
+                    invalid: None,
+                }),
+                Some(_) => Err(malformed(
+                    i,
+                    "`arguments` is neither an object nor JSON text",
+                )),
+            }
+        })
+        .collect()
 }
 
 fn completion(text: String, usage: Usage) -> Completion {

@@ -256,3 +256,45 @@ fn stderr_keeps_its_tail() {
     assert!(tail.starts_with('…') && tail.ends_with("end"), "{tail}");
     assert_eq!(stderr_tail(b"  \n"), "(empty)");
 }
+
+#[test]
+fn stdout_tool_calls_become_the_completions_calls() {
+    let stdout = r#"{"text": "", "tool_calls": [
+        {"name": "math.factorial", "arguments": {"number": 5}},
+        {"id": "c2", "name": "f", "arguments": "{\"a\": 1.0}"},
+        {"name": "g", "arguments": "{bad"},
+        {"name": "h"}]}"#;
+    let c = parse_stdout(stdout.as_bytes()).unwrap();
+    let calls: Vec<(&str, &str, String, bool)> = c
+        .tool_calls
+        .iter()
+        .map(|t| {
+            (
+                t.id.as_str(),
+                t.name.as_str(),
+                t.arguments.to_string(),
+                t.invalid.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("", "math.factorial", r#"{"number":5}"#.to_owned(), false),
+            ("c2", "f", r#"{"a":1.0}"#.to_owned(), false),
+            ("", "g", r#""{bad""#.to_owned(), true),
+            ("", "h", "{}".to_owned(), false),
+        ]
+    );
+    // Calls alone, without text, are an answer too.
+    let c = parse_stdout(br#"{"tool_calls": [{"name": "f", "arguments": {}}]}"#).unwrap();
+    assert_eq!((c.text.as_str(), c.tool_calls.len()), ("", 1));
+    for bad in [
+        r#"{"text": "", "tool_calls": {"name": "f"}}"#,
+        r#"{"text": "", "tool_calls": [{"arguments": {}}]}"#,
+        r#"{"text": "", "tool_calls": [{"name": "f", "arguments": 5}]}"#,
+    ] {
+        let e = parse_stdout(bad.as_bytes()).unwrap_err();
+        assert!(matches!(e, ProviderError::Malformed(_)), "{bad}: {e}");
+    }
+}

@@ -1,0 +1,153 @@
+//! `tool_sequence`: the order in which an episode called its tools
+//! (promptfoo's `trajectory:tool-sequence`).
+
+use serde_json::{Map, Value};
+
+use super::kind::RuleKind;
+use super::tool_call::show_calls;
+use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
+use crate::format::ToolCall;
+
+/// `tool_sequence`: the episode's calls, by tool name, follow `tools`:
+/// exactly (`exact`), as a subsequence with other calls between (`in_order`,
+/// the default), or each name at least as often as listed, in any order (`any_order`).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolSequenceKeys {
+    /// The tools' names, in the expected order.
+    pub tools: Vec<String>,
+    /// `in_order` (default), `exact` or `any_order`.
+    pub mode: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    InOrder,
+    Exact,
+    AnyOrder,
+}
+
+impl RuleKind for ToolSequenceKeys {
+    const NAME: &'static str = "tool_sequence";
+    const OVER_CALLS: bool = true;
+
+    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
+        let modes = [("in_order", Mode::InOrder), ("exact", Mode::Exact), ("any_order", Mode::AnyOrder)];
+        let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
+        if self.tools.is_empty() && mode != Mode::Exact {
+            return Err(cx.error(ErrorKind::Invalid, "tools", "`tools` names no tool"));
+        }
+        Ok(Box::new(ToolSequence { tools: self.tools, mode }))
+    }
+}
+
+struct ToolSequence {
+    tools: Vec<String>,
+    mode: Mode,
+}
+
+impl ToolSequence {
+    fn judge(&self, names: &[&str]) -> Verdict {
+        match self.mode {
+            Mode::Exact => self.exact(names),
+            Mode::InOrder => self.in_order(names),
+            Mode::AnyOrder => self.any_order(names),
+        }
+    }
+
+    fn exact(&self, names: &[&str]) -> Verdict {
+        for (i, want) in self.tools.iter().enumerate() {
+            match names.get(i) {
+                Some(got) if got == want => {}
+                Some(got) => {
+                    return Verdict::failed(
+                        FailureKind::WrongTool,
+                        format!("step {}: called `{got}`, expected `{want}`", i + 1),
+                    );
+                }
+                None => {
+                    return Verdict::failed(
+                        FailureKind::MissingCall,
+                        format!("step {}: expected `{want}`, but the episode made {} calls", i + 1, names.len()),
+                    );
+                }
+            }
+        }
+        match names.get(self.tools.len()) {
+            Some(extra) => Verdict::failed(
+                FailureKind::UnexpectedCall,
+                format!("step {}: called `{extra}` after the sequence ended", self.tools.len() + 1),
+            ),
+            None => Verdict::pass(),
+        }
+    }
+
+    fn in_order(&self, names: &[&str]) -> Verdict {
+        let mut next = 0;
+        for (k, want) in self.tools.iter().enumerate() {
+            match names[next..].iter().position(|n| n == want) {
+                Some(offset) => next += offset + 1,
+                None => {
+                    let after = if next == 0 { String::new() } else { format!(" after step {next}") };
+                    return Verdict::failed(
+                        FailureKind::MissingCall,
+                        format!("`{want}` (item {} of the sequence) is not called{after}", k + 1),
+                    );
+                }
+            }
+        }
+        Verdict::pass()
+    }
+
+    fn any_order(&self, names: &[&str]) -> Verdict {
+        for want in &self.tools {
+            let listed = self.tools.iter().filter(|t| *t == want).count();
+            let called = names.iter().filter(|n| *n == want).count();
+            if called < listed {
+                return Verdict::failed(
+                    FailureKind::MissingCall,
+                    format!("`{want}` is called {called} times, the sequence lists it {listed} times"),
+                );
+            }
+        }
+        Verdict::pass()
+    }
+}
+
+impl Rule for ToolSequence {
+    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
+        self.judge(&[])
+    }
+
+    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
+        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        Some((show_calls(&calls), self.judge(&names)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_mode_names_the_step_that_departs() {
+        let seq = |mode| ToolSequence { tools: vec!["search".into(), "book".into()], mode };
+        let cases = [
+            (Mode::Exact, &["search", "book"][..], None),
+            (Mode::Exact, &["search", "pay"], Some("step 2: called `pay`, expected `book`")),
+            (Mode::Exact, &["search"], Some("step 2: expected `book`, but the episode made 1 calls")),
+            (Mode::Exact, &["search", "book", "pay"], Some("step 3: called `pay` after the sequence ended")),
+            (Mode::InOrder, &["search", "weather", "book", "pay"], None),
+            (Mode::InOrder, &["book", "search"], Some("`book` (item 2 of the sequence) is not called after step 2")),
+            (Mode::AnyOrder, &["book", "search"], None),
+            (Mode::AnyOrder, &["book"], Some("`search` is called 0 times, the sequence lists it 1 times")),
+        ];
+        for (mode, names, failure) in cases {
+            let v = seq(mode).judge(names);
+            assert_eq!(v.passed, failure.is_none(), "{mode:?} {names:?}: {}", v.detail);
+            assert_eq!(v.detail, failure.unwrap_or_default(), "{mode:?} {names:?}");
+        }
+    }
+}
