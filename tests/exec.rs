@@ -289,3 +289,18 @@ concurrency = 2
         assert_eq!(r["passed"], true);
     }
 }
+
+/// A program that exits without reading its stdin (`echo`) is asked 40
+/// times: every answer is recorded. The request is a file, not a pipe, so
+/// the harness (which dies of SIGPIPE on a closed pipe, as Unix tools do)
+/// never writes into a pipe the program closed.
+#[test]
+fn a_program_that_never_reads_its_stdin_answers_every_instance() {
+    let models = "[models.deaf]\nprovider = \"exec\"\ncommand = [\"echo\", \"{{ answer }}\"]\nconcurrency = 4\n";
+    let ws = workspace("sums.toml", models);
+    let (code, out) = ws.run(&["specs/", "-m", "deaf", "--runs", "40"]);
+    assert_eq!(code, 0, "{out}");
+    let journal = ws.last_journal();
+    assert_eq!(journal.len(), 40, "{out}");
+    assert!(journal.iter().all(|r| r["passed"] == true), "{out}");
+}

@@ -1,6 +1,7 @@
 //! One run of an `exec` model's program: a cleaned environment, its own
 //! process group (so a timeout reaches whatever it forked), the request on
-//! stdin, stdout read up to a limit and the tail of stderr kept for the
+//! stdin (a memory file written before the start, not a pipe: the harness
+//! dies of SIGPIPE on a closed pipe, and a program may exit unread), stdout read up to a limit and the tail of stderr kept for the
 //! error. The call ends when the program has exited and closed its output;
 //! at the timeout the whole group is killed before the child is reaped, so
 //! the group id cannot have been reused by then.
@@ -9,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::ExecOptions;
 use crate::provider::ProviderError;
@@ -45,13 +46,15 @@ pub(super) async fn run(
     stdin: &[u8],
     timeout: Duration,
 ) -> Result<Vec<u8>, ProviderError> {
+    let input = request_file(stdin)
+        .map_err(|e| ProviderError::Program(format!("writing the request for it: {e}")))?;
     let mut command = tokio::process::Command::new(&argv[0]);
     command
         .args(&argv[1..])
         .current_dir(&options.cwd)
         .env_clear()
         .envs(environment(options, |n| std::env::var(n).ok()))
-        .stdin(Stdio::piped())
+        .stdin(Stdio::from(input))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -80,18 +83,12 @@ pub(super) async fn run(
     let mut group = Group(Some(
         child.id().expect("a child not yet reaped has a pid") as i32
     ));
-    let (mut input, output, errors) = (
-        child.stdin.take().expect("piped"),
+    let (output, errors) = (
         child.stdout.take().expect("piped"),
         child.stderr.take().expect("piped"),
     );
     let talk = async {
-        // A program that never reads its stdin closes the pipe: not an error.
-        let write = async {
-            let _ = input.write_all(stdin).await;
-            drop(input);
-        };
-        let (_, out, err) = tokio::join!(write, read_capped(output), read_tail(errors));
+        let (out, err) = tokio::join!(read_capped(output), read_tail(errors));
         let status = child.wait().await;
         group.0 = None;
         (out, err, status)
@@ -119,6 +116,23 @@ pub(super) async fn run(
             MAX_STDOUT >> 20
         ))
     })
+}
+
+/// `request` in an anonymous memory file, read from its start: the
+/// program's stdin.
+fn request_file(request: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create takes a NUL-terminated name and returns a new fd or -1.
+    let fd = unsafe { libc::memfd_create(c"harness-exec-request".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(request)?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(file)
 }
 
 /// The program's process group until its leader is reaped: killed when the
