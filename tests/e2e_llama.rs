@@ -170,11 +170,8 @@ fn every_golden_transcript_reproduces_live_and_reruns_from_cache() {
     };
     copy_dir(&root().join("golden"), &dir.path().join("golden"));
     // The agent spec's episodes have a test of their own (tests/e2e_tools.rs).
-    fs::remove_file(
-        dir.path()
-            .join(format!("specs/{}.toml", crate::e2e_tools::AGENT)),
-    )
-    .unwrap();
+    let agent = format!("specs/{}.toml", crate::e2e_tools::AGENT);
+    fs::remove_file(dir.path().join(agent)).unwrap();
     let args = [
         "run",
         "specs",

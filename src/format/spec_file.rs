@@ -351,11 +351,24 @@ pub struct Example {
     pub judge: Vec<String>,
 }
 
+/// The roles an example's episode message may have (the schema's view of
+/// [`ExampleMessage::role`]; `tool` is no prompt role).
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code, reason = "only its schema is used")]
+enum ExampleRole {
+    /// A model turn.
+    Assistant,
+    /// A tool's result.
+    Tool,
+}
+
 /// One message of an example's episode.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExampleMessage {
     /// `assistant` or `tool`.
+    #[schemars(with = "ExampleRole")]
     pub role: Role,
     /// The text (an assistant's words, a tool's result).
     #[serde(default)]

@@ -7,6 +7,13 @@ use serde_json::Value;
 
 use super::fields::{FieldChange, field_changes};
 
+/// The fields that differ between two lines of a golden file: as
+/// [`field_changes`], but an episode's trajectory shown as the one step
+/// where it departs from the golden one.
+pub(crate) fn line_changes(old: &Value, new: &Value) -> Vec<FieldChange> {
+    collapse_trajectory(old, new, field_changes(old, new))
+}
+
 /// `changes` between two transcript lines with every `trajectory...`
 /// change replaced by the one step where the new episode departs from
 /// the old, at the place of the first of them.

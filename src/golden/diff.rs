@@ -9,7 +9,8 @@ use owo_colors::OwoColorize;
 use serde_json::Value;
 use similar::{DiffTag, TextDiff};
 
-use super::fields::{FieldChange, line_changes};
+use super::departure::line_changes;
+use super::fields::FieldChange;
 use crate::text::{clip, visible_line};
 
 /// One line of a golden diff, before it is shown.

@@ -41,13 +41,6 @@ pub(crate) fn field_changes(old: &Value, new: &Value) -> Vec<FieldChange> {
     changes
 }
 
-/// The fields that differ between two lines of a golden file: as
-/// [`field_changes`], but an episode's trajectory shown as the one step
-/// where it departs from the golden one.
-pub(crate) fn line_changes(old: &Value, new: &Value) -> Vec<FieldChange> {
-    super::departure::collapse_trajectory(old, new, field_changes(old, new))
-}
-
 fn walk(path: String, old: &Value, new: &Value, out: &mut Vec<FieldChange>) {
     // Both sides' members by key path: objects by key, arrays by index.
     let members: Vec<(String, Option<&Value>, Option<&Value>)> = match (old, new) {

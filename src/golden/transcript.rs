@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::fields::{FieldChange, line_changes};
+use super::departure::line_changes;
+use super::fields::FieldChange;
 use crate::text::file_stem;
 
 /// What a model answered to one instance and sample, and how it scored: the

@@ -144,7 +144,7 @@ impl OpenAiClient {
             .map_err(|e| classify(&e, self.timeout))?;
         if !response.status().is_success() {
             let error = error_status(response).await;
-            return match unparsed_call(request, &error) {
+            return match super::tool_wire::unparsed_call(request, &error) {
                 Some(answer) => Ok(vec![answer; n as usize]),
                 None => Err(error),
             };
@@ -155,42 +155,6 @@ impl OpenAiClient {
             .map_err(|e| classify(&e, self.timeout))?;
         completions(&bytes, &WireNames::new(&request.tools))
     }
-}
-
-/// What llama.cpp says when the model's call does not parse (cut off at
-/// `max_tokens`, or malformed).
-const UNPARSED_CALL: &str = "Failed to parse tool call arguments";
-
-/// llama.cpp parses calls itself and answers HTTP 500 when a model's call
-/// is not JSON: that is the model's answer, a call with invalid arguments
-/// (scored `invalid_tool_arguments`), not a server fault to retry.
-fn unparsed_call(request: &ChatRequest, error: &ProviderError) -> Option<Completion> {
-    let ProviderError::Status {
-        status: 500, body, ..
-    } = error
-    else {
-        return None;
-    };
-    if request.tools.is_empty() || !body.contains(UNPARSED_CALL) {
-        return None;
-    }
-    let message = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| body.clone());
-    Some(Completion {
-        text: String::new(),
-        usage: Usage::default(),
-        finish_reason: None,
-        shared: None,
-        served: None,
-        tool_calls: vec![crate::prompt::ToolCall {
-            id: String::new(),
-            name: String::new(),
-            arguments: Value::String(String::new()),
-            invalid: Some(format!("the server could not parse the call: {message}")),
-        }],
-    })
 }
 
 /// The answers of a response body, one per choice, calls under the spec's names.
@@ -521,33 +485,5 @@ mod tests {
             json!([{"role": "user", "content": "5!?"},
                    {"role": "assistant", "content": "<tool_calls>"}])
         );
-    }
-
-    #[test]
-    fn a_call_llama_cpp_cannot_parse_is_the_models_invalid_call() {
-        let request: ChatRequest = serde_json::from_value(json!({
-            "messages": [{"role": "user", "content": "5!?"}],
-            "temperature": 0.0, "max_tokens": 8, "format": {"type": "text"}, "tools": tools()
-        }))
-        .unwrap();
-        let status = |status: u16, body: &str| ProviderError::Status {
-            status,
-            body: body.into(),
-            retry_after: None,
-        };
-        let body = r#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: parse error","type":"server_error"}}"#;
-        let answer = unparsed_call(&request, &status(500, body)).expect("a call");
-        let call = &answer.tool_calls[0];
-        assert_eq!(
-            call.invalid.as_deref(),
-            Some(
-                "the server could not parse the call: Failed to parse tool call arguments as JSON: parse error"
-            )
-        );
-        assert!(unparsed_call(&request, &status(500, "out of memory")).is_none());
-        assert!(unparsed_call(&request, &status(503, body)).is_none());
-        let mut plain = request.clone();
-        plain.tools.clear();
-        assert!(unparsed_call(&plain, &status(500, body)).is_none());
     }
 }

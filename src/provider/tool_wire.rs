@@ -185,6 +185,45 @@ pub(super) fn number_calls(completion: &mut super::Completion, turn: u32) {
     }
 }
 
+/// What llama.cpp says when the model's call does not parse (cut off at
+/// `max_tokens`, or malformed).
+const UNPARSED_CALL: &str = "Failed to parse tool call arguments";
+
+/// llama.cpp parses calls itself and answers HTTP 500 when a model's call
+/// is not JSON: that is the model's answer, a call with invalid arguments
+/// (scored `invalid_tool_arguments`), not a server fault to retry.
+pub(super) fn unparsed_call(
+    request: &super::ChatRequest,
+    error: &super::ProviderError,
+) -> Option<super::Completion> {
+    let super::ProviderError::Status {
+        status: 500, body, ..
+    } = error
+    else {
+        return None;
+    };
+    if request.tools.is_empty() || !body.contains(UNPARSED_CALL) {
+        return None;
+    }
+    let message = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| body.clone());
+    Some(super::Completion {
+        text: String::new(),
+        usage: super::Usage::default(),
+        finish_reason: None,
+        shared: None,
+        served: None,
+        tool_calls: vec![ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: Value::String(String::new()),
+            invalid: Some(format!("the server could not parse the call: {message}")),
+        }],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,5 +342,33 @@ mod tests {
             .map(|c| c.id.as_str())
             .collect();
         assert_eq!(ids, ["call_3_0", "call_3_1"]);
+    }
+    #[test]
+    fn a_call_llama_cpp_cannot_parse_is_the_models_invalid_call() {
+        let request: crate::provider::ChatRequest = serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": "5!?"}],
+            "temperature": 0.0, "max_tokens": 8, "format": {"type": "text"},
+            "tools": tools(&["math.factorial"])
+        }))
+        .unwrap();
+        let status = |status: u16, body: &str| crate::provider::ProviderError::Status {
+            status,
+            body: body.into(),
+            retry_after: None,
+        };
+        let body = r#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: parse error","type":"server_error"}}"#;
+        let answer = unparsed_call(&request, &status(500, body)).expect("a call");
+        let call = &answer.tool_calls[0];
+        assert_eq!(
+            call.invalid.as_deref(),
+            Some(
+                "the server could not parse the call: Failed to parse tool call arguments as JSON: parse error"
+            )
+        );
+        assert!(unparsed_call(&request, &status(500, "out of memory")).is_none());
+        assert!(unparsed_call(&request, &status(503, body)).is_none());
+        let mut plain = request.clone();
+        plain.tools.clear();
+        assert!(unparsed_call(&plain, &status(500, body)).is_none());
     }
 }

@@ -309,6 +309,7 @@ fn script_diagnostic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prompt::Message;
     use serde_json::json;
 
     fn runtime(scripts: &[(&str, &str)]) -> AgentRuntime {
@@ -434,16 +435,21 @@ mod tests {
         for (instance, calls, said, passes) in cases {
             let inst = spec.instance(instance).unwrap();
             let mut state = agent.initial_state(&inst.vars).unwrap();
-            let mut last = String::new();
+            let (mut last, mut steps) = (String::new(), Vec::new());
             for (tool, id) in calls {
-                let result = agent.call(&call(tool, json!({"order_id": id})), &mut state, AT);
-                last = result_text(&result);
+                let asked = call(tool, json!({"order_id": id}));
+                last = result_text(&agent.call(&asked, &mut state, AT));
+                steps.push(Message::assistant("", vec![asked.clone()]));
+                steps.push(Message::tool_result(&asked, last.clone()));
             }
-            let submit = agent.call(&call("submit", json!({"answer": "ок"})), &mut state, AT);
+            let end = call("submit", json!({"answer": "ок"}));
+            let submit = agent.call(&end, &mut state, AT);
             assert_eq!(submit, Ok(json!({"ok": true})));
+            steps.push(Message::assistant("", vec![end]));
             assert!(last.contains(said), "{instance}: {last}");
             let reply = crate::verify::Reply {
                 state: Some(&state),
+                trajectory: &steps,
                 ..crate::verify::Reply::text("")
             };
             let verdict = spec.verify_judged(&reply, &inst.vars, &Default::default());

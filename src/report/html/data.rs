@@ -226,7 +226,7 @@ pub(super) fn head<'a>(
             version: env!("CARGO_PKG_VERSION"),
             alpha: DEFAULT_ALPHA,
             level: DEFAULT_LEVEL,
-            text_chars: super::rows::TEXT_CHARS,
+            text_chars: super::episode::TEXT_CHARS,
             currency: v.ctx.currency,
             lang: v.ctx.lang.code(),
             words: v.words().html,

@@ -13,7 +13,9 @@ use crate::run::record::Record;
 use crate::text::clip;
 
 use super::super::calls::{named_arguments, role_name};
-use super::rows::TEXT_CHARS;
+
+/// Characters of a response, prompt message or expected value kept in the page.
+pub(super) const TEXT_CHARS: usize = 20_000;
 
 /// One message of the episode.
 #[derive(Serialize)]

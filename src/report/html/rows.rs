@@ -16,11 +16,9 @@ use crate::text::{clip, one_line};
 
 use super::super::SpecInfo;
 use super::super::calls::answer_text;
-use super::episode::{self, Step};
+use super::episode::{self, Step, TEXT_CHARS};
 use super::thumbs::{PromptRow, prompt_row};
 
-/// Characters of a response, prompt message or expected value kept in the page.
-pub(super) const TEXT_CHARS: usize = 20_000;
 /// Characters of one judge reasoning or rule detail kept.
 const NOTE_CHARS: usize = 4_000;
 /// Characters of an episode's one-line text (the list shows 200).
