@@ -53,14 +53,14 @@ LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=
 SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
 export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
-# The tests on the shared llama.cpp servers (e2e_llama) take turns (llama.cpp
+# The tests on the shared llama.cpp servers (e2e_llama, e2e_tools) take turns (llama.cpp
 # batches concurrent requests, which changes greedy output). A test waiting
 # its turn would hold one of libtest's threads, and they sort together, so
 # they run one at a time in a process of their own, beside the rest. They
 # are the longest part; the tests that start llama-servers of their own
 # (managed_llama, pool_llama) run one at a time beside them once the rest
 # is done, so the CPU-bound rest never shares the cores with three servers.
-shared_tests=(e2e_llama::)
+shared_tests=(e2e_llama:: e2e_tools::)
 own_tests=(managed_llama:: pool_llama::)
 cargo test --locked --no-run
 llama_log="$(mktemp)"

@@ -406,3 +406,32 @@ fn a_fractional_cpu_limit_stops_a_loop_near_it() {
         account(&outcome, limits)
     );
 }
+
+/// A program that writes more than a pipe holds before it reads its input,
+/// then reads only part of it: it ends normally with its output whole. Its
+/// input is a file the sandbox wrote before the start. With a pipe, the
+/// harness wrote the input before reading any output, and both sides waited
+/// on each other with no limit watching yet: the run hung for good.
+#[test]
+fn a_program_that_writes_before_it_reads_its_large_input_finishes() {
+    let sandbox = Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
+    let source = "import sys\nsys.stdout.write('x' * 100_000)\nsys.stdout.flush()\n\
+                  head = sys.stdin.buffer.read(10)\nprint(len(head))\n";
+    let mut program = python_program(source.into());
+    program.stdin = vec![b'a'; 1 << 20];
+    let outcome = sandbox.run(&program).unwrap_or_else(|e| panic!("{e}"));
+    let limits = &program.limits;
+    assert_eq!(
+        outcome.termination,
+        Termination::Exited(0),
+        "{}",
+        account(&outcome, limits)
+    );
+    assert_eq!(
+        outcome.stdout.len(),
+        100_000 + 3,
+        "{}",
+        account(&outcome, limits)
+    );
+    assert!(outcome.stdout.ends_with(b"10\n"));
+}

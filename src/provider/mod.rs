@@ -9,7 +9,8 @@
 //! reference (`openai:NAME@URL`) or from `harness.toml`.
 //!
 //! Imports go down only: `prompt` (messages), `golden` (replayed
-//! transcripts) and `text`. No cache, retries or limits here: those are the
+//! transcripts), `media`, `secrets`, `sandbox` (an `exec` program's input
+//! file) and `text`. No cache, retries or limits here: those are the
 //! client layer's.
 
 pub(crate) mod exec;

@@ -42,6 +42,25 @@ pub(crate) fn find_program(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// `input` in an anonymous memory file, read from its start: a program's
+/// stdin. Not a pipe: writing into a pipe whose reader exited raises
+/// SIGPIPE, which ends the harness (it dies quietly on a closed pipe, as
+/// Unix tools do), and a program may exit without reading all it was given.
+pub(crate) fn memory_file(input: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create takes a NUL-terminated name and returns a new fd or -1.
+    let fd = unsafe { libc::memfd_create(c"harness-input".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(input)?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(file)
+}
+
 /// The variable naming a paired program's channel: `<read fd>,<write fd>`.
 pub(crate) const CHANNEL_ENV: &str = "HARNESS_CHANNEL";
 

@@ -1,12 +1,11 @@
 //! Starting programs, isolated or (with `--unsandboxed`) not, alone or as a
 //! linked pair, and turning what happened into [`Outcome`]s.
 
-use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
@@ -42,7 +41,6 @@ pub struct Sandbox {
 /// A program on its way: what the parent holds until it is reaped.
 struct Started {
     pid: libc::pid_t,
-    stdin: Option<ChildStdin>,
     stdout: Option<std::fs::File>,
     stderr: Option<std::fs::File>,
     seat: Option<Lease>,
@@ -125,7 +123,6 @@ impl Sandbox {
     pub fn run(&self, program: &Program) -> Result<Outcome, SandboxError> {
         let _slot = CpuSlot::take();
         let mut started = self.start(program, &[])?;
-        feed(&mut started, &program.stdin);
         let kill = self.killer(started.pid);
         let watch = watch(&mut started, &program.limits, &kill)?;
         let deadline = started.start + program.limits.wall;
@@ -169,8 +166,6 @@ impl Sandbox {
             to_leader_read,
             to_leader_write,
         ));
-        feed(&mut w, &worker.stdin);
-        feed(&mut l, &leader.stdin);
         let (kill_w, kill_l) = (self.killer(w.pid), self.killer(l.pid));
         let watches = vec![
             watch(&mut w, &worker.limits, &kill_w)?,
@@ -214,7 +209,9 @@ impl Sandbox {
             .env("HOME", &workdir.0)
             .env("TMPDIR", &workdir.0)
             .envs(program.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(
+                super::memory_file(&program.stdin).map_err(|e| io("write its input", e))?,
+            ))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let [read, write] = channel {
@@ -273,7 +270,6 @@ impl Sandbox {
         let file = |f: Option<OwnedFd>| f.map(std::fs::File::from);
         Ok(Started {
             pid: child.id() as libc::pid_t,
-            stdin: child.stdin.take(),
             stdout: file(child.stdout.take().map(OwnedFd::from)),
             stderr: file(child.stderr.take().map(OwnedFd::from)),
             seat,
@@ -340,14 +336,6 @@ fn spawn_in(seat: &Option<Lease>, command: Command) -> std::io::Result<std::proc
             let mut command = command;
             command.spawn()
         }
-    }
-}
-
-/// Writes a program's input and closes it.
-fn feed(started: &mut Started, input: &[u8]) {
-    if let Some(mut stdin) = started.stdin.take() {
-        // A program that never reads its input must not fail the run.
-        let _ = stdin.write_all(input);
     }
 }
 

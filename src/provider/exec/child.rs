@@ -46,7 +46,7 @@ pub(super) async fn run(
     stdin: &[u8],
     timeout: Duration,
 ) -> Result<Vec<u8>, ProviderError> {
-    let input = request_file(stdin)
+    let input = crate::sandbox::memory_file(stdin)
         .map_err(|e| ProviderError::Program(format!("writing the request for it: {e}")))?;
     let mut command = tokio::process::Command::new(&argv[0]);
     command
@@ -116,23 +116,6 @@ pub(super) async fn run(
             MAX_STDOUT >> 20
         ))
     })
-}
-
-/// `request` in an anonymous memory file, read from its start: the
-/// program's stdin.
-fn request_file(request: &[u8]) -> std::io::Result<std::fs::File> {
-    use std::io::{Seek, Write};
-    use std::os::fd::FromRawFd;
-    // SAFETY: memfd_create takes a NUL-terminated name and returns a new fd or -1.
-    let fd = unsafe { libc::memfd_create(c"harness-exec-request".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nothing else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(request)?;
-    file.seek(std::io::SeekFrom::Start(0))?;
-    Ok(file)
 }
 
 /// The program's process group until its leader is reaped: killed when the
