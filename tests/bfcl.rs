@@ -95,12 +95,12 @@ fn workspace(answers: &[Map<String, Value>], ids: &[String]) -> Workspace {
             )
             .unwrap();
         }
-        // The program reads its stdin before answering: one that exits
-        // first races the harness writing it (a closed pipe).
+        // `cat FILE` never reads its stdin: the request must not be a pipe
+        // whose write could kill the harness with SIGPIPE.
         models += &format!(
             r#"[models.{kind}]
 provider = "exec"
-command = ["sh", "-c", "cat >/dev/null; cat \"$0\"", "answers/{kind}/{{{{ id }}}}.json"]
+command = ["cat", "answers/{kind}/{{{{ id }}}}.json"]
 concurrency = 8
 
 "#
