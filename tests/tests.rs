@@ -35,6 +35,8 @@
 //!   confinement on record), `humaneval` (reads `datasets/humaneval/`),
 //!   `sandbox_hostile` (in a process of its own).
 //! - Model text on the terminal: `terminal_escapes`.
+//! - Hostile inputs of every kind under a memory cap, one table per area:
+//!   `limits`.
 //! - Measures beside the pass rate (mean CER and WER per cell and group, a
 //!   program answering): `measures`.
 //! - Reports from a fixture journal: `reports` (`large_journals_stay_bounded`
@@ -90,6 +92,7 @@ mod golden_workflow;
 mod html_report;
 mod humaneval;
 mod judge;
+mod limits;
 mod main_job;
 mod malformed_specs;
 mod managed_llama;

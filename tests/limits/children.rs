@@ -1,0 +1,1 @@
+//! Limits cases: children (see `tests/limits.rs`).

@@ -1,0 +1,1 @@
+//! Limits cases: config (see `tests/limits.rs`).

@@ -1,0 +1,1 @@
+//! Limits cases: episodes (see `tests/limits.rs`).

@@ -1,0 +1,1 @@
+//! Limits cases: io (see `tests/limits.rs`).

@@ -1,0 +1,1 @@
+//! Limits cases: records (see `tests/limits.rs`).
