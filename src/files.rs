@@ -9,12 +9,21 @@
 //! A whole file is replaced through a temporary sibling, `fsync`, a rename
 //! and an `fsync` of the directory ([`write_atomic`], [`AtomicFile`]).
 //!
+//! Every file a user, a spec or a recorded run names is read through
+//! [`bounded`]: regular files only, never blocking, capped per kind.
+//!
 //! A leaf: it imports nothing from the rest of the crate.
+
+mod bounded;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+pub(crate) use bounded::{
+    FileKind, ReadError, human, open_regular, read_bounded, read_capped, read_text, take_capped,
+};
 
 /// An append-only file of JSON lines, open for appending.
 pub(crate) struct AppendLog {
@@ -36,6 +45,13 @@ impl AppendLog {
             .read(true)
             .append(true)
             .open(path)?;
+        if !file.metadata()?.is_file() {
+            // A FIFO here would block the read of its valid prefix for good.
+            return Err(io::Error::other(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
         let valid_len = valid_prefix_len::<T>(path)?;
         if valid_len < file.metadata()?.len() {
             file.set_len(valid_len)?;
@@ -85,12 +101,13 @@ fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u
 }
 
 /// Opens `path` for reading; `None` when it does not exist (a journal or
-/// log not written yet reads as empty).
+/// log not written yet reads as empty). A FIFO or a device in its place is
+/// an error, not a read that never ends.
 pub(crate) fn open_existing(path: &Path) -> io::Result<Option<File>> {
-    match File::open(path) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+    match open_regular(path) {
+        Ok((f, _)) => Ok(Some(f)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(io::Error::from(e)),
     }
 }
 

@@ -3,12 +3,13 @@
 //! digest travel through journals, golden files and cache keys; the bytes are
 //! read again when a request is sent.
 
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::files::{self, FileKind, ReadError};
 
 /// The default per-image size limit: 20 MiB, what hosted vision APIs accept.
 pub(crate) const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
@@ -33,37 +34,44 @@ pub struct ImageRef {
     pub size: u64,
 }
 
-/// Why an image cannot be attached.
+/// Why an image cannot be attached, or sent again. No variant holds any
+/// of the file's bytes: a spec may name any file, and errors are printed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum MediaError {
     /// The template rendered to nothing.
     #[error("the image path is empty")]
     Empty,
-    /// The file cannot be read.
+    /// The file cannot be read: missing, no permission, not a regular file.
     #[error("image `{path}`: {reason}")]
     Unreadable {
         /// The path as named.
         path: String,
-        /// The operating system's reason.
+        /// What is wrong with the file.
         reason: String,
     },
     /// The bytes are not PNG, JPEG or WebP.
-    #[error("image `{path}` is not PNG, JPEG or WebP (it starts with {head})")]
+    #[error("image `{path}` is not PNG, JPEG or WebP (by its first bytes)")]
     NotImage {
         /// The path as named.
         path: String,
-        /// The first bytes, in hex.
-        head: String,
     },
     /// The file is over the limit.
-    #[error("image `{path}` is {size} bytes, over the limit of {limit} bytes")]
+    #[error("image `{path}` is {}over the limit of {limit} bytes", size.map(|s| format!("{s} bytes, ")).unwrap_or_default())]
     TooLarge {
         /// The path as named.
         path: String,
-        /// Its size.
-        size: u64,
+        /// Its size, when it says (a file that grows past the cap has none).
+        size: Option<u64>,
         /// The limit.
         limit: u64,
+    },
+    /// Read again to be sent, the file is no longer what was loaded.
+    #[error("image `{path}` changed since the spec was loaded{}", why.as_ref().map(|w| format!(": {w}")).unwrap_or_default())]
+    Changed {
+        /// The path as named.
+        path: String,
+        /// What is wrong with it now, when it is more than other bytes.
+        why: Option<String>,
     },
 }
 
@@ -117,26 +125,19 @@ pub(crate) fn load(
     let named = normalize(&dir.join(written.trim()));
     let path = normalize(&base.join(&named));
     let shown = path.display().to_string();
-    let unreadable = |e: std::io::Error| MediaError::Unreadable {
-        path: shown.clone(),
-        reason: e.to_string(),
-    };
-    let file = std::fs::File::open(&path).map_err(unreadable)?;
-    let size = file.metadata().map_err(unreadable)?.len();
-    if size > limit {
-        return Err(MediaError::TooLarge {
-            path: shown,
+    let bytes = files::read_capped(&path, FileKind::Image, limit).map_err(|e| match e {
+        ReadError::TooLarge { size, .. } => MediaError::TooLarge {
+            path: shown.clone(),
             size,
             limit,
-        });
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
+        },
+        e => MediaError::Unreadable {
+            path: shown.clone(),
+            reason: e.to_string(),
+        },
+    })?;
     let Some(mime) = sniff(&bytes) else {
-        let head = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        return Err(MediaError::NotImage { path: shown, head });
+        return Err(MediaError::NotImage { path: shown });
     };
     let file = std::path::absolute(&path).unwrap_or(path);
     Ok(ImageRef {
@@ -196,25 +197,33 @@ pub(crate) fn column_bytes(value: &serde_json::Value) -> Option<Vec<u8>> {
 }
 
 impl ImageRef {
-    /// The image's bytes, read again from its file and checked against its digest.
-    pub fn read(&self) -> std::io::Result<Vec<u8>> {
-        let bytes = std::fs::read(&self.file)?;
+    /// The image's bytes, read again from its file and checked against its
+    /// digest: never more than the recorded size (a file that grew changed),
+    /// never from a FIFO or a device swapped in since.
+    pub(crate) fn read(&self) -> Result<Vec<u8>, MediaError> {
+        let changed = |why: Option<String>| MediaError::Changed {
+            path: self.path.clone(),
+            why,
+        };
+        let limit = self.size.min(MAX_IMAGE_BYTES_CEILING);
+        let bytes = match files::read_capped(&self.file, FileKind::Image, limit) {
+            Ok(bytes) => bytes,
+            Err(ReadError::TooLarge { .. }) => return Err(changed(None)),
+            Err(e) => return Err(changed(Some(e.to_string()))),
+        };
         if sha256_hex(&bytes) != self.sha256 {
-            return Err(std::io::Error::other(format!(
-                "image `{}` changed since the spec was loaded",
-                self.path
-            )));
+            return Err(changed(None));
         }
         Ok(bytes)
     }
 
     /// The bytes in standard base64, as both wire formats send them.
-    pub fn base64(&self) -> std::io::Result<String> {
+    pub(crate) fn base64(&self) -> Result<String, MediaError> {
         Ok(base64::engine::general_purpose::STANDARD.encode(self.read()?))
     }
 
     /// A `data:` URL of the image.
-    pub fn data_url(&self) -> std::io::Result<String> {
+    pub(crate) fn data_url(&self) -> Result<String, MediaError> {
         Ok(format!("data:{};base64,{}", self.mime, self.base64()?))
     }
 
@@ -282,7 +291,7 @@ mod tests {
             ),
             (
                 load(dir.path(), Path::new(""), "a.txt", 100),
-                "starts with 68656c6c6f",
+                "is not PNG, JPEG or WebP (by its first bytes)",
             ),
             (load(dir.path(), Path::new(""), "none.png", 100), "none.png"),
             (load(dir.path(), Path::new("x"), " ", 100), "empty"),

@@ -22,11 +22,12 @@ pub(super) fn run(golden: &Path, color: bool) -> Exit {
     let (mut accepted, mut rejected, mut skipped) = (0, 0, 0);
     for (i, new_path) in pending.iter().enumerate() {
         let target = golden_for_pending(new_path);
-        let new = match std::fs::read_to_string(new_path) {
+        let new = match crate::files::read_text(new_path, crate::files::FileKind::Golden) {
             Ok(t) => t,
             Err(e) => return fail(format!("cannot read {}: {e}", new_path.display())),
         };
-        let old = std::fs::read_to_string(&target).unwrap_or_default();
+        let old =
+            crate::files::read_text(&target, crate::files::FileKind::Golden).unwrap_or_default();
         println!("[{}/{}] {}", i + 1, pending.len(), target.display());
         print!("{}", GoldenDiff::between(&old, &new, &target).render(color));
         let choice = loop {

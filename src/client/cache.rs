@@ -83,12 +83,25 @@ fn without_image_paths(request: &ChatRequest) -> std::borrow::Cow<'_, ChatReques
     std::borrow::Cow::Owned(request)
 }
 
+/// Refuses a cache path that holds a FIFO, a device or a directory: SQLite
+/// would open it and then wait on its first read for good.
+fn regular_or_absent(path: &Path) -> rusqlite::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!("{} is not a regular file", path.display())),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Cache {
     /// Opens or creates the cache database at `path`.
     pub(crate) fn open(path: &Path) -> rusqlite::Result<Cache> {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
+        regular_or_absent(path)?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute_batch(
@@ -115,6 +128,7 @@ impl Cache {
     /// this one lacks (a key already here is kept: both hold the same
     /// request's answer); returns the answers added.
     pub(crate) fn absorb(&self, other: &Path) -> rusqlite::Result<u64> {
+        regular_or_absent(other)?;
         let conn = self.conn.lock().expect("cache lock");
         conn.execute(
             "ATTACH DATABASE ?1 AS other",

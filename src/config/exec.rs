@@ -35,6 +35,11 @@ pub(super) fn settings(
             "an exec model runs a program: `base_url`, `api_key_env`, `stream` and `max_n` do not apply",
         ));
     }
+    if m.max_response_bytes.is_some() {
+        return Err(problem(
+            "`max_response_bytes` caps HTTP bodies; an exec program's stdout has its own cap (16 MiB)",
+        ));
+    }
     let command = m.command.clone().ok_or_else(|| {
         problem("provider \"exec\" needs `command = [\"program\", \"arg\", ...]`")
     })?;

@@ -35,3 +35,15 @@ pub(super) fn tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::
         _ => Ok(v),
     }
 }
+
+/// `max_response_bytes`: 1 KiB to 4 GiB. Below, no answer fits; above, a
+/// body would not fit in memory before it is refused.
+pub(super) fn response_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Option::<u64>::deserialize(d)?;
+    match v {
+        Some(n) if !(1 << 10..=4 << 30).contains(&n) => Err(D::Error::custom(format!(
+            "max_response_bytes = {n}: must be from 1024 (1 KiB) to 4294967296 (4 GiB)"
+        ))),
+        _ => Ok(v),
+    }
+}

@@ -129,6 +129,9 @@ pub struct ModelConfig {
     pub env: Option<Vec<String>>,
     /// `exec`: variables set to fixed values.
     pub env_set: Option<BTreeMap<String, String>>,
+    /// The most bytes of one response body (default 64 MiB), 1 KiB to 4 GiB.
+    #[serde(default, deserialize_with = "in_range::response_bytes")]
+    pub max_response_bytes: Option<u64>,
 }
 
 /// `base_url`: one URL, or a pool's list.
@@ -165,9 +168,9 @@ pub struct JudgeConfig {
 impl Config {
     /// Reads `path`; a missing default file is an empty config.
     pub fn load(path: &Path, required: bool) -> Result<Config, Diagnostic> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::files::read_text(path, crate::files::FileKind::Config) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+            Err(e) if e.is_not_found() && !required => {
                 return Ok(Config::default());
             }
             Err(e) => {
@@ -235,6 +238,9 @@ impl Config {
         spec.stream = m.stream;
         spec.max_n = m.max_n.unwrap_or(1).max(1);
         spec.price = m.price;
+        spec.max_response_bytes = m
+            .max_response_bytes
+            .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES);
         exec::settings(name, m, self.dir(), &mut spec)?;
         Ok(spec)
     }

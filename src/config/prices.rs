@@ -43,7 +43,7 @@ pub(crate) struct PriceTable {
 impl PriceTable {
     /// Reads `path`; a syntax error or a bad price names its line and column.
     pub(crate) fn read(path: &Path) -> Result<PriceTable, Diagnostic> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::files::read_text(path, crate::files::FileKind::Prices)
             .map_err(|e| Diagnostic::io(path, format!("cannot read the price file: {e}")))?;
         PriceTable::parse(path, &text)
     }

@@ -32,10 +32,10 @@ pub(crate) struct StreamCompare {
 impl StreamCompare {
     /// Starts comparing with the golden file at `path`.
     pub(crate) fn new(path: &Path, mode: GoldenMode) -> io::Result<StreamCompare> {
-        let golden = match File::open(path) {
-            Ok(f) => Some(BufReader::new(f)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e),
+        let golden = match crate::files::open_regular(path) {
+            Ok((f, _)) => Some(BufReader::new(f)),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(e.into()),
         };
         let out = if mode.bless {
             Some(AtomicFile::create(path)?)
@@ -134,7 +134,7 @@ impl StreamCompare {
     fn diff(&mut self) -> io::Result<GoldenDiff> {
         let small_golden = std::fs::metadata(&self.path)?.len() < DIFF_KEEP as u64;
         if let (Some(new), true) = (&self.kept, small_golden) {
-            let old = std::fs::read_to_string(&self.path)?;
+            let old = crate::files::read_text(&self.path, crate::files::FileKind::Golden)?;
             return Ok(GoldenDiff::between(&old, new, &self.path));
         }
         let (line, old, new) = self.first_difference.clone().unwrap_or((0, None, None));

@@ -83,7 +83,7 @@ pub(crate) fn transcript_path(golden_dir: &Path, spec: &str, model: &str) -> Pat
 
 /// Reads a transcript file.
 pub(crate) fn read_transcript(path: &Path) -> io::Result<Vec<TranscriptLine>> {
-    let text = std::fs::read_to_string(path)?;
+    let text = crate::files::read_text(path, crate::files::FileKind::Golden)?;
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()

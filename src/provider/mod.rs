@@ -13,6 +13,7 @@
 //! file) and `text`. No cache, retries or limits here: those are the
 //! client layer's.
 
+mod body;
 pub(crate) mod exec;
 pub(crate) mod model_ref;
 mod ollama;
@@ -30,6 +31,7 @@ use serde_json::{Value, json};
 use crate::prompt::Message;
 pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
 
+pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
@@ -119,9 +121,9 @@ impl ChatRequest {
     }
 }
 
-/// The error of an image that can no longer be read when its request is sent.
-fn image_error(image: &crate::prompt::ImageRef, e: &std::io::Error) -> ProviderError {
-    ProviderError::Config(format!("image `{}`: {e}", image.path))
+/// The error of an image that is no longer what was loaded when its request is sent.
+fn image_error(e: &crate::media::MediaError) -> ProviderError {
+    ProviderError::ImageChanged(e.to_string())
 }
 
 /// Merges a request's extra fields into a wire body.
@@ -233,6 +235,16 @@ pub enum ProviderError {
     /// Not sent: the run's budget (`--max-cost`, `--max-tokens-total`) would not cover it.
     #[error("not started: the run's budget would not cover this request")]
     NotStarted,
+    /// The response body ran past the model's `max_response_bytes`.
+    #[error("the response body is over the limit of {limit} bytes (max_response_bytes)")]
+    TooLarge {
+        /// The limit.
+        limit: u64,
+    },
+    /// An image of the request is no longer the file that was loaded:
+    /// other bytes, gone, or no regular file.
+    #[error("{0}")]
+    ImageChanged(String),
 }
 
 impl ProviderError {
@@ -248,7 +260,9 @@ impl ProviderError {
             ProviderError::NotRecorded(_)
             | ProviderError::Config(_)
             | ProviderError::Program(_)
-            | ProviderError::NotStarted => false,
+            | ProviderError::NotStarted
+            | ProviderError::TooLarge { .. }
+            | ProviderError::ImageChanged(_) => false,
         }
     }
 
@@ -273,6 +287,8 @@ impl ProviderError {
             ProviderError::Config(_) => "config_error",
             ProviderError::Program(_) => "program_error",
             ProviderError::NotStarted => "not_started",
+            ProviderError::TooLarge { .. } => "response_too_large",
+            ProviderError::ImageChanged(_) => "image_changed",
         }
     }
 }
@@ -316,18 +332,6 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-/// Reads an error body, clipped for records.
-pub(crate) async fn error_status(response: reqwest::Response) -> ProviderError {
-    let status = response.status().as_u16();
-    let retry_after = parse_retry_after(response.headers());
-    let body = response.text().await.unwrap_or_default();
-    ProviderError::Status {
-        status,
-        body: crate::text::clip(body.trim(), 300),
-        retry_after,
-    }
-}
-
 /// A ready client for one configured model.
 pub(crate) enum Provider {
     /// OpenAI-compatible server.
@@ -365,8 +369,11 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
                 | ProviderError::NotRecorded(t)
                 | ProviderError::Config(t)
                 | ProviderError::Program(t)
+                | ProviderError::ImageChanged(t)
                 | ProviderError::Status { body: t, .. } => clean(t),
-                ProviderError::Timeout(_) | ProviderError::NotStarted => {}
+                ProviderError::Timeout(_)
+                | ProviderError::NotStarted
+                | ProviderError::TooLarge { .. } => {}
             }
             Err(e)
         }

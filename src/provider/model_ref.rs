@@ -117,10 +117,25 @@ pub struct ModelSetup {
     /// How an `exec` model's program runs; unset for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<super::ExecOptions>,
+    /// The most bytes of one response body (`max_response_bytes`); more
+    /// fails the request as `response_too_large`.
+    #[serde(
+        default = "default_max_response_bytes",
+        skip_serializing_if = "is_default_max_response_bytes"
+    )]
+    pub max_response_bytes: u64,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn default_max_response_bytes() -> u64 {
+    super::DEFAULT_MAX_RESPONSE_BYTES
+}
+
+fn is_default_max_response_bytes(bytes: &u64) -> bool {
+    *bytes == super::DEFAULT_MAX_RESPONSE_BYTES
 }
 
 /// Default requests in flight per endpoint.
@@ -146,6 +161,7 @@ impl ModelSetup {
             server: provider.is_managed().then(ServerOptions::default),
             price: None,
             exec: None,
+            max_response_bytes: super::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 

@@ -26,10 +26,10 @@ use serde_json::{Value, json};
 
 use crate::prompt::{Message, Role};
 
+use super::body::{self, Cap};
 use super::tool_wire::{WireCall, WireNames};
 use super::{
     ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
-    error_status,
 };
 
 /// A client for one model on an Ollama server.
@@ -39,6 +39,7 @@ pub struct OllamaClient {
     model: String,
     timeout: Duration,
     stream: bool,
+    max_response_bytes: u64,
 }
 
 #[derive(Deserialize, Default)]
@@ -117,6 +118,7 @@ impl OllamaClient {
             model: setup.model.clone(),
             timeout: Duration::from_secs_f64(setup.timeout_secs),
             stream,
+            max_response_bytes: setup.max_response_bytes,
         }
     }
 
@@ -135,26 +137,22 @@ impl OllamaClient {
             .send()
             .await
             .map_err(|e| classify(&e, self.timeout))?;
+        let mut cap = Cap::new(self.max_response_bytes, self.timeout);
         if !response.status().is_success() {
-            return Err(error_status(response).await);
+            return Err(body::error_status(response, cap).await);
         }
         let names = WireNames::new(&request.tools);
         let mut answer = Answer::default();
         if !self.stream {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| classify(&e, self.timeout))?;
+            let bytes = body::read(response, cap).await?;
             let mut chunk = parse_chunk(&bytes)?;
             answer.add(&mut chunk);
             return finish(answer, chunk, &names);
         }
+        // The cap counts the whole stream, so neither one endless line nor
+        // endless small chunks grow `pending` or `answer` past it.
         let mut pending = Vec::new();
-        while let Some(bytes) = response
-            .chunk()
-            .await
-            .map_err(|e| classify(&e, self.timeout))?
-        {
+        while let Some(bytes) = cap.next(&mut response).await? {
             pending.extend_from_slice(&bytes);
             while let Some(end) = pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=end).collect();
@@ -306,7 +304,7 @@ fn wire_messages(messages: &[Message], names: &WireNames) -> Result<Value, Provi
                 let images = m
                     .images
                     .iter()
-                    .map(|image| image.base64().map_err(|e| super::image_error(image, &e)))
+                    .map(|image| image.base64().map_err(|e| super::image_error(&e)))
                     .collect::<Result<Vec<_>, _>>()?;
                 message["images"] = json!(images);
             }

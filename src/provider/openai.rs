@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 
 use crate::prompt::{Message, Role};
 
+use super::body::{self, Cap};
 use super::tool_wire::{WireCall, WireNames};
 use super::{
     ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
-    error_status,
 };
 
 /// A client for one model on an OpenAI-compatible server.
@@ -30,6 +30,7 @@ pub(crate) struct OpenAiClient {
     model: String,
     api_key: Option<String>,
     timeout: Duration,
+    max_response_bytes: u64,
 }
 
 #[derive(Deserialize)]
@@ -107,6 +108,7 @@ impl OpenAiClient {
             model: setup.model.clone(),
             api_key,
             timeout: Duration::from_secs_f64(setup.timeout_secs),
+            max_response_bytes: setup.max_response_bytes,
         })
     }
 
@@ -142,17 +144,15 @@ impl OpenAiClient {
             .send()
             .await
             .map_err(|e| classify(&e, self.timeout))?;
+        let cap = Cap::new(self.max_response_bytes, self.timeout);
         if !response.status().is_success() {
-            let error = error_status(response).await;
+            let error = body::error_status(response, cap).await;
             return match super::tool_wire::unparsed_call(request, &error) {
                 Some(answer) => Ok(vec![answer; n as usize]),
                 None => Err(error),
             };
         }
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| classify(&e, self.timeout))?;
+        let bytes = body::read(response, cap).await?;
         completions(&bytes, &WireNames::new(&request.tools))
     }
 }
@@ -297,9 +297,7 @@ fn wire_messages(messages: &[Message], names: &WireNames) -> Result<Value, Provi
             }
             let mut parts = vec![json!({"type": "text", "text": m.content})];
             for image in &m.images {
-                let url = image
-                    .data_url()
-                    .map_err(|e| super::image_error(image, &e))?;
+                let url = image.data_url().map_err(|e| super::image_error(&e))?;
                 parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
             }
             Ok(json!({"role": m.role, "content": parts}))

@@ -141,7 +141,9 @@ pub(crate) fn find_run(runs_dir: &Path, id: &str) -> Result<PathBuf, RunError> {
 
 /// Loads a run's manifest.
 pub(crate) fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
-    let text = std::fs::read_to_string(run_dir.join("plan.json"))?;
+    let plan = run_dir.join("plan.json");
+    let text = crate::files::read_text(&plan, crate::files::FileKind::Manifest)
+        .map_err(std::io::Error::from)?;
     serde_json::from_str(&text)
         .map_err(|e| RunError::Io(std::io::Error::other(format!("plan.json: {e}"))))
 }

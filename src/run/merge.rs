@@ -306,8 +306,9 @@ impl Index {
         let mut readers: Vec<File> = self
             .journals
             .iter()
-            .map(File::open)
-            .collect::<io::Result<_>>()?;
+            .map(|path| crate::files::open_regular(path).map(|(file, _)| file))
+            .collect::<Result<_, _>>()
+            .map_err(io::Error::from)?;
         let mut out = io::BufWriter::new(AtomicFile::create(path)?);
         let mut buf = Vec::new();
         for &(j, offset, len) in self.lines.values() {

@@ -174,7 +174,8 @@ pub(crate) fn ordinal(offset: u64, samples: u32, instance: u64, sample: u32) -> 
 pub(crate) fn plan_hash(manifest: &Manifest) -> std::io::Result<String> {
     let mut hash = Sha256::new();
     for file in &manifest.spec_files {
-        let bytes = std::fs::read(file)
+        let bytes = crate::files::read_bounded(file, crate::files::FileKind::Spec)
+            .map_err(std::io::Error::from)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
         hash.update(Sha256::digest(&bytes));
     }

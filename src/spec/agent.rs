@@ -212,7 +212,7 @@ pub(super) fn compile(
                 Ok(ast) => {
                     scripts.insert(name.to_owned(), ast);
                 }
-                Err(e) => errors.push(script_diagnostic(map, i, &origin, &source, &e)),
+                Err(e) => errors.push(script_diagnostic(map, i, &origin, &e)),
             },
             Err(d) => errors.push(d),
         }
@@ -246,7 +246,7 @@ fn script_source(
         (Some(script), None) => Ok((script.clone(), Origin::Inline)),
         (None, Some(rel)) => {
             let path = spec_dir.join(rel);
-            std::fs::read_to_string(&path)
+            crate::files::read_text(&path, crate::files::FileKind::Script)
                 .map(|text| (text, Origin::File(path.clone())))
                 .map_err(|e| {
                     Diagnostic::new(
@@ -280,13 +280,7 @@ fn compile_one(engine: &Engine, source: &str) -> Result<AST, ScriptError> {
     Ok(engine.compile_with_scope(&scope, source)?)
 }
 
-fn script_diagnostic(
-    map: &SourceMap,
-    i: usize,
-    origin: &Origin,
-    source: &str,
-    e: &ScriptError,
-) -> Diagnostic {
+fn script_diagnostic(map: &SourceMap, i: usize, origin: &Origin, e: &ScriptError) -> Diagnostic {
     match origin {
         Origin::Inline => Diagnostic::new(
             ErrorKind::Script,
@@ -300,9 +294,9 @@ fn script_diagnostic(
                 line: e.line.max(1),
                 column: e.column.max(1),
             },
-            e.message.clone(),
-        )
-        .with_source(source),
+            // No line of it is shown: `script_file` may name any file on the machine.
+            super::load::script_file_message(path, &e.message),
+        ),
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{ScriptOrigin, Spec, dataset_diagnostic, template_diagnostic};
 use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location};
+use crate::files::FileKind;
 use crate::format::key_path;
 use crate::format::locate::{Key, SourceMap};
 use crate::format::{ResponseFormat, Role, SpecFile, toml_diagnostic};
@@ -39,7 +40,7 @@ pub(crate) fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostic> 
 /// The error for a second spec with the id of `first`: at its `id` key, or
 /// at its start when the id comes from the file name.
 pub(crate) fn duplicate_id(file: &Path, id: &str, first: &Path) -> Diagnostic {
-    let source = std::fs::read_to_string(file).unwrap_or_default();
+    let source = crate::files::read_text(file, FileKind::Spec).unwrap_or_default();
     let location = SourceMap::parse(file, &source)
         .ok()
         .and_then(|map| {
@@ -70,8 +71,8 @@ pub(crate) fn valid_id(id: &str) -> bool {
 
 /// Reads and parses the spec file: its text, source map and serde model.
 fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
-    let bytes =
-        std::fs::read(file).map_err(|e| Diagnostic::io(file, format!("cannot read spec: {e}")))?;
+    let bytes = crate::files::read_bounded(file, FileKind::Spec)
+        .map_err(|e| Diagnostic::io(file, format!("cannot read spec: {e}")))?;
     let source = String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
         let text = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();
@@ -259,7 +260,7 @@ fn compile_generator(
         (Some(script), None) => (script.clone(), ScriptOrigin::Inline),
         (None, Some(rel)) => {
             let path = spec_dir.join(rel);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
+            let text = crate::files::read_text(&path, FileKind::Script).map_err(|e| {
                 Diagnostic::new(
                     ErrorKind::Io,
                     map.locate(key_path!["generate", "file"]),
@@ -295,10 +296,22 @@ fn script_diagnostic(map: &SourceMap, origin: &ScriptOrigin, e: &ScriptError) ->
             column: e.column.max(1),
         },
     };
-    let d = Diagnostic::new(ErrorKind::Script, location, e.message.clone());
-    match origin {
-        ScriptOrigin::File { source, .. } => d.with_source(source),
-        ScriptOrigin::Inline => d,
+    let message = match origin {
+        ScriptOrigin::File { path, .. } => script_file_message(path, &e.message),
+        ScriptOrigin::Inline => e.message.clone(),
+    };
+    Diagnostic::new(ErrorKind::Script, location, message)
+}
+
+/// What a compile error of the script file at `path` says. `file` and
+/// `script_file` may name any file on the machine, so no line of it is
+/// shown, and Rhai's message, which quotes the words it stumbled on (a
+/// token file's whole token), only when the file is a `.rhai` script.
+pub(super) fn script_file_message(path: &Path, message: &str) -> String {
+    if path.extension().is_some_and(|e| e == "rhai") {
+        message.to_owned()
+    } else {
+        "not a Rhai script that compiles (the parser's message is shown for `.rhai` files only, as it quotes the file)".to_owned()
     }
 }
 

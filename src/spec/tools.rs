@@ -82,7 +82,7 @@ enum FileProblem {
 
 fn file_tools(spec_dir: &Path, rel: &str, taken: &[Tool]) -> Result<Vec<Tool>, FileProblem> {
     let path = spec_dir.join(rel);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = crate::files::read_text(&path, crate::files::FileKind::Tools).map_err(|e| {
         FileProblem::Parse(Diagnostic::io(&path, format!("cannot read tools: {e}")))
     })?;
     let value: Value = serde_json::from_str(&text).map_err(|e| {
@@ -91,10 +91,12 @@ fn file_tools(spec_dir: &Path, rel: &str, taken: &[Tool]) -> Result<Vec<Tool>, F
             line: e.line().max(1),
             column: e.column().max(1),
         };
-        FileProblem::Parse(
-            Diagnostic::new(ErrorKind::Invalid, location, format!("not JSON: {e}"))
-                .with_source(&text),
-        )
+        // No line of the file is shown: `tools_file` may name any file on the machine.
+        FileProblem::Parse(Diagnostic::new(
+            ErrorKind::Invalid,
+            location,
+            format!("not JSON: {e}"),
+        ))
     })?;
     list_tools(&value, taken).map_err(FileProblem::Tools)
 }

@@ -130,10 +130,13 @@ impl Pipeline {
         match path {
             None => Pipeline::parse(DEFAULT_PIPELINE, Path::new("<default pipeline>")),
             Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|e| PipelineError {
-                    path: p.to_path_buf(),
-                    message: e.to_string(),
-                })?;
+                let text =
+                    crate::files::read_text(p, crate::files::FileKind::Config).map_err(|e| {
+                        PipelineError {
+                            path: p.to_path_buf(),
+                            message: e.to_string(),
+                        }
+                    })?;
                 Pipeline::parse(&text, p)
             }
         }

@@ -76,13 +76,14 @@ pub(super) fn runtime(
                 )
             })?;
             let path = cx.spec_dir.join(runner);
-            let bytes = std::fs::read(&path).map_err(|e| {
-                cx.error(
-                    ErrorKind::Io,
-                    "runner",
-                    format!("cannot read {}: {e}", path.display()),
-                )
-            })?;
+            let bytes =
+                crate::files::read_bounded(&path, crate::files::FileKind::Runner).map_err(|e| {
+                    cx.error(
+                        ErrorKind::Io,
+                        "runner",
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?;
             let runner_name = PathBuf::from(runner)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())

@@ -278,9 +278,12 @@ pub(crate) fn read_schema(
     path: &str,
 ) -> Result<(Value, jsonschema::Validator), SchemaError> {
     let path = spec_dir.join(path);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::files::read_text(&path, crate::files::FileKind::Schema) {
         Ok(text) => text,
-        Err(source) => return Err(SchemaError::Read { path, source }),
+        Err(e) => {
+            let source = std::io::Error::from(e);
+            return Err(SchemaError::Read { path, source });
+        }
     };
     let schema: Value = match serde_json::from_str(&text) {
         Ok(schema) => schema,
@@ -288,9 +291,14 @@ pub(crate) fn read_schema(
     };
     match jsonschema::validator_for(&schema) {
         Ok(validator) => Ok((schema, validator)),
+        // Where, not what: the validator's message quotes the file's values,
+        // and `schema` may name any JSON file on the machine.
         Err(e) => Err(SchemaError::Invalid {
             path,
-            message: e.to_string(),
+            message: format!(
+                "the value at `{}` is not what a schema allows there",
+                e.instance_path()
+            ),
         }),
     }
 }

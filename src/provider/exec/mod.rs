@@ -5,10 +5,13 @@
 //!
 //! The command is rendered when the request is built ([`ExecOptions::call`]),
 //! so the rendered command line travels in the [`ChatRequest`] and is part of
-//! its cache key: changing the command asks again. Running the program (its
-//! environment, process group, timeout and output limits) is [`child`]'s.
+//! its cache key: changing the command asks again. The program gets private
+//! copies of the images, checked before and after it runs ([`images`]).
+//! Running the program (its environment, process group, timeout and output
+//! limits) is [`child`]'s.
 
 mod child;
+mod images;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -239,8 +242,11 @@ impl ExecClient {
         let call = request.exec.as_ref().ok_or_else(|| {
             ProviderError::Config(format!("model `{}`: no rendered command", self.name))
         })?;
-        let stdin = stdin_json(&self.name, request, call);
+        let copies = images::Copies::make(&request.messages)?;
+        let call = copies.call(call);
+        let stdin = stdin_json(&self.name, request, &call);
         let stdout = child::run(&call.argv, &self.options, &stdin, self.timeout).await?;
+        copies.check()?;
         parse_stdout(&stdout)
     }
 }

@@ -61,14 +61,20 @@ fn thumb(image: &ImageRef, dir: Option<&Path>) -> Thumb {
         image.short_digest()
     );
     let embeddable = image.size <= EMBED_BYTES && TYPES.contains(&image.mime.as_str());
-    let u = embeddable
-        .then(|| {
-            let mut found = image.clone();
-            found.file = dir.unwrap_or(Path::new(".")).join(&image.path);
-            found.data_url().ok()
-        })
-        .flatten();
-    Thumb { u, t }
+    if !embeddable {
+        return Thumb { u: None, t };
+    }
+    let mut found = image.clone();
+    found.file = dir.unwrap_or(Path::new(".")).join(&image.path);
+    // Read at most the recorded size, from a regular file only: a path
+    // repointed at /dev/zero or a FIFO since the run costs nothing.
+    match found.data_url() {
+        Ok(u) => Thumb { u: Some(u), t },
+        Err(_) => Thumb {
+            u: None,
+            t: format!("{t} · changed since the run"),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -68,9 +68,12 @@ pub(crate) enum HubError {
     /// The Parquet listing answered with an error status.
     #[error("listing the Parquet files: HTTP {0}")]
     ListStatus(reqwest::StatusCode),
+    /// The Parquet listing could not be read whole.
+    #[error("reading the Parquet listing: {0}")]
+    Listing(reqwest::Error),
     /// The Parquet listing is not the JSON expected.
     #[error("unexpected Parquet listing: {0}")]
-    Listing(reqwest::Error),
+    ListingJson(serde_json::Error),
     /// The listing names no file for the config and split.
     #[error("the hub lists no Parquet files for this config and split")]
     NoFiles,
@@ -92,6 +95,14 @@ pub(crate) enum HubError {
         name: String,
         /// The status.
         status: reqwest::StatusCode,
+    },
+    /// A body ran past its cap: the listing, or a file past the dataset cap.
+    #[error("{what} is over the {} limit", crate::files::human(*.limit))]
+    TooLarge {
+        /// The listing, or the file.
+        what: String,
+        /// The cap.
+        limit: u64,
     },
     /// The cache folder or a file in it could not be written.
     #[error("{}: {source}", path.display())]
@@ -189,7 +200,7 @@ pub(crate) fn split_files(split: &HubSplit) -> Result<Vec<PathBuf>, DatasetError
 /// The files of a complete download (`files.json`), else hand-placed `*.parquet`, else `None`.
 fn cached_files(dir: &Path) -> Result<Option<Vec<PathBuf>>, DatasetError> {
     let manifest = dir.join("files.json");
-    if let Ok(text) = std::fs::read_to_string(&manifest) {
+    if let Ok(text) = crate::files::read_text(&manifest, crate::files::FileKind::Manifest) {
         let names: Vec<String> = serde_json::from_str(&text)
             .map_err(|e| DatasetError::file(&manifest, format!("bad cache manifest: {e}")))?;
         return Ok(Some(names.iter().map(|n| dir.join(n)).collect()));
@@ -249,7 +260,8 @@ fn download(split: &HubSplit, dir: &Path) -> Result<(), DatasetError> {
 async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), HubError> {
     crate::net::install_tls();
     let base = server();
-    let mut builder = reqwest::Client::builder();
+    // A server that stops sending mid-body ends the download instead of the run.
+    let mut builder = reqwest::Client::builder().read_timeout(STALL);
     if base.starts_with("http://127.0.0.1") || base.starts_with("http://localhost") {
         builder = builder.no_proxy();
     }
@@ -273,7 +285,11 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), HubError> {
     if !response.status().is_success() {
         return Err(HubError::ListStatus(response.status()));
     }
-    let listing: Listing = response.json().await.map_err(HubError::Listing)?;
+    let mut listing = Vec::new();
+    capped_body(response, MAX_LISTING, &mut listing)
+        .await
+        .map_err(|e| e.into_hub("the Parquet listing", HubError::Listing))?;
+    let listing: Listing = serde_json::from_slice(&listing).map_err(HubError::ListingJson)?;
     let files: Vec<&ListedFile> = listing
         .parquet_files
         .iter()
@@ -305,15 +321,81 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), HubError> {
                 status: response.status(),
             });
         }
-        let body = response.bytes().await.map_err(download)?;
+        // Streamed to disk under the dataset cap: a file the harness could
+        // not read back is refused while it downloads, not after.
         let path = dir.join(&name);
-        crate::files::write_atomic(&path, &body).map_err(write_error(&path))?;
+        let mut file = crate::files::AtomicFile::create(&path).map_err(write_error(&path))?;
+        let limit = crate::files::FileKind::Dataset.limit();
+        capped_body(response, limit, &mut file)
+            .await
+            .map_err(|e| match e {
+                Capped::Write(source) => HubError::Write {
+                    path: path.clone(),
+                    source,
+                },
+                e => e.into_hub(&name, download),
+            })?;
+        file.commit().map_err(write_error(&path))?;
         names.push(name);
     }
     // Written last: its presence says every file it names is complete.
     let manifest = serde_json::to_string(&names).expect("names serialize");
     crate::files::write_atomic(&dir.join("files.json"), manifest.as_bytes())
         .map_err(write_error(dir))
+}
+
+/// The most bytes of the Parquet listing (a few KiB in practice).
+const MAX_LISTING: u64 = 16 << 20;
+
+/// How long a download may go without receiving a byte.
+const STALL: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Why a body was not read whole.
+enum Capped {
+    /// The connection failed.
+    Http(reqwest::Error),
+    /// The body ran past its cap.
+    TooLarge(u64),
+    /// The body could not be written where it goes.
+    Write(std::io::Error),
+}
+
+impl Capped {
+    /// The hub error of a failed read of `what`.
+    fn into_hub(self, what: &str, http: impl FnOnce(reqwest::Error) -> HubError) -> HubError {
+        match self {
+            Capped::Http(e) => http(e),
+            Capped::TooLarge(limit) => HubError::TooLarge {
+                what: what.to_owned(),
+                limit,
+            },
+            Capped::Write(source) => HubError::Write {
+                path: PathBuf::from(what),
+                source,
+            },
+        }
+    }
+}
+
+/// Writes the body of `response` to `out` chunk by chunk, failing once it
+/// passes `limit` bytes (an announced length past it fails at once).
+async fn capped_body(
+    mut response: reqwest::Response,
+    limit: u64,
+    out: &mut impl std::io::Write,
+) -> Result<(), Capped> {
+    if response.content_length().is_some_and(|len| len > limit) {
+        return Err(Capped::TooLarge(limit));
+    }
+    let mut seen = 0u64;
+    while let Some(chunk) = response.chunk().await.map_err(Capped::Http)? {
+        seen = seen.saturating_add(chunk.len() as u64);
+        if seen > limit {
+            return Err(Capped::TooLarge(limit));
+        }
+        out.write_all(&chunk).map_err(Capped::Write)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,13 +3,13 @@
 //! read by several specs (or loads) is parsed once while anyone holds it.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::SystemTime;
 
 use super::error::DatasetError;
 use super::row::Row;
+use crate::files::{self, FileKind};
 use crate::format::DatasetFormat;
 
 /// The format of `path`: `format` if given, else from its extension (after any `.gz`).
@@ -88,14 +88,14 @@ pub(crate) fn parse_file(
     key: Option<&str>,
 ) -> Result<Vec<Row>, DatasetError> {
     let file: Arc<Path> = Arc::from(path);
-    let raw = std::fs::read(path)
+    let raw = files::read_bounded(path, FileKind::Dataset)
         .map_err(|e| DatasetError::key("path", format!("cannot read {}: {e}", path.display())))?;
     let data = if path.extension().is_some_and(|e| e == "gz") {
-        let mut out = Vec::with_capacity(raw.len() * 4);
-        flate2::read::MultiGzDecoder::new(raw.as_slice())
-            .read_to_end(&mut out)
-            .map_err(|e| DatasetError::file(path, format!("cannot unpack gzip: {e}")))?;
-        out
+        // Unpacked under the same cap: a small file may unpack without end.
+        let unpacked = flate2::read::MultiGzDecoder::new(raw.as_slice());
+        let hint = (raw.len() as u64).saturating_mul(4);
+        files::take_capped(unpacked, FileKind::Dataset, FileKind::Dataset.limit(), hint)
+            .map_err(|e| DatasetError::file(path, format!("cannot unpack gzip: {e}")))?
     } else {
         raw
     };

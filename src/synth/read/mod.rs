@@ -121,10 +121,13 @@ pub(crate) struct Skipped {
 
 /// Reads one file by its format.
 pub(crate) fn read_file(path: &Path, format: Format) -> Result<String, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes =
+        crate::files::read_bounded(path, crate::files::FileKind::Document).map_err(|e| {
+            ReadError::Io {
+                path: path.to_path_buf(),
+                source: e.into(),
+            }
+        })?;
     let content = |source| ReadError::Content {
         path: path.to_path_buf(),
         source,

@@ -90,9 +90,11 @@ impl Rubric {
 
     /// Reads a rubric file of `[[level]]` tables.
     pub fn read(path: &Path) -> Result<Rubric, RubricError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RubricError::Read {
-            path: path.to_path_buf(),
-            source,
+        let text = crate::files::read_text(path, crate::files::FileKind::Rubric).map_err(|e| {
+            RubricError::Read {
+                path: path.to_path_buf(),
+                source: e.into(),
+            }
         })?;
         let file: RubricFile = toml::from_str(&text).map_err(|e| {
             let at = match e.span() {

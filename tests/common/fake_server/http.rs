@@ -146,6 +146,12 @@ async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8
             )
             .await;
         }
+        Reply::Endless(code) => {
+            drop(guard);
+            let stream_chunks = request.body["stream"] == json!(true);
+            endless(stream, *code, stream_chunks).await;
+            return false;
+        }
         Reply::Garbage => {
             drop(guard);
             let html =
@@ -180,6 +186,27 @@ async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8
         wait_for_hangup(stream).await;
     }
     false
+}
+
+/// A head without a length, then body bytes until a write fails (the client
+/// left) or the server's lifetime ends.
+async fn endless(stream: &mut TcpStream, code: u16, ndjson: bool) {
+    let head = format!(
+        "HTTP/1.1 {code} Fake\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    // Whole lines in every block, so each chunk parses and only the count can stop it.
+    let block: Vec<u8> = if ndjson {
+        "{\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"done\":false}\n"
+            .repeat(1024)
+            .into_bytes()
+    } else {
+        vec![b' '; 64 * 1024]
+    };
+    let flood = async { while stream.write_all(&block).await.is_ok() {} };
+    let _ = tokio::time::timeout(LIFETIME, flood).await;
 }
 
 /// Waits until the client hangs up (a read returns 0) or the server's lifetime ends.

@@ -76,6 +76,9 @@ pub enum Reply {
     /// This content (may be empty) and these tool calls, as the wire returns
     /// them: OpenAI's arguments as JSON text, Ollama's as an object.
     Calls(String, Vec<FakeCall>),
+    /// This status, no Content-Length, and a body without end (an Ollama
+    /// stream gets endless small NDJSON chunks), until the client leaves.
+    Endless(u16),
 }
 
 /// One tool call of a [`Reply::Calls`].
