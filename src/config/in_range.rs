@@ -47,3 +47,31 @@ pub(super) fn response_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u
         _ => Ok(v),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Config;
+
+    #[test]
+    fn max_response_bytes_reaches_the_model_and_out_of_range_is_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        let model = "[models.m]\nprovider = \"openai\"\n";
+        for bad in ["10", "8589934592"] {
+            std::fs::write(&path, format!("{model}max_response_bytes = {bad}\n")).unwrap();
+            let e = Config::load(&path, true).unwrap_err().to_string();
+            assert!(e.contains("3:22") && e.contains("from 1024 (1 KiB)"), "{e}");
+        }
+        std::fs::write(&path, format!("{model}max_response_bytes = 2048\n")).unwrap();
+        let config = Config::load(&path, true).unwrap();
+        assert_eq!(config.resolve_model("m").unwrap().max_response_bytes, 2048);
+        let exec =
+            "[models.m]\nprovider = \"exec\"\ncommand = [\"x\"]\nmax_response_bytes = 2048\n";
+        std::fs::write(&path, exec).unwrap();
+        let config = Config::load(&path, true).unwrap();
+        let e = config.resolve_model("m").unwrap_err().to_string();
+        assert!(e.contains("its own cap"), "{e}");
+        let default = Config::default().resolve_model("openai:x").unwrap();
+        assert_eq!(default.max_response_bytes, 64 << 20);
+    }
+}

@@ -238,9 +238,7 @@ impl Config {
         spec.stream = m.stream;
         spec.max_n = m.max_n.unwrap_or(1).max(1);
         spec.price = m.price;
-        spec.max_response_bytes = m
-            .max_response_bytes
-            .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES);
+        spec.max_response_bytes = m.max_response_bytes.unwrap_or(spec.max_response_bytes);
         exec::settings(name, m, self.dir(), &mut spec)?;
         Ok(spec)
     }

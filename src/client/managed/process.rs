@@ -241,7 +241,10 @@ pub(crate) fn last_lines(path: &Path, offset: u64, n: usize) -> String {
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let start = offset.max(len.saturating_sub(64 * 1024));
     let mut bytes = Vec::new();
-    if file.seek(SeekFrom::Start(start)).is_err() || file.read_to_end(&mut bytes).is_err() {
+    // `take`: a server still logging fast cannot keep the read going.
+    let read = file.seek(SeekFrom::Start(start)).is_ok()
+        && (&mut file).take(64 * 1024).read_to_end(&mut bytes).is_ok();
+    if !read {
         return String::new();
     }
     let text = String::from_utf8_lossy(&bytes);
