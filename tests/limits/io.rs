@@ -193,6 +193,55 @@ fn every_file_key_refuses_devices_fifos_and_oversized_files_at_check_time() {
     }
 }
 
+#[test]
+fn files_named_on_the_command_line_are_refused_alike() {
+    let ws = Workspace::new();
+    fifo(&ws.path().join("fifo"));
+    ws.write(
+        "specs/q.toml",
+        &format!("id = \"q\"\nruns = 1\n{GENERATE}{QUESTION}"),
+    );
+    let model = "openai:m@http://127.0.0.1:9/v1";
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["check", "/dev/zero"],
+            "it is a character device, not a regular file",
+        ),
+        (&["check", "fifo"], "it is a FIFO, not a regular file"),
+        (
+            &["run", "--config", "fifo", "specs/"],
+            "it is a FIFO, not a regular file",
+        ),
+        (
+            &["run", "--config", "/dev/urandom", "specs/"],
+            "it is a character device",
+        ),
+        (
+            &[
+                "run",
+                "--prices",
+                "fifo",
+                "specs/",
+                "-m",
+                model,
+                "--dry-run",
+            ],
+            "it is a FIFO, not a regular file",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut cmd = harness(ws.path());
+        cmd.args(args);
+        let done = capped(&mut cmd, WALL);
+        assert_eq!(done.code, Some(2), "{args:?}:\n{}", done.out);
+        assert!(
+            done.out.contains(says),
+            "{args:?} does not say {says:?}:\n{}",
+            done.out
+        );
+    }
+}
+
 /// Text that must never reach any output: a token file, `/etc/shadow`.
 const SECRET: &str = "hf_SECRET7f3a:$6$SECRET-HASH:19000:0:99999:7:::";
 
@@ -275,6 +324,12 @@ fn an_image_repointed_after_the_run_costs_the_report_nothing() {
         done.expect_code(0);
         let page = crate::common::report(&ws.path().join("results"), "", "html");
         assert!(page.contains("changed since the run"), "to_fifo {to_fifo}");
+        // A journal that is a FIFO now is refused, not waited on.
+        let run = ws.run_dirs().pop().unwrap();
+        repoint(&run.join("journal.jsonl"), true);
+        let mut cmd = harness(ws.path());
+        cmd.args(["report", "--results", "results", "latest"]);
+        capped(&mut cmd, WALL).expect_code(2).expect_output("FIFO");
     }
 }
 
