@@ -18,7 +18,7 @@ const QUESTION: &str = "[prompt]\nuser = \"What is 2 + 2?\"\n\n[[verify]]\nrule 
 /// The instance script of [`QUESTION`].
 const GENERATE: &str = "[generate]\nscript = '#{ answer: 4 }'\n";
 
-/// One bad file, named by a spec's `key`; the whole run must end in `WALL`.
+/// How long any case may take.
 const WALL: Duration = Duration::from_secs(30);
 
 #[test]
@@ -159,15 +159,10 @@ fn every_file_key_refuses_devices_fifos_and_oversized_files_at_check_time() {
             .unwrap()
             .set_len(cap_of(key) + 1)
             .unwrap();
+        let device = "it is a character device, not a regular file";
         let targets: [(PathBuf, &str); 4] = [
-            (
-                "/dev/zero".into(),
-                "it is a character device, not a regular file",
-            ),
-            (
-                "/dev/urandom".into(),
-                "it is a character device, not a regular file",
-            ),
+            ("/dev/zero".into(), device),
+            ("/dev/urandom".into(), device),
             (ws.path().join("fifo"), "it is a FIFO, not a regular file"),
             (big.clone(), "over the"),
         ];
@@ -427,4 +422,75 @@ fn an_exec_program_reads_a_private_copy_and_a_changed_image_is_never_cached() {
         2,
         "the failed call left no cached answer"
     );
+}
+
+/// A hub on loopback whose listing never ends (`endless`), or names one
+/// file announced as 2 GiB; it serves until `WALL` has passed.
+fn hostile_hub(endless: bool) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let url = base.clone();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + WALL;
+        while std::time::Instant::now() < deadline {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            stream.set_nonblocking(false).unwrap();
+            let mut head = [0u8; 4096];
+            let n = stream.read(&mut head).unwrap_or(0);
+            let listing = String::from_utf8_lossy(&head[..n]).starts_with("GET /parquet?");
+            let _ = match (listing, endless) {
+                (true, true) => {
+                    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+                    let block = vec![b' '; 64 * 1024];
+                    while std::time::Instant::now() < deadline && stream.write_all(&block).is_ok() {}
+                    Ok(())
+                }
+                (true, false) => {
+                    let file = format!("{url}/files/a.parquet");
+                    let body = format!(
+                        r#"{{"parquet_files": [{{"dataset": "owner/quiz", "config": "default", "split": "train", "url": "{file}", "filename": "a.parquet", "size": 1}}]}}"#
+                    );
+                    let len = body.len();
+                    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n");
+                    stream.write_all(format!("{head}{body}").as_bytes())
+                }
+                (false, _) => stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2147483648\r\nConnection: close\r\n\r\nPAR1",
+                ),
+            };
+        }
+    });
+    base
+}
+
+#[test]
+fn hub_downloads_stop_at_their_caps() {
+    let spec = format!(
+        "id = \"hub\"\n[dataset]\npath = \"hf://owner/quiz\"\nsplit = \"train\"\n\n{QUESTION}"
+    );
+    let listing = (true, "the Parquet listing is over the 16 MiB limit");
+    for (endless, says) in [listing, (false, "a.parquet is over the 1 GiB limit")] {
+        let ws = Workspace::new();
+        ws.write("specs/hub.toml", &spec);
+        let mut cmd = harness(ws.path());
+        cmd.args(["check", "specs/hub.toml"])
+            .env("HARNESS_CACHE", ws.path().join("cache"))
+            .env("HARNESS_HF_DATASETS_SERVER", hostile_hub(endless))
+            .env_remove("HF_HUB_OFFLINE")
+            .env_remove("HF_TOKEN");
+        let done = capped(&mut cmd, WALL);
+        assert_eq!(done.code, Some(2), "{says}:\n{}", done.out);
+        assert!(
+            done.out.contains(says),
+            "does not say {says:?}:\n{}",
+            done.out
+        );
+        let split = ws.path().join("cache/datasets/owner/quiz/default/train");
+        assert!(!split.join("files.json").exists() && !split.join("a.parquet").exists());
+    }
 }
