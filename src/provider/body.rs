@@ -24,9 +24,9 @@ const ERROR_KEEP: usize = 64 << 10;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cap {
     /// The most bytes allowed.
-    pub limit: u64,
+    limit: u64,
     /// The request's timeout, for classifying a read that timed out.
-    pub timeout: Duration,
+    timeout: Duration,
     seen: u64,
 }
 
