@@ -288,7 +288,8 @@ pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<
 /// `Retry-After` as seen at `now`.
 fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        // `1e300` is finite yet no Duration: a server's header must not panic the run.
+        return Duration::try_from_secs_f64(secs).ok();
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -341,7 +342,8 @@ pub(crate) enum Provider {
 }
 
 /// Removes every configured API key from what a server sent back (an error
-/// body that echoes the key, an answer that repeats it) before anything keeps it.
+/// body that echoes the key, an answer that repeats it), and the credentials
+/// of any URL an error quotes (an answer's URLs are scored as written).
 fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completion>, ProviderError> {
     let clean = |text: &mut String| {
         if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(text) {
@@ -365,7 +367,11 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
                 | ProviderError::NotRecorded(t)
                 | ProviderError::Config(t)
                 | ProviderError::Program(t)
-                | ProviderError::Status { body: t, .. } => clean(t),
+                | ProviderError::Status { body: t, .. } => {
+                    // Errors quote the URL they were sent to (reqwest's do), query keys and all.
+                    *t = crate::secrets::redact_urls(t).into_owned();
+                    clean(t);
+                }
                 ProviderError::Timeout(_) | ProviderError::NotStarted => {}
             }
             Err(e)
@@ -443,7 +449,10 @@ mod tests {
     fn retry_after_takes_seconds_and_http_dates() {
         let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
         assert_eq!(retry_after_at("3", now), Some(Duration::from_secs(3)));
-        assert_eq!(retry_after_at("-1", now), None);
+        assert_eq!(
+            ["-1", "1e300", "inf"].map(|v| retry_after_at(v, now)),
+            [None; 3]
+        );
         for date in [
             "Sun, 06 Nov 1994 08:49:47 GMT",
             "Sunday, 06-Nov-94 08:49:47 GMT",
