@@ -88,8 +88,12 @@ pub(crate) fn redact_url(url: &str) -> Cow<'_, str> {
         .map_or(fragment, |e| scheme_end + e);
     let mut out = String::new();
     let mut from = 0;
-    // The last `@` of the authority ends its userinfo (a raw `@` in a password included).
-    if let Some(at) = url[scheme_end..authority_end].rfind('@') {
+    // The last `@` of the authority ends its userinfo (a raw `@` in a password
+    // included). What is already redacted stays, so redacting twice changes nothing.
+    if let Some(at) = url[scheme_end..authority_end]
+        .rfind('@')
+        .filter(|at| url[scheme_end..scheme_end + at] != *REDACTED)
+    {
         out.push_str(&url[..scheme_end]);
         out.push_str(REDACTED);
         from = scheme_end + at;
@@ -97,7 +101,9 @@ pub(crate) fn redact_url(url: &str) -> Cow<'_, str> {
     if let Some(q) = url[authority_end..fragment].find('?') {
         let mut start = authority_end + q + 1;
         for pair in url[start..fragment].split(['&', ';']) {
-            if let Some((name, _)) = pair.split_once('=')
+            if let Some((name, value)) = pair.split_once('=')
+                && !value.is_empty()
+                && value != REDACTED
                 && SECRET_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name))
             {
                 let value = start + name.len() + 1;
@@ -118,7 +124,9 @@ pub(crate) fn redact_url(url: &str) -> Cow<'_, str> {
 /// `text` with every `http://` or `https://` URL in it passed through
 /// [`redact_url`]: an error that quotes the URL it was sending to (reqwest's
 /// do), a journal line, a report. A URL ends at white space, a quote, a
-/// backslash (of a JSON escape), or a bracket.
+/// backslash (of a JSON escape), a parenthesis or a brace (`[` and `]`
+/// belong to IPv6 hosts and to what was redacted before), less the
+/// punctuation of the sentence around it.
 pub(crate) fn redact_urls(text: &str) -> Cow<'_, str> {
     if !text.contains("://") {
         return Cow::Borrowed(text);
@@ -138,9 +146,12 @@ pub(crate) fn redact_urls(text: &str) -> Cow<'_, str> {
     .map(|found| search + found)
     {
         let end = text[start..]
-            .find(|c: char| c.is_whitespace() || "\"'`<>()[]{}\\".contains(c))
+            .find(|c: char| c.is_whitespace() || "\"'`<>(){}\\".contains(c))
             .map_or(text.len(), |e| start + e);
-        if let Cow::Owned(clean) = redact_url(&text[start..end]) {
+        // Punctuation after a URL in a sentence (`URL: error`) is the sentence's.
+        let url = text[start..end].trim_end_matches(['.', ',', ':', ';', '!', '?']);
+        let end = start + url.len();
+        if let Cow::Owned(clean) = redact_url(url) {
             out.push_str(&text[from..start]);
             out.push_str(&clean);
             from = end;
@@ -185,7 +196,11 @@ mod tests {
             ),
             (
                 "https://h/?key=&access_token=a&signature=b&password=c&secret=d&apikey=e",
-                "https://h/?key=[redacted]&access_token=[redacted]&signature=[redacted]&password=[redacted]&secret=[redacted]&apikey=[redacted]",
+                "https://h/?key=&access_token=[redacted]&signature=[redacted]&password=[redacted]&secret=[redacted]&apikey=[redacted]",
+            ),
+            (
+                "http://u:p@[::1]:8/v1?token=t",
+                "http://[redacted]@[::1]:8/v1?token=[redacted]",
             ),
             ("https://h/p@th?monkey=1&key", "https://h/p@th?monkey=1&key"),
             ("https://h/#a?key=x", "https://h/#a?key=x"),
@@ -196,6 +211,15 @@ mod tests {
             assert_eq!(redact_url(url), shown, "{url}");
         }
         assert!(matches!(redact_url("http://h/v1?a=b"), Cow::Borrowed(_)));
+        // Redacting again changes nothing.
+        for (url, _) in cases {
+            let once = redact_url(url).into_owned();
+            assert_eq!(redact_url(&once), once, "{url}");
+            assert_eq!(
+                redact_urls(&format!("at {once}: no")),
+                format!("at {once}: no")
+            );
+        }
     }
 
     #[test]
@@ -209,6 +233,10 @@ mod tests {
         assert_eq!(
             redact_urls(json),
             r#"{"endpoint":"http://[redacted]@h:1/v1","error":"at HTTPS://h/?token=[redacted]\"x\" and http://ok/"}"#
+        );
+        assert_eq!(
+            redact_urls("out (http://u:p@h/v1?key=k: refused, http://[::1]/?sig=s.)"),
+            "out (http://[redacted]@h/v1?key=[redacted]: refused, http://[::1]/?sig=[redacted].)"
         );
         assert!(matches!(
             redact_urls("see http://ok/v1 and more"),

@@ -388,8 +388,9 @@ fn url_credentials_in_connection_errors_reach_no_file_and_no_output() {
             "--no-cache",
         ];
         let run = capped(&mut ws.run_cmd(&args), WALL);
-        run.expect_code(4).expect_output("[redacted]");
+        run.expect_code(4).expect_output("api-key=[redacted]");
         assert_no_secret_in(&run.out);
+        assert!(!run.out.contains("[redacted][redacted]"), "{}", run.out);
     }
     assert_no_secret_in_files(&ws.path().join("results"));
 }
