@@ -173,3 +173,80 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         .map(|(_, path, message)| (path, message))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dotted paths of `value_errors` for a spec of `extra` lines.
+    fn errors(extra: &str) -> Vec<String> {
+        let text = format!("{extra}\n[prompt]\nuser = \"x\"\n");
+        let def: SpecFile = toml::from_str(&text).unwrap_or_else(|e| panic!("{extra}: {e}"));
+        value_errors(&def)
+            .into_iter()
+            .map(|(path, message)| {
+                let path: Vec<String> = path
+                    .iter()
+                    .map(|k| match k {
+                        Key::Name(n) => (*n).to_owned(),
+                        Key::Index(i) => i.to_string(),
+                    })
+                    .collect();
+                format!("{}: {message}", path.join("."))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_number_has_a_range_and_each_side_is_refused() {
+        // (lines, the path of the one error, or "" for none)
+        let cases = [
+            ("runs = 1", ""),
+            ("runs = 1000000", ""),
+            ("runs = 0", "runs"),
+            ("runs = 1000001", "runs"),
+            ("[golden]\ninstances = 0", "golden.instances"),
+            ("[golden]\ninstances = 2000000", "golden.instances"),
+            ("[request]\ntemperature = 2.5", "request.temperature"),
+            ("[request]\ntemperature = nan", "request.temperature"),
+            ("[request]\ntop_p = 0", "request.top_p"),
+            ("[request]\nmax_tokens = 0", "request.max_tokens"),
+            ("[request]\nattempts = 100", ""),
+            ("[request]\nattempts = 101", "request.attempts"),
+            ("[request]\nnum_ctx = 0", "request.num_ctx"),
+            ("[sampling]\nn = 1000", ""),
+            ("[sampling]\nn = 1001", "sampling.n"),
+            ("[sampling]\nn = 2\nk = [3]", "sampling.k.0"),
+            ("[sampling]\ntop_p = inf", "sampling.top_p"),
+            (
+                "[dataset]\npath = \"d.jsonl\"\nsample = 0",
+                "dataset.sample",
+            ),
+            ("[dataset]\npath = \"d.jsonl\"\nlimit = 0", "dataset.limit"),
+            ("[[example]]\npasses = true\nscore = 1", ""),
+            (
+                "[[example]]\npasses = true\nscore = -0.5",
+                "example.0.score",
+            ),
+            ("[[example]]\npasses = true\nscore = nan", "example.0.score"),
+            (
+                "[[example]]\npasses = true\ntimeout_secs = 0",
+                "example.0.timeout_secs",
+            ),
+            (
+                "[[example]]\npasses = true\ntimeout_secs = 3601",
+                "example.0.timeout_secs",
+            ),
+        ];
+        for (lines, path) in cases {
+            let found = errors(lines);
+            match path {
+                "" => assert!(found.is_empty(), "{lines}: {found:?}"),
+                path => assert!(
+                    found.len() == 1 && found[0].starts_with(&format!("{path}: ")),
+                    "{lines}: {found:?}"
+                ),
+            }
+        }
+    }
+}
