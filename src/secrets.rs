@@ -57,6 +57,114 @@ pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// Query parameters whose values are credentials (compared without case):
+/// Azure's `api-key`, signed URLs' `sig`, and the usual names.
+const SECRET_PARAMS: [&str; 10] = [
+    "api-key",
+    "api_key",
+    "apikey",
+    "key",
+    "token",
+    "access_token",
+    "sig",
+    "signature",
+    "password",
+    "secret",
+];
+
+/// `url` as it may be shown or written: the credentials of its authority
+/// (`user:pass@`) and the values of secret-looking query parameters
+/// replaced by [`REDACTED`]. The request itself still goes to `url`; a URL
+/// without either is returned as it is, so nothing keyed on it changes.
+pub(crate) fn redact_url(url: &str) -> Cow<'_, str> {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return Cow::Borrowed(url);
+    };
+    let fragment = url[scheme_end..]
+        .find('#')
+        .map_or(url.len(), |h| scheme_end + h);
+    let authority_end = url[scheme_end..fragment]
+        .find(['/', '?'])
+        .map_or(fragment, |e| scheme_end + e);
+    let mut out = String::new();
+    let mut from = 0;
+    // The last `@` of the authority ends its userinfo (a raw `@` in a password
+    // included). What is already redacted stays, so redacting twice changes nothing.
+    if let Some(at) = url[scheme_end..authority_end]
+        .rfind('@')
+        .filter(|at| url[scheme_end..scheme_end + at] != *REDACTED)
+    {
+        out.push_str(&url[..scheme_end]);
+        out.push_str(REDACTED);
+        from = scheme_end + at;
+    }
+    if let Some(q) = url[authority_end..fragment].find('?') {
+        let mut start = authority_end + q + 1;
+        for pair in url[start..fragment].split(['&', ';']) {
+            if let Some((name, value)) = pair.split_once('=')
+                && !value.is_empty()
+                && value != REDACTED
+                && SECRET_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name))
+            {
+                let value = start + name.len() + 1;
+                out.push_str(&url[from..value]);
+                out.push_str(REDACTED);
+                from = start + pair.len();
+            }
+            start += pair.len() + 1;
+        }
+    }
+    if from == 0 {
+        return Cow::Borrowed(url);
+    }
+    out.push_str(&url[from..]);
+    Cow::Owned(out)
+}
+
+/// `text` with every `http://` or `https://` URL in it passed through
+/// [`redact_url`]: an error that quotes the URL it was sending to (reqwest's
+/// do), a journal line, a report. A URL ends at white space, a quote, a
+/// backslash (of a JSON escape), a parenthesis or a brace (`[` and `]`
+/// belong to IPv6 hosts and to what was redacted before), less the
+/// punctuation of the sentence around it.
+pub(crate) fn redact_urls(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") {
+        return Cow::Borrowed(text);
+    }
+    // ASCII lowercasing keeps every byte offset.
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::new();
+    let mut from = 0;
+    let mut search = 0;
+    while let Some(start) = [
+        lower[search..].find("http://"),
+        lower[search..].find("https://"),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .map(|found| search + found)
+    {
+        let end = text[start..]
+            .find(|c: char| c.is_whitespace() || "\"'`<>(){}\\".contains(c))
+            .map_or(text.len(), |e| start + e);
+        // Punctuation after a URL in a sentence (`URL: error`) is the sentence's.
+        let url = text[start..end].trim_end_matches(['.', ',', ':', ';', '!', '?']);
+        let end = start + url.len();
+        if let Cow::Owned(clean) = redact_url(url) {
+            out.push_str(&text[from..start]);
+            out.push_str(&clean);
+            from = end;
+        }
+        search = end;
+    }
+    if from == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[from..]);
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +178,69 @@ mod tests {
             "HTTP 401: bad key [redacted] (short)"
         );
         assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn url_credentials_and_secret_parameters_are_redacted() {
+        let cases = [
+            ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+            (
+                "http://user:pass@127.0.0.1:9/v1?api-key=SECRETSECRET",
+                "http://[redacted]@127.0.0.1:9/v1?api-key=[redacted]",
+            ),
+            ("https://tok@h/v1", "https://[redacted]@h/v1"),
+            ("http://u:p@ss@h/", "http://[redacted]@h/"),
+            (
+                "https://h/v1?x=1&API_KEY=abc&Token=t;sig=s&keep=2#frag?key=no",
+                "https://h/v1?x=1&API_KEY=[redacted]&Token=[redacted];sig=[redacted]&keep=2#frag?key=no",
+            ),
+            (
+                "https://h/?key=&access_token=a&signature=b&password=c&secret=d&apikey=e",
+                "https://h/?key=&access_token=[redacted]&signature=[redacted]&password=[redacted]&secret=[redacted]&apikey=[redacted]",
+            ),
+            (
+                "http://u:p@[::1]:8/v1?token=t",
+                "http://[redacted]@[::1]:8/v1?token=[redacted]",
+            ),
+            ("https://h/p@th?monkey=1&key", "https://h/p@th?monkey=1&key"),
+            ("https://h/#a?key=x", "https://h/#a?key=x"),
+            ("https://u@h#f", "https://[redacted]@h#f"),
+            ("not a url", "not a url"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+        assert!(matches!(redact_url("http://h/v1?a=b"), Cow::Borrowed(_)));
+        // Redacting again changes nothing.
+        for (url, _) in cases {
+            let once = redact_url(url).into_owned();
+            assert_eq!(redact_url(&once), once, "{url}");
+            assert_eq!(
+                redact_urls(&format!("at {once}: no")),
+                format!("at {once}: no")
+            );
+        }
+    }
+
+    #[test]
+    fn urls_inside_texts_are_redacted_where_they_stand() {
+        let text = "error sending request for url (http://127.0.0.1:9/v1/chat/completions?api-key=SECRETSECRET): refused";
+        assert_eq!(
+            redact_urls(text),
+            "error sending request for url (http://127.0.0.1:9/v1/chat/completions?api-key=[redacted]): refused"
+        );
+        let json = r#"{"endpoint":"http://u:pw@h:1/v1","error":"at HTTPS://h/?token=abc\"x\" and http://ok/"}"#;
+        assert_eq!(
+            redact_urls(json),
+            r#"{"endpoint":"http://[redacted]@h:1/v1","error":"at HTTPS://h/?token=[redacted]\"x\" and http://ok/"}"#
+        );
+        assert_eq!(
+            redact_urls("out (http://u:p@h/v1?key=k: refused, http://[::1]/?sig=s.)"),
+            "out (http://[redacted]@h/v1?key=[redacted]: refused, http://[::1]/?sig=[redacted].)"
+        );
+        assert!(matches!(
+            redact_urls("see http://ok/v1 and more"),
+            Cow::Borrowed(_)
+        ));
     }
 }

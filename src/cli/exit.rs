@@ -69,12 +69,12 @@ impl From<Exit> for ExitCode {
 
 /// Prints `error: <message>` and returns [`Exit::BadInput`].
 pub(super) fn fail(message: impl Display) -> Exit {
-    // Errors can quote a server's reply; no configured key is ever printed,
-    // and model text in them shows its control characters escaped.
-    eprintln!(
-        "error: {}",
-        crate::text::visible(&crate::secrets::redact(&message.to_string()))
-    );
+    // Errors can quote a server's reply; no configured key and no URL's
+    // credentials are ever printed, and model text in them shows its
+    // control characters escaped.
+    let message = message.to_string();
+    let message = crate::secrets::redact(&crate::secrets::redact_urls(&message)).into_owned();
+    eprintln!("error: {}", crate::text::visible(&message));
     Exit::BadInput
 }
 
@@ -116,7 +116,9 @@ pub(super) fn fail_with(error: &impl Failure) -> Exit {
 pub(super) fn diagnostics<'a>(all: impl IntoIterator<Item = &'a Diagnostic>, color: bool) -> Exit {
     let mut exit = Exit::BadInput;
     for d in all {
-        eprint!("{}", super::render::diagnostic(d, color));
+        // The line shown may be a `base_url` with its credentials.
+        let shown = super::render::diagnostic(d, color);
+        eprint!("{}", crate::secrets::redact_urls(&shown));
         exit = d.exit();
     }
     exit

@@ -82,6 +82,7 @@ pub(super) fn print_errors(report: &ReportOutput) {
             .as_deref()
             .map_or(String::new(), |e| format!(" ({e})"));
         let line = format!("{} × {}{at}", c.count, c.cause);
+        let line = crate::secrets::redact_urls(&line).into_owned();
         let line = crate::text::visible_line(&crate::secrets::redact(&line));
         for part in crate::text::wrap(&line, 78).lines() {
             println!("  {part}");

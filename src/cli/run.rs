@@ -250,7 +250,8 @@ fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
     let runs_dir = args.asking.results.join("runs");
     let (mut manifest, specs) = if let Some(id) = &args.resume {
         let dir = run::find_run(&runs_dir, id).map_err(fail)?;
-        let manifest = run::read_manifest(&dir).map_err(fail)?;
+        let mut manifest = run::read_manifest(&dir).map_err(fail)?;
+        restore_credentials(&mut manifest, &config)?;
         let specs = load_specs(&manifest.spec_files, color)?;
         (manifest, specs)
     } else {
@@ -275,6 +276,26 @@ fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
         limits,
         lang: args.finish.lang.resolve(Some(&config)),
     })
+}
+
+/// Gives the resumed plan's models the URL credentials `plan.json` does not
+/// keep, from the same models in `harness.toml`; fails when a model had
+/// some and the configuration no longer gives them.
+fn restore_credentials(manifest: &mut Manifest, config: &Config) -> Result<(), Exit> {
+    for model in manifest.models.iter_mut().chain(manifest.judge.as_mut()) {
+        if !model.lost_credentials() {
+            continue;
+        }
+        let configured = config.resolve_model(&model.name).ok();
+        if !configured.is_some_and(|c| model.restore_urls(&c)) {
+            return Err(fail(format!(
+                "model `{}`: plan.json keeps its URL without the credentials it had ({}); to resume, define the model in harness.toml with that base_url",
+                model.name,
+                model.endpoints().join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Fails when a model's golden subset of a spec holds no instance below the

@@ -212,8 +212,9 @@ pub(crate) fn connect(
                 .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
                 .clone();
             let limiter = m.requests_per_minute.map(RateLimiter::new);
+            // The endpoint's URL is only shown (records, retries): the client has its own.
             endpoints.push(pool::Endpoint::new(
-                url.clone(),
+                crate::secrets::redact_url(url).into_owned(),
                 provider,
                 semaphore,
                 limiter,
@@ -247,17 +248,18 @@ pub(crate) fn endpoint_key(model: &ModelSetup, identity: &str) -> String {
     format!("{}|{identity}|{}", model.provider.prefix(), model.model)
 }
 
-/// What stands for the endpoint in cache keys: the base URL, except for a
-/// managed server, whose port changes with every start: its model file or
-/// id; and for a pool, whose answers are the model's whichever replica gave
-/// them: `pool:<name>`.
+/// What stands for the endpoint in cache keys: the base URL (its credentials
+/// redacted: the cache is a file under `results/`, and a URL without any keeps
+/// its keys), except for a managed server, whose port changes with every
+/// start: its model file or id; and for a pool, whose answers are the model's
+/// whichever replica gave them: `pool:<name>`.
 pub(crate) fn cache_identity(model: &ModelSetup, base_url: &str) -> String {
     if !model.pool.is_empty() {
         format!("pool:{}", model.name)
     } else if model.provider.is_managed() {
         format!("{}:{}", model.provider.prefix(), model.model)
     } else {
-        base_url.to_owned()
+        crate::secrets::redact_url(base_url).into_owned()
     }
 }
 
@@ -276,4 +278,24 @@ pub(crate) fn connect_managed(
     let mut runtime = Arc::into_inner(runtime).expect("not shared yet");
     runtime.server = Some(server.watch());
     Ok(Arc::new(runtime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ProviderKind;
+
+    #[test]
+    fn cache_identities_keep_plain_urls_and_lose_credentials() {
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
+        assert_eq!(
+            cache_identity(&model, "http://127.0.0.1:8000/v1"),
+            "http://127.0.0.1:8000/v1",
+            "a URL without credentials keys the cache as before"
+        );
+        assert_eq!(
+            cache_identity(&model, "http://u:pw@127.0.0.1:8000/v1?api-key=k"),
+            "http://[redacted]@127.0.0.1:8000/v1?api-key=[redacted]"
+        );
+    }
 }

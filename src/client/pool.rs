@@ -25,7 +25,8 @@ const LONGEST_PROBE_WAIT: Duration = Duration::from_secs(30);
 
 /// One endpoint of a model.
 pub(crate) struct Endpoint {
-    /// Its base URL (or `replay:<name>`, or a managed model's URL).
+    /// Its base URL as shown, credentials redacted (or `replay:<name>`,
+    /// or a managed model's URL); `provider` holds the one requests go to.
     pub url: String,
     /// The client speaking to it.
     pub provider: Provider,

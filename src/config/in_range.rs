@@ -1,56 +1,305 @@
-//! `[run]` numbers checked as they are read, so a bad one is located like
-//! any TOML error: the same ranges the command line's flags take.
+//! Every number `harness.toml` holds, with its range: one table, checked
+//! after the file is read and located at the value, so a bad number is an
+//! exit 2 with file:line:col like any TOML error. What lies outside would
+//! otherwise panic (`timeout_secs = inf` in `Duration::from_secs_f64`),
+//! hang (`requests_per_minute = 0`) or be quietly changed (`concurrency = 0`
+//! ran as 1). Integers too large for their type are refused by the TOML
+//! reader itself, also located; `inf` and `nan` anywhere by
+//! [`crate::format::locate::SourceMap::non_finite_floats`].
 
-use serde::de::{Deserialize, Deserializer, Error};
+use std::path::Path;
 
-/// `runs`: 1 to 1,000,000.
-pub(super) fn runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    let v = Option::<u32>::deserialize(d)?;
-    match v {
-        Some(n) if !(1..=1_000_000).contains(&n) => Err(D::Error::custom(format!(
-            "runs = {n}: instances per spec must be from 1 to 1,000,000"
-        ))),
-        _ => Ok(v),
+use crate::error::{Diagnostic, ErrorKind, Location};
+use crate::format::locate::{Key, SourceMap};
+use crate::format::range::{Bounds, Number, RUNS};
+use crate::provider::model_ref::MAX_TIMEOUT_SECS;
+
+use super::{Config, ModelConfig};
+
+/// `[run] max_cost`: an amount of money.
+const AMOUNT: Bounds = Bounds::Within(0.0, f64::MAX);
+/// `[run] max_tokens_total`: a budget of no tokens would run nothing.
+const TOKENS: Bounds = Bounds::Count(1, u64::MAX);
+/// `concurrency`: requests (or programs) in flight; each is a worker.
+pub(crate) const CONCURRENCY: Bounds = Bounds::Count(1, 1024);
+/// `requests_per_minute`: 0 would wait forever.
+pub(crate) const REQUESTS_PER_MINUTE: Bounds = Bounds::Count(1, 1_000_000);
+/// `timeout_secs`, `server.ready_timeout_secs`: above 0, at most a day.
+pub(crate) const TIMEOUT: Bounds = Bounds::Above(0.0, MAX_TIMEOUT_SECS);
+/// `max_retries`: each retry waits up to 30 s of backoff.
+pub(crate) const MAX_RETRIES: Bounds = Bounds::Count(0, 100);
+/// `max_n`: OpenAI's own ceiling of `n`.
+pub(crate) const MAX_N: Bounds = Bounds::Count(1, 128);
+/// `options.temperature`, as a spec's.
+const TEMPERATURE: Bounds = Bounds::Within(0.0, 2.0);
+/// `options.top_p`, as a spec's.
+const TOP_P: Bounds = Bounds::Above(0.0, 1.0);
+/// `options.max_tokens`, `options.num_ctx`, `server.ctx_size`: tokens.
+const SOME_TOKENS: Bounds = Bounds::Count(1, u32::MAX as u64);
+/// `server.threads`, `server.parallel`.
+pub(crate) const SERVER_COUNT: Bounds = Bounds::Count(1, 1024);
+/// `server.gpu_memory_utilization`: a fraction.
+const FRACTION: Bounds = Bounds::Above(0.0, 1.0);
+/// `max_response_bytes`: below 1 KiB no answer fits; above 4 GiB a body
+/// would not fit in memory before it is refused.
+const RESPONSE_BYTES: Bounds = Bounds::Count(1 << 10, 4 << 30);
+
+/// Fails at the first float of `text` (read from `path`) that is infinite
+/// or NaN; a file that does not parse is the TOML reader's to report.
+pub(super) fn finite(path: &Path, text: &str) -> Result<(), Diagnostic> {
+    let Ok(map) = SourceMap::parse(path, text) else {
+        return Ok(());
+    };
+    match map.non_finite_floats().into_iter().next() {
+        Some((at, value)) => Err(Diagnostic::new(
+            ErrorKind::Invalid,
+            at,
+            format!("{value} is not a finite number: no key of harness.toml takes one"),
+        )
+        .with_source(text)),
+        None => Ok(()),
     }
 }
 
-/// `max_cost`: a finite amount of 0 or more.
-pub(super) fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    let v = Option::<f64>::deserialize(d)?;
-    match v {
-        Some(a) if !(a.is_finite() && a >= 0.0) => Err(D::Error::custom(format!(
-            "max_cost = {a}: not an amount of 0 or more"
-        ))),
-        _ => Ok(v),
+/// Fails at the first number of `config` (read from `text` at `path`)
+/// outside its range.
+pub(super) fn in_range(path: &Path, text: &str, config: &Config) -> Result<(), Diagnostic> {
+    let Some((key, problem)) = problems(config).into_iter().next() else {
+        return Ok(());
+    };
+    let at = SourceMap::parse(path, text)
+        .map_or_else(|_| Location::file_start(path), |map| map.locate(&key));
+    Err(Diagnostic::new(ErrorKind::Invalid, at, problem).with_source(text))
+}
+
+/// One number found out of range: the path of its key and why.
+pub(super) type Problem<'a> = (Vec<Key<'a>>, String);
+
+/// Every number of `config` outside its range, `[run]` first, then the
+/// models in name order.
+pub(super) fn problems(config: &Config) -> Vec<Problem<'_>> {
+    let mut found = Vec::new();
+    let run = &config.run;
+    let mut at = |path: &[Key<'static>], value: Option<Number>, bounds: Bounds| {
+        check(&mut found, path.to_vec(), value, bounds);
+    };
+    at(
+        &[Key::Name("run"), Key::Name("runs")],
+        run.runs.map(Number::from),
+        RUNS,
+    );
+    let max_cost = run.max_cost.map(Number::from);
+    at(&[Key::Name("run"), Key::Name("max_cost")], max_cost, AMOUNT);
+    let tokens = run.max_tokens_total.map(Number::from);
+    at(
+        &[Key::Name("run"), Key::Name("max_tokens_total")],
+        tokens,
+        TOKENS,
+    );
+    for (name, model) in &config.models {
+        model_problems(&mut found, name, model);
+    }
+    found
+}
+
+/// The numbers of `[models.<name>]`.
+fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelConfig) {
+    let path = |keys: &[&'static str]| {
+        let mut path = vec![Key::Name("models"), Key::Name(name)];
+        path.extend(keys.iter().map(|k| Key::Name(k)));
+        path
+    };
+    let o = &m.options;
+    let checks: [(&[&str], Option<Number>, Bounds); 10] = [
+        (
+            &["max_response_bytes"],
+            m.max_response_bytes.map(Number::from),
+            RESPONSE_BYTES,
+        ),
+        (
+            &["concurrency"],
+            m.concurrency.map(Number::from),
+            CONCURRENCY,
+        ),
+        (
+            &["requests_per_minute"],
+            m.requests_per_minute.map(Number::from),
+            REQUESTS_PER_MINUTE,
+        ),
+        (&["timeout_secs"], m.timeout_secs.map(Number::from), TIMEOUT),
+        (
+            &["max_retries"],
+            m.max_retries.map(Number::from),
+            MAX_RETRIES,
+        ),
+        (&["max_n"], m.max_n.map(Number::from), MAX_N),
+        (
+            &["options", "temperature"],
+            o.temperature.map(Number::from),
+            TEMPERATURE,
+        ),
+        (&["options", "top_p"], o.top_p.map(Number::from), TOP_P),
+        (
+            &["options", "max_tokens"],
+            o.max_tokens.map(Number::from),
+            SOME_TOKENS,
+        ),
+        (
+            &["options", "num_ctx"],
+            o.num_ctx.map(Number::from),
+            SOME_TOKENS,
+        ),
+    ];
+    for (keys, value, bounds) in checks {
+        check(found, path(keys), value, bounds);
+    }
+    let Some(s) = &m.server else { return };
+    let checks: [(&str, Option<Number>, Bounds); 5] = [
+        ("ctx_size", s.ctx_size.map(Number::from), SOME_TOKENS),
+        ("threads", s.threads.map(Number::from), SERVER_COUNT),
+        ("parallel", s.parallel.map(Number::from), SERVER_COUNT),
+        (
+            "gpu_memory_utilization",
+            s.gpu_memory_utilization.map(Number::from),
+            FRACTION,
+        ),
+        (
+            "ready_timeout_secs",
+            s.ready_timeout_secs.map(Number::from),
+            TIMEOUT,
+        ),
+    ];
+    for (key, value, bounds) in checks {
+        check(found, path(&["server", key]), value, bounds);
     }
 }
 
-/// `max_tokens_total`: 1 or more.
-pub(super) fn tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let v = Option::<u64>::deserialize(d)?;
-    match v {
-        Some(0) => Err(D::Error::custom(
-            "max_tokens_total = 0: a budget of no tokens runs nothing",
-        )),
-        _ => Ok(v),
-    }
-}
-
-/// `max_response_bytes`: 1 KiB to 4 GiB. Below, no answer fits; above, a
-/// body would not fit in memory before it is refused.
-pub(super) fn response_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let v = Option::<u64>::deserialize(d)?;
-    match v {
-        Some(n) if !(1 << 10..=4 << 30).contains(&n) => Err(D::Error::custom(format!(
-            "max_response_bytes = {n}: must be from 1024 (1 KiB) to 4294967296 (4 GiB)"
-        ))),
-        _ => Ok(v),
+/// Adds the problem of the number at `path`, if it has one.
+fn check<'a>(
+    found: &mut Vec<Problem<'a>>,
+    path: Vec<Key<'a>>,
+    value: Option<Number>,
+    bounds: Bounds,
+) {
+    let key = match path.last() {
+        Some(Key::Name(key)) => *key,
+        _ => "value",
+    };
+    if let Some(problem) = value.and_then(|v| bounds.problem(key, v)) {
+        found.push((path, problem));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::Config;
+
+    /// A model table with `line` as its last line (line 3), and where the value starts.
+    fn model(line: &str) -> (String, String) {
+        let text = format!("[models.m]\nprovider = \"openai\"\n{line}\n");
+        let column = line.find('=').map_or(1, |i| i + 3);
+        (text, format!(":3:{column}"))
+    }
+
+    #[test]
+    fn every_number_of_a_model_is_checked_and_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        // Each key with values on both sides of its range, and bad floats.
+        let bad = [
+            "concurrency = 0",
+            "concurrency = 1025",
+            "requests_per_minute = 0",
+            "requests_per_minute = 1000001",
+            "timeout_secs = 0",
+            "timeout_secs = -5",
+            "timeout_secs = 1e300",
+            "timeout_secs = 86401",
+            "timeout_secs = inf",
+            "timeout_secs = nan",
+            "timeout_secs = -inf",
+            "timeout_secs = 1e999",
+            "max_retries = 101",
+            "max_n = 0",
+            "max_n = 129",
+            "options = { temperature = -0.5 }",
+            "options = { temperature = 2.5 }",
+            "options = { top_p = 0 }",
+            "options = { top_p = 1.5 }",
+            "options = { max_tokens = 0 }",
+            "options = { num_ctx = 0 }",
+            "options = { extra_body = { x = nan } }",
+            "server = { ctx_size = 0 }",
+            "server = { threads = 0 }",
+            "server = { parallel = 2000 }",
+            "server = { gpu_memory_utilization = 0 }",
+            "server = { gpu_memory_utilization = 1.5 }",
+            "server = { ready_timeout_secs = 0 }",
+            "server = { ready_timeout_secs = inf }",
+            // Integers past their type are the TOML reader's error, located alike.
+            "max_n = 5000000000",
+            "concurrency = -1",
+            "max_retries = 99999999999999999999",
+        ];
+        for line in bad {
+            let (text, _) = model(line);
+            std::fs::write(&path, &text).unwrap();
+            let e = Config::load(&path, true).expect_err(line);
+            assert_eq!(e.location.line, 3, "{line}: {e}");
+            let value = line
+                .rsplit('=')
+                .next()
+                .unwrap()
+                .trim()
+                .trim_end_matches(['}', ' ']);
+            assert_eq!(
+                e.location.column,
+                line.rfind(value).unwrap() + 1,
+                "{line}: {e}"
+            );
+        }
+        let good = [
+            "concurrency = 1024",
+            "requests_per_minute = 1",
+            "timeout_secs = 0.5",
+            "timeout_secs = 86400",
+            "max_retries = 0",
+            "max_n = 128",
+            "options = { temperature = 2, top_p = 1, max_tokens = 1, num_ctx = 1 }",
+            "server = { gpu_memory_utilization = 1.0, ready_timeout_secs = 1 }",
+        ];
+        for line in good {
+            let (text, _) = model(line);
+            std::fs::write(&path, &text).unwrap();
+            if let Err(e) = Config::load(&path, true) {
+                panic!("{line}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_message_names_the_key_the_value_and_the_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        for (line, says) in [
+            (
+                "timeout_secs = -5",
+                "timeout_secs = -5 is out of range: timeout_secs takes a number above 0 and at most 86400",
+            ),
+            ("timeout_secs = inf", "inf is not a finite number"),
+            (
+                "requests_per_minute = 0",
+                "requests_per_minute takes a whole number from 1 to 1000000",
+            ),
+            ("max_n = 5000000000", "5000000000"),
+        ] {
+            let (text, at) = model(line);
+            std::fs::write(&path, &text).unwrap();
+            let e = Config::load(&path, true).unwrap_err().to_string();
+            assert!(e.contains(says), "{line}: {e}");
+            assert!(e.contains(&at), "{line} at {at}: {e}");
+        }
+    }
 
     #[test]
     fn max_response_bytes_reaches_the_model_and_out_of_range_is_located() {
@@ -60,7 +309,10 @@ mod tests {
         for bad in ["10", "8589934592"] {
             std::fs::write(&path, format!("{model}max_response_bytes = {bad}\n")).unwrap();
             let e = Config::load(&path, true).unwrap_err().to_string();
-            assert!(e.contains("3:22") && e.contains("from 1024 (1 KiB)"), "{e}");
+            assert!(
+                e.contains("3:22") && e.contains("max_response_bytes takes"),
+                "{e}"
+            );
         }
         std::fs::write(&path, format!("{model}max_response_bytes = 2048\n")).unwrap();
         let config = Config::load(&path, true).unwrap();

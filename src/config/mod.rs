@@ -70,13 +70,10 @@ pub struct RunDefaults {
     #[serde(default)]
     pub specs: Vec<String>,
     /// Instances per spec, 1 to 1,000,000 (overrides each spec's `runs`).
-    #[serde(default, deserialize_with = "in_range::runs")]
     pub runs: Option<u32>,
     /// The most a run may cost, in `currency`, 0 or more (`--max-cost` overrides).
-    #[serde(default, deserialize_with = "in_range::amount")]
     pub max_cost: Option<f64>,
     /// The most tokens a run may use, 1 or more (`--max-tokens-total` overrides).
-    #[serde(default, deserialize_with = "in_range::tokens")]
     pub max_tokens_total: Option<u64>,
 }
 
@@ -102,13 +99,13 @@ pub struct ModelConfig {
     pub base_url: Option<BaseUrl>,
     /// Environment variable holding the API key; the key itself never goes in a file.
     pub api_key_env: Option<String>,
-    /// Requests in flight (default 4).
+    /// Requests in flight (default 4; 1 to 1024).
     pub concurrency: Option<usize>,
-    /// Requests-per-minute ceiling.
+    /// Requests-per-minute ceiling (1 to 1,000,000).
     pub requests_per_minute: Option<u32>,
-    /// Per-request timeout in seconds (default 300).
+    /// Per-request timeout in seconds (default 300; above 0, at most 86,400).
     pub timeout_secs: Option<f64>,
-    /// Retries for retryable errors (default 4).
+    /// Retries for retryable errors (default 4; 0 to 100).
     pub max_retries: Option<u32>,
     /// Request defaults for this model.
     #[serde(default)]
@@ -116,7 +113,7 @@ pub struct ModelConfig {
     /// Stream responses (Ollama; default false).
     #[serde(default)]
     pub stream: bool,
-    /// Samples per request via OpenAI's `n` (default 1; llama-server allows up to its slot count).
+    /// Samples per request via OpenAI's `n` (default 1, at most 128; llama-server allows up to its slot count).
     pub max_n: Option<u32>,
     /// How the harness starts a `llamacpp` or `vllm` server.
     pub server: Option<ServerOptions>,
@@ -130,7 +127,7 @@ pub struct ModelConfig {
     /// `exec`: variables set to fixed values.
     pub env_set: Option<BTreeMap<String, String>>,
     /// The most bytes of one response body (default 64 MiB), 1 KiB to 4 GiB.
-    #[serde(default, deserialize_with = "in_range::response_bytes")]
+    #[serde(default)]
     pub max_response_bytes: Option<u64>,
 }
 
@@ -177,6 +174,8 @@ impl Config {
                 return Err(Diagnostic::io(path, format!("cannot read config: {e}")));
             }
         };
+        // `inf` and `nan` first: a key of the wrong type would name its type instead.
+        in_range::finite(path, &text)?;
         let mut config: Config = toml::from_str(&text).map_err(|e| {
             let loc = e.span().map_or_else(
                 || Location::file_start(path),
@@ -185,6 +184,7 @@ impl Config {
             Diagnostic::new(ErrorKind::Toml, loc, e.message().trim_end().to_owned())
                 .with_source(&text)
         })?;
+        in_range::in_range(path, &text, &config)?;
         config.path = Some(path.to_path_buf());
         // Every key the configuration names is a secret from now on, used or not.
         for var in config
@@ -372,10 +372,14 @@ mod tests {
     fn run_numbers_out_of_range_are_located() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
-            ("[run]\nruns = 0\n", "2:8", "from 1 to 1,000,000"),
-            ("[run]\nruns = 2000000\n", "2:8", "from 1 to 1,000,000"),
-            ("[run]\nmax_cost = -1.0\n", "2:12", "not an amount"),
-            ("[run]\nmax_tokens_total = 0\n", "2:20", "no tokens"),
+            ("[run]\nruns = 0\n", "2:8", "from 1 to 1000000"),
+            ("[run]\nruns = 2000000\n", "2:8", "from 1 to 1000000"),
+            (
+                "[run]\nmax_cost = -1.0\n",
+                "2:12",
+                "finite number of 0 or more",
+            ),
+            ("[run]\nmax_tokens_total = 0\n", "2:20", "of 1 or more"),
         ];
         for (text, at, says) in cases {
             let path = dir.path().join("harness.toml");

@@ -44,6 +44,8 @@ enum Node {
     Table(Vec<(String, Range<usize>, Spanned<Node>)>),
     Array(Vec<Spanned<Node>>),
     Scalar,
+    /// A float TOML reads as infinite or NaN (`inf`, `nan`, `1e999`).
+    NonFinite,
 }
 
 fn outline(value: &DeValue<'_>) -> Node {
@@ -54,6 +56,7 @@ fn outline(value: &DeValue<'_>) -> Node {
                 .map(|v| Spanned::new(v.span(), outline(v.get_ref())))
                 .collect(),
         ),
+        DeValue::Float(f) if !super::range::finite_float_text(f.as_str()) => Node::NonFinite,
         _ => Node::Scalar,
     }
 }
@@ -267,6 +270,30 @@ impl SourceMap {
         })
     }
 
+    /// Where the document holds a float that is infinite or NaN once read,
+    /// in source order: no key takes one, and inside free-form values
+    /// (`data`, `extra_body`) it would silently become `null`.
+    pub fn non_finite_floats(&self) -> Vec<(Location, String)> {
+        let mut found = Vec::new();
+        let mut stack = vec![&self.root];
+        while let Some(node) = stack.pop() {
+            match node.get_ref() {
+                Node::Table(entries) => stack.extend(entries.iter().rev().map(|(_, _, v)| v)),
+                Node::Array(items) => stack.extend(items.iter().rev()),
+                Node::NonFinite => found.push(node.span()),
+                Node::Scalar => {}
+            }
+        }
+        found.sort_by_key(|span| span.start);
+        found
+            .into_iter()
+            .map(|span| {
+                let text = self.source.get(span.clone()).unwrap_or_default().to_owned();
+                (self.location_at(span.start), text)
+            })
+            .collect()
+    }
+
     fn node(&self, path: &[Key]) -> Option<&Spanned<Node>> {
         let mut current = &self.root;
         for key in path {
@@ -305,6 +332,27 @@ mod tests {
         // Template line 2, column 3 is `{` after the escaped quote and `c`.
         let loc = map.locate_in_string(key_path!["user"], 2, 3);
         assert_eq!((loc.line, loc.column), (1, 16), "{src}");
+    }
+
+    #[test]
+    fn finds_every_float_that_reads_as_infinite_or_nan() {
+        let src = "a = 1.5\nb = inf\n[data]\nx = [1.0, nan, 1e999]\ny = { z = -inf, w = 2 }\n";
+        let map = SourceMap::parse(Path::new("s.toml"), src).unwrap();
+        let found: Vec<(usize, usize, String)> = map
+            .non_finite_floats()
+            .into_iter()
+            .map(|(at, text)| (at.line, at.column, text))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (2, 5, "inf"),
+                (4, 11, "nan"),
+                (4, 16, "1e999"),
+                (5, 11, "-inf")
+            ]
+            .map(|(l, c, t)| (l, c, t.to_owned()))
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod dataset;
 mod extract;
 pub(crate) mod locate;
 pub(crate) use locate::key_path;
+pub(crate) mod range;
 mod rule;
 mod schema;
 mod spec_file;

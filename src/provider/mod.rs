@@ -20,6 +20,7 @@ mod ollama;
 mod openai;
 pub(crate) mod price;
 pub(crate) mod replay;
+mod retry_after;
 mod server_options;
 mod tool_wire;
 
@@ -40,6 +41,7 @@ pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use replay::ReplayProvider;
+pub(crate) use retry_after::parse_retry_after;
 
 /// The shape of answer a request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -293,23 +295,6 @@ impl ProviderError {
     }
 }
 
-/// Reads `Retry-After` in both of RFC 9110's forms: delta-seconds, or an
-/// HTTP date (IMF-fixdate, RFC 850 or asctime), which becomes the time left
-/// until it (zero when it has passed).
-pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    retry_after_at(value.trim(), std::time::SystemTime::now())
-}
-
-/// `Retry-After` as seen at `now`.
-fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 /// Maps a reqwest error onto our classification.
 pub(crate) fn classify(err: &reqwest::Error, timeout: Duration) -> ProviderError {
     if err.is_timeout() {
@@ -345,7 +330,8 @@ pub(crate) enum Provider {
 }
 
 /// Removes every configured API key from what a server sent back (an error
-/// body that echoes the key, an answer that repeats it) before anything keeps it.
+/// body that echoes the key, an answer that repeats it), and the credentials
+/// of any URL an error quotes (an answer's URLs are scored as written).
 fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completion>, ProviderError> {
     let clean = |text: &mut String| {
         if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(text) {
@@ -370,7 +356,11 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
                 | ProviderError::Config(t)
                 | ProviderError::Program(t)
                 | ProviderError::ImageChanged(t)
-                | ProviderError::Status { body: t, .. } => clean(t),
+                | ProviderError::Status { body: t, .. } => {
+                    // Errors quote the URL they were sent to (reqwest's do), query keys and all.
+                    *t = crate::secrets::redact_urls(t).into_owned();
+                    clean(t);
+                }
                 ProviderError::Timeout(_)
                 | ProviderError::NotStarted
                 | ProviderError::TooLarge { .. } => {}
@@ -445,29 +435,6 @@ impl Provider {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_takes_seconds_and_http_dates() {
-        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
-        assert_eq!(retry_after_at("3", now), Some(Duration::from_secs(3)));
-        assert_eq!(retry_after_at("-1", now), None);
-        for date in [
-            "Sun, 06 Nov 1994 08:49:47 GMT",
-            "Sunday, 06-Nov-94 08:49:47 GMT",
-            "Sun Nov  6 08:49:47 1994",
-        ] {
-            assert_eq!(
-                retry_after_at(date, now),
-                Some(Duration::from_secs(10)),
-                "{date}"
-            );
-        }
-        assert_eq!(
-            retry_after_at("Sun, 06 Nov 1994 08:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(retry_after_at("soon", now), None);
-    }
 
     #[test]
     fn extra_body_fields_reach_the_wire() {

@@ -141,6 +141,33 @@ fn is_default_max_response_bytes(bytes: &u64) -> bool {
 /// Default requests in flight per endpoint.
 pub(crate) const DEFAULT_CONCURRENCY: usize = 4;
 
+/// The URL of `path` under `base`: the path goes before the query of a
+/// base URL that has one (`.../v1?api-key=K` → `.../v1/chat/completions?api-key=K`).
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    let (head, query) = base.split_at(base.find('?').unwrap_or(base.len()));
+    format!("{}{path}{query}", head.trim_end_matches('/'))
+}
+
+/// The longest any timeout of a model may be (a request, a program's call,
+/// a server's start): a day. `harness.toml` refuses more.
+pub(crate) const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// The shortest: a millisecond, below which no request could finish.
+const MIN_TIMEOUT_SECS: f64 = 0.001;
+
+/// `secs` as a timeout. The configuration refuses what is not a number of
+/// seconds within range; a hand-edited `plan.json` is not checked, so what
+/// lies outside is clamped into it (NaN: the longest) rather than panicking
+/// in `Duration::from_secs_f64`.
+pub(crate) fn timeout(secs: f64) -> std::time::Duration {
+    let secs = if secs.is_nan() {
+        MAX_TIMEOUT_SECS
+    } else {
+        secs.clamp(MIN_TIMEOUT_SECS, MAX_TIMEOUT_SECS)
+    };
+    std::time::Duration::from_secs_f64(secs)
+}
+
 impl ModelSetup {
     /// A spec with defaults for `provider` and `model`.
     pub fn new(provider: ProviderKind, model: &str) -> ModelSetup {
@@ -219,6 +246,37 @@ impl ModelSetup {
         } else {
             self.pool.clone()
         }
+    }
+
+    /// This setup as a file may keep it (`plan.json`): the credentials of
+    /// its URLs (`user:pass@`, `?api-key=`) redacted. A URL without any
+    /// stays as it is.
+    pub(crate) fn with_urls_redacted(&self) -> ModelSetup {
+        let redact = |u: &String| crate::secrets::redact_url(u).into_owned();
+        let mut shown = self.clone();
+        shown.base_url = self.base_url.as_ref().map(redact);
+        shown.pool = self.pool.iter().map(redact).collect();
+        shown
+    }
+
+    /// Whether a URL of this setup had credentials that were redacted: a
+    /// resume must take them from `harness.toml` again.
+    pub(crate) fn lost_credentials(&self) -> bool {
+        self.endpoints()
+            .iter()
+            .any(|u| u.contains(crate::secrets::REDACTED))
+    }
+
+    /// Takes the URLs of `configured` (the same model, read from
+    /// `harness.toml` again) when they are this setup's with their
+    /// credentials back; false when they are other URLs.
+    pub(crate) fn restore_urls(&mut self, configured: &ModelSetup) -> bool {
+        if configured.with_urls_redacted().endpoints() != self.endpoints() {
+            return false;
+        }
+        self.base_url = configured.base_url.clone();
+        self.pool = configured.pool.clone();
+        true
     }
 
     /// The name as a file-name-safe slug (`qwen3:8b` → `qwen3_8b`).
@@ -322,6 +380,67 @@ mod tests {
         assert!(ModelSetup::parse("gpt4").is_err());
         let unknown = ModelSetup::parse("foo:bar").unwrap_err().to_string();
         assert!(unknown.contains("unknown provider"), "{unknown}");
+    }
+
+    #[test]
+    fn urls_lose_their_credentials_in_files_and_get_them_back_from_the_config() {
+        let secret = "http://user:pass@127.0.0.1:9/v1?api-key=SECRETSECRET";
+        let m = ModelSetup::parse(&format!("openai:m@{secret},http://b:8000/v1")).unwrap();
+        let shown = m.with_urls_redacted();
+        let text = serde_json::to_string(&shown).unwrap();
+        assert!(
+            !text.contains("pass") && !text.contains("SECRETSECRET"),
+            "{text}"
+        );
+        assert_eq!(
+            shown.base_url.as_deref(),
+            Some("http://[redacted]@127.0.0.1:9/v1?api-key=[redacted]")
+        );
+        assert_eq!(shown.pool[1], "http://b:8000/v1");
+        assert!(shown.lost_credentials() && !m.lost_credentials());
+        let mut resumed = shown.clone();
+        let other = ModelSetup::parse("openai:m@http://u:p@other:9/v1,http://b:8000/v1").unwrap();
+        assert!(!resumed.restore_urls(&other));
+        assert!(resumed.restore_urls(&m));
+        assert_eq!(resumed, m);
+        let plain = ModelSetup::parse("openai:m@http://a:8000/v1").unwrap();
+        assert_eq!(plain.with_urls_redacted(), plain);
+    }
+
+    #[test]
+    fn paths_join_before_the_query() {
+        for (base, joined) in [
+            ("http://h/v1", "http://h/v1/chat/completions"),
+            ("http://h/v1/", "http://h/v1/chat/completions"),
+            (
+                "http://h/v1?api-key=K",
+                "http://h/v1/chat/completions?api-key=K",
+            ),
+            (
+                "http://h/v1/?a=1&b=2",
+                "http://h/v1/chat/completions?a=1&b=2",
+            ),
+        ] {
+            assert_eq!(join_url(base, "/chat/completions"), joined, "{base}");
+        }
+    }
+
+    #[test]
+    fn timeouts_out_of_range_are_clamped_never_a_panic() {
+        use std::time::Duration;
+        let day = Duration::from_secs(86_400);
+        for (secs, want) in [
+            (30.0, Duration::from_secs(30)),
+            (0.5, Duration::from_millis(500)),
+            (f64::INFINITY, day),
+            (1e300, day),
+            (f64::NAN, day),
+            (0.0, Duration::from_millis(1)),
+            (-5.0, Duration::from_millis(1)),
+            (f64::NEG_INFINITY, Duration::from_millis(1)),
+        ] {
+            assert_eq!(timeout(secs), want, "{secs}");
+        }
     }
 
     #[test]

@@ -114,9 +114,9 @@ impl OllamaClient {
             .unwrap_or_else(|| base_from_env(std::env::var("OLLAMA_HOST").ok()));
         OllamaClient {
             http,
-            endpoint: format!("{}/api/chat", base.trim_end_matches('/')),
+            endpoint: super::model_ref::join_url(&base, "/api/chat"),
             model: setup.model.clone(),
-            timeout: Duration::from_secs_f64(setup.timeout_secs),
+            timeout: super::model_ref::timeout(setup.timeout_secs),
             stream,
             max_response_bytes: setup.max_response_bytes,
         }

@@ -104,10 +104,10 @@ impl OpenAiClient {
         }
         Ok(OpenAiClient {
             http,
-            endpoint: format!("{}/chat/completions", base.trim_end_matches('/')),
+            endpoint: super::model_ref::join_url(&base, "/chat/completions"),
             model: setup.model.clone(),
             api_key,
-            timeout: Duration::from_secs_f64(setup.timeout_secs),
+            timeout: super::model_ref::timeout(setup.timeout_secs),
             max_response_bytes: setup.max_response_bytes,
         })
     }

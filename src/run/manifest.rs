@@ -148,9 +148,14 @@ pub(crate) fn read_manifest(run_dir: &Path) -> Result<Manifest, RunError> {
         .map_err(|e| RunError::Io(std::io::Error::other(format!("plan.json: {e}"))))
 }
 
-/// Writes a run's manifest atomically.
+/// Writes a run's manifest atomically, its models' URLs without their
+/// credentials (a resume takes them from `harness.toml` again).
 pub(crate) fn write_manifest(run_dir: &Path, manifest: &Manifest) -> Result<(), RunError> {
-    let text = serde_json::to_string_pretty(manifest).expect("manifests serialize");
+    let mut shown = manifest.clone();
+    for model in shown.models.iter_mut().chain(shown.judge.as_mut()) {
+        *model = model.with_urls_redacted();
+    }
+    let text = serde_json::to_string_pretty(&shown).expect("manifests serialize");
     // A resume rewrites the plan: a kill then must leave the old plan, not an empty one.
     crate::files::write_atomic(&run_dir.join("plan.json"), (text + "\n").as_bytes())?;
     Ok(())

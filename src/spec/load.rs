@@ -88,6 +88,15 @@ fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
     })?;
     let map =
         SourceMap::parse(file, &source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
+    // Like a syntax error: serde would read `nan` as a number (or in `data`, as null).
+    if let Some((at, value)) = map.non_finite_floats().into_iter().next() {
+        return Err(Diagnostic::new(
+            ErrorKind::Invalid,
+            at,
+            format!("{value} is not a finite number: no key of a spec takes one"),
+        )
+        .with_source(&source));
+    }
     let de =
         toml::Deserializer::parse(&source).map_err(|e| toml_diagnostic(file, &source, "", &e))?;
     let def: SpecFile = serde_path_to_error::deserialize(de).map_err(|e| {
@@ -222,7 +231,11 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
 /// The error for more instances than [`super::RUNS_CEILING`] without the
 /// spec's `allow_large_runs = true`: at `runs`, or at `[dataset]` when its rows decide.
 fn runs_ceiling(def: &SpecFile, runs: u32, map: &SourceMap) -> Option<Diagnostic> {
-    if runs <= super::RUNS_CEILING || def.allow_large_runs == Some(true) {
+    // Past the range of `runs` its own check says so.
+    let out_of_range = def
+        .runs
+        .is_some_and(|r| !crate::format::range::RUNS.holds(r.into()));
+    if runs <= super::RUNS_CEILING || def.allow_large_runs == Some(true) || out_of_range {
         return None;
     }
     let key = if def.runs.is_some() {

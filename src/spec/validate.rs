@@ -4,6 +4,7 @@
 use crate::format::SpecFile;
 use crate::format::key_path;
 use crate::format::locate::Key;
+use crate::format::range::{Bounds, Number, RUNS};
 use crate::scripting::max_operations_problem;
 
 const TEMPERATURE: &str = "temperature must be within 0..2";
@@ -18,10 +19,37 @@ fn bad_top_p(p: Option<f64>) -> bool {
     p.is_some_and(|p| !(p > 0.0 && p <= 1.0))
 }
 
+/// `golden.instances`: a subset of at most as many instances as a run may have.
+const GOLDEN_INSTANCES: Bounds = RUNS;
+/// `attempts`: asks of one answer that does not parse; each is a request.
+const ATTEMPTS: Bounds = Bounds::Count(1, 100);
+/// `[sampling] n`: samples per instance, each a record.
+pub(crate) const SAMPLES: Bounds = Bounds::Count(1, 1000);
+/// `num_ctx`: a context window of no tokens holds no prompt.
+const CONTEXT: Bounds = Bounds::Count(1, u32::MAX as u64);
+/// `[dataset] sample` and `limit`: 0 rows would make no instance.
+const ROWS: Bounds = Bounds::Count(1, u64::MAX);
+/// `[[example]] score`: a weighted mean of rule scores, each within 0..1.
+const SCORE: Bounds = Bounds::Within(0.0, 1.0);
+/// `[[example]] timeout_secs`: as a `code` rule's own `timeout_secs`.
+const EXAMPLE_TIMEOUT: Bounds = Bounds::Above(0.0, 3600.0);
+
 type Check = (bool, Vec<Key<'static>>, String);
 
 fn check(bad: bool, path: &[Key<'static>], message: &str) -> Check {
     (bad, path.to_vec(), message.to_owned())
+}
+
+/// The check of a number against `bounds`, named by the last key of `path`.
+fn bounded(path: &[Key<'static>], value: Option<impl Into<Number>>, bounds: Bounds) -> Check {
+    let key = match path.last() {
+        Some(Key::Name(key)) => key,
+        _ => "value",
+    };
+    match value.and_then(|v| bounds.problem(key, v)) {
+        Some(problem) => (true, path.to_vec(), problem),
+        None => (false, Vec::new(), String::new()),
+    }
 }
 
 /// The checks of a table that sets `temperature`, `top_p` and `max_tokens`.
@@ -54,10 +82,21 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         key_path!["runs"],
         "runs must be at least 1",
     )];
+    checks.push(bounded(
+        key_path!["runs"],
+        def.runs.filter(|r| *r > 0),
+        RUNS,
+    ));
+    let golden = def.golden.as_ref().and_then(|g| g.instances);
     checks.push(check(
-        def.golden.as_ref().and_then(|g| g.instances) == Some(0),
+        golden == Some(0),
         key_path!["golden", "instances"],
         "golden instances must be at least 1",
+    ));
+    checks.push(bounded(
+        key_path!["golden", "instances"],
+        golden.filter(|n| *n > 0),
+        GOLDEN_INSTANCES,
     ));
     checks.extend(sampling_checks(
         "request",
@@ -71,6 +110,11 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
             s.n == Some(0),
             key_path!["sampling", "n"],
             "n must be at least 1",
+        ));
+        checks.push(bounded(
+            key_path!["sampling", "n"],
+            s.n.filter(|n| *n > 0),
+            SAMPLES,
         ));
         if let Some((i, &k)) = s.k.iter().enumerate().find(|(_, k)| **k == 0 || **k > n) {
             let message =
@@ -89,6 +133,25 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         key_path!["request", "attempts"],
         "attempts must be at least 1",
     ));
+    checks.push(bounded(
+        key_path!["request", "attempts"],
+        r.attempts.filter(|n| *n > 0),
+        ATTEMPTS,
+    ));
+    checks.push(bounded(key_path!["request", "num_ctx"], r.num_ctx, CONTEXT));
+    if let Some(d) = &def.dataset {
+        checks.push(bounded(key_path!["dataset", "sample"], d.sample, ROWS));
+        checks.push(bounded(key_path!["dataset", "limit"], d.limit, ROWS));
+    }
+    for (i, example) in def.examples.iter().enumerate() {
+        let path = |key| [Key::Name("example"), Key::Index(i), Key::Name(key)];
+        checks.push(bounded(&path("score"), example.score, SCORE));
+        checks.push(bounded(
+            &path("timeout_secs"),
+            example.timeout_secs,
+            EXAMPLE_TIMEOUT,
+        ));
+    }
     checks.push(check(
         def.prompt
             .max_image_bytes
@@ -109,4 +172,81 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         .filter(|(bad, _, _)| *bad)
         .map(|(_, path, message)| (path, message))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dotted paths of `value_errors` for a spec of `extra` lines.
+    fn errors(extra: &str) -> Vec<String> {
+        let text = format!("{extra}\n[prompt]\nuser = \"x\"\n");
+        let def: SpecFile = toml::from_str(&text).unwrap_or_else(|e| panic!("{extra}: {e}"));
+        value_errors(&def)
+            .into_iter()
+            .map(|(path, message)| {
+                let path: Vec<String> = path
+                    .iter()
+                    .map(|k| match k {
+                        Key::Name(n) => (*n).to_owned(),
+                        Key::Index(i) => i.to_string(),
+                    })
+                    .collect();
+                format!("{}: {message}", path.join("."))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_number_has_a_range_and_each_side_is_refused() {
+        // (lines, the path of the one error, or "" for none)
+        let cases = [
+            ("runs = 1", ""),
+            ("runs = 1000000", ""),
+            ("runs = 0", "runs"),
+            ("runs = 1000001", "runs"),
+            ("[golden]\ninstances = 0", "golden.instances"),
+            ("[golden]\ninstances = 2000000", "golden.instances"),
+            ("[request]\ntemperature = 2.5", "request.temperature"),
+            ("[request]\ntemperature = nan", "request.temperature"),
+            ("[request]\ntop_p = 0", "request.top_p"),
+            ("[request]\nmax_tokens = 0", "request.max_tokens"),
+            ("[request]\nattempts = 100", ""),
+            ("[request]\nattempts = 101", "request.attempts"),
+            ("[request]\nnum_ctx = 0", "request.num_ctx"),
+            ("[sampling]\nn = 1000", ""),
+            ("[sampling]\nn = 1001", "sampling.n"),
+            ("[sampling]\nn = 2\nk = [3]", "sampling.k.0"),
+            ("[sampling]\ntop_p = inf", "sampling.top_p"),
+            (
+                "[dataset]\npath = \"d.jsonl\"\nsample = 0",
+                "dataset.sample",
+            ),
+            ("[dataset]\npath = \"d.jsonl\"\nlimit = 0", "dataset.limit"),
+            ("[[example]]\npasses = true\nscore = 1", ""),
+            (
+                "[[example]]\npasses = true\nscore = -0.5",
+                "example.0.score",
+            ),
+            ("[[example]]\npasses = true\nscore = nan", "example.0.score"),
+            (
+                "[[example]]\npasses = true\ntimeout_secs = 0",
+                "example.0.timeout_secs",
+            ),
+            (
+                "[[example]]\npasses = true\ntimeout_secs = 3601",
+                "example.0.timeout_secs",
+            ),
+        ];
+        for (lines, path) in cases {
+            let found = errors(lines);
+            match path {
+                "" => assert!(found.is_empty(), "{lines}: {found:?}"),
+                path => assert!(
+                    found.len() == 1 && found[0].starts_with(&format!("{path}: ")),
+                    "{lines}: {found:?}"
+                ),
+            }
+        }
+    }
 }

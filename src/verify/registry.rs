@@ -7,6 +7,9 @@ use super::{BuildContext, RULES, Rule};
 use crate::error::{Diagnostic, ErrorKind, did_you_mean};
 use crate::extract::{ExtractError, Extractor};
 use crate::format::key_path;
+
+/// The largest rule `weight`.
+const MAX_WEIGHT: f64 = 1_000_000.0;
 use crate::format::locate::SourceMap;
 use crate::format::{ExtractDef, ExtractKind};
 
@@ -51,13 +54,14 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
             .map(String::as_str)
             .filter(|k| !kind.keys().contains(k)),
     );
+    // Above a million, a few weights add up to infinity and the score to NaN.
     if let Some(w) = common.weight
-        && !(w.is_finite() && w >= 0.0)
+        && !(w.is_finite() && (0.0..=MAX_WEIGHT).contains(&w))
     {
         errors.push(cx.error(
             ErrorKind::Invalid,
             "weight",
-            "weight must be a non-negative number",
+            format!("weight must be a non-negative number of at most {MAX_WEIGHT}"),
         ));
     }
     if kind.over_calls() && common.extract.is_some() {

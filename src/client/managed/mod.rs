@@ -180,11 +180,10 @@ impl ManagedServer {
                 .to_string_lossy(),
             setup.name
         );
-        let timeout = Duration::from_secs_f64(
+        let timeout = crate::provider::model_ref::timeout(
             options
                 .ready_timeout_secs
-                .unwrap_or(DEFAULT_READY_TIMEOUT_SECS)
-                .max(0.0),
+                .unwrap_or(DEFAULT_READY_TIMEOUT_SECS),
         );
         let spawn_error = |source| ManagedError::Spawn {
             binary: binary.display().to_string(),

@@ -229,7 +229,7 @@ impl ExecClient {
         ExecClient {
             name: name.to_owned(),
             options,
-            timeout: Duration::from_secs_f64(timeout_secs.max(0.001)),
+            timeout: super::model_ref::timeout(timeout_secs),
         }
     }
 

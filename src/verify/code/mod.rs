@@ -41,6 +41,9 @@ const REMOTE: &str = include_str!("remote.py");
 const NAMES: &str = include_str!("names.py");
 const SHARE: &str = include_str!("share.py");
 
+/// The largest `memory_mb`: a tebibyte.
+const MAX_MEMORY_MB: u64 = 1 << 20;
+
 /// How test results become a score.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Scoring {
@@ -128,11 +131,12 @@ impl RuleKind for CodeKeys {
             limits.wall = Duration::from_secs_f64(secs * 2.0 + 1.0);
         }
         if let Some(mb) = self.memory_mb {
-            if mb < 16 {
+            // Above a tebibyte, `mb << 20` would wrap around to a tiny limit.
+            if !(16..=MAX_MEMORY_MB).contains(&mb) {
                 return Err(cx.error(
                     ErrorKind::Invalid,
                     "memory_mb",
-                    "memory_mb must be at least 16",
+                    format!("memory_mb must be at least 16 and at most {MAX_MEMORY_MB} (1 TiB), not {mb}"),
                 ));
             }
             limits.memory_bytes = mb << 20;

@@ -18,6 +18,7 @@ pub(crate) mod rubric;
 use super::expected::{Expected, as_text};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
+use crate::format::range::{Bounds, Number};
 use super::kind::RuleKind;
 use rubric::Level;
 pub(crate) use combine::{JudgeSample, combine};
@@ -128,6 +129,17 @@ impl RuleKind for JudgeKeys {
         let samples = self.samples.unwrap_or(1);
         if !(1..=25).contains(&samples) {
             return Err(cx.error(ErrorKind::Invalid, "samples", "samples must be 1..=25"));
+        }
+        // The judge is asked as a model is: its numbers take a spec's ranges.
+        let numbers = [
+            ("temperature", self.temperature.map(Number::from), Bounds::Within(0.0, 2.0)),
+            ("max_tokens", self.max_tokens.map(Number::from), Bounds::Count(1, u64::from(u32::MAX))),
+            ("attempts", self.attempts.map(Number::from), Bounds::Count(1, 100)),
+        ];
+        for (key, value, bounds) in numbers {
+            if let Some(problem) = value.and_then(|v| bounds.problem(key, v)) {
+                return Err(cx.error(ErrorKind::Invalid, key, problem));
+            }
         }
         let reference = match (&self.expected, &self.value) {
             (None, None) => None,

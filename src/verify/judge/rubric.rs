@@ -9,6 +9,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Location;
 
+/// The largest level number, either way.
+pub(crate) const MAX_LEVEL: i64 = 1_000_000;
+
 /// One level of a rubric.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +36,10 @@ pub enum RubricError {
     /// A level with an empty name.
     #[error("level {0} has no name")]
     Unnamed(i64),
+    /// A level number past [`MAX_LEVEL`] either way: the median of two
+    /// samples adds levels, and floats tell big ones apart no more.
+    #[error("level {0} is out of range: a level is a whole number from -{MAX_LEVEL} to {MAX_LEVEL}")]
+    OutOfRange(i64),
     /// The rubric file could not be read.
     #[error("cannot read rubric file {}: {source}", path.display())]
     Read {
@@ -77,6 +84,9 @@ impl Rubric {
     pub fn new(mut levels: Vec<Level>) -> Result<Rubric, RubricError> {
         if levels.len() < 2 {
             return Err(RubricError::TooFewLevels(levels.len()));
+        }
+        if let Some(l) = levels.iter().find(|l| l.level.unsigned_abs() > MAX_LEVEL as u64) {
+            return Err(RubricError::OutOfRange(l.level));
         }
         levels.sort_by_key(|l| std::cmp::Reverse(l.level));
         if let Some(w) = levels.windows(2).find(|w| w[0].level == w[1].level) {
@@ -236,6 +246,19 @@ mod tests {
         ];
         let err = Rubric::new(twice).unwrap_err().to_string();
         assert!(err.contains("twice"), "{err}");
+        for (low, high, ok) in [
+            (-MAX_LEVEL, MAX_LEVEL, true),
+            (0, MAX_LEVEL + 1, false),
+            (-MAX_LEVEL - 1, 0, false),
+            (i64::MIN, i64::MAX, false),
+        ] {
+            let levels = [low, high].map(|level| Level {
+                level,
+                name: format!("L{level}"),
+                criteria: String::new(),
+            });
+            assert_eq!(Rubric::new(levels.to_vec()).is_ok(), ok, "{low}..{high}");
+        }
     }
 
     #[test]

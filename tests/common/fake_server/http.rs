@@ -163,7 +163,9 @@ async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8
     drop(guard);
     let model = request.body["model"].clone();
     let cut = matches!(reply, Reply::Truncated | Reply::Stall);
-    let body = match (request.path.as_str(), request.body["stream"] == json!(true)) {
+    // A base URL's query (`?api-key=...`) follows the path.
+    let route = request.path.split('?').next().unwrap_or_default();
+    let body = match (route, request.body["stream"] == json!(true)) {
         ("/v1/chat/completions", false) => {
             let n = request.body["n"].as_u64().unwrap_or(1);
             openai_body(&model, &content, &calls, request.index, n)
