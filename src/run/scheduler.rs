@@ -85,7 +85,7 @@ pub(super) async fn schedule(
     }
     drop(tx);
     let mut outcome = RunOutcome::default();
-    let interrupt = tokio::signal::ctrl_c();
+    let interrupt = crate::interrupt::wait();
     tokio::pin!(interrupt);
     let (died_tx, mut died_rx) = mpsc::channel::<ServerDeath>(models.len().max(1));
     let mut watchers = tokio::task::JoinSet::new();
