@@ -1,11 +1,10 @@
 //! Ctrl-C for the commands that ask models (`run`, `synth`).
 //!
-//! The first SIGINT asks the process to stop: [`requested`] turns true,
-//! [`wait`] resolves (the scheduler then cancels what is in flight and keeps
-//! what finished), and the hooks' `first` runs (cancelling tool scripts).
-//! The second ends the process at once with exit 130, after the hooks'
-//! `last` (killing what programs left running). A third, should that hang,
-//! ends it from the signal handler itself.
+//! The first SIGINT asks the process to stop: [`requested`] turns true and
+//! [`wait`] resolves (the scheduler then cancels what is in flight, tool
+//! scripts included, and keeps what finished). The second ends the process
+//! at once with exit 130, after `last_words` (killing what programs left
+//! running). A third, should that hang, ends it from the signal handler.
 //!
 //! The handler only counts and writes a byte to a pipe, which is all a
 //! signal handler may safely do; a thread of its own reads the pipe and
@@ -22,24 +21,16 @@ pub(crate) const EXIT_CODE: i32 = 130;
 
 /// SIGINTs received so far, counted by the handler.
 static COUNT: AtomicU32 = AtomicU32::new(0);
-/// Set by the thread once the first hook has run.
+/// Set by the thread on the first SIGINT.
 static STOP: AtomicBool = AtomicBool::new(false);
 /// The write end of the pipe the handler wakes the thread through.
 static PIPE: AtomicI32 = AtomicI32::new(-1);
 /// Wakes the tasks in [`wait`].
 static WAKE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
-/// What to do on the first and on the second SIGINT.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Hooks {
-    /// Runs once the stop is requested.
-    pub first: fn(),
-    /// Runs just before the process exits on the second SIGINT.
-    pub last: fn(),
-}
-
 /// Handles SIGINT as the module says, from now on.
-pub(crate) fn install(hooks: Hooks) -> std::io::Result<()> {
+/// `last_words` runs on the second SIGINT, just before the exit.
+pub(crate) fn install(last_words: fn()) -> std::io::Result<()> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills `fds` with two new descriptors or fails.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -51,7 +42,7 @@ pub(crate) fn install(hooks: Hooks) -> std::io::Result<()> {
     PIPE.store(fds[1], Ordering::SeqCst);
     std::thread::Builder::new()
         .name("interrupt".into())
-        .spawn(move || watch(std::fs::File::from(read), hooks))?;
+        .spawn(move || watch(std::fs::File::from(read), last_words))?;
     // SAFETY: a zeroed sigaction is a valid value to fill in; `on_sigint`
     // only makes async-signal-safe calls.
     unsafe {
@@ -79,17 +70,16 @@ extern "C" fn on_sigint(_: libc::c_int) {
 }
 
 /// The thread: the first byte is the first SIGINT, the second ends the process.
-fn watch(mut pipe: std::fs::File, hooks: Hooks) {
+fn watch(mut pipe: std::fs::File, last_words: fn()) {
     let mut byte = [0u8];
     let mut seen = 0;
     while let Ok(1) = pipe.read(&mut byte) {
         seen += 1;
         if seen == 1 {
-            (hooks.first)();
             STOP.store(true, Ordering::SeqCst);
             WAKE.notify_waiters();
         } else {
-            (hooks.last)();
+            last_words();
             // SAFETY: ends the process without running destructors, which
             // could wait for the work the user asked twice to abandon.
             unsafe { libc::_exit(EXIT_CODE) };

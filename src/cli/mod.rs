@@ -171,11 +171,7 @@ pub fn main() -> ExitCode {
         crate::secrets::register_env(name);
     }
     if matches!(cli.command, Command::Run(_) | Command::Synth(_)) {
-        let hooks = crate::interrupt::Hooks {
-            first: crate::scripting::cancel_all,
-            last: crate::sandbox::kill_all_trees,
-        };
-        if let Err(e) = crate::interrupt::install(hooks) {
+        if let Err(e) = crate::interrupt::install(crate::sandbox::kill_all_trees) {
             eprintln!("warning: Ctrl-C will end the process at once: {e}");
         }
     }

@@ -58,7 +58,7 @@ static CANCELLED: AtomicBool = AtomicBool::new(false);
 
 /// Ends every script run, those under way and those to come.
 pub(crate) fn cancel_all() {
-    CANCELLED.store(true, Ordering::Relaxed);
+    CANCELLED.store(true, Ordering::SeqCst);
 }
 
 const CANCELLED_TOKEN: &str = "cancelled";
@@ -67,7 +67,8 @@ const CANCELLED_TOKEN: &str = "cancelled";
 /// was called. Rhai reports a run's operations counted from 1, so a count
 /// that did not grow marks a new run.
 fn past_deadline(ops: u64) -> Option<Dynamic> {
-    if CANCELLED.load(Ordering::Relaxed) {
+    // Acquire: whatever the canceller did before is seen after the run ends.
+    if CANCELLED.load(Ordering::Acquire) {
         return Some(Dynamic::from(CANCELLED_TOKEN));
     }
     RUN.with(|run| {
