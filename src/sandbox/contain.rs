@@ -187,3 +187,44 @@ fn empty(dir: &Path) {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `pid` runs (a zombie counts as gone).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+    }
+
+    #[test]
+    fn a_tree_kills_what_left_its_session() {
+        let tree = Tree::new();
+        // Only root (or a delegated hierarchy) can make the cgroup.
+        if !tree.holds() {
+            return;
+        }
+        let mut command = Command::new("sh");
+        command.args(["-c", "setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $!"]);
+        tree.enter_on_spawn(&mut command);
+        let out = command.output().unwrap();
+        let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert!(
+            alive(pid),
+            "the detached child runs after its parent exited"
+        );
+        drop(tree);
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            !alive(pid),
+            "pid {pid} left its session and outlived its tree"
+        );
+        // The tree is free again, and empty.
+        let again = Tree::new();
+        assert!(again.holds());
+    }
+}
