@@ -77,6 +77,12 @@ impl Capped {
 /// process panicked, aborted or was killed by a signal, overran `wall`
 /// (the group is then killed), or left any process of its group running.
 pub fn capped(cmd: &mut Command, wall: Duration) -> Capped {
+    capped_with(cmd, wall, |_| ())
+}
+
+/// [`capped`], calling `meanwhile` with the harness's pid once it started
+/// (to signal it mid-run); a panic there kills the run's group first.
+pub fn capped_with(cmd: &mut Command, wall: Duration, meanwhile: impl FnOnce(i32)) -> Capped {
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -100,6 +106,12 @@ pub fn capped(cmd: &mut Command, wall: Duration) -> Capped {
     std::thread::spawn(move || {
         let _ = done.send(child.wait_with_output());
     });
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| meanwhile(group)))
+    {
+        // SAFETY: kill with a negative pid signals the group this test started.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        std::panic::resume_unwind(panic);
+    }
     let output = match waited.recv_timeout(wall) {
         Ok(output) => output.expect("waiting for the harness"),
         Err(_) => {

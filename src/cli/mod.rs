@@ -116,12 +116,64 @@ pub(crate) fn stdout_color() -> bool {
     std::io::stdout().is_terminal()
 }
 
+/// Takes every key out of the environment while the process has one thread
+/// and no child: the names that look like keys, and every `api_key_env` of
+/// the configuration `run` or `synth` reads. They stay in memory (the
+/// secrets module); no program the harness starts can read them, neither
+/// from its own environment nor from the harness's `/proc/<pid>/environ`.
+fn take_keys(cli: &Cli) {
+    let config = match &cli.command {
+        Command::Run(args) => Some(&args.asking.config),
+        Command::Synth(args) => Some(&args.asking.config),
+        _ => None,
+    };
+    // A configuration that does not load is reported by the command itself.
+    let named: Vec<String> = config
+        .and_then(|path| crate::config::Config::load(path, false).ok())
+        .map(|c| {
+            c.models
+                .values()
+                .filter_map(|m| m.api_key_env.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let wanted = |name: &str| crate::secrets::looks_secret(name) || named.iter().any(|n| n == name);
+    let (taken, blanked) = crate::environ::take(wanted);
+    for (name, value) in &taken {
+        crate::secrets::hold(name, value);
+    }
+    if let Err(e) = blanked {
+        eprintln!(
+            "warning: the keys are out of the environment, but /proc/{}/environ may still show them: {e}",
+            std::process::id()
+        );
+    }
+    if let Err(e) = crate::environ::forbid_dumps() {
+        eprintln!("warning: cannot make the process non-dumpable: {e}");
+    }
+}
+
+/// Shuts `runtime` down once its command is done. After Ctrl-C, work may be
+/// left on blocking threads that nobody waits for (a sandboxed program, up to
+/// its time limit): the process exits without waiting for it either.
+fn leave(runtime: tokio::runtime::Runtime) {
+    if crate::interrupt::requested() {
+        runtime.shutdown_background();
+    }
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    take_keys(&cli);
     // Keys the harness may send anywhere: none of them is ever written or printed.
-    for name in ["OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"] {
+    for name in crate::secrets::KNOWN_KEYS {
         crate::secrets::register_env(name);
+    }
+    if matches!(cli.command, Command::Run(_) | Command::Synth(_)) {
+        if let Err(e) = crate::interrupt::install(crate::sandbox::kill_all_trees) {
+            eprintln!("warning: Ctrl-C will end the process at once: {e}");
+        }
     }
     if cli.offline {
         crate::source::dataset::hf::set_offline(true);

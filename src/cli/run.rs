@@ -79,7 +79,9 @@ pub(super) fn run(args: &RunArgs, color: bool) -> Exit {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
-    either(runtime.block_on(run_async(args, color)))
+    let exit = either(runtime.block_on(run_async(args, color)));
+    super::leave(runtime);
+    exit
 }
 
 fn plan_new(

@@ -81,10 +81,12 @@ pub(super) fn run(args: &SynthArgs) -> Exit {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(crate::synth::run(&opts)) {
+    let exit = match runtime.block_on(crate::synth::run(&opts)) {
         Ok(report) => summarize(&report),
         Err(e) => fail(e.to_string()),
-    }
+    };
+    super::leave(runtime);
+    exit
 }
 
 fn summarize(r: &SynthReport) -> Exit {

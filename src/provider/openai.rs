@@ -90,9 +90,9 @@ impl OpenAiClient {
             .clone()
             .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
         // A server the harness started itself needs no key: never send one to it.
-        let api_key = std::env::var(&key_var)
-            .ok()
-            .filter(|k| !k.is_empty() && !setup.provider.is_managed());
+        // Through the secrets module: the CLI took the keys out of the environment.
+        let api_key =
+            crate::secrets::var(&key_var).filter(|k| !k.is_empty() && !setup.provider.is_managed());
         if let Some(key) = &api_key {
             crate::secrets::register(key);
         }

@@ -148,7 +148,7 @@ impl Parts<'_> {
         let server = tokio::select! {
             server = ManagedServer::start(model, log) => server?,
             // Dropping the start stops the half-started server.
-            _ = tokio::signal::ctrl_c() => {
+            _ = crate::interrupt::wait() => {
                 self.meter.stop_clock(&model.name);
                 return Ok(RunOutcome { interrupted: true, ..RunOutcome::default() });
             }

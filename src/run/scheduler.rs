@@ -85,7 +85,7 @@ pub(super) async fn schedule(
     }
     drop(tx);
     let mut outcome = RunOutcome::default();
-    let interrupt = tokio::signal::ctrl_c();
+    let interrupt = crate::interrupt::wait();
     tokio::pin!(interrupt);
     let (died_tx, mut died_rx) = mpsc::channel::<ServerDeath>(models.len().max(1));
     let mut watchers = tokio::task::JoinSet::new();
@@ -117,6 +117,8 @@ pub(super) async fn schedule(
                 stop.store(true, Ordering::SeqCst);
                 // Requests in flight are abandoned; finished ones still in the channel are kept.
                 workers.abort_all();
+                // Scripts stop at their next operation; workers journal nothing more.
+                crate::scripting::cancel_all();
             }
         }
     }
@@ -204,6 +206,11 @@ impl Worker {
                 self.cache.as_deref(),
             )
             .await;
+            // Finished after Ctrl-C, its answers may rest on tool scripts it
+            // cancelled: none is journaled, and `--resume` asks them again.
+            if crate::interrupt::requested() {
+                return;
+            }
             // A request that failed because the server died is not an answer:
             // leave it out of the journal, so `--resume` asks it again.
             if let Some(server) = &self.model.server

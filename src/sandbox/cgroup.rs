@@ -115,7 +115,7 @@ fn remove(dir: &Path) {
 }
 
 /// Removes `harness-<pid>` directories of harness processes that no longer run.
-fn remove_stale(parent: &Path) {
+pub(super) fn remove_stale(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
@@ -136,6 +136,16 @@ fn remove_stale(parent: &Path) {
             }
         }
         let _ = std::fs::remove_dir(entry.path());
+    }
+}
+
+/// This process's directory in the hierarchy of `controller`: v1's, or
+/// the unified (v2) hierarchy's for `""`.
+pub(super) fn mount_dir_of(mounts: &str, own: &str, controller: &str) -> Option<PathBuf> {
+    if controller.is_empty() {
+        v2_dir(mounts, own)
+    } else {
+        v1_dir(mounts, own, controller)
     }
 }
 

@@ -13,12 +13,17 @@
 //! ([`Sandbox::run_pair`]): the `code` rule runs a model's program beside a
 //! checker it cannot reach.
 //!
+//! Programs that run outside the sandbox (`exec` models, managed servers)
+//! get their process setup here too (`contain.rs`): the parent-death signal,
+//! and a cgroup per program that is emptied when its call ends.
+//!
 //! A leaf: it imports nothing from the rest of the crate. The `code` rule
 //! (in `verify`) decides what runs here and reads the outcome.
 
 mod capture;
 mod cgroup;
 mod child;
+mod contain;
 mod fs_policy;
 mod plan;
 pub(crate) mod python;
@@ -31,6 +36,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+pub(crate) use contain::{Tree, die_with_harness, kill_all as kill_all_trees};
 pub use plan::own_uids;
 pub(crate) use spawn::PATH;
 pub use spawn::Sandbox;

@@ -236,7 +236,7 @@ fn spawner(dirs: Vec<PathBuf>) -> std::io::Result<mpsc::Sender<Job>> {
     Ok(jobs)
 }
 
-fn open_write(path: &Path) -> std::io::Result<OwnedFd> {
+pub(super) fn open_write(path: &Path) -> std::io::Result<OwnedFd> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| std::io::Error::other("NUL in a cgroup path"))?;
     // SAFETY: open with a valid C string; a non-negative result is ours.

@@ -14,6 +14,7 @@ use rhai::packages::{
 };
 use rhai::{Dynamic, Engine, EvalAltResult, ParseError, Position};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub(crate) mod rng;
@@ -52,9 +53,24 @@ thread_local! {
     static RUN: Cell<(u64, Option<Instant>)> = const { Cell::new((0, None)) };
 }
 
-/// Ends a run that passed [`SCRIPT_DEADLINE`]. Rhai reports a run's operations
-/// counted from 1, so a count that did not grow marks a new run.
+/// Set when the process stops (Ctrl-C): every run ends at its next operation.
+static CANCELLED: AtomicBool = AtomicBool::new(false);
+
+/// Ends every script run, those under way and those to come.
+pub(crate) fn cancel_all() {
+    CANCELLED.store(true, Ordering::SeqCst);
+}
+
+const CANCELLED_TOKEN: &str = "cancelled";
+
+/// Ends a run that passed [`SCRIPT_DEADLINE`], or any run once [`cancel_all`]
+/// was called. Rhai reports a run's operations counted from 1, so a count
+/// that did not grow marks a new run.
 fn past_deadline(ops: u64) -> Option<Dynamic> {
+    // Acquire: whatever the canceller did before is seen after the run ends.
+    if CANCELLED.load(Ordering::Acquire) {
+        return Some(Dynamic::from(CANCELLED_TOKEN));
+    }
     RUN.with(|run| {
         let (last, start) = run.get();
         let start = match start {
@@ -161,6 +177,11 @@ impl From<Box<EvalAltResult>> for ScriptError {
             EvalAltResult::ErrorTooManyOperations(_) => format!(
                 "{OUT_OF_BUDGET} (an endless loop?); raise `max_operations` if the work is real"
             ),
+            EvalAltResult::ErrorTerminated(ref token, _)
+                if token.clone().into_string().as_deref() == Ok(CANCELLED_TOKEN) =>
+            {
+                "the script was cancelled: the run is stopping".into()
+            }
             EvalAltResult::ErrorTerminated(..) => format!(
                 "{PAST_DEADLINE} of {} s (a stalled or very slow script)",
                 SCRIPT_DEADLINE.as_secs()

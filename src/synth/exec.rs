@@ -182,7 +182,7 @@ pub(crate) async fn run_stage(
         });
     }
     drop(tx);
-    let interrupt = tokio::signal::ctrl_c();
+    let interrupt = crate::interrupt::wait();
     tokio::pin!(interrupt);
     loop {
         tokio::select! {

@@ -36,24 +36,6 @@ pub(crate) struct ServerProcess {
     stopped: bool,
 }
 
-/// Whether an environment variable looks like a credential. The server gets
-/// none of them (it reads local files and answers on loopback), except the
-/// names in `keep` (vLLM needs `HF_TOKEN` to download gated models).
-pub(crate) fn is_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    [
-        "_KEY",
-        "_TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-    ]
-    .iter()
-    .any(|s| upper.contains(s))
-        || upper == "TOKEN"
-}
-
 impl ServerProcess {
     /// Starts `program args` with output appended to `log_path`, after a
     /// `[harness]` header line naming the command and, once started, the pid.
@@ -81,26 +63,22 @@ impl ServerProcess {
             .stdout(stdout)
             .stderr(stderr)
             .process_group(0);
+        // The CLI took the keys out of the environment at start; any set
+        // since (or by a library caller) is dropped here too. A server reads
+        // local files and answers on loopback: it needs none, except the
+        // names in `keep_env` (vLLM needs `HF_TOKEN` for gated models).
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy();
-            if is_secret(&name) && !keep_env.contains(&name.as_ref()) {
+            if crate::secrets::looks_secret(&name) {
                 command.env_remove(name.as_ref());
             }
         }
-        // SAFETY: prctl and getppid are async-signal-safe; nothing allocates here.
-        let parent = unsafe { libc::getpid() };
-        unsafe {
-            command.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The harness died between fork and prctl: the signal will never come.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
+        for name in keep_env {
+            if let Some(value) = crate::secrets::var(name) {
+                command.env(name, value);
+            }
         }
+        crate::sandbox::die_with_harness(&mut command);
         let (notify, _) = watch::channel(None);
         let state = Arc::new(ExitState {
             status: Mutex::new(None),
@@ -258,27 +236,6 @@ pub(crate) fn last_lines(path: &Path, offset: u64, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_are_recognized() {
-        for name in [
-            "OPENAI_API_KEY",
-            "HF_TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "DB_PASSWORD",
-        ] {
-            assert!(is_secret(name), "{name}");
-        }
-        for name in [
-            "PATH",
-            "HOME",
-            "CUDA_VISIBLE_DEVICES",
-            "LD_LIBRARY_PATH",
-            "TOKENIZERS_PARALLELISM",
-        ] {
-            assert!(!is_secret(name), "{name}");
-        }
-    }
 
     #[test]
     fn a_child_runs_in_its_own_group_and_stops_on_sigterm() {

@@ -1,13 +1,17 @@
 //! One run of an `exec` model's program: a cleaned environment, its own
-//! process group (so a timeout reaches whatever it forked), the request on
-//! stdin (a memory file written before the start, not a pipe: the harness
-//! dies of SIGPIPE on a closed pipe, and a program may exit unread), stdout read up to a limit and the tail of stderr kept for the
-//! error. The call ends when the program has exited and closed its output;
-//! at the timeout the whole group is killed before the child is reaped, so
-//! the group id cannot have been reused by then.
+//! process group and, where the machine allows, its own cgroup
+//! (`sandbox::Tree`), so that everything it started, `setsid` and double
+//! forks included, is killed when its call ends, however it ends; the
+//! request on stdin (a memory file written before the start, not a pipe:
+//! the harness dies of SIGPIPE on a closed pipe, and a program may exit
+//! unread), stdout read up to a limit and the tail of stderr kept for the
+//! error. The call ends when the program has exited and closed its output.
+//! The group is killed after the leader is reaped too: its id cannot name
+//! another group while a member lives.
 
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
+use std::sync::Once;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -22,7 +26,8 @@ const MAX_STDOUT: usize = 16 << 20;
 pub(super) const STDERR_TAIL: usize = 2048;
 
 /// The environment a program gets: `PATH` (so it can find the programs it
-/// runs), the `env` names the harness has, then `env_set`.
+/// runs), the `env` names the harness has (keys taken out of its
+/// environment at start included), then `env_set`.
 pub(super) fn environment(
     options: &ExecOptions,
     var: impl Fn(&str) -> Option<String>,
@@ -48,31 +53,23 @@ pub(super) async fn run(
 ) -> Result<Vec<u8>, ProviderError> {
     let input = crate::sandbox::memory_file(stdin)
         .map_err(|e| ProviderError::Program(format!("writing the request for it: {e}")))?;
+    let tree = crate::sandbox::Tree::new();
+    if !tree.holds() {
+        warn_uncontained();
+    }
     let mut command = tokio::process::Command::new(&argv[0]);
     command
         .args(&argv[1..])
         .current_dir(&options.cwd)
         .env_clear()
-        .envs(environment(options, |n| std::env::var(n).ok()))
+        .envs(environment(options, crate::secrets::var))
         .stdin(Stdio::from(input))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let std_command = command.as_std_mut().process_group(0);
-    // SAFETY: prctl and getppid are async-signal-safe; nothing allocates here.
-    let parent = unsafe { libc::getpid() };
-    unsafe {
-        std_command.pre_exec(move || {
-            // A harness killed outright takes the program along.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
+    crate::sandbox::die_with_harness(std_command);
+    tree.enter_on_spawn(std_command);
     let mut child = command.spawn().map_err(|e| {
         ProviderError::Program(format!(
             "cannot start `{}` in {}: {e}",
@@ -80,26 +77,15 @@ pub(super) async fn run(
             options.cwd.display()
         ))
     })?;
-    let mut group = Group(Some(
-        child.id().expect("a child not yet reaped has a pid") as i32
-    ));
-    let (output, errors) = (
-        child.stdout.take().expect("piped"),
-        child.stderr.take().expect("piped"),
-    );
-    let talk = async {
-        let (out, err) = tokio::join!(read_capped(output), read_tail(errors));
-        let status = child.wait().await;
-        group.0 = None;
-        (out, err, status)
-    };
-    let (out, err, status) = match tokio::time::timeout(timeout, talk).await {
-        Ok(done) => done,
-        Err(_) => {
-            group.kill();
-            let _ = child.wait().await;
-            return Err(ProviderError::Timeout(timeout));
-        }
+    let group = Group(child.id().expect("a child not yet reaped has a pid") as i32);
+    let talked = tokio::time::timeout(timeout, talk(&mut child)).await;
+    // Whatever the program left running, in its group or its tree, dies
+    // with the call: a background child after a successful exit included.
+    drop(group);
+    tree.kill();
+    let Ok((out, err, status)) = talked else {
+        let _ = child.kill().await;
+        return Err(ProviderError::Timeout(timeout));
     };
     let status = status.map_err(|e| ProviderError::Program(format!("waiting for it: {e}")))?;
     let stdout = out.map_err(|e| ProviderError::Program(format!("reading its stdout: {e}")))?;
@@ -118,23 +104,44 @@ pub(super) async fn run(
     })
 }
 
-/// The program's process group until its leader is reaped: killed when the
-/// call ends before that (a timeout, a run interrupted mid-call). While the
-/// leader is not reaped its id cannot name another group.
-struct Group(Option<i32>);
-
-impl Group {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // SAFETY: killpg only sends a signal, to a group this call started.
-            unsafe { libc::killpg(pgid, libc::SIGKILL) };
-        }
-    }
+/// Reads the program's output to its end, and reaps it.
+async fn talk(child: &mut tokio::process::Child) -> Talked {
+    let (output, errors) = (
+        child.stdout.take().expect("piped"),
+        child.stderr.take().expect("piped"),
+    );
+    let (out, err) = tokio::join!(read_capped(output), read_tail(errors));
+    let status = child.wait().await;
+    (out, err, status)
 }
+
+/// Stdout (`None` past the cap), stderr's tail, and how the program ended.
+type Talked = (
+    std::io::Result<Option<Vec<u8>>>,
+    Vec<u8>,
+    std::io::Result<std::process::ExitStatus>,
+);
+
+/// Says once per process that programs' trees are only process groups here.
+fn warn_uncontained() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        eprintln!(
+            "warning: no cgroup can be made here (not root, or no writable cgroup hierarchy): \
+             an exec program that leaves its process group (setsid) can outlive its call"
+        );
+    });
+}
+
+/// The program's process group, killed when the call ends, however it
+/// ends. While a member lives the id cannot name another group; once all
+/// are gone, only a wrap of the pid counter within the call could reuse it.
+struct Group(i32);
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.kill();
+        // SAFETY: killpg only sends a signal, to a group this call started.
+        unsafe { libc::killpg(self.0, libc::SIGKILL) };
     }
 }
 

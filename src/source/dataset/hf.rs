@@ -266,7 +266,7 @@ async fn fetch_split(split: &HubSplit, dir: &Path) -> Result<(), HubError> {
         builder = builder.no_proxy();
     }
     let client = builder.build().map_err(HubError::Client)?;
-    let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+    let token = crate::secrets::var("HF_TOKEN").filter(|t| !t.is_empty());
     if let Some(token) = &token {
         crate::secrets::register(token);
     }

@@ -35,15 +35,21 @@ pub(super) async fn serve(
 /// Serves requests on one keep-alive connection until either side closes.
 async fn connection(mut stream: TcpStream, state: Arc<State>) {
     let mut buf = Vec::new();
-    while let Some((path, body)) = read_request(&mut stream, &mut buf).await {
-        if !handle(&mut stream, &state, path, body).await {
+    while let Some((head, body)) = read_request(&mut stream, &mut buf).await {
+        if !handle(&mut stream, &state, head, body).await {
             return;
         }
     }
 }
 
+/// What a request's head says: its path and `Authorization` header.
+struct Head {
+    path: String,
+    authorization: Option<String>,
+}
+
 /// Reads one request (head + Content-Length body); None on close or nonsense.
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Head, Vec<u8>)> {
     let head_end = loop {
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break p + 4;
@@ -56,8 +62,12 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Stri
     let mut lines = head.split("\r\n");
     let path = lines.next()?.split(' ').nth(1)?.to_owned();
     let mut len = 0usize;
+    let mut authorization = None;
     for line in lines {
         let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        if name.eq_ignore_ascii_case("authorization") {
+            authorization = Some(value.trim().to_owned());
+        }
         if name.eq_ignore_ascii_case("content-length") {
             len = value.trim().parse().ok()?;
         }
@@ -75,7 +85,13 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Stri
     }
     let body = buf[head_end..head_end + len].to_vec();
     buf.drain(..head_end + len);
-    Some((path, body))
+    Some((
+        Head {
+            path,
+            authorization,
+        },
+        body,
+    ))
 }
 
 async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
@@ -90,7 +106,11 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
 }
 
 /// Answers one request; returns whether the connection stays open.
-async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8>) -> bool {
+async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>) -> bool {
+    let Head {
+        path,
+        authorization,
+    } = head;
     let Ok(body) = serde_json::from_slice::<Value>(&raw) else {
         return plain(stream, "400 Bad Request", b"body is not JSON").await;
     };
@@ -107,6 +127,7 @@ async fn handle(stream: &mut TcpStream, state: &State, path: String, raw: Vec<u8
             prompt,
             attempt,
             at,
+            authorization,
         });
         all[index].clone()
     };

@@ -49,6 +49,8 @@ pub struct Request {
     pub attempt: usize,
     /// When the request was fully read.
     pub at: Instant,
+    /// The `Authorization` header, when sent.
+    pub authorization: Option<String>,
 }
 
 /// What the server does with one request.
