@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub(crate) use bounded::{
-    FileKind, ReadError, human, open_regular, read_bounded, read_capped, read_text, take_capped,
+    FileKind, FileLimits, ReadError, human, open_regular, read_bounded, read_capped, read_text,
+    take_capped,
 };
 
 /// An append-only file of JSON lines, open for appending.

@@ -19,12 +19,15 @@ mod synth;
 mod transcript_view;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub(crate) use exit::Exit;
 
 use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+use crate::error::Diagnostic;
 
 /// Test and rank LLMs with test categories written as data.
 #[derive(Debug, Parser)]
@@ -53,6 +56,9 @@ enum Command {
         /// The golden directory.
         #[arg(long, default_value = "golden")]
         golden: PathBuf,
+        /// The configuration file: its `[limits]` table caps the files specs name.
+        #[arg(long, default_value = "harness.toml")]
+        config: PathBuf,
     },
     /// Print the instances a spec generates, for authoring.
     Show {
@@ -121,15 +127,10 @@ pub(crate) fn stdout_color() -> bool {
 /// the configuration `run` or `synth` reads. They stay in memory (the
 /// secrets module); no program the harness starts can read them, neither
 /// from its own environment nor from the harness's `/proc/<pid>/environ`.
-fn take_keys(cli: &Cli) {
-    let config = match &cli.command {
-        Command::Run(args) => Some(&args.asking.config),
-        Command::Synth(args) => Some(&args.asking.config),
-        _ => None,
-    };
-    // A configuration that does not load is reported by the command itself.
+fn take_keys(cli: &Cli, config: Option<&Config>) {
+    let asks = matches!(cli.command, Command::Run(_) | Command::Synth(_));
     let named: Vec<String> = config
-        .and_then(|path| crate::config::Config::load(path, false).ok())
+        .filter(|_| asks)
         .map(|c| {
             c.models
                 .values()
@@ -153,6 +154,45 @@ fn take_keys(cli: &Cli) {
     }
 }
 
+/// The configuration a command reads: `--config` of `run`, `synth` and
+/// `check`, else `./harness.toml` when there is one (as `report` and `merge`
+/// read its `[report] language`); none for the commands that read no file
+/// a spec or a run names.
+fn configuration(cli: &Cli) -> Option<Result<Config, Diagnostic>> {
+    let (path, required) = match &cli.command {
+        Command::Run(args) => return Some(args.asking.load_config()),
+        Command::Synth(args) => return Some(args.asking.load_config()),
+        Command::Check { config, .. } => (config.as_path(), config != Path::new("harness.toml")),
+        Command::Show { .. } | Command::Merge(_) | Command::Report(_) | Command::Review { .. } => {
+            (Path::new("harness.toml"), false)
+        }
+        Command::Schema | Command::New { .. } | Command::Completions { .. } => return None,
+    };
+    Some(Config::load(path, required))
+}
+
+/// Makes the configuration's `[limits]` the size caps of every file read
+/// from now on. `run`, `synth` and `check` stop at a configuration that does
+/// not load; the other commands say so and read under the default caps.
+fn install_file_limits(cli: &Cli, config: Option<&Result<Config, Diagnostic>>) {
+    match config {
+        Some(Ok(config)) => {
+            // The only install: no file under a settable cap has been read yet.
+            let _ = config.limits.file_limits().install();
+        }
+        Some(Err(d))
+            if !matches!(
+                cli.command,
+                Command::Run(_) | Command::Synth(_) | Command::Check { .. }
+            ) =>
+        {
+            let shown = crate::secrets::redact_urls(&d.to_string()).into_owned();
+            eprintln!("warning: {shown}; files are read under the default size caps");
+        }
+        _ => {}
+    }
+}
+
 /// Shuts `runtime` down once its command is done. After Ctrl-C, work may be
 /// left on blocking threads that nobody waits for (a sandboxed program, up to
 /// its time limit): the process exits without waiting for it either.
@@ -165,7 +205,9 @@ fn leave(runtime: tokio::runtime::Runtime) {
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    take_keys(&cli);
+    let config = configuration(&cli);
+    take_keys(&cli, config.as_ref().and_then(|c| c.as_ref().ok()));
+    install_file_limits(&cli, config.as_ref());
     // Keys the harness may send anywhere: none of them is ever written or printed.
     for name in crate::secrets::KNOWN_KEYS {
         crate::secrets::register_env(name);
@@ -188,7 +230,11 @@ pub fn main() -> ExitCode {
             paths,
             bless,
             golden,
-        } => check::run(&paths, bless, &golden, color),
+            config: _,
+        } => match &config {
+            Some(Err(d)) => exit::diagnostics([d], color),
+            _ => check::run(&paths, bless, &golden, color),
+        },
         Command::Show {
             spec,
             count,

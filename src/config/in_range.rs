@@ -43,6 +43,9 @@ const FRACTION: Bounds = Bounds::Above(0.0, 1.0);
 /// `max_response_bytes`: below 1 KiB no answer fits; above 4 GiB a body
 /// would not fit in memory before it is refused.
 const RESPONSE_BYTES: Bounds = Bounds::Count(1 << 10, 4 << 30);
+/// `[limits]`: a file cap. Below 1 KiB no spec or row fits; above 1 TiB
+/// the file would not fit in any machine's memory, where it is read whole.
+const FILE_BYTES: Bounds = Bounds::Count(1 << 10, 1 << 40);
 
 /// Fails at the first float of `text` (read from `path`) that is infinite
 /// or NaN; a file that does not parse is the TOML reader's to report.
@@ -75,8 +78,8 @@ pub(super) fn in_range(path: &Path, text: &str, config: &Config) -> Result<(), D
 /// One number found out of range: the path of its key and why.
 pub(super) type Problem<'a> = (Vec<Key<'a>>, String);
 
-/// Every number of `config` outside its range, `[run]` first, then the
-/// models in name order.
+/// Every number of `config` outside its range, `[run]` first, then
+/// `[limits]`, then the models in name order.
 pub(super) fn problems(config: &Config) -> Vec<Problem<'_>> {
     let mut found = Vec::new();
     let run = &config.run;
@@ -96,6 +99,15 @@ pub(super) fn problems(config: &Config) -> Vec<Problem<'_>> {
         tokens,
         TOKENS,
     );
+    for (kind, cap) in config.limits.entries() {
+        let key = kind.key().unwrap_or("value");
+        check(
+            &mut found,
+            vec![Key::Name("limits"), Key::Name(key)],
+            cap.map(Number::from),
+            FILE_BYTES,
+        );
+    }
     for (name, model) in &config.models {
         model_problems(&mut found, name, model);
     }
@@ -299,6 +311,68 @@ mod tests {
             assert!(e.contains(says), "{line}: {e}");
             assert!(e.contains(&at), "{line} at {at}: {e}");
         }
+    }
+
+    #[test]
+    fn run_numbers_out_of_range_are_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("[run]\nruns = 0\n", "2:8", "from 1 to 1000000"),
+            ("[run]\nruns = 2000000\n", "2:8", "from 1 to 1000000"),
+            (
+                "[run]\nmax_cost = -1.0\n",
+                "2:12",
+                "finite number of 0 or more",
+            ),
+            ("[run]\nmax_tokens_total = 0\n", "2:20", "of 1 or more"),
+        ];
+        for (text, at, says) in cases {
+            let path = dir.path().join("harness.toml");
+            std::fs::write(&path, text).unwrap();
+            let err = Config::load(&path, true).unwrap_err().to_string();
+            assert!(err.contains(at) && err.contains(says), "{text}: {err}");
+        }
+        std::fs::write(dir.path().join("harness.toml"), "[run]\nruns = 3\n").unwrap();
+        let ok = Config::load(&dir.path().join("harness.toml"), true).unwrap();
+        assert_eq!(ok.run.runs, Some(3));
+    }
+
+    #[test]
+    fn file_caps_are_in_range_and_located_and_reach_the_file_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        // (the [limits] line, its value's column, what the error says)
+        let bad = [
+            ("dataset_bytes = 0", 17, "dataset_bytes = 0 is out of range"),
+            (
+                "spec_bytes = 1023",
+                14,
+                "spec_bytes takes a whole number from 1024 to 1099511627776",
+            ),
+            (
+                "golden_bytes = 1099511627777",
+                16,
+                "from 1024 to 1099511627776",
+            ),
+            ("plan_bytes = -1", 14, "u64"),
+            ("script_bytes = inf", 16, "inf is not a finite number"),
+            ("document_bytes = 1.5e9", 18, "invalid type"),
+            ("config_bytes = 4096", 1, "unknown field `config_bytes`"),
+        ];
+        for (line, column, says) in bad {
+            std::fs::write(&path, format!("[run]\nruns = 1\n[limits]\n{line}\n")).unwrap();
+            let e = Config::load(&path, true).expect_err(line);
+            let at = (e.location.line, e.location.column);
+            assert_eq!(at, (4, column), "{line}: {e}");
+            assert!(e.to_string().contains(says), "{line}: {e}");
+        }
+        let text = "[limits]\ndataset_bytes = 4294967296\ntools_file_bytes = 1024\n";
+        std::fs::write(&path, text).unwrap();
+        let limits = Config::load(&path, true).unwrap().limits.file_limits();
+        use crate::files::FileKind;
+        assert_eq!(limits.cap(FileKind::Dataset), 4 << 30);
+        assert_eq!(limits.cap(FileKind::Tools), 1024);
+        assert_eq!(limits.cap(FileKind::Spec), FileKind::Spec.default_limit());
     }
 
     #[test]

@@ -52,8 +52,25 @@ const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
 impl FileKind {
-    /// The most bytes a file of this kind may hold.
-    pub(crate) const fn limit(self) -> u64 {
+    /// Every kind, in declaration order (the order of [`FileLimits`]).
+    pub(crate) const ALL: [FileKind; 13] = [
+        FileKind::Spec,
+        FileKind::Config,
+        FileKind::Prices,
+        FileKind::Rubric,
+        FileKind::Dataset,
+        FileKind::Tools,
+        FileKind::Script,
+        FileKind::Schema,
+        FileKind::Runner,
+        FileKind::Image,
+        FileKind::Golden,
+        FileKind::Manifest,
+        FileKind::Document,
+    ];
+
+    /// The most bytes a file of this kind may hold when nothing raises it.
+    pub(crate) const fn default_limit(self) -> u64 {
         match self {
             FileKind::Spec | FileKind::Config | FileKind::Tools => 16 * MIB,
             FileKind::Rubric | FileKind::Script | FileKind::Schema | FileKind::Runner => 4 * MIB,
@@ -62,6 +79,32 @@ impl FileKind {
             FileKind::Golden | FileKind::Document => 256 * MIB,
             // The spec's `max_image_bytes` ceiling; callers pass the spec's own.
             FileKind::Image => 100 * MIB,
+        }
+    }
+
+    /// The most bytes a file of this kind may hold in this process: its
+    /// default, or what `harness.toml`'s `[limits]` set.
+    pub(crate) fn limit(self) -> u64 {
+        FileLimits::current().cap(self)
+    }
+
+    /// The key of `[limits]` in `harness.toml` that sets this kind's cap.
+    /// `harness.toml` itself has none (it is read before its limits are
+    /// known); an image's cap is its spec's `max_image_bytes`.
+    pub(crate) const fn key(self) -> Option<&'static str> {
+        match self {
+            FileKind::Spec => Some("spec_bytes"),
+            FileKind::Prices => Some("prices_bytes"),
+            FileKind::Rubric => Some("rubric_bytes"),
+            FileKind::Dataset => Some("dataset_bytes"),
+            FileKind::Tools => Some("tools_file_bytes"),
+            FileKind::Script => Some("script_bytes"),
+            FileKind::Schema => Some("schema_bytes"),
+            FileKind::Runner => Some("runner_bytes"),
+            FileKind::Golden => Some("golden_bytes"),
+            FileKind::Manifest => Some("plan_bytes"),
+            FileKind::Document => Some("document_bytes"),
+            FileKind::Config | FileKind::Image => None,
         }
     }
 
@@ -83,6 +126,64 @@ impl FileKind {
             FileKind::Document => "documents",
         }
     }
+
+    /// How the cap of this kind is raised, as the end of a sentence.
+    fn raised_by(self) -> String {
+        match self.key() {
+            Some(key) => {
+                format!(" (raise it with `{key}` in the `[limits]` table of harness.toml)")
+            }
+            None => String::new(),
+        }
+    }
+}
+
+/// The size cap of every kind of file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileLimits([u64; FileKind::ALL.len()]);
+
+impl Default for FileLimits {
+    fn default() -> FileLimits {
+        FileLimits(FileKind::ALL.map(FileKind::default_limit))
+    }
+}
+
+/// The caps of this process, set once by the command line from
+/// `harness.toml` before the first file is read.
+///
+/// A process-wide value rather than one passed down: the bounded reader is
+/// called from a dozen modules on eight layers, at load time (specs, their
+/// datasets, tools, scripts, schemas, rubrics, runners), at run time (a
+/// replayed transcript, a schema read for a request, a hub download) and by
+/// commands that load no spec at all (`report`, `review`); a cap passed down
+/// each path would be one more argument on every one of them, and a path that
+/// forgot it would read the same file under another cap (the plan hash
+/// reads the spec files the loader read). The caps belong to the machine and
+/// the user, not to a spec, so one value per process is their true scope:
+/// written once, never changed, and unset (the defaults) in unit tests.
+static LIMITS: std::sync::OnceLock<FileLimits> = std::sync::OnceLock::new();
+
+impl FileLimits {
+    /// Sets the cap of `kind` to `bytes`.
+    pub(crate) fn set(&mut self, kind: FileKind, bytes: u64) {
+        self.0[kind as usize] = bytes;
+    }
+
+    /// The cap of `kind`.
+    pub(crate) fn cap(&self, kind: FileKind) -> u64 {
+        self.0[kind as usize]
+    }
+
+    /// Makes these the caps of every read from now on; only the first call
+    /// counts (a second one returns its caps back).
+    pub(crate) fn install(self) -> Result<(), FileLimits> {
+        LIMITS.set(self)
+    }
+
+    /// The caps in force: the installed ones, else the defaults.
+    pub(crate) fn current() -> FileLimits {
+        LIMITS.get().copied().unwrap_or_default()
+    }
 }
 
 /// Why a file was not read. Its text names what is wrong with the file,
@@ -96,7 +197,7 @@ pub(crate) enum ReadError {
     #[error("it is {0}, not a regular file")]
     NotRegular(&'static str),
     /// Over the cap.
-    #[error("it is {}over the {} limit for {}", size.map(|s| format!("{}, ", human(s))).unwrap_or_default(), human(*.limit), .kind.plural())]
+    #[error("it is {}over the {} limit for {}{}", size.map(|s| format!("{}, ", human(s))).unwrap_or_default(), human(*.limit), .kind.plural(), .kind.raised_by())]
     TooLarge {
         /// Its size, when it says (a stream that runs past the cap has none).
         size: Option<u64>,
@@ -291,7 +392,68 @@ mod tests {
         );
         let endless = std::io::repeat(b'x');
         let e = take_capped(endless, FileKind::Dataset, 1 << 20, 0).unwrap_err();
-        assert_eq!(e.to_string(), "it is over the 1 MiB limit for datasets");
+        assert_eq!(
+            e.to_string(),
+            "it is over the 1 MiB limit for datasets (raise it with `dataset_bytes` in the `[limits]` table of harness.toml)"
+        );
+    }
+
+    #[test]
+    fn every_cap_but_the_configurations_own_has_a_key_and_a_set_cap_is_the_one_read() {
+        let defaults = FileLimits::default();
+        let mut keys = Vec::new();
+        for (i, kind) in FileKind::ALL.into_iter().enumerate() {
+            assert_eq!(kind as usize, i, "{kind:?} is out of ALL's order");
+            assert_eq!(defaults.cap(kind), kind.default_limit(), "{kind:?}");
+            match kind.key() {
+                Some(key) => keys.push(key),
+                None => assert!(matches!(kind, FileKind::Config | FileKind::Image)),
+            }
+        }
+        let mut unique = keys.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), keys.len(), "{keys:?}");
+        assert!(keys.iter().all(|k| k.ends_with("_bytes")), "{keys:?}");
+        // Unit tests install nothing: what is in force is the defaults.
+        assert_eq!(FileKind::Dataset.limit(), GIB);
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("rows.jsonl");
+        std::fs::write(&data, vec![b'x'; 3000]).unwrap();
+        let mut limits = FileLimits::default();
+        let cases = [
+            (
+                2 * KIB,
+                Some(
+                    "it is 2.9 KiB, over the 2 KiB limit for datasets (raise it with `dataset_bytes`",
+                ),
+            ),
+            (4 * KIB, None),
+        ];
+        for (cap, refused) in cases {
+            limits.set(FileKind::Dataset, cap);
+            assert_eq!(limits.cap(FileKind::Dataset), cap);
+            assert_eq!(
+                limits.cap(FileKind::Spec),
+                16 * MIB,
+                "one kind set, no other"
+            );
+            let read = read_capped(&data, FileKind::Dataset, limits.cap(FileKind::Dataset));
+            match (read, refused) {
+                (Ok(bytes), None) => assert_eq!(bytes.len(), 3000),
+                (Err(e), Some(says)) => assert!(e.to_string().starts_with(says), "{e}"),
+                (read, _) => panic!("cap {cap}: {:?}", read.map(|b| b.len())),
+            }
+        }
+        let e = ReadError::TooLarge {
+            size: Some(20 * MIB),
+            limit: 16 * MIB,
+            kind: FileKind::Config,
+        };
+        assert_eq!(
+            e.to_string(),
+            "it is 20 MiB, over the 16 MiB limit for configuration files"
+        );
     }
 
     #[test]

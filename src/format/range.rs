@@ -90,7 +90,8 @@ impl Bounds {
     pub(crate) fn describe(self) -> String {
         match self {
             // The key's type bounds it from there: a larger one is its own error.
-            Bounds::Count(min, max) if max >= u64::from(u32::MAX) => {
+            // A bound below the type's (`max_response_bytes`: 4 GiB of a u64) is said.
+            Bounds::Count(min, max) if max == u64::from(u32::MAX) || max == u64::MAX => {
                 format!("a whole number of {min} or more")
             }
             Bounds::Count(min, max) => format!("a whole number from {min} to {max}"),
@@ -165,6 +166,10 @@ mod tests {
         );
         let p = Bounds::Count(1, u64::MAX).problem("n", 0u32).unwrap();
         assert!(p.ends_with("a whole number of 1 or more"), "{p}");
+        let p = Bounds::Count(1024, 4 << 30)
+            .problem("n", 8u64 << 30)
+            .unwrap();
+        assert!(p.ends_with("a whole number from 1024 to 4294967296"), "{p}");
         assert!(
             Bounds::Within(0.0, 1.0)
                 .problem("x", f64::NAN)

@@ -2,7 +2,10 @@
 //! every wire, with a 200 or a 500; every file key of a spec naming a
 //! device, a FIFO or a file over its cap; images repointed after they were
 //! recorded (in the report, in a later turn, under an `exec` program); and
-//! errors that name a file without quoting its bytes.
+//! errors that name a file without quoting its bytes. File caps lowered and
+//! raised in `harness.toml`'s `[limits]` are in `caps`.
+
+mod caps;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
