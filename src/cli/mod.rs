@@ -245,7 +245,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args, color),
         Command::Merge(args) => merge::run(&args, color),
         Command::Report(args) => report::run(&args, color),
-        Command::Synth(args) => synth::run(&args),
+        Command::Synth(args) => synth::run(&args, color),
         Command::Schema => {
             print!("{}", crate::spec::schema_text());
             Exit::Success

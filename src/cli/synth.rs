@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::asking::AskingArgs;
 use super::exit::{Exit, fail};
-use crate::synth::{Overrides, SynthOptions, SynthReport};
+use crate::synth::{Overrides, SynthError, SynthOptions, SynthReport};
 
 /// Arguments of `harness synth`.
 #[derive(Debug, clap::Args)]
@@ -50,7 +50,7 @@ fn threshold(text: &str) -> Result<f64, super::asking::BadNumber> {
 }
 
 /// Runs `harness synth`.
-pub(super) fn run(args: &SynthArgs) -> Exit {
+pub(super) fn run(args: &SynthArgs, color: bool) -> Exit {
     let config = match args.asking.load_config() {
         Ok(c) => c,
         Err(d) => return fail(d),
@@ -83,6 +83,8 @@ pub(super) fn run(args: &SynthArgs) -> Exit {
     };
     let exit = match runtime.block_on(crate::synth::run(&opts)) {
         Ok(report) => summarize(&report),
+        // With its line, as a config's or a spec's error.
+        Err(SynthError::Pipeline(e)) => super::exit::diagnostics([e.diagnostic()], color),
         Err(e) => fail(e.to_string()),
     };
     super::leave(runtime);

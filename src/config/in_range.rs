@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::format::locate::{Key, SourceMap};
-use crate::format::range::{Bounds, Number, RUNS};
+use crate::format::range::{Bounds, Number, RUNS, TEMPERATURE, TOKENS, TOP_P};
 use crate::provider::model_ref::MAX_TIMEOUT_SECS;
 
 use super::{Config, ModelConfig};
@@ -19,7 +19,7 @@ use super::{Config, ModelConfig};
 /// `[run] max_cost`: an amount of money.
 const AMOUNT: Bounds = Bounds::Within(0.0, f64::MAX);
 /// `[run] max_tokens_total`: a budget of no tokens would run nothing.
-const TOKENS: Bounds = Bounds::Count(1, u64::MAX);
+const TOKEN_BUDGET: Bounds = Bounds::Count(1, u64::MAX);
 /// `concurrency`: requests (or programs) in flight; each is a worker.
 pub(crate) const CONCURRENCY: Bounds = Bounds::Count(1, 1024);
 /// `requests_per_minute`: 0 would wait forever.
@@ -30,12 +30,6 @@ pub(crate) const TIMEOUT: Bounds = Bounds::Above(0.0, MAX_TIMEOUT_SECS);
 pub(crate) const MAX_RETRIES: Bounds = Bounds::Count(0, 100);
 /// `max_n`: OpenAI's own ceiling of `n`.
 pub(crate) const MAX_N: Bounds = Bounds::Count(1, 128);
-/// `options.temperature`, as a spec's.
-const TEMPERATURE: Bounds = Bounds::Within(0.0, 2.0);
-/// `options.top_p`, as a spec's.
-const TOP_P: Bounds = Bounds::Above(0.0, 1.0);
-/// `options.max_tokens`, `options.num_ctx`, `server.ctx_size`: tokens.
-const SOME_TOKENS: Bounds = Bounds::Count(1, u32::MAX as u64);
 /// `server.threads`, `server.parallel`.
 pub(crate) const SERVER_COUNT: Bounds = Bounds::Count(1, 1024);
 /// `server.gpu_memory_utilization`: a fraction.
@@ -97,7 +91,7 @@ pub(super) fn problems(config: &Config) -> Vec<Problem<'_>> {
     at(
         &[Key::Name("run"), Key::Name("max_tokens_total")],
         tokens,
-        TOKENS,
+        TOKEN_BUDGET,
     );
     for (kind, cap) in config.limits.entries() {
         let key = kind.key().unwrap_or("value");
@@ -154,20 +148,16 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
         (
             &["options", "max_tokens"],
             o.max_tokens.map(Number::from),
-            SOME_TOKENS,
+            TOKENS,
         ),
-        (
-            &["options", "num_ctx"],
-            o.num_ctx.map(Number::from),
-            SOME_TOKENS,
-        ),
+        (&["options", "num_ctx"], o.num_ctx.map(Number::from), TOKENS),
     ];
     for (keys, value, bounds) in checks {
         check(found, path(keys), value, bounds);
     }
     let Some(s) = &m.server else { return };
     let checks: [(&str, Option<Number>, Bounds); 5] = [
-        ("ctx_size", s.ctx_size.map(Number::from), SOME_TOKENS),
+        ("ctx_size", s.ctx_size.map(Number::from), TOKENS),
         ("threads", s.threads.map(Number::from), SERVER_COUNT),
         ("parallel", s.parallel.map(Number::from), SERVER_COUNT),
         (

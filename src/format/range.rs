@@ -8,6 +8,14 @@ use std::fmt;
 /// Instances per spec, wherever they are set (a spec's `runs`, `[run] runs`
 /// of `harness.toml`, `--runs`): each is a record and a line of the plan.
 pub(crate) const RUNS: Bounds = Bounds::Count(1, 1_000_000);
+/// A sampling temperature (a model's `options`, a synth pipeline's steps).
+pub(crate) const TEMPERATURE: Bounds = Bounds::Within(0.0, 2.0);
+/// Nucleus sampling's `top_p`: a share of the probability mass.
+pub(crate) const TOP_P: Bounds = Bounds::Above(0.0, 1.0);
+/// A count of tokens (`max_tokens`, a context window): none would hold no text.
+pub(crate) const TOKENS: Bounds = Bounds::Count(1, u32::MAX as u64);
+/// Asks of one answer that does not parse: each is a request.
+pub(crate) const ATTEMPTS: Bounds = Bounds::Count(1, 100);
 
 /// The numbers a key takes.
 #[derive(Debug, Clone, Copy, PartialEq)]

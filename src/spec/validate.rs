@@ -4,7 +4,7 @@
 use crate::format::SpecFile;
 use crate::format::key_path;
 use crate::format::locate::Key;
-use crate::format::range::{Bounds, Number, RUNS};
+use crate::format::range::{ATTEMPTS, Bounds, Number, RUNS};
 use crate::scripting::max_operations_problem;
 
 const TEMPERATURE: &str = "temperature must be within 0..2";
@@ -21,8 +21,6 @@ fn bad_top_p(p: Option<f64>) -> bool {
 
 /// `golden.instances`: a subset of at most as many instances as a run may have.
 const GOLDEN_INSTANCES: Bounds = RUNS;
-/// `attempts`: asks of one answer that does not parse; each is a request.
-const ATTEMPTS: Bounds = Bounds::Count(1, 100);
 /// `[sampling] n`: samples per instance, each a record.
 pub(crate) const SAMPLES: Bounds = Bounds::Count(1, 1000);
 /// `num_ctx`: a context window of no tokens holds no prompt.

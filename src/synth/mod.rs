@@ -17,6 +17,7 @@ pub(crate) mod chunk;
 pub(crate) mod dedup;
 pub(crate) mod exec;
 pub(crate) mod generate;
+mod in_range;
 pub(crate) mod output;
 pub(crate) mod pipeline;
 pub(crate) mod rate;

@@ -4,28 +4,40 @@
 //! `pipelines/synth_qa.toml`, embedded in the binary; `--pipeline FILE`
 //! replaces it without recompiling.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::chunk::ChunkConfig;
-use crate::format::Role;
+use super::in_range;
+use crate::error::{Diagnostic, ErrorKind};
+use crate::format::locate::{Key, SourceMap};
+use crate::format::{Role, key_path, toml_diagnostic};
 use crate::prompt::{Message, PromptSet};
 use crate::provider::{ChatRequest, ModelSetup, OutputKind};
 
 /// The shipped default pipeline's text.
 pub(crate) const DEFAULT_PIPELINE: &str = include_str!("../../pipelines/synth_qa.toml");
 
-/// A pipeline file that cannot be used.
+/// A pipeline file that cannot be used: what is wrong and where, at the
+/// value when it is one (`<default pipeline>` names the embedded one).
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {message}", path.display())]
-pub(crate) struct PipelineError {
-    /// The pipeline file (`<default>` for the embedded one).
-    pub path: PathBuf,
-    /// What is wrong, with the TOML line when known.
-    pub message: String,
+#[error("{0}")]
+pub(crate) struct PipelineError(Box<Diagnostic>);
+
+impl PipelineError {
+    /// What is wrong, where.
+    pub(crate) fn diagnostic(&self) -> &Diagnostic {
+        &self.0
+    }
+}
+
+impl From<Diagnostic> for PipelineError {
+    fn from(d: Diagnostic) -> PipelineError {
+        PipelineError(Box::new(d))
+    }
 }
 
 /// What the command line changes in a pipeline.
@@ -77,15 +89,21 @@ pub(crate) struct DedupDef {
     pub threshold: f64,
 }
 
+/// A pipeline file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PipelineDef {
+pub(super) struct PipelineDef {
+    /// `[chunking]`.
     #[serde(default)]
-    chunking: ChunkConfig,
-    summary: StageDef,
-    generation: StageDef,
-    rating: StageDef,
-    dedup: DedupDef,
+    pub chunking: ChunkConfig,
+    /// `[summary]`.
+    pub summary: StageDef,
+    /// `[generation]`.
+    pub generation: StageDef,
+    /// `[rating]`.
+    pub rating: StageDef,
+    /// `[dedup]`.
+    pub dedup: DedupDef,
 }
 
 /// One step ready to render requests.
@@ -130,13 +148,8 @@ impl Pipeline {
         match path {
             None => Pipeline::parse(DEFAULT_PIPELINE, Path::new("<default pipeline>")),
             Some(p) => {
-                let text =
-                    crate::files::read_text(p, crate::files::FileKind::Config).map_err(|e| {
-                        PipelineError {
-                            path: p.to_path_buf(),
-                            message: e.to_string(),
-                        }
-                    })?;
+                let text = crate::files::read_text(p, crate::files::FileKind::Config)
+                    .map_err(|e| Diagnostic::io(p, format!("cannot read the pipeline: {e}")))?;
                 Pipeline::parse(&text, p)
             }
         }
@@ -144,18 +157,19 @@ impl Pipeline {
 
     /// Parses and checks a pipeline's text; `path` names it in errors.
     pub(crate) fn parse(text: &str, path: &Path) -> Result<Pipeline, PipelineError> {
-        let err = |message: String| PipelineError {
-            path: path.to_path_buf(),
-            message,
+        let map = SourceMap::parse(path, text).map_err(|e| toml_diagnostic(path, text, "", &e))?;
+        let at = |keys: &[Key], message: String| {
+            Diagnostic::new(ErrorKind::Invalid, map.locate(keys), message).with_source(text)
         };
-        let def: PipelineDef = toml::from_str(text).map_err(|e| {
-            let at = e.span().map_or(String::new(), |s| {
-                format!("line {}: ", text[..s.start].lines().count().max(1))
-            });
-            err(format!("{at}{}", e.message().trim_end()))
-        })?;
-        def.chunking.max_tokens().map_err(|e| err(e.to_string()))?;
-        def.chunking.tokenizer().map_err(|e| err(e.to_string()))?;
+        // Like a syntax error: serde would read `nan` as a number.
+        if let Some((location, value)) = map.non_finite_floats().into_iter().next() {
+            let message = format!("{value} is not a finite number: no key of a pipeline takes one");
+            return Err(Diagnostic::new(ErrorKind::Invalid, location, message)
+                .with_source(text)
+                .into());
+        }
+        let def: PipelineDef =
+            toml::from_str(text).map_err(|e| toml_diagnostic(path, text, "", &e))?;
         let checks = [
             ("summary", &def.summary, ["enabled"].as_slice()),
             ("generation", &def.generation, &["num_pairs"]),
@@ -169,23 +183,41 @@ impl Pipeline {
                 ("threshold", stage.threshold.is_some()),
             ];
             if let Some((key, _)) = extra.iter().find(|(k, set)| *set && !allowed.contains(k)) {
-                return Err(err(format!("[{name}] takes no `{key}`")));
+                let message = format!("[{name}] takes no `{key}`");
+                return Err(Diagnostic::new(
+                    ErrorKind::UnknownKey,
+                    map.locate_key(key_path![name, *key]),
+                    message,
+                )
+                .with_source(text)
+                .into());
             }
         }
-        if def.rating.batch_size == Some(0) || def.generation.num_pairs == Some(0) {
-            return Err(err("batch_size and num_pairs must be at least 1".into()));
+        if let Some((keys, problem)) = in_range::problems(&def).into_iter().next() {
+            return Err(at(&keys, problem).into());
         }
-        let stage = |name: &str, def: StageDef| -> Result<Stage, PipelineError> {
+        if let Err(e) = def.chunking.max_tokens() {
+            return Err(at(key_path!["chunking", "max_seq_length"], e.to_string()).into());
+        }
+        if let Err(e) = def.chunking.tokenizer() {
+            return Err(at(key_path!["chunking", "tokenizer"], e.to_string()).into());
+        }
+        let stage = |name: &'static str, def: StageDef| -> Result<Stage, PipelineError> {
             let prompts = PromptSet::new(vec![
                 (Role::System, format!("{name}.system"), def.system.clone()),
                 (Role::User, format!("{name}.user"), def.user.clone()),
             ])
             .map_err(|errors| {
-                err(errors
+                let role = match errors.first() {
+                    Some(e) if e.template.ends_with(".system") => "system",
+                    _ => "user",
+                };
+                let message = errors
                     .iter()
                     .map(|e| format!("{}:{}:{}: {}", e.template, e.line, e.column, e.message))
                     .collect::<Vec<_>>()
-                    .join("; "))
+                    .join("; ");
+                at(key_path![name, role], message)
             })?;
             Ok(Stage { def, prompts })
         };
@@ -226,7 +258,7 @@ impl Pipeline {
 impl Stage {
     /// Asks allowed per request when the answer is not the JSON asked for.
     pub(crate) fn attempts(&self) -> u32 {
-        self.def.attempts.unwrap_or(3).max(1)
+        self.def.attempts.unwrap_or(3)
     }
 
     /// Renders this step's request for `context`. The model's `seed`, `num_ctx`
@@ -353,7 +385,7 @@ mod tests {
     fn bad_pipelines_name_the_file_and_the_problem() {
         let bad = DEFAULT_PIPELINE.replace("batch_size = 4", "batch_sise = 4");
         let e = Pipeline::parse(&bad, Path::new("p.toml")).err().unwrap();
-        assert!(e.to_string().starts_with("p.toml: line "), "{e}");
+        assert!(e.to_string().starts_with("p.toml:83:1: "), "{e}");
         assert!(e.to_string().contains("batch_sise"), "{e}");
         let bad = DEFAULT_PIPELINE.replace("num_pairs = 25", "num_pairs = 25\nthreshold = 3");
         let e = Pipeline::parse(&bad, Path::new("p.toml")).err().unwrap();

@@ -394,3 +394,51 @@ fn url_credentials_in_connection_errors_reach_no_file_and_no_output() {
     }
     assert_no_secret_in_files(&ws.path().join("results"));
 }
+
+#[test]
+fn synth_pipeline_numbers_out_of_range_are_located_exit_2_before_any_request() {
+    let shipped = std::fs::read_to_string(crate::common::root().join("pipelines/synth_qa.toml"))
+        .expect("the shipped pipeline");
+    // (a line of the shipped pipeline, what replaces it, the bad value's text, what the error says)
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("temperature = 0.7", "temperature = 9", "9", "from 0 to 2"),
+        ("top_p = 0.95", "top_p = inf", "inf", "not a finite number"),
+        ("batch_size = 4", "batch_size = 0", "0", "from 1 to 1000"),
+        (
+            "num_pairs = 25",
+            "num_pairs = 1e999",
+            "1e999",
+            "not a finite number",
+        ),
+        (
+            "threshold = 0.9",
+            "threshold = nan",
+            "nan",
+            "not a finite number",
+        ),
+        ("threshold = 1.0 ", "threshold = 0 ", "0", "from 1 to 10"),
+        ("max_tokens = 256", "max_tokens = 0", "0", "of 1 or more"),
+    ];
+    for (line, replacement, bad, says) in cases {
+        let ws = Workspace::new();
+        ws.write("doc.txt", "A document worth a question.\n");
+        let text = shipped.replacen(line, replacement, 1);
+        assert_ne!(text, shipped, "{line} is in the shipped pipeline");
+        ws.write("p.toml", &text);
+        let mut cmd = harness(ws.path());
+        let model = "openai:m@http://127.0.0.1:9/v1";
+        cmd.args(["synth", "doc.txt", "-m", model, "-o", "out.jsonl"])
+            .args(["--pipeline", "p.toml", "--no-progress"]);
+        // The value that replaced the line: `position` finds the last `bad`.
+        let start = text.find(replacement).unwrap() + replacement.rfind(bad).unwrap();
+        let at = position(&text[..start + bad.len()], bad);
+        capped(&mut cmd, WALL)
+            .expect_code(2)
+            .expect_output(&format!("p.toml:{at}"))
+            .expect_output(says);
+        assert!(
+            !ws.path().join("out.synth").exists(),
+            "{replacement}: work began"
+        );
+    }
+}
