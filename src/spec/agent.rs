@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
+use super::sizes::{clip_bytes, json_len_within};
 use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::format::depth::{MAX_DEPTH, too_deep_text, value_depth};
 use crate::format::locate::SourceMap;
@@ -116,10 +117,9 @@ impl AgentRuntime {
         if !value.is_object() {
             return Err(fail(format!("state `{var}` must be a map, not {value}")));
         }
-        let bytes = json_len(&value);
-        if bytes > self.limits.state_bytes {
+        if json_len_within(&value, self.limits.state_bytes).is_none() {
             return Err(fail(format!(
-                "state `{var}` is {bytes} bytes as JSON, more than max_state_bytes = {}",
+                "state `{var}` is more than max_state_bytes = {} bytes as JSON",
                 self.limits.state_bytes
             )));
         }
@@ -179,10 +179,9 @@ impl AgentRuntime {
             e
         })?;
         let limits = &self.limits;
-        let result_bytes = json_len(&result);
-        if result_bytes > limits.result_bytes {
+        if json_len_within(&result, limits.result_bytes).is_none() {
             return Err(ToolError::said(format!(
-                "the result of `{tool}` is {result_bytes} bytes as JSON, more than max_result_bytes = {}; {unchanged}",
+                "the result of `{tool}` is more than max_result_bytes = {} bytes as JSON; {unchanged}",
                 limits.result_bytes
             )));
         }
@@ -192,10 +191,9 @@ impl AgentRuntime {
                 clip_bytes(&after.to_string(), 200)
             )));
         }
-        let state_bytes = json_len(&after);
-        if state_bytes > limits.state_bytes {
+        if json_len_within(&after, limits.state_bytes).is_none() {
             return Err(ToolError::said(format!(
-                "tool `{tool}` would leave the state {state_bytes} bytes as JSON, more than max_state_bytes = {}; {unchanged}",
+                "tool `{tool}` would leave the state more than max_state_bytes = {} bytes as JSON; {unchanged}",
                 limits.state_bytes
             )));
         }
@@ -270,36 +268,6 @@ fn converted(e: ToJsonError, what: &str) -> ToolError {
             ToolError::said(format!("{what} holds what JSON cannot: {why}"))
         }
     }
-}
-
-/// The length of `value` as compact JSON text, counted without building it.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
-/// `text` cut to at most `max` bytes at a character boundary, saying how
-/// much was cut.
-fn clip_bytes(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes more)", &text[..end], text.len() - end)
 }
 
 /// What one tool result says to the model: the value as JSON, or `{"error": why}`.

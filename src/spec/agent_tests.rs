@@ -123,12 +123,12 @@ fn values_past_the_limits_are_errors_for_the_model_and_leave_the_state() {
         (
             "big",
             false,
-            "is 1000002 bytes as JSON, more than max_result_bytes = 65536",
+            "is more than max_result_bytes = 65536 bytes as JSON",
         ),
         (
             "grow",
             false,
-            "more than max_state_bytes = 1048576; the state is unchanged",
+            "more than max_state_bytes = 1048576 bytes as JSON; the state is unchanged",
         ),
         ("shout", false, "… (97952 bytes more)"),
     ];
