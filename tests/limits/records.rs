@@ -81,10 +81,16 @@ fn newest_markdown(ws: &Workspace) -> String {
     crate::common::report(&ws.path().join("results"), "", "md")
 }
 
-/// Asserts a report's text shows 3 instances and 66.7%, never 100%.
-fn assert_two_of_three(what: &str, text: &str) {
+/// Asserts the output of `what` shows 66.7%, never 100%, and the newest
+/// Markdown report (the one it wrote) counts the 3 instances at 66.7%.
+fn assert_two_of_three(what: &str, text: &str, ws: &Workspace) {
     assert!(text.contains("66.7"), "{what} does not show 66.7%:\n{text}");
     assert!(!text.contains("100.0%"), "{what} shows 100%:\n{text}");
+    let markdown = newest_markdown(ws);
+    assert!(
+        markdown.contains("Instances: 3;") && markdown.contains("66.7%"),
+        "{what}'s report:\n{markdown}"
+    );
 }
 
 /// A model nesting its arguments 126 deep on 1 of 3 instances fails that
@@ -96,7 +102,7 @@ fn arguments_nested_126_deep_fail_their_instance_everywhere() {
     let ws = fake_workspace(&fake, "deep_args.toml", DEEP_ARGS_SPEC);
     let ran = run_capped(&ws, &["specs", "-m", "fake"]);
     ran.expect_code(0).expect_output("3 records written");
-    assert_two_of_three("the run's summary", &ran.out);
+    assert_two_of_three("the run", &ran.out, &ws);
     let journal = ws.last_journal();
     assert_eq!(journal.len(), 3, "{journal:#?}");
     let deep = journal.iter().find(|r| r["instance"] == 1).unwrap();
@@ -110,12 +116,11 @@ fn arguments_nested_126_deep_fail_their_instance_everywhere() {
             .contains("nest 126 levels deep"),
         "{call:#}"
     );
-    assert_two_of_three("the Markdown report", &newest_markdown(&ws));
     let id = run_ids(&ws).pop().unwrap();
 
     let reported = harness_capped(&ws, &["report", "--results", "results", &id]);
     reported.expect_code(0);
-    assert_two_of_three("`harness report`", &reported.out);
+    assert_two_of_three("`harness report`", &reported.out, &ws);
 
     let asked = fake.count();
     let resumed = run_capped(&ws, &["--resume", &id]);
@@ -126,7 +131,7 @@ fn arguments_nested_126_deep_fail_their_instance_everywhere() {
         "a resume asks nothing: {}",
         resumed.out
     );
-    assert_two_of_three("`--resume`", &resumed.out);
+    assert_two_of_three("`--resume`", &resumed.out, &ws);
 
     for shard in ["0/2", "1/2"] {
         let args = ["specs", "-m", "fake", "--run-id", "sh", "--shard", shard];
@@ -141,7 +146,18 @@ fn arguments_nested_126_deep_fail_their_instance_everywhere() {
         &["merge", "--results", "results", shards[0], shards[1]],
     );
     merged.expect_code(0).expect_output("(3 records)");
-    assert_two_of_three("`merge`", &merged.out);
+    assert_two_of_three("`merge`", &merged.out, &ws);
+    // A shard's line that cannot be read fails the merge by its line.
+    let shard = ws.path().join(shards[0]).join("journal.jsonl");
+    let text = std::fs::read_to_string(&shard).unwrap();
+    std::fs::write(&shard, format!("{{\"model\":\n{text}")).unwrap();
+    let merged = harness_capped(
+        &ws,
+        &["merge", "--results", "results", shards[0], shards[1]],
+    );
+    merged
+        .expect_code(2)
+        .expect_output("sh-shard-0-of-2/journal.jsonl, line 1: it is not a record");
 }
 
 /// What is done to a journal before it is read back, and what reading says.
