@@ -297,3 +297,34 @@ fn agent_limits_out_of_range_are_located_errors() {
             .expect_output("--> specs/ep.toml:8:");
     }
 }
+
+/// An instance whose initial state is past `max_state_bytes` (2.4 MB, which
+/// every call would convert twice) cannot seed an episode: an error at the
+/// `[agent]` table, exit 2, before any model is asked.
+#[test]
+fn an_initial_state_past_max_state_bytes_is_a_located_error() {
+    let fake = FakeServer::healthy();
+    let case = Case {
+        name: "",
+        agent: "",
+        tools: String::new(),
+        model: |_| done(),
+        asks: 0,
+        failure: None,
+        says: "",
+        results: 0,
+    };
+    let generate = "[generate]\nscript = 'let a = []; a.pad(100000, 1.2345678901234567e300); #{ state: #{ a: a } }'\n";
+    let ws = fake_workspace(&fake, "ep.toml", &format!("{}\n{generate}", spec(&case)));
+    let says = "instance 0: state `state` is more than max_state_bytes = 1048576 bytes as JSON";
+    for args in [
+        &["check", "specs/ep.toml"][..],
+        &["run", "specs", "-m", "fake", "--no-progress"],
+    ] {
+        let ran = capped(harness(ws.path()).args(args), WALL);
+        ran.expect_code(2)
+            .expect_output(says)
+            .expect_output("--> specs/ep.toml:7:1");
+    }
+    assert_eq!(fake.count(), 0);
+}
