@@ -240,7 +240,7 @@ mod tests {
                 "{script}: {ended}"
             );
         }
-        // Three times deeper than a release build gets in a second: Rhai's
+        // Ten times deeper than a release build gets in a second: Rhai's
         // walks over it (read-write marking, clone, size check) need the stack.
         let mut deep = Dynamic::UNIT;
         for _ in 0..60_000 {
