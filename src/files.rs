@@ -84,7 +84,8 @@ impl AppendLog {
 
 /// Length of the file without a torn last line: one with no newline (a crash
 /// mid-write) or that does not parse. Bad lines elsewhere are left alone —
-/// cutting there would delete the good records after them.
+/// cutting there would delete the good records after them; reading them
+/// fails loudly instead (see [`for_each_line_at`]).
 fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u64> {
     let mut reader = BufReader::new(File::open(path)?);
     let (mut len, mut last_start, mut last_ok, mut line) = (0u64, 0u64, true, Vec::new());
@@ -96,9 +97,88 @@ fn valid_prefix_len<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<u
         }
         last_start = len;
         len += n as u64;
-        last_ok = line.last() == Some(&b'\n') && serde_json::from_slice::<T>(&line).is_ok();
+        last_ok = line.last() == Some(&b'\n') && parse_line::<T>(&line).is_ok();
     }
     Ok(if last_ok { len } else { last_start })
+}
+
+/// The deepest a line of a JSON-lines log may nest. Far above what the
+/// harness writes (values are limited to 64 levels where they enter, and a
+/// record adds under 10 of its own), far below what would strain a stack.
+pub(crate) const MAX_LINE_DEPTH: usize = 1_000;
+
+/// A line of a JSON-lines log that cannot be read: its file, its 1-based
+/// line (or byte offset, for a record read back by its offset) and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{}, {at}: {why}; the harness never writes such a line: restore the file, or remove the line to lose that record", path.display())]
+pub(crate) struct BadLine {
+    /// The log.
+    pub path: PathBuf,
+    /// `line N` or `byte N`.
+    pub at: String,
+    /// What is wrong with it.
+    pub why: LineProblem,
+}
+
+/// Why a line of a JSON-lines log cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LineProblem {
+    /// It nests deeper than [`MAX_LINE_DEPTH`].
+    #[error("it nests {0} levels deep, deeper than the {MAX_LINE_DEPTH} a line may")]
+    TooDeep(usize),
+    /// It is not JSON of the expected shape.
+    #[error("it is not a record: {0}")]
+    NotARecord(serde_json::Error),
+}
+
+impl BadLine {
+    fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
+}
+
+/// One line of a JSON-lines log as `T`. Whatever depth the harness wrote
+/// is read back: serde_json's recursion limit (128 levels, which once
+/// dropped a record without a word) is off, and the line's depth is
+/// measured first, without recursion, against [`MAX_LINE_DEPTH`].
+pub(crate) fn parse_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Result<T, LineProblem> {
+    let depth = nesting(line);
+    if depth > MAX_LINE_DEPTH {
+        return Err(LineProblem::TooDeep(depth));
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    let value = T::deserialize(serde_stacker::Deserializer::new(&mut de))
+        .map_err(LineProblem::NotARecord)?;
+    de.end().map_err(LineProblem::NotARecord)?;
+    Ok(value)
+}
+
+/// How deep JSON text nests, brackets inside strings not counted: a loop,
+/// so a line of any depth is measured safely.
+fn nesting(text: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Opens `path` for reading; `None` when it does not exist (a journal or
@@ -112,7 +192,8 @@ pub(crate) fn open_existing(path: &Path) -> io::Result<Option<File>> {
     }
 }
 
-/// Calls `f` with each line that parses as `T`, in file order; other lines are skipped.
+/// Calls `f` with each line of `path` as `T`, in file order; a line that
+/// cannot be read fails (see [`for_each_line_at`]).
 pub(crate) fn for_each_line<T: serde::de::DeserializeOwned>(
     path: &Path,
     mut f: impl FnMut(T),
@@ -120,31 +201,60 @@ pub(crate) fn for_each_line<T: serde::de::DeserializeOwned>(
     let Some(file) = open_existing(path)? else {
         return Ok(());
     };
-    for_each_line_at(&mut BufReader::new(file), |_, _, value| {
+    for_each_line_at(path, &mut BufReader::new(file), |_, _, value| {
         f(value);
         Ok::<(), io::Error>(())
     })
 }
 
 /// Calls `f` with the offset, the bytes (newline included, when there is
-/// one) and the value of each line of `reader` that parses as `T`, in
-/// order; other lines are skipped. Stops at the first error `f` returns.
+/// one) and the value of each line of `reader` (the log at `path`), in
+/// order. Stops at the first error `f` returns, and at a line that cannot
+/// be read as `T`: a [`BadLine`] naming its line, never a line skipped (a
+/// record skipped is a score changed). The one exception is a torn last
+/// line, without its newline, that does not parse: a crash mid-write left
+/// it, and the log drops it when next opened for appending.
 pub(crate) fn for_each_line_at<T: serde::de::DeserializeOwned, E: From<io::Error>>(
+    path: &Path,
     reader: &mut impl BufRead,
     mut f: impl FnMut(u64, &[u8], T) -> Result<(), E>,
 ) -> Result<(), E> {
-    let (mut offset, mut line) = (0u64, Vec::new());
+    let (mut offset, mut number, mut line) = (0u64, 0u64, Vec::new());
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line)?;
         if n == 0 {
             return Ok(());
         }
-        if let Ok(value) = serde_json::from_slice::<T>(&line) {
-            f(offset, &line, value)?;
+        number += 1;
+        match parse_line::<T>(&line) {
+            Ok(value) => f(offset, &line, value)?,
+            Err(_) if line.last() != Some(&b'\n') => {}
+            Err(why) => {
+                let at = format!("line {number}");
+                let path = path.to_path_buf();
+                return Err(BadLine { path, at, why }.into_io().into());
+            }
         }
         offset += n as u64;
     }
+}
+
+/// Reads the line at `offset` of `reader` (the log at `path`) as `T`: a
+/// record found by an earlier pass, read back by its place.
+pub(crate) fn read_line_at<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    reader: &mut (impl BufRead + Seek),
+    offset: u64,
+) -> io::Result<T> {
+    reader.seek(SeekFrom::Start(offset))?;
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line)?;
+    parse_line(&line).map_err(|why| {
+        let at = format!("byte {offset}");
+        let path = path.to_path_buf();
+        BadLine { path, at, why }.into_io()
+    })
 }
 
 /// Writes `bytes` to `path` through a temporary sibling, `fsync` and a rename,
@@ -269,6 +379,44 @@ fn stall_for_tests(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_read_back_at_any_depth_the_harness_writes_and_bad_ones_fail_by_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let read = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let mut values: Vec<serde_json::Value> = Vec::new();
+            for_each_line(&path, |v| values.push(v)).map(|()| values.len())
+        };
+        // serde_json alone stops at 128 levels; a torn last line is skipped.
+        let text = format!("{}\n{}\n{{\"torn\":", nested(127), nested(MAX_LINE_DEPTH));
+        assert_eq!(read(&text).unwrap(), 2);
+        // (the file, what the error says)
+        let cases = [
+            (
+                "1\nnot json\n2\n",
+                "journal.jsonl, line 2: it is not a record",
+            ),
+            ("1\n\n", "line 2: it is not a record"),
+            ("1 2\n", "line 1: it is not a record: trailing characters"),
+            (
+                &*format!("1\n{}\n", nested(MAX_LINE_DEPTH + 1)),
+                "line 2: it nests 1001 levels deep",
+            ),
+        ];
+        for (text, says) in cases {
+            let e = read(text).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        // Reopened for appending, the log keeps a deep last line and drops a torn one.
+        std::fs::write(&path, format!("{}\n{{\"a\"", nested(300))).unwrap();
+        let mut log = AppendLog::open::<serde_json::Value>(&path).unwrap();
+        log.append(&serde_json::json!(2)).unwrap();
+        assert_eq!(read(&std::fs::read_to_string(&path).unwrap()).unwrap(), 2);
+    }
 
     #[test]
     fn atomic_writes_replace_whole_files_and_leave_no_temporary_file() {

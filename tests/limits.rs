@@ -18,9 +18,6 @@
 //! (so a regression fails the test, not the machine), a wall-time limit and
 //! a process group of its own that must be empty when it ends.
 
-// The tables land area by area; until the last, some helpers are unused.
-#![allow(dead_code)]
-
 mod children;
 mod config;
 mod episodes;

@@ -239,11 +239,12 @@ fn resume_latest_picks_the_newest_of_many_runs_in_one_second() {
     );
 }
 
-/// `read_journal` skips an unparseable line and keeps reading, so the records
-/// after it count as done; `Journal::open` then truncates the file at that
-/// line. Resume must not lose those records (keep them or re-run them).
+/// A line no record parses from, mid-journal: `--resume` refuses with the
+/// journal's path and the line's number (exit 2) instead of skipping it (a
+/// record skipped is a score changed), and loses nothing: the file stays as
+/// it was. Without the line, as the message says, the resume completes.
 #[test]
-fn a_bad_line_mid_journal_does_not_lose_the_records_after_it() {
+fn a_bad_line_mid_journal_fails_the_resume_by_line_and_loses_nothing() {
     let (_fake, ws) = finished_run(6);
     let journal_path = ws.run_dirs().pop().unwrap().join("journal.jsonl");
     let text = std::fs::read_to_string(&journal_path).unwrap();
@@ -253,11 +254,20 @@ fn a_bad_line_mid_journal_does_not_lose_the_records_after_it() {
     std::fs::write(&journal_path, damaged.concat()).unwrap();
 
     let (code, out) = ws.run(&["--resume", "latest"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("journal.jsonl, line 3: it is not a record"),
+        "{out}"
+    );
+    let kept = std::fs::read_to_string(&journal_path).unwrap();
+    assert_eq!(kept, damaged.concat(), "the journal is untouched");
+
+    std::fs::write(&journal_path, lines[..5].concat()).unwrap();
+    let (code, out) = ws.run(&["--resume", "latest"]);
     assert_eq!(code, 0, "{out}");
     let instances: BTreeSet<u64> = ws
         .last_journal()
         .iter()
-        // The foreign line stays where it was (the reader skips it); records are what count.
         .filter_map(|r| r["instance"].as_u64())
         .collect();
     assert_eq!(

@@ -10,6 +10,7 @@
 
 mod agent;
 mod dataset;
+pub(crate) mod depth;
 mod extract;
 pub(crate) mod locate;
 pub(crate) use locate::key_path;
@@ -18,15 +19,17 @@ mod rule;
 mod schema;
 mod spec_file;
 mod toml_error;
+mod tool_call;
 mod tools;
 
+pub(crate) use agent::EpisodeLimits;
 pub(crate) use dataset::{Dataset, DatasetFormat};
 pub(crate) use extract::{ExtractDef, ExtractKind};
 pub(crate) use rule::{RuleTable, field_names};
 pub(crate) use schema::{schema_text, spec_schema};
 pub(crate) use spec_file::*;
 pub(crate) use toml_error::toml_diagnostic;
+pub(crate) use tool_call::ToolCall;
 pub(crate) use tools::{
-    Tool, ToolCall, ToolChoice, ToolDef, ToolMode, ToolProblem, ToolProblems, check_tools,
-    parse_tool_list,
+    Tool, ToolChoice, ToolDef, ToolMode, ToolProblem, ToolProblems, check_tools, parse_tool_list,
 };

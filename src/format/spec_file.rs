@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::agent::Agent;
 use super::dataset::Dataset;
 use super::rule::RuleTable;
-use super::tools::{ToolCall, ToolChoice, ToolDef};
+use super::tool_call::ToolCall;
+use super::tools::{ToolChoice, ToolDef};
 
 /// One test category, as written in `specs/<id>.toml`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]

@@ -50,46 +50,6 @@ impl Tool {
     }
 }
 
-/// One call of a tool, as a model made it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCall {
-    /// The id the provider gave the call (`call_...`); empty when it gave none.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub id: String,
-    /// The called tool's name, as the spec names it.
-    pub name: String,
-    /// The arguments: a JSON object; when the model's text was not valid
-    /// JSON, that text as a string, with `invalid` saying why.
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub arguments: Value,
-    /// Why the arguments did not parse as JSON, when they did not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid: Option<String>,
-}
-
-impl ToolCall {
-    /// A call from the provider's arguments text: parsed when it is JSON,
-    /// kept as text with the parse error when it is not.
-    pub fn from_text(id: impl Into<String>, name: impl Into<String>, text: &str) -> ToolCall {
-        let (arguments, invalid) = if text.trim().is_empty() {
-            (Value::Object(Map::new()), None)
-        } else {
-            match serde_json::from_str::<Value>(text) {
-                Ok(v) => (v, None),
-                Err(e) => (Value::String(text.to_owned()), Some(e.to_string())),
-            }
-        };
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-            invalid,
-        }
-    }
-}
-
 /// `[request] tool_choice`: whether and which tool the model must call.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]

@@ -399,7 +399,7 @@ impl Provider {
             Provider::Exec(c) => c.complete(request).await,
         };
         let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
-        tool_wire::number_calls(&mut completion, key.turn);
+        tool_wire::settle_calls(&mut completion, key.turn);
         Ok(completion)
     }
 
@@ -421,7 +421,7 @@ impl Provider {
             )),
         })?;
         for c in &mut completions {
-            tool_wire::number_calls(c, 0);
+            tool_wire::settle_calls(c, 0);
         }
         Ok(completions)
     }

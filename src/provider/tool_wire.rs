@@ -175,12 +175,31 @@ pub(crate) fn scrub_value(value: &mut Value, clean: &impl Fn(&mut String)) {
     }
 }
 
-/// Names a completion's calls `call_<turn>_<index>`. Servers make ids up
-/// (llama.cpp: random per response), and an id that changes between runs
-/// would change the next turn's request, its cache key and every golden
-/// episode; the wire needs them only to pair results with calls.
-pub(super) fn number_calls(completion: &mut super::Completion, turn: u32) {
-    for (i, call) in completion.tool_calls.iter_mut().enumerate() {
+/// A completion's calls made safe to keep, from whichever provider: each
+/// call's arguments bounded ([`ToolCall::bounded`]: refused past the depth
+/// and size limits), at most [`ToolCall::MOST_KEPT`] calls kept and one
+/// standing for the rest, every call named `call_<turn>_<index>`.
+///
+/// Servers make ids up (llama.cpp: random per response), and an id that
+/// changes between runs would change the next turn's request, its cache key
+/// and every golden episode; the wire needs them only to pair results with calls.
+pub(super) fn settle_calls(completion: &mut super::Completion, turn: u32) {
+    let calls = &mut completion.tool_calls;
+    if calls.len() > ToolCall::MOST_KEPT {
+        let dropped = calls.len() - ToolCall::MOST_KEPT;
+        calls.truncate(ToolCall::MOST_KEPT);
+        calls.push(ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: Value::Object(Default::default()),
+            invalid: Some(format!(
+                "{dropped} more calls of this answer are not kept (an answer keeps {})",
+                ToolCall::MOST_KEPT
+            )),
+        });
+    }
+    for (i, call) in calls.iter_mut().enumerate() {
+        *call = std::mem::replace(call, ToolCall::from_text("", "", "")).bounded();
         call.id = format!("call_{turn}_{i}");
     }
 }
@@ -329,19 +348,38 @@ mod tests {
     }
 
     #[test]
-    fn calls_are_numbered_by_turn_and_position() {
+    fn calls_are_numbered_by_turn_and_position_and_bounded() {
         let mut completion: crate::provider::Completion = serde_json::from_value(json!({
             "text": "", "usage": {"tokens_in": null, "tokens_out": null},
             "tool_calls": [{"id": "xYz", "name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]
         }))
         .unwrap();
-        number_calls(&mut completion, 3);
+        settle_calls(&mut completion, 3);
         let ids: Vec<&str> = completion
             .tool_calls
             .iter()
             .map(|c| c.id.as_str())
             .collect();
         assert_eq!(ids, ["call_3_0", "call_3_1"]);
+        let deep = (0..70).fold(json!(1), |v, _| json!([v]));
+        let call = |arguments: Value| json!({"name": "a", "arguments": arguments});
+        let mut calls = vec![call(json!({"deep": deep}))];
+        calls.extend((0..ToolCall::MOST_KEPT + 9).map(|i| call(json!({ "i": i }))));
+        let mut flood: crate::provider::Completion = serde_json::from_value(json!({
+            "text": "", "usage": {"tokens_in": null, "tokens_out": null}, "tool_calls": calls
+        }))
+        .unwrap();
+        settle_calls(&mut flood, 0);
+        let kept = &flood.tool_calls;
+        assert_eq!(kept.len(), ToolCall::MOST_KEPT + 1);
+        assert!(kept[0].too_deep(), "{:?}", kept[0].invalid);
+        assert_eq!(kept[1].arguments, json!({"i": 0}));
+        let last = kept.last().unwrap();
+        assert_eq!(
+            last.invalid.as_deref(),
+            Some("10 more calls of this answer are not kept (an answer keeps 1024)")
+        );
+        assert_eq!(last.id, "call_0_1024");
     }
     #[test]
     fn a_call_llama_cpp_cannot_parse_is_the_models_invalid_call() {

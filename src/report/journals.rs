@@ -3,9 +3,10 @@
 //! Loading 100,000 records with their prompts could take gigabytes, so a
 //! first pass keeps only each record's journal and byte offset (one word,
 //! sorted by the records' keys, which are then dropped); reports then seek to
-//! each record when they need it. Like `read_journal`, unparseable
-//! lines (a torn last line) are skipped, later lines win on duplicate keys,
-//! and a missing journal counts as empty.
+//! each record when they need it. Like every journal reader, a line that
+//! cannot be read fails with its file and line (only a torn last line is
+//! skipped), later lines win on duplicate keys, and a missing journal
+//! counts as empty.
 //!
 //! Model names: a model found in one journal keeps its name; a model found
 //! in several is shown as `<run-id>/<model>` in each, so the runs stay apart.
@@ -16,11 +17,11 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
+use std::io::{self, BufReader};
 use std::ops::Range;
 use std::path::Path;
 
-use crate::files::{for_each_line_at, open_existing};
+use crate::files::{for_each_line_at, open_existing, read_line_at};
 use crate::run::record::Record;
 
 use super::{ReportContext, SpecInfo};
@@ -84,6 +85,8 @@ pub(crate) struct Journals {
     /// 8 bytes a record, so 100,000 records cost under a megabyte.
     locations: Vec<u64>,
     readers: Vec<Option<BufReader<File>>>,
+    /// Each journal's path, for errors.
+    paths: Vec<std::path::PathBuf>,
 }
 
 impl Journals {
@@ -182,6 +185,7 @@ impl Journals {
             cells,
             locations,
             readers,
+            paths: ctx.journals.to_vec(),
         })
     }
 
@@ -215,10 +219,7 @@ impl Journals {
         let reader = self.readers[journal as usize]
             .as_mut()
             .ok_or_else(|| io::Error::other("journal vanished"))?;
-        reader.seek(SeekFrom::Start(offset))?;
-        let mut line = Vec::new();
-        reader.read_until(b'\n', &mut line)?;
-        serde_json::from_slice(&line).map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))
+        read_line_at(&self.paths[journal as usize], reader, offset)
     }
 }
 
@@ -297,7 +298,7 @@ fn index_journal(
     };
     let mut reader = BufReader::new(file);
     // Parse the whole record, not just its key, so exactly the lines read_journal accepts count.
-    for_each_line_at(&mut reader, |offset, _, r: Record| {
+    for_each_line_at(path, &mut reader, |offset, _, r: Record| {
         if offset >> OFFSET_BITS != 0 {
             return Err(io::Error::other("journal too large to index"));
         }

@@ -1,6 +1,7 @@
 //! One agent episode: ask the model, run the tools it called (their Rhai
 //! scripts, off the async workers), give it the results, and ask again until
-//! a final answer, the `end` tool's call or `max_turns`.
+//! a final answer, the `end` tool's call, `max_turns` or another of the
+//! episode's limits (calls per turn and in all, wall time).
 //!
 //! Every turn is an ordinary request through the client: cached (so a rerun
 //! or a resumed run asks no finished turn again), paced, retried, admitted
@@ -8,13 +9,14 @@
 //! turns apart; the messages so far make each turn's cache key.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::record::Cost;
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, ask};
+use crate::format::EpisodeLimits;
 use crate::prompt::Message;
 use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey, Usage};
 use crate::spec::agent::{CallSite, result_text};
@@ -31,7 +33,8 @@ pub(super) struct Episode {
     pub state: Option<Value>,
     /// Every turn priced and summed; `None` without a price per token or call.
     pub cost: Option<Cost>,
-    /// Why the episode failed whatever the rules say: `max_turns`, `no_end_call`.
+    /// Why the episode failed whatever the rules say: `max_turns`,
+    /// `no_end_call`, `too_many_calls`, `max_calls`, `episode_timeout`, `too_deep`.
     pub ended: Option<(&'static str, String)>,
 }
 
@@ -88,31 +91,45 @@ impl Totals {
     }
 }
 
-/// Runs the tools of one turn's `calls` in order on a blocking thread:
-/// each call's result message, and the state after them.
+/// How a turn's tool calls ended besides their results.
+#[derive(Default)]
+struct Ran {
+    /// The episode's deadline passed before every call ran.
+    late: bool,
+    /// The first refusal of a value nested too deep (arguments, result or state).
+    too_deep: Option<String>,
+}
+
+/// Runs the tools of one turn's `calls` in order on a blocking thread until
+/// `deadline`: each call's result message, the state after them, and how they ended.
 async fn run_tools(
     spec: &Arc<Spec>,
     calls: Vec<crate::format::ToolCall>,
     state: Value,
-    at: CallSite,
-) -> (Vec<Message>, Value) {
+    (at, deadline): (CallSite, Instant),
+) -> (Vec<Message>, Value, Ran) {
     let spec = spec.clone();
     let work = move || {
         let agent = spec.agent().expect("an episode runs only with [agent]");
-        let mut state = state;
-        let results = calls
-            .iter()
-            .enumerate()
-            .map(|(i, call)| {
-                let site = CallSite {
-                    call: u32::try_from(i).unwrap_or(u32::MAX),
-                    ..at
-                };
-                let result = agent.call(call, &mut state, site);
-                Message::tool_result(call, result_text(&result))
-            })
-            .collect();
-        (results, state)
+        let (mut state, mut ran, mut results) = (state, Ran::default(), Vec::new());
+        for (i, call) in calls.iter().enumerate() {
+            if Instant::now() >= deadline {
+                ran.late = true;
+                break;
+            }
+            let site = CallSite {
+                call: u32::try_from(i).unwrap_or(u32::MAX),
+                ..at
+            };
+            let result = agent.call(call, &mut state, site);
+            if let Err(e) = &result
+                && e.too_deep
+            {
+                ran.too_deep.get_or_insert_with(|| e.message.clone());
+            }
+            results.push(Message::tool_result(call, result_text(&result)));
+        }
+        (results, state, ran)
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(done) => done,
@@ -120,7 +137,132 @@ async fn run_tools(
     }
 }
 
+/// What ends an episode whose deadline passed.
+fn late(limits: &EpisodeLimits) -> (&'static str, String) {
+    let why = format!(
+        "the episode ran past max_episode_secs = {}",
+        limits.wall.as_secs()
+    );
+    ("episode_timeout", why)
+}
+
+/// How many calls `calls` stands for: past what an answer keeps, at least that many.
+fn count(calls: &[crate::format::ToolCall]) -> String {
+    let most = crate::format::ToolCall::MOST_KEPT;
+    if calls.len() > most {
+        format!("more than {most}")
+    } else {
+        calls.len().to_string()
+    }
+}
+
+/// Whether an episode goes on after a turn, or how it ended (`None`: well).
+enum Step {
+    Next,
+    End(Option<(&'static str, String)>),
+}
+
+/// An episode so far: the messages (the prompt first), the tools' state,
+/// the calls run, and the first value refused for its depth.
+struct Progress {
+    messages: Vec<Message>,
+    prompt_len: usize,
+    state: Value,
+    calls_made: usize,
+    too_deep: Option<String>,
+}
+
+impl Progress {
+    /// Runs one turn's `calls` within the episode's limits; their results
+    /// join the messages.
+    async fn act(
+        &mut self,
+        spec: &Arc<Spec>,
+        calls: Vec<crate::format::ToolCall>,
+        (at, deadline): (CallSite, Instant),
+    ) -> Step {
+        let agent = spec.agent().expect("an episode runs only with [agent]");
+        let limits = &agent.limits;
+        if calls.is_empty() {
+            return Step::End(agent.end_tool.as_ref().map(|tool| {
+                let why =
+                    format!("the episode ended with a final answer, without calling `{tool}`");
+                ("no_end_call", why)
+            }));
+        }
+        let ends = agent
+            .end_tool
+            .as_ref()
+            .is_some_and(|tool| calls.iter().any(|c| &c.name == tool));
+        let allowed = limits.calls.saturating_sub(self.calls_made);
+        let unrun = calls.len().saturating_sub(allowed);
+        let runs: Vec<_> = calls.into_iter().take(allowed).collect();
+        let state = std::mem::take(&mut self.state);
+        let (results, after, ran) = run_tools(spec, runs, state, (at, deadline)).await;
+        self.calls_made += results.len();
+        self.state = after;
+        self.messages.extend(results);
+        if self.too_deep.is_none() {
+            self.too_deep = ran.too_deep;
+        }
+        if ran.late {
+            return Step::End(Some(late(limits)));
+        }
+        if unrun > 0 {
+            let why = format!(
+                "the episode made more than max_calls = {} calls; the last {unrun} did not run",
+                limits.calls
+            );
+            return Step::End(Some(("max_calls", why)));
+        }
+        if ends { Step::End(None) } else { Step::Next }
+    }
+
+    /// The episode as it ended with `last` turn's answer (none when it
+    /// ended before one) and `ended`, or `too_deep` when nothing else failed it.
+    fn finish(
+        mut self,
+        (totals, last): (Totals, Option<(Completion, Asked)>),
+        ended: Option<(&'static str, String)>,
+        limits: &EpisodeLimits,
+    ) -> Episode {
+        let ended = ended.or_else(|| self.too_deep.map(|why| ("too_deep", why)));
+        let cost = totals.cost;
+        let trajectory = self.messages.split_off(self.prompt_len);
+        let (result, last, ended) = match last {
+            Some((completion, asked)) => (Ok(completion), asked, ended),
+            // Ended before its first answer: its deadline passed while waiting to ask.
+            None => {
+                let asked = Asked {
+                    result: Err(ProviderError::NotStarted),
+                    attempts: 0,
+                    latency: Duration::ZERO,
+                    cached: false,
+                    retries: Vec::new(),
+                    rejected: Vec::new(),
+                    endpoint: None,
+                };
+                let timeout = Err(ProviderError::Timeout(limits.wall));
+                (timeout, asked, Some(late(limits)))
+            }
+        };
+        Episode {
+            trajectory,
+            asked: totals.into_asked(result, last),
+            state: Some(self.state),
+            cost,
+            ended,
+        }
+    }
+}
+
 /// Runs one sample's episode of `inst`, starting from `request`.
+///
+/// Its limits (`[agent]`): the calls of a turn and of the episode, and its
+/// wall time, checked before every turn and every call (a request in flight
+/// runs to its own timeout). The tools' own limits (result, state and error
+/// sizes, depth) give the model an error result and the episode goes on; a
+/// value nested too deep still fails the record as `too_deep` in the end.
 pub(super) async fn run_episode(
     model: &ModelClient,
     spec: &Arc<Spec>,
@@ -129,9 +271,22 @@ pub(super) async fn run_episode(
     cache: Option<&Cache>,
 ) -> Episode {
     let agent = spec.agent().expect("an episode runs only with [agent]");
-    let mut state = agent
-        .initial_state(&inst.vars)
-        .unwrap_or_else(|_| Value::Object(Default::default()));
+    let limits = agent.limits;
+    let deadline = Instant::now() + limits.wall;
+    let (state, too_deep) = match agent.initial_state(&inst.vars) {
+        Ok(state) => (state, None),
+        Err(e) => (
+            Value::Object(Default::default()),
+            e.too_deep.then_some(e.message),
+        ),
+    };
+    let mut progress = Progress {
+        prompt_len: request.messages.len(),
+        messages: request.messages.clone(),
+        state,
+        calls_made: 0,
+        too_deep,
+    };
     let mut totals = Totals {
         usage: Usage::default(),
         attempts: 0,
@@ -140,8 +295,6 @@ pub(super) async fn run_episode(
         retries: Vec::new(),
         cost: None,
     };
-    let mut messages = request.messages.clone();
-    let prompt_len = messages.len();
     let mut ended = Some((
         "max_turns",
         format!(
@@ -151,8 +304,12 @@ pub(super) async fn run_episode(
     ));
     let mut last = None;
     for turn in 0..agent.max_turns {
+        if Instant::now() >= deadline {
+            ended = Some(late(&limits));
+            break;
+        }
         let asking = ChatRequest {
-            messages: messages.clone(),
+            messages: progress.messages.clone(),
             ..request.clone()
         };
         let key = RequestKey {
@@ -169,57 +326,49 @@ pub(super) async fn run_episode(
             .as_ref()
             .and_then(|p| super::cost::priced_cost(p, &asking.messages, &asked));
         totals.add(turn, &asked, cost);
-        let completion = match std::mem::replace(&mut asked.result, Err(ProviderError::NotStarted))
-        {
-            Ok(c) => c,
-            Err(e) => {
-                // The turns before stay in the trajectory; the record is an error.
-                let cost = totals.cost;
-                return Episode {
-                    trajectory: messages.split_off(prompt_len),
-                    asked: totals.into_asked(Err(e), asked),
-                    state: Some(state),
-                    cost,
-                    ended: None,
-                };
-            }
-        };
+        let mut completion =
+            match std::mem::replace(&mut asked.result, Err(ProviderError::NotStarted)) {
+                Ok(c) => c,
+                Err(e) => {
+                    // The turns before stay in the trajectory; the record is an error.
+                    let cost = totals.cost;
+                    return Episode {
+                        trajectory: progress.messages.split_off(progress.prompt_len),
+                        asked: totals.into_asked(Err(e), asked),
+                        state: Some(progress.state),
+                        cost,
+                        ended: None,
+                    };
+                }
+            };
+        let made = count(&completion.tool_calls);
+        // A flood of calls keeps only what the limit allows in the journal.
+        let too_many = completion.tool_calls.len() > limits.calls_per_turn;
+        completion.tool_calls.truncate(limits.calls_per_turn);
         let calls = completion.tool_calls.clone();
-        messages.push(Message::assistant(completion.text.clone(), calls.clone()));
+        let said = Message::assistant(completion.text.clone(), calls.clone());
+        progress.messages.push(said);
         last = Some((completion, asked));
-        if calls.is_empty() {
-            ended = agent.end_tool.as_ref().map(|tool| {
-                let why =
-                    format!("the episode ended with a final answer, without calling `{tool}`");
-                ("no_end_call", why)
-            });
-            break;
-        }
-        let ends = agent
-            .end_tool
-            .as_ref()
-            .is_some_and(|tool| calls.iter().any(|c| &c.name == tool));
-        let at = CallSite {
-            instance: inst.index,
-            sample,
-            turn,
-            call: 0,
+        let step = if too_many {
+            let why = format!(
+                "turn {} made {made} calls, more than max_calls_per_turn = {}; none of them ran",
+                turn + 1,
+                limits.calls_per_turn
+            );
+            Step::End(Some(("too_many_calls", why)))
+        } else {
+            let at = CallSite {
+                instance: inst.index,
+                sample,
+                turn,
+                call: 0,
+            };
+            progress.act(spec, calls, (at, deadline)).await
         };
-        let (results, after) = run_tools(spec, calls, state, at).await;
-        state = after;
-        messages.extend(results);
-        if ends {
-            ended = None;
+        if let Step::End(how) = step {
+            ended = how;
             break;
         }
     }
-    let (completion, asked) = last.expect("max_turns is at least 1");
-    let cost = totals.cost;
-    Episode {
-        trajectory: messages.split_off(prompt_len),
-        asked: totals.into_asked(Ok(completion), asked),
-        state: Some(state),
-        cost,
-        ended,
-    }
+    progress.finish((totals, last), ended, &limits)
 }

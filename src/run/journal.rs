@@ -19,7 +19,9 @@ pub(crate) fn open(path: &Path) -> io::Result<Journal> {
     AppendLog::open::<Record>(path)
 }
 
-/// Calls `f` with each complete record in file order; unparseable lines are skipped.
+/// Calls `f` with each record in file order; a line that cannot be read
+/// fails with the journal's path and the line's number (a torn last line,
+/// left by a crash, is skipped).
 pub(crate) fn for_each_record(path: &Path, f: impl FnMut(Record)) -> io::Result<()> {
     for_each_line(path, f)
 }

@@ -2,8 +2,9 @@
 //!
 //! Data flow: every shard's `plan.json` is checked against the first (one
 //! plan hash, one shard count, each index once); each journal is indexed by
-//! key and byte offset (a torn last line skipped, later lines winning within
-//! a journal, a key in two shards refused); the plan's keys are walked to
+//! key and byte offset (a torn last line skipped, a line that cannot be
+//! read refused with its line number, later lines winning within a
+//! journal, a key in two shards refused); the plan's keys are walked to
 //! find what is missing, by owning shard; when nothing is, the records are
 //! copied byte for byte, in plan order, into one journal beside a manifest
 //! without a shard. The reports and the golden comparison are then those of
@@ -241,8 +242,9 @@ pub(crate) fn index(shards: &[ShardRun], specs: &[Arc<SpecRuntime>]) -> Result<I
     Ok(Index { lines, journals })
 }
 
-/// Calls `f` with each complete, parseable line's offset, length and record;
-/// a torn or unparseable line is skipped, as every journal reader does.
+/// Calls `f` with each complete line's offset, length and record; a torn
+/// last line is skipped and a line that cannot be read fails, as every
+/// journal reader does.
 fn for_each_raw(
     path: &Path,
     mut f: impl FnMut(u64, usize, Record) -> Result<(), MergeError>,
@@ -252,7 +254,7 @@ fn for_each_raw(
     let Some(file) = file else { return Ok(()) };
     // A last line the crash left without its newline is not copied: the
     // merged journal's next line would run into it.
-    for_each_line_at(&mut BufReader::new(file), |offset, line, record| {
+    for_each_line_at(path, &mut BufReader::new(file), |offset, line, record| {
         if line.ends_with(b"\n") {
             f(offset, line.len(), record)?;
         }

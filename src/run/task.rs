@@ -334,6 +334,7 @@ async fn finish(
             };
             // A single turn's calls are a trajectory of one assistant message.
             let trajectory = trajectory.unwrap_or_else(|| single_turn(&completion));
+            let ended = ended.or_else(|| too_deep_call(&trajectory));
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
@@ -391,8 +392,10 @@ async fn finish(
             }
         }
         Err(e) => {
-            record.failure = Some(e.kind().to_owned());
-            record.scored.error = Some(e.to_string());
+            // An episode's own end (its deadline) names it, else the request's error.
+            let (failure, error) = ended.unwrap_or_else(|| (e.kind(), e.to_string()));
+            record.failure = Some(failure.to_owned());
+            record.scored.error = Some(error);
             record.scored.trajectory = trajectory.unwrap_or_default();
             record.scored.state = state;
         }
@@ -410,7 +413,22 @@ fn single_turn(completion: &crate::provider::Completion) -> Vec<Message> {
     )]
 }
 
-/// An episode that ended badly (`max_turns`, `no_end_call`) fails whatever
+/// The `too_deep` failure of an answer with a call whose arguments nested
+/// past the depth limit: the model's own fault, whatever the rules say.
+fn too_deep_call(trajectory: &[Message]) -> Option<(&'static str, String)> {
+    let call = trajectory
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .find(|c| c.too_deep())?;
+    let why = format!(
+        "a call of `{}`: {}",
+        call.name,
+        call.invalid.as_deref().unwrap_or_default()
+    );
+    Some(("too_deep", why))
+}
+
+/// An episode that ended badly (`max_turns`, `no_end_call`, a limit) fails whatever
 /// its rules concluded; their details stay after the episode's reason.
 fn episode_failed(record: &mut Record, (failure, why): (&'static str, String)) {
     record.scored.passed = false;

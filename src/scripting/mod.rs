@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub(crate) mod rng;
+pub(crate) mod value;
 
 use rng::ScriptRng;
 
@@ -44,6 +45,22 @@ pub(crate) fn max_operations_problem(max_operations: u64) -> Option<String> {
 /// Wall-clock limit of one script run, whatever its operation budget: a run
 /// that stalls (a slow host, a huge string operation) ends here.
 pub(crate) const SCRIPT_DEADLINE: Duration = Duration::from_secs(1);
+
+/// The stack a script run gets. Rhai walks a value recursively (its size
+/// checks after every change, clones, drops), once per level, and a script
+/// can nest a value as deep as its size limits and its wall-clock limit let
+/// it build: maps to 10,000 levels, arrays as deep as its second allows
+/// (about 5,000 levels in a release build on a busy two-core machine, more
+/// on a faster one, each level's size check walking all the others). A
+/// 2 MiB worker's stack is near its end there; this is far from it. It is
+/// mapped when a run starts, and only the pages touched are used.
+pub(crate) const SCRIPT_STACK: usize = 64 << 20;
+
+/// Runs `f` (a script run, and whatever takes its values apart) on a stack
+/// of [`SCRIPT_STACK`] bytes.
+pub(crate) fn on_script_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::grow(SCRIPT_STACK, f)
+}
 
 /// Operations between two looks at the clock.
 const CLOCK_EVERY: u64 = 1024;
@@ -170,8 +187,41 @@ impl ScriptError {
     }
 }
 
+/// Replaces an array or map an error carries (a thrown value, a missing
+/// index) by its JSON text, or by its depth when it nests deep: Rhai's
+/// `Display` and `Drop` of a deep value recurse past any stack.
+fn tame(e: &mut EvalAltResult) {
+    let mut e = e;
+    loop {
+        match e {
+            EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
+            | EvalAltResult::ErrorInModule(_, inner, _) => e = inner,
+            EvalAltResult::ErrorRuntime(v, _)
+            | EvalAltResult::ErrorIndexNotFound(v, _)
+            | EvalAltResult::ErrorTerminated(v, _) => {
+                if v.is_array() || v.is_map() {
+                    let text = match value::to_json(std::mem::take(v), THROWN_DEPTH) {
+                        Ok(json) => json.to_string(),
+                        Err(value::ToJsonError::TooDeep { depth }) => {
+                            format!("a value nested {depth} levels deep")
+                        }
+                        Err(value::ToJsonError::Unrepresentable(why)) => why,
+                    };
+                    *v = Dynamic::from(text);
+                }
+                return;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// The deepest thrown value an error shows as JSON.
+const THROWN_DEPTH: usize = 64;
+
 impl From<Box<EvalAltResult>> for ScriptError {
-    fn from(e: Box<EvalAltResult>) -> Self {
+    fn from(mut e: Box<EvalAltResult>) -> Self {
+        tame(&mut e);
         let pos = e.position();
         let message = match *e {
             EvalAltResult::ErrorTooManyOperations(_) => format!(

@@ -4,8 +4,10 @@
 use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
+use crate::format::depth::{MAX_DEPTH, too_deep_text};
 use crate::scripting::rng::ScriptRng;
-use crate::scripting::{ScriptError, sandboxed_engine};
+use crate::scripting::value::{ToJsonError, drop_scope, to_json};
+use crate::scripting::{ScriptError, on_script_stack, sandboxed_engine};
 
 /// A compiled generation script.
 pub(crate) struct Generator {
@@ -48,6 +50,15 @@ impl Generator {
         index: u64,
         row: Option<&Map<String, Value>>,
     ) -> Result<Map<String, Value>, ScriptError> {
+        // Rhai walks the values a script builds recursively, however deep.
+        on_script_stack(|| self.generate_here(index, row))
+    }
+
+    fn generate_here(
+        &self,
+        index: u64,
+        row: Option<&Map<String, Value>>,
+    ) -> Result<Map<String, Value>, ScriptError> {
         let mut scope = Scope::new();
         scope.push_constant_dynamic("data", self.data.clone());
         scope.push_constant("index", index as i64);
@@ -58,18 +69,29 @@ impl Generator {
             None => Dynamic::UNIT,
         };
         scope.push_constant_dynamic("row", row);
-        let result: Dynamic = self.engine.eval_ast_with_scope(&mut scope, &self.ast)?;
+        let result = self
+            .engine
+            .eval_ast_with_scope::<Dynamic>(&mut scope, &self.ast);
+        drop_scope(scope);
+        let result = result?;
         let type_name = result.type_name();
-        match rhai::serde::from_dynamic::<Value>(&result)? {
-            Value::Object(vars) => Ok(vars),
-            _ => Err(ScriptError {
-                message: format!(
-                    "the script must end with a map of instance variables (#{{ name: value }}), \
-                     but it returned {type_name}"
-                ),
-                line: 0,
-                column: 0,
-            }),
+        let whole = |message: String| ScriptError {
+            message,
+            line: 0,
+            column: 0,
+        };
+        match to_json(result, MAX_DEPTH) {
+            Ok(Value::Object(vars)) => Ok(vars),
+            Ok(_) => Err(whole(format!(
+                "the script must end with a map of instance variables (#{{ name: value }}), \
+                 but it returned {type_name}"
+            ))),
+            // Past the limit, the instance's records could not be read back.
+            Err(ToJsonError::TooDeep { depth }) => Err(whole(too_deep_text(
+                "the map of instance variables nests",
+                depth,
+            ))),
+            Err(ToJsonError::Unrepresentable(why)) => Err(whole(why)),
         }
     }
 }
@@ -134,6 +156,23 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn variables_nested_too_deep_are_refused() {
+        let script = "let v = 1; for i in 0..n { v = [v]; } #{ v: v }";
+        for (n, ok) in [(63, true), (64, false), (2_000, false)] {
+            let g =
+                Generator::new(&format!("let n = {n}; {script}"), &data(), 0, 10_000_000).unwrap();
+            match g.generate(0, None) {
+                Ok(vars) => assert!(ok, "{n}: {vars:?}"),
+                Err(e) => {
+                    assert!(!ok, "{n}: {}", e.message);
+                    let says = format!("nests {} levels deep, deeper than the 64", n + 1);
+                    assert!(e.message.contains(&says), "{}", e.message);
+                }
+            }
+        }
     }
 
     #[test]

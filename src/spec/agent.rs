@@ -8,16 +8,22 @@ use std::path::{Path, PathBuf};
 use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
+use super::sizes::{clip_bytes, json_len_within};
 use crate::error::{Diagnostic, ErrorKind, Location};
+use crate::format::depth::{MAX_DEPTH, too_deep_text, value_depth};
 use crate::format::locate::SourceMap;
-use crate::format::{SpecFile, ToolCall, key_path};
+use crate::format::{EpisodeLimits, SpecFile, ToolCall, key_path};
 use crate::scripting::rng::ScriptRng;
+use crate::scripting::value::{ToJsonError, drop_deep, drop_scope, to_json};
 use crate::scripting::{
-    DEFAULT_MAX_OPERATIONS, ScriptError, max_operations_problem, sandboxed_engine,
+    DEFAULT_MAX_OPERATIONS, ScriptError, max_operations_problem, on_script_stack, sandboxed_engine,
 };
 
 /// The names a tool script may read.
 const SCOPE_NAMES: [&str; 3] = ["args", "state", "rng"];
+
+/// The most tool names an unknown tool's error lists.
+const TOOLS_LISTED: usize = 20;
 
 /// A compiled `[agent]`: its limits, end condition and tool scripts.
 pub(crate) struct AgentRuntime {
@@ -27,21 +33,51 @@ pub(crate) struct AgentRuntime {
     pub end_tool: Option<String>,
     /// The instance variable seeding the state.
     pub state_var: String,
+    /// Calls, sizes and time an episode may take.
+    pub limits: EpisodeLimits,
     engine: Engine,
     scripts: BTreeMap<String, AST>,
     seed: u64,
 }
 
 /// Why a tool call gave the model an error instead of a result: a `throw`,
-/// an unknown tool, arguments that are not a JSON object, a script fault.
+/// an unknown tool, arguments that are not a JSON object, a script fault,
+/// a limit.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct ToolError(pub String);
+#[error("{message}")]
+pub(crate) struct ToolError {
+    /// What the model is told.
+    pub message: String,
+    /// A value nested past the depth limit (the arguments, the result or
+    /// the state it would leave): the episode's record fails as `too_deep`.
+    pub too_deep: bool,
+}
+
+impl ToolError {
+    fn said(message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+            too_deep: false,
+        }
+    }
+
+    fn deep(message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+            too_deep: true,
+        }
+    }
+}
 
 /// Why an instance's state variable cannot seed an episode.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct StateError(pub String);
+#[error("{message}")]
+pub(crate) struct StateError {
+    /// What is wrong with it.
+    pub message: String,
+    /// It nests past the depth limit: the record fails as `too_deep`.
+    pub too_deep: bool,
+}
 
 /// Where one call happens in a run, for its RNG stream.
 #[derive(Debug, Clone, Copy)]
@@ -61,69 +97,176 @@ impl AgentRuntime {
     /// variable's map (or a JSON text holding one, as a CSV column would), else `{}`.
     pub(crate) fn initial_state(&self, vars: &Map<String, Value>) -> Result<Value, StateError> {
         let var = &self.state_var;
+        let fail = |message: String| StateError {
+            message,
+            too_deep: false,
+        };
         let value = match crate::verify::lookup(vars, var) {
             None => return Ok(Value::Object(Map::new())),
             Some(Value::String(text)) => serde_json::from_str(text)
-                .map_err(|e| StateError(format!("state `{var}` is a string but not JSON: {e}")))?,
+                .map_err(|e| fail(format!("state `{var}` is a string but not JSON: {e}")))?,
             Some(value) => value.clone(),
         };
-        if value.is_object() {
-            Ok(value)
-        } else {
-            Err(StateError(format!(
-                "state `{var}` must be a map, not {value}"
-            )))
+        let depth = value_depth(&value);
+        if depth > MAX_DEPTH {
+            return Err(StateError {
+                message: too_deep_text(&format!("state `{var}` nests"), depth),
+                too_deep: true,
+            });
         }
+        if !value.is_object() {
+            return Err(fail(format!("state `{var}` must be a map, not {value}")));
+        }
+        if json_len_within(&value, self.limits.state_bytes).is_none() {
+            return Err(fail(format!(
+                "state `{var}` is more than max_state_bytes = {} bytes as JSON",
+                self.limits.state_bytes
+            )));
+        }
+        Ok(value)
     }
 
     /// Runs `call` against `state`: the tool's value, or the message the
     /// model is shown (a `throw`, an unknown tool, arguments that are not a
-    /// JSON object). The state changes only when the call succeeds.
+    /// JSON object, a limit), cut to `max_error_bytes`. The state changes
+    /// only when the call succeeds.
     pub(crate) fn call(
         &self,
         call: &ToolCall,
         state: &mut Value,
         at: CallSite,
     ) -> Result<Value, ToolError> {
-        let fail = |message: String| Err(ToolError(message));
-        if let Some(why) = &call.invalid {
-            return fail(format!("the arguments are not valid JSON: {why}"));
+        // Rhai walks the values a script builds recursively, however deep.
+        let outcome = on_script_stack(|| self.call_unclipped(call, state, at));
+        outcome.map_err(|mut e| {
+            e.message = clip_bytes(&e.message, self.limits.error_bytes);
+            e
+        })
+    }
+
+    fn call_unclipped(
+        &self,
+        call: &ToolCall,
+        state: &mut Value,
+        at: CallSite,
+    ) -> Result<Value, ToolError> {
+        if let Some(why) = call.invalid_text() {
+            return Err(if call.too_deep() {
+                ToolError::deep(why)
+            } else {
+                ToolError::said(why)
+            });
         }
         let Some(ast) = self.scripts.get(&call.name) else {
-            let names: Vec<&str> = self.scripts.keys().map(String::as_str).collect();
-            return fail(format!(
-                "there is no tool `{}` (tools: {})",
-                call.name,
-                names.join(", ")
-            ));
+            return Err(ToolError::said(self.unknown_tool(&call.name)));
         };
         if !call.arguments.is_object() {
-            return fail("the arguments must be a JSON object".into());
+            return Err(ToolError::said("the arguments must be a JSON object"));
         }
-        let run = || -> Result<(Value, Value), ScriptError> {
-            let mut scope = Scope::new();
-            scope.push_dynamic("args", rhai::serde::to_dynamic(&call.arguments)?);
-            scope.push_dynamic("state", rhai::serde::to_dynamic(&*state)?);
-            let stream =
-                (u64::from(at.sample) << 32) | (u64::from(at.turn) << 16) | u64::from(at.call);
-            let rng = ScriptRng::for_instance(self.seed ^ stream, at.instance);
-            scope.push("rng", rng);
-            let result: Dynamic = self.engine.eval_ast_with_scope(&mut scope, ast)?;
-            let after: Dynamic = scope.get_value("state").unwrap_or_default();
-            Ok((
-                rhai::serde::from_dynamic(&result)?,
-                rhai::serde::from_dynamic(&after)?,
-            ))
+        let (result, after) = self.run_script(ast, call, state, at)?;
+        let tool = &call.name;
+        let unchanged = "the state is unchanged";
+        let result = match to_json(result, MAX_DEPTH) {
+            Ok(result) => result,
+            Err(e) => {
+                drop_deep([after]);
+                return Err(converted(e, &format!("the result of `{tool}`")));
+            }
         };
-        let (result, after) = run().map_err(|e| ToolError(e.message))?;
+        let after = to_json(after, MAX_DEPTH).map_err(|e| {
+            let mut e = converted(e, &format!("the state `{tool}` leaves"));
+            e.message = format!("{}; {unchanged}", e.message);
+            e
+        })?;
+        let limits = &self.limits;
+        if json_len_within(&result, limits.result_bytes).is_none() {
+            return Err(ToolError::said(format!(
+                "the result of `{tool}` is more than max_result_bytes = {} bytes as JSON; {unchanged}",
+                limits.result_bytes
+            )));
+        }
         if !after.is_object() {
-            return fail(format!(
-                "tool `{}` left `state` as {after}, not a map",
-                call.name
-            ));
+            return Err(ToolError::said(format!(
+                "tool `{tool}` left `state` as {}, not a map; {unchanged}",
+                clip_bytes(&after.to_string(), 200)
+            )));
+        }
+        if json_len_within(&after, limits.state_bytes).is_none() {
+            return Err(ToolError::said(format!(
+                "tool `{tool}` would leave the state more than max_state_bytes = {} bytes as JSON; {unchanged}",
+                limits.state_bytes
+            )));
         }
         *state = after;
         Ok(result)
+    }
+
+    /// Runs a tool's script: its value and the state it left, as the
+    /// script's own values (converted, with their depth checked, by the caller).
+    fn run_script(
+        &self,
+        ast: &AST,
+        call: &ToolCall,
+        state: &Value,
+        at: CallSite,
+    ) -> Result<(Dynamic, Dynamic), ToolError> {
+        let fault = |e: ScriptError| ToolError::said(e.message);
+        let mut scope = Scope::new();
+        // Both were bounded where they came in, so these recursions are shallow.
+        let args = rhai::serde::to_dynamic(&call.arguments).map_err(|e| fault(e.into()))?;
+        let before = rhai::serde::to_dynamic(state).map_err(|e| fault(e.into()))?;
+        scope.push_dynamic("args", args);
+        scope.push_dynamic("state", before);
+        let stream = (u64::from(at.sample) << 32) | (u64::from(at.turn) << 16) | u64::from(at.call);
+        scope.push(
+            "rng",
+            ScriptRng::for_instance(self.seed ^ stream, at.instance),
+        );
+        let result = self.engine.eval_ast_with_scope::<Dynamic>(&mut scope, ast);
+        let after = scope.remove::<Dynamic>("state").unwrap_or_default();
+        drop_scope(scope);
+        match result {
+            Ok(result) => Ok((result, after)),
+            Err(e) => {
+                drop_deep([after]);
+                Err(fault(ScriptError::from(e)))
+            }
+        }
+    }
+
+    /// The error of a call to `name`, which no tool has: the tools, at most
+    /// [`TOOLS_LISTED`] of them, and how many more there are.
+    fn unknown_tool(&self, name: &str) -> String {
+        let names: Vec<&str> = self
+            .scripts
+            .keys()
+            .take(TOOLS_LISTED)
+            .map(String::as_str)
+            .collect();
+        let more = self.scripts.len().saturating_sub(TOOLS_LISTED);
+        let more = if more > 0 {
+            format!(", and {more} more")
+        } else {
+            String::new()
+        };
+        format!(
+            "there is no tool `{}` (tools: {}{more})",
+            clip_bytes(name, 100),
+            names.join(", ")
+        )
+    }
+}
+
+/// A script's value (`what`, such as "the result of `f`") that has no JSON
+/// form, as the model's error.
+fn converted(e: ToJsonError, what: &str) -> ToolError {
+    match e {
+        ToJsonError::TooDeep { depth } => {
+            ToolError::deep(too_deep_text(&format!("{what} would nest"), depth))
+        }
+        ToJsonError::Unrepresentable(why) => {
+            ToolError::said(format!("{what} holds what JSON cannot: {why}"))
+        }
     }
 }
 
@@ -131,7 +274,7 @@ impl AgentRuntime {
 pub(crate) fn result_text(result: &Result<Value, ToolError>) -> String {
     match result {
         Ok(value) => value.to_string(),
-        Err(why) => serde_json::json!({ "error": why.0 }).to_string(),
+        Err(why) => serde_json::json!({ "error": why.message }).to_string(),
     }
 }
 
@@ -163,6 +306,9 @@ pub(super) fn compile(
     };
     if let Some(message) = agent.turns_problem() {
         errors.push(at(key_path!["agent", "max_turns"], message));
+    }
+    for (key, message) in agent.limit_problems() {
+        errors.push(at(key_path!["agent", key], message));
     }
     let max_ops = agent.max_operations.unwrap_or(DEFAULT_MAX_OPERATIONS);
     if let Some(message) = max_operations_problem(max_ops) {
@@ -221,6 +367,7 @@ pub(super) fn compile(
         max_turns: agent.turns(),
         end_tool: agent.end.as_ref().map(|e| e.tool.clone()),
         state_var: agent.state_var().to_owned(),
+        limits: agent.limits(),
         engine,
         scripts,
         seed: def.seed.unwrap_or(0),
@@ -301,158 +448,5 @@ fn script_diagnostic(map: &SourceMap, i: usize, origin: &Origin, e: &ScriptError
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::prompt::Message;
-    use serde_json::json;
-
-    fn runtime(scripts: &[(&str, &str)]) -> AgentRuntime {
-        let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
-        let scripts = scripts
-            .iter()
-            .map(|(n, s)| ((*n).to_owned(), compile_one(&engine, s).unwrap()))
-            .collect();
-        AgentRuntime {
-            max_turns: 4,
-            end_tool: None,
-            state_var: "state".into(),
-            engine,
-            scripts,
-            seed: 7,
-        }
-    }
-
-    const AT: CallSite = CallSite {
-        instance: 0,
-        sample: 0,
-        turn: 0,
-        call: 0,
-    };
-
-    fn call(name: &str, arguments: Value) -> ToolCall {
-        ToolCall {
-            id: "c1".into(),
-            name: name.into(),
-            arguments,
-            invalid: None,
-        }
-    }
-
-    #[test]
-    fn a_call_changes_the_state_and_a_throw_leaves_it() {
-        let agent = runtime(&[(
-            "cancel",
-            r#"let o = state.orders[args.id]; if o.status == "shipped" { throw "already shipped" } o.status = "cancelled"; state.orders[args.id] = o; #{ ok: true }"#,
-        )]);
-        let mut state = json!({"orders": [{"status": "new"}, {"status": "shipped"}]});
-        let done = agent.call(&call("cancel", json!({"id": 0})), &mut state, AT);
-        assert_eq!(done, Ok(json!({"ok": true})));
-        assert_eq!(state["orders"][0]["status"], "cancelled");
-        let refused = agent.call(&call("cancel", json!({"id": 1})), &mut state, AT);
-        assert_eq!(refused, Err(ToolError("already shipped".into())));
-        assert_eq!(result_text(&refused), r#"{"error":"already shipped"}"#);
-        assert_eq!(state["orders"][1]["status"], "shipped");
-    }
-
-    #[test]
-    fn bad_calls_become_messages_not_crashes() {
-        let agent = runtime(&[("f", "args.x + 1"), ("spin", "loop {}")]);
-        let mut state = json!({});
-        let cases = [
-            (
-                call("g", json!({})),
-                "there is no tool `g` (tools: f, spin)",
-            ),
-            (call("f", json!([1])), "must be a JSON object"),
-            (ToolCall::from_text("c", "f", "{x:"), "not valid JSON"),
-            (call("spin", json!({})), "operation budget"),
-        ];
-        for (c, want) in cases {
-            let got = agent.call(&c, &mut state, AT).unwrap_err().0;
-            assert!(got.contains(want), "{got}");
-        }
-        assert_eq!(
-            agent.call(&call("f", json!({"x": 1})), &mut state, AT),
-            Ok(json!(2))
-        );
-    }
-
-    #[test]
-    fn initial_state_comes_from_the_variable() {
-        let agent = runtime(&[]);
-        let vars = |v: Value| v.as_object().unwrap().clone();
-        assert_eq!(agent.initial_state(&vars(json!({}))), Ok(json!({})));
-        let from_text = agent.initial_state(&vars(json!({"state": "{\"a\": 1}"})));
-        assert_eq!(from_text, Ok(json!({"a": 1})));
-        assert!(agent.initial_state(&vars(json!({"state": 3}))).is_err());
-    }
-
-    #[test]
-    fn the_rng_is_seeded_per_step() {
-        let agent = runtime(&[("r", "rng.int(1, 1000000)")]);
-        let roll = |turn| {
-            agent.call(
-                &call("r", json!({})),
-                &mut json!({}),
-                CallSite { turn, ..AT },
-            )
-        };
-        assert_eq!(roll(0), roll(0));
-        assert_ne!(roll(0), roll(1));
-    }
-
-    /// The shipped shop spec's tools, run as a model would call them: the
-    /// state they leave passes `final_state` exactly when the right orders changed.
-    #[test]
-    fn the_shop_spec_tools_keep_their_promises() {
-        let spec = crate::spec::Spec::load(Path::new("specs/shop_agent.toml")).unwrap();
-        let agent = spec.agent().unwrap();
-        // (instance, the calls as (tool, order), what the last result says, passes)
-        type Case<'a> = (u64, &'a [(&'a str, &'a str)], &'a str, bool);
-        let cases: [Case; 5] = [
-            (0, &[("cancel_order", "A-1002")], "отменён", true),
-            (0, &[("cancel_order", "A-1003")], "нельзя отменить", false),
-            (
-                1,
-                &[("get_order", "B-2001"), ("refund_order", "B-2001")],
-                "возврат",
-                true,
-            ),
-            (
-                5,
-                &[("cancel_order", "F-6001"), ("cancel_order", "F-6003")],
-                "отменён",
-                true,
-            ),
-            (7, &[("cancel_order", "H-8009")], "не найден", true),
-        ];
-        for (instance, calls, said, passes) in cases {
-            let inst = spec.instance(instance).unwrap();
-            let mut state = agent.initial_state(&inst.vars).unwrap();
-            let (mut last, mut steps) = (String::new(), Vec::new());
-            for (tool, id) in calls {
-                let asked = call(tool, json!({"order_id": id}));
-                last = result_text(&agent.call(&asked, &mut state, AT));
-                steps.push(Message::assistant("", vec![asked.clone()]));
-                steps.push(Message::tool_result(&asked, last.clone()));
-            }
-            let end = call("submit", json!({"answer": "ок"}));
-            let submit = agent.call(&end, &mut state, AT);
-            assert_eq!(submit, Ok(json!({"ok": true})));
-            steps.push(Message::assistant("", vec![end]));
-            assert!(last.contains(said), "{instance}: {last}");
-            let reply = crate::verify::Reply {
-                state: Some(&state),
-                trajectory: &steps,
-                ..crate::verify::Reply::text("")
-            };
-            let verdict = spec.verify_judged(&reply, &inst.vars, &Default::default());
-            assert_eq!(
-                verdict.passed,
-                passes,
-                "{instance}: {}",
-                verdict.failure_details()
-            );
-        }
-    }
-}
+#[path = "agent_tests.rs"]
+mod tests;

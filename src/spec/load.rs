@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{ScriptOrigin, Spec, dataset_diagnostic, template_diagnostic};
 use crate::error::{Diagnostic, Diagnostics, ErrorKind, Location};
 use crate::files::FileKind;
+use crate::format::depth::{MAX_DEPTH, too_deep_text, value_depth};
 use crate::format::key_path;
 use crate::format::locate::{Key, SourceMap};
 use crate::format::{ResponseFormat, Role, SpecFile, toml_diagnostic};
@@ -103,7 +104,23 @@ fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
         let path = e.path().to_string();
         toml_diagnostic(file, &source, &path, e.inner())
     })?;
+    if let Some(deep) = deep_data(&def, &map) {
+        return Err(deep.with_source(&source));
+    }
     Ok((source, map, def))
+}
+
+/// The first `[data]` value nested past the depth limit: the records of
+/// the instances carrying it could not be read back.
+fn deep_data(def: &SpecFile, map: &SourceMap) -> Option<Diagnostic> {
+    def.data.iter().find_map(|(key, value)| {
+        let depth = value_depth(value);
+        (depth > MAX_DEPTH).then(|| {
+            let message = too_deep_text(&format!("`data.{key}` nests"), depth);
+            let at = map.locate(key_path!["data", key.as_str()]);
+            Diagnostic::new(ErrorKind::Invalid, at, message)
+        })
+    })
 }
 
 /// Loads and compiles a spec.

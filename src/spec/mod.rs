@@ -14,6 +14,7 @@ pub(crate) mod agent;
 mod golden_subset;
 mod images;
 mod load;
+mod sizes;
 mod tools;
 mod validate;
 

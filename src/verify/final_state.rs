@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
+use crate::scripting::{
+    DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine,
+};
 use crate::text::clip;
 
 /// The most characters of one state value a failure detail shows.
@@ -164,7 +166,9 @@ impl Rule for FinalState {
         let Some(state) = reply.state else {
             return Some((String::new(), self.verify("", "", vars)));
         };
-        Some((clip(&state.to_string(), SHOWN), self.judge(state, vars)))
+        // Rhai walks the values a script builds recursively, however deep.
+        let verdict = on_script_stack(|| self.judge(state, vars));
+        Some((clip(&state.to_string(), SHOWN), verdict))
     }
 }
 

@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use super::kind::RuleKind;
-use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, sandboxed_engine};
+use crate::scripting::{
+    DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine,
+};
 
 struct ScriptRule {
     engine: Engine,
@@ -128,7 +130,8 @@ impl Rule for ScriptRule {
     }
 
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
-        self.run(answer, response, vars).unwrap_or_else(|e| {
+        // Rhai walks the values a script builds recursively, however deep.
+        on_script_stack(|| self.run(answer, response, vars)).unwrap_or_else(|e| {
             let at = if e.line > 0 {
                 format!(" (script line {})", e.line)
             } else {

@@ -44,7 +44,7 @@ pub(super) fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetErr
             file: file.clone(),
             line,
         };
-        rows.push(Row::new(&value, origin));
+        rows.push(Row::new(&value, origin)?);
     }
     Ok(rows)
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 
 use super::error::{DatasetError, Origin};
-use super::row::{Row, json_message, object_row};
+use super::row::{Row, check_depth, json_message, object_row};
 
 /// Parses every line of `text`, read from `file`.
 pub(super) fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetError> {
@@ -15,6 +15,11 @@ pub(super) fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetErr
         if line.trim().is_empty() {
             continue;
         }
+        let origin = Origin {
+            file: file.clone(),
+            line: i + 1,
+        };
+        check_depth(line, &origin)?;
         // Checked, not kept: rows stay text until an instance needs them.
         serde_json::from_str::<IgnoredAny>(line).map_err(|e| {
             DatasetError::in_file(
@@ -24,10 +29,6 @@ pub(super) fn parse(text: &str, file: &Arc<Path>) -> Result<Vec<Row>, DatasetErr
                 format!("row is not valid JSON: {}", json_message(&e)),
             )
         })?;
-        let origin = Origin {
-            file: file.clone(),
-            line: i + 1,
-        };
         rows.push(object_row(line, origin)?);
     }
     Ok(rows)

@@ -5,7 +5,9 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::error::{At, DatasetError, Origin};
-use crate::scripting::{ScriptError, sandboxed_engine};
+use crate::format::depth::{MAX_DEPTH, too_deep_text};
+use crate::scripting::value::{ToJsonError, drop_deep, drop_scope, to_json};
+use crate::scripting::{ScriptError, on_script_stack, sandboxed_engine};
 
 /// A compiled per-row script.
 pub(super) struct RowScript {
@@ -50,9 +52,11 @@ impl RowScript {
             .map_err(|e| script_error(self.key, Some(origin), &e.into()))?;
         scope.push_constant_dynamic("row", row_value);
         scope.push_constant_dynamic("data", self.data.clone());
-        self.engine
-            .eval_ast_with_scope::<Dynamic>(&mut scope, &self.ast)
-            .map_err(|e| script_error(self.key, Some(origin), &e.into()))
+        let result = self
+            .engine
+            .eval_ast_with_scope::<Dynamic>(&mut scope, &self.ast);
+        drop_scope(scope);
+        result.map_err(|e| script_error(self.key, Some(origin), &e.into()))
     }
 
     /// Runs the script on `row` and requires a map, returned as instance variables.
@@ -61,10 +65,23 @@ impl RowScript {
         row: &Map<String, Value>,
         origin: &Origin,
     ) -> Result<Map<String, Value>, DatasetError> {
+        // Rhai walks the values a script builds recursively, however deep.
+        on_script_stack(|| self.eval_map_here(row, origin))
+    }
+
+    fn eval_map_here(
+        &self,
+        row: &Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Map<String, Value>, DatasetError> {
         let result = self.eval(row, origin)?;
         let type_name = result.type_name();
-        match rhai::serde::from_dynamic::<Value>(&result) {
+        match to_json(result, MAX_DEPTH) {
             Ok(Value::Object(vars)) => Ok(vars),
+            Err(ToJsonError::TooDeep { depth }) => Err(self.row_error(
+                origin,
+                too_deep_text("returned a map that nests", depth),
+            )),
             _ => Err(self.row_error(
                 origin,
                 format!("must return a map of instance variables (#{{ name: value }}), but it returned {type_name}"),
@@ -78,8 +95,14 @@ impl RowScript {
         row: &Map<String, Value>,
         origin: &Origin,
     ) -> Result<bool, DatasetError> {
-        let result = self.eval(row, origin)?;
-        result.as_bool().map_err(|t| {
+        let answer = on_script_stack(|| {
+            let result = self.eval(row, origin)?;
+            let answer = result.as_bool();
+            // Not a boolean: it may nest deep.
+            drop_deep([result]);
+            Ok(answer)
+        })?;
+        answer.map_err(|t| {
             self.row_error(
                 origin,
                 format!("must return true or false, but it returned {t}"),

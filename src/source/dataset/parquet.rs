@@ -27,7 +27,7 @@ pub(super) fn parse(data: Vec<u8>, file: &Arc<Path>) -> Result<Vec<Row>, Dataset
         };
         let row = row.map_err(|e| DatasetError::row(&origin, format!("row {}: {e}", i + 1)))?;
         match row.to_json_value() {
-            Value::Object(fields) => rows.push(Row::new(&fields, origin)),
+            Value::Object(fields) => rows.push(Row::new(&fields, origin)?),
             _ => unreachable!("a Parquet row converts to a JSON object"),
         }
     }

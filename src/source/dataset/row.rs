@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::error::{DatasetError, Origin};
+use crate::format::depth::{MAX_DEPTH, text_depth, too_deep_text, value_depth};
 
 /// One row: its fields as JSON text, and where it came from.
 ///
@@ -18,13 +19,17 @@ pub struct Row {
 }
 
 impl Row {
-    /// A row of `fields`.
-    pub fn new(fields: &Map<String, Value>, origin: Origin) -> Row {
+    /// A row of `fields`; refused when it nests past the depth limit.
+    pub fn new(fields: &Map<String, Value>, origin: Origin) -> Result<Row, DatasetError> {
+        let depth = fields.values().map(value_depth).max().unwrap_or(0) + 1;
+        if depth > MAX_DEPTH {
+            return Err(too_deep(&origin, depth));
+        }
         let json = serde_json::to_string(fields).expect("JSON values serialize");
-        Row {
+        Ok(Row {
             json: json.into_boxed_str(),
             origin,
-        }
+        })
     }
 
     /// The row's fields.
@@ -36,6 +41,7 @@ impl Row {
 /// A row from JSON text already known to be valid: it must be an object.
 pub(super) fn object_row(text: &str, origin: Origin) -> Result<Row, DatasetError> {
     let text = text.trim();
+    check_depth(text, &origin)?;
     if text.starts_with('{') {
         return Ok(Row {
             json: text.into(),
@@ -51,6 +57,22 @@ pub(super) fn object_row(text: &str, origin: Origin) -> Result<Row, DatasetError
             crate::text::json_kind(&value)
         ),
     ))
+}
+
+/// Refuses row text nested past the depth limit, measured without parsing.
+pub(super) fn check_depth(text: &str, origin: &Origin) -> Result<(), DatasetError> {
+    let depth = text_depth(text.as_bytes());
+    if depth > MAX_DEPTH {
+        return Err(too_deep(origin, depth));
+    }
+    Ok(())
+}
+
+/// The error of a row nested past the depth limit: the records of its
+/// instance could not be read back.
+fn too_deep(origin: &Origin, depth: usize) -> DatasetError {
+    let what = format!("row {} nests", origin.line);
+    DatasetError::row(origin, too_deep_text(&what, depth))
 }
 
 /// A JSON parse error without serde's own `at line L column C`, which the location states.
