@@ -142,7 +142,7 @@ impl BadLine {
 /// dropped a record without a word) is off, and the line's depth is
 /// measured first, without recursion, against [`MAX_LINE_DEPTH`].
 pub(crate) fn parse_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Result<T, LineProblem> {
-    let depth = nesting(line);
+    let depth = json_nesting(line);
     if depth > MAX_LINE_DEPTH {
         return Err(LineProblem::TooDeep(depth));
     }
@@ -156,7 +156,7 @@ pub(crate) fn parse_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Result<
 
 /// How deep JSON text nests, brackets inside strings not counted: a loop,
 /// so a line of any depth is measured safely.
-fn nesting(text: &[u8]) -> usize {
+pub(crate) fn json_nesting(text: &[u8]) -> usize {
     let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     for &b in text {
         if in_string {

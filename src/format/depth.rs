@@ -36,28 +36,7 @@ pub(crate) fn value_depth(value: &Value) -> usize {
 /// (brackets inside strings do not count); for text that is not JSON, the
 /// deepest its brackets go.
 pub(crate) fn text_depth(text: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
+    crate::files::json_nesting(text)
 }
 
 /// What a refusal says of a value nested past [`MAX_DEPTH`]: `what_nests`
