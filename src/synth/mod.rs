@@ -18,8 +18,11 @@ pub(crate) mod dedup;
 pub(crate) mod exec;
 pub(crate) mod generate;
 mod in_range;
+#[cfg(test)]
+mod in_range_tests;
 pub(crate) mod output;
 pub(crate) mod pipeline;
+mod pipeline_file;
 pub(crate) mod rate;
 pub(crate) mod read;
 
