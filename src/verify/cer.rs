@@ -38,7 +38,9 @@ pub(super) struct CerKeys {
 }
 
 /// A normalization of both texts before the error rate is computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub(super) enum Normalization {
     /// Unicode NFKC: ligatures, full-width and compatibility forms to their plain letters.
@@ -72,7 +74,6 @@ impl RuleKind for CerKeys {
     }
 }
 
-
 /// What the error rate counts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Unit {
@@ -105,7 +106,8 @@ fn normalized(text: &str, steps: &[Normalization]) -> String {
 fn edits(answer: &str, reference: &str, unit: Unit) -> (usize, usize) {
     match unit {
         Unit::Char => {
-            let (a, r): (Vec<char>, Vec<char>) = (answer.chars().collect(), reference.chars().collect());
+            let (a, r): (Vec<char>, Vec<char>) =
+                (answer.chars().collect(), reference.chars().collect());
             (strsim::generic_levenshtein(&a, &r), r.len())
         }
         Unit::Word => {
@@ -197,7 +199,13 @@ mod tests {
             ("", "abc", Unit::Char, 3, 3),
             ("abc", "", Unit::Char, 3, 0),
             ("молоко", "малако", Unit::Char, 2, 6),
-            ("the cat sit on mat", "the cat sat on the mat", Unit::Word, 2, 6),
+            (
+                "the cat sit on mat",
+                "the cat sat on the mat",
+                Unit::Word,
+                2,
+                6,
+            ),
             ("a b c", "a b c", Unit::Word, 0, 3),
             ("x y", "", Unit::Word, 2, 0),
         ];
@@ -213,12 +221,52 @@ mod tests {
     #[test]
     fn rates_scores_and_details() {
         let cases: [(&str, &str, Unit, f64, bool, f64, &str); 6] = [
-            ("kitten", "sitting", Unit::Char, 0.5, true, 4.0 / 7.0, "CER 0.429 <= 0.5 (3 edits / 7 chars)"),
-            ("kitten", "sitting", Unit::Char, 0.05, false, 4.0 / 7.0, "CER 0.429 > 0.05"),
-            ("abcdefgX", "abcdefgh", Unit::Char, 0.05, false, 0.875, "CER 0.125 > 0.05 (1 edit / 8 chars)"),
-            ("the cat sit on mat", "the cat sat on the mat", Unit::Word, 0.0, false, 2.0 / 3.0, "WER 0.333 > 0"),
+            (
+                "kitten",
+                "sitting",
+                Unit::Char,
+                0.5,
+                true,
+                4.0 / 7.0,
+                "CER 0.429 <= 0.5 (3 edits / 7 chars)",
+            ),
+            (
+                "kitten",
+                "sitting",
+                Unit::Char,
+                0.05,
+                false,
+                4.0 / 7.0,
+                "CER 0.429 > 0.05",
+            ),
+            (
+                "abcdefgX",
+                "abcdefgh",
+                Unit::Char,
+                0.05,
+                false,
+                0.875,
+                "CER 0.125 > 0.05 (1 edit / 8 chars)",
+            ),
+            (
+                "the cat sit on mat",
+                "the cat sat on the mat",
+                Unit::Word,
+                0.0,
+                false,
+                2.0 / 3.0,
+                "WER 0.333 > 0",
+            ),
             ("", "", Unit::Char, 0.0, true, 1.0, "CER 0.000 <= 0"),
-            ("much longer answer", "ab", Unit::Char, 0.2, false, 0.0, "CER 8.500 > 0.2 (17 edits / 2 chars)"),
+            (
+                "much longer answer",
+                "ab",
+                Unit::Char,
+                0.2,
+                false,
+                0.0,
+                "CER 8.500 > 0.2 (17 edits / 2 chars)",
+            ),
         ];
         for (answer, reference, unit, threshold, passed, score, detail) in cases {
             let v = rule(unit, threshold, &[]).verify(answer, "", &vars(reference));
@@ -235,10 +283,18 @@ mod tests {
         let cases = [
             ("kitten", "sitting", Unit::Char, "CER", 3.0 / 7.0),
             ("much longer answer", "ab", Unit::Char, "CER", 8.5),
-            ("the cat sit on mat", "the cat sat on the mat", Unit::Word, "WER", 1.0 / 3.0),
+            (
+                "the cat sit on mat",
+                "the cat sat on the mat",
+                Unit::Word,
+                "WER",
+                1.0 / 3.0,
+            ),
         ];
         for (answer, reference, unit, name, value) in cases {
-            let m = rule(unit, 0.0, &[]).verify(answer, "", &vars(reference)).measure;
+            let m = rule(unit, 0.0, &[])
+                .verify(answer, "", &vars(reference))
+                .measure;
             let m = m.expect("cer measures");
             assert_eq!((m.name.as_str(), m.lower_is_better), (name, true));
             assert!((m.value - value).abs() < 1e-12, "{answer:?}: {}", m.value);
@@ -265,7 +321,9 @@ mod tests {
         ];
         for (answer, reference, step) in cases {
             assert!(
-                !rule(Unit::Char, 0.0, &[]).verify(answer, "", &vars(reference)).passed,
+                !rule(Unit::Char, 0.0, &[])
+                    .verify(answer, "", &vars(reference))
+                    .passed,
                 "{answer:?} differs without {step:?}"
             );
             let v = rule(Unit::Char, 0.0, &[step]).verify(answer, "", &vars(reference));

@@ -6,9 +6,9 @@
 use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text_list, lookup, text_problem};
+use super::kind::RuleKind;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use super::kind::RuleKind;
 
 #[derive(Clone, Copy)]
 struct Matcher {

@@ -5,9 +5,9 @@
 use serde_json::{Map, Value};
 
 use super::expected::Expected;
+use super::kind::RuleKind;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use super::kind::RuleKind;
 use crate::text::clip;
 
 struct Exact {

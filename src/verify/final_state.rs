@@ -9,9 +9,7 @@ use serde_json::{Map, Value};
 use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::scripting::{
-    DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine,
-};
+use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
 use crate::text::clip;
 
 /// The most characters of one state value a failure detail shows.
@@ -208,7 +206,11 @@ mod tests {
     fn judges_the_state_and_shows_what_it_read() {
         let state = json!({"orders": [{"status": "new"}, {"status": "cancelled"}]});
         let cases: [(&str, bool, &str); 5] = [
-            (r#"state.orders[vars.order].status == "cancelled""#, true, ""),
+            (
+                r#"state.orders[vars.order].status == "cancelled""#,
+                true,
+                "",
+            ),
             (
                 r#"state.orders[0].status == "cancelled""#,
                 false,
@@ -225,7 +227,11 @@ mod tests {
         for (expr, passed, detail) in cases {
             let verdict = judge(expr, Some(state.clone()));
             assert_eq!(verdict.passed, passed, "{expr}: {}", verdict.detail);
-            assert!(verdict.detail.contains(detail), "{expr}: {}", verdict.detail);
+            assert!(
+                verdict.detail.contains(detail),
+                "{expr}: {}",
+                verdict.detail
+            );
         }
         let none = judge("true", None);
         assert_eq!(none.failure, Some(FailureKind::NoAnswer));

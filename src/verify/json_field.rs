@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::expected::lookup;
+use super::kind::RuleKind;
 use super::numeric::Tolerance;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use super::kind::RuleKind;
 use crate::format::ExtractKind;
 use crate::text::{clip, quote};
 

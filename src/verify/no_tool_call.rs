@@ -59,12 +59,26 @@ mod tests {
         let call = ToolCall::from_text("", "f", r#"{"a": 1}"#);
         let called = [Message::assistant("", vec![call])];
         for (trajectory, passes) in [(&[][..], true), (&text[..], true), (&called[..], false)] {
-            let reply = Reply { text: "", trajectory, state: None, tools: &[] };
-            let (_, v) = NoToolCall.verify_reply(&reply, &Map::new()).expect("a reply rule");
+            let reply = Reply {
+                text: "",
+                trajectory,
+                state: None,
+                tools: &[],
+            };
+            let (_, v) = NoToolCall
+                .verify_reply(&reply, &Map::new())
+                .expect("a reply rule");
             assert_eq!(v.passed, passes, "{trajectory:?}: {}", v.detail);
         }
-        let reply = Reply { text: "", trajectory: &called, state: None, tools: &[] };
-        let (shown, v) = NoToolCall.verify_reply(&reply, &Map::new()).expect("a reply rule");
+        let reply = Reply {
+            text: "",
+            trajectory: &called,
+            state: None,
+            tools: &[],
+        };
+        let (shown, v) = NoToolCall
+            .verify_reply(&reply, &Map::new())
+            .expect("a reply rule");
         assert_eq!(shown, r#"f({"a":1})"#);
         assert_eq!(v.detail, "call 1 `f` (turn 1): no tool should be called");
         assert_eq!(v.failure, Some(FailureKind::UnexpectedCall));

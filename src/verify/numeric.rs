@@ -4,11 +4,11 @@
 use serde_json::{Map, Value};
 
 use super::expected::Expected;
+use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::extract::last_number;
 use crate::format::ExtractKind;
-use super::kind::RuleKind;
 use crate::text::clip;
 
 struct Numeric {

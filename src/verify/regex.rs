@@ -2,9 +2,9 @@
 
 use serde_json::{Map, Value};
 
+use super::kind::RuleKind;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use super::kind::RuleKind;
 use crate::text::clip;
 
 struct RegexRule {

@@ -5,12 +5,10 @@
 use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
+use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use super::kind::RuleKind;
-use crate::scripting::{
-    DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine,
-};
+use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
 
 struct ScriptRule {
     engine: Engine,

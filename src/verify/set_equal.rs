@@ -13,9 +13,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::expected::{as_text_list, lookup};
+use super::kind::RuleKind;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use super::kind::RuleKind;
 use crate::format::key_path;
 
 struct Group {

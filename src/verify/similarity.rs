@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text};
+use super::kind::RuleKind;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
-use super::kind::RuleKind;
 
 #[derive(Clone, Copy)]
 enum Metric {

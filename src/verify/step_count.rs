@@ -28,7 +28,11 @@ impl RuleKind for StepCountKeys {
     const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let turns = cx.choice("count", self.count.as_deref(), &[("calls", false), ("turns", true)])?;
+        let turns = cx.choice(
+            "count",
+            self.count.as_deref(),
+            &[("calls", false), ("turns", true)],
+        )?;
         if self.max.is_none() && self.min.is_none() {
             return Err(cx.missing("step_count", "max", "5"));
         }
@@ -36,7 +40,11 @@ impl RuleKind for StepCountKeys {
         if self.max.is_some_and(|max| max < min) {
             return Err(cx.error(ErrorKind::Invalid, "max", "`max` is below `min`"));
         }
-        Ok(Box::new(StepCount { min, max: self.max, turns }))
+        Ok(Box::new(StepCount {
+            min,
+            max: self.max,
+            turns,
+        }))
     }
 }
 
@@ -55,12 +63,16 @@ impl StepCount {
         };
         let steps = steps as u64;
         if steps < u64::from(self.min) {
-            return Verdict::failed(FailureKind::MissingCall, format!("{shown}, expected at least {}", self.min));
+            return Verdict::failed(
+                FailureKind::MissingCall,
+                format!("{shown}, expected at least {}", self.min),
+            );
         }
         match self.max {
-            Some(max) if steps > u64::from(max) => {
-                Verdict::failed(FailureKind::UnexpectedCall, format!("{shown}, expected at most {max}"))
-            }
+            Some(max) if steps > u64::from(max) => Verdict::failed(
+                FailureKind::UnexpectedCall,
+                format!("{shown}, expected at most {max}"),
+            ),
             _ => Verdict::pass(),
         }
     }
@@ -73,7 +85,11 @@ impl Rule for StepCount {
 
     fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
         let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
-        let steps = if self.turns { reply.turns().count() } else { calls.len() };
+        let steps = if self.turns {
+            reply.turns().count()
+        } else {
+            calls.len()
+        };
         Some((show_calls(&calls), self.judge(steps)))
     }
 }
@@ -85,10 +101,42 @@ mod tests {
     #[test]
     fn bounds_steps_from_both_sides() {
         let cases = [
-            (StepCount { min: 0, max: Some(3), turns: false }, 3, None),
-            (StepCount { min: 0, max: Some(3), turns: false }, 4, Some("4 calls, expected at most 3")),
-            (StepCount { min: 2, max: None, turns: true }, 1, Some("1 turn, expected at least 2")),
-            (StepCount { min: 2, max: None, turns: true }, 9, None),
+            (
+                StepCount {
+                    min: 0,
+                    max: Some(3),
+                    turns: false,
+                },
+                3,
+                None,
+            ),
+            (
+                StepCount {
+                    min: 0,
+                    max: Some(3),
+                    turns: false,
+                },
+                4,
+                Some("4 calls, expected at most 3"),
+            ),
+            (
+                StepCount {
+                    min: 2,
+                    max: None,
+                    turns: true,
+                },
+                1,
+                Some("1 turn, expected at least 2"),
+            ),
+            (
+                StepCount {
+                    min: 2,
+                    max: None,
+                    turns: true,
+                },
+                9,
+                None,
+            ),
         ];
         for (rule, steps, failure) in cases {
             let v = rule.judge(steps);

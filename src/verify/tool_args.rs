@@ -37,16 +37,24 @@ impl RuleKind for ToolArgsKeys {
     const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let arguments = parse_arguments(&Value::Object(self.arguments)).map_err(|e| cx.error(ErrorKind::Invalid, "arguments", e.to_string()))?;
+        let arguments = parse_arguments(&Value::Object(self.arguments))
+            .map_err(|e| cx.error(ErrorKind::Invalid, "arguments", e.to_string()))?;
         let tolerance = self.tolerance.unwrap_or(0.0);
         if !(tolerance.is_finite() && tolerance >= 0.0) {
-            return Err(cx.error(ErrorKind::Invalid, "tolerance", "tolerance must be a non-negative number"));
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "tolerance",
+                "tolerance must be a non-negative number",
+            ));
         }
         if self.step == Some(0) {
             return Err(cx.error(ErrorKind::Invalid, "step", "steps count from 1"));
         }
         Ok(Box::new(ToolArgs {
-            expected: ExpectedCall { name: self.tool, arguments },
+            expected: ExpectedCall {
+                name: self.tool,
+                arguments,
+            },
             step: self.step.map(|s| s as usize - 1),
             comparison: Comparison {
                 tolerance,
@@ -73,17 +81,27 @@ impl ToolArgs {
                 Some(call) => {
                     return Verdict::failed(
                         FailureKind::WrongTool,
-                        format!("step {} `{}`: expected a call of `{name}`", step + 1, call.name),
+                        format!(
+                            "step {} `{}`: expected a call of `{name}`",
+                            step + 1,
+                            call.name
+                        ),
                     );
                 }
                 None => {
                     return Verdict::failed(
                         FailureKind::MissingCall,
-                        format!("step {}: no such call (the episode made {})", step + 1, calls.len()),
+                        format!(
+                            "step {}: no such call (the episode made {})",
+                            step + 1,
+                            calls.len()
+                        ),
                     );
                 }
             },
-            None => (0..calls.len()).filter(|&i| calls[i].name == *name).collect(),
+            None => (0..calls.len())
+                .filter(|&i| calls[i].name == *name)
+                .collect(),
         };
         let tool = find_tool(tools, name);
         let mut first = None;
@@ -96,13 +114,19 @@ impl ToolArgs {
             }
         }
         match first {
-            None => Verdict::failed(FailureKind::MissingCall, format!("`{name}` is never called")),
+            None => Verdict::failed(
+                FailureKind::MissingCall,
+                format!("`{name}` is never called"),
+            ),
             Some((i, m)) => {
                 let others = match candidates.len() - 1 {
                     0 => String::new(),
                     n => format!(" (nor do {n} other calls of `{name}` match)"),
                 };
-                Verdict::failed(m.kind, format!("step {} `{name}`: {}{others}", i + 1, m.describe()))
+                Verdict::failed(
+                    m.kind,
+                    format!("step {} `{name}`: {}{others}", i + 1, m.describe()),
+                )
             }
         }
     }
@@ -125,15 +149,27 @@ mod tests {
     use serde_json::json;
 
     fn call(name: &str, arguments: Value) -> ToolCall {
-        ToolCall { id: String::new(), name: name.into(), arguments, invalid: None }
+        ToolCall {
+            id: String::new(),
+            name: name.into(),
+            arguments,
+            invalid: None,
+        }
     }
 
     fn rule(step: Option<usize>, exact: bool) -> ToolArgs {
         let arguments = json!({"city": ["Paris"], "days": ["", 3]});
         ToolArgs {
-            expected: ExpectedCall { name: "weather".into(), arguments: arguments.as_object().cloned().unwrap_or_default() },
+            expected: ExpectedCall {
+                name: "weather".into(),
+                arguments: arguments.as_object().cloned().unwrap_or_default(),
+            },
             step,
-            comparison: Comparison { tolerance: 0.0, normalize: true, partial: !exact },
+            comparison: Comparison {
+                tolerance: 0.0,
+                normalize: true,
+                partial: !exact,
+            },
         }
     }
 
@@ -147,10 +183,24 @@ mod tests {
         let cases = [
             (rule(None, false), None),
             (rule(Some(2), false), None),
-            (rule(Some(1), false), Some("step 2 `weather`: argument `city`: \"Berlin\" is not one of [\"Paris\"]")),
-            (rule(Some(0), false), Some("step 1 `search`: expected a call of `weather`")),
-            (rule(Some(5), false), Some("step 6: no such call (the episode made 3)")),
-            (rule(None, true), Some("step 2 `weather`: argument `city`: \"Berlin\" is not one of [\"Paris\"] (nor do 1 other calls of `weather` match)")),
+            (
+                rule(Some(1), false),
+                Some("step 2 `weather`: argument `city`: \"Berlin\" is not one of [\"Paris\"]"),
+            ),
+            (
+                rule(Some(0), false),
+                Some("step 1 `search`: expected a call of `weather`"),
+            ),
+            (
+                rule(Some(5), false),
+                Some("step 6: no such call (the episode made 3)"),
+            ),
+            (
+                rule(None, true),
+                Some(
+                    "step 2 `weather`: argument `city`: \"Berlin\" is not one of [\"Paris\"] (nor do 1 other calls of `weather` match)",
+                ),
+            ),
         ];
         for (rule, failure) in cases {
             let v = rule.judge(&calls, &[]);

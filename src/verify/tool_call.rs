@@ -40,10 +40,18 @@ impl RuleKind for ToolCallKeys {
     const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let order = cx.choice("order", self.order.as_deref(), &[("any", false), ("exact", true)])?;
+        let order = cx.choice(
+            "order",
+            self.order.as_deref(),
+            &[("any", false), ("exact", true)],
+        )?;
         let tolerance = self.tolerance.unwrap_or(0.0);
         if !(tolerance.is_finite() && tolerance >= 0.0) {
-            return Err(cx.error(ErrorKind::Invalid, "tolerance", "tolerance must be a non-negative number"));
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "tolerance",
+                "tolerance must be a non-negative number",
+            ));
         }
         if self.turn == Some(0) {
             return Err(cx.error(ErrorKind::Invalid, "turn", "turns count from 1"));
@@ -72,7 +80,10 @@ pub(super) struct ToolCallRule {
 
 /// The calls of a reply's assistant turn `turn` (none when there is no such turn).
 pub(super) fn turn_calls<'a>(reply: &Reply<'a>, turn: usize) -> &'a [ToolCall] {
-    reply.turns().nth(turn).map_or(&[], |m| m.tool_calls.as_slice())
+    reply
+        .turns()
+        .nth(turn)
+        .map_or(&[], |m| m.tool_calls.as_slice())
 }
 
 /// The calls as an answer to show: `name(args)` joined, or `no call`.
@@ -85,14 +96,23 @@ pub(super) fn show_calls(calls: &[ToolCall]) -> String {
 
 /// A failure naming call `index` (0-based) and its tool.
 fn at_call(index: usize, call: &ToolCall, m: &Mismatch) -> Verdict {
-    Verdict::failed(m.kind, format!("call {} `{}`: {}", index + 1, call.name, m.describe()))
+    Verdict::failed(
+        m.kind,
+        format!("call {} `{}`: {}", index + 1, call.name, m.describe()),
+    )
 }
 
 impl ToolCallRule {
     /// The verdict on `calls` against `expected` with `tools`' schemas.
-    pub(super) fn judge(&self, calls: &[ToolCall], expected: &[ExpectedCall], tools: &[Tool]) -> Verdict {
+    pub(super) fn judge(
+        &self,
+        calls: &[ToolCall],
+        expected: &[ExpectedCall],
+        tools: &[Tool],
+    ) -> Verdict {
         let check = |call: &ToolCall, want: &ExpectedCall| {
-            self.comparison.check(call, want, find_tool(tools, &want.name))
+            self.comparison
+                .check(call, want, find_tool(tools, &want.name))
         };
         if calls.len() != expected.len() {
             return count_failure(calls, expected);
@@ -148,7 +168,13 @@ impl ToolCallRule {
 
 /// The failure of a turn with more or fewer calls than expected.
 fn count_failure(calls: &[ToolCall], expected: &[ExpectedCall]) -> Verdict {
-    let names = |names: Vec<&str>| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let names = |names: Vec<&str>| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let made = names(calls.iter().map(|c| c.name.as_str()).collect());
     let wanted = names(expected.iter().map(|c| c.name.as_str()).collect());
     let plural = |n: usize| if n == 1 { "call" } else { "calls" };
@@ -163,7 +189,11 @@ fn count_failure(calls: &[ToolCall], expected: &[ExpectedCall]) -> Verdict {
             "{detail}: {} {} made ({}), {} expected ({wanted})",
             calls.len(),
             plural(calls.len()),
-            if made.is_empty() { "none".to_owned() } else { made },
+            if made.is_empty() {
+                "none".to_owned()
+            } else {
+                made
+            },
             expected.len(),
         ),
     )
@@ -189,8 +219,15 @@ impl Rule for ToolCallRule {
         let calls = turn_calls(reply, self.turn);
         let shown = show_calls(calls);
         let expected = match self.expected.resolve(vars).map(parse_calls) {
-            None => return Some((shown, Verdict::fail("the expected calls are missing from the instance"))),
-            Some(Err(why)) => return Some((shown, Verdict::fail(format!("the expected calls: {why}")))),
+            None => {
+                return Some((
+                    shown,
+                    Verdict::fail("the expected calls are missing from the instance"),
+                ));
+            }
+            Some(Err(why)) => {
+                return Some((shown, Verdict::fail(format!("the expected calls: {why}"))));
+            }
             Some(Ok(expected)) => expected,
         };
         Some((shown, self.judge(calls, &expected, reply.tools)))

@@ -33,12 +33,19 @@ impl RuleKind for ToolSequenceKeys {
     const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let modes = [("in_order", Mode::InOrder), ("exact", Mode::Exact), ("any_order", Mode::AnyOrder)];
+        let modes = [
+            ("in_order", Mode::InOrder),
+            ("exact", Mode::Exact),
+            ("any_order", Mode::AnyOrder),
+        ];
         let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
         if self.tools.is_empty() && mode != Mode::Exact {
             return Err(cx.error(ErrorKind::Invalid, "tools", "`tools` names no tool"));
         }
-        Ok(Box::new(ToolSequence { tools: self.tools, mode }))
+        Ok(Box::new(ToolSequence {
+            tools: self.tools,
+            mode,
+        }))
     }
 }
 
@@ -69,7 +76,11 @@ impl ToolSequence {
                 None => {
                     return Verdict::failed(
                         FailureKind::MissingCall,
-                        format!("step {}: expected `{want}`, but the episode made {} calls", i + 1, names.len()),
+                        format!(
+                            "step {}: expected `{want}`, but the episode made {} calls",
+                            i + 1,
+                            names.len()
+                        ),
                     );
                 }
             }
@@ -77,7 +88,10 @@ impl ToolSequence {
         match names.get(self.tools.len()) {
             Some(extra) => Verdict::failed(
                 FailureKind::UnexpectedCall,
-                format!("step {}: called `{extra}` after the sequence ended", self.tools.len() + 1),
+                format!(
+                    "step {}: called `{extra}` after the sequence ended",
+                    self.tools.len() + 1
+                ),
             ),
             None => Verdict::pass(),
         }
@@ -89,10 +103,17 @@ impl ToolSequence {
             match names[next..].iter().position(|n| n == want) {
                 Some(offset) => next += offset + 1,
                 None => {
-                    let after = if next == 0 { String::new() } else { format!(" after step {next}") };
+                    let after = if next == 0 {
+                        String::new()
+                    } else {
+                        format!(" after step {next}")
+                    };
                     return Verdict::failed(
                         FailureKind::MissingCall,
-                        format!("`{want}` (item {} of the sequence) is not called{after}", k + 1),
+                        format!(
+                            "`{want}` (item {} of the sequence) is not called{after}",
+                            k + 1
+                        ),
                     );
                 }
             }
@@ -107,7 +128,9 @@ impl ToolSequence {
             if called < listed {
                 return Verdict::failed(
                     FailureKind::MissingCall,
-                    format!("`{want}` is called {called} times, the sequence lists it {listed} times"),
+                    format!(
+                        "`{want}` is called {called} times, the sequence lists it {listed} times"
+                    ),
                 );
             }
         }
@@ -133,20 +156,48 @@ mod tests {
 
     #[test]
     fn each_mode_names_the_step_that_departs() {
-        let seq = |mode| ToolSequence { tools: vec!["search".into(), "book".into()], mode };
+        let seq = |mode| ToolSequence {
+            tools: vec!["search".into(), "book".into()],
+            mode,
+        };
         let cases = [
             (Mode::Exact, &["search", "book"][..], None),
-            (Mode::Exact, &["search", "pay"], Some("step 2: called `pay`, expected `book`")),
-            (Mode::Exact, &["search"], Some("step 2: expected `book`, but the episode made 1 calls")),
-            (Mode::Exact, &["search", "book", "pay"], Some("step 3: called `pay` after the sequence ended")),
+            (
+                Mode::Exact,
+                &["search", "pay"],
+                Some("step 2: called `pay`, expected `book`"),
+            ),
+            (
+                Mode::Exact,
+                &["search"],
+                Some("step 2: expected `book`, but the episode made 1 calls"),
+            ),
+            (
+                Mode::Exact,
+                &["search", "book", "pay"],
+                Some("step 3: called `pay` after the sequence ended"),
+            ),
             (Mode::InOrder, &["search", "weather", "book", "pay"], None),
-            (Mode::InOrder, &["book", "search"], Some("`book` (item 2 of the sequence) is not called after step 2")),
+            (
+                Mode::InOrder,
+                &["book", "search"],
+                Some("`book` (item 2 of the sequence) is not called after step 2"),
+            ),
             (Mode::AnyOrder, &["book", "search"], None),
-            (Mode::AnyOrder, &["book"], Some("`search` is called 0 times, the sequence lists it 1 times")),
+            (
+                Mode::AnyOrder,
+                &["book"],
+                Some("`search` is called 0 times, the sequence lists it 1 times"),
+            ),
         ];
         for (mode, names, failure) in cases {
             let v = seq(mode).judge(names);
-            assert_eq!(v.passed, failure.is_none(), "{mode:?} {names:?}: {}", v.detail);
+            assert_eq!(
+                v.passed,
+                failure.is_none(),
+                "{mode:?} {names:?}: {}",
+                v.detail
+            );
             assert_eq!(v.detail, failure.unwrap_or_default(), "{mode:?} {names:?}");
         }
     }

@@ -68,12 +68,18 @@ impl Rule for ToolUsed {
 impl ToolUsed {
     fn judge(&self, calls: &[ToolCall]) -> Verdict {
         for tool in &self.tools {
-            let steps: Vec<usize> = (0..calls.len()).filter(|&i| calls[i].name == *tool).collect();
+            let steps: Vec<usize> = (0..calls.len())
+                .filter(|&i| calls[i].name == *tool)
+                .collect();
             let count = steps.len() as u32;
             if count < self.min {
                 return Verdict::failed(
                     FailureKind::MissingCall,
-                    format!("`{tool}`: {}, expected at least {}", calls_text(steps.len()), self.min),
+                    format!(
+                        "`{tool}`: {}, expected at least {}",
+                        calls_text(steps.len()),
+                        self.min
+                    ),
                 );
             }
             if let Some(max) = self.max
@@ -81,9 +87,16 @@ impl ToolUsed {
             {
                 let at: Vec<String> = steps.iter().map(|s| (s + 1).to_string()).collect();
                 let detail = if max == 0 {
-                    format!("`{tool}` must not be called, but is at step {}", at.join(", "))
+                    format!(
+                        "`{tool}` must not be called, but is at step {}",
+                        at.join(", ")
+                    )
                 } else {
-                    format!("`{tool}`: {} (steps {}), expected at most {max}", calls_text(steps.len()), at.join(", "))
+                    format!(
+                        "`{tool}`: {} (steps {}), expected at most {max}",
+                        calls_text(steps.len()),
+                        at.join(", ")
+                    )
                 };
                 return Verdict::failed(FailureKind::UnexpectedCall, detail);
             }
@@ -97,7 +110,10 @@ mod tests {
     use super::*;
 
     fn calls(names: &[&str]) -> Vec<ToolCall> {
-        names.iter().map(|n| ToolCall::from_text("", *n, "{}")).collect()
+        names
+            .iter()
+            .map(|n| ToolCall::from_text("", *n, "{}"))
+            .collect()
     }
 
     #[test]
@@ -109,10 +125,22 @@ mod tests {
         };
         let cases = [
             (rule(&["search"], 1, None), &["search", "book"][..], None),
-            (rule(&["search", "pay"], 1, None), &["search", "book"], Some("`pay`: 0 calls, expected at least 1")),
+            (
+                rule(&["search", "pay"], 1, None),
+                &["search", "book"],
+                Some("`pay`: 0 calls, expected at least 1"),
+            ),
             (rule(&["delete"], 0, Some(0)), &["search"], None),
-            (rule(&["delete"], 0, Some(0)), &["search", "delete"], Some("`delete` must not be called, but is at step 2")),
-            (rule(&["search"], 1, Some(1)), &["search", "search"], Some("`search`: 2 calls (steps 1, 2), expected at most 1")),
+            (
+                rule(&["delete"], 0, Some(0)),
+                &["search", "delete"],
+                Some("`delete` must not be called, but is at step 2"),
+            ),
+            (
+                rule(&["search"], 1, Some(1)),
+                &["search", "search"],
+                Some("`search`: 2 calls (steps 1, 2), expected at most 1"),
+            ),
         ];
         for (rule, names, failure) in cases {
             let v = rule.judge(&calls(names));

@@ -23,9 +23,9 @@ use minijinja::Environment;
 use serde_json::{Map, Value};
 
 use super::code_input::{Runtime, runtime, test_sources, test_template};
+use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use super::kind::RuleKind;
 use crate::format::ExtractKind;
 use crate::sandbox::{self, Limits, Program};
 
@@ -143,10 +143,13 @@ impl RuleKind for CodeKeys {
         }
         let language = self.language.as_deref().unwrap_or("python");
         let runtime = runtime(self.command.as_ref(), self.runner.as_ref(), cx, language)?;
-        let solution_file = self.solution_file.clone().unwrap_or_else(|| match language {
-            "python" => "solution.py".into(),
-            other => format!("solution.{other}"),
-        });
+        let solution_file = self
+            .solution_file
+            .clone()
+            .unwrap_or_else(|| match language {
+                "python" => "solution.py".into(),
+                other => format!("solution.{other}"),
+            });
         Ok(Box::new(CodeRule {
             tests,
             prelude: self.prelude.clone(),

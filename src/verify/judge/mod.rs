@@ -16,16 +16,16 @@ pub(crate) mod prompt;
 pub(crate) mod rubric;
 
 use super::expected::{Expected, as_text};
+use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::range::{Bounds, Number};
-use super::kind::RuleKind;
-use rubric::Level;
 pub(crate) use combine::{JudgeSample, combine};
 pub(crate) use error::JudgeError;
 pub(crate) use parse::{JudgeAnswer, parse_answer};
 use prompt::PromptInput;
 pub(crate) use prompt::task_of;
+use rubric::Level;
 pub(crate) use rubric::Rubric;
 
 /// A compiled `judge` rule.
@@ -132,9 +132,21 @@ impl RuleKind for JudgeKeys {
         }
         // The judge is asked as a model is: its numbers take a spec's ranges.
         let numbers = [
-            ("temperature", self.temperature.map(Number::from), Bounds::Within(0.0, 2.0)),
-            ("max_tokens", self.max_tokens.map(Number::from), Bounds::Count(1, u64::from(u32::MAX))),
-            ("attempts", self.attempts.map(Number::from), Bounds::Count(1, 100)),
+            (
+                "temperature",
+                self.temperature.map(Number::from),
+                Bounds::Within(0.0, 2.0),
+            ),
+            (
+                "max_tokens",
+                self.max_tokens.map(Number::from),
+                Bounds::Count(1, u64::from(u32::MAX)),
+            ),
+            (
+                "attempts",
+                self.attempts.map(Number::from),
+                Bounds::Count(1, 100),
+            ),
         ];
         for (key, value, bounds) in numbers {
             if let Some(problem) = value.and_then(|v| bounds.problem(key, v)) {
@@ -143,7 +155,11 @@ impl RuleKind for JudgeKeys {
         }
         let reference = match (&self.expected, &self.value) {
             (None, None) => None,
-            _ => Some(Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?),
+            _ => Some(Expected::from_keys(
+                self.expected.as_deref(),
+                self.value.as_ref(),
+                cx,
+            )?),
         };
         Ok(Box::new(JudgeRule {
             rubric,

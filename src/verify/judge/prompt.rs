@@ -89,7 +89,9 @@ pub(crate) fn render(
 }
 
 /// Compiles a judge template (syntax errors surface when the spec loads).
-pub(crate) fn environment(template: String) -> Result<minijinja::Environment<'static>, minijinja::Error> {
+pub(crate) fn environment(
+    template: String,
+) -> Result<minijinja::Environment<'static>, minijinja::Error> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.add_template_owned("judge", template)?;
@@ -124,8 +126,8 @@ pub(crate) fn task_of(messages: &[crate::prompt::Message]) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::rubric::Level;
+    use super::*;
 
     #[test]
     fn the_default_prompts_show_task_reference_answer_and_every_level() {

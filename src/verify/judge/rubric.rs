@@ -38,7 +38,9 @@ pub enum RubricError {
     Unnamed(i64),
     /// A level number past [`MAX_LEVEL`] either way: the median of two
     /// samples adds levels, and floats tell big ones apart no more.
-    #[error("level {0} is out of range: a level is a whole number from -{MAX_LEVEL} to {MAX_LEVEL}")]
+    #[error(
+        "level {0} is out of range: a level is a whole number from -{MAX_LEVEL} to {MAX_LEVEL}"
+    )]
     OutOfRange(i64),
     /// The rubric file could not be read.
     #[error("cannot read rubric file {}: {source}", path.display())]
@@ -85,7 +87,10 @@ impl Rubric {
         if levels.len() < 2 {
             return Err(RubricError::TooFewLevels(levels.len()));
         }
-        if let Some(l) = levels.iter().find(|l| l.level.unsigned_abs() > MAX_LEVEL as u64) {
+        if let Some(l) = levels
+            .iter()
+            .find(|l| l.level.unsigned_abs() > MAX_LEVEL as u64)
+        {
             return Err(RubricError::OutOfRange(l.level));
         }
         levels.sort_by_key(|l| std::cmp::Reverse(l.level));
