@@ -242,10 +242,16 @@ pub fn main() -> ExitCode {
             seed,
             json,
         } => show::run(&spec, start, count, seed, json, color),
-        Command::Run(args) => run::run(&args, color),
+        Command::Run(args) => {
+            let config = config.unwrap_or_else(|| args.asking.load_config());
+            run::run(&args, config, color)
+        }
         Command::Merge(args) => merge::run(&args, color),
         Command::Report(args) => report::run(&args, color),
-        Command::Synth(args) => synth::run(&args, color),
+        Command::Synth(args) => {
+            let config = config.unwrap_or_else(|| args.asking.load_config());
+            synth::run(&args, config, color)
+        }
         Command::Schema => {
             print!("{}", crate::spec::schema_text());
             Exit::Success

@@ -8,6 +8,7 @@ use super::asking::AskingArgs;
 use super::exit::{Exit, diagnostics, either, fail, fail_with};
 use super::finish::{Finish, FinishArgs};
 use crate::config::Config;
+use crate::error::Diagnostic;
 use crate::golden::transcript::recorded_models;
 use crate::provider::{ModelSetup, ProviderKind};
 use crate::run::{self, Manifest, RunError, RunSettings};
@@ -71,7 +72,9 @@ pub(super) struct RunArgs {
 }
 
 /// Runs `harness run`.
-pub(super) fn run(args: &RunArgs, color: bool) -> Exit {
+/// Runs `harness run` with the configuration `main` loaded (once, before
+/// anything else: its keys and file caps apply from the start).
+pub(super) fn run(args: &RunArgs, config: Result<Config, Diagnostic>, color: bool) -> Exit {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -79,7 +82,7 @@ pub(super) fn run(args: &RunArgs, color: bool) -> Exit {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
-    let exit = either(runtime.block_on(run_async(args, color)));
+    let exit = either(runtime.block_on(run_async(args, config, color)));
     super::leave(runtime);
     exit
 }
@@ -243,11 +246,12 @@ struct Prepared {
 }
 
 /// Loads the configuration, then the plan: a new one, or the resumed run's.
-fn prepare(args: &RunArgs, color: bool) -> Result<Prepared, Exit> {
-    let config = args
-        .asking
-        .load_config()
-        .map_err(|d| diagnostics([&d], color))?;
+fn prepare(
+    args: &RunArgs,
+    config: Result<Config, Diagnostic>,
+    color: bool,
+) -> Result<Prepared, Exit> {
+    let config = config.map_err(|d| diagnostics([&d], color))?;
     let (created, file_stamp) = run::timestamps();
     let runs_dir = args.asking.results.join("runs");
     let (mut manifest, specs) = if let Some(id) = &args.resume {
@@ -334,7 +338,11 @@ fn check_selection(manifest: &Manifest, runtimes: &[Arc<run::SpecRuntime>]) -> R
     )))
 }
 
-async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
+async fn run_async(
+    args: &RunArgs,
+    config: Result<Config, Diagnostic>,
+    color: bool,
+) -> Result<Exit, Exit> {
     let Prepared {
         mut manifest,
         specs,
@@ -342,7 +350,7 @@ async fn run_async(args: &RunArgs, color: bool) -> Result<Exit, Exit> {
         file_stamp,
         limits,
         lang,
-    } = prepare(args, color)?;
+    } = prepare(args, config, color)?;
     preflight(&specs, manifest.runs, color)?;
     if specs.iter().any(|s| s.rules.needs_sandbox()) || crate::sandbox::is_unsandboxed() {
         let now = crate::sandbox::shared().map_err(fail)?.isolation();

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use super::asking::AskingArgs;
 use super::exit::{Exit, fail};
+use crate::config::Config;
+use crate::error::Diagnostic;
 use crate::synth::{Overrides, SynthError, SynthOptions, SynthReport};
 
 /// Arguments of `harness synth`.
@@ -50,8 +52,8 @@ fn threshold(text: &str) -> Result<f64, super::asking::BadNumber> {
 }
 
 /// Runs `harness synth`.
-pub(super) fn run(args: &SynthArgs, color: bool) -> Exit {
-    let config = match args.asking.load_config() {
+pub(super) fn run(args: &SynthArgs, config: Result<Config, Diagnostic>, color: bool) -> Exit {
+    let config = match config {
         Ok(c) => c,
         Err(d) => return fail(d),
     };
