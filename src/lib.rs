@@ -20,6 +20,7 @@ mod interrupt;
 mod media;
 mod metrics;
 mod net;
+mod output;
 mod progress;
 mod prompt;
 mod provider;

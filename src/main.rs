@@ -1,11 +1,8 @@
 //! The `harness` command line; all work happens in the library.
 
+// SIGPIPE keeps Rust's default (ignored): a write into a closed pipe fails
+// with EPIPE, which the output module takes as "stop printing", so neither a
+// reader like `head` nor a child that exits unread can end the process.
 fn main() -> std::process::ExitCode {
-    // Die quietly on a closed pipe (`harness show ... | head`), as Unix tools do,
-    // instead of panicking inside print!.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     harness::main()
 }

@@ -1,6 +1,7 @@
 //! Progress: an indicatif bar per model on a terminal, plain periodic lines
 //! otherwise (CI logs), both showing done/total, pass rate, req/s and ETA.
 
+use crate::output::errln;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -89,7 +90,7 @@ impl Progress {
             } else {
                 0.0
             };
-            eprintln!(
+            errln!(
                 "{}: {}/{} ({:.0}%), pass {:.0}%, {:.1} req/s, ETA {:.0}s",
                 m.name.chars().take(28).collect::<String>(),
                 m.done,

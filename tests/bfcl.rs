@@ -95,8 +95,8 @@ fn workspace(answers: &[Map<String, Value>], ids: &[String]) -> Workspace {
             )
             .unwrap();
         }
-        // `cat FILE` never reads its stdin: the request must not be a pipe
-        // whose write could kill the harness with SIGPIPE.
+        // `cat FILE` never reads its stdin, which the harness must survive
+        // (the request is a memory file, not a pipe).
         models += &format!(
             r#"[models.{kind}]
 provider = "exec"

@@ -34,6 +34,7 @@
 //!   `code` verdict), `unsandboxed` (an empty environment either way, the
 //!   confinement on record), `humaneval` (reads `datasets/humaneval/`),
 //!   `sandbox_hostile` (in a process of its own).
+//! - Closed pipes (`| head -1`, an unread stderr, children that exit unread): `pipes`.
 //! - Model text on the terminal: `terminal_escapes`.
 //! - Hostile inputs of every kind under a memory cap, one table per area:
 //!   `limits`.
@@ -100,6 +101,7 @@ mod managed_vllm;
 mod measures;
 mod media;
 mod ocr;
+mod pipes;
 mod pool_llama;
 mod provider_wire;
 mod report_language;

@@ -1,6 +1,7 @@
 //! `harness check`: one line per spec, details for failures, diffs for
 //! changed golden files, and a summary.
 
+use crate::output::{out, outln};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,7 +24,7 @@ fn print_report(r: &SpecCheck, color: bool) {
     let name = r.id.clone().unwrap_or_else(|| r.file.display().to_string());
     let ms = r.elapsed.as_secs_f64() * 1000.0;
     if !r.errors.is_empty() {
-        println!(
+        outln!(
             "{} {name}  ({} problem{})",
             label("FAIL", color, |s| s.red().bold().to_string()),
             r.errors.len(),
@@ -31,35 +32,35 @@ fn print_report(r: &SpecCheck, color: bool) {
         );
         for d in &r.errors {
             for line in render::diagnostic(d, color).lines() {
-                println!("      {line}");
+                outln!("      {line}");
             }
         }
         return;
     }
     let summary = format!("{} instances, {} examples", r.instances, r.examples);
     match &r.golden {
-        Some(GoldenStatus::Unchanged) | None => println!(
+        Some(GoldenStatus::Unchanged) | None => outln!(
             "{} {name}  {summary}, golden unchanged  {ms:.1}ms",
             label("ok", color, |s| s.green().bold().to_string())
         ),
-        Some(GoldenStatus::Blessed) => println!(
+        Some(GoldenStatus::Blessed) => outln!(
             "{} {name}  {summary}, golden written  {ms:.1}ms",
             label("bless", color, |s| s.yellow().bold().to_string())
         ),
         Some(GoldenStatus::New { pending }) => {
-            println!(
+            outln!(
                 "{} {name}  {summary}, no golden file yet{}",
                 label("NEW", color, |s| s.yellow().bold().to_string()),
                 pending_note(pending.as_deref())
             );
         }
         Some(GoldenStatus::Changed { diff, pending }) => {
-            println!(
+            outln!(
                 "{} {name}  {summary}, golden instances changed{}",
                 label("DIFF", color, |s| s.yellow().bold().to_string()),
                 pending_note(pending.as_deref())
             );
-            print!("{}", diff.render(color));
+            out!("{}", diff.render(color));
         }
     }
 }
@@ -151,7 +152,7 @@ pub(super) fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) ->
         }
     });
     let ok = files.len() - failed - differ;
-    println!(
+    outln!(
         "\n{} spec{}: {ok} ok, {differ} with golden differences, {failed} failed",
         files.len(),
         if files.len() == 1 { "" } else { "s" }

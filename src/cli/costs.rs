@@ -2,6 +2,7 @@
 //! the refusal of a budget some model has no price for, the dry run's
 //! estimate, and the words a budget stop ends with.
 
+use crate::output::{err, out};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -94,7 +95,7 @@ pub(super) fn dry_run(
             line.into_iter().map(|c| (c, None)).collect()
         })
         .collect();
-    print!("{}", fitted(&header, &lines, false, Some("estimate")));
+    out!("{}", fitted(&header, &lines, false, Some("estimate")));
     let total = |f: fn(&Estimate) -> u64| rows.iter().map(f).sum::<u64>();
     let priced: f64 = rows
         .iter()
@@ -131,13 +132,13 @@ pub(super) fn dry_run(
             .max()
             .unwrap_or(0),
     );
-    print!("{}", crate::text::wrap(&line, 80));
+    out!("{}", crate::text::wrap(&line, 80));
     let episodes = total(|e| e.episodes);
     if episodes > 0 {
         let line = format!(
             "{episodes} agent episodes are counted at their max_turns requests each, every turn's prompt holding the turns before it at max_tokens; the tools' results are not counted."
         );
-        print!("{}", crate::text::wrap(&line, 80));
+        out!("{}", crate::text::wrap(&line, 80));
     }
     Ok(Exit::Success)
 }
@@ -165,7 +166,7 @@ fn against_limits(outcome: &RunOutcome, limits: Limits, currency: &str) -> Optio
 /// After a run that finished within its budget: what it spent of it.
 pub(super) fn within_budget(outcome: &RunOutcome, limits: Limits, currency: &str) {
     if let Some(words) = against_limits(outcome, limits, currency) {
-        print!("{}", crate::text::wrap(&format!("budget: {words}"), 80));
+        out!("{}", crate::text::wrap(&format!("budget: {words}"), 80));
     }
 }
 
@@ -181,5 +182,5 @@ pub(super) fn budget_stopped(outcome: &RunOutcome, limits: Limits, currency: &st
     let line = format!(
         "budget reached: {words}; no request was started that could pass it, and every answer that finished is saved; continue with `harness run --resume {run_id} {flag} MORE`"
     );
-    eprint!("{}", crate::text::wrap(&line, 80));
+    err!("{}", crate::text::wrap(&line, 80));
 }

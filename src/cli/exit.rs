@@ -7,6 +7,7 @@
 //! end in something other than [`Exit::BadInput`]; no caller picks a code by
 //! hand or by reading a message.
 
+use crate::output::{err, errln};
 use std::fmt::Display;
 use std::process::ExitCode;
 
@@ -74,7 +75,7 @@ pub(super) fn fail(message: impl Display) -> Exit {
     // control characters escaped.
     let message = message.to_string();
     let message = crate::secrets::redact(&crate::secrets::redact_urls(&message)).into_owned();
-    eprintln!("error: {}", crate::text::visible(&message));
+    errln!("error: {}", crate::text::visible(&message));
     Exit::BadInput
 }
 
@@ -118,7 +119,7 @@ pub(super) fn diagnostics<'a>(all: impl IntoIterator<Item = &'a Diagnostic>, col
     for d in all {
         // The line shown may be a `base_url` with its credentials.
         let shown = super::render::diagnostic(d, color);
-        eprint!("{}", crate::secrets::redact_urls(&shown));
+        err!("{}", crate::secrets::redact_urls(&shown));
         exit = d.exit();
     }
     exit

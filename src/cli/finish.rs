@@ -2,6 +2,7 @@
 //! reports from the journal, then each (model, spec) pair against its golden
 //! transcript (or blessed as the new one).
 
+use crate::output::{errln, out, outln};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -75,7 +76,7 @@ pub(super) fn print_errors(report: &ReportOutput) {
     if report.errors == 0 {
         return;
     }
-    print!("{}", crate::text::wrap(&report.errors_heading(), 80));
+    out!("{}", crate::text::wrap(&report.errors_heading(), 80));
     for c in report.error_causes.iter().take(CAUSES_SHOWN) {
         let at = c
             .endpoint
@@ -85,12 +86,12 @@ pub(super) fn print_errors(report: &ReportOutput) {
         let line = crate::secrets::redact_urls(&line).into_owned();
         let line = crate::text::visible_line(&crate::secrets::redact(&line));
         for part in crate::text::wrap(&line, 78).lines() {
-            println!("  {part}");
+            outln!("  {part}");
         }
     }
     let more = report.error_causes.len().saturating_sub(CAUSES_SHOWN);
     if more > 0 {
-        println!("  {}", report.more_causes(more));
+        outln!("  {}", report.more_causes(more));
     }
 }
 
@@ -118,9 +119,10 @@ impl Finish<'_> {
         if report.errors == 0 || self.args.allow_errors {
             return Exit::differences_if(differ);
         }
-        eprintln!(
+        errln!(
             "error: {} of {} answers are errors (exit 4); `--allow-errors` accepts them",
-            report.errors, report.answers
+            report.errors,
+            report.answers
         );
         Exit::RequestErrors
     }
@@ -211,7 +213,7 @@ impl Finish<'_> {
             }
         }
         if self.bless {
-            println!(
+            outln!(
                 "golden transcripts written under {}",
                 self.args.golden.display()
             );

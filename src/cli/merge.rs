@@ -2,6 +2,7 @@
 //! with the reports and golden comparison an unsharded run gives; the shards'
 //! response caches into one.
 
+use crate::output::{errln, out, outln};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -86,7 +87,7 @@ fn merge_runs(args: &MergeArgs, color: bool) -> Result<Exit, Exit> {
     let journal_path = into.join("journal.jsonl");
     index.write_journal(&journal_path).map_err(fail)?;
     run::write_manifest(&into, &manifest).map_err(fail)?;
-    println!(
+    outln!(
         "merged {} shards of plan {} ({} records) → {}",
         shards.len(),
         manifest.plan_hash.as_deref().unwrap_or("?"),
@@ -109,11 +110,11 @@ fn merge_runs(args: &MergeArgs, color: bool) -> Result<Exit, Exit> {
         &manifest.created,
         &file_stamp,
     )?;
-    print!("{}", report.terminal);
-    println!("report: {}", report.files.markdown.display());
+    out!("{}", report.terminal);
+    outln!("report: {}", report.files.markdown.display());
     let differ = finish.golden_transcripts(&manifest, &specs, &journal_path)?;
     super::finish::print_errors(&report);
-    println!("html report: {}", report.files.html.display());
+    outln!("html report: {}", report.files.html.display());
     Ok(finish.exit(&report, differ))
 }
 
@@ -160,7 +161,7 @@ fn merge_caches(shards: &[ShardRun], results: &Path) -> Result<(), Exit> {
             .expect("opened above")
             .absorb(&real)
             .map_err(|e| fail(format!("{}: {e}", theirs.display())))?;
-        println!(
+        outln!(
             "cache: {added} answers from {} → {}",
             theirs.display(),
             target.display()
@@ -173,7 +174,7 @@ fn merge_caches(shards: &[ShardRun], results: &Path) -> Result<(), Exit> {
 /// Says what each shard lacks and how to finish it; [`Exit::Differences`].
 fn incomplete(shards: &[ShardRun], missing: &merge::Missing, count: u32) -> Exit {
     let total: u64 = missing.by_shard.values().map(|(n, _)| n).sum();
-    eprintln!("error: the shards are incomplete: {total} answers missing; nothing was merged");
+    errln!("error: the shards are incomplete: {total} answers missing; nothing was merged");
     for (index, (n, first)) in &missing.by_shard {
         let run = shards.iter().find(|s| s.shard.index == *index);
         let how = match run {
@@ -191,7 +192,7 @@ fn incomplete(shards: &[ShardRun], missing: &merge::Missing, count: u32) -> Exit
             }
             None => format!("not given; run it with `--shard {index}/{count}`"),
         };
-        eprintln!(
+        errln!(
             "  shard {index}/{count}: {n} missing (e.g. {}); {how}",
             first.join(", ")
         );

@@ -18,6 +18,7 @@ mod show;
 mod synth;
 mod transcript_view;
 
+use crate::output::{errln, out};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -144,13 +145,13 @@ fn take_keys(cli: &Cli, config: Option<&Config>) {
         crate::secrets::hold(name, value);
     }
     if let Err(e) = blanked {
-        eprintln!(
+        errln!(
             "warning: the keys are out of the environment, but /proc/{}/environ may still show them: {e}",
             std::process::id()
         );
     }
     if let Err(e) = crate::environ::forbid_dumps() {
-        eprintln!("warning: cannot make the process non-dumpable: {e}");
+        errln!("warning: cannot make the process non-dumpable: {e}");
     }
 }
 
@@ -187,7 +188,7 @@ fn install_file_limits(cli: &Cli, config: Option<&Result<Config, Diagnostic>>) {
             ) =>
         {
             let shown = crate::secrets::redact_urls(&d.to_string()).into_owned();
-            eprintln!("warning: {shown}; files are read under the default size caps");
+            errln!("warning: {shown}; files are read under the default size caps");
         }
         _ => {}
     }
@@ -214,7 +215,7 @@ pub fn main() -> ExitCode {
     }
     if matches!(cli.command, Command::Run(_) | Command::Synth(_)) {
         if let Err(e) = crate::interrupt::install(crate::sandbox::kill_all_trees) {
-            eprintln!("warning: Ctrl-C will end the process at once: {e}");
+            errln!("warning: Ctrl-C will end the process at once: {e}");
         }
     }
     if cli.offline {
@@ -223,7 +224,7 @@ pub fn main() -> ExitCode {
     let color = stdout_color();
     if cli.unsandboxed {
         crate::sandbox::allow_unsandboxed();
-        eprintln!("{}", crate::sandbox::UNSANDBOXED_WARNING);
+        errln!("{}", crate::sandbox::UNSANDBOXED_WARNING);
     }
     let exit = match cli.command {
         Command::Check {
@@ -253,14 +254,18 @@ pub fn main() -> ExitCode {
             synth::run(&args, config, color)
         }
         Command::Schema => {
-            print!("{}", crate::spec::schema_text());
+            out!("{}", crate::spec::schema_text());
             Exit::Success
         }
         Command::Review { golden } => review::run(&golden, color),
         Command::New { id, dir, golden } => new::run(&id, &dir, &golden),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut command, "harness", &mut std::io::stdout());
+            // Written whole through the output module: a closed pipe ends
+            // the printing, not the process.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "harness", &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
             Exit::Success
         }
     };

@@ -1,6 +1,7 @@
 //! `harness new ID`: a commented starter spec that `harness check` accepts at
 //! once, with its golden instances written beside it.
 
+use crate::output::outln;
 use std::path::Path;
 
 use super::exit::{Exit, fail};
@@ -41,14 +42,14 @@ pub(super) fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
     if let Some(e) = check.errors.first() {
         return fail(format!("the starter spec does not check: {e}"));
     }
-    println!(
+    outln!(
         "wrote {} ({} instances, {} examples hold) and its golden instances under {}",
         file.display(),
         check.instances,
         check.examples,
         golden.display()
     );
-    println!("next: edit it, then `harness check {}`", file.display());
+    outln!("next: edit it, then `harness check {}`", file.display());
     Exit::Success
 }
 

@@ -1,6 +1,7 @@
 //! `harness report RUN...`: rebuild reports from run journals, several runs side by
 //! side; with two or more runs, the later ones are compared with the first.
 
+use crate::output::{errln, out, outln};
 use std::path::PathBuf;
 
 use super::exit::{Exit, fail};
@@ -74,9 +75,10 @@ pub(super) fn run(args: &ReportArgs, color: bool) -> Exit {
         // The first run's golden directory: what the HTML report diffs against.
         golden.get_or_insert_with(|| manifest.golden_dir.clone());
         match &currency {
-            Some(c) if *c != manifest.currency => eprintln!(
+            Some(c) if *c != manifest.currency => errln!(
                 "warning: run {} prices in {}, not {c}: its costs are shown in {c} unconverted",
-                manifest.run_id, manifest.currency
+                manifest.run_id,
+                manifest.currency
             ),
             Some(_) => {}
             None => currency = Some(manifest.currency.clone()),
@@ -103,12 +105,12 @@ pub(super) fn run(args: &ReportArgs, color: bool) -> Exit {
     };
     match write_reports(&ctx) {
         Ok(out) => {
-            print!("{}", out.terminal);
-            println!("report: {}", out.files.markdown.display());
+            out!("{}", out.terminal);
+            outln!("report: {}", out.files.markdown.display());
             for extra in &out.files.extra {
-                println!("        {}", extra.display());
+                outln!("        {}", extra.display());
             }
-            println!("html report: {}", out.files.html.display());
+            outln!("html report: {}", out.files.html.display());
             Exit::Success
         }
         Err(e) => fail(format!("writing reports: {e}")),

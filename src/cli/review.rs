@@ -1,6 +1,7 @@
 //! `harness review`: walk pending `.new` golden files like `cargo insta review`.
 
-use std::io::{BufRead, Write};
+use crate::output::{out, outln};
+use std::io::BufRead;
 use std::path::Path;
 
 use super::exit::{Exit, fail};
@@ -14,7 +15,7 @@ pub(super) fn run(golden: &Path, color: bool) -> Exit {
         Err(e) => return fail(format!("cannot read {}: {e}", golden.display())),
     };
     if pending.is_empty() {
-        println!("no pending golden changes under {}", golden.display());
+        outln!("no pending golden changes under {}", golden.display());
         return Exit::Success;
     }
     let stdin = std::io::stdin();
@@ -28,11 +29,11 @@ pub(super) fn run(golden: &Path, color: bool) -> Exit {
         };
         let old =
             crate::files::read_text(&target, crate::files::FileKind::Golden).unwrap_or_default();
-        println!("[{}/{}] {}", i + 1, pending.len(), target.display());
-        print!("{}", GoldenDiff::between(&old, &new, &target).render(color));
+        outln!("[{}/{}] {}", i + 1, pending.len(), target.display());
+        out!("{}", GoldenDiff::between(&old, &new, &target).render(color));
         let choice = loop {
-            print!("accept (a), reject (r), skip (s)? ");
-            let _ = std::io::stdout().flush();
+            out!("accept (a), reject (r), skip (s)? ");
+            crate::output::flush_stdout();
             let mut line = String::new();
             match input.read_line(&mut line) {
                 Ok(0) | Err(_) => break 's',
@@ -55,8 +56,8 @@ pub(super) fn run(golden: &Path, color: bool) -> Exit {
         if let Err(e) = result {
             return fail(format!("{}: {e}", new_path.display()));
         }
-        println!();
+        outln!();
     }
-    println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
+    outln!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
     Exit::differences_if(skipped > 0)
 }

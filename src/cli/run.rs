@@ -1,5 +1,6 @@
 //! `harness run`: specs × models → journal, reports, golden transcript diffs.
 
+use crate::output::{err, errln, out, outln};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -382,7 +383,7 @@ async fn run_async(
         progress: !args.asking.no_progress,
         limits,
     };
-    eprintln!("run {} → {}", manifest.run_id, run_dir.display());
+    errln!("run {} → {}", manifest.run_id, run_dir.display());
     let outcome = match run::run_plan(&manifest, &runtimes, &run_dir, &settings).await {
         Ok(o) => o,
         Err(e) => {
@@ -393,7 +394,7 @@ async fn run_async(
                     journal_path.display(),
                     manifest.run_id
                 );
-                eprint!("{}", crate::text::wrap(&line, 80));
+                err!("{}", crate::text::wrap(&line, 80));
             }
             return Err(exit);
         }
@@ -407,18 +408,20 @@ async fn run_async(
         lang,
     };
     let report = finish.reports(&manifest, &specs, &journal_path, &created, &file_stamp)?;
-    print!("{}", report.terminal);
-    println!(
+    out!("{}", report.terminal);
+    outln!(
         "{} records written ({} from cache, {} attempts)",
-        outcome.written, outcome.cached, outcome.attempts,
+        outcome.written,
+        outcome.cached,
+        outcome.attempts,
     );
-    println!("report: {}", report.files.markdown.display());
+    outln!("report: {}", report.files.markdown.display());
     for change in &outcome.identity_changes {
-        print!("{}", crate::text::wrap(change, 80));
+        out!("{}", crate::text::wrap(change, 80));
     }
     if outcome.interrupted {
-        println!("html report: {}", report.files.html.display());
-        eprintln!(
+        outln!("html report: {}", report.files.html.display());
+        errln!(
             "interrupted: finished answers are saved; continue with `harness run --resume {}`",
             manifest.run_id
         );
@@ -431,7 +434,7 @@ async fn run_async(
     super::costs::within_budget(&outcome, limits, &manifest.currency);
     if let Some(shard) = manifest.shard {
         // One shard holds a slice of every spec: its golden comparison is the merge's.
-        println!(
+        outln!(
             "shard {shard} of plan {} done; merge the shards with `harness merge`",
             manifest.plan_hash.as_deref().unwrap_or("?")
         );
@@ -440,7 +443,7 @@ async fn run_async(
         manifest.shard.is_none() && finish.golden_transcripts(&manifest, &specs, &journal_path)?;
     super::finish::print_errors(&report);
     // Last, so it stays on screen: the page with every statistic and instance.
-    println!("html report: {}", report.files.html.display());
+    outln!("html report: {}", report.files.html.display());
     Ok(finish.exit(&report, differ))
 }
 

@@ -1,5 +1,6 @@
 //! `harness show`: a spec's instances, readable, for authoring.
 
+use crate::output::outln;
 use std::path::Path;
 
 use owo_colors::OwoColorize;
@@ -56,14 +57,14 @@ pub(super) fn run(
                 tools: instance.tools.clone(),
                 expected,
             };
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string(&record).expect("instances serialize")
             );
             continue;
         }
         let title = format!("── {} ──", instance.id);
-        println!(
+        outln!(
             "{}",
             if color {
                 title.bold().to_string()
@@ -71,23 +72,23 @@ pub(super) fn run(
                 title
             }
         );
-        println!("vars:");
+        outln!("vars:");
         for (k, v) in &instance.vars {
-            println!("  {k} = {}", visible(&v.to_string()));
+            outln!("  {k} = {}", visible(&v.to_string()));
         }
-        println!("messages:");
+        outln!("messages:");
         for m in &instance.messages {
             let role = format!(
                 "[{}]",
                 serde_json::to_value(m.role).unwrap().as_str().unwrap_or("")
             );
             let role = if color { role.cyan().to_string() } else { role };
-            println!("  {role}");
+            outln!("  {role}");
             for line in visible(&m.content).lines() {
-                println!("    {line}");
+                outln!("    {line}");
             }
             for image in &m.images {
-                println!(
+                outln!(
                     "    image {} ({}, {} bytes, sha256 {})",
                     visible(&image.path),
                     image.mime,
@@ -98,11 +99,11 @@ pub(super) fn run(
         }
         print_tools(&instance.tools);
         print_agent(&spec, &instance.vars);
-        println!("expected:");
+        outln!("expected:");
         for (k, v) in &expected {
-            println!("  {k} = {}", visible(&v.to_string()));
+            outln!("  {k} = {}", visible(&v.to_string()));
         }
-        println!();
+        outln!();
     }
     Exit::Success
 }
@@ -116,13 +117,13 @@ fn print_agent(spec: &Spec, vars: &serde_json::Map<String, serde_json::Value>) {
         Some(tool) => format!("a call of `{}`", visible(tool)),
         None => "a final answer (a turn without calls)".to_owned(),
     };
-    println!("agent:");
-    println!("  max_turns: {}", agent.max_turns);
-    println!("  ends on: {end}");
+    outln!("agent:");
+    outln!("  max_turns: {}", agent.max_turns);
+    outln!("  ends on: {end}");
     let state = agent
         .initial_state(vars)
         .map_or_else(|e| e.to_string(), |s| s.to_string());
-    println!(
+    outln!(
         "  state (`{}`): {}",
         visible(&agent.state_var),
         one_line(&state, TOOL_LINE)
@@ -137,16 +138,16 @@ fn print_tools(tools: &[crate::format::Tool]) {
     if tools.is_empty() {
         return;
     }
-    println!("tools:");
+    outln!("tools:");
     for tool in tools {
-        println!("  {}", one_line(&tool.name, TOOL_LINE));
+        outln!("  {}", one_line(&tool.name, TOOL_LINE));
         if !tool.description.is_empty() {
-            println!(
+            outln!(
                 "    description: {}",
                 one_line(&tool.description, TOOL_LINE)
             );
         }
-        println!(
+        outln!(
             "    parameters: {}",
             one_line(&tool.parameters.to_string(), TOOL_LINE)
         );

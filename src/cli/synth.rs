@@ -1,5 +1,6 @@
 //! `harness synth`: documents → rated, filtered QA pairs as JSONL.
 
+use crate::output::{errln, outln};
 use std::path::PathBuf;
 
 use super::asking::AskingArgs;
@@ -95,13 +96,13 @@ pub(super) fn run(args: &SynthArgs, config: Result<Config, Diagnostic>, color: b
 
 fn summarize(r: &SynthReport) -> Exit {
     for e in r.errors.iter().take(10) {
-        eprintln!(
+        errln!(
             "error: {}",
             crate::text::visible(&crate::secrets::redact(&e.to_string()))
         );
     }
     if r.errors.len() > 10 {
-        eprintln!(
+        errln!(
             "... {} more errors in {}",
             r.errors.len() - 10,
             r.work.join("report.json").display()
@@ -117,15 +118,15 @@ fn summarize(r: &SynthReport) -> Exit {
             )
         })
         .collect();
-    println!("requests: {}", requests.join(", "));
+    outln!("requests: {}", requests.join(", "));
     if r.interrupted {
-        eprintln!(
+        errln!(
             "interrupted: finished requests are in {}; run the same command again to resume",
             r.work.join("journal.jsonl").display()
         );
         return Exit::Interrupted;
     }
-    println!(
+    outln!(
         "synth: {} documents ({} skipped), {} chunks, {} pairs generated, {} errors, {} unrated, {} below {}, {} duplicates → {} pairs in {}",
         r.documents,
         r.skipped.len(),
@@ -139,6 +140,6 @@ fn summarize(r: &SynthReport) -> Exit {
         r.kept,
         r.out.display()
     );
-    println!("work folder: {}", r.work.display());
+    outln!("work folder: {}", r.work.display());
     Exit::Success
 }

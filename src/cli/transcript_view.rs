@@ -2,6 +2,7 @@
 //! with `-v` every changed field (a response as an inline word diff).
 //! A regression's detail quotes the model: it stays on its line, escaped.
 
+use crate::output::out;
 use owo_colors::OwoColorize;
 
 use crate::golden::transcript::TranscriptDiff;
@@ -24,13 +25,13 @@ pub(super) fn print(
 ) -> bool {
     if diff.new {
         let text = format!("{model} × {spec}: no golden transcript (record one with --bless)");
-        print!("{}", wrap(&text, WIDTH));
+        out!("{}", wrap(&text, WIDTH));
         return false;
     }
     if !diff.differs() {
         return false;
     }
-    print!("{}", render(diff, model, spec, verbose, color));
+    out!("{}", render(diff, model, spec, verbose, color));
     true
 }
 

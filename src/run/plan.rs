@@ -2,6 +2,7 @@
 //! model (`llamacpp`, `vllm`) with its own server, one after another, so only
 //! one set of weights is in memory at a time.
 
+use crate::output::errln;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -47,7 +48,7 @@ pub(crate) async fn run_plan(
     let (judge, fixed_models) = match &manifest.judge {
         Some(j) if j.provider.is_managed() => {
             meter.start_clock(&judge_clock(&j.name), j.price);
-            eprintln!(
+            errln!(
                 "judge {}: starting its {} server (log: {})",
                 j.name,
                 j.provider.prefix(),
@@ -136,7 +137,7 @@ impl Parts<'_> {
             }
             Pending::Requests => {}
         }
-        eprintln!(
+        errln!(
             "model {}: starting its {} server (log: {})",
             model.name,
             model.provider.prefix(),
@@ -153,7 +154,7 @@ impl Parts<'_> {
                 return Ok(RunOutcome { interrupted: true, ..RunOutcome::default() });
             }
         };
-        eprintln!(
+        errln!(
             "model {}: ready at {} after {:.1} s (pid {})",
             model.name,
             server.base_url(),

@@ -26,6 +26,7 @@ mod pipeline_file;
 pub(crate) mod rate;
 pub(crate) mod read;
 
+use crate::output::errln;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -166,7 +167,7 @@ pub(crate) async fn run(opts: &SynthOptions) -> Result<SynthReport, SynthError> 
     };
     let (documents, skipped) = read::read_inputs(&opts.inputs);
     for s in &skipped {
-        eprintln!("skipped {}: {}", s.source.display(), s.reason);
+        errln!("skipped {}: {}", s.source.display(), s.reason);
     }
     report.documents = documents.len();
     report.skipped = skipped;
@@ -268,7 +269,7 @@ async fn connect_model(
         return Ok((clients, None));
     }
     let log = work_root.join("server.log");
-    eprintln!(
+    errln!(
         "model {}: starting its {} server (log: {})",
         opts.model.name,
         opts.model.provider.prefix(),

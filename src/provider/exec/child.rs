@@ -3,12 +3,12 @@
 //! (`sandbox::Tree`), so that everything it started, `setsid` and double
 //! forks included, is killed when its call ends, however it ends; the
 //! request on stdin (a memory file written before the start, not a pipe:
-//! the harness dies of SIGPIPE on a closed pipe, and a program may exit
-//! unread), stdout read up to a limit and the tail of stderr kept for the
+//! a program may exit unread, and a write then would fail), stdout read up to a limit and the tail of stderr kept for the
 //! error. The call ends when the program has exited and closed its output.
 //! The group is killed after the leader is reaped too: its id cannot name
 //! another group while a member lives.
 
+use crate::output::errln;
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::sync::Once;
@@ -126,7 +126,7 @@ type Talked = (
 fn warn_uncontained() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        eprintln!(
+        errln!(
             "warning: no cgroup can be made here (not root, or no writable cgroup hierarchy): \
              an exec program that leaves its process group (setsid) can outlive its call"
         );
