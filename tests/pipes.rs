@@ -115,15 +115,9 @@ fn run_with_stderr_closed_finishes_and_reports() {
     // Closed before the harness says a word there: its first line
     // (`run <id> → <dir>`) already meets EPIPE.
     drop(child.stderr.take());
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{stdout}");
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("report: "), "{stdout}");
     assert_complete(&ws, 40, &stdout);
 }
@@ -133,38 +127,7 @@ fn code_that_closes_its_descriptors_is_judged() {
     // The program closes its stdin, then every descriptor it has (its
     // output and the checker's channel among them); each is judged as a
     // failure or a pass, and `check` goes on to the end.
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("closes.toml");
-    std::fs::write(
-        &spec,
-        r#"id = "closes"
-runs = 1
-
-[generate]
-script = '#{ tests: ["assert add(1, 2) == 3"] }'
-
-[prompt]
-user = "add(a, b)"
-
-[[verify]]
-rule = "code"
-tests = "tests"
-timeout_secs = 5
-
-[[example]]
-name = "closes stdin"
-vars = { tests = ["assert add(1, 2) == 3"] }
-response = "import os\nos.close(0)\ndef add(a, b):\n    return a + b"
-passes = true
-
-[[example]]
-name = "closes every descriptor"
-vars = { tests = ["assert add(1, 2) == 3"] }
-response = "import os\nos.closerange(0, 4096)\ndef add(a, b):\n    return a + b"
-passes = false
-"#,
-    )
-    .unwrap();
+    let spec = root().join("tests/fixtures/code/closes_descriptors.toml");
     let (code, out) = check_examples(&spec, &[]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("2/2 examples"), "{out}");
