@@ -207,6 +207,10 @@ mod tests {
     fn every_number_of_a_model_is_checked_and_located() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("harness.toml");
+        let load = |line: &str| {
+            std::fs::write(&path, model(line).0).unwrap();
+            Config::load(&path, true)
+        };
         // Each key with values on both sides of its range, and bad floats.
         let bad = [
             "concurrency = 0",
@@ -244,9 +248,7 @@ mod tests {
             "max_retries = 99999999999999999999",
         ];
         for line in bad {
-            let (text, _) = model(line);
-            std::fs::write(&path, &text).unwrap();
-            let e = Config::load(&path, true).expect_err(line);
+            let e = load(line).expect_err(line);
             assert_eq!(e.location.line, 3, "{line}: {e}");
             let value = line
                 .rsplit('=')
@@ -271,9 +273,7 @@ mod tests {
             "server = { gpu_memory_utilization = 1.0, ready_timeout_secs = 1 }",
         ];
         for line in good {
-            let (text, _) = model(line);
-            std::fs::write(&path, &text).unwrap();
-            if let Err(e) = Config::load(&path, true) {
+            if let Err(e) = load(line) {
                 panic!("{line}: {e}");
             }
         }

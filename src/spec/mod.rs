@@ -224,7 +224,10 @@ impl Spec {
             let turns = crate::verify::lookup(vars, var)
                 .ok_or_else(|| format!("the instance has no variable `{var}`"))
                 .and_then(|v| crate::prompt::history_turns(v).map_err(|e| e.to_string()))
-                .map_err(|message| self.history_diagnostic(index, var, &message))?;
+                .map_err(|message| {
+                    let at = crate::format::key_path!["prompt", "history"];
+                    self.var_diagnostic(index, ("history", var), &message, at)
+                })?;
             let at = messages
                 .iter()
                 .position(|m| m.role != crate::format::Role::System)
@@ -234,18 +237,21 @@ impl Spec {
         Ok(messages)
     }
 
-    /// A history error, at the dataset row when there is one, else at `prompt.history`.
-    fn history_diagnostic(&self, index: u64, var: &str, message: &str) -> Diagnostic {
-        let message = format!("instance {index}: history `{var}`: {message}");
+    /// An error in instance `index`'s variable `var` read as `what`
+    /// (history, tools): at the dataset row when there is one, else at the
+    /// spec key `at` that names the variable.
+    fn var_diagnostic(
+        &self,
+        index: u64,
+        (what, var): (&str, &str),
+        message: &str,
+        at: &[crate::format::locate::Key<'_>],
+    ) -> Diagnostic {
+        let message = format!("instance {index}: {what} `{var}`: {message}");
         match self.dataset.as_ref().and_then(|d| d.row(index)) {
             Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
-            None => Diagnostic::new(
-                ErrorKind::Invalid,
-                self.map
-                    .locate(crate::format::key_path!["prompt", "history"]),
-                message,
-            )
-            .with_source(self.map.source()),
+            None => Diagnostic::new(ErrorKind::Invalid, self.map.locate(at), message)
+                .with_source(self.map.source()),
         }
     }
 

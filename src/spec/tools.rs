@@ -150,21 +150,9 @@ impl Spec {
         });
         match checked {
             Ok(()) => Ok(tools),
-            Err(message) => Err(self.tools_diagnostic(index, var, &message)),
-        }
-    }
-
-    /// A per-instance tools error, at the dataset row when there is one, else at `tools_var`.
-    fn tools_diagnostic(&self, index: u64, var: &str, message: &str) -> Diagnostic {
-        let message = format!("instance {index}: tools `{var}`: {message}");
-        match self.dataset.as_ref().and_then(|d| d.row(index)) {
-            Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
-            None => Diagnostic::new(
-                ErrorKind::Invalid,
-                self.map.locate(key_path!["tools_var"]),
-                message,
-            )
-            .with_source(self.map.source()),
+            Err(message) => {
+                Err(self.var_diagnostic(index, ("tools", var), &message, key_path!["tools_var"]))
+            }
         }
     }
 }

@@ -50,6 +50,19 @@ fn bounded(path: &[Key<'static>], value: Option<impl Into<Number>>, bounds: Boun
     }
 }
 
+/// The checks of a count that must be at least 1 (`what` names it when it
+/// is 0) and within `bounds`.
+fn count<T>(path: &[Key<'static>], value: Option<T>, what: &str, bounds: Bounds) -> [Check; 2]
+where
+    T: Copy + Default + PartialEq + Into<Number>,
+{
+    let zero = value == Some(T::default());
+    [
+        check(zero, path, &format!("{what} must be at least 1")),
+        bounded(path, value.filter(|_| !zero), bounds),
+    ]
+}
+
 /// The checks of a table that sets `temperature`, `top_p` and `max_tokens`.
 fn sampling_checks(
     table: &'static str,
@@ -75,25 +88,12 @@ fn sampling_checks(
 /// Every out-of-range value of `def`, in file order: (where, why).
 pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
     let r = &def.request;
-    let mut checks = vec![check(
-        def.runs == Some(0),
-        key_path!["runs"],
-        "runs must be at least 1",
-    )];
-    checks.push(bounded(
-        key_path!["runs"],
-        def.runs.filter(|r| *r > 0),
-        RUNS,
-    ));
+    let mut checks = Vec::from(count(key_path!["runs"], def.runs, "runs", RUNS));
     let golden = def.golden.as_ref().and_then(|g| g.instances);
-    checks.push(check(
-        golden == Some(0),
+    checks.extend(count(
         key_path!["golden", "instances"],
-        "golden instances must be at least 1",
-    ));
-    checks.push(bounded(
-        key_path!["golden", "instances"],
-        golden.filter(|n| *n > 0),
+        golden,
+        "golden instances",
         GOLDEN_INSTANCES,
     ));
     checks.extend(sampling_checks(
@@ -104,16 +104,7 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
     ));
     if let Some(s) = &def.sampling {
         let n = s.n();
-        checks.push(check(
-            s.n == Some(0),
-            key_path!["sampling", "n"],
-            "n must be at least 1",
-        ));
-        checks.push(bounded(
-            key_path!["sampling", "n"],
-            s.n.filter(|n| *n > 0),
-            SAMPLES,
-        ));
+        checks.extend(count(key_path!["sampling", "n"], s.n, "n", SAMPLES));
         if let Some((i, &k)) = s.k.iter().enumerate().find(|(_, k)| **k == 0 || **k > n) {
             let message =
                 format!("k = {k} is outside 1..={n}: pass@k needs k samples of the n drawn");
@@ -126,14 +117,10 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
             s.max_tokens,
         ));
     }
-    checks.push(check(
-        r.attempts == Some(0),
+    checks.extend(count(
         key_path!["request", "attempts"],
-        "attempts must be at least 1",
-    ));
-    checks.push(bounded(
-        key_path!["request", "attempts"],
-        r.attempts.filter(|n| *n > 0),
+        r.attempts,
+        "attempts",
         ATTEMPTS,
     ));
     checks.push(bounded(key_path!["request", "num_ctx"], r.num_ctx, CONTEXT));
