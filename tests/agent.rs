@@ -193,15 +193,11 @@ fn episodes_end_by_name_when_they_do_not_end_well() {
 fn a_dry_run_bounds_an_episode_by_max_turns() {
     let fake = FakeServer::healthy();
     let ws = shop(&fake, "timeout_secs = 10");
-    let out = ws.run_ok(&["specs/shop_agent.toml", "-m", "fake", "--dry-run"]);
-    let requests = (INSTANCES * 4).to_string();
-    assert!(
-        out.contains(&format!("dry run: {requests} requests")),
-        "{out}"
-    );
-    assert!(
-        out.contains("8 agent episodes are counted at their max_turns"),
-        "{out}"
+    let requests = format!("dry run: {} requests", INSTANCES * 4);
+    ws.run_expect(
+        &["specs/shop_agent.toml", "-m", "fake", "--dry-run"],
+        0,
+        &[&requests, "8 agent episodes are counted at their max_turns"],
     );
     assert_eq!(fake.count(), 0);
 }
@@ -345,16 +341,13 @@ fn a_budget_stops_between_turns_and_resume_asks_no_turn_twice() {
 fn show_prints_the_agent_and_each_instance_state() {
     let fake = FakeServer::healthy();
     let ws = shop(&fake, "");
-    let (code, out) = crate::common::run(crate::common::harness(ws.path()).args([
-        "show",
-        "specs/shop_agent.toml",
-        "--count",
-        "1",
-    ]));
-    assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("agent:\n  max_turns: 4\n  ends on: a call of `submit`\n  state (`state`): {\"orders\":[{\"date\":\"2026-10-02\",\"id\":\"A-1001\""),
-        "{out}"
+    let show = ["show", "specs/shop_agent.toml", "--count", "1"];
+    crate::common::expect(
+        crate::common::harness(ws.path()).args(show),
+        0,
+        &[
+            "agent:\n  max_turns: 4\n  ends on: a call of `submit`\n  state (`state`): {\"orders\":[{\"date\":\"2026-10-02\",\"id\":\"A-1001\"",
+        ],
     );
 }
 

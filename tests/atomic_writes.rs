@@ -70,20 +70,11 @@ fn kill_while_writing(mut cmd: Command, ws: &Path, target: &str) {
 
 /// Files under `dir` whose name contains `part`, leaving out hidden temporary files.
 fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if p.is_dir() {
-                stack.push(p);
-            } else if name.contains(part) && !name.starts_with('.') {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
+    let mut out = crate::common::files_under(dir);
+    out.retain(|p| {
+        let name = p.file_name().unwrap().to_string_lossy();
+        name.contains(part) && !name.starts_with('.')
+    });
     out
 }
 

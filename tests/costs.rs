@@ -332,20 +332,9 @@ fn a_budget_stops_within_the_in_flight_bound_and_resume_completes_without_repeat
 fn a_token_budget_stops_the_run_without_prices() {
     let fake = FakeServer::healthy();
     let ws = Workspace::with_fake("t06_mathematics.toml", &fake, "concurrency = 1");
-    let (code, out) = ws.run(&[
-        "specs/t06_mathematics.toml",
-        "-m",
-        "fake",
-        "--runs",
-        "6",
-        "--max-tokens-total",
-        "1",
-    ]);
-    assert_eq!(code, 5, "{out}");
-    assert!(
-        out.contains("used 0 tokens of --max-tokens-total 1"),
-        "{out}"
-    );
+    let args = "specs/t06_mathematics.toml -m fake --runs 6 --max-tokens-total 1";
+    let args: Vec<&str> = args.split(' ').collect();
+    ws.run_expect(&args, 5, &["used 0 tokens of --max-tokens-total 1"]);
     assert_eq!(fake.count(), 0);
 }
 
@@ -395,15 +384,14 @@ fn a_litellm_price_file_prices_the_models_it_names() {
         "bad.json",
         "{\n  \"fake-model\": {\"input_cost_per_token\": \"cheap\"}\n}\n",
     );
-    let (code, out) = ws.run(&[
+    let args = [
         "specs/t06_mathematics.toml",
         "-m",
         "fake",
         "--prices",
         "bad.json",
-    ]);
-    assert_eq!(code, 2, "{out}");
-    assert!(out.contains("bad.json:2:"), "{out}");
+    ];
+    ws.run_expect(&args, 2, &["bad.json:2:"]);
 }
 
 #[test]
@@ -428,20 +416,7 @@ fn a_dry_run_prints_requests_and_a_cost_estimate_and_sends_nothing() {
 /// A JSON spec whose every answer fails to parse: each request is asked
 /// again up to its `attempts`, and each ask is billed. Every instance's
 /// prompt differs, so no request is answered from another's cache entry.
-const JSON_SPEC: &str = r#"id = "json_asks"
-runs = 4
-[generate]
-script = '#{ word: "ok" + index }'
-[prompt]
-user = "Answer with a JSON object holding {{ word }}."
-[request]
-response_format = "json"
-attempts = 3
-max_tokens = 16
-[[verify]]
-rule = "contains"
-expected = "word"
-"#;
+const JSON_SPEC: &str = include_str!("fixtures/specs/json_asks.toml");
 
 #[test]
 fn a_dry_run_bounds_the_re_asks_a_run_makes() {

@@ -35,14 +35,18 @@ fn wire_fixtures(fixtures: &[&str]) -> Workspace {
     ws
 }
 
-/// Asserts every record passed and carries the fake's usage.
-fn assert_passed_with_usage(records: &[Value]) {
-    for r in records {
+/// The last journal, which must hold `count` records that all passed and
+/// carry the fake's usage.
+fn journal_passed_with_usage(ws: &Workspace, count: usize) -> Vec<Value> {
+    let records = ws.last_journal();
+    assert_eq!(records.len(), count);
+    for r in &records {
         assert_eq!(r["passed"], true, "{r:#}");
         assert_eq!(r["tokens_in"], PROMPT_TOKENS, "{r:#}");
         assert_eq!(r["tokens_out"], COMPLETION_TOKENS, "{r:#}");
         assert!(r.get("error").is_none(), "{r:#}");
     }
+    records
 }
 
 #[test]
@@ -80,9 +84,7 @@ fn openai_body_for_a_shipped_spec_and_usage_in_the_journal() {
         );
     }
 
-    let records = ws.last_journal();
-    assert_eq!(records.len(), 2);
-    assert_passed_with_usage(&records);
+    let records = journal_passed_with_usage(&ws, 2);
     for r in &records {
         assert_eq!(
             (r["attempts"].as_u64(), r["cached"].as_bool()),
@@ -160,9 +162,7 @@ fn openai_defaults_spec_options_and_model_options() {
     let tuned_defaults = find("m-tuned", true);
     assert_eq!(keys(&tuned_defaults), set(&sampling));
 
-    let records = ws.last_journal();
-    assert_eq!(records.len(), 4);
-    assert_passed_with_usage(&records);
+    journal_passed_with_usage(&ws, 4);
 }
 
 #[test]
@@ -235,9 +235,7 @@ fn openai_json_schema_format_and_reask_with_next_seed() {
             "re-asks vary the seed"
         );
     }
-    let records = ws.last_journal();
-    assert_eq!(records.len(), 2);
-    assert_passed_with_usage(&records);
+    let records = journal_passed_with_usage(&ws, 2);
     for r in &records {
         assert_eq!(r["attempts"], 2, "{r:#}");
         assert!(
@@ -299,9 +297,7 @@ fn ollama_body_options_format_and_usage() {
             json!({"temperature": 0.0, "num_predict": 1024, "seed": 7, "num_ctx": 4096})
         );
     }
-    let records = ws.last_journal();
-    assert_eq!(records.len(), 3);
-    assert_passed_with_usage(&records);
+    journal_passed_with_usage(&ws, 3);
 }
 
 #[test]
@@ -320,9 +316,7 @@ fn ollama_reference_reads_ollama_host() {
             .iter()
             .all(|r| r.path == "/api/chat" && r.body["model"] == "qwen3:8b")
     );
-    let records = ws.last_journal();
-    assert_eq!(records.len(), 3);
-    assert_passed_with_usage(&records);
+    let records = journal_passed_with_usage(&ws, 3);
     assert!(records.iter().all(|r| r["model"] == "qwen3:8b"));
 }
 

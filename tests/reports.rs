@@ -117,21 +117,30 @@ fn one_run_in(lang: Lang) -> (ReportOutput, tempfile::TempDir) {
     build_in(lang, &["r1"], vec![fixture()], false)
 }
 
+/// The fixture run's Markdown report in `lang`, which holds each of `lines`.
+fn markdown_with(lang: Lang, lines: &[&str]) -> String {
+    let (out, _dir) = one_run_in(lang);
+    let md = read(&out.files.markdown);
+    for line in lines {
+        assert!(md.contains(line), "{line}");
+    }
+    md
+}
+
 /// The Russian Markdown report: the «Базовый Контроль» layout, byte for byte.
 #[test]
 fn markdown_report() {
-    let (out, _dir) = one_run_in(Lang::Ru);
-    let md = read(&out.files.markdown);
-    for line in [
-        "# Отчет о Тестировании LLM\n",
-        "**Дата и время:** 2026-11-21 22:30:00\n",
-        "**Протестированные модели:** `qwen3:8b`, `gpt-4o-mini`\n",
-        "## Сводная Таблица Результатов\n",
-        "| Модель / Категория | Простая логика | Извлечение \"JSON\", поля | Арифметика | **ИТОГО** |",
-        "## Детальный Анализ\n",
-    ] {
-        assert!(md.contains(line), "{line}");
-    }
+    let md = markdown_with(
+        Lang::Ru,
+        &[
+            "# Отчет о Тестировании LLM\n",
+            "**Дата и время:** 2026-11-21 22:30:00\n",
+            "**Протестированные модели:** `qwen3:8b`, `gpt-4o-mini`\n",
+            "## Сводная Таблица Результатов\n",
+            "| Модель / Категория | Простая логика | Извлечение \"JSON\", поля | Арифметика | **ИТОГО** |",
+            "## Детальный Анализ\n",
+        ],
+    );
     assert!(!md.contains("Точность"), "{md}");
     insta::assert_snapshot!(md);
 }
@@ -139,15 +148,14 @@ fn markdown_report() {
 /// The English Markdown report: the same layout in English.
 #[test]
 fn markdown_report_en() {
-    let (out, _dir) = one_run_in(Lang::En);
-    let md = read(&out.files.markdown);
-    for line in [
-        "# LLM Test Report\n",
-        "## Summary of Results\n",
-        "## Detailed Analysis\n",
-    ] {
-        assert!(md.contains(line), "{line}");
-    }
+    let md = markdown_with(
+        Lang::En,
+        &[
+            "# LLM Test Report\n",
+            "## Summary of Results\n",
+            "## Detailed Analysis\n",
+        ],
+    );
     // Model text stays as the model wrote it: only the phrases change.
     assert!(
         !md.contains("Сильные стороны") && !md.contains("Ожидалось"),

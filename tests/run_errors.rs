@@ -113,15 +113,9 @@ fn run(ws: &Workspace, extra: &[&str]) -> (i32, String) {
 /// Every file under `dir`, as text.
 fn all_text(dir: &Path) -> String {
     let mut text = String::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_none_or(|x| x != "sqlite") {
-                text.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
-            }
+    for p in crate::common::files_under(dir) {
+        if p.extension().is_none_or(|x| x != "sqlite") {
+            text.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
         }
     }
     text

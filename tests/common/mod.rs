@@ -67,6 +67,17 @@ pub fn run(cmd: &mut Command) -> (i32, String) {
     (status.code().unwrap_or(-1), text)
 }
 
+/// Runs a command, which must exit `code` and print each of `wanted`:
+/// stdout + stderr.
+pub fn expect(cmd: &mut Command, code: i32, wanted: &[&str]) -> String {
+    let (got, out) = run(cmd);
+    assert_eq!(got, code, "{out}");
+    for text in wanted {
+        assert!(out.contains(text), "no {text:?} in:\n{out}");
+    }
+    out
+}
+
 /// `var` as `scripts/test.sh` exports it for the real-server tests: `None`
 /// (the test skips) when it is unset, a failure when `HARNESS_E2E` is set.
 pub fn e2e_var(var: &str) -> Option<String> {
@@ -97,6 +108,25 @@ pub fn report(results: &Path, prefix: &str, ext: &str) -> String {
         .max()
         .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
     std::fs::read_to_string(newest).unwrap()
+}
+
+/// Every file under `dir` and its subfolders, sorted (none when `dir` does
+/// not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The Python programs of a fixture suite in `dir`, sorted; files whose name

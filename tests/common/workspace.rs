@@ -27,18 +27,21 @@ impl Workspace {
     /// `fake` (OpenAI wire, id `fake-model`), on `fake`'s endpoint with `settings`.
     pub fn with_fake(spec: &str, fake: &FakeServer, settings: &str) -> Workspace {
         let ws = Workspace::new();
-        ws.copy_spec(spec);
-        ws.write(
-            "harness.toml",
-            &model_toml(
-                "fake",
-                "openai",
-                "fake-model",
-                &fake.openai_base(),
-                settings,
-            ),
-        );
+        ws.copy_spec(spec).fake_model(fake, settings);
         ws
+    }
+
+    /// Writes `harness.toml` with one model, `fake` (OpenAI wire, id
+    /// `fake-model`), on `fake`'s endpoint with `settings`.
+    pub fn fake_model(&self, fake: &FakeServer, settings: &str) -> &Self {
+        let table = model_toml(
+            "fake",
+            "openai",
+            "fake-model",
+            &fake.openai_base(),
+            settings,
+        );
+        self.write("harness.toml", &table)
     }
 
     /// The workspace root (the harness's cwd).
@@ -93,6 +96,12 @@ impl Workspace {
         out
     }
 
+    /// Runs `harness run ARGS ...`, which must exit `code` and print each
+    /// of `wanted`: its output.
+    pub fn run_expect(&self, args: &[&str], code: i32, wanted: &[&str]) -> String {
+        super::expect(&mut self.run_cmd(args), code, wanted)
+    }
+
     /// Run directories, oldest first.
     pub fn run_dirs(&self) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.path().join("results/runs"))
@@ -129,15 +138,8 @@ pub fn model_toml(name: &str, provider: &str, model: &str, base_url: &str, extra
 /// A workspace with one spec, `specs/<file>`, and the model `fake` on `fake`'s OpenAI API.
 pub fn fake_workspace(fake: &FakeServer, file: &str, spec: &str) -> Workspace {
     let ws = Workspace::new();
-    ws.write(&format!("specs/{file}"), spec);
-    let table = model_toml(
-        "fake",
-        "openai",
-        "fake-model",
-        &fake.openai_base(),
-        "timeout_secs = 5",
-    );
-    ws.write("harness.toml", &table);
+    ws.write(&format!("specs/{file}"), spec)
+        .fake_model(fake, "timeout_secs = 5");
     ws
 }
 

@@ -94,17 +94,7 @@ fn ctrl_c_cancels_looping_tool_calls_at_once() {
     });
     let ws = Workspace::new();
     ws.write("specs/spin.toml", SPIN_AGENT);
-    let settings = "timeout_secs = 10\nconcurrency = 1";
-    ws.write(
-        "harness.toml",
-        &model_toml(
-            "fake",
-            "openai",
-            "fake-model",
-            &fake.openai_base(),
-            settings,
-        ),
-    );
+    ws.fake_model(&fake, "timeout_secs = 10\nconcurrency = 1");
     let mut sent = None;
     let out = capped_with(
         &mut ws.run_cmd(&["specs/spin.toml", "-m", "fake", "--no-cache"]),
@@ -370,60 +360,51 @@ struct Leaver {
     failure: Option<&'static str>,
 }
 
+/// A program that leaves a child in a new session and succeeds: the row
+/// the others differ from.
+const SETSID_SUCCEEDS: Leaver = Leaver {
+    case: "setsid, success",
+    how: "setsid",
+    then: "echo 1",
+    timeout_secs: 10,
+    ctrl_c: false,
+    code: 0,
+    failure: None,
+};
+
 const LEAVERS: [Leaver; 6] = [
-    Leaver {
-        case: "setsid, success",
-        how: "setsid",
-        then: "echo 1",
-        timeout_secs: 10,
-        ctrl_c: false,
-        code: 0,
-        failure: None,
-    },
+    SETSID_SUCCEEDS,
     Leaver {
         case: "double fork, success",
         how: "double fork",
-        then: "echo 1",
-        timeout_secs: 10,
-        ctrl_c: false,
-        code: 0,
-        failure: None,
+        ..SETSID_SUCCEEDS
     },
     Leaver {
         case: "background child, success",
         how: "background",
-        then: "echo 1",
-        timeout_secs: 10,
-        ctrl_c: false,
-        code: 0,
-        failure: None,
+        ..SETSID_SUCCEEDS
     },
     Leaver {
         case: "setsid, failure",
-        how: "setsid",
         then: "exit 3",
-        timeout_secs: 10,
-        ctrl_c: false,
         code: 4,
         failure: Some("program_error"),
+        ..SETSID_SUCCEEDS
     },
     Leaver {
         case: "setsid, timeout",
-        how: "setsid",
         then: "sleep 30",
         timeout_secs: 1,
-        ctrl_c: false,
         code: 4,
         failure: Some("timeout"),
+        ..SETSID_SUCCEEDS
     },
     Leaver {
         case: "setsid, Ctrl-C",
-        how: "setsid",
         then: "sleep 30",
-        timeout_secs: 10,
         ctrl_c: true,
         code: 130,
-        failure: None,
+        ..SETSID_SUCCEEDS
     },
 ];
 

@@ -282,19 +282,11 @@ fn with_credentials(base: &str) -> String {
 
 /// Panics when a file under `dir` holds a secret (bytes: the cache too).
 fn assert_no_secret_in_files(dir: &Path) {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
-            for secret in [PASSWORD, QUERY_KEY] {
-                let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
-                assert!(!found, "{secret} is in {}", path.display());
-            }
+    for path in crate::common::files_under(dir) {
+        let bytes = std::fs::read(&path).unwrap();
+        for secret in [PASSWORD, QUERY_KEY] {
+            let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+            assert!(!found, "{secret} is in {}", path.display());
         }
     }
 }

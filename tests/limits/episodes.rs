@@ -38,6 +38,19 @@ struct Case {
     results: usize,
 }
 
+/// A case with no tools whose model ends at once: the base of the cases
+/// that stop before any request.
+const QUIET: Case = Case {
+    name: "",
+    agent: "",
+    tools: String::new(),
+    model: |_| done(),
+    asks: 0,
+    failure: None,
+    says: "",
+    results: 0,
+};
+
 /// The model turn a request asks for: the assistant messages it holds.
 fn turn(request: &Request) -> usize {
     let messages = request.body["messages"].as_array().unwrap();
@@ -47,6 +60,15 @@ fn turn(request: &Request) -> usize {
 /// `n` calls of `name` without arguments.
 fn calls(name: &str, n: usize) -> Reply {
     Reply::Calls(String::new(), vec![FakeCall::new(name, "{}"); n])
+}
+
+/// `n` calls of `name` in each of the first `turns` turns, then the end call.
+fn calls_then_done(request: &Request, turns: usize, name: &str, n: usize) -> Reply {
+    if turn(request) < turns {
+        calls(name, n)
+    } else {
+        done()
+    }
 }
 
 /// A final answer, which the spec's rule passes.
@@ -95,13 +117,7 @@ fn cases() -> Vec<Case> {
             name: "300 calls of a tool returning 1 MB",
             agent: "max_calls_per_turn = 300\nmax_calls = 300",
             tools: tool("big", &format!("\"{}\"", "x".repeat(1_000_000))),
-            model: |r| {
-                if turn(r) == 0 {
-                    calls("big", 300)
-                } else {
-                    done()
-                }
-            },
+            model: |r| calls_then_done(r, 1, "big", 300),
             asks: 2,
             failure: None,
             says: "the result of `big` is more than max_result_bytes = 65536 bytes as JSON",
@@ -111,13 +127,7 @@ fn cases() -> Vec<Case> {
             name: "2,000 calls of an unknown tool among 3,000",
             agent: "max_calls_per_turn = 1000\nmax_calls = 2000",
             tools: (0..3_000).map(|i| tool(&format!("t{i:04}"), "1")).collect(),
-            model: |r| {
-                if turn(r) < 2 {
-                    calls("nope", 1_000)
-                } else {
-                    done()
-                }
-            },
+            model: |r| calls_then_done(r, 2, "nope", 1_000),
             asks: 3,
             failure: None,
             says: "there is no tool `nope` (tools: f, t0000,",
@@ -151,13 +161,7 @@ fn cases() -> Vec<Case> {
                 "grow",
                 "let a = []; a.pad(100000, 1.2345678901234567e300); state.a = a; 1",
             ),
-            model: |r| {
-                if turn(r) == 0 {
-                    calls("grow", 20)
-                } else {
-                    done()
-                }
-            },
+            model: |r| calls_then_done(r, 1, "grow", 20),
             asks: 2,
             failure: None,
             says: "more than max_state_bytes = 1048576 bytes as JSON; the state is unchanged",
@@ -167,13 +171,7 @@ fn cases() -> Vec<Case> {
             name: "an error of 100 KB",
             agent: "",
             tools: tool("shout", "let s = \"x\"; s.pad(100000, \"!\"); throw s;"),
-            model: |r| {
-                if turn(r) == 0 {
-                    calls("shout", 1)
-                } else {
-                    done()
-                }
-            },
+            model: |r| calls_then_done(r, 1, "shout", 1),
             asks: 2,
             failure: None,
             says: "!!!… (97952 bytes more)",
@@ -280,14 +278,8 @@ fn agent_limits_out_of_range_are_located_errors() {
     ];
     for (line, says) in cases {
         let case = Case {
-            name: "",
             agent: line,
-            tools: String::new(),
-            model: |_| done(),
-            asks: 0,
-            failure: None,
-            says: "",
-            results: 0,
+            ..QUIET
         };
         let ws = fake_workspace(&fake, "ep.toml", &spec(&case));
         let checked = capped(harness(ws.path()).args(["check", "specs/ep.toml"]), WALL);
@@ -304,16 +296,7 @@ fn agent_limits_out_of_range_are_located_errors() {
 #[test]
 fn an_initial_state_past_max_state_bytes_is_a_located_error() {
     let fake = FakeServer::healthy();
-    let case = Case {
-        name: "",
-        agent: "",
-        tools: String::new(),
-        model: |_| done(),
-        asks: 0,
-        failure: None,
-        says: "",
-        results: 0,
-    };
+    let case = QUIET;
     let generate = "[generate]\nscript = 'let a = []; a.pad(100000, 1.2345678901234567e300); #{ state: #{ a: a } }'\n";
     let ws = fake_workspace(&fake, "ep.toml", &format!("{}\n{generate}", spec(&case)));
     let says = "instance 0: state `state` is more than max_state_bytes = 1048576 bytes as JSON";

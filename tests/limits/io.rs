@@ -230,13 +230,7 @@ fn files_named_on_the_command_line_are_refused_alike() {
     for (args, says) in cases {
         let mut cmd = harness(ws.path());
         cmd.args(args);
-        let done = capped(&mut cmd, WALL);
-        assert_eq!(done.code, Some(2), "{args:?}:\n{}", done.out);
-        assert!(
-            done.out.contains(says),
-            "{args:?} does not say {says:?}:\n{}",
-            done.out
-        );
+        capped(&mut cmd, WALL).expect_code(2).expect_output(says);
     }
 }
 
@@ -486,13 +480,7 @@ fn hub_downloads_stop_at_their_caps() {
             .env("HARNESS_HF_DATASETS_SERVER", hostile_hub(endless))
             .env_remove("HF_HUB_OFFLINE")
             .env_remove("HF_TOKEN");
-        let done = capped(&mut cmd, WALL);
-        assert_eq!(done.code, Some(2), "{says}:\n{}", done.out);
-        assert!(
-            done.out.contains(says),
-            "does not say {says:?}:\n{}",
-            done.out
-        );
+        capped(&mut cmd, WALL).expect_code(2).expect_output(says);
         let split = ws.path().join("cache/datasets/owner/quiz/default/train");
         assert!(!split.join("files.json").exists() && !split.join("a.parquet").exists());
     }

@@ -18,25 +18,7 @@ const WALL: Duration = Duration::from_secs(60);
 
 /// Three instances, each answered by one call of `f`; the verdict passes
 /// any answer, so only a limit can fail one.
-const DEEP_ARGS_SPEC: &str = r#"
-id = "deep_args"
-runs = 3
-
-[generate]
-script = '#{ n: index }'
-
-[prompt]
-user = "Call f with n = {{ n }}."
-
-[[tools]]
-name = "f"
-description = "Takes n."
-parameters = { type = "object", properties = { n = {} } }
-
-[[verify]]
-rule = "regex"
-pattern = "^$"
-"#;
+const DEEP_ARGS_SPEC: &str = include_str!("../fixtures/specs/deep_args.toml");
 
 /// Arguments nested `depth` levels deep: an object holding arrays.
 fn nested_arguments(depth: usize) -> String {
@@ -331,45 +313,7 @@ fn spec_data_nested_too_deep_is_a_located_error() {
 
 /// An agent whose `note` tool chains the state one level deeper per call
 /// (an undo log), and whose `deep_loop` nests it 8,000 levels in one call.
-const UNDO_SPEC: &str = r#"
-id = "undo"
-runs = 1
-
-[prompt]
-user = "Take notes."
-
-[agent]
-max_turns = 6
-max_calls_per_turn = 1000
-max_calls = 10000
-end = { tool = "submit" }
-
-[[tools]]
-name = "note"
-description = "Notes something, keeping the log to undo."
-parameters = { type = "object", properties = {} }
-script = '''
-let prev = if "log" in state { state.log } else { () };
-state.log = #{ prev: prev, n: 1 };
-#{ ok: true }
-'''
-
-[[tools]]
-name = "deep_loop"
-description = "Nests the log 8,000 times."
-parameters = { type = "object", properties = {} }
-script = 'for i in 0..8000 { state.log = #{ prev: state.log }; } true'
-
-[[tools]]
-name = "submit"
-description = "Done."
-parameters = { type = "object", properties = {} }
-script = 'true'
-
-[[verify]]
-rule = "regex"
-pattern = "."
-"#;
+const UNDO_SPEC: &str = include_str!("../fixtures/specs/undo.toml");
 
 /// The model turn a request asks for: the assistant messages it holds.
 fn turn(request: &Request) -> usize {
