@@ -21,20 +21,7 @@ expected = "a"
 "#;
 
 /// A spec whose only example fails.
-const FAILING_SPEC: &str = r#"id = "failing"
-runs = 2
-[generate]
-script = '#{ x: "1" }'
-[prompt]
-user = "{{ x }}"
-[[verify]]
-rule = "contains"
-expected = "x"
-[[example]]
-vars = { x = "1" }
-response = "2"
-passes = true
-"#;
+const FAILING_SPEC: &str = include_str!("fixtures/specs/failing.toml");
 
 #[test]
 fn numeric_flags_out_of_range_exit_2_with_a_message() {

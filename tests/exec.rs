@@ -216,11 +216,8 @@ fn golden_transcripts_record_a_program_and_replay_it_without_it() {
     assert_eq!(calls(&ws), 4, "the replay runs no program");
     let journal = ws.last_journal();
     assert_eq!(journal.len(), 4);
-    assert!(
-        journal
-            .iter()
-            .all(|r| r["passed"] == true && r["tokens_in"] == 11)
-    );
+    let replayed = |r: &Value| r["passed"] == true && r["tokens_in"] == 11;
+    assert!(journal.iter().all(replayed), "{journal:?}");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::capped;
 use crate::common::fake_server::{FakeCall, FakeServer, Reply, Request};
 use crate::common::harness;
-use crate::common::workspace::{fake_workspace, model_toml};
+use crate::common::workspace::fake_workspace;
 
 /// Every case ends within this, in a debug build.
 const WALL: Duration = Duration::from_secs(90);
@@ -201,14 +201,7 @@ fn hostile_episodes_end_by_name_with_small_journals() {
         let fake = FakeServer::start(case.model);
         let ws = fake_workspace(&fake, "ep.toml", &spec(&case));
         // A flood of calls takes seconds to build and read in a debug build.
-        let model = model_toml(
-            "fake",
-            "openai",
-            "m",
-            &fake.openai_base(),
-            "timeout_secs = 60",
-        );
-        ws.write("harness.toml", &model);
+        ws.fake_model(&fake, "timeout_secs = 60");
         let mut cmd = ws.run_cmd(&["specs", "-m", "fake", "--run-id", "e"]);
         let ran = capped(&mut cmd, WALL);
         let journal = ws.last_journal();
