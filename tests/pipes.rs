@@ -106,8 +106,10 @@ fn run_into_a_closed_pipe_finishes_its_files() {
 #[test]
 fn run_with_stderr_closed_finishes_and_reports() {
     let ws = echo_workspace();
-    let mut child = ws
-        .run_cmd(&["specs/", "-m", "deaf", "--runs", "40"])
+    // Progress on: its plain lines go to stderr too.
+    let run = ["run", "specs/", "-m", "deaf", "--runs", "40"];
+    let mut child = harness(ws.path())
+        .args(run)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
