@@ -94,33 +94,17 @@ fn render(diff: &TranscriptDiff, model: &str, spec: &str, verbose: bool, color: 
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
-    use crate::golden::transcript::{ScoredAnswer, TranscriptLine, compare_transcripts};
+    use crate::golden::transcript::{TranscriptLine, compare_transcripts};
 
     fn line(instance: u64, response: &str, passed: bool) -> TranscriptLine {
-        TranscriptLine {
-            id: format!("shop/{instance}"),
-            instance,
-            sample: 0,
-            model: "m".into(),
-            scored: ScoredAnswer {
-                response: Some(response.into()),
-                answer: Some(response.into()),
-                passed,
-                score: if passed { 1.0 } else { 0.0 },
-                detail: if passed {
-                    String::new()
-                } else {
-                    "expected 12.5".into()
-                },
-                tokens_in: Some(40),
-                tokens_out: Some(12),
-                ..ScoredAnswer::default()
-            },
-            judge: BTreeMap::new(),
-        }
+        let score = if passed { 1.0 } else { 0.0 };
+        let mut line =
+            TranscriptLine::sample("shop", instance, response, (passed, score), "expected 12.5");
+        line.scored.answer = Some(response.into());
+        line.scored.tokens_in = Some(40);
+        line.scored.tokens_out = Some(12);
+        line
     }
 
     #[test]

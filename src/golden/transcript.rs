@@ -63,6 +63,35 @@ pub(crate) struct TranscriptLine {
     pub judge: BTreeMap<String, JudgeTranscript>,
 }
 
+#[cfg(test)]
+impl TranscriptLine {
+    /// Model `m`'s first sample of instance `<spec>/<instance>`: `response`,
+    /// scored `score`, with `detail` when it did not pass.
+    pub(crate) fn sample(
+        spec: &str,
+        instance: u64,
+        response: &str,
+        (passed, score): (bool, f64),
+        detail: &str,
+    ) -> TranscriptLine {
+        let detail = if passed { "" } else { detail };
+        TranscriptLine {
+            id: format!("{spec}/{instance}"),
+            instance,
+            sample: 0,
+            model: "m".into(),
+            scored: ScoredAnswer {
+                response: Some(response.into()),
+                passed,
+                score,
+                detail: detail.into(),
+                ..ScoredAnswer::default()
+            },
+            judge: BTreeMap::new(),
+        }
+    }
+}
+
 /// What a judge said about one answer, as much as replay needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct JudgeTranscript {
@@ -221,24 +250,7 @@ mod tests {
     use super::*;
 
     fn line(instance: u64, passed: bool, score: f64, response: &str) -> TranscriptLine {
-        TranscriptLine {
-            id: format!("s/{instance}"),
-            instance,
-            sample: 0,
-            model: "m".into(),
-            scored: ScoredAnswer {
-                response: Some(response.into()),
-                passed,
-                score,
-                detail: if passed {
-                    String::new()
-                } else {
-                    "wrong".into()
-                },
-                ..ScoredAnswer::default()
-            },
-            judge: BTreeMap::new(),
-        }
+        TranscriptLine::sample("s", instance, response, (passed, score), "wrong")
     }
 
     #[test]
