@@ -187,33 +187,17 @@ impl Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::key_path;
 
     #[test]
     fn template_names_map_to_their_keys() {
-        let cases: [(&str, Vec<Key>); 4] = [
-            ("user", vec![Key::Name("prompt"), Key::Name("user")]),
-            (
-                "images.2",
-                vec![Key::Name("prompt"), Key::Name("images"), Key::Index(2)],
-            ),
-            (
-                "messages.1",
-                vec![
-                    Key::Name("prompt"),
-                    Key::Name("messages"),
-                    Key::Index(1),
-                    Key::Name("content"),
-                ],
-            ),
+        let cases: [(&str, &[Key]); 4] = [
+            ("user", key_path!["prompt", "user"]),
+            ("images.2", key_path!["prompt", "images", 2]),
+            ("messages.1", key_path!["prompt", "messages", 1, "content"]),
             (
                 "messages.1.images.0",
-                vec![
-                    Key::Name("prompt"),
-                    Key::Name("messages"),
-                    Key::Index(1),
-                    Key::Name("images"),
-                    Key::Index(0),
-                ],
+                key_path!["prompt", "messages", 1, "images", 0],
             ),
         ];
         for (name, want) in cases {
