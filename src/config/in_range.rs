@@ -309,11 +309,7 @@ mod tests {
         let cases = [
             ("[run]\nruns = 0\n", "2:8", "from 1 to 1000000"),
             ("[run]\nruns = 2000000\n", "2:8", "from 1 to 1000000"),
-            (
-                "[run]\nmax_cost = -1.0\n",
-                "2:12",
-                "finite number of 0 or more",
-            ),
+            ("[run]\nmax_cost = -1.0\n", "2:12", "number of 0 or more"),
             ("[run]\nmax_tokens_total = 0\n", "2:20", "of 1 or more"),
         ];
         for (text, at, says) in cases {

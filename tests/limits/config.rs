@@ -15,6 +15,9 @@ use crate::common::workspace::Workspace;
 /// A bad number is refused before anything runs: seconds at most.
 const WALL: Duration = Duration::from_secs(30);
 
+/// What an infinite or NaN number's error says.
+const NOT_FINITE: &str = "not a finite number";
+
 /// The line and 1-based column of the last occurrence of `needle` in `text`.
 fn position(text: &str, needle: &str) -> String {
     let at = text
@@ -39,11 +42,11 @@ fn refused(mut cmd: Command, file: &str, text: &str, bad: &str, says: &str) {
 fn config_numbers_out_of_range_are_located_exit_2() {
     // (the lines of `[models.m]` after its provider, the value's text, what the error says)
     let cases: &[(&str, &str, &str)] = &[
-        ("timeout_secs = inf", "inf", "not a finite number"),
-        ("timeout_secs = -inf", "-inf", "not a finite number"),
-        ("timeout_secs = nan", "nan", "not a finite number"),
+        ("timeout_secs = inf", "inf", NOT_FINITE),
+        ("timeout_secs = -inf", "-inf", NOT_FINITE),
+        ("timeout_secs = nan", "nan", NOT_FINITE),
         ("timeout_secs = 1e300", "1e300", "above 0 and at most 86400"),
-        ("timeout_secs = 1e999", "1e999", "not a finite number"),
+        ("timeout_secs = 1e999", "1e999", NOT_FINITE),
         ("timeout_secs = -5", "-5", "above 0 and at most 86400"),
         ("timeout_secs = 0", "0", "timeout_secs = 0 is out of range"),
         ("requests_per_minute = 0", "0", "from 1 to 1000000"),
@@ -53,16 +56,12 @@ fn config_numbers_out_of_range_are_located_exit_2() {
         ("max_n = 0", "0", "from 1 to 128"),
         ("max_n = 5000000000", "5000000000", "u32"),
         ("concurrency = -3", "-3", "usize"),
-        (
-            "options = { temperature = nan }",
-            "nan",
-            "not a finite number",
-        ),
+        ("options = { temperature = nan }", "nan", NOT_FINITE),
         ("options = { top_p = 0 }", "0", "top_p = 0 is out of range"),
         (
             "options = { extra_body = { a = [1.0, inf] } }",
             "inf",
-            "not a finite number",
+            NOT_FINITE,
         ),
         (
             "server = { ready_timeout_secs = 1e300 }",
@@ -74,7 +73,7 @@ fn config_numbers_out_of_range_are_located_exit_2() {
             "-1",
             "above 0 and at most 1",
         ),
-        ("price = { per_call = inf }", "inf", "not a finite number"),
+        ("price = { per_call = inf }", "inf", NOT_FINITE),
     ];
     for (line, bad, says) in cases {
         let ws = Workspace::new();
@@ -91,24 +90,12 @@ fn exec_timeouts_and_run_numbers_out_of_range_are_located_exit_2() {
     // On exec models `nan`, `-1` and `0` once ran as a 1 ms limit.
     let exec = "[models.e]\nprovider = \"exec\"\ncommand = [\"cat\"]\n";
     let cases: &[(String, &str, &str)] = &[
-        (
-            format!("{exec}timeout_secs = nan\n"),
-            "nan",
-            "not a finite number",
-        ),
+        (format!("{exec}timeout_secs = nan\n"), "nan", NOT_FINITE),
         (format!("{exec}timeout_secs = -1\n"), "-1", "out of range"),
         (format!("{exec}timeout_secs = 0\n"), "0", "out of range"),
-        (
-            format!("{exec}timeout_secs = inf\n"),
-            "inf",
-            "not a finite number",
-        ),
+        (format!("{exec}timeout_secs = inf\n"), "inf", NOT_FINITE),
         ("[run]\nruns = 0\n".into(), "0", "from 1 to 1000000"),
-        (
-            "[run]\nmax_cost = nan\n".into(),
-            "nan",
-            "not a finite number",
-        ),
+        ("[run]\nmax_cost = nan\n".into(), "nan", NOT_FINITE),
         ("[run]\nmax_cost = -1\n".into(), "-1", "of 0 or more"),
         ("[run]\nmax_tokens_total = 0\n".into(), "0", "of 1 or more"),
         (
@@ -149,26 +136,26 @@ fn spec_numbers_out_of_range_are_located_exit_2() {
     capped(harness(ws.path()).args(check), WALL).expect_code(0);
     // (what replaces or follows a part of SPEC, the bad value's text, what the error says)
     let cases: &[(&str, &str, &str, &str)] = &[
-        ("runs = 2", "runs = inf", "inf", "not a finite number"),
+        ("runs = 2", "runs = inf", "inf", NOT_FINITE),
         ("runs = 2", "runs = 5000000000", "5000000000", "u32"),
         ("runs = 2", "runs = 2000000", "2000000", "from 1 to 1000000"),
         (
             "runs = 2",
             "runs = 2\n[data]\nx = { y = nan }",
             "nan",
-            "not a finite number",
+            NOT_FINITE,
         ),
         (
             "runs = 2",
             "runs = 2\n[request]\ntemperature = nan",
             "nan",
-            "not a finite number",
+            NOT_FINITE,
         ),
         (
             "runs = 2",
             "runs = 2\n[request]\ntop_p = 1e999",
             "1e999",
-            "not a finite number",
+            NOT_FINITE,
         ),
         (
             "runs = 2",
@@ -217,7 +204,7 @@ fn spec_numbers_out_of_range_are_located_exit_2() {
             "value = \"4\"",
             "value = \"4\"\nweight = -inf",
             "-inf",
-            "not a finite number",
+            NOT_FINITE,
         ),
     ];
     for (part, replacement, bad, says) in cases {
@@ -394,20 +381,10 @@ fn synth_pipeline_numbers_out_of_range_are_located_exit_2_before_any_request() {
     // (a line of the shipped pipeline, what replaces it, the bad value's text, what the error says)
     let cases: &[(&str, &str, &str, &str)] = &[
         ("temperature = 0.7", "temperature = 9", "9", "from 0 to 2"),
-        ("top_p = 0.95", "top_p = inf", "inf", "not a finite number"),
+        ("top_p = 0.95", "top_p = inf", "inf", NOT_FINITE),
         ("batch_size = 4", "batch_size = 0", "0", "from 1 to 1000"),
-        (
-            "num_pairs = 25",
-            "num_pairs = 1e999",
-            "1e999",
-            "not a finite number",
-        ),
-        (
-            "threshold = 0.9",
-            "threshold = nan",
-            "nan",
-            "not a finite number",
-        ),
+        ("num_pairs = 25", "num_pairs = 1e999", "1e999", NOT_FINITE),
+        ("threshold = 0.9", "threshold = nan", "nan", NOT_FINITE),
         ("threshold = 1.0 ", "threshold = 0 ", "0", "from 1 to 10"),
         ("max_tokens = 256", "max_tokens = 0", "0", "of 1 or more"),
     ];
