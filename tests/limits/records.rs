@@ -18,7 +18,10 @@ const WALL: Duration = Duration::from_secs(60);
 
 /// Three instances, each answered by one call of `f`; the verdict passes
 /// any answer, so only a limit can fail one.
-const DEEP_ARGS_SPEC: &str = include_str!("../fixtures/specs/deep_args.toml");
+const DEEP_ARGS_SPEC: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/specs/deep_args.toml"
+));
 
 /// Arguments nested `depth` levels deep: an object holding arrays.
 fn nested_arguments(depth: usize) -> String {
@@ -313,7 +316,10 @@ fn spec_data_nested_too_deep_is_a_located_error() {
 
 /// An agent whose `note` tool chains the state one level deeper per call
 /// (an undo log), and whose `deep_loop` nests it 8,000 levels in one call.
-const UNDO_SPEC: &str = include_str!("../fixtures/specs/undo.toml");
+const UNDO_SPEC: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/specs/undo.toml"
+));
 
 /// The model turn a request asks for: the assistant messages it holds.
 fn turn(request: &Request) -> usize {
