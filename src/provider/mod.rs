@@ -22,6 +22,7 @@ pub(crate) mod price;
 pub(crate) mod replay;
 mod retry_after;
 mod server_options;
+mod shared;
 mod tool_wire;
 
 use std::sync::Arc;
@@ -158,28 +159,6 @@ impl ChatRequest {
         let mut request = self.clone();
         request.seed = self.seed.map(|s| s.wrapping_add(u64::from(sample)));
         request
-    }
-}
-
-/// Serde for a shared history, written as the plain list it holds.
-mod shared {
-    use std::sync::Arc;
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use crate::prompt::Message;
-
-    pub(super) fn serialize<S: Serializer>(
-        messages: &Arc<Vec<Message>>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        messages.as_slice().serialize(s)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Arc<Vec<Message>>, D::Error> {
-        Vec::deserialize(d).map(Arc::new)
     }
 }
 
