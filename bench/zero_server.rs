@@ -10,7 +10,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-fn respond(stream: TcpStream) {
+/// The answer [`serve`] gives: a short text.
+const TEXT_REPLY: &str = r#"{"id":"b","object":"chat.completion","created":0,"model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Ответ: 42"},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":4,"total_tokens":44}}"#;
+
+fn respond(stream: TcpStream, reply: &str) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut writer = stream;
     loop {
@@ -36,7 +39,6 @@ fn respond(stream: TcpStream) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        let reply = r#"{"id":"b","object":"chat.completion","created":0,"model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Ответ: 42"},"finish_reason":"stop"}],"usage":{"prompt_tokens":40,"completion_tokens":4,"total_tokens":44}}"#;
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             reply.len()
@@ -53,12 +55,17 @@ fn respond(stream: TcpStream) {
 
 /// Starts the server on a free loopback port, in this process; returns the port.
 pub fn serve() -> u16 {
+    serve_with(TEXT_REPLY)
+}
+
+/// [`serve`] answering every request with the response body `reply`.
+pub fn serve_with(reply: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let _ = stream.set_nodelay(true);
-            std::thread::spawn(move || respond(stream));
+            std::thread::spawn(move || respond(stream, reply));
         }
     });
     port

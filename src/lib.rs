@@ -13,6 +13,7 @@ mod config;
 mod environ;
 mod error;
 mod extract;
+mod failure;
 mod files;
 mod format;
 mod golden;

@@ -396,3 +396,29 @@ fn large_journals_stay_bounded() {
     );
     assert!(report.terminal.contains("qwen3:8b"));
 }
+
+/// A journal written before failures were typed, holding every kind once
+/// (`tests/fixtures/journals/every_failure.jsonl`): its Markdown report
+/// and error causes are what the kind names, whatever the message says.
+#[test]
+fn an_old_journal_with_every_failure_kind_reports_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let journals = vec![crate::common::root().join("tests/fixtures/journals/every_failure.jsonl")];
+    let models = vec!["m".to_owned()];
+    let specs = ["rules", "requests", "episodes"]
+        .map(SpecInfo::plain)
+        .to_vec();
+    let ctx = ReportContext {
+        timestamp: "2026-11-21 22:30:00",
+        file_stamp: STAMP,
+        ..ReportContext::new(dir.path(), &models, &specs, &journals)
+    };
+    let out = write_reports(&ctx).unwrap();
+    let causes: Vec<(String, u64)> = out
+        .error_causes
+        .iter()
+        .map(|c| (c.cause.clone(), c.count))
+        .collect();
+    insta::assert_debug_snapshot!(causes);
+    insta::assert_snapshot!(read(&out.files.markdown));
+}

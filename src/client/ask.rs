@@ -33,6 +33,13 @@ pub(crate) struct Asked {
     pub endpoint: Option<String>,
 }
 
+/// The model's gate refused a request before its first attempt: the run's
+/// budget (`--max-cost`, `--max-tokens-total`) would not cover it, so
+/// nothing was sent and the caller keeps no record (`--resume` asks it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not started: the run's budget would not cover this request")]
+pub(crate) struct Refused;
+
 impl Asked {
     /// A request that failed before any attempt.
     fn failed(e: ProviderError) -> Asked {
@@ -102,10 +109,11 @@ fn outside_spec(
         messages: &request.messages,
     };
     Some(match exec.call(&context) {
-        Ok(call) => Ok(ChatRequest {
-            exec: Some(call),
-            ..request.clone()
-        }),
+        Ok(call) => {
+            let mut rendered = request.clone();
+            rendered.exec = Some(call);
+            Ok(rendered)
+        }
         Err(e) => Err(ProviderError::Config(format!(
             "model `{}`: {e}",
             model.setup.name
@@ -167,8 +175,9 @@ async fn send_batch(
 }
 
 /// What sending a request came to: the result, HTTP attempts, the last
-/// attempt's latency, and (in a pool) the endpoint that gave the result.
-type Sent<T> = (Result<T, ProviderError>, u32, Duration, Option<String>);
+/// attempt's latency, and (in a pool) the endpoint that gave the result;
+/// `Err` when the gate refused it before any attempt.
+type Sent<T> = Result<(Result<T, ProviderError>, u32, Duration, Option<String>), Refused>;
 
 /// Picks an endpoint, paces, takes the endpoint's concurrency permit, asks the
 /// gate and sends, with bounded retries and backoff, around one kind of
@@ -197,7 +206,7 @@ where
                 let e = all_out(model, &down.errors);
                 waits += 1;
                 if attempts - failovers + waits > model.setup.max_retries {
-                    return (Err(e), attempts, Duration::ZERO, None);
+                    return Ok((Err(e), attempts, Duration::ZERO, None));
                 }
                 retries.push(format!(
                     "{e}; waiting {:.1} s for a probe",
@@ -220,14 +229,7 @@ where
                     let refusable = may_refuse && gated.refusable && attempts == 0;
                     match gate.admit(gated.attempt, refusable) {
                         Some(r) => Some((gate, r)),
-                        None => {
-                            return (
-                                Err(ProviderError::NotStarted),
-                                attempts,
-                                Duration::ZERO,
-                                None,
-                            );
-                        }
+                        None => return Err(Refused),
                     }
                 }
                 (None, _) => None,
@@ -270,9 +272,9 @@ where
             (Err(e), latency) if pool && e.retryable() => {
                 // Out of retries with the whole pool out: say so, naming each endpoint.
                 let e = pool::all_out(&model.endpoints).map_or(e, |errors| all_out(model, &errors));
-                return (Err(e), attempts, latency, url);
+                return Ok((Err(e), attempts, latency, url));
             }
-            (r, latency) => return (r, attempts, latency, url),
+            (r, latency) => return Ok((r, attempts, latency, url)),
         }
     }
 }
@@ -289,11 +291,12 @@ fn all_out(model: &ModelClient, errors: &[String]) -> ProviderError {
 /// Asks for several samples of one instance: cached ones come from the cache, the
 /// rest in one request with OpenAI's `n` (asked with the first missing sample's seed).
 /// Each answer is cached under its own sample's key, so no sample can receive another's.
+/// A sample the gate refused is `Err(Refused)`.
 pub(crate) async fn ask_batch(
     model: &ModelClient,
     requests: &[(u32, ChatRequest)],
     cache: Option<&Cache>,
-) -> Vec<Asked> {
+) -> Vec<Result<Asked, Refused>> {
     let served = model.served(cache);
     let keys: Vec<Option<String>> = requests
         .iter()
@@ -301,35 +304,40 @@ pub(crate) async fn ask_batch(
             cache.map(|_| cache_key(&model.setup, &model.base_url, r, *sample, served.as_ref()))
         })
         .collect();
-    let mut out: Vec<Option<Asked>> = keys
+    let mut out: Vec<Option<Result<Asked, Refused>>> = keys
         .iter()
         .map(|k| {
             let hit = cache.zip(k.as_ref())?.0.get(k.as_ref()?).ok()??;
-            Some(Asked::from_cache(hit))
+            Some(Ok(Asked::from_cache(hit)))
         })
         .collect();
     let missing: Vec<usize> = (0..requests.len()).filter(|&i| out[i].is_none()).collect();
     if let Some(&first) = missing.first() {
         let mut retries = Vec::new();
         let n = missing.len() as u32;
-        let (result, attempts, latency, endpoint) =
-            send_batch(model, &requests[first].1, n, &mut retries).await;
-        let mut choices = match result {
+        let Ok((result, attempts, latency, endpoint)) =
+            send_batch(model, &requests[first].1, n, &mut retries).await
+        else {
+            for &i in &missing {
+                out[i] = Some(Err(Refused));
+            }
+            return out.into_iter().flatten().collect();
+        };
+        let choices = match result {
             Ok(list) => list.into_iter().map(Ok).collect::<Vec<_>>(),
             Err(e) => vec![Err(e); missing.len()],
         };
         if let Some(Ok(first)) = choices.first() {
             model.observe(cache, first.served.as_ref());
         }
+        let returned = choices.len();
+        let mut choices = choices.into_iter();
         for (j, &i) in missing.iter().enumerate() {
-            let result = if j < choices.len() {
-                std::mem::replace(&mut choices[j], Err(ProviderError::Config(String::new())))
-            } else {
+            let result = choices.next().unwrap_or_else(|| {
                 Err(ProviderError::Malformed(format!(
-                    "asked for {n} choices, the server returned {}",
-                    choices.len()
+                    "asked for {n} choices, the server returned {returned}"
                 )))
-            };
+            });
             if let (Some(cache), Ok(c)) = (cache, &result) {
                 let (sample, request) = &requests[i];
                 let k = cache_key(
@@ -342,7 +350,7 @@ pub(crate) async fn ask_batch(
                 let _ = cache.put(&k, &model.setup, c);
             }
             // The request's attempts are counted once, on its first sample.
-            out[i] = Some(Asked {
+            out[i] = Some(Ok(Asked {
                 result,
                 attempts: if j == 0 { attempts } else { 0 },
                 latency,
@@ -350,7 +358,7 @@ pub(crate) async fn ask_batch(
                 retries: if j == 0 { retries.clone() } else { Vec::new() },
                 rejected: Vec::new(),
                 endpoint: endpoint.clone(),
-            });
+            }));
         }
     }
     out.into_iter()
@@ -361,6 +369,7 @@ pub(crate) async fn ask_batch(
 /// Asks `model` once, from the cache when possible, re-asking (up to `max_asks`
 /// in all, varying the seed) while `accept` rejects the answer; the last answer
 /// is kept either way and cached. Used for models under test and for judges.
+/// `Err(Refused)` when the model's gate refused the first ask.
 pub(crate) async fn ask<R: std::fmt::Display>(
     model: &ModelClient,
     request: &ChatRequest,
@@ -368,7 +377,7 @@ pub(crate) async fn ask<R: std::fmt::Display>(
     cache: Option<&Cache>,
     max_asks: u32,
     accept: impl Fn(&str) -> Result<(), R>,
-) -> Asked {
+) -> Result<Asked, Refused> {
     let rendered;
     let request = match outside_spec(model, request) {
         None => request,
@@ -376,7 +385,7 @@ pub(crate) async fn ask<R: std::fmt::Display>(
             rendered = r;
             &rendered
         }
-        Some(Err(e)) => return Asked::failed(e),
+        Some(Err(e)) => return Ok(Asked::failed(e)),
     };
     // A judge's answers are told apart by the judge sample; the answer judged is in the prompt.
     let sample = key.judge.map_or(key.sample, |(_, k)| k);
@@ -397,7 +406,7 @@ pub(crate) async fn ask<R: std::fmt::Display>(
     if let (Some(cache), Some(k)) = (cache, &lookup)
         && let Ok(Some(hit)) = cache.get(k)
     {
-        return Asked::from_cache(hit);
+        return Ok(Asked::from_cache(hit));
     }
     let mut total_attempts = 0;
     let mut asks = 0;
@@ -425,7 +434,7 @@ pub(crate) async fn ask<R: std::fmt::Display>(
             &mut hold,
             &mut retries,
         )
-        .await;
+        .await?;
         total_attempts += attempts;
         let rejected = match &result {
             Ok(c) if asks < max_asks && model.provider().is_remote() => accept(&c.text).err(),
@@ -445,7 +454,7 @@ pub(crate) async fn ask<R: std::fmt::Display>(
                 }
             }
             hold.release(model);
-            return Asked {
+            return Ok(Asked {
                 result,
                 attempts: total_attempts,
                 latency,
@@ -453,7 +462,7 @@ pub(crate) async fn ask<R: std::fmt::Display>(
                 retries,
                 rejected: rejected_answers,
                 endpoint,
-            };
+            });
         }
     }
 }

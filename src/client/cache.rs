@@ -76,7 +76,8 @@ fn without_image_paths(request: &ChatRequest) -> std::borrow::Cow<'_, ChatReques
         return std::borrow::Cow::Borrowed(request);
     }
     let mut request = request.clone();
-    for image in request.messages.iter_mut().flat_map(|m| &mut m.images) {
+    let messages = std::sync::Arc::make_mut(&mut request.messages);
+    for image in messages.iter_mut().flat_map(|m| &mut m.images) {
         image.path.clear();
     }
     request.exec = request.exec.as_ref().map(|e| e.portable());
@@ -210,25 +211,10 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{OutputKind, ProviderKind, Usage};
+    use crate::provider::{ProviderKind, Usage};
 
     fn request() -> ChatRequest {
-        ChatRequest {
-            messages: vec![],
-            temperature: 0.0,
-            max_tokens: 10,
-            top_p: None,
-            seed: None,
-            stop: vec![],
-            format: OutputKind::Text,
-            num_ctx: None,
-            extra: Default::default(),
-            exec: None,
-            tools: Vec::new(),
-            tool_choice: None,
-            parallel_tool_calls: None,
-            prefill: None,
-        }
+        ChatRequest::new(Vec::new(), 10)
     }
 
     #[test]

@@ -33,7 +33,7 @@ use cache::Cache;
 use limits::RateLimiter;
 use managed::{ManagedServer, ServerWatch};
 
-pub(crate) use ask::{Asked, ask, ask_batch};
+pub(crate) use ask::{Asked, Refused, ask, ask_batch};
 pub(crate) use gate::{Attempt, Gate, Reservation};
 
 /// Why a model could not be made ready to ask.

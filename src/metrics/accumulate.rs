@@ -11,6 +11,7 @@ use super::{
     MeanMeasure, Method, Metrics, SamplingPlan, Tokens,
 };
 use crate::run::record::Record;
+use crate::verify::FailureKind;
 
 /// Running totals of one (rule, judge, rubric).
 #[derive(Debug, Default)]
@@ -42,7 +43,7 @@ pub(crate) struct Accumulator {
     tokens_in: (u64, u64),
     tokens_out: (u64, u64),
     speed: (u64, u64),
-    failures: BTreeMap<String, FailureStat>,
+    failures: BTreeMap<FailureKind, FailureStat>,
     failing: Vec<Example>,
     /// Every (spec, instance)'s samples' outcomes.
     problems: Problems,
@@ -102,15 +103,15 @@ impl Accumulator {
                 self.speed = (self.speed.0 + n, self.speed.1 + r.latency_ms);
             }
         }
-        if let Some(label) = &r.failure {
-            match self.failures.get_mut(label) {
+        if let Some(kind) = r.failure {
+            match self.failures.get_mut(&kind) {
                 Some(stat) => stat.count += 1,
                 None => {
                     let stat = FailureStat {
                         count: 1,
                         example: Example::of(r),
                     };
-                    self.failures.insert(label.clone(), stat);
+                    self.failures.insert(kind, stat);
                 }
             }
         }

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 pub(crate) use crate::format::Headline;
 use crate::run::record::Record;
+use crate::verify::FailureKind;
 #[cfg(test)]
 pub(crate) use accumulate::Accumulator;
 pub(crate) use builder::{Groups, MetricsBuilder, group_value};
@@ -74,8 +75,8 @@ pub(crate) fn expected_output(r: &Record) -> Value {
 pub(crate) struct Example {
     /// [`test_id`] of the record.
     pub id: String,
-    /// Failure label, if any.
-    pub failure: Option<String>,
+    /// What failed it, if anything.
+    pub failure: Option<FailureKind>,
     /// [`expected_output`] as compact JSON.
     pub expected: String,
     /// The extracted answer.
@@ -97,7 +98,7 @@ impl Example {
         let cut = |s: &str| crate::text::clip(s, EXCERPT_CHARS);
         Example {
             id: test_id(r),
-            failure: r.failure.clone(),
+            failure: r.failure,
             expected: cut(&expected_output(r).to_string()),
             answer: r.scored.answer.as_deref().map(cut),
             response: r.scored.response.as_deref().map(cut),
@@ -222,8 +223,8 @@ pub(crate) struct Metrics {
     /// What the records cost, when any of them (or their judging) had a price.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostStats>,
-    /// Failure label → count and example.
-    pub failures: BTreeMap<String, FailureStat>,
+    /// Failure kind → count and example.
+    pub failures: BTreeMap<FailureKind, FailureStat>,
     /// The first [`FAILING_EXAMPLES`] records that did not pass.
     pub failing: Vec<Example>,
     /// Rule name → its accuracy, for rules with `report_only = true`.

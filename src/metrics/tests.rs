@@ -56,12 +56,12 @@ pub(crate) fn fail(mut r: Record, kind: FailureKind, detail: &str) -> Record {
     r.scored.score = 0.0;
     r.scored.detail = detail.into();
     r.rules = vec![rule(Verdict::failed(kind, detail))];
-    r.failure = Some(crate::run::record::failure_label(kind).into());
+    r.failure = Some(kind);
     r
 }
 
-/// Makes `r` a request error of `label`.
-pub(crate) fn error(mut r: Record, label: &str, message: &str) -> Record {
+/// Makes `r` a request error of `kind`.
+pub(crate) fn error(mut r: Record, kind: FailureKind, message: &str) -> Record {
     r.scored.passed = false;
     r.scored.score = 0.0;
     r.scored.response = None;
@@ -69,7 +69,7 @@ pub(crate) fn error(mut r: Record, label: &str, message: &str) -> Record {
     r.rules.clear();
     r.scored.tokens_in = None;
     r.scored.tokens_out = None;
-    r.failure = Some(label.into());
+    r.failure = Some(kind);
     r.scored.error = Some(message.into());
     r
 }
@@ -89,7 +89,11 @@ fn cell() -> Vec<Record> {
     ) = (300, Some(20), Some(15));
     let mut cached = record("m", "s", 2);
     (cached.cached, cached.latency_ms, cached.attempts) = (true, 0, 0);
-    let mut timeout = error(record("m", "s", 3), "timeout", "timed out after 5s");
+    let mut timeout = error(
+        record("m", "s", 3),
+        FailureKind::Timeout,
+        "timed out after 5s",
+    );
     timeout.latency_ms = 5000;
     let mut none = fail(
         record("m", "s", 4),
@@ -142,20 +146,20 @@ fn cell_metrics_match_hand_computed_values() {
     assert_eq!((m.tokens_out.count, m.tokens_out.sum), (3, 25));
     // Speed: (5 + 15) tokens over (100 + 300) ms, the cached record left out.
     assert_eq!(m.tokens_per_sec, Some(50.0));
-    let counts: Vec<_> = m
-        .failures
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.count))
-        .collect();
+    let counts: Vec<_> = m.failures.iter().map(|(k, v)| (*k, v.count)).collect();
     assert_eq!(
         counts,
-        [("no_answer", 1), ("timeout", 1), ("wrong_value", 1)]
+        [
+            (FailureKind::NoAnswer, 1),
+            (FailureKind::Timeout, 1),
+            (FailureKind::WrongValue, 1)
+        ]
     );
-    let ex = &m.failures["timeout"].example;
+    let ex = &m.failures[&FailureKind::Timeout].example;
     assert_eq!((ex.id.as_str(), ex.response.as_deref()), ("s/3", None));
     assert_eq!(ex.error.as_deref(), Some("timed out after 5s"));
     assert_eq!(
-        m.failures["wrong_value"].example.detail,
+        m.failures[&FailureKind::WrongValue].example.detail,
         "expected 42, got 41"
     );
     let failing: Vec<_> = m.failing.iter().map(|e| e.id.as_str()).collect();
@@ -190,8 +194,11 @@ fn examples_are_bounded_and_first_wins() {
     }
     let m = acc.finish();
     assert_eq!(m.failing.len(), FAILING_EXAMPLES);
-    assert_eq!(m.failures["wrong_value"].count, 25);
-    assert_eq!(m.failures["wrong_value"].example.detail, "miss 0");
+    assert_eq!(m.failures[&FailureKind::WrongValue].count, 25);
+    assert_eq!(
+        m.failures[&FailureKind::WrongValue].example.detail,
+        "miss 0"
+    );
 }
 
 #[test]
@@ -415,7 +422,7 @@ fn measures_average_per_cell_and_group_over_measured_answers() {
         measured(1, "ru", &[("CER", 0.5), ("WER", 1.0)]),
         measured(2, "en", &[("CER", 0.25)]),
         // A request error measures nothing: it is left out of the means.
-        error(record("m", "ocr", 3), "timeout", "timed out"),
+        error(record("m", "ocr", 3), FailureKind::Timeout, "timed out"),
     ];
     let mut builder = MetricsBuilder::new().group_by("ocr", &["lang".to_owned()]);
     records.iter().for_each(|r| builder.add("m", r));

@@ -22,13 +22,16 @@ pub(crate) mod price;
 pub(crate) mod replay;
 mod retry_after;
 mod server_options;
+mod shared;
 mod tool_wire;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::failure::FailureKind;
 use crate::prompt::Message;
 pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
 
@@ -55,11 +58,17 @@ pub enum OutputKind {
     JsonSchema(Value),
 }
 
-/// One chat request, provider-neutral.
+/// One chat request, provider-neutral. Made by [`ChatRequest::new`] and
+/// struct update from it, so a new field has its default in one place.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
-    /// The conversation.
-    pub messages: Vec<Message>,
+    /// The conversation, shared: an agent episode's turns and the client's
+    /// copies of a request hold one history, so a turn costs its new messages.
+    #[serde(
+        serialize_with = "shared::serialize",
+        deserialize_with = "shared::deserialize"
+    )]
+    pub messages: Arc<Vec<Message>>,
     /// Sampling temperature.
     pub temperature: f64,
     /// Generation limit; every request carries one.
@@ -100,6 +109,36 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
+    /// A request of `messages` for free text of at most `max_tokens` at
+    /// temperature 0, with nothing else set: no sampling options, no tools,
+    /// no extra body fields.
+    pub fn new(messages: impl Into<Arc<Vec<Message>>>, max_tokens: u32) -> ChatRequest {
+        ChatRequest {
+            messages: messages.into(),
+            temperature: 0.0,
+            max_tokens,
+            top_p: None,
+            seed: None,
+            stop: Vec::new(),
+            format: OutputKind::Text,
+            num_ctx: None,
+            extra: serde_json::Map::new(),
+            exec: None,
+            tools: Vec::new(),
+            tool_choice: None,
+            parallel_tool_calls: None,
+            prefill: None,
+        }
+    }
+
+    /// This request with `messages` instead of its own (an episode's next turn).
+    pub(crate) fn with_messages(&self, messages: Arc<Vec<Message>>) -> ChatRequest {
+        ChatRequest {
+            messages,
+            ..self.clone()
+        }
+    }
+
     /// Adds the optional settings both wire formats name alike (`top_p`,
     /// `seed`, `stop`) to a body or options object, when they are set.
     pub fn insert_optional(&self, map: &mut serde_json::Map<String, Value>) {
@@ -234,9 +273,6 @@ pub enum ProviderError {
     /// An `exec` model's program could not start or ended with an error.
     #[error("program failed: {0}")]
     Program(String),
-    /// Not sent: the run's budget (`--max-cost`, `--max-tokens-total`) would not cover it.
-    #[error("not started: the run's budget would not cover this request")]
-    NotStarted,
     /// The response body ran past the model's `max_response_bytes`.
     #[error("the response body is over the limit of {limit} bytes (max_response_bytes)")]
     TooLarge {
@@ -262,7 +298,6 @@ impl ProviderError {
             ProviderError::NotRecorded(_)
             | ProviderError::Config(_)
             | ProviderError::Program(_)
-            | ProviderError::NotStarted
             | ProviderError::TooLarge { .. }
             | ProviderError::ImageChanged(_) => false,
         }
@@ -276,21 +311,20 @@ impl ProviderError {
         }
     }
 
-    /// A stable label for reports: timeout, server_error, rate_limited, ...
-    pub fn kind(&self) -> &'static str {
+    /// The failure a record of this error holds: timeout, server_error, rate_limited, ...
+    pub fn kind(&self) -> FailureKind {
         match self {
-            ProviderError::Connection(_) => "connection_error",
-            ProviderError::Timeout(_) => "timeout",
-            ProviderError::Status { status: 429, .. } => "rate_limited",
-            ProviderError::Status { status, .. } if *status >= 500 => "server_error",
-            ProviderError::Status { .. } => "client_error",
-            ProviderError::Malformed(_) => "malformed_response",
-            ProviderError::NotRecorded(_) => "not_recorded",
-            ProviderError::Config(_) => "config_error",
-            ProviderError::Program(_) => "program_error",
-            ProviderError::NotStarted => "not_started",
-            ProviderError::TooLarge { .. } => "response_too_large",
-            ProviderError::ImageChanged(_) => "image_changed",
+            ProviderError::Connection(_) => FailureKind::ConnectionError,
+            ProviderError::Timeout(_) => FailureKind::Timeout,
+            ProviderError::Status { status: 429, .. } => FailureKind::RateLimited,
+            ProviderError::Status { status, .. } if *status >= 500 => FailureKind::ServerError,
+            ProviderError::Status { .. } => FailureKind::ClientError,
+            ProviderError::Malformed(_) => FailureKind::MalformedResponse,
+            ProviderError::NotRecorded(_) => FailureKind::NotRecorded,
+            ProviderError::Config(_) => FailureKind::ConfigError,
+            ProviderError::Program(_) => FailureKind::ProgramError,
+            ProviderError::TooLarge { .. } => FailureKind::ResponseTooLarge,
+            ProviderError::ImageChanged(_) => FailureKind::ImageChanged,
         }
     }
 }
@@ -361,9 +395,7 @@ fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completio
                     *t = crate::secrets::redact_urls(t).into_owned();
                     clean(t);
                 }
-                ProviderError::Timeout(_)
-                | ProviderError::NotStarted
-                | ProviderError::TooLarge { .. } => {}
+                ProviderError::Timeout(_) | ProviderError::TooLarge { .. } => {}
             }
             Err(e)
         }
@@ -438,22 +470,7 @@ mod tests {
 
     #[test]
     fn extra_body_fields_reach_the_wire() {
-        let mut request = ChatRequest {
-            messages: vec![],
-            temperature: 0.0,
-            max_tokens: 8,
-            top_p: None,
-            seed: None,
-            stop: vec![],
-            format: OutputKind::Text,
-            num_ctx: None,
-            extra: serde_json::Map::new(),
-            exec: None,
-            tools: Vec::new(),
-            tool_choice: None,
-            parallel_tool_calls: None,
-            prefill: None,
-        };
+        let mut request = ChatRequest::new(Vec::new(), 8);
         request
             .extra
             .insert("cache_prompt".into(), Value::Bool(false));

@@ -434,7 +434,7 @@ mod tests {
                     assert_eq!(body["tools"][0]["function"]["name"], "math_factorial")
                 }
                 (Err(e), Some(why)) => {
-                    assert_eq!(e.kind(), "config_error");
+                    assert_eq!(e.kind(), crate::failure::FailureKind::ConfigError);
                     assert!(e.to_string().contains(why), "{extra}: {e}");
                 }
                 (result, _) => panic!("{extra}: {result:?}"),

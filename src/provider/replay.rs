@@ -238,7 +238,7 @@ mod tests {
             .collect();
         assert_eq!(usage, [(None, None), (None, None), (Some(30), Some(9))]);
         let beyond = replay.complete(key(0, 3)).unwrap_err();
-        assert_eq!(beyond.kind(), "not_recorded");
+        assert_eq!(beyond.kind(), crate::failure::FailureKind::NotRecorded);
         assert!(
             beyond.to_string().contains("recorded 3 turns")
                 && beyond.to_string().contains("turn 4"),

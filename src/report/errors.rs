@@ -1,12 +1,18 @@
 //! Why records ended as errors, counted by cause and endpoint, so the
 //! terminal can say `6 × connection refused (http://127.0.0.1:9/v1/...)`
 //! instead of only how many failed. The raw error text stays in the journal
-//! and the Markdown report; a cause is a short, stable phrase of it.
+//! and the Markdown report; a cause is a short, stable phrase for it.
+//!
+//! The record's stored failure kind picks the cause. The message is read only
+//! for the detail a kind does not hold: an HTTP error's status, a program's
+//! exit, and a connection error's innermost reason (refused, reset, DNS).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
+
+use crate::verify::FailureKind;
 
 /// One cause of failed records and how many records it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,10 +32,11 @@ pub(super) struct ErrorTally {
 }
 
 impl ErrorTally {
-    /// Counts one record's request error, `endpoint` being its pool endpoint.
-    pub(super) fn add(&mut self, error: &str, endpoint: Option<&str>) {
+    /// Counts one record's request error of `kind`, `endpoint` being its pool endpoint.
+    pub(super) fn add(&mut self, kind: Option<FailureKind>, error: &str, endpoint: Option<&str>) {
         let endpoint = endpoint.map(str::to_owned).or_else(|| url_in(error));
-        *self.counts.entry((cause_of(error), endpoint)).or_default() += 1;
+        let cause = cause_of(kind, error);
+        *self.counts.entry((cause, endpoint)).or_default() += 1;
     }
 
     /// The causes, most records first (then by cause and endpoint).
@@ -55,18 +62,39 @@ fn url_in(error: &str) -> Option<String> {
     re.captures(error).map(|c| c[1].to_owned())
 }
 
-/// A short phrase for what went wrong: the innermost reason of a connection
-/// error, the status of an HTTP error, or the error's kind.
-pub(super) fn cause_of(error: &str) -> String {
-    // A program's stderr may say anything: its exit status is the cause.
-    if let Some(rest) = error.strip_prefix("program failed: ") {
-        let status = rest.split_once(" ended with ").map(|(_, s)| s);
-        let what = match status {
-            Some(status) => status.split("; stderr: ").next().unwrap_or(status),
-            None => innermost(rest),
-        };
-        return format!("program: {}", crate::text::clip(what, 60));
+/// A short phrase for what went wrong, by the record's failure `kind`: the
+/// status of an HTTP error, the exit of a program, the innermost reason of a
+/// connection error, a fixed phrase for a timeout, a malformed body or a
+/// missing recording, else the message's innermost reason.
+pub(super) fn cause_of(kind: Option<FailureKind>, error: &str) -> String {
+    match kind {
+        Some(FailureKind::ProgramError) => program_cause(error),
+        Some(FailureKind::ConnectionError) => connection_cause(error),
+        Some(FailureKind::RateLimited | FailureKind::ServerError | FailureKind::ClientError) => {
+            let status: String = (error.strip_prefix("HTTP ").unwrap_or_default().chars())
+                .take_while(char::is_ascii_digit)
+                .collect();
+            format!("HTTP {status}")
+        }
+        Some(FailureKind::Timeout) => "timed out".to_owned(),
+        Some(FailureKind::MalformedResponse) => "malformed response".to_owned(),
+        Some(FailureKind::NotRecorded) => "no recorded answer".to_owned(),
+        _ => crate::text::clip(innermost(error), 60),
     }
+}
+
+/// A program's exit status: its stderr may say anything.
+fn program_cause(error: &str) -> String {
+    let rest = error.strip_prefix("program failed: ").unwrap_or(error);
+    let what = match rest.split_once(" ended with ") {
+        Some((_, status)) => status.split("; stderr: ").next().unwrap_or(status),
+        None => innermost(rest),
+    };
+    format!("program: {}", crate::text::clip(what, 60))
+}
+
+/// The reason a connection failed, named alike whatever layer reported it.
+fn connection_cause(error: &str) -> String {
     let lower = error.to_lowercase();
     let known = [
         ("connection refused", "connection refused"),
@@ -74,21 +102,11 @@ pub(super) fn cause_of(error: &str) -> String {
         ("dns error", "DNS lookup failed"),
         ("failed to lookup", "DNS lookup failed"),
         ("certificate", "TLS certificate rejected"),
-        ("not started: the run's budget", "not started: over budget"),
     ];
-    if let Some((_, phrase)) = known.iter().find(|(needle, _)| lower.contains(needle)) {
-        return (*phrase).to_owned();
+    match known.iter().find(|(needle, _)| lower.contains(needle)) {
+        Some((_, phrase)) => (*phrase).to_owned(),
+        None => crate::text::clip(innermost(error), 60),
     }
-    if let Some(rest) = error.strip_prefix("HTTP ") {
-        let status: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        return format!("HTTP {status}");
-    }
-    for kind in ["timed out", "malformed response", "no recorded answer"] {
-        if lower.starts_with(kind) {
-            return kind.to_owned();
-        }
-    }
-    crate::text::clip(innermost(error), 60)
 }
 
 /// The innermost reason: the text after the last `: `, without `(os error N)`.
@@ -104,36 +122,61 @@ mod tests {
     #[test]
     fn causes_are_short_and_endpoints_found() {
         let refused = "connection error: error sending request for url (http://127.0.0.1:9/v1/chat/completions): client error (Connect): tcp connect error: Connection refused (os error 111)";
+        use FailureKind as K;
         let cases = [
-            (refused, "connection refused"),
-            ("HTTP 503: overloaded", "HTTP 503"),
-            ("timed out after 30s", "timed out"),
+            (K::ConnectionError, refused, "connection refused"),
+            (K::ServerError, "HTTP 503: overloaded", "HTTP 503"),
+            (K::RateLimited, "HTTP 429: slow down", "HTTP 429"),
+            (K::Timeout, "timed out after 30s", "timed out"),
             (
+                K::MalformedResponse,
                 "malformed response: EOF while parsing",
                 "malformed response",
             ),
-            ("no recorded answer: instance 3", "no recorded answer"),
             (
+                K::NotRecorded,
+                "no recorded answer: instance 3",
+                "no recorded answer",
+            ),
+            (
+                K::ConnectionError,
                 "connection error: something: broken pipe (os error 32)",
                 "broken pipe",
             ),
             (
+                K::ProgramError,
                 "program failed: `ocr` ended with exit status: 3; stderr: connection refused: x",
                 "program: exit status: 3",
             ),
             (
+                K::ProgramError,
                 "program failed: cannot start `ocr` in /w: No such file or directory (os error 2)",
                 "program: No such file or directory",
             ),
+            // The kind decides, not the words: a model's text that looks like another cause.
+            (
+                K::ConfigError,
+                "model `m`: HTTP 503 connection refused: command[1]",
+                "command[1]",
+            ),
+            (
+                K::EpisodeTimeout,
+                "the episode ran past max_episode_secs = 5",
+                "the episode ran past max_episode_secs = 5",
+            ),
         ];
-        for (error, cause) in cases {
-            assert_eq!(cause_of(error), cause, "{error}");
+        for (kind, error, cause) in cases {
+            assert_eq!(cause_of(Some(kind), error), cause, "{error}");
         }
         let mut tally = ErrorTally::default();
         for _ in 0..6 {
-            tally.add(refused, None);
+            tally.add(Some(K::ConnectionError), refused, None);
         }
-        tally.add("HTTP 503: busy", Some("http://b:8000/v1"));
+        tally.add(
+            Some(K::ServerError),
+            "HTTP 503: busy",
+            Some("http://b:8000/v1"),
+        );
         let causes = tally.finish();
         assert_eq!(causes.len(), 2);
         assert_eq!(causes[0].count, 6);

@@ -12,6 +12,7 @@ use std::io::{self, Write};
 
 use crate::metrics::{EXCERPT_CHARS, expected_output, test_id};
 use crate::run::record::Record;
+use crate::verify::FailureKind;
 
 use super::View;
 use super::calls::answer_text;
@@ -116,7 +117,7 @@ fn testcase(w: &mut impl Write, classname: &str, r: &Record) -> io::Result<()> {
         escape(&test_id(r), true),
         secs(r.latency_ms)
     );
-    let label = escape(r.failure.as_deref().unwrap_or("failed"), true);
+    let label = escape(r.failure.map_or("failed", FailureKind::name), true);
     if let Some(err) = &r.scored.error {
         let message = escape(&one_line(err, MESSAGE_CHARS), true);
         writeln!(w, "{head}>")?;

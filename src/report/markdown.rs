@@ -382,7 +382,7 @@ fn analysis(s: &mut String, v: &View, model: &str) {
             "{}",
             fill(
                 w.typical_item,
-                &[&inline_code(label), &stat.count, &example]
+                &[&inline_code(label.name()), &stat.count, &example]
             )
         );
     }
@@ -405,8 +405,7 @@ fn failing(s: &mut String, v: &View, model: &str) {
         for e in &c.failing {
             let kind = e
                 .failure
-                .as_deref()
-                .map_or(String::new(), |f| format!(" — {}", inline_code(f)));
+                .map_or(String::new(), |f| format!(" — {}", inline_code(f.name())));
             let _ = writeln!(s, "\n#### {}{kind}\n", inline_code(&e.id));
             if let Some(err) = &e.error {
                 let err = inline_code(&one_line(err, 300));

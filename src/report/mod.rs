@@ -330,7 +330,7 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
             out.answers += 1;
             if let Some(error) = &record.scored.error {
                 out.errors += 1;
-                causes.add(error, record.endpoint.as_deref());
+                causes.add(record.failure, error, record.endpoint.as_deref());
             }
             raw.write(name, &record)?;
         }

@@ -19,6 +19,7 @@ use super::calls::{answer_text, message_text, role_name};
 use crate::metrics::{expected_output, test_id};
 use crate::prompt::Message;
 use crate::run::record::{Cost, Record};
+use crate::verify::FailureKind;
 
 /// One element of the raw array; field order is the key order.
 #[derive(Serialize)]
@@ -36,7 +37,7 @@ struct RawResult<'a> {
     extracted_answer: Option<&'a str>,
     score: f64,
     detail: &'a str,
-    failure: Option<&'a str>,
+    failure: Option<FailureKind>,
     tokens_in: Option<u64>,
     tokens_out: Option<u64>,
     attempts: u32,
@@ -92,7 +93,7 @@ impl<W: Write> RawWriter<W> {
             extracted_answer: r.scored.answer.as_deref(),
             score: r.scored.score,
             detail: &r.scored.detail,
-            failure: r.failure.as_deref(),
+            failure: r.failure,
             tokens_in: r.scored.tokens_in,
             tokens_out: r.scored.tokens_out,
             attempts: r.attempts,
@@ -133,8 +134,11 @@ mod tests {
         let mut r = record("m", "s", 1);
         r.scored.response = Some("line 1\nline \"2\"".into());
         w.write("run/m", &r).unwrap();
-        w.write("run/m", &error(record("m", "s", 2), "timeout", "slow"))
-            .unwrap();
+        w.write(
+            "run/m",
+            &error(record("m", "s", 2), FailureKind::Timeout, "slow"),
+        )
+        .unwrap();
         let text = String::from_utf8(w.finish().unwrap()).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v[0]["llm_response"], "line 1\nline \"2\"");

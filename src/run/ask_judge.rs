@@ -32,21 +32,15 @@ pub(super) struct Judgement {
 /// The request of judge sample 0 for `prompt`: the rule's settings, overridden by the judge model's options.
 fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatRequest {
     let o = &judge.setup.options;
+    let messages = vec![Message::text(Role::User, prompt)];
     ChatRequest {
-        messages: vec![Message::text(Role::User, prompt)],
         temperature: o.temperature.unwrap_or(rule.temperature),
-        max_tokens: o.max_tokens.unwrap_or(rule.max_tokens),
         top_p: o.top_p,
         seed: Some(o.seed.unwrap_or(0)),
-        stop: Vec::new(),
         format: OutputKind::JsonSchema(answer_schema(&rule.rubric)),
         num_ctx: o.num_ctx,
         extra: o.extra_body.clone().unwrap_or_default(),
-        exec: None,
-        tools: Vec::new(),
-        tool_choice: None,
-        parallel_tool_calls: None,
-        prefill: None,
+        ..ChatRequest::new(messages, o.max_tokens.unwrap_or(rule.max_tokens))
     }
 }
 
@@ -98,6 +92,17 @@ pub(super) async fn ask_judge(
                 rule.read(text).map(|_| ())
             })
             .await;
+            // The judge shares the gate of a model under test, whose budget refused it.
+            let asked = match asked {
+                Ok(asked) => asked,
+                Err(refused) => {
+                    samples.push(JudgeSample {
+                        response: None,
+                        result: Err(JudgeError::Request(refused.to_string())),
+                    });
+                    continue;
+                }
+            };
             let priced = judge.setup.price.as_ref();
             if let Some(cost) = priced.and_then(|p| priced_cost(p, &request.messages, &asked)) {
                 out.cost = Some(out.cost.unwrap_or_default().plus(cost));

@@ -290,7 +290,7 @@ mod tests {
     use super::*;
     use crate::format::Role;
     use crate::prompt::Message;
-    use crate::provider::{ChatRequest, OutputKind, ProviderKind, TokenPrice, Usage};
+    use crate::provider::{ChatRequest, ProviderKind, TokenPrice, Usage};
 
     fn model() -> ModelSetup {
         let mut m = ModelSetup::new(ProviderKind::OpenAi, "m");
@@ -303,29 +303,8 @@ mod tests {
     }
 
     fn request() -> ChatRequest {
-        ChatRequest {
-            messages: vec![Message {
-                role: Role::User,
-                content: "What is the capital of France?".into(),
-                images: Vec::new(),
-                tool_calls: Vec::new(),
-                tool_call_id: None,
-                tool_name: None,
-            }],
-            temperature: 0.0,
-            max_tokens: 86,
-            top_p: None,
-            seed: None,
-            stop: Vec::new(),
-            format: OutputKind::Text,
-            num_ctx: None,
-            extra: Default::default(),
-            exec: None,
-            tools: Vec::new(),
-            tool_choice: None,
-            parallel_tool_calls: None,
-            prefill: None,
-        }
+        let question = Message::text(Role::User, "What is the capital of France?");
+        ChatRequest::new(vec![question], 86)
     }
 
     /// One choice of `request` to `model`, asked once.

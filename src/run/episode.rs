@@ -7,6 +7,10 @@
 //! or a resumed run asks no finished turn again), paced, retried, admitted
 //! and priced by the budget one turn at a time. `RequestKey.turn` tells the
 //! turns apart; the messages so far make each turn's cache key.
+//!
+//! The history is one shared `Arc<Vec<Message>>`: a turn's request holds it
+//! while asking and lets go, so the next turn's messages are pushed onto
+//! the same vector and no turn copies the turns before it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,12 +19,13 @@ use serde_json::Value;
 
 use super::record::Cost;
 use crate::client::cache::Cache;
-use crate::client::{Asked, ModelClient, ask};
+use crate::client::{Asked, ModelClient, Refused, ask};
 use crate::format::EpisodeLimits;
 use crate::prompt::Message;
 use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey, Usage};
 use crate::spec::agent::{CallSite, result_text};
 use crate::spec::{Instance, Spec};
+use crate::verify::FailureKind;
 
 /// What an episode came to, ready to be judged and recorded.
 pub(super) struct Episode {
@@ -35,7 +40,7 @@ pub(super) struct Episode {
     pub cost: Option<Cost>,
     /// Why the episode failed whatever the rules say: `max_turns`,
     /// `no_end_call`, `too_many_calls`, `max_calls`, `episode_timeout`, `too_deep`.
-    pub ended: Option<(&'static str, String)>,
+    pub ended: Option<(FailureKind, String)>,
 }
 
 /// The sum of two optional counts: known when either is.
@@ -74,7 +79,7 @@ impl Totals {
         };
     }
 
-    fn into_asked(self, result: Result<Completion, ProviderError>, last: Asked) -> Asked {
+    fn into_asked(self, result: Result<Completion, ProviderError>, last: Last) -> Asked {
         let result = result.map(|mut c| {
             c.usage = self.usage;
             c
@@ -89,6 +94,13 @@ impl Totals {
             endpoint: last.endpoint,
         }
     }
+}
+
+/// What the record keeps of the last turn's ask besides its answer.
+#[derive(Default)]
+struct Last {
+    rejected: Vec<Completion>,
+    endpoint: Option<String>,
 }
 
 /// How a turn's tool calls ended besides their results.
@@ -138,12 +150,12 @@ async fn run_tools(
 }
 
 /// What ends an episode whose deadline passed.
-fn late(limits: &EpisodeLimits) -> (&'static str, String) {
+fn late(limits: &EpisodeLimits) -> (FailureKind, String) {
     let why = format!(
         "the episode ran past max_episode_secs = {}",
         limits.wall.as_secs()
     );
-    ("episode_timeout", why)
+    (FailureKind::EpisodeTimeout, why)
 }
 
 /// How many calls `calls` stands for: past what an answer keeps, at least that many.
@@ -159,13 +171,13 @@ fn count(calls: &[crate::format::ToolCall]) -> String {
 /// Whether an episode goes on after a turn, or how it ended (`None`: well).
 enum Step {
     Next,
-    End(Option<(&'static str, String)>),
+    End(Option<(FailureKind, String)>),
 }
 
 /// An episode so far: the messages (the prompt first), the tools' state,
 /// the calls run, and the first value refused for its depth.
 struct Progress {
-    messages: Vec<Message>,
+    messages: Arc<Vec<Message>>,
     prompt_len: usize,
     state: Value,
     calls_made: usize,
@@ -187,7 +199,7 @@ impl Progress {
             return Step::End(agent.end_tool.as_ref().map(|tool| {
                 let why =
                     format!("the episode ended with a final answer, without calling `{tool}`");
-                ("no_end_call", why)
+                (FailureKind::NoEndCall, why)
             }));
         }
         let ends = agent
@@ -201,7 +213,7 @@ impl Progress {
         let (results, after, ran) = run_tools(spec, runs, state, (at, deadline)).await;
         self.calls_made += results.len();
         self.state = after;
-        self.messages.extend(results);
+        Arc::make_mut(&mut self.messages).extend(results);
         if self.too_deep.is_none() {
             self.too_deep = ran.too_deep;
         }
@@ -213,7 +225,7 @@ impl Progress {
                 "the episode made more than max_calls = {} calls; the last {unrun} did not run",
                 limits.calls
             );
-            return Step::End(Some(("max_calls", why)));
+            return Step::End(Some((FailureKind::MaxCalls, why)));
         }
         if ends { Step::End(None) } else { Step::Next }
     }
@@ -222,30 +234,31 @@ impl Progress {
     /// ended before one) and `ended`, or `too_deep` when nothing else failed it.
     fn finish(
         mut self,
-        (totals, last): (Totals, Option<(Completion, Asked)>),
-        ended: Option<(&'static str, String)>,
+        (totals, last): (Totals, Option<(Completion, Last)>),
+        ended: Option<(FailureKind, String)>,
         limits: &EpisodeLimits,
     ) -> Episode {
-        let ended = ended.or_else(|| self.too_deep.map(|why| ("too_deep", why)));
-        let cost = totals.cost;
-        let trajectory = self.messages.split_off(self.prompt_len);
+        let ended = ended.or_else(|| self.too_deep.take().map(|why| (FailureKind::TooDeep, why)));
         let (result, last, ended) = match last {
-            Some((completion, asked)) => (Ok(completion), asked, ended),
+            Some((completion, last)) => (Ok(completion), last, ended),
             // Ended before its first answer: its deadline passed while waiting to ask.
             None => {
-                let asked = Asked {
-                    result: Err(ProviderError::NotStarted),
-                    attempts: 0,
-                    latency: Duration::ZERO,
-                    cached: false,
-                    retries: Vec::new(),
-                    rejected: Vec::new(),
-                    endpoint: None,
-                };
                 let timeout = Err(ProviderError::Timeout(limits.wall));
-                (timeout, asked, Some(late(limits)))
+                (timeout, Last::default(), Some(late(limits)))
             }
         };
+        self.ended(totals, (result, last), ended)
+    }
+
+    /// The episode ended with `result` and what `last` kept of its ask.
+    fn ended(
+        mut self,
+        totals: Totals,
+        (result, last): (Result<Completion, ProviderError>, Last),
+        ended: Option<(FailureKind, String)>,
+    ) -> Episode {
+        let cost = totals.cost;
+        let trajectory = Arc::make_mut(&mut self.messages).split_off(self.prompt_len);
         Episode {
             trajectory,
             asked: totals.into_asked(result, last),
@@ -263,13 +276,14 @@ impl Progress {
 /// runs to its own timeout). The tools' own limits (result, state and error
 /// sizes, depth) give the model an error result and the episode goes on; a
 /// value nested too deep still fails the record as `too_deep` in the end.
+/// `Err(Refused)` when the run's budget refused a turn.
 pub(super) async fn run_episode(
     model: &ModelClient,
     spec: &Arc<Spec>,
     inst: &Instance,
     (request, sample): (ChatRequest, u32),
     cache: Option<&Cache>,
-) -> Episode {
+) -> Result<Episode, Refused> {
     let agent = spec.agent().expect("an episode runs only with [agent]");
     let limits = agent.limits;
     let deadline = Instant::now() + limits.wall;
@@ -282,7 +296,7 @@ pub(super) async fn run_episode(
     };
     let mut progress = Progress {
         prompt_len: request.messages.len(),
-        messages: request.messages.clone(),
+        messages: Arc::clone(&request.messages),
         state,
         calls_made: 0,
         too_deep,
@@ -296,7 +310,7 @@ pub(super) async fn run_episode(
         cost: None,
     };
     let mut ended = Some((
-        "max_turns",
+        FailureKind::MaxTurns,
         format!(
             "the episode did not end within max_turns = {}",
             agent.max_turns
@@ -308,10 +322,7 @@ pub(super) async fn run_episode(
             ended = Some(late(&limits));
             break;
         }
-        let asking = ChatRequest {
-            messages: progress.messages.clone(),
-            ..request.clone()
-        };
+        let asking = request.with_messages(Arc::clone(&progress.messages));
         let key = RequestKey {
             spec: &spec.id,
             instance: inst.index,
@@ -319,43 +330,42 @@ pub(super) async fn run_episode(
             judge: None,
             turn,
         };
-        let mut asked = ask(model, &asking, key, cache, 1, |_| Ok::<(), &str>(())).await;
+        let asked = ask(model, &asking, key, cache, 1, |_| Ok::<(), &str>(())).await?;
         let cost = model
             .setup
             .price
             .as_ref()
             .and_then(|p| super::cost::priced_cost(p, &asking.messages, &asked));
+        // The history is the episode's alone again, so the next push copies nothing.
+        drop(asking);
         totals.add(turn, &asked, cost);
-        let mut completion =
-            match std::mem::replace(&mut asked.result, Err(ProviderError::NotStarted)) {
-                Ok(c) => c,
-                Err(e) => {
-                    // The turns before stay in the trajectory; the record is an error.
-                    let cost = totals.cost;
-                    return Episode {
-                        trajectory: progress.messages.split_off(progress.prompt_len),
-                        asked: totals.into_asked(Err(e), asked),
-                        state: Some(progress.state),
-                        cost,
-                        ended: None,
-                    };
-                }
-            };
+        let Asked {
+            result,
+            rejected,
+            endpoint,
+            ..
+        } = asked;
+        let last_ask = Last { rejected, endpoint };
+        let mut completion = match result {
+            Ok(c) => c,
+            // The turns before stay in the trajectory; the record is an error.
+            Err(e) => return Ok(progress.ended(totals, (Err(e), last_ask), None)),
+        };
         let made = count(&completion.tool_calls);
         // A flood of calls keeps only what the limit allows in the journal.
         let too_many = completion.tool_calls.len() > limits.calls_per_turn;
         completion.tool_calls.truncate(limits.calls_per_turn);
         let calls = completion.tool_calls.clone();
         let said = Message::assistant(completion.text.clone(), calls.clone());
-        progress.messages.push(said);
-        last = Some((completion, asked));
+        Arc::make_mut(&mut progress.messages).push(said);
+        last = Some((completion, last_ask));
         let step = if too_many {
             let why = format!(
                 "turn {} made {made} calls, more than max_calls_per_turn = {}; none of them ran",
                 turn + 1,
                 limits.calls_per_turn
             );
-            Step::End(Some(("too_many_calls", why)))
+            Step::End(Some((FailureKind::TooManyCalls, why)))
         } else {
             let at = CallSite {
                 instance: inst.index,
@@ -370,5 +380,5 @@ pub(super) async fn run_episode(
             break;
         }
     }
-    progress.finish((totals, last), ended, &limits)
+    Ok(progress.finish((totals, last), ended, &limits))
 }

@@ -45,10 +45,10 @@ pub(crate) struct Record {
     /// Each rule's outcome.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleOutcome>,
-    /// The failure category: a rule's (`no_answer`, `wrong_value`, `invalid_json`, ...)
-    /// or the request's (`timeout`, `server_error`, ...).
+    /// What failed it: a rule's kind (`no_answer`, `wrong_value`, ...), the
+    /// request's (`timeout`, `server_error`, ...) or the episode's (`max_turns`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
+    pub failure: Option<FailureKind>,
     /// Wall time of the successful attempt, in milliseconds.
     pub latency_ms: u64,
     /// Set when the answer was one choice of a multi-choice request: the request's usage.
@@ -203,26 +203,90 @@ impl Record {
     }
 }
 
-/// The label of a rule failure kind.
-pub(crate) fn failure_label(kind: FailureKind) -> &'static str {
-    match kind {
-        FailureKind::NoAnswer => "no_answer",
-        FailureKind::WrongValue => "wrong_value",
-        FailureKind::InvalidJson => "invalid_json",
-        FailureKind::SchemaMismatch => "schema_mismatch",
-        FailureKind::ScriptError => "script_error",
-        FailureKind::RuntimeError => "runtime_error",
-        FailureKind::Timeout => "timeout",
-        FailureKind::ResourceLimit => "resource_limit",
-        FailureKind::SandboxError => "sandbox_error",
-        FailureKind::JudgeError => "judge_error",
-        FailureKind::InvalidToolArguments => "invalid_tool_arguments",
-        FailureKind::WrongTool => "wrong_tool",
-        FailureKind::MissingCall => "missing_call",
-        FailureKind::UnexpectedCall => "unexpected_call",
-        FailureKind::WrongArgument => "wrong_argument",
-        FailureKind::WrongArgumentType => "wrong_argument_type",
-        FailureKind::MissingArgument => "missing_argument",
-        FailureKind::UnexpectedArgument => "unexpected_argument",
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::journal::for_each_record;
+
+    /// Every kind as a journal before the typed vocabulary wrote it.
+    const OLD_NAMES: [(&str, FailureKind); 35] = [
+        ("no_answer", FailureKind::NoAnswer),
+        ("wrong_value", FailureKind::WrongValue),
+        ("invalid_json", FailureKind::InvalidJson),
+        ("schema_mismatch", FailureKind::SchemaMismatch),
+        ("script_error", FailureKind::ScriptError),
+        ("runtime_error", FailureKind::RuntimeError),
+        ("timeout", FailureKind::Timeout),
+        ("resource_limit", FailureKind::ResourceLimit),
+        ("sandbox_error", FailureKind::SandboxError),
+        ("judge_error", FailureKind::JudgeError),
+        ("invalid_tool_arguments", FailureKind::InvalidToolArguments),
+        ("wrong_tool", FailureKind::WrongTool),
+        ("missing_call", FailureKind::MissingCall),
+        ("unexpected_call", FailureKind::UnexpectedCall),
+        ("wrong_argument", FailureKind::WrongArgument),
+        ("wrong_argument_type", FailureKind::WrongArgumentType),
+        ("missing_argument", FailureKind::MissingArgument),
+        ("unexpected_argument", FailureKind::UnexpectedArgument),
+        ("connection_error", FailureKind::ConnectionError),
+        ("rate_limited", FailureKind::RateLimited),
+        ("server_error", FailureKind::ServerError),
+        ("client_error", FailureKind::ClientError),
+        ("malformed_response", FailureKind::MalformedResponse),
+        ("not_recorded", FailureKind::NotRecorded),
+        ("config_error", FailureKind::ConfigError),
+        ("program_error", FailureKind::ProgramError),
+        ("response_too_large", FailureKind::ResponseTooLarge),
+        ("image_changed", FailureKind::ImageChanged),
+        ("generation_error", FailureKind::GenerationError),
+        ("max_turns", FailureKind::MaxTurns),
+        ("no_end_call", FailureKind::NoEndCall),
+        ("too_many_calls", FailureKind::TooManyCalls),
+        ("max_calls", FailureKind::MaxCalls),
+        ("too_deep", FailureKind::TooDeep),
+        ("episode_timeout", FailureKind::EpisodeTimeout),
+    ];
+
+    fn fixture() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/journals/every_failure.jsonl")
+    }
+
+    #[test]
+    fn an_old_journal_reads_every_kind_and_writes_it_back_alike() {
+        let text = std::fs::read_to_string(fixture()).unwrap();
+        let mut records = Vec::new();
+        for_each_record(&fixture(), |r| records.push(r)).unwrap();
+        assert_eq!(records.len(), OLD_NAMES.len());
+        for ((line, record), (name, kind)) in text.lines().zip(&records).zip(OLD_NAMES) {
+            assert_eq!(record.failure, Some(kind), "{line}");
+            let old: Value = serde_json::from_str(line).unwrap();
+            let new = serde_json::to_value(record).unwrap();
+            assert_eq!(
+                (&old["failure"], &new["failure"]),
+                (&name.into(), &name.into())
+            );
+            assert_eq!(old["rules"], new["rules"], "{line}");
+        }
+        let mut seen: Vec<FailureKind> = records.iter().filter_map(|r| r.failure).collect();
+        seen.sort();
+        let mut all = FailureKind::ALL.to_vec();
+        all.sort();
+        assert_eq!(seen, all, "the fixture holds every kind once");
+    }
+
+    #[test]
+    fn a_kind_this_build_does_not_know_fails_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let text = std::fs::read_to_string(fixture()).unwrap();
+        let mut lines: Vec<&str> = text.lines().take(2).collect();
+        let unknown = lines[1].replace("\"wrong_value\"", "\"not_started\"");
+        lines[1] = &unknown;
+        lines.push(lines[0]);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let e = for_each_record(&path, |_| ()).unwrap_err().to_string();
+        assert!(e.contains("journal.jsonl, line 2"), "{e}");
+        assert!(e.contains("not_started"), "{e}");
     }
 }

@@ -20,6 +20,7 @@ use crate::client::ModelClient;
 use crate::client::cache::Cache;
 use crate::client::managed::ServerDeath;
 use crate::progress::Progress;
+use crate::verify::FailureKind;
 
 /// Executes the plan's remaining tasks, appending records to the journal at `journal_path`.
 /// A watched managed server that dies stops the run with [`RunError::ServerDied`]
@@ -239,7 +240,12 @@ const SERVER_EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 /// Whether a record failed the way a dead server fails requests.
 fn server_failure(record: &Record) -> bool {
     matches!(
-        record.failure.as_deref(),
-        Some("connection_error" | "timeout" | "server_error" | "malformed_response")
+        record.failure,
+        Some(
+            FailureKind::ConnectionError
+                | FailureKind::Timeout
+                | FailureKind::ServerError
+                | FailureKind::MalformedResponse
+        )
     ) && record.scored.error.is_some()
 }

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use super::RunError;
 use super::ask_judge::ask_judge;
 use super::exec_call::with_exec;
-use super::record::{Record, failure_label};
+use super::record::Record;
 use crate::client::cache::Cache;
-use crate::client::{Asked, ModelClient, ask, ask_batch};
+use crate::client::{Asked, ModelClient, Refused, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
 use crate::format::{ResponseFormat, ToolChoice, ToolMode};
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, ModelSetup, OutputKind, ProviderError, RequestKey};
+use crate::provider::{ChatRequest, ModelSetup, OutputKind, RequestKey};
 use crate::spec::Spec;
-use crate::verify::Reply;
+use crate::verify::{FailureKind, Reply};
 
 /// A spec ready to be run.
 pub(crate) struct SpecRuntime {
@@ -44,25 +44,23 @@ pub(crate) fn build_request(
     let o = &model.options;
     let default = Default::default();
     let s = spec.spec.def.sampling.as_ref().unwrap_or(&default);
+    let max_tokens = o
+        .max_tokens
+        .or(s.max_tokens)
+        .or(r.max_tokens)
+        .unwrap_or(1024);
     ChatRequest {
-        messages,
         temperature: o
             .temperature
             .or(s.temperature)
             .or(r.temperature)
             .unwrap_or(0.0),
-        max_tokens: o
-            .max_tokens
-            .or(s.max_tokens)
-            .or(r.max_tokens)
-            .unwrap_or(1024),
         top_p: o.top_p.or(s.top_p).or(r.top_p),
         seed: o.seed.or(s.seed).or(r.seed),
         stop: r.stop.clone(),
         format: spec.format.clone(),
         num_ctx: o.num_ctx.or(r.num_ctx),
         extra: o.extra_body.clone().unwrap_or_default(),
-        exec: None,
         tools: tools.to_vec(),
         // Without tools the options mean nothing, and would change old cache keys.
         tool_choice: r.tool_choice.clone().filter(|_| !tools.is_empty()),
@@ -74,6 +72,7 @@ pub(crate) fn build_request(
                     Some(ToolChoice::Mode(ToolMode::Required) | ToolChoice::Function { .. })
                 )
         }),
+        ..ChatRequest::new(messages, max_tokens)
     }
 }
 
@@ -116,7 +115,7 @@ async fn ask_structured(
     request: &ChatRequest,
     key: RequestKey<'_>,
     cache: Option<&Cache>,
-) -> Asked {
+) -> Result<Asked, Refused> {
     ask(model, request, key, cache, spec.max_asks, |text| {
         if structured_ok(spec, text) {
             Ok(())
@@ -138,24 +137,24 @@ pub(super) async fn run_task(
 ) -> Vec<Record> {
     let s = &spec.spec;
     let blank = |sample: u32| Record::blank(&model.setup.name, &s.id, instance, sample);
-    let failed = |failure: &str, error: String| -> Vec<Record> {
+    let failed = |failure: FailureKind, error: String| -> Vec<Record> {
         samples
             .iter()
             .map(|&sample| {
                 let mut record = blank(sample);
                 record.scored.error = Some(error.clone());
-                record.failure = Some(failure.to_owned());
+                record.failure = Some(failure);
                 record
             })
             .collect()
     };
     let inst = match s.instance(instance) {
         Ok(i) => i,
-        Err(d) => return failed("generation_error", d.to_string()),
+        Err(d) => return failed(FailureKind::GenerationError, d.to_string()),
     };
     let mut base = build_request(spec, &model.setup, inst.messages.clone(), &inst.tools);
     if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
-        return failed("config_error", e.to_string());
+        return failed(FailureKind::ConfigError, e.to_string());
     }
     if s.agent().is_some() {
         return run_episodes(model, judge, spec, (&inst, &base), samples, cache).await;
@@ -186,9 +185,7 @@ pub(super) async fn run_task(
     let mut records = Vec::new();
     for (&sample, asked) in samples.iter().zip(asked) {
         // Refused by the budget: no answer and no record, so `--resume` asks it.
-        if matches!(asked.result, Err(ProviderError::NotStarted)) {
-            continue;
-        }
+        let Ok(asked) = asked else { continue };
         let mut record = blank(sample);
         record.expected = s.rules.expected(&inst.vars);
         record.messages = inst.messages.clone();
@@ -232,12 +229,11 @@ async fn run_episodes(
     let mut records = Vec::new();
     for &sample in samples {
         let request = (base.for_sample(sample), sample);
-        let episode = super::episode::run_episode(model, s, inst, request, cache).await;
         // A turn the budget refused: no record, so `--resume` runs the
         // episode again, its finished turns from the cache.
-        if matches!(episode.asked.result, Err(ProviderError::NotStarted)) {
+        let Ok(episode) = super::episode::run_episode(model, s, inst, request, cache).await else {
             continue;
-        }
+        };
         let mut record = Record::blank(&model.setup.name, &s.id, inst.index, sample);
         record.expected = s.rules.expected(&inst.vars);
         record.messages = inst.messages.clone();
@@ -277,7 +273,7 @@ struct Answered<'a> {
     /// What it cost (every turn of an episode summed).
     cost: Option<super::record::Cost>,
     /// A failure the episode itself named, which the rules cannot undo.
-    ended: Option<(&'static str, String)>,
+    ended: Option<(FailureKind, String)>,
 }
 
 /// Fills `record` from the answer: the judge's verdicts, the verdict, tokens, timing.
@@ -382,8 +378,7 @@ async fn finish(
                 .rules
                 .iter()
                 .filter(|r| !r.report_only)
-                .find_map(|r| r.verdict.failure)
-                .map(|f| failure_label(f).to_owned());
+                .find_map(|r| r.verdict.failure);
             record.rules = verdict.rules;
             record.scored.response = Some(completion.text);
             record.scored.state = state;
@@ -394,7 +389,7 @@ async fn finish(
         Err(e) => {
             // An episode's own end (its deadline) names it, else the request's error.
             let (failure, error) = ended.unwrap_or_else(|| (e.kind(), e.to_string()));
-            record.failure = Some(failure.to_owned());
+            record.failure = Some(failure);
             record.scored.error = Some(error);
             record.scored.trajectory = trajectory.unwrap_or_default();
             record.scored.state = state;
@@ -415,7 +410,7 @@ fn single_turn(completion: &crate::provider::Completion) -> Vec<Message> {
 
 /// The `too_deep` failure of an answer with a call whose arguments nested
 /// past the depth limit: the model's own fault, whatever the rules say.
-fn too_deep_call(trajectory: &[Message]) -> Option<(&'static str, String)> {
+fn too_deep_call(trajectory: &[Message]) -> Option<(FailureKind, String)> {
     let call = trajectory
         .iter()
         .flat_map(|m| &m.tool_calls)
@@ -425,12 +420,12 @@ fn too_deep_call(trajectory: &[Message]) -> Option<(&'static str, String)> {
         call.name,
         call.invalid.as_deref().unwrap_or_default()
     );
-    Some(("too_deep", why))
+    Some((FailureKind::TooDeep, why))
 }
 
 /// An episode that ended badly (`max_turns`, `no_end_call`, a limit) fails whatever
 /// its rules concluded; their details stay after the episode's reason.
-fn episode_failed(record: &mut Record, (failure, why): (&'static str, String)) {
+fn episode_failed(record: &mut Record, (failure, why): (FailureKind, String)) {
     record.scored.passed = false;
     record.scored.score = 0.0;
     record.scored.detail = if record.scored.detail.is_empty() {
@@ -438,7 +433,7 @@ fn episode_failed(record: &mut Record, (failure, why): (&'static str, String)) {
     } else {
         format!("{why}; {}", record.scored.detail)
     };
-    record.failure = Some(failure.to_owned());
+    record.failure = Some(failure);
 }
 
 /// Prepares a spec for running: its answer format and re-ask budget.

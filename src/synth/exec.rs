@@ -227,12 +227,24 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
         label: task.label,
         response: None,
         error: None,
-        attempts: asked.attempts,
-        cached: asked.cached,
-        retries: asked.retries,
+        attempts: 0,
+        cached: false,
+        retries: Vec::new(),
         usage: Usage::default(),
-        latency_ms: asked.latency.as_millis() as u64,
+        latency_ms: 0,
     };
+    // A synth model has no gate, so nothing refuses it; said as an error all the same.
+    let asked = match asked {
+        Ok(asked) => asked,
+        Err(refused) => {
+            entry.error = Some(refused.to_string());
+            return entry;
+        }
+    };
+    entry.attempts = asked.attempts;
+    entry.cached = asked.cached;
+    entry.retries = asked.retries;
+    entry.latency_ms = asked.latency.as_millis() as u64;
     match asked.result {
         Ok(completion) => {
             if let Err(why) = (task.check)(&completion.text) {

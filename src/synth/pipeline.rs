@@ -226,20 +226,13 @@ impl Stage {
         };
         let o = &model.options;
         Ok(ChatRequest {
-            messages,
             temperature: self.def.temperature,
-            max_tokens: self.def.max_tokens,
             top_p: self.def.top_p,
             seed: o.seed,
-            stop: Vec::new(),
             format,
             num_ctx: o.num_ctx,
             extra: o.extra_body.clone().unwrap_or_default(),
-            exec: None,
-            tools: Vec::new(),
-            tool_choice: None,
-            parallel_tool_calls: None,
-            prefill: None,
+            ..ChatRequest::new(messages, self.def.max_tokens)
         })
     }
 }

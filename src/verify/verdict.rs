@@ -3,47 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Why an answer failed, for reports that group failures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    /// The extractor found nothing.
-    NoAnswer,
-    /// An answer was found but is wrong.
-    WrongValue,
-    /// The answer is not valid JSON.
-    InvalidJson,
-    /// The JSON does not satisfy the schema.
-    SchemaMismatch,
-    /// A `script` rule failed to run.
-    ScriptError,
-    /// A program raised an error or crashed.
-    RuntimeError,
-    /// A program ran out of time (wall clock or CPU).
-    Timeout,
-    /// A program hit a memory, recursion or output limit.
-    ResourceLimit,
-    /// The sandbox could not run the program.
-    SandboxError,
-    /// The judge model gave no usable level (request failed, bad JSON, level out of range).
-    JudgeError,
-    /// A tool call's arguments are not a JSON object.
-    InvalidToolArguments,
-    /// A call names another tool than the one expected.
-    WrongTool,
-    /// Fewer calls than expected, or an expected tool never called.
-    MissingCall,
-    /// More calls than expected, or a call where none should be.
-    UnexpectedCall,
-    /// An argument's value is not one of the acceptable ones.
-    WrongArgument,
-    /// An argument's type is not the schema's.
-    WrongArgumentType,
-    /// A required or expected argument is missing.
-    MissingArgument,
-    /// An argument the tool or the expected call does not have.
-    UnexpectedArgument,
-}
+/// Why a rule failed an answer: one vocabulary with a request's errors and
+/// an episode's ends, so records and reports hold one type.
+pub(crate) use crate::failure::FailureKind;
 
 /// One rule's judgement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -178,7 +178,7 @@ mod tests {
         copies.check().unwrap();
         std::fs::write(dir.path().join("a.png"), b"\x89PNG\r\n\x1a\nother").unwrap();
         let e = copies.check().unwrap_err();
-        assert_eq!(e.kind(), "image_changed", "{e}");
+        assert_eq!(e.kind(), crate::failure::FailureKind::ImageChanged, "{e}");
         assert!(Copies::make(std::slice::from_ref(&message)).is_err());
         drop(copies);
         assert!(!copy.exists(), "the copies go with the call");

@@ -255,7 +255,7 @@ impl ExecClient {
 pub(crate) fn stdin_json(model: &str, request: &ChatRequest, call: &ExecCall) -> Vec<u8> {
     let mut body = json!({
         "model": model,
-        "messages": request.messages,
+        "messages": request.messages.as_slice(),
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
         "format": request.format,

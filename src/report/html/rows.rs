@@ -13,6 +13,7 @@ use crate::golden::transcript::{ScoredAnswer, TranscriptLine, read_transcript, t
 use crate::metrics::expected_output;
 use crate::run::record::Record;
 use crate::text::{clip, one_line};
+use crate::verify::FailureKind;
 
 use super::super::SpecInfo;
 use super::super::calls::answer_text;
@@ -304,7 +305,7 @@ pub(super) fn row<'a>(
         k: r.sample,
         ok: r.scored.passed,
         sc: r.scored.score,
-        f: r.failure.as_deref(),
+        f: r.failure.map(FailureKind::name),
         a: r.scored.answer.as_deref().map(text),
         r: r.scored.response.as_deref().map(text),
         x: expected,
