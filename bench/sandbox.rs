@@ -22,15 +22,7 @@ const ROUNDS: usize = 200;
 const CODE_ROUNDS: u64 = 40;
 
 /// A correct solution for every t03 task family at once.
-const UNIVERSAL: &str = "def max_of_two(a, b): return max(a, b)
-def is_positive(n): return n > 0
-def sum_of_list(numbers): return sum(numbers)
-def count_char(text, ch): return text.count(ch)
-def filter_even(numbers): return [x for x in numbers if x % 2 == 0]
-def sum_of_digits(n): return sum(int(d) for d in str(n))
-def count_greater(numbers, k): return sum(1 for x in numbers if x > k)
-def reverse_words(text): return ' '.join(reversed(text.split()))
-";
+const UNIVERSAL: &str = include_str!("../tests/fixtures/code/t03_universal.py");
 
 /// The bare side: the answer and its tests in one file, run by `python3`.
 const BARE_TESTS: &str = "
