@@ -13,8 +13,9 @@ use std::path::Path;
 
 /// Peak RSS of waited-for children so far, in MiB (Linux reports KiB).
 fn children_peak_rss_mib() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we own.
+    // SAFETY: all-zero bytes are a valid `rusage` (integers only).
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     usage.ru_maxrss as f64 / 1024.0
 }

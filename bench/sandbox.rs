@@ -5,14 +5,31 @@
 //! Run with `cargo bench --bench sandbox` (or `bench/sandbox.sh`). Prints the
 //! median and mean wall time of each and their ratio; the target is ≤ 1.3×.
 //! Then, for the `code` rule's cost, the same command as a pair joined by
-//! pipes (a program and its checker), as each verdict runs it.
+//! pipes (a program and its checker), as each verdict runs it. Last, the
+//! `code` rule's throughput: t03's tasks verified against a correct answer
+//! (program and checker in their sandboxes), against the same answer and
+//! tests run bare as one `python3 file.py` each, interleaved; the ratio is
+//! sandboxed verdicts per second over bare programs per second (goal ≥ 2).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::{Program, Sandbox, python_interpreter};
+use harness::{Program, Sandbox, Spec, python_interpreter};
 
 const ROUNDS: usize = 200;
+
+/// t03 tasks verified per side in the throughput comparison.
+const CODE_ROUNDS: u64 = 40;
+
+/// A correct solution for every t03 task family at once.
+const UNIVERSAL: &str = include_str!("../tests/fixtures/code/t03_universal.py");
+
+/// The bare side: the answer and its tests in one file, run by `python3`.
+const BARE_TESTS: &str = "
+import json, sys
+for test in json.loads(sys.argv[2]):
+    assert globals()[sys.argv[1]](*test['args']) == test['expected']
+";
 
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
@@ -73,6 +90,7 @@ fn main() {
     for _ in 0..ROUNDS / 4 {
         p.push(paired());
     }
+    let (code_bare, code_sandboxed) = code_rule_throughput(&python.path);
     let (bm, sm) = (median(b.clone()), median(s.clone()));
     println!("python: {}", python.path.display());
     println!("rounds: {ROUNDS} each, interleaved");
@@ -96,4 +114,39 @@ fn main() {
         median(p.clone()),
         mean(&p)
     );
+    println!(
+        "code rule, t03 ({CODE_ROUNDS} tasks each, interleaved): bare python3 file.py {code_bare:.1}/s, \
+         sandboxed verdicts {code_sandboxed:.1}/s, ratio {:.2}x (goal >= 2x)",
+        code_sandboxed / code_bare
+    );
+}
+
+/// Programs per second of t03's tasks: (bare `python3 file.py`, sandboxed `code` verdicts).
+fn code_rule_throughput(python: &std::path::Path) -> (f64, f64) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = Spec::load(&root.join("specs/t03_code_gen.toml")).expect("t03 loads");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("solution.py");
+    std::fs::write(&file, format!("{UNIVERSAL}{BARE_TESTS}")).expect("write the bare program");
+    let answer = format!("```python\n{UNIVERSAL}```");
+    let (mut bare, mut sandboxed) = (Duration::ZERO, Duration::ZERO);
+    for i in 0..CODE_ROUNDS {
+        let vars = spec.instance(i).expect("t03 generates").vars;
+        let func = vars["func"].as_str().expect("a function name");
+        let start = Instant::now();
+        let status = Command::new(python)
+            .arg(&file)
+            .args([func, &vars["tests"].to_string()])
+            .stdin(Stdio::null())
+            .status()
+            .expect("python runs");
+        bare += start.elapsed();
+        assert!(status.success(), "the bare program failed its tests");
+        let start = Instant::now();
+        let verdict = spec.verify(&answer, &vars);
+        sandboxed += start.elapsed();
+        assert!(verdict.passed, "{verdict:?}");
+    }
+    let rate = |total: Duration| CODE_ROUNDS as f64 / total.as_secs_f64();
+    (rate(bare), rate(sandboxed))
 }

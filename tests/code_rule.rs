@@ -12,16 +12,11 @@ use crate::common::{check_examples, root};
 use serde_json::{Map, Value, json};
 
 /// A correct solution for every t03 task family at once.
-const UNIVERSAL: &str = "```python
-def max_of_two(a, b): return max(a, b)
-def is_positive(n): return n > 0
-def sum_of_list(numbers): return sum(numbers)
-def count_char(text, ch): return text.count(ch)
-def filter_even(numbers): return [x for x in numbers if x % 2 == 0]
-def sum_of_digits(n): return sum(int(d) for d in str(n))
-def count_greater(numbers, k): return sum(1 for x in numbers if x > k)
-def reverse_words(text): return ' '.join(reversed(text.split()))
-```";
+const UNIVERSAL: &str = concat!(
+    "```python\n",
+    include_str!("fixtures/code/t03_universal.py"),
+    "```"
+);
 
 fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/code").join(name)

@@ -348,6 +348,7 @@ fn hostile_snippets_are_contained_and_the_harness_keeps_going() {
             let _ = std::fs::remove_file(file);
         }
         problems.extend(world.connections().into_iter().map(str::to_owned));
+        // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } == 0
             && let Err(e) = no_leftovers_within(Duration::ZERO)
         {

@@ -25,6 +25,8 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 
+use super::setup::start;
+
 /// Everything the child needs, prepared before the fork.
 pub(super) struct ChildPlan {
     /// `cgroup.procs` of the run's cgroups, to write itself into while still root.
@@ -56,6 +58,8 @@ pub(super) struct ChildPlan {
     pub seccomp: Vec<seccompiler::BpfProgram>,
     /// Where a failing step writes its name, for the parent's error message.
     pub report: RawFd,
+    /// The harness's pid: the first process's parent.
+    pub harness: libc::pid_t,
 }
 
 /// The kernel's `struct landlock_path_beneath_attr`.
@@ -76,6 +80,8 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
 /// # Safety
 /// Must only be called between `fork` and `exec` (from `pre_exec`).
 pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
+    // SAFETY: raw system calls only, on descriptors and memory the plan owns
+    // or this function maps; the forks happen in a process with one thread.
     unsafe {
         // First, so every process of the run counts against the tree's limits.
         if join_cgroups(&plan.cgroups).is_err() {
@@ -101,7 +107,8 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
             mirror_exit(pid, status);
         }
         // PID 1 of the new namespace: when it dies the kernel kills the rest.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // Its parent lies outside the namespace, where `getppid` cannot see.
+        starting(plan, None)?;
         mount_workdir(plan)?;
         restrict(plan)?;
         // The program runs as PID 2, under an init of ours: PID 1 ignores
@@ -111,7 +118,7 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
         if pid > 0 {
             init(pid, status);
         }
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        starting(plan, Some(1))?;
         keep_open(&plan.channel)
     }
 }
@@ -123,6 +130,7 @@ pub(super) unsafe fn enter(plan: &ChildPlan) -> io::Result<()> {
 pub(super) unsafe fn join_cgroups(fds: &[RawFd]) -> io::Result<()> {
     for &fd in fds {
         // "0" names the writer itself.
+        // SAFETY: a one-byte write from a static buffer.
         if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
             return Err(io::Error::last_os_error());
         }
@@ -137,6 +145,7 @@ pub(super) unsafe fn join_cgroups(fds: &[RawFd]) -> io::Result<()> {
 /// Only raw system calls: callable between `fork` and `exec`.
 pub(super) unsafe fn keep_open(fds: &[RawFd]) -> io::Result<()> {
     for &fd in fds {
+        // SAFETY: fcntl on a descriptor number; a closed one fails with EBADF.
         if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -147,6 +156,7 @@ pub(super) unsafe fn keep_open(fds: &[RawFd]) -> io::Result<()> {
 /// Drops to the run's uid and enters new user, mount, PID, IPC, UTS and
 /// network namespaces, mapping only that uid.
 unsafe fn join_namespaces(plan: &ChildPlan) -> io::Result<()> {
+    // SAFETY: raw system calls with NUL-terminated paths and buffers the plan owns.
     unsafe {
         // Joining the shared network namespace needs root, so it comes first.
         let mut namespaces = NAMESPACES;
@@ -178,15 +188,16 @@ unsafe fn join_namespaces(plan: &ChildPlan) -> io::Result<()> {
         write_file(plan, c"/proc/self/setgroups", b"deny")?;
         write_file(plan, c"/proc/self/uid_map", &plan.uid_map)?;
         write_file(plan, c"/proc/self/gid_map", &plan.gid_map)?;
-        // If the harness dies, so does the sandbox.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        Ok(())
+        // If the harness dies, so does the sandbox. After the uid change,
+        // which clears the parent-death signal.
+        starting(plan, Some(plan.harness))
     }
 }
 
 /// A private mount tree with our own `/proc` and a tmpfs working directory
 /// holding the program's files.
 unsafe fn mount_workdir(plan: &ChildPlan) -> io::Result<()> {
+    // SAFETY: raw system calls with NUL-terminated strings the plan owns or static ones.
     unsafe {
         check(
             plan,
@@ -233,6 +244,7 @@ unsafe fn mount_workdir(plan: &ChildPlan) -> io::Result<()> {
 
 /// No new privileges, Landlock, seccomp, and the resource limits.
 unsafe fn restrict(plan: &ChildPlan) -> io::Result<()> {
+    // SAFETY: raw system calls; `prog` and the rule point into live memory for each call.
     unsafe {
         check(
             plan,
@@ -277,6 +289,7 @@ unsafe fn add_path_rule(
     path: &std::ffi::CStr,
     access: u64,
 ) -> io::Result<()> {
+    // SAFETY: `rule` lives on this stack through the call; `dir` is closed once.
     unsafe {
         let dir = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
         check(plan, b"open a path for Landlock", dir)?;
@@ -300,6 +313,7 @@ unsafe fn add_path_rule(
 /// The namespace's init: reap everything until the program exits, leave its
 /// status for the first process, and exit, which ends the namespace.
 unsafe fn init(program: libc::pid_t, status: *mut [libc::c_int; 2]) -> ! {
+    // SAFETY: `status` is the shared page `enter` mapped; only raw system calls.
     unsafe {
         libc::syscall(libc::SYS_close_range, 0, libc::c_uint::MAX, 0);
         loop {
@@ -320,6 +334,7 @@ unsafe fn init(program: libc::pid_t, status: *mut [libc::c_int; 2]) -> ! {
 /// The first process: close everything, wait for the namespace's init, and
 /// exit as the program did (or as init did, if it failed before the program).
 unsafe fn mirror_exit(pid: libc::pid_t, program: *const [libc::c_int; 2]) -> ! {
+    // SAFETY: `program` is the shared page `enter` mapped; only raw system calls.
     unsafe {
         // Holding std's exec-status pipe open would make `spawn` wait for the whole run.
         libc::syscall(libc::SYS_close_range, 0, libc::c_uint::MAX, 0);
@@ -342,12 +357,26 @@ unsafe fn mirror_exit(pid: libc::pid_t, program: *const [libc::c_int; 2]) -> ! {
     }
 }
 
+/// A process of the run's first steps (`setup.rs`), a failure named on the report pipe.
+///
+/// # Safety
+/// Only raw system calls: callable between `fork` and `exec`.
+unsafe fn starting(plan: &ChildPlan, parent: Option<libc::pid_t>) -> io::Result<()> {
+    // SAFETY: as this function's own contract.
+    match unsafe { start(parent) } {
+        Ok(()) => Ok(()),
+        // SAFETY: `check` only writes to the report pipe.
+        Err(_) => unsafe { check(plan, b"prctl(PR_SET_PDEATHSIG)", -1) },
+    }
+}
+
 /// Fails with the current errno after naming `step` on the report pipe.
 unsafe fn check(plan: &ChildPlan, step: &[u8], rc: libc::c_int) -> io::Result<()> {
     if rc >= 0 {
         return Ok(());
     }
     let err = io::Error::last_os_error();
+    // SAFETY: a write of a borrowed buffer to the report pipe.
     unsafe {
         libc::write(plan.report, step.as_ptr().cast(), step.len());
     }
@@ -355,6 +384,7 @@ unsafe fn check(plan: &ChildPlan, step: &[u8], rc: libc::c_int) -> io::Result<()
 }
 
 unsafe fn write_file(plan: &ChildPlan, path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated and `data` borrowed; the descriptor is closed once.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         check(plan, path.to_bytes(), fd)?;
@@ -365,6 +395,7 @@ unsafe fn write_file(plan: &ChildPlan, path: &std::ffi::CStr, data: &[u8]) -> io
 }
 
 unsafe fn create_file(plan: &ChildPlan, path: &CString, mut data: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated and `data` borrowed; the descriptor is closed once.
     unsafe {
         let fd = libc::open(
             path.as_ptr(),

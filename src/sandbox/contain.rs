@@ -1,8 +1,9 @@
 //! Programs the harness starts outside the sandbox (`exec` models, managed
 //! servers): set up in one place so that none outlives its call or the harness.
 //!
-//! - [`die_with_harness`]: the parent-death signal, so a harness killed
-//!   outright takes the program along.
+//! - `setup.rs` ([`super::child_of_harness`]): a process group, default
+//!   signals and the parent-death signal, so a harness killed outright
+//!   takes the program along.
 //! - [`Tree`]: a cgroup of the program's own. A process cannot leave its
 //!   cgroup by `setsid`, a double fork or exiting its parent, so killing
 //!   every process in it when the call ends (success, failure, timeout,
@@ -27,28 +28,6 @@ use std::time::Duration;
 use super::cgroup::{mount_dir_of, remove_stale};
 use super::child::join_cgroups;
 use super::seat::{kill_all_in, open_write};
-
-/// Makes `command`'s process receive SIGKILL when the thread that starts it
-/// ends (Linux ties the parent-death signal to the forking thread, so the
-/// caller forks from one that outlives the program), and not start at all
-/// when the harness died before the signal was set.
-pub(crate) fn die_with_harness(command: &mut Command) {
-    // SAFETY: getpid cannot fail.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: prctl, getppid and _exit are async-signal-safe; nothing allocates.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The harness died between fork and prctl: the signal will never come.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
 
 /// A cgroup holding one program's process tree while it runs; dropping it
 /// kills whatever is left in it.

@@ -14,8 +14,10 @@
 //! checker it cannot reach.
 //!
 //! Programs that run outside the sandbox (`exec` models, managed servers)
-//! get their process setup here too (`contain.rs`): the parent-death signal,
-//! and a cgroup per program that is emptied when its call ends.
+//! get their process setup here too: the same first steps as every child
+//! (`setup.rs`: own process group, default signals, the parent-death
+//! signal) and a cgroup per program that is emptied when its call ends
+//! (`contain.rs`).
 //!
 //! A leaf: it imports nothing from the rest of the crate. The `code` rule
 //! (in `verify`) decides what runs here and reads the outcome.
@@ -29,6 +31,7 @@ mod plan;
 pub(crate) mod python;
 mod seat;
 mod seccomp;
+mod setup;
 mod spawn;
 
 use std::path::PathBuf;
@@ -36,8 +39,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub(crate) use contain::{Tree, die_with_harness, kill_all as kill_all_trees};
+pub(crate) use contain::{Tree, kill_all as kill_all_trees};
 pub use plan::own_uids;
+pub(crate) use setup::child_of_harness;
 pub(crate) use spawn::PATH;
 pub use spawn::Sandbox;
 

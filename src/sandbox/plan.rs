@@ -66,6 +66,8 @@ pub(super) fn child_plan(
         ],
         seccomp: shared.seccomp.to_vec(),
         report,
+        // SAFETY: getpid cannot fail.
+        harness: unsafe { libc::getpid() },
     })
 }
 

@@ -244,7 +244,8 @@ impl Sandbox {
                     .map_err(|e| io("write a program file", e))?;
             }
             let rlimits = rlimits(limits);
-            command.current_dir(&workdir.0).process_group(0);
+            command.current_dir(&workdir.0);
+            super::setup::child_of_harness(&mut command);
             // SAFETY: write, fcntl and setrlimit are async-signal-safe.
             unsafe {
                 command.pre_exec(move || {

@@ -167,8 +167,8 @@ fn a_second_ctrl_c_exits_at_once() {
         interrupt(pid);
         // The first Ctrl-C stops the server gracefully: SIGTERM, then its grace.
         std::thread::sleep(Duration::from_secs(1));
-        // SAFETY: signal 0 only asks whether the process exists.
         assert_eq!(
+            // SAFETY: signal 0 only asks whether the process exists.
             unsafe { libc::kill(pid, 0) },
             0,
             "it did not wait for the server"

@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -61,8 +60,7 @@ impl ServerProcess {
             .args(args)
             .stdin(Stdio::null())
             .stdout(stdout)
-            .stderr(stderr)
-            .process_group(0);
+            .stderr(stderr);
         // The CLI took the keys out of the environment at start; any set
         // since (or by a library caller) is dropped here too. A server reads
         // local files and answers on loopback: it needs none, except the
@@ -78,7 +76,8 @@ impl ServerProcess {
                 command.env(name, value);
             }
         }
-        crate::sandbox::die_with_harness(&mut command);
+        // Its own process group, default signals, the parent-death signal.
+        crate::sandbox::child_of_harness(&mut command);
         let (notify, _) = watch::channel(None);
         let state = Arc::new(ExitState {
             status: Mutex::new(None),

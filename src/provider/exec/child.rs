@@ -9,7 +9,6 @@
 //! another group while a member lives.
 
 use crate::output::errln;
-use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::sync::Once;
 use std::time::Duration;
@@ -67,8 +66,7 @@ pub(super) async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let std_command = command.as_std_mut().process_group(0);
-    crate::sandbox::die_with_harness(std_command);
+    let std_command = crate::sandbox::child_of_harness(command.as_std_mut());
     tree.enter_on_spawn(std_command);
     let mut child = command.spawn().map_err(|e| {
         ProviderError::Program(format!(

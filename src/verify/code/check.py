@@ -107,7 +107,7 @@ class Program:
             message = self.answers.next()
         except wire.WireError as error:
             self.violation = str(error)
-            raise BadAnswer(str(error))
+            raise BadAnswer(str(error)) from None
         except OSError:
             message = None
         if message is None:
@@ -217,7 +217,7 @@ class Program:
             else:
                 self.sharing(request, args, kwargs)
         except wire.WireError as error:
-            raise TypeError("an argument of %s cannot cross to the program: %s" % (what, error))
+            raise TypeError("an argument of %s cannot cross to the program: %s" % (what, error)) from None
         patched = self.patched()
         if patched:
             request["patched"] = patched
@@ -235,14 +235,14 @@ class Program:
                 return self.linked(answer, value)
             except wire.WireError as error:
                 self.violation = str(error)
-                raise BadAnswer(str(error))
+                raise BadAnswer(str(error)) from None
         if "raised" in answer:
             try:
                 self.shared(answer)
                 error = remote.remote_error(answer["raised"], self)
             except wire.WireError as malformed:
                 self.violation = str(malformed)
-                raise BadAnswer(str(malformed))
+                raise BadAnswer(str(malformed)) from None
             raise error
         self.violation = "not an answer: %s" % json.dumps(answer)[:80]
         raise BadAnswer(self.violation)
@@ -289,7 +289,7 @@ class Program:
             try:
                 self.links.agree(entry[0], self.decode(entry[1]), entry[1])
             except TypeError as error:
-                raise wire.WireError(str(error))
+                raise wire.WireError(str(error)) from None
         for n in dropped:
             self.links.unlink(n)
 
@@ -306,7 +306,7 @@ class Program:
             try:
                 share.assign(held, value)
             except TypeError as error:
-                raise wire.WireError(str(error))
+                raise wire.WireError(str(error)) from None
             return held
         if n not in answer.get("dropped", []) and isinstance(value, share.MUTABLE):
             self.links.link(n, value, answer["value"])
@@ -331,7 +331,7 @@ class Program:
             self.out.flush()
         except OSError:
             self.gone = True
-            raise ProgramGone()
+            raise ProgramGone() from None
 
     def called_back(self, message):
         """Runs a callable of the test's the program called, for its answer."""
@@ -342,7 +342,7 @@ class Program:
             args = [self.decode(a) for a in message.get("args", [])]
             kwargs = {k: self.decode(v) for k, v in message.get("kwargs", [])}
         except (wire.WireError, TypeError, ValueError) as error:
-            raise BadAnswer("a malformed callback: %s" % error)
+            raise BadAnswer("a malformed callback: %s" % error) from None
         try:
             return {"value": self.encode(self.callbacks[n](*args, **kwargs))}
         except Exception as error:
@@ -355,8 +355,8 @@ class Program:
 def answer_keys(message):
     """Whether a reply's keys are a value's or an exception's, and their extras."""
     keys = set(message)
-    return keys <= {"value", "changed", "synced", "dropped", "linked"} and "value" in keys \
-        or keys <= {"raised", "synced", "dropped"} and "raised" in keys
+    return (keys <= {"value", "changed", "synced", "dropped", "linked"} and "value" in keys) \
+        or (keys <= {"raised", "synced", "dropped"} and "raised" in keys)
 
 
 class Got:

@@ -6,8 +6,9 @@ holds a `Remote`, and each thing a test does with it is a request to the
 program, answered with data or another reference. What is safe goes
 through: truth, `repr`, `str`, `len`, attributes, calls, items, iteration
 (`next`, `for`: one item per request, as lazily as in one process;
-`list(...)` and the like, which read every item anyway, in one). A Remote is equal only to itself (the same object of the
-program's), and only when its class leaves `==` to `object`: anything the
+`list(...)` and the like, which read every item anyway, in one). A
+Remote is equal only to itself (the same object of the program's), and
+only when its class leaves `==` to `object`: anything the
 program's own code would decide with a test's value in hand (`==`, `<`,
 `in` through its own `__contains__`, arithmetic, hashing by its own
 `__hash__`) raises `Unsupported`, a failure that names the class and that
@@ -22,7 +23,6 @@ import sys
 import types
 
 import wire
-
 
 # Attributes of the program's object that are data (`vars(p)` reads `__dict__`).
 PLAIN_DUNDERS = ("__dict__", "__name__", "__qualname__")
@@ -43,7 +43,7 @@ def _what(about):
 class Remote:
     """An object of the program's, held by reference."""
 
-    __slots__ = ("_remote_program", "_remote_on", "_remote_about", "_remote_read", "_remote_last")
+    __slots__ = ("_remote_about", "_remote_last", "_remote_on", "_remote_program", "_remote_read")
 
     def __init__(self, program, on, about):
         object.__setattr__(self, "_remote_program", program)

@@ -191,7 +191,7 @@ def decode(data, objects=None):
     try:
         return _one(data)
     except RecursionError:
-        raise WireError("the value is nested too deeply")
+        raise WireError("the value is nested too deeply") from None
 
 
 # The hook of the decode under way; one thread per process, and a decode
@@ -220,7 +220,7 @@ def _one(data):
                 raise
             except (TypeError, ValueError, KeyError, IndexError, ArithmeticError,
                     UnicodeError) as error:
-                raise WireError("a malformed %s: %s" % (tag, error))
+                raise WireError("a malformed %s: %s" % (tag, error)) from None
     raise WireError("not a value: %s" % json.dumps(data)[:80])
 
 
@@ -267,7 +267,7 @@ def loads(line):
     try:
         return json.loads(line, parse_constant=bare)
     except (ValueError, RecursionError) as error:
-        raise WireError("not JSON: %s" % str(error)[:120])
+        raise WireError("not JSON: %s" % str(error)[:120]) from None
 
 
 def text_of(error):
