@@ -1,8 +1,9 @@
 //! End-to-end runs of the shipped specs against a real llama.cpp server.
 //!
 //! `scripts/test.sh` builds (or reuses) llama-server, starts SmolLM2-135M and
-//! Gemma 3 270M on loopback and exports their base URLs; these tests then
-//! drive the real binary over the real wire. Without the variables (a plain
+//! Gemma 3 270M on loopback, two servers of each (a pool per model), and
+//! exports their base URLs; these tests then drive the real binary over the
+//! real wire. Without the variables (a plain
 //! `cargo test` on a laptop) they say so and return; with `HARNESS_E2E=1`
 //! set and no server they fail.
 
@@ -40,19 +41,29 @@ pub(crate) struct Live {
 pub(crate) fn live(with_gemma: bool) -> Option<Live> {
     let servers = locks::real_llama();
     let smol = e2e_var("HARNESS_LLAMA_URL")?;
+    let smol2 = e2e_var("HARNESS_LLAMA2_URL")?;
     let judge = e2e_var("HARNESS_JUDGE_URL")?;
     let gemma = match with_gemma {
-        true => Some(e2e_var("HARNESS_GEMMA_URL")?),
-        false => None,
+        true => [
+            e2e_var("HARNESS_GEMMA_URL")?,
+            e2e_var("HARNESS_GEMMA2_URL")?,
+        ],
+        // Not asked: the discard port, where nothing answers.
+        false => ["http://127.0.0.1:9".into(), "http://127.0.0.1:9".into()],
     };
     Some(Live {
-        dir: workspace(&smol, gemma.as_deref(), &judge),
+        dir: workspace(&[smol.clone(), smol2], &gemma, &judge),
         smol,
         _servers: servers,
     })
 }
 
-fn workspace(smol: &str, gemma: Option<&str>, judge: &str) -> Workspace {
+/// A pool of two servers as a `base_url` value.
+fn pool(urls: &[String; 2]) -> String {
+    format!("[\"{}/v1\", \"{}/v1\"]", urls[0], urls[1])
+}
+
+fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &str) -> Workspace {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     copy_dir(&root().join("specs"), &repo.join("specs"));
@@ -67,10 +78,13 @@ fn workspace(smol: &str, gemma: Option<&str>, judge: &str) -> Workspace {
     fs::copy(root().join(t05), repo.join(t05)).unwrap();
     let dir = Workspace { _tmp: tmp, repo };
     let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
+    // Each model as a pool of two identical servers, one request at a time
+    // on each: every answer is still one server's alone, as the transcripts
+    // were recorded, and the servers keep both cores busy to the end.
     let config = template
-        .replace("__SMOL__", smol)
-        .replace("__JUDGE__", judge)
-        .replace("__GEMMA__", gemma.unwrap_or("http://127.0.0.1:9"));
+        .replace("\"__SMOL__/v1\"", &pool(smol))
+        .replace("\"__GEMMA__/v1\"", &pool(gemma))
+        .replace("__JUDGE__", judge);
     fs::write(dir.path().join("harness.toml"), config).unwrap();
     dir
 }
