@@ -93,13 +93,16 @@ echo "slurm: a single-node cluster, SLURM_CONF=$SLURM_CONF"
 # started the same way, and the live tests use each pair as a pool: one
 # request at a time per server, so every answer is one server's alone as
 # recorded, while the four keep both cores busy until the last answer.
-HARNESS_LLAMA_URL="$(scripts/llama-server.sh start smollm2 -t 1)"
-HARNESS_LLAMA2_URL="$(scripts/llama-server.sh start smollm2b -t 1)"
-HARNESS_GEMMA_URL="$(scripts/llama-server.sh start gemma3 -t 1)"
-HARNESS_GEMMA2_URL="$(scripts/llama-server.sh start gemma3b -t 1)"
+# Under `nice`: the rest of the tests, some bound by wall-clock limits, come
+# first, and the servers take whatever CPU those leave.
+serve() { nice -n 10 scripts/llama-server.sh start "$1" -t 1; }
+HARNESS_LLAMA_URL="$(serve smollm2)"
+HARNESS_LLAMA2_URL="$(serve smollm2b)"
+HARNESS_GEMMA_URL="$(serve gemma3)"
+HARNESS_GEMMA2_URL="$(serve gemma3b)"
 # The judge's SmolLM2 on a server of its own: it works beside the model's
 # instead of after it, and never shares its batches.
-HARNESS_JUDGE_URL="$(scripts/llama-server.sh start judge -t 1)"
+HARNESS_JUDGE_URL="$(serve judge)"
 export HARNESS_LLAMA_URL HARNESS_LLAMA2_URL HARNESS_GEMMA_URL HARNESS_GEMMA2_URL HARNESS_JUDGE_URL HARNESS_E2E=1
 echo "llama-server: smollm2 at $HARNESS_LLAMA_URL and $HARNESS_LLAMA2_URL, gemma3 at $HARNESS_GEMMA_URL and $HARNESS_GEMMA2_URL, the judge at $HARNESS_JUDGE_URL"
 mark "start the cluster and the servers" "$t"
