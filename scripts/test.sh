@@ -123,7 +123,8 @@ shared_tests=(e2e_llama:: e2e_tools::)
 own_tests=(managed_llama:: pool_llama::)
 llama_log="$(mktemp)"
 shared_start=$SECONDS
-cargo test --locked --test tests -- --test-threads 1 "${shared_tests[@]}" >"$llama_log" 2>&1 &
+# --nocapture: the longest tests print how long their live runs took.
+cargo test --locked --test tests -- --test-threads 1 --nocapture "${shared_tests[@]}" >"$llama_log" 2>&1 &
 llama_pid=$!
 t=$SECONDS
 rest=0
