@@ -5,7 +5,7 @@
 # Usage:
 #   scripts/llama-server.sh ensure                 # build or reuse server, fetch or reuse models; prints paths
 #   scripts/llama-server.sh paths                  # prints KEY=VALUE lines (eval-able); exit 1 if anything is missing
-#   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | smollm2b | gemma3 | gemma3b | judge; prints http://127.0.0.1:PORT
+#   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | gemma3 | judge, or a twin: NAMEb; prints http://127.0.0.1:PORT
 #                                                  # (NAMEb: a twin of NAME, for a pool of the two; judge: SmolLM2 again, the judge's)
 #   scripts/llama-server.sh stop [MODEL|all]       # stops servers this script started (by recorded PID)
 #   scripts/llama-server.sh status                 # lists running servers started by this script
@@ -32,7 +32,7 @@ readonly GEMMA3_SHA256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c
 readonly TOOLS_REQS=("cmake>=3.20,<5" "ninja>=1.10")
 
 # Every server name `start` knows.
-readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge"
+readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge judgeb"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
@@ -306,19 +306,19 @@ cmd_ensure() {
 
 model_path() {
     case "$1" in
-        smollm2 | smollm2b | judge) echo "$SMOLLM2_MODEL" ;;
+        smollm2 | smollm2b | judge | judgeb) echo "$SMOLLM2_MODEL" ;;
         gemma3 | gemma3b) echo "$GEMMA3_MODEL" ;;
-        *) die "unknown model '$1' (expected smollm2, smollm2b, gemma3, gemma3b or judge)" ;;
+        *) die "unknown model '$1' (expected one of: $SERVER_NAMES)" ;;
     esac
 }
 
 # The model a server answers as: `judge` is a second SmolLM2 server, so the
 # judge's requests never share a server (and its batches) with the model's;
-# `smollm2b` and `gemma3b` are twins, started exactly as `smollm2` and
-# `gemma3`, for a pool of each pair.
+# `smollm2b`, `gemma3b` and `judgeb` are twins, started exactly as
+# `smollm2`, `gemma3` and `judge`, for a pool of each pair.
 model_alias() {
     case "$1" in
-        smollm2b | judge) echo smollm2 ;;
+        smollm2b | judge | judgeb) echo smollm2 ;;
         gemma3b) echo gemma3 ;;
         *) echo "$1" ;;
     esac
@@ -484,7 +484,7 @@ cmd_stop() {
     local which="${1:-all}"
     case "$which" in
         all) for name in $SERVER_NAMES; do stop_one "$name"; done ;;
-        smollm2 | smollm2b | gemma3 | gemma3b | judge) stop_one "$which" ;;
+        smollm2 | smollm2b | gemma3 | gemma3b | judge | judgeb) stop_one "$which" ;;
         *) die "unknown model '$which' (expected one of: $SERVER_NAMES, or all)" ;;
     esac
 }

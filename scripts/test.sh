@@ -92,7 +92,7 @@ echo "slurm: a single-node cluster, SLURM_CONF=$SLURM_CONF"
 # can change greedy output. Each model gets a twin (smollm2b, gemma3b),
 # started the same way, and the live tests use each pair as a pool: one
 # request at a time per server, so every answer is one server's alone as
-# recorded, while the four keep both cores busy until the last answer.
+# recorded, while the pairs keep both cores busy until the last answer.
 # Under `nice`: the rest of the tests, some bound by wall-clock limits, come
 # first, and the servers take whatever CPU those leave.
 serve() { nice -n 10 scripts/llama-server.sh start "$1" -t 1; }
@@ -100,11 +100,15 @@ HARNESS_LLAMA_URL="$(serve smollm2)"
 HARNESS_LLAMA2_URL="$(serve smollm2b)"
 HARNESS_GEMMA_URL="$(serve gemma3)"
 HARNESS_GEMMA2_URL="$(serve gemma3b)"
-# The judge's SmolLM2 on a server of its own: it works beside the model's
-# instead of after it, and never shares its batches.
+# The judge's SmolLM2 on servers of its own (a pool of two too): it works
+# beside the models instead of after them, and never shares their batches.
 HARNESS_JUDGE_URL="$(serve judge)"
-export HARNESS_LLAMA_URL HARNESS_LLAMA2_URL HARNESS_GEMMA_URL HARNESS_GEMMA2_URL HARNESS_JUDGE_URL HARNESS_E2E=1
-echo "llama-server: smollm2 at $HARNESS_LLAMA_URL and $HARNESS_LLAMA2_URL, gemma3 at $HARNESS_GEMMA_URL and $HARNESS_GEMMA2_URL, the judge at $HARNESS_JUDGE_URL"
+HARNESS_JUDGE2_URL="$(serve judgeb)"
+export HARNESS_LLAMA_URL HARNESS_LLAMA2_URL HARNESS_GEMMA_URL HARNESS_GEMMA2_URL \
+  HARNESS_JUDGE_URL HARNESS_JUDGE2_URL HARNESS_E2E=1
+echo "llama-server: smollm2 at $HARNESS_LLAMA_URL and $HARNESS_LLAMA2_URL," \
+  "gemma3 at $HARNESS_GEMMA_URL and $HARNESS_GEMMA2_URL," \
+  "the judge at $HARNESS_JUDGE_URL and $HARNESS_JUDGE2_URL"
 mark "start the cluster and the servers" "$t"
 # The managed-server tests (tests/managed_llama.rs) start their own llama-server
 # from the binary and model file.

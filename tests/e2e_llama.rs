@@ -45,7 +45,10 @@ pub(crate) fn live(with_gemma: bool) -> Option<Live> {
     let servers = locks::real_llama();
     let smol = e2e_var("HARNESS_LLAMA_URL")?;
     let smol2 = e2e_var("HARNESS_LLAMA2_URL")?;
-    let judge = e2e_var("HARNESS_JUDGE_URL")?;
+    let judge = [
+        e2e_var("HARNESS_JUDGE_URL")?,
+        e2e_var("HARNESS_JUDGE2_URL")?,
+    ];
     let gemma = match with_gemma {
         true => [
             e2e_var("HARNESS_GEMMA_URL")?,
@@ -66,7 +69,7 @@ fn pool(urls: &[String; 2]) -> String {
     format!("[\"{}/v1\", \"{}/v1\"]", urls[0], urls[1])
 }
 
-fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &str) -> Workspace {
+fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &[String; 2]) -> Workspace {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     copy_dir(&root().join("specs"), &repo.join("specs"));
@@ -81,13 +84,13 @@ fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &str) -> Workspace 
     fs::copy(root().join(t05), repo.join(t05)).unwrap();
     let dir = Workspace { _tmp: tmp, repo };
     let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
-    // Each model as a pool of two identical servers, one request at a time
+    // Each model, and the judge, as a pool of two identical servers, one request at a time
     // on each: every answer is still one server's alone, as the transcripts
     // were recorded, and the servers keep both cores busy to the end.
     let config = template
         .replace("\"__SMOL__/v1\"", &pool(smol))
         .replace("\"__GEMMA__/v1\"", &pool(gemma))
-        .replace("__JUDGE__", judge);
+        .replace("\"__JUDGE__/v1\"", &pool(judge));
     fs::write(dir.path().join("harness.toml"), config).unwrap();
     dir
 }
