@@ -1,11 +1,11 @@
 //! End-to-end runs of the shipped specs against a real llama.cpp server.
 //!
 //! `scripts/test.sh` builds (or reuses) llama-server, starts SmolLM2-135M and
-//! Gemma 3 270M on loopback, two servers of each (a pool per model), and
-//! exports their base URLs; these tests then drive the real binary over the
-//! real wire. Without the variables (a plain
-//! `cargo test` on a laptop) they say so and return; with `HARNESS_E2E=1`
-//! set and no server they fail.
+//! Gemma 3 270M on loopback, two servers of each and two more SmolLM2 for
+//! the judge (each pair one pool), and exports their base URLs; these tests
+//! then drive the real binary over the real wire. Without the variables (a
+//! plain `cargo test` on a laptop) they say so and return; with
+//! `HARNESS_E2E=1` set and no server they fail.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -84,9 +84,10 @@ fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &[String; 2]) -> Wo
     fs::copy(root().join(t05), repo.join(t05)).unwrap();
     let dir = Workspace { _tmp: tmp, repo };
     let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
-    // Each model, and the judge, as a pool of two identical servers, one request at a time
-    // on each: every answer is still one server's alone, as the transcripts
-    // were recorded, and the servers keep both cores busy to the end.
+    // Each model, and the judge, as a pool of two identical servers, one
+    // request at a time on each: every answer is still one server's alone,
+    // as the transcripts were recorded, and the servers keep both cores busy
+    // to the end.
     let config = template
         .replace("\"__SMOL__/v1\"", &pool(smol))
         .replace("\"__GEMMA__/v1\"", &pool(gemma))
