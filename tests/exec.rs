@@ -304,3 +304,58 @@ fn a_program_that_never_reads_its_stdin_answers_every_instance() {
     assert_eq!(journal.len(), 40, "{out}");
     assert!(journal.iter().all(|r| r["passed"] == true), "{out}");
 }
+
+#[test]
+fn two_runs_started_in_one_second_keep_their_own_folders_and_reports() {
+    let models = model("texty", "text", "{{ answer }}", "")
+        + model("jsony", "json", "The sum is {{ answer }}.", "").as_str();
+    let ws = workspace("sums.toml", &models);
+    // Started just after a second begins, so both read the same clock second.
+    let into_second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_millis();
+    std::thread::sleep(Duration::from_millis(u64::from(1_050 - into_second)));
+    let children: Vec<_> = ["texty", "jsony"]
+        .map(|m| {
+            let mut cmd = ws.run_cmd(&["specs/", "-m", m, "--format", "json"]);
+            cmd.stdout(std::process::Stdio::piped());
+            (m, cmd.spawn().unwrap())
+        })
+        .into_iter()
+        .collect();
+    let mut reports = Vec::new();
+    for (model, child) in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}");
+        let path = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("report: "))
+            .expect("a report path is printed");
+        reports.push((model, ws.path().join(path)));
+    }
+    let dirs = ws.run_dirs();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    let stamp = |p: &std::path::Path| p.file_name().unwrap().to_string_lossy()[..15].to_owned();
+    assert_eq!(
+        stamp(&dirs[0]),
+        stamp(&dirs[1]),
+        "the runs started in one second"
+    );
+    assert!(dirs.iter().all(|d| ws.journal(d).len() == 4), "{dirs:?}");
+    assert_ne!(reports[0].1, reports[1].1);
+    for ((model, report), other) in reports.iter().zip(["jsony", "texty"]) {
+        let text = std::fs::read_to_string(report).unwrap();
+        assert!(text.contains(&format!("`{model}`")), "{text}");
+        assert!(!text.contains(&format!("`{other}`")), "{text}");
+        // The JSON report beside it, and the raw file, are this run's too.
+        let json = std::fs::read_to_string(report.with_extension("json")).unwrap();
+        assert!(json.contains(model) && !json.contains(other), "{json}");
+    }
+    let raw: Vec<_> = std::fs::read_dir(ws.path().join("results/raw"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(raw.len(), 2, "{raw:?}");
+}
