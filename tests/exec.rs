@@ -359,3 +359,25 @@ fn two_runs_started_in_one_second_keep_their_own_folders_and_reports() {
         .collect();
     assert_eq!(raw.len(), 2, "{raw:?}");
 }
+
+#[test]
+fn the_summary_takes_the_columns_it_is_given_even_through_a_pipe() {
+    let ws = workspace("sums.toml", &model("texty", "text", "{{ answer }}", ""));
+    ws.run_ok(&["specs/", "-m", "texty"]);
+    let widest = |columns: Option<&str>| {
+        let mut cmd = crate::common::harness(ws.path());
+        cmd.args(["report", "latest", "--results", "results"]);
+        match columns {
+            Some(c) => cmd.env("COLUMNS", c),
+            None => cmd.env_remove("COLUMNS"),
+        };
+        let (code, out) = run(&mut cmd);
+        assert_eq!(code, 0, "{out}");
+        out.lines().map(|l| l.chars().count()).max().unwrap()
+    };
+    // (COLUMNS, the widest line it allows)
+    for (columns, at_most) in [(None, 80), (Some("junk"), 80), (Some("10"), 80)] {
+        assert!(widest(columns) <= at_most, "{columns:?}");
+    }
+    assert!(widest(Some("200")) > 80);
+}

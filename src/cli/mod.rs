@@ -122,6 +122,16 @@ pub(crate) fn stdout_color() -> bool {
     std::io::stdout().is_terminal()
 }
 
+/// The columns terminal tables fit: `COLUMNS` when it holds a width of at
+/// least 40, whether or not stdout is a terminal (`COLUMNS=200 harness
+/// report ... | cat`), else 80.
+pub(crate) fn columns() -> usize {
+    let set = std::env::var("COLUMNS").ok();
+    set.and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c >= 40)
+        .unwrap_or(crate::report::fit::WIDTH)
+}
+
 /// Takes every key out of the environment while the process has one thread
 /// and no child: the names that look like keys, and every `api_key_env` of
 /// the configuration `run` or `synth` reads. They stay in memory (the

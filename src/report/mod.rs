@@ -172,6 +172,8 @@ pub struct ReportContext<'a> {
     pub currency: &'a str,
     /// The language of every human-readable report.
     pub lang: crate::text::Lang,
+    /// The terminal summary's line width in characters (`COLUMNS`, else 80).
+    pub width: usize,
 }
 
 /// No model ids: what [`ReportContext::new`] starts from.
@@ -203,6 +205,7 @@ impl<'a> ReportContext<'a> {
             golden: None,
             currency: "USD",
             lang: crate::text::Lang::En,
+            width: fit::WIDTH,
         }
     }
 }
@@ -282,6 +285,14 @@ impl View<'_> {
     /// The phrases of the report's language.
     pub(crate) fn words(&self) -> &'static lang::Words {
         lang::words(self.ctx.lang)
+    }
+
+    /// How the terminal's tables are drawn.
+    pub(crate) fn fit(&self) -> fit::Fit {
+        fit::Fit {
+            color: self.ctx.color,
+            width: self.ctx.width,
+        }
     }
 }
 
