@@ -381,3 +381,47 @@ fn the_summary_takes_the_columns_it_is_given_even_through_a_pipe() {
     }
     assert!(widest(Some("200")) > 80);
 }
+
+/// A command naming a variable no instance sets: `harness check` points at
+/// the argument in harness.toml, and a run's error causes name it whole.
+#[test]
+fn an_unknown_variable_in_a_command_is_found_by_check_and_named_by_a_run() {
+    let models = model("typo", "text", "{{ answr }}", "")
+        + model("fine", "text", "{{ answer }}", "").as_str();
+    let ws = workspace("sums.toml", &models);
+    let check = |extra: &[&str]| {
+        let mut cmd = crate::common::harness(ws.path());
+        cmd.args(["check", "specs/", "--bless"]).args(extra);
+        run(&mut cmd)
+    };
+    let (code, out) = check(&["-m", "typo", "-m", "fine"]);
+    assert_eq!(code, 2, "{out}");
+    // model(...) writes `[models.typo]` on line 1 and its command on line 3.
+    assert!(out.contains("harness.toml:3:"), "{out}");
+    assert!(
+        out.contains(
+            "model `typo`, spec `exec_sums`: `command[3]` names variable `answr`, which instance 0 does not set"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("did you mean `answer`?"), "{out}");
+    assert_eq!(
+        out.matches("command[").count(),
+        1,
+        "one error, not one per instance: {out}"
+    );
+    // Without a model named, `[run] models` is checked: none here.
+    let (code, out) = check(&[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&["-m", "fine"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&["-m", "nosuch"]);
+    assert_eq!(code, 2, "{out}");
+
+    let (code, out) = ws.run(&["specs/", "-m", "typo"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("4 × model `typo`: `command[3]` names variable `answr`"),
+        "{out}"
+    );
+}

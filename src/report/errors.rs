@@ -67,6 +67,10 @@ pub(super) fn cause_of(error: &str) -> String {
         };
         return format!("program: {}", crate::text::clip(what, 60));
     }
+    // A command that does not render: which model and argument is the cause.
+    if error.starts_with("model `") && error.contains("`command[") {
+        return crate::text::clip(error, 160);
+    }
     let lower = error.to_lowercase();
     let known = [
         ("connection refused", "connection refused"),
@@ -124,6 +128,10 @@ mod tests {
             (
                 "program failed: cannot start `ocr` in /w: No such file or directory (os error 2)",
                 "program: No such file or directory",
+            ),
+            (
+                "model `ocr`: `command[1]`, line 1 column 4: undefined value",
+                "model `ocr`: `command[1]`, line 1 column 4: undefined value",
             ),
         ];
         for (error, cause) in cases {
