@@ -171,18 +171,7 @@ fn mean_scores(v: &View) -> String {
     }
     let w = v.words();
     let header = header_row(w.model, specs.iter().map(|s| s.title.clone()));
-    let rows: Vec<Vec<Cell>> = ranked_models(v)
-        .into_iter()
-        .map(|(m, _)| {
-            let mut row = vec![(m.clone(), None)];
-            for s in &specs {
-                let c = v.summary.cell(m, &s.id);
-                let text = c.map_or(NONE.into(), |c| percent(c.mean_score));
-                row.push((text, c.map(|c| c.mean_score)));
-            }
-            row
-        })
-        .collect();
+    let rows = model_rows(v, &specs, |c| (percent(c.mean_score), c.mean_score));
     let heading = w.t.mean_scores;
     format!(
         "\n{heading}{}",
@@ -213,21 +202,33 @@ fn categories(v: &View) -> String {
             s.title.clone()
         }
     }));
-    let rows: Vec<Vec<Cell>> = ranked_models(v)
+    let rows = model_rows(v, &specs, |c| {
+        let interval = c.interval.map(|e| e.interval());
+        (with_interval(c.score(), interval), c.score())
+    });
+    longer_in_rows(&header, &rows, v.fit(), w.category)
+}
+
+/// A row per model in leaderboard order: its name, then `cell`'s text and
+/// color value for each of `specs` (`—` where it has no records).
+fn model_rows(
+    v: &View,
+    specs: &[&super::SpecInfo],
+    cell: impl Fn(&Metrics) -> (String, f64),
+) -> Vec<Vec<Cell>> {
+    ranked_models(v)
         .into_iter()
         .map(|(m, _)| {
             let mut row = vec![(m.clone(), None)];
-            for s in &specs {
-                let cell = v.summary.cell(m, &s.id);
-                let text = cell.map_or(NONE.into(), |c| {
-                    with_interval(c.score(), c.interval.map(|e| e.interval()))
-                });
-                row.push((text, cell.map(Metrics::score)));
+            for s in specs {
+                row.push(v.summary.cell(m, &s.id).map_or((NONE.into(), None), |c| {
+                    let (text, value) = cell(c);
+                    (text, Some(value))
+                }));
             }
             row
         })
-        .collect();
-    longer_in_rows(&header, &rows, v.fit(), w.category)
+        .collect()
 }
 
 /// Accuracy per value of `var` for each model with records in the spec.
