@@ -26,10 +26,7 @@ fn empty_cells(out: &str, models: usize) -> BTreeMap<String, usize> {
     };
     let table_start = |l: &&str| l.starts_with("category ") || l.starts_with("model ");
     let lines: Vec<&str> = out.lines().collect();
-    let mut at = lines
-        .iter()
-        .position(|l| table_start(l))
-        .expect("a summary table");
+    let mut at = lines.iter().position(table_start).expect("a summary table");
     let mut missing = BTreeMap::new();
     while lines.get(at).is_some_and(table_start) {
         let header = cells(lines[at]);
