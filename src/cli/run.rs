@@ -458,7 +458,7 @@ fn claim_run_dir(runs_dir: &Path, id: &str, generated: bool) -> Result<String, E
     std::fs::create_dir_all(runs_dir).map_err(io_fail)?;
     let create = |id: &str| std::fs::create_dir(runs_dir.join(id));
     if generated {
-        return crate::files::claim_name(id, create).map_err(io_fail);
+        return crate::files::claim_name(id, '-', create).map_err(io_fail);
     }
     match create(id) {
         Ok(()) => Ok(id.to_owned()),

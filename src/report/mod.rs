@@ -303,7 +303,7 @@ impl View<'_> {
 /// one, else each journal's directory name); other models keep their name.
 ///
 /// Every file is named after one stamp, `ctx.file_stamp` or, when another
-/// report holds it, `<stamp>-2`, `<stamp>-3`, ...: the Markdown report's name
+/// report holds it, `<stamp>_2`, `<stamp>_3`, ...: the Markdown report's name
 /// is claimed first (`create_new`), so two reports made in the same second
 /// never overwrite each other's files.
 pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
@@ -313,7 +313,8 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     fs::create_dir_all(&raw_dir)?;
     fs::create_dir_all(&reports_dir)?;
     let markdown = |stamp: &str| reports_dir.join(format!("report_{stamp}.md"));
-    let stamp = crate::files::claim_name(ctx.file_stamp, |stamp| {
+    // `_2`, not `-2`: `report_X_2.md` sorts after `report_X.md` (`-` sorts before `.`).
+    let stamp = crate::files::claim_name(ctx.file_stamp, '_', |stamp| {
         fs::File::create_new(markdown(stamp)).map(drop)
     })?;
     let written = write_claimed(ctx, &mut journals, &stamp, &raw_dir, &reports_dir);
