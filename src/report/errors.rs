@@ -76,6 +76,12 @@ pub(super) fn cause_of(kind: Option<FailureKind>, error: &str) -> String {
                 .collect();
             format!("HTTP {status}")
         }
+        // A command that does not render: which model and argument is the cause.
+        Some(FailureKind::ConfigError)
+            if error.starts_with("model `") && error.contains("`command[") =>
+        {
+            crate::text::clip(error, 160)
+        }
         Some(FailureKind::Timeout) => "timed out".to_owned(),
         Some(FailureKind::MalformedResponse) => "malformed response".to_owned(),
         Some(FailureKind::NotRecorded) => "no recorded answer".to_owned(),
@@ -163,6 +169,11 @@ mod tests {
                 K::EpisodeTimeout,
                 "the episode ran past max_episode_secs = 5",
                 "the episode ran past max_episode_secs = 5",
+            ),
+            (
+                K::ConfigError,
+                "model `ocr`: `command[1]`, line 1 column 4: undefined value",
+                "model `ocr`: `command[1]`, line 1 column 4: undefined value",
             ),
         ];
         for (kind, error, cause) in cases {
