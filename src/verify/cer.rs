@@ -12,7 +12,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::expected::Expected;
 use super::kind::RuleKind;
-use super::{BuildContext, Measure, Rule, Verdict};
+use super::{BuildContext, Measure, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
 /// `cer`: the character error rate (or, with `unit = "word"`, the word error
@@ -137,6 +137,12 @@ impl Rule for Cer {
         self.expected.text_problems(vars, false)
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Cer {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let references = match self.expected.texts(vars, false) {
             Ok(references) => references,

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text_list, lookup, text_problem};
 use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
 #[derive(Clone, Copy)]
@@ -129,6 +129,12 @@ impl Rule for Contains {
         self.expected.text_problems(vars, true)
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Contains {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let needles = match self.expected.texts(vars, true) {
             Ok(needles) => needles,
@@ -229,6 +235,12 @@ impl Rule for Exclusive {
         problems
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Exclusive {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let (Some(expected), Some(candidates)) =
             (self.expected.resolve(vars), lookup(vars, &self.candidates))

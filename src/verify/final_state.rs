@@ -1,5 +1,5 @@
 //! `final_state`: a Rhai boolean expression over the tools' `state` after an
-//! `[agent]` episode (and the instance's `vars`), the way τ-bench judges an
+//! `[agent]` episode (and the instance's `vars`), the way τ-bench grades an
 //! agent by the database its tools changed, e.g.
 //! `state.orders[0].status == "cancelled"`.
 
@@ -7,7 +7,7 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
 use crate::text::clip;
@@ -124,7 +124,7 @@ impl FinalState {
         }
     }
 
-    fn judge(&self, state: &Value, vars: &Map<String, Value>) -> Verdict {
+    fn decide(&self, state: &Value, vars: &Map<String, Value>) -> Verdict {
         let run = || -> Result<Dynamic, ScriptError> {
             let mut scope = Self::scope(state, vars)?;
             Ok(self.engine.eval_ast_with_scope(&mut scope, &self.ast)?)
@@ -153,20 +153,21 @@ impl FinalState {
 }
 
 impl Rule for FinalState {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::failed(
-            FailureKind::NoAnswer,
-            "final state: no state (final_state judges an [agent] episode)",
-        )
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
     }
+}
 
-    fn verify_reply(&self, reply: &Reply, vars: &Map<String, Value>) -> Option<(String, Verdict)> {
+impl ReadsReply for FinalState {
+    fn verify(&self, reply: &Reply, vars: &Map<String, Value>) -> (String, Verdict) {
         let Some(state) = reply.state else {
-            return Some((String::new(), self.verify("", "", vars)));
+            let why =
+                "final state: no state (final_state reads the tools' state of an [agent] episode)";
+            return (String::new(), Verdict::failed(FailureKind::NoAnswer, why));
         };
         // Rhai walks the values a script builds recursively, however deep.
-        let verdict = on_script_stack(|| self.judge(state, vars));
-        Some((clip(&state.to_string(), SHOWN), verdict))
+        let verdict = on_script_stack(|| self.decide(state, vars));
+        (clip(&state.to_string(), SHOWN), verdict)
     }
 }
 
@@ -193,17 +194,17 @@ mod tests {
         }
     }
 
-    fn judge(expr: &str, state: Option<Value>) -> Verdict {
+    fn check(expr: &str, state: Option<Value>) -> Verdict {
         let vars = json!({"order": 1}).as_object().unwrap().clone();
         let reply = Reply {
             state: state.as_ref(),
             ..Reply::text("")
         };
-        rule(expr).verify_reply(&reply, &vars).unwrap().1
+        ReadsReply::verify(&rule(expr), &reply, &vars).1
     }
 
     #[test]
-    fn judges_the_state_and_shows_what_it_read() {
+    fn checks_the_state_and_shows_what_it_read() {
         let state = json!({"orders": [{"status": "new"}, {"status": "cancelled"}]});
         let cases: [(&str, bool, &str); 5] = [
             (
@@ -225,7 +226,7 @@ mod tests {
             ("state.orders", false, "not a bool"),
         ];
         for (expr, passed, detail) in cases {
-            let verdict = judge(expr, Some(state.clone()));
+            let verdict = check(expr, Some(state.clone()));
             assert_eq!(verdict.passed, passed, "{expr}: {}", verdict.detail);
             assert!(
                 verdict.detail.contains(detail),
@@ -233,7 +234,7 @@ mod tests {
                 verdict.detail
             );
         }
-        let none = judge("true", None);
+        let none = check("true", None);
         assert_eq!(none.failure, Some(FailureKind::NoAnswer));
     }
 

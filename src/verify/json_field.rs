@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::expected::lookup;
 use super::kind::RuleKind;
 use super::numeric::Tolerance;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ExtractKind;
 use crate::text::{clip, quote};
@@ -153,6 +153,12 @@ impl Rule for JsonField {
         ))
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for JsonField {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let parsed: Value = match serde_json::from_str(answer) {
             Ok(v) => v,

@@ -4,10 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::shared::{episode_calls, show_calls};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::Diagnostic;
-use crate::format::ToolCall;
 
 /// `no_tool_call`: the reply calls no tool, in any turn (BFCL's irrelevance
 /// category: an answer of `[]` or `[{}]` is right, any call is wrong).
@@ -17,7 +16,6 @@ pub(super) struct NoToolCallKeys {}
 
 impl RuleKind for NoToolCallKeys {
     const NAME: &'static str = "no_tool_call";
-    const OVER_CALLS: bool = true;
 
     fn build(self, _cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         Ok(Box::new(NoToolCall))
@@ -27,12 +25,14 @@ impl RuleKind for NoToolCallKeys {
 struct NoToolCall;
 
 impl Rule for NoToolCall {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::pass()
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
     }
+}
 
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
+impl ReadsReply for NoToolCall {
+    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
+        let calls = episode_calls(reply);
         let verdict = match reply.calls().next() {
             None => Verdict::pass(),
             Some((turn, call)) => Verdict::failed(
@@ -44,13 +44,14 @@ impl Rule for NoToolCall {
                 ),
             ),
         };
-        Some((show_calls(&calls), verdict))
+        (show_calls(&calls), verdict)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::ToolCall;
     use crate::prompt::Message;
 
     #[test]
@@ -65,9 +66,7 @@ mod tests {
                 state: None,
                 tools: &[],
             };
-            let (_, v) = NoToolCall
-                .verify_reply(&reply, &Map::new())
-                .expect("a reply rule");
+            let (_, v) = ReadsReply::verify(&NoToolCall, &reply, &Map::new());
             assert_eq!(v.passed, passes, "{trajectory:?}: {}", v.detail);
         }
         let reply = Reply {
@@ -76,9 +75,7 @@ mod tests {
             state: None,
             tools: &[],
         };
-        let (shown, v) = NoToolCall
-            .verify_reply(&reply, &Map::new())
-            .expect("a reply rule");
+        let (shown, v) = ReadsReply::verify(&NoToolCall, &reply, &Map::new());
         assert_eq!(shown, r#"f({"a":1})"#);
         assert_eq!(v.detail, "call 1 `f` (turn 1): no tool should be called");
         assert_eq!(v.failure, Some(FailureKind::UnexpectedCall));

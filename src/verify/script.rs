@@ -1,4 +1,4 @@
-//! `script`: a Rhai expression judges the answer — the escape hatch that
+//! `script`: a Rhai expression decides on the answer — the escape hatch that
 //! still needs no recompiling. It sees `response`, `answer` and `vars`, and
 //! returns a bool, a score in [0, 1], or `#{ passed, score, detail }`.
 
@@ -6,7 +6,7 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
 
@@ -127,6 +127,12 @@ impl Rule for ScriptRule {
         Some(self.verify("", "", vars))
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for ScriptRule {
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
         // Rhai walks the values a script builds recursively, however deep.
         on_script_stack(|| self.run(answer, response, vars)).unwrap_or_else(|e| {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text};
 use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
 #[derive(Clone, Copy)]
@@ -97,6 +97,12 @@ impl Rule for Similarity {
         Some(&self.expected)
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Similarity {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let Some(expected) = self.expected.resolve(vars).map(as_text) else {
             return Verdict::fail("the expected value is missing from the instance");

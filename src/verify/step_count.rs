@@ -4,11 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
-use super::tool_used::calls_text;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::shared::{calls_text, episode_calls, show_calls};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::ToolCall;
 
 /// `step_count`: the episode has at least `min` and at most `max` steps,
 /// counting tool calls (default) or assistant turns.
@@ -25,7 +23,6 @@ pub(super) struct StepCountKeys {
 
 impl RuleKind for StepCountKeys {
     const NAME: &'static str = "step_count";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let turns = cx.choice(
@@ -55,7 +52,7 @@ struct StepCount {
 }
 
 impl StepCount {
-    fn judge(&self, steps: usize) -> Verdict {
+    fn decide(&self, steps: usize) -> Verdict {
         let shown = if self.turns {
             format!("{steps} turn{}", if steps == 1 { "" } else { "s" })
         } else {
@@ -79,18 +76,20 @@ impl StepCount {
 }
 
 impl Rule for StepCount {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        self.judge(0)
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
     }
+}
 
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
+impl ReadsReply for StepCount {
+    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
+        let calls = episode_calls(reply);
         let steps = if self.turns {
             reply.turns().count()
         } else {
             calls.len()
         };
-        Some((show_calls(&calls), self.judge(steps)))
+        (show_calls(&calls), self.decide(steps))
     }
 }
 
@@ -139,7 +138,7 @@ mod tests {
             ),
         ];
         for (rule, steps, failure) in cases {
-            let v = rule.judge(steps);
+            let v = rule.decide(steps);
             assert_eq!(v.passed, failure.is_none(), "{steps}: {}", v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default());
         }

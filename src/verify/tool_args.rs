@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use super::call_check::{Comparison, ExpectedCall, find_tool, parse_arguments};
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::shared::{episode_calls, show_calls};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
 
@@ -34,7 +34,6 @@ pub(super) struct ToolArgsKeys {
 
 impl RuleKind for ToolArgsKeys {
     const NAME: &'static str = "tool_args";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let arguments = parse_arguments(&Value::Object(self.arguments))
@@ -73,7 +72,7 @@ struct ToolArgs {
 }
 
 impl ToolArgs {
-    fn judge(&self, calls: &[ToolCall], tools: &[crate::format::Tool]) -> Verdict {
+    fn decide(&self, calls: &[ToolCall], tools: &[crate::format::Tool]) -> Verdict {
         let name = &self.expected.name;
         let candidates: Vec<usize> = match self.step {
             Some(step) => match calls.get(step) {
@@ -133,13 +132,15 @@ impl ToolArgs {
 }
 
 impl Rule for ToolArgs {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        self.judge(&[], &[])
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
     }
+}
 
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
-        Some((show_calls(&calls), self.judge(&calls, reply.tools)))
+impl ReadsReply for ToolArgs {
+    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
+        let calls = episode_calls(reply);
+        (show_calls(&calls), self.decide(&calls, reply.tools))
     }
 }
 
@@ -203,11 +204,11 @@ mod tests {
             ),
         ];
         for (rule, failure) in cases {
-            let v = rule.judge(&calls, &[]);
+            let v = rule.decide(&calls, &[]);
             assert_eq!(v.passed, failure.is_none(), "{:?}: {}", rule.step, v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default());
         }
-        let v = rule(None, false).judge(&calls[..1], &[]);
+        let v = rule(None, false).decide(&calls[..1], &[]);
         assert_eq!(v.detail, "`weather` is never called");
     }
 }

@@ -5,10 +5,11 @@
 
 use serde_json::{Map, Value};
 
-use super::call_check::{Comparison, ExpectedCall, Mismatch, find_tool, parse_calls, show_call};
+use super::call_check::{Comparison, ExpectedCall, Mismatch, find_tool, parse_calls};
 use super::expected::Expected;
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::shared::{show_calls, turn_calls};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::{Tool, ToolCall};
 
@@ -37,7 +38,6 @@ pub(super) struct ToolCallKeys {
 
 impl RuleKind for ToolCallKeys {
     const NAME: &'static str = "tool_call";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let order = cx.choice(
@@ -78,22 +78,6 @@ pub(super) struct ToolCallRule {
     pub(super) turn: usize,
 }
 
-/// The calls of a reply's assistant turn `turn` (none when there is no such turn).
-pub(super) fn turn_calls<'a>(reply: &Reply<'a>, turn: usize) -> &'a [ToolCall] {
-    reply
-        .turns()
-        .nth(turn)
-        .map_or(&[], |m| m.tool_calls.as_slice())
-}
-
-/// The calls as an answer to show: `name(args)` joined, or `no call`.
-pub(super) fn show_calls(calls: &[ToolCall]) -> String {
-    if calls.is_empty() {
-        return "no call".to_owned();
-    }
-    calls.iter().map(show_call).collect::<Vec<_>>().join("; ")
-}
-
 /// A failure naming call `index` (0-based) and its tool.
 fn at_call(index: usize, call: &ToolCall, m: &Mismatch) -> Verdict {
     Verdict::failed(
@@ -104,7 +88,7 @@ fn at_call(index: usize, call: &ToolCall, m: &Mismatch) -> Verdict {
 
 impl ToolCallRule {
     /// The verdict on `calls` against `expected` with `tools`' schemas.
-    pub(super) fn judge(
+    pub(super) fn decide(
         &self,
         calls: &[ToolCall],
         expected: &[ExpectedCall],
@@ -211,26 +195,21 @@ impl Rule for ToolCallRule {
         }
     }
 
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::failed(FailureKind::NoAnswer, "no tool calls to check")
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
     }
+}
 
-    fn verify_reply(&self, reply: &Reply, vars: &Map<String, Value>) -> Option<(String, Verdict)> {
+impl ReadsReply for ToolCallRule {
+    fn verify(&self, reply: &Reply, vars: &Map<String, Value>) -> (String, Verdict) {
         let calls = turn_calls(reply, self.turn);
         let shown = show_calls(calls);
-        let expected = match self.expected.resolve(vars).map(parse_calls) {
-            None => {
-                return Some((
-                    shown,
-                    Verdict::fail("the expected calls are missing from the instance"),
-                ));
-            }
-            Some(Err(why)) => {
-                return Some((shown, Verdict::fail(format!("the expected calls: {why}"))));
-            }
-            Some(Ok(expected)) => expected,
+        let verdict = match self.expected.resolve(vars).map(parse_calls) {
+            None => Verdict::fail("the expected calls are missing from the instance"),
+            Some(Err(why)) => Verdict::fail(format!("the expected calls: {why}")),
+            Some(Ok(expected)) => self.decide(calls, &expected, reply.tools),
         };
-        Some((shown, self.judge(calls, &expected, reply.tools)))
+        (shown, verdict)
     }
 }
 

@@ -4,10 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::shared::{episode_calls, show_calls};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::ToolCall;
 
 /// `tool_sequence`: the episode's calls, by tool name, follow `tools`:
 /// exactly (`exact`), as a subsequence with other calls between (`in_order`,
@@ -30,7 +29,6 @@ enum Mode {
 
 impl RuleKind for ToolSequenceKeys {
     const NAME: &'static str = "tool_sequence";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let modes = [
@@ -55,7 +53,7 @@ struct ToolSequence {
 }
 
 impl ToolSequence {
-    fn judge(&self, names: &[&str]) -> Verdict {
+    fn decide(&self, names: &[&str]) -> Verdict {
         match self.mode {
             Mode::Exact => self.exact(names),
             Mode::InOrder => self.in_order(names),
@@ -139,14 +137,16 @@ impl ToolSequence {
 }
 
 impl Rule for ToolSequence {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        self.judge(&[])
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
     }
+}
 
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
+impl ReadsReply for ToolSequence {
+    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
+        let calls = episode_calls(reply);
         let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-        Some((show_calls(&calls), self.judge(&names)))
+        (show_calls(&calls), self.decide(&names))
     }
 }
 
@@ -191,7 +191,7 @@ mod tests {
             ),
         ];
         for (mode, names, failure) in cases {
-            let v = seq(mode).judge(names);
+            let v = seq(mode).decide(names);
             assert_eq!(
                 v.passed,
                 failure.is_none(),

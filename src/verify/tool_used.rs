@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::shared::{calls_text, episode_calls, show_calls};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
 
@@ -24,7 +24,6 @@ pub(super) struct ToolUsedKeys {
 
 impl RuleKind for ToolUsedKeys {
     const NAME: &'static str = "tool_used";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         if self.tools.is_empty() {
@@ -48,25 +47,23 @@ struct ToolUsed {
     max: Option<u32>,
 }
 
-/// `n call(s)`.
-pub(super) fn calls_text(n: usize) -> String {
-    format!("{n} call{}", if n == 1 { "" } else { "s" })
+impl Rule for ToolUsed {
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
+    }
 }
 
-impl Rule for ToolUsed {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::failed(FailureKind::NoAnswer, "no tool calls to check")
-    }
-
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
-        let verdict = self.judge(&calls);
-        Some((show_calls(&calls), verdict))
+impl ReadsReply for ToolUsed {
+    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
+        let calls = episode_calls(reply);
+        let verdict = self.decide(&calls);
+        (show_calls(&calls), verdict)
     }
 }
 
 impl ToolUsed {
-    fn judge(&self, calls: &[ToolCall]) -> Verdict {
+    /// The verdict on the episode's `calls`.
+    fn decide(&self, calls: &[ToolCall]) -> Verdict {
         for tool in &self.tools {
             let steps: Vec<usize> = (0..calls.len())
                 .filter(|&i| calls[i].name == *tool)
@@ -143,7 +140,7 @@ mod tests {
             ),
         ];
         for (rule, names, failure) in cases {
-            let v = rule.judge(&calls(names));
+            let v = rule.decide(&calls(names));
             assert_eq!(v.passed, failure.is_none(), "{names:?}: {}", v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default(), "{names:?}");
         }

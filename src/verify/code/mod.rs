@@ -15,7 +15,7 @@
 //! "pass"|"fail"|"gone"|"error", "kind", "error"}`; the program can write
 //! to neither.
 
-mod judge;
+mod outcome;
 
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::code_input::{Runtime, runtime, test_sources, test_template};
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ExtractKind;
 use crate::sandbox::{self, Limits, Program};
@@ -193,6 +193,12 @@ impl Rule for CodeRule {
         true
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for CodeRule {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let tests = match test_sources(&self.tests, self.template.as_ref(), vars) {
             Ok(tests) => tests,
@@ -205,7 +211,7 @@ impl Rule for CodeRule {
             Ok(parts) => parts,
             Err(e) => return Verdict::failed(FailureKind::ScriptError, e.to_string()),
         };
-        let nonce = judge::nonce();
+        let nonce = outcome::nonce();
         let (program, checker) = match self.programs(&solution, prelude, &tests, &nonce) {
             Ok(programs) => programs,
             Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
@@ -215,13 +221,13 @@ impl Rule for CodeRule {
             Ok(outcomes) => outcomes,
             Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
         };
-        let ran = judge::Ran {
+        let ran = outcome::Ran {
             program: &program,
             checker: &checker,
             nonce: &nonce,
             limits: &self.limits,
         };
-        judge::verdict(&tests, &ran, self.scoring == Scoring::Fraction)
+        outcome::verdict(&tests, &ran, self.scoring == Scoring::Fraction)
     }
 }
 

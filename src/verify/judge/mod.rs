@@ -17,7 +17,7 @@ pub(crate) mod rubric;
 
 use super::expected::{Expected, as_text};
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::{BuildContext, Reads, Rule};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::range::{Bounds, Number};
 pub(crate) use combine::{JudgeSample, combine};
@@ -222,15 +222,7 @@ impl Rule for JudgeRule {
         self.reference.as_ref()
     }
 
-    fn verify(&self, _: &str, _: &str, _: &Map<String, Value>) -> Verdict {
-        // Reached only when nobody judged the answer: say so rather than score it.
-        Verdict::failed(
-            FailureKind::JudgeError,
-            "judge error: no judge model (pass --judge MODEL or set [judge] in harness.toml)",
-        )
-    }
-
-    fn judge(&self) -> Option<&JudgeRule> {
-        Some(self)
+    fn reads(&self) -> Reads<'_> {
+        Reads::Judge(self)
     }
 }
