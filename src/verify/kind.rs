@@ -263,4 +263,83 @@ mod tests {
             "docs/rules.md's common keys"
         );
     }
+
+    /// What `property` of the committed schema resolves to, through
+    /// `Option`'s `anyOf`, `$ref`s and a list's `items`.
+    fn resolved<'a>(schema: &'a Value, mut property: &'a Value) -> &'a Value {
+        loop {
+            property = if let Some(any) = property["anyOf"].as_array() {
+                any.iter()
+                    .find(|p| p["type"] != "null")
+                    .expect("a non-null type")
+            } else if let Some(to) = property["$ref"].as_str() {
+                let name = to.rsplit('/').next().unwrap_or_default();
+                &schema["$defs"][name]
+            } else if property["items"].is_object() {
+                &property["items"]
+            } else {
+                return property;
+            };
+        }
+    }
+
+    /// The values an enumerated schema allows (`enum`, or `oneOf` of `const`s).
+    fn values(schema: &Value) -> Vec<String> {
+        let listed = schema["enum"].as_array().into_iter().flatten();
+        let consts = schema["oneOf"].as_array().into_iter().flatten();
+        listed
+            .chain(consts.map(|v| &v["const"]))
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn the_schema_lists_the_values_of_every_enumerated_key() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("contains", "mode", &["all", "any"]),
+            ("similarity", "metric", &["chrf", "levenshtein"]),
+            ("code", "score", &["all", "fraction"]),
+            ("judge", "language", &["ru", "en"]),
+            (
+                "cer",
+                "normalize",
+                &["nfkc", "case", "yo", "punctuation", "whitespace"],
+            ),
+            ("cer", "unit", &["char", "word"]),
+            ("tool_call", "order", &["any", "exact"]),
+            ("tool_sequence", "mode", &["in_order", "exact", "any_order"]),
+            ("step_count", "count", &["calls", "turns"]),
+        ];
+        let schema: Value = serde_json::from_str(SCHEMA).expect("the committed schema is JSON");
+        let mut enumerated = Vec::new();
+        let mut described = Vec::new();
+        let listing = regex::Regex::new(r"`[a-z_]+`,? or `[a-z_]+`").expect("a valid pattern");
+        for variant in schema["$defs"]["Rule"]["oneOf"].as_array().expect("rules") {
+            let rule = variant["title"].as_str().expect("a title");
+            for (key, property) in variant["properties"].as_object().expect("properties") {
+                let found = values(resolved(&schema, property));
+                if !found.is_empty() && !common_keys().contains(&key.as_str()) {
+                    enumerated.push((rule, key.as_str(), found));
+                } else if found.is_empty()
+                    && listing.is_match(property["description"].as_str().unwrap_or_default())
+                {
+                    described.push(format!("{rule}.{key}"));
+                }
+            }
+        }
+        let want: Vec<(&str, &str, Vec<String>)> = cases
+            .iter()
+            .map(|(rule, key, values)| {
+                (*rule, *key, values.iter().map(|v| v.to_string()).collect())
+            })
+            .collect();
+        assert_eq!(
+            enumerated, want,
+            "the enumerated keys of the schema, in rule order"
+        );
+        assert!(
+            described.is_empty(),
+            "keys whose doc lists values but whose schema does not (make them enums): {described:?}"
+        );
+    }
 }

@@ -240,28 +240,6 @@ impl BuildContext<'_> {
         }
     }
 
-    /// The option `value` of `key` names, out of `options`; the first is
-    /// the default when the key is absent.
-    pub(crate) fn choice<T: Copy>(
-        &self,
-        key: &str,
-        value: Option<&str>,
-        options: &[(&str, T)],
-    ) -> Result<T, Diagnostic> {
-        let Some(value) = value else {
-            return Ok(options[0].1);
-        };
-        match options.iter().find(|(name, _)| *name == value) {
-            Some((_, option)) => Ok(*option),
-            None => {
-                let names: Vec<String> = options.iter().map(|(n, _)| format!("`{n}`")).collect();
-                Err(self
-                    .error(ErrorKind::Invalid, key, format!("unknown {key} `{value}`"))
-                    .with_help(format!("{key} is {}", names.join(" or "))))
-            }
-        }
-    }
-
     /// The location of a position inside the string value of `key`.
     pub(crate) fn locate_in(
         &self,

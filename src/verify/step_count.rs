@@ -18,18 +18,24 @@ pub(super) struct StepCountKeys {
     /// The fewest steps needed (default 0).
     pub min: Option<u32>,
     /// What a step is: `calls` (default: each tool call) or `turns` (each assistant message).
-    pub count: Option<String>,
+    pub count: Option<StepUnit>,
+}
+
+/// What one step of an episode is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum StepUnit {
+    /// Each tool call.
+    #[default]
+    Calls,
+    /// Each assistant message.
+    Turns,
 }
 
 impl RuleKind for StepCountKeys {
     const NAME: &'static str = "step_count";
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let turns = cx.choice(
-            "count",
-            self.count.as_deref(),
-            &[("calls", false), ("turns", true)],
-        )?;
         if self.max.is_none() && self.min.is_none() {
             return Err(cx.missing("step_count", "max", "5"));
         }
@@ -40,7 +46,7 @@ impl RuleKind for StepCountKeys {
         Ok(Box::new(StepCount {
             min,
             max: self.max,
-            turns,
+            turns: self.count == Some(StepUnit::Turns),
         }))
     }
 }

@@ -26,7 +26,7 @@ pub(super) struct ToolCallKeys {
     pub value: Option<Value>,
     /// `any` (default, BFCL's parallel categories: each expected call takes the first
     /// unmatched call that fits) or `exact` (the n-th call is checked against the n-th).
-    pub order: Option<String>,
+    pub order: Option<CallOrder>,
     /// Numbers within this distance of an acceptable value are equal (default 0, as BFCL).
     pub tolerance: Option<f64>,
     /// Compare strings after BFCL's normalization: spaces and `,./-_*^` removed,
@@ -36,15 +36,21 @@ pub(super) struct ToolCallKeys {
     pub turn: Option<u32>,
 }
 
+/// How the turn's calls are matched with the expected ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum CallOrder {
+    /// Each expected call takes the first unmatched call that fits (BFCL's parallel categories).
+    #[default]
+    Any,
+    /// The n-th call is checked against the n-th expected call.
+    Exact,
+}
+
 impl RuleKind for ToolCallKeys {
     const NAME: &'static str = "tool_call";
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let order = cx.choice(
-            "order",
-            self.order.as_deref(),
-            &[("any", false), ("exact", true)],
-        )?;
         let tolerance = self.tolerance.unwrap_or(0.0);
         if !(tolerance.is_finite() && tolerance >= 0.0) {
             return Err(cx.error(
@@ -58,7 +64,7 @@ impl RuleKind for ToolCallKeys {
         }
         Ok(Box::new(ToolCallRule {
             expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
-            exact_order: order,
+            exact_order: self.order == Some(CallOrder::Exact),
             comparison: Comparison {
                 tolerance,
                 normalize: self.normalize.unwrap_or(true),

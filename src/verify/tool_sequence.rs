@@ -17,13 +17,19 @@ pub(super) struct ToolSequenceKeys {
     /// The tools' names, in the expected order.
     pub tools: Vec<String>,
     /// `in_order` (default), `exact` or `any_order`.
-    pub mode: Option<String>,
+    pub mode: Option<SequenceMode>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Mode {
+/// How the calls must follow the listed tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum SequenceMode {
+    /// As a subsequence: other calls may come between.
+    #[default]
     InOrder,
+    /// Exactly the listed calls, in order, and no others.
     Exact,
+    /// Each listed name at least as often as listed, in any order.
     AnyOrder,
 }
 
@@ -31,13 +37,8 @@ impl RuleKind for ToolSequenceKeys {
     const NAME: &'static str = "tool_sequence";
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let modes = [
-            ("in_order", Mode::InOrder),
-            ("exact", Mode::Exact),
-            ("any_order", Mode::AnyOrder),
-        ];
-        let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
-        if self.tools.is_empty() && mode != Mode::Exact {
+        let mode = self.mode.unwrap_or_default();
+        if self.tools.is_empty() && mode != SequenceMode::Exact {
             return Err(cx.error(ErrorKind::Invalid, "tools", "`tools` names no tool"));
         }
         Ok(Box::new(ToolSequence {
@@ -49,15 +50,15 @@ impl RuleKind for ToolSequenceKeys {
 
 struct ToolSequence {
     tools: Vec<String>,
-    mode: Mode,
+    mode: SequenceMode,
 }
 
 impl ToolSequence {
     fn decide(&self, names: &[&str]) -> Verdict {
         match self.mode {
-            Mode::Exact => self.exact(names),
-            Mode::InOrder => self.in_order(names),
-            Mode::AnyOrder => self.any_order(names),
+            SequenceMode::Exact => self.exact(names),
+            SequenceMode::InOrder => self.in_order(names),
+            SequenceMode::AnyOrder => self.any_order(names),
         }
     }
 
@@ -161,31 +162,35 @@ mod tests {
             mode,
         };
         let cases = [
-            (Mode::Exact, &["search", "book"][..], None),
+            (SequenceMode::Exact, &["search", "book"][..], None),
             (
-                Mode::Exact,
+                SequenceMode::Exact,
                 &["search", "pay"],
                 Some("step 2: called `pay`, expected `book`"),
             ),
             (
-                Mode::Exact,
+                SequenceMode::Exact,
                 &["search"],
                 Some("step 2: expected `book`, but the episode made 1 calls"),
             ),
             (
-                Mode::Exact,
+                SequenceMode::Exact,
                 &["search", "book", "pay"],
                 Some("step 3: called `pay` after the sequence ended"),
             ),
-            (Mode::InOrder, &["search", "weather", "book", "pay"], None),
             (
-                Mode::InOrder,
+                SequenceMode::InOrder,
+                &["search", "weather", "book", "pay"],
+                None,
+            ),
+            (
+                SequenceMode::InOrder,
                 &["book", "search"],
                 Some("`book` (item 2 of the sequence) is not called after step 2"),
             ),
-            (Mode::AnyOrder, &["book", "search"], None),
+            (SequenceMode::AnyOrder, &["book", "search"], None),
             (
-                Mode::AnyOrder,
+                SequenceMode::AnyOrder,
                 &["book"],
                 Some("`search` is called 0 times, the sequence lists it 1 times"),
             ),
