@@ -188,7 +188,10 @@ impl ReadsText for JsonField {
                 return Verdict::fail(format!("the instance has no `{var}`"));
             };
             match parsed.pointer(pointer) {
-                None => problems.push(format!("{pointer}: missing, expected {}", quote(want))),
+                None => problems.push(format!(
+                    "the JSON pointer `{pointer}` finds nothing in the answer (expected {})",
+                    quote(want)
+                )),
                 Some(got) if typed_eq(got, want, self.tolerance) => {}
                 Some(got) => problems.push(format!(
                     "{pointer}: expected {} ({}), got {} ({}){}",
@@ -299,6 +302,16 @@ mod tests {
         assert_eq!(
             rule.verify("{oops", "", &vars).failure,
             Some(FailureKind::InvalidJson)
+        );
+    }
+
+    #[test]
+    fn a_pointer_that_finds_nothing_is_named() {
+        let (rule, vars) = rule("/route/id", "answer_id", 3.0, 0.0);
+        let v = rule.verify(r#"{"route": {"name": "A"}}"#, "", &vars);
+        assert_eq!(
+            v.detail,
+            "the JSON pointer `/route/id` finds nothing in the answer (expected 3.0)"
         );
     }
 }

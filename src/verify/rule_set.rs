@@ -327,4 +327,35 @@ mod tests {
             v.failure_details()
         );
     }
+
+    /// The rules of a spec whose text is `text`.
+    fn built(text: &str) -> RuleSet {
+        let map = SourceMap::parse(Path::new("s.toml"), text).expect("a spec");
+        let table: toml::Table = toml::from_str(text).expect("TOML");
+        let defs: Vec<RuleTable> = table["verify"]
+            .as_array()
+            .expect("[[verify]]")
+            .iter()
+            .map(|t| RuleTable(t.as_table().expect("a table").clone()))
+            .collect();
+        RuleSet::build(&defs, &map, Path::new("."), None).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    #[test]
+    fn a_rule_s_name_replaces_its_kind_in_the_failure_text() {
+        let cases = [
+            ("", "contains: does not contain «1889»"),
+            (
+                "name = \"mentions the year\"\n",
+                "mentions the year: does not contain «1889»",
+            ),
+        ];
+        for (name, details) in cases {
+            let set = built(&format!(
+                "[[verify]]\nrule = \"contains\"\nvalue = \"1889\"\n{name}"
+            ));
+            let verdict = set.verify("in 1890", &Map::new());
+            assert_eq!(verdict.failure_details(), details);
+        }
+    }
 }

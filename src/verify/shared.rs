@@ -1,9 +1,12 @@
-//! What several rules share: the tool calls a reply made, and how a rule
-//! over calls shows them as its answer. A helper lives here once a second
-//! rule needs it, so rule files never import from one another.
+//! What several rules share: the tool calls a reply made, how a rule over
+//! calls shows them as its answer, and how a Rhai rule's `#{passed, score,
+//! detail}` becomes a verdict. A helper lives here once a second rule needs
+//! it, so rule files never import from one another.
 
-use super::Reply;
+use rhai::Dynamic;
+
 use super::call_check::show_call;
+use super::{Reply, Verdict};
 use crate::format::ToolCall;
 
 /// Every call of the episode, in order.
@@ -30,4 +33,27 @@ pub(super) fn show_calls(calls: &[ToolCall]) -> String {
 /// `n call(s)`.
 pub(super) fn calls_text(n: usize) -> String {
     format!("{n} call{}", if n == 1 { "" } else { "s" })
+}
+
+/// A Rhai number as a score.
+pub(super) fn as_score(d: &Dynamic) -> Option<f64> {
+    d.as_float()
+        .ok()
+        .or_else(|| d.as_int().ok().map(|i| i as f64))
+}
+
+/// The verdict a Rhai map `#{passed, score, detail}` states: `passed`
+/// defaults to `score ≥ threshold`, `score` to 1 or 0 by `passed`.
+pub(super) fn map_verdict(map: &rhai::Map, threshold: f64) -> Verdict {
+    let score = map.get("score").and_then(as_score);
+    let passed = map
+        .get("passed")
+        .and_then(|p| p.as_bool().ok())
+        .unwrap_or_else(|| score.unwrap_or(0.0) >= threshold);
+    let detail = map.get("detail").map(|d| d.to_string()).unwrap_or_default();
+    Verdict::scored(
+        passed,
+        score.unwrap_or(if passed { 1.0 } else { 0.0 }),
+        detail,
+    )
 }

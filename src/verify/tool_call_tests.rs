@@ -389,3 +389,22 @@ fn extract_is_an_error_on_rules_over_calls() {
     );
     assert!(shown.contains("s.toml:4:"), "{shown}");
 }
+
+#[test]
+fn a_wrong_type_is_named_as_the_schema_names_it() {
+    let cases = [
+        ("number", "\"5\" is a string, expected a number"),
+        ("float", "\"5\" is a string, expected a float"),
+        ("integer", "\"5\" is a string, expected an integer"),
+    ];
+    for (declared, detail) in cases {
+        let tools = [tool("f", json!({"x": {"type": declared}}), &["x"])];
+        let (_, v) = check(
+            &rule(false, 0.0, true),
+            vec![call("f", json!({"x": "5"}))],
+            json!([{"f": {"x": [5]}}]),
+            &tools,
+        );
+        assert!(v.detail.ends_with(detail), "{declared}: {}", v.detail);
+    }
+}
