@@ -1,12 +1,11 @@
 //! `no_tool_call`: BFCL's irrelevance check. The tools offered do not fit
 //! the question, so the right answer calls none of them; text is fine.
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::shared::{episode_calls, show_calls};
-use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
+use super::shared::EpisodeCalls;
+use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::Diagnostic;
+use crate::format::ToolCall;
 
 /// `no_tool_call`: the reply calls no tool, in any turn (BFCL's irrelevance
 /// category: an answer of `[]` or `[{}]` is right, any call is wrong).
@@ -24,16 +23,9 @@ impl RuleKind for NoToolCallKeys {
 
 struct NoToolCall;
 
-impl Rule for NoToolCall {
-    fn reads(&self) -> Reads<'_> {
-        Reads::Reply(self)
-    }
-}
-
-impl ReadsReply for NoToolCall {
-    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
-        let calls = episode_calls(reply);
-        let verdict = match reply.calls().next() {
+impl EpisodeCalls for NoToolCall {
+    fn decide(&self, _calls: &[ToolCall], reply: &Reply) -> Verdict {
+        match reply.calls().next() {
             None => Verdict::pass(),
             Some((turn, call)) => Verdict::failed(
                 FailureKind::UnexpectedCall,
@@ -43,8 +35,7 @@ impl ReadsReply for NoToolCall {
                     turn + 1
                 ),
             ),
-        };
-        (show_calls(&calls), verdict)
+        }
     }
 }
 
@@ -53,6 +44,8 @@ mod tests {
     use super::*;
     use crate::format::ToolCall;
     use crate::prompt::Message;
+    use crate::verify::ReadsReply;
+    use serde_json::Map;
 
     #[test]
     fn passes_without_calls_and_fails_on_any_call() {

@@ -4,10 +4,32 @@
 //! it, so rule files never import from one another.
 
 use rhai::Dynamic;
+use serde_json::{Map, Value};
 
 use super::call_check::show_call;
-use super::{Reply, Verdict};
+use super::{Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::format::ToolCall;
+
+/// A rule over every call of the episode, which it shows as its answer:
+/// it reads the reply, and says only how it decides.
+pub(super) trait EpisodeCalls: Send + Sync {
+    /// The verdict on the episode's `calls` (those of `reply`).
+    fn decide(&self, calls: &[ToolCall], reply: &Reply) -> Verdict;
+}
+
+impl<T: EpisodeCalls> Rule for T {
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
+    }
+}
+
+impl<T: EpisodeCalls> ReadsReply for T {
+    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
+        let calls = episode_calls(reply);
+        let verdict = self.decide(&calls, reply);
+        (show_calls(&calls), verdict)
+    }
+}
 
 /// Every call of the episode, in order.
 pub(super) fn episode_calls(reply: &Reply) -> Vec<ToolCall> {

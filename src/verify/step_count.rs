@@ -1,12 +1,11 @@
 //! `step_count`: how long an episode ran, in tool calls or assistant turns
 //! (promptfoo's `trajectory:step-count`).
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::shared::{calls_text, episode_calls, show_calls};
-use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
+use super::shared::{EpisodeCalls, calls_text};
+use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
+use crate::format::ToolCall;
 
 /// `step_count`: the episode has at least `min` and at most `max` steps,
 /// counting tool calls (default) or assistant turns.
@@ -58,7 +57,8 @@ struct StepCount {
 }
 
 impl StepCount {
-    fn decide(&self, steps: usize) -> Verdict {
+    /// The verdict on an episode of `steps` steps.
+    fn bound(&self, steps: usize) -> Verdict {
         let shown = if self.turns {
             format!("{steps} turn{}", if steps == 1 { "" } else { "s" })
         } else {
@@ -81,21 +81,14 @@ impl StepCount {
     }
 }
 
-impl Rule for StepCount {
-    fn reads(&self) -> Reads<'_> {
-        Reads::Reply(self)
-    }
-}
-
-impl ReadsReply for StepCount {
-    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
-        let calls = episode_calls(reply);
+impl EpisodeCalls for StepCount {
+    fn decide(&self, calls: &[ToolCall], reply: &Reply) -> Verdict {
         let steps = if self.turns {
             reply.turns().count()
         } else {
             calls.len()
         };
-        (show_calls(&calls), self.decide(steps))
+        self.bound(steps)
     }
 }
 
@@ -144,7 +137,7 @@ mod tests {
             ),
         ];
         for (rule, steps, failure) in cases {
-            let v = rule.decide(steps);
+            let v = rule.bound(steps);
             assert_eq!(v.passed, failure.is_none(), "{steps}: {}", v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default());
         }

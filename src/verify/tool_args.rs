@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use super::call_check::{Comparison, ExpectedCall, find_tool, parse_arguments};
 use super::kind::RuleKind;
-use super::shared::{episode_calls, show_calls};
-use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
+use super::shared::EpisodeCalls;
+use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
 
@@ -72,7 +72,7 @@ struct ToolArgs {
 }
 
 impl ToolArgs {
-    fn decide(&self, calls: &[ToolCall], tools: &[crate::format::Tool]) -> Verdict {
+    fn check_calls(&self, calls: &[ToolCall], tools: &[crate::format::Tool]) -> Verdict {
         let name = &self.expected.name;
         let candidates: Vec<usize> = match self.step {
             Some(step) => match calls.get(step) {
@@ -131,16 +131,9 @@ impl ToolArgs {
     }
 }
 
-impl Rule for ToolArgs {
-    fn reads(&self) -> Reads<'_> {
-        Reads::Reply(self)
-    }
-}
-
-impl ReadsReply for ToolArgs {
-    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
-        let calls = episode_calls(reply);
-        (show_calls(&calls), self.decide(&calls, reply.tools))
+impl EpisodeCalls for ToolArgs {
+    fn decide(&self, calls: &[ToolCall], reply: &Reply) -> Verdict {
+        self.check_calls(calls, reply.tools)
     }
 }
 
@@ -204,11 +197,11 @@ mod tests {
             ),
         ];
         for (rule, failure) in cases {
-            let v = rule.decide(&calls, &[]);
+            let v = rule.check_calls(&calls, &[]);
             assert_eq!(v.passed, failure.is_none(), "{:?}: {}", rule.step, v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default());
         }
-        let v = rule(None, false).decide(&calls[..1], &[]);
+        let v = rule(None, false).check_calls(&calls[..1], &[]);
         assert_eq!(v.detail, "`weather` is never called");
     }
 }

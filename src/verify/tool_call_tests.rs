@@ -392,12 +392,12 @@ fn extract_is_an_error_on_rules_over_calls() {
 
 #[test]
 fn a_wrong_type_is_named_as_the_schema_names_it() {
-    let cases = [
-        ("number", "\"5\" is a string, expected a number"),
-        ("float", "\"5\" is a string, expected a float"),
-        ("integer", "\"5\" is a string, expected an integer"),
-    ];
-    for (declared, detail) in cases {
+    for (declared, named) in [
+        ("number", "a number"),
+        ("float", "a float"),
+        ("integer", "an integer"),
+    ] {
+        let detail = format!("\"5\" is a string, expected {named}");
         let tools = [tool("f", json!({"x": {"type": declared}}), &["x"])];
         let (_, v) = check(
             &rule(false, 0.0, true),
@@ -405,6 +405,6 @@ fn a_wrong_type_is_named_as_the_schema_names_it() {
             json!([{"f": {"x": [5]}}]),
             &tools,
         );
-        assert!(v.detail.ends_with(detail), "{declared}: {}", v.detail);
+        assert!(v.detail.ends_with(&detail), "{declared}: {}", v.detail);
     }
 }

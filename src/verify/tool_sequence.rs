@@ -1,12 +1,11 @@
 //! `tool_sequence`: the order in which an episode called its tools
 //! (promptfoo's `trajectory:tool-sequence`).
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::shared::{episode_calls, show_calls};
-use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
+use super::shared::EpisodeCalls;
+use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
+use crate::format::ToolCall;
 
 /// `tool_sequence`: the episode's calls, by tool name, follow `tools`:
 /// exactly (`exact`), as a subsequence with other calls between (`in_order`,
@@ -54,7 +53,8 @@ struct ToolSequence {
 }
 
 impl ToolSequence {
-    fn decide(&self, names: &[&str]) -> Verdict {
+    /// The verdict on the called tools' `names`, in order.
+    fn follows(&self, names: &[&str]) -> Verdict {
         match self.mode {
             SequenceMode::Exact => self.exact(names),
             SequenceMode::InOrder => self.in_order(names),
@@ -137,17 +137,10 @@ impl ToolSequence {
     }
 }
 
-impl Rule for ToolSequence {
-    fn reads(&self) -> Reads<'_> {
-        Reads::Reply(self)
-    }
-}
-
-impl ReadsReply for ToolSequence {
-    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
-        let calls = episode_calls(reply);
+impl EpisodeCalls for ToolSequence {
+    fn decide(&self, calls: &[ToolCall], _reply: &Reply) -> Verdict {
         let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-        (show_calls(&calls), self.decide(&names))
+        self.follows(&names)
     }
 }
 
@@ -196,7 +189,7 @@ mod tests {
             ),
         ];
         for (mode, names, failure) in cases {
-            let v = seq(mode).decide(names);
+            let v = seq(mode).follows(names);
             assert_eq!(
                 v.passed,
                 failure.is_none(),

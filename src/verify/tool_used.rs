@@ -1,11 +1,9 @@
 //! `tool_used`: which tools an episode called, and how often (promptfoo's
 //! `trajectory:tool-used`; with `max = 0`, its negation).
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::shared::{calls_text, episode_calls, show_calls};
-use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
+use super::shared::{EpisodeCalls, calls_text};
+use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
 
@@ -47,23 +45,8 @@ struct ToolUsed {
     max: Option<u32>,
 }
 
-impl Rule for ToolUsed {
-    fn reads(&self) -> Reads<'_> {
-        Reads::Reply(self)
-    }
-}
-
-impl ReadsReply for ToolUsed {
-    fn verify(&self, reply: &Reply, _vars: &Map<String, Value>) -> (String, Verdict) {
-        let calls = episode_calls(reply);
-        let verdict = self.decide(&calls);
-        (show_calls(&calls), verdict)
-    }
-}
-
-impl ToolUsed {
-    /// The verdict on the episode's `calls`.
-    fn decide(&self, calls: &[ToolCall]) -> Verdict {
+impl EpisodeCalls for ToolUsed {
+    fn decide(&self, calls: &[ToolCall], _reply: &Reply) -> Verdict {
         for tool in &self.tools {
             let steps: Vec<usize> = (0..calls.len())
                 .filter(|&i| calls[i].name == *tool)
@@ -140,7 +123,7 @@ mod tests {
             ),
         ];
         for (rule, names, failure) in cases {
-            let v = rule.decide(&calls(names));
+            let v = rule.decide(&calls(names), &Reply::text(""));
             assert_eq!(v.passed, failure.is_none(), "{names:?}: {}", v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default(), "{names:?}");
         }
