@@ -18,8 +18,9 @@
 //!   copy) and `cluster` (the Slurm example on a real single-node cluster,
 //!   the Kubernetes example's manifests and their pods' commands).
 //! - The project's own shape: `architecture` (layers, file and function
-//!   sizes), `docs` (every documented TOML example is a checked file) and
-//!   `self_contained` (nothing reads a path outside the repository).
+//!   sizes), `formatting` (every tracked `.rs` file reached by `cargo fmt`
+//!   and formatted), `docs` (every documented TOML example is a checked
+//!   file) and `self_contained` (nothing reads a path outside the repository).
 //! - Bad input and failed requests: `bad_input` (exit 2 with a message,
 //!   nothing left behind; the causes of failed requests on the terminal).
 //! - Runs against the fake server: `provider_wire`, `tool_wire` (tool
@@ -90,6 +91,7 @@ mod e2e_llama;
 mod e2e_tools;
 mod exec;
 mod forgery;
+mod formatting;
 mod front_door;
 mod fuzz_specs;
 mod golden_workflow;

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::FailureKind;
-use super::call_types::{PyType, acceptable_type, py_type, schema_type, type_check};
+use super::call_types::{PyType, acceptable_type, declared_name, py_type, schema_type, type_check};
 use crate::format::{Tool, ToolCall};
 
 /// One expected call: the tool's name and, per argument, its acceptable
@@ -280,7 +280,8 @@ impl Comparison {
                     .filter(|_| declared == PyType::List)
                     .and_then(|s| s.get("items"))
                     .and_then(schema_type);
-                type_check(&value, acceptable, declared, items)?
+                let named = declared_name(schema, declared);
+                type_check(&value, acceptable, (declared, named), items)?
             }
             None => true,
         };

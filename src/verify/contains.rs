@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text_list, lookup, text_problem};
 use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
 #[derive(Clone, Copy)]
@@ -50,17 +50,24 @@ impl Matcher {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Mode {
+/// Which of the expected strings the answer must contain.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ContainsMode {
+    /// Every one.
+    #[default]
     All,
+    /// At least one.
     Any,
+    /// None of them (`not_contains`; no spec writes it).
+    #[serde(skip)]
     None,
 }
 
 struct Contains {
     expected: Expected,
     matcher: Matcher,
-    mode: Mode,
+    mode: ContainsMode,
 }
 
 /// `contains`: the answer contains the expected string(s).
@@ -76,19 +83,17 @@ pub(super) struct ContainsKeys {
     /// Match whole words only (default true).
     pub whole_word: Option<bool>,
     /// `all` (default) or `any` of the expected strings.
-    pub mode: Option<String>,
+    pub mode: Option<ContainsMode>,
 }
 
 impl RuleKind for ContainsKeys {
     const NAME: &'static str = "contains";
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let modes = [("all", Mode::All), ("any", Mode::Any)];
-        let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
         Ok(Box::new(Contains {
             expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
-            mode,
+            mode: self.mode.unwrap_or_default(),
         }))
     }
 }
@@ -114,7 +119,7 @@ impl RuleKind for NotContainsKeys {
         Ok(Box::new(Contains {
             expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
-            mode: Mode::None,
+            mode: ContainsMode::None,
         }))
     }
 }
@@ -129,6 +134,12 @@ impl Rule for Contains {
         self.expected.text_problems(vars, true)
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Contains {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let needles = match self.expected.texts(vars, true) {
             Ok(needles) => needles,
@@ -145,12 +156,12 @@ impl Rule for Contains {
                 .join(", ")
         };
         match self.mode {
-            Mode::All if absent.is_empty() => Verdict::pass(),
-            Mode::All => Verdict::fail(format!("does not contain {}", list(&absent))),
-            Mode::Any if !present.is_empty() => Verdict::pass(),
-            Mode::Any => Verdict::fail(format!("contains none of {}", list(&absent))),
-            Mode::None if present.is_empty() => Verdict::pass(),
-            Mode::None => Verdict::fail(format!("contains forbidden {}", list(&present))),
+            ContainsMode::All if absent.is_empty() => Verdict::pass(),
+            ContainsMode::All => Verdict::fail(format!("does not contain {}", list(&absent))),
+            ContainsMode::Any if !present.is_empty() => Verdict::pass(),
+            ContainsMode::Any => Verdict::fail(format!("contains none of {}", list(&absent))),
+            ContainsMode::None if present.is_empty() => Verdict::pass(),
+            ContainsMode::None => Verdict::fail(format!("contains forbidden {}", list(&present))),
         }
     }
 }
@@ -229,6 +240,12 @@ impl Rule for Exclusive {
         problems
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Exclusive {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let (Some(expected), Some(candidates)) =
             (self.expected.resolve(vars), lookup(vars, &self.candidates))

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::expected::Expected;
 use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::text::clip;
 
@@ -64,6 +64,12 @@ impl Rule for Exact {
         self.expected.text_problems(vars, false)
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Exact {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let alternatives = match self.expected.texts(vars, false) {
             Ok(alternatives) => alternatives,

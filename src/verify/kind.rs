@@ -1,10 +1,8 @@
 //! What makes a rule: a typed table of its own keys, a builder, and the
 //! extraction it uses by default ([`RuleKind`]), all in the rule's file. The
-//! registry (`verify/mod.rs`) lists each kind once; the keys a rule reads,
-//! the JSON Schema of its table and the check of its docs all come from the
-//! table's type.
-
-use std::marker::PhantomData;
+//! registry (`verify/mod.rs`) lists each kind once as an [`Entry`]; the keys
+//! a rule reads, the JSON Schema of its table and the check of its docs all
+//! come from the table's type.
 
 use schemars::{JsonSchema, SchemaGenerator};
 use serde::Deserialize;
@@ -23,8 +21,6 @@ pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
     const NAME: &'static str;
     /// What the rule reads from a response when the spec gives no `extract`.
     const EXTRACT: ExtractKind = ExtractKind::Text;
-    /// The rule judges tool calls or an episode, not text: `extract` does not apply.
-    const OVER_CALLS: bool = false;
     /// Builds the rule from its keys.
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
     /// The fence a `code_block` extraction prefers when the spec names none.
@@ -33,20 +29,13 @@ pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
     }
 }
 
-/// The registry's entry for rule kind `K`.
-pub(super) struct Kind<K>(PhantomData<fn() -> K>);
-
-impl<K> Kind<K> {
-    /// The entry.
-    pub(super) const NEW: Self = Kind(PhantomData);
-}
-
 /// The keys every rule takes, whatever its kind.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(super) struct Common {
     /// The rule: its name picks the keys it reads.
     pub rule: String,
-    /// A name for reports (defaults to the rule).
+    /// A name for reports (defaults to the rule); it also starts the rule's
+    /// failure text in place of the rule's kind.
     pub name: Option<String>,
     /// Weight in the instance score (default 1).
     pub weight: Option<f64>,
@@ -72,66 +61,58 @@ pub(super) struct Built {
     pub fence_language: Option<String>,
 }
 
-/// A [`RuleKind`] behind a pointer, so the registry can list them all.
-pub(super) trait AnyKind: Sync {
+/// The registry's row for one rule kind: its name, default extraction and
+/// the functions that read its keys, describe them and build it.
+pub(super) struct Entry {
     /// The `rule = "..."` name.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// The default extraction.
-    fn default_extract(&self) -> ExtractKind;
-    /// Whether the rule judges calls rather than text.
-    fn over_calls(&self) -> bool;
+    pub default_extract: ExtractKind,
     /// The rule's own keys, in declaration order.
-    fn keys(&self) -> &'static [&'static str];
+    pub keys: fn() -> &'static [&'static str],
     /// The JSON Schema of the rule's own keys (an object schema).
-    fn own_schema(&self, generator: &mut SchemaGenerator) -> Value;
+    pub own_schema: fn(&mut SchemaGenerator) -> Value,
     /// Reads the rule's keys (leaving out `skip`) and builds it.
-    fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic>;
+    pub build: fn(&BuildContext, &[&str]) -> Result<Built, Diagnostic>,
 }
 
-impl<K: RuleKind> AnyKind for Kind<K> {
-    fn name(&self) -> &'static str {
-        K::NAME
+/// The registry's row for rule kind `K`.
+pub(super) const fn entry<K: RuleKind>() -> Entry {
+    Entry {
+        name: K::NAME,
+        default_extract: K::EXTRACT,
+        keys: field_names::<K>,
+        own_schema: own_schema::<K>,
+        build: build::<K>,
     }
+}
 
-    fn default_extract(&self) -> ExtractKind {
-        K::EXTRACT
-    }
+fn own_schema<K: RuleKind>(generator: &mut SchemaGenerator) -> Value {
+    K::json_schema(generator).to_value()
+}
 
-    fn over_calls(&self) -> bool {
-        K::OVER_CALLS
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        field_names::<K>()
-    }
-
-    fn own_schema(&self, generator: &mut SchemaGenerator) -> Value {
-        K::json_schema(generator).to_value()
-    }
-
-    fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
-        let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
-        let fence_language = keys.fence_language();
-        Ok(Built {
-            rule: keys.build(cx)?,
-            fence_language,
-        })
-    }
+fn build<K: RuleKind>(cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
+    let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
+    let fence_language = keys.fence_language();
+    Ok(Built {
+        rule: keys.build(cx)?,
+        fence_language,
+    })
 }
 
 /// The JSON Schema of one `[[verify]]` table (one of the `kinds`, picked by
 /// `rule`), and the definitions it refers to.
-pub(super) fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>) {
+pub(super) fn rule_schema(kinds: &[Entry]) -> (Value, Map<String, Value>) {
     let mut generator = SchemaGenerator::default();
     let common = Common::json_schema(&mut generator).to_value();
     let variants: Vec<Value> = kinds
         .iter()
         .map(|kind| {
-            let own = kind.own_schema(&mut generator);
+            let own = (kind.own_schema)(&mut generator);
             let mut properties = common["properties"].as_object().cloned().unwrap_or_default();
             properties.insert(
                 "rule".into(),
-                json!({"const": kind.name(), "description": common["properties"]["rule"]["description"]}),
+                json!({"const": kind.name, "description": common["properties"]["rule"]["description"]}),
             );
             if let Some(keys) = own["properties"].as_object() {
                 properties.extend(keys.clone());
@@ -142,7 +123,7 @@ pub(super) fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>)
             }
             json!({
                 "type": "object",
-                "title": kind.name(),
+                "title": kind.name,
                 "description": own["description"],
                 "properties": properties,
                 "required": required,
@@ -280,6 +261,85 @@ mod tests {
             sorted(&common),
             sorted(common_keys()),
             "docs/rules.md's common keys"
+        );
+    }
+
+    /// What `property` of the committed schema resolves to, through
+    /// `Option`'s `anyOf`, `$ref`s and a list's `items`.
+    fn resolved<'a>(schema: &'a Value, mut property: &'a Value) -> &'a Value {
+        loop {
+            property = if let Some(any) = property["anyOf"].as_array() {
+                any.iter()
+                    .find(|p| p["type"] != "null")
+                    .expect("a non-null type")
+            } else if let Some(to) = property["$ref"].as_str() {
+                let name = to.rsplit('/').next().unwrap_or_default();
+                &schema["$defs"][name]
+            } else if property["items"].is_object() {
+                &property["items"]
+            } else {
+                return property;
+            };
+        }
+    }
+
+    /// The values an enumerated schema allows (`enum`, or `oneOf` of `const`s).
+    fn values(schema: &Value) -> Vec<String> {
+        let listed = schema["enum"].as_array().into_iter().flatten();
+        let consts = schema["oneOf"].as_array().into_iter().flatten();
+        listed
+            .chain(consts.map(|v| &v["const"]))
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn the_schema_lists_the_values_of_every_enumerated_key() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("contains", "mode", &["all", "any"]),
+            ("similarity", "metric", &["chrf", "levenshtein"]),
+            ("code", "score", &["all", "fraction"]),
+            ("judge", "language", &["ru", "en"]),
+            (
+                "cer",
+                "normalize",
+                &["nfkc", "case", "yo", "punctuation", "whitespace"],
+            ),
+            ("cer", "unit", &["char", "word"]),
+            ("tool_call", "order", &["any", "exact"]),
+            ("tool_sequence", "mode", &["in_order", "exact", "any_order"]),
+            ("step_count", "count", &["calls", "turns"]),
+        ];
+        let schema: Value = serde_json::from_str(SCHEMA).expect("the committed schema is JSON");
+        let mut enumerated = Vec::new();
+        let mut described = Vec::new();
+        let listing = regex::Regex::new(r"`[a-z_]+`,? or `[a-z_]+`").expect("a valid pattern");
+        for variant in schema["$defs"]["Rule"]["oneOf"].as_array().expect("rules") {
+            let rule = variant["title"].as_str().expect("a title");
+            for (key, property) in variant["properties"].as_object().expect("properties") {
+                let found = values(resolved(&schema, property));
+                if !found.is_empty() && !common_keys().contains(&key.as_str()) {
+                    enumerated.push((rule, key.as_str(), found));
+                } else if found.is_empty()
+                    && listing.is_match(property["description"].as_str().unwrap_or_default())
+                {
+                    described.push(format!("{rule}.{key}"));
+                }
+            }
+        }
+        let want: Vec<(&str, &str, Vec<String>)> = cases
+            .iter()
+            .map(|(rule, key, values)| {
+                (*rule, *key, values.iter().map(|v| v.to_string()).collect())
+            })
+            .collect();
+        assert_eq!(
+            enumerated, want,
+            "the enumerated keys of the schema, in rule order"
+        );
+        assert!(
+            described.is_empty(),
+            "keys whose doc lists values but whose schema does not (make them enums): {described:?}"
         );
     }
 }

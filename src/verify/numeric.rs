@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::expected::Expected;
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::extract::last_number;
 use crate::format::ExtractKind;
@@ -134,6 +134,12 @@ impl Rule for Numeric {
         }
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Numeric {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let Some(expected) = self.expected.resolve(vars).and_then(as_number) else {
             return Verdict::fail("the expected value is missing or not a number");
