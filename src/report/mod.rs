@@ -304,8 +304,8 @@ impl View<'_> {
 ///
 /// Every file is named after one stamp, `ctx.file_stamp` or, when another
 /// report holds it, `<stamp>_2`, `<stamp>_3`, ...: the Markdown report's name
-/// is claimed first (`create_new`), so two reports made in the same second
-/// never overwrite each other's files.
+/// is claimed first (`create_new` of a hidden claim file beside it), so two
+/// reports made in the same second never overwrite each other's files.
 pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let mut journals = Journals::open(ctx)?;
     let raw_dir = ctx.results_dir.join("raw");
@@ -313,15 +313,19 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     fs::create_dir_all(&raw_dir)?;
     fs::create_dir_all(&reports_dir)?;
     let markdown = |stamp: &str| reports_dir.join(format!("report_{stamp}.md"));
+    // The claim is a hidden file beside the reports, never a report itself:
+    // a run killed while writing leaves no empty `report_` file behind.
+    let claim = |stamp: &str| reports_dir.join(format!(".report_{stamp}.claim"));
     // `_2`, not `-2`: `report_X_2.md` sorts after `report_X.md` (`-` sorts before `.`).
     let stamp = crate::files::claim_name(ctx.file_stamp, '_', |stamp| {
-        fs::File::create_new(markdown(stamp)).map(drop)
+        if markdown(stamp).exists() {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        fs::File::create_new(claim(stamp)).map(drop)
     })?;
     let written = write_claimed(ctx, &mut journals, &stamp, &raw_dir, &reports_dir);
-    if written.is_err() {
-        // The claim is an empty file: it must not pass for a report.
-        let _ = fs::remove_file(markdown(&stamp));
-    }
+    // Written (or failed), the stamp is held by the report itself, or free again.
+    let _ = fs::remove_file(claim(&stamp));
     written
 }
 
