@@ -50,25 +50,14 @@ impl RuleKind for ToolCallKeys {
     });
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let tolerance = self.tolerance.unwrap_or(0.0);
-        if !(tolerance.is_finite() && tolerance >= 0.0) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "tolerance",
-                "tolerance must be a non-negative number",
-            ));
-        }
+        let comparison = Comparison::from_keys(self.tolerance, self.normalize, false, cx)?;
         if self.turn == Some(0) {
             return Err(cx.error(ErrorKind::Invalid, "turn", "turns count from 1"));
         }
         Ok(Box::new(ToolCallRule {
             expected: cx.expected()?,
             exact_order: self.order == Some(CallOrder::Exact),
-            comparison: Comparison {
-                tolerance,
-                normalize: self.normalize.unwrap_or(true),
-                partial: false,
-            },
+            comparison,
             turn: self.turn.unwrap_or(1) as usize - 1,
         }))
     }
