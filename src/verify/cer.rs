@@ -10,9 +10,9 @@ use regex::Regex;
 use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
-use super::expected::Expected;
-use super::kind::RuleKind;
-use super::{BuildContext, Measure, Reads, ReadsText, Rule, Verdict};
+use super::expected::{ComparesText, Expected, TextRule};
+use super::kind::{Reference, RuleKind};
+use super::{BuildContext, Measure, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
 /// `cer`: the character error rate (or, with `unit = "word"`, the word error
@@ -21,11 +21,6 @@ use crate::error::Diagnostic;
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CerKeys {
-    /// The instance variable holding the reference text (a dotted path); a list means
-    /// alternatives, and the closest counts.
-    pub expected: Option<String>,
-    /// A literal reference text, instead of `expected`.
-    pub value: Option<Value>,
     /// `char` (default: CER) or `word` (WER, over whitespace-separated words).
     pub unit: Option<ErrorUnit>,
     /// Maximum error rate to pass, within 0..1 (default 0: only a transcript equal to
@@ -57,6 +52,10 @@ pub(super) enum Normalization {
 
 impl RuleKind for CerKeys {
     const NAME: &'static str = "cer";
+    const REFERENCE: Option<Reference> = Some(Reference {
+        expected: "The instance variable holding the reference text (a dotted path); a list means\nalternatives, and the closest counts.",
+        value: "A literal reference text, instead of `expected`.",
+    });
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let unit = self.unit.unwrap_or_default();
@@ -64,12 +63,12 @@ impl RuleKind for CerKeys {
         let mut normalize = self.normalize;
         normalize.sort();
         normalize.dedup();
-        Ok(Box::new(Cer {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+        Ok(Box::new(TextRule(Cer {
+            expected: cx.expected()?,
             unit,
             threshold,
             normalize,
-        }))
+        })))
     }
 }
 
@@ -131,17 +130,9 @@ fn rate(edits: usize, length: usize) -> f64 {
     }
 }
 
-impl Rule for Cer {
-    fn reference(&self) -> Option<&Expected> {
-        Some(&self.expected)
-    }
-
-    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        self.expected.text_problems(vars, false)
-    }
-
-    fn reads(&self) -> Reads<'_> {
-        Reads::Text(self)
+impl ComparesText for Cer {
+    fn expected(&self) -> &Expected {
+        &self.expected
     }
 }
 

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{Expected, as_text_list, lookup, text_problem};
-use super::kind::RuleKind;
+use super::expected::{ComparesText, Expected, TextRule, as_text_list, lookup, text_problem};
+use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
 use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
@@ -74,10 +74,6 @@ struct Contains {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ContainsKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// Compare case-sensitively (default false).
     pub case_sensitive: Option<bool>,
     /// Match whole words only (default true).
@@ -88,13 +84,14 @@ pub(super) struct ContainsKeys {
 
 impl RuleKind for ContainsKeys {
     const NAME: &'static str = "contains";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(Contains {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+        Ok(Box::new(TextRule(Contains {
+            expected: cx.expected()?,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
             mode: self.mode.unwrap_or_default(),
-        }))
+        })))
     }
 }
 
@@ -102,10 +99,6 @@ impl RuleKind for ContainsKeys {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NotContainsKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// Compare case-sensitively (default false).
     pub case_sensitive: Option<bool>,
     /// Match whole words only (default true).
@@ -114,28 +107,23 @@ pub(super) struct NotContainsKeys {
 
 impl RuleKind for NotContainsKeys {
     const NAME: &'static str = "not_contains";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(Contains {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+        Ok(Box::new(TextRule(Contains {
+            expected: cx.expected()?,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
             mode: ContainsMode::None,
-        }))
+        })))
     }
 }
 
-impl Rule for Contains {
-    fn reference(&self) -> Option<&Expected> {
-        Some(&self.expected)
-    }
+impl ComparesText for Contains {
+    // An empty needle occurs in every answer: refused like a missing one.
+    const NEEDLE: bool = true;
 
-    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        // An empty needle occurs in every answer: refused like a missing one.
-        self.expected.text_problems(vars, true)
-    }
-
-    fn reads(&self) -> Reads<'_> {
-        Reads::Text(self)
+    fn expected(&self) -> &Expected {
+        &self.expected
     }
 }
 
@@ -177,10 +165,6 @@ struct Exclusive {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExclusiveKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// The instance variable with every candidate answer (a list).
     pub candidates: Option<String>,
     /// Compare case-sensitively (default false).
@@ -191,6 +175,7 @@ pub(super) struct ExclusiveKeys {
 
 impl RuleKind for ExclusiveKeys {
     const NAME: &'static str = "exclusive";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let example = "\"names\"  # a list variable";
@@ -198,7 +183,7 @@ impl RuleKind for ExclusiveKeys {
             .required(self.candidates.as_ref(), cx.rule, "candidates", example)?
             .clone();
         Ok(Box::new(Exclusive {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            expected: cx.expected()?,
             candidates,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
         }))

@@ -21,12 +21,41 @@ pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
     const NAME: &'static str;
     /// What the rule reads from a response when the spec gives no `extract`.
     const EXTRACT: ExtractKind = ExtractKind::Text;
+    /// The docs of `expected` and `value`, for a rule that compares with an
+    /// expected value: it reads them with [`BuildContext::expected`].
+    const REFERENCE: Option<Reference> = None;
     /// Builds the rule from its keys.
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
     /// The fence a `code_block` extraction prefers when the spec names none.
     fn fence_language(&self) -> Option<String> {
         None
     }
+}
+
+/// How a rule words the two keys naming what it compares with: an instance
+/// variable (`expected`) or a literal (`value`). Every such rule reads them
+/// alike; only what the value is (an answer, calls, a text) differs.
+pub(super) struct Reference {
+    /// The doc of `expected`.
+    pub expected: &'static str,
+    /// The doc of `value`.
+    pub value: &'static str,
+}
+
+/// The wording of a rule comparing the answer with an expected value.
+pub(super) const EXPECTED_VALUE: Reference = Reference {
+    expected: "The instance variable holding the expected value (a dotted path).",
+    value: "A literal expected value, instead of `expected`.",
+};
+
+/// The keys of a [`Reference`], as read (their docs come from the rule).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReferenceKeys {
+    /// An instance variable (a dotted path), as the rule's `Reference` words it.
+    pub expected: Option<String>,
+    /// A literal, as the rule's `Reference` words it.
+    pub value: Option<Value>,
 }
 
 /// The keys every rule takes, whatever its kind.
@@ -68,8 +97,8 @@ pub(super) struct Entry {
     pub name: &'static str,
     /// The default extraction.
     pub default_extract: ExtractKind,
-    /// The rule's own keys, in declaration order.
-    pub keys: fn() -> &'static [&'static str],
+    /// The rule's own keys, in declaration order (a reference's first).
+    pub keys: fn() -> Vec<&'static str>,
     /// The JSON Schema of the rule's own keys (an object schema).
     pub own_schema: fn(&mut SchemaGenerator) -> Value,
     /// Reads the rule's keys (leaving out `skip`) and builds it.
@@ -81,18 +110,45 @@ pub(super) const fn entry<K: RuleKind>() -> Entry {
     Entry {
         name: K::NAME,
         default_extract: K::EXTRACT,
-        keys: field_names::<K>,
+        keys: keys::<K>,
         own_schema: own_schema::<K>,
         build: build::<K>,
     }
 }
 
+/// The keys of a reference, when `K` compares with one.
+fn reference_keys<K: RuleKind>() -> &'static [&'static str] {
+    match K::REFERENCE {
+        Some(_) => field_names::<ReferenceKeys>(),
+        None => &[],
+    }
+}
+
+fn keys<K: RuleKind>() -> Vec<&'static str> {
+    let mut keys = reference_keys::<K>().to_vec();
+    keys.extend(field_names::<K>());
+    keys
+}
+
 fn own_schema<K: RuleKind>(generator: &mut SchemaGenerator) -> Value {
-    K::json_schema(generator).to_value()
+    let mut schema = K::json_schema(generator).to_value();
+    if let Some(docs) = K::REFERENCE {
+        let mut reference = ReferenceKeys::json_schema(generator).to_value();
+        let keys = &mut reference["properties"];
+        keys["expected"]["description"] = docs.expected.into();
+        keys["value"]["description"] = docs.value.into();
+        if let (Some(own), Some(keys)) = (schema["properties"].as_object(), keys.as_object_mut()) {
+            keys.extend(own.clone());
+        }
+        schema["properties"] = reference["properties"].take();
+    }
+    schema
 }
 
 fn build<K: RuleKind>(cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
-    let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
+    let mut skip = skip.to_vec();
+    skip.extend(reference_keys::<K>());
+    let keys: K = cx.map.read_table(key_path!["verify", cx.index], &skip)?;
     let fence_language = keys.fence_language();
     Ok(Built {
         rule: keys.build(cx)?,
@@ -214,7 +270,7 @@ mod tests {
             let row = &rows.iter().find(|(n, _)| n == name).expect("a row").1;
             assert_eq!(
                 sorted(row),
-                sorted(keys),
+                sorted(&keys),
                 "docs/rules.md's keys of `{name}`"
             );
             let variant = committed["$defs"]["Rule"]["oneOf"]
@@ -226,14 +282,14 @@ mod tests {
                 .keys()
                 .filter(|k| !common_keys().contains(&k.as_str()))
                 .collect();
-            assert_eq!(sorted(&own), sorted(keys), "the schema's keys of `{name}`");
+            assert_eq!(sorted(&own), sorted(&keys), "the schema's keys of `{name}`");
             assert!(
                 variant["description"].is_string(),
                 "`{name}` has no doc comment"
             );
             for key in keys {
                 assert!(
-                    properties[*key]["description"].is_string(),
+                    properties[key]["description"].is_string(),
                     "`{name}`'s key `{key}` has no doc comment"
                 );
             }
@@ -251,7 +307,7 @@ mod tests {
                 .collect();
             assert_eq!(
                 sorted(&documented),
-                sorted(keys),
+                sorted(&keys),
                 "the key table of `{name}`'s page"
             );
         }

@@ -105,7 +105,7 @@ pub(crate) fn rule_schema() -> (Value, Map<String, Value>) {
 /// Every rule's name with the keys it reads besides the common ones, in
 /// declaration order (the docs are checked against these).
 #[cfg(test)]
-pub(crate) fn rule_keys() -> Vec<(&'static str, &'static [&'static str])> {
+pub(crate) fn rule_keys() -> Vec<(&'static str, Vec<&'static str>)> {
     RULES.iter().map(|k| (k.name, (k.keys)())).collect()
 }
 

@@ -145,8 +145,8 @@ fn unknown_key(kind: &Entry, cx: &BuildContext, key: &str) -> Diagnostic {
         )
         .with_help(reads);
     }
-    let own = common_keys().iter().chain((kind.keys)()).copied();
-    let every = RULES.iter().flat_map(|k| (k.keys)().iter().copied());
+    let own = common_keys().iter().copied().chain((kind.keys)());
+    let every = RULES.iter().flat_map(|k| (k.keys)());
     let guess = did_you_mean(key, own).or_else(|| did_you_mean(key, every));
     let help = match guess {
         Some(s) => format!("did you mean `{s}`? {reads}"),

@@ -79,3 +79,14 @@ pub(super) fn map_verdict(map: &rhai::Map, threshold: f64) -> Verdict {
         detail,
     )
 }
+
+/// A call of tool `name` with `arguments`, for the tests of rules over calls.
+#[cfg(test)]
+pub(super) fn call(name: &str, arguments: Value) -> ToolCall {
+    ToolCall {
+        id: String::new(),
+        name: name.into(),
+        arguments,
+        invalid: None,
+    }
+}

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text};
-use super::kind::RuleKind;
+use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
 use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
@@ -33,10 +33,6 @@ struct Similarity {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SimilarityKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// `chrf` (default) or `levenshtein`.
     pub metric: Option<Metric>,
     /// Minimum similarity to pass (default 0.5).
@@ -45,12 +41,13 @@ pub(super) struct SimilarityKeys {
 
 impl RuleKind for SimilarityKeys {
     const NAME: &'static str = "similarity";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let metric = self.metric.unwrap_or_default();
         let threshold = cx.threshold(self.threshold, 0.5)?;
         Ok(Box::new(Similarity {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            expected: cx.expected()?,
             metric,
             threshold,
         }))

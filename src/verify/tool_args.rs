@@ -38,14 +38,12 @@ impl RuleKind for ToolArgsKeys {
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let arguments = parse_arguments(&Value::Object(self.arguments))
             .map_err(|e| cx.error(ErrorKind::Invalid, "arguments", e.to_string()))?;
-        let tolerance = self.tolerance.unwrap_or(0.0);
-        if !(tolerance.is_finite() && tolerance >= 0.0) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "tolerance",
-                "tolerance must be a non-negative number",
-            ));
-        }
+        let comparison = Comparison::from_keys(
+            self.tolerance,
+            self.normalize,
+            !self.exact.unwrap_or(false),
+            cx,
+        )?;
         if self.step == Some(0) {
             return Err(cx.error(ErrorKind::Invalid, "step", "steps count from 1"));
         }
@@ -55,11 +53,7 @@ impl RuleKind for ToolArgsKeys {
                 arguments,
             },
             step: self.step.map(|s| s as usize - 1),
-            comparison: Comparison {
-                tolerance,
-                normalize: self.normalize.unwrap_or(true),
-                partial: !self.exact.unwrap_or(false),
-            },
+            comparison,
         }))
     }
 }
@@ -140,16 +134,8 @@ impl EpisodeCalls for ToolArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::shared::call;
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ToolCall {
-        ToolCall {
-            id: String::new(),
-            name: name.into(),
-            arguments,
-            invalid: None,
-        }
-    }
 
     fn rule(step: Option<usize>, exact: bool) -> ToolArgs {
         let arguments = json!({"city": ["Paris"], "days": ["", 3]});

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::call_check::{Comparison, ExpectedCall, Mismatch, find_tool, parse_calls};
 use super::expected::Expected;
-use super::kind::RuleKind;
+use super::kind::{Reference, RuleKind};
 use super::shared::{show_calls, turn_calls};
 use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
@@ -19,11 +19,6 @@ use crate::format::{Tool, ToolCall};
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ToolCallKeys {
-    /// The instance variable holding the expected calls, `[{tool: {argument: [acceptable
-    /// values]}}]` (BFCL's `ground_truth`; `""` among the values: the argument may be left out).
-    pub expected: Option<String>,
-    /// The expected calls written literally, instead of `expected`.
-    pub value: Option<Value>,
     /// `any` (default, BFCL's parallel categories: each expected call takes the first
     /// unmatched call that fits) or `exact` (the n-th call is checked against the n-th).
     pub order: Option<CallOrder>,
@@ -49,27 +44,20 @@ pub(super) enum CallOrder {
 
 impl RuleKind for ToolCallKeys {
     const NAME: &'static str = "tool_call";
+    const REFERENCE: Option<Reference> = Some(Reference {
+        expected: "The instance variable holding the expected calls, `[{tool: {argument: [acceptable\nvalues]}}]` (BFCL's `ground_truth`; `\"\"` among the values: the argument may be left out).",
+        value: "The expected calls written literally, instead of `expected`.",
+    });
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let tolerance = self.tolerance.unwrap_or(0.0);
-        if !(tolerance.is_finite() && tolerance >= 0.0) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "tolerance",
-                "tolerance must be a non-negative number",
-            ));
-        }
+        let comparison = Comparison::from_keys(self.tolerance, self.normalize, false, cx)?;
         if self.turn == Some(0) {
             return Err(cx.error(ErrorKind::Invalid, "turn", "turns count from 1"));
         }
         Ok(Box::new(ToolCallRule {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            expected: cx.expected()?,
             exact_order: self.order == Some(CallOrder::Exact),
-            comparison: Comparison {
-                tolerance,
-                normalize: self.normalize.unwrap_or(true),
-                partial: false,
-            },
+            comparison,
             turn: self.turn.unwrap_or(1) as usize - 1,
         }))
     }

@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::prompt::Message;
+use crate::verify::shared::call;
 
 fn tool(name: &str, properties: Value, required: &[&str]) -> Tool {
     Tool {
@@ -11,13 +12,18 @@ fn tool(name: &str, properties: Value, required: &[&str]) -> Tool {
     }
 }
 
-fn call(name: &str, arguments: Value) -> ToolCall {
-    ToolCall {
-        id: String::new(),
-        name: name.into(),
-        arguments,
-        invalid: None,
-    }
+/// The verdict on one call of `f` with argument `a = value`, where the
+/// schema gives `a` as `properties` say and `acceptable` lists its values.
+fn check_argument(properties: Value, acceptable: &Value, value: &Value) -> Verdict {
+    let tools = [tool("f", properties, &["a"])];
+    let gt = json!([{"f": {"a": acceptable}}]);
+    let (_, v) = check(
+        &rule(false, 0.0, true),
+        vec![call("f", json!({"a": value}))],
+        gt,
+        &tools,
+    );
+    v
 }
 
 fn rule(exact_order: bool, tolerance: f64, normalize: bool) -> ToolCallRule {
@@ -150,14 +156,7 @@ fn types_values_and_strings_follow_bfcl() {
         ("any", json!(["5"]), json!(5), false),
     ];
     for (ty, acceptable, value, passes) in cases {
-        let tools = [tool("f", json!({"a": {"type": ty}}), &["a"])];
-        let gt = json!([{"f": {"a": acceptable}}]);
-        let (_, v) = check(
-            &rule(false, 0.0, true),
-            vec![call("f", json!({"a": value}))],
-            gt,
-            &tools,
-        );
+        let v = check_argument(json!({"a": {"type": ty}}), &acceptable, &value);
         assert_eq!(
             v.passed, passes,
             "{ty} {acceptable} <- {value}: {}",
@@ -195,14 +194,7 @@ fn lists_and_dicts_follow_bfcl() {
         (dict, json!([{"k": ["v"]}]), json!({}), false),
     ];
     for (properties, acceptable, value, passes) in cases {
-        let tools = [tool("f", properties, &["a"])];
-        let gt = json!([{"f": {"a": acceptable}}]);
-        let (_, v) = check(
-            &rule(false, 0.0, true),
-            vec![call("f", json!({"a": value}))],
-            gt,
-            &tools,
-        );
+        let v = check_argument(properties, &acceptable, &value);
         assert_eq!(v.passed, passes, "{acceptable} <- {value}: {}", v.detail);
     }
 }

@@ -16,7 +16,7 @@ pub(crate) mod prompt;
 pub(crate) mod rubric;
 
 use super::expected::{Expected, as_text};
-use super::kind::RuleKind;
+use super::kind::{Reference, RuleKind};
 use super::{BuildContext, Reads, Rule};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::range::{Bounds, Number};
@@ -62,10 +62,6 @@ pub(crate) struct JudgeKeys {
     pub template: Option<String>,
     /// The built-in prompt's language, `ru` or `en` (default ru).
     pub language: Option<prompt::PromptLanguage>,
-    /// The instance variable holding the reference answer (a dotted path).
-    pub expected: Option<String>,
-    /// A literal reference answer, instead of `expected`.
-    pub value: Option<Value>,
     /// Minimum normalized score to pass (default 0.5).
     pub threshold: Option<f64>,
     /// Judge samples per answer; the median level counts and the spread is reported (default 1).
@@ -80,6 +76,10 @@ pub(crate) struct JudgeKeys {
 
 impl RuleKind for JudgeKeys {
     const NAME: &'static str = "judge";
+    const REFERENCE: Option<Reference> = Some(Reference {
+        expected: "The instance variable holding the reference answer (a dotted path).",
+        value: "A literal reference answer, instead of `expected`.",
+    });
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let rubric = match (&self.rubric, &self.rubric_file) {
@@ -144,14 +144,7 @@ impl RuleKind for JudgeKeys {
                 return Err(cx.error(ErrorKind::Invalid, key, problem));
             }
         }
-        let reference = match (&self.expected, &self.value) {
-            (None, None) => None,
-            _ => Some(Expected::from_keys(
-                self.expected.as_deref(),
-                self.value.as_ref(),
-                cx,
-            )?),
-        };
+        let reference = cx.optional_expected()?;
         Ok(Box::new(JudgeRule {
             rubric,
             hash,
