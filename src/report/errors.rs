@@ -76,12 +76,9 @@ pub(super) fn cause_of(kind: Option<FailureKind>, error: &str) -> String {
                 .collect();
             format!("HTTP {status}")
         }
-        // A command that does not render: which model and argument is the cause.
-        Some(FailureKind::ConfigError)
-            if error.starts_with("model `") && error.contains("`command[") =>
-        {
-            crate::text::clip(error, 160)
-        }
+        // The user's own setup is at fault: the whole message names what to
+        // fix (a model, a `command[N]`), so it is kept, not cut to its tail.
+        Some(FailureKind::ConfigError) => crate::text::clip(error, 160),
         Some(FailureKind::Timeout) => "timed out".to_owned(),
         Some(FailureKind::MalformedResponse) => "malformed response".to_owned(),
         Some(FailureKind::NotRecorded) => "no recorded answer".to_owned(),
@@ -163,7 +160,7 @@ mod tests {
             (
                 K::ConfigError,
                 "model `m`: HTTP 503 connection refused: command[1]",
-                "command[1]",
+                "model `m`: HTTP 503 connection refused: command[1]",
             ),
             (
                 K::EpisodeTimeout,
