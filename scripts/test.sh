@@ -21,7 +21,7 @@ ended_at() {  # ended_at FILE: when FILE was last written, in script seconds
   echo $(($(stat -c %Y "$1") - started))
 }
 print_timings() {
-  echo "== phase times (s; the build and the shared llama group run beside others)"
+  echo "== phase times (s; the build and the llama tests run beside others)"
   printf '%-52s %5s %5s %5s\n' phase start end took
   sort -t "$(printf '\t')" -k2,2n "$timings" |
     awk -F '\t' '{ printf "%-52s %5d %5d %5d\n", $1, $2, $3, $3 - $2 }'
@@ -85,7 +85,9 @@ mark "build the tests (beside the three above)" 0 "$(ended_at "$build_log")"
 cat "$build_log"
 [ "$build" -eq 0 ] || exit "$build"
 t=$SECONDS
-eval "$(scripts/slurm-cluster.sh start)"
+# An assignment, not `eval "$(...)"`: errexit sees a failed start there.
+slurm_env="$(scripts/slurm-cluster.sh start)"
+eval "$slurm_env"
 export SLURM_CONF
 echo "slurm: a single-node cluster, SLURM_CONF=$SLURM_CONF"
 # One thread each: the golden transcripts were recorded so, and thread count
@@ -116,37 +118,31 @@ LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=
 SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
 export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
-# The tests on the shared llama.cpp servers (e2e_llama, e2e_tools) take turns (llama.cpp
-# batches concurrent requests, which changes greedy output). A test waiting
-# its turn would hold one of libtest's threads, and they sort together, so
-# they run one at a time in a process of their own, beside the rest. They
-# are the longest part; the tests that start llama-servers of their own
-# (managed_llama, pool_llama) run one at a time beside them once the rest
-# is done, so the CPU-bound rest never shares the cores with three servers.
-shared_tests=(e2e_llama:: e2e_tools::)
-own_tests=(managed_llama:: pool_llama::)
+# The tests on llama.cpp servers take turns: those on the shared servers
+# (e2e_llama, e2e_tools; llama.cpp batches concurrent requests, which changes
+# greedy output), then those that start llama-servers of their own
+# (managed_llama, pool_llama). A test waiting its turn would hold one of
+# libtest's threads, and they sort together, so they run one at a time in a
+# process of their own, beside the rest and under `nice` like the shared
+# servers: the rest, some of it bound by wall-clock limits, goes first.
+llama_tests=(e2e_llama:: e2e_tools:: managed_llama:: pool_llama::)
 llama_log="$(mktemp)"
-shared_start=$SECONDS
+llama_start=$SECONDS
 # --nocapture: the longest tests print how long their live runs took.
-cargo test --locked --test tests -- --test-threads 1 --nocapture "${shared_tests[@]}" >"$llama_log" 2>&1 &
+nice -n 10 cargo test --locked --test tests -- --test-threads 1 --nocapture "${llama_tests[@]}" >"$llama_log" 2>&1 &
 llama_pid=$!
 t=$SECONDS
 rest=0
-cargo test --locked -- $(printf -- '--skip %s ' "${shared_tests[@]}" "${own_tests[@]}") || rest=$?
+cargo test --locked -- $(printf -- '--skip %s ' "${llama_tests[@]}") || rest=$?
 mark "the rest: unit and integration tests" "$t"
-echo "== the tests on llama-servers of their own (one at a time)"
-t=$SECONDS
-own=0
-cargo test --locked --test tests -- --test-threads 1 "${own_tests[@]}" || own=$?
-mark "own llama-servers: managed_llama, pool_llama" "$t"
 llama=0
 wait "$llama_pid" || llama=$?
 llama_pid=""
-mark "shared llama servers: e2e_llama, e2e_tools (beside)" "$shared_start" "$(ended_at "$llama_log")"
-echo "== the tests on the shared llama servers (one at a time)"
+mark "llama tests: e2e_llama, e2e_tools, managed_llama, pool_llama (beside)" "$llama_start" "$(ended_at "$llama_log")"
+echo "== the tests on llama-servers (one at a time)"
 cat "$llama_log"
 rm -f "$llama_log"
-for code in "$rest" "$own" "$llama"; do
+for code in "$rest" "$llama"; do
   if [ "$code" -ne 0 ]; then exit "$code"; fi
 done
 t=$SECONDS

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{fresh_copy, harness, run};
+use crate::e2e_llama::{golden_departures, journal_lines};
 
 /// Each record's verdict by key: everything but timing and attempts.
 pub(crate) fn verdicts(journal: &Path) -> BTreeMap<String, Value> {
@@ -103,6 +104,21 @@ fn four_shards_merge_into_exactly_the_unsharded_run() {
             "{plan}"
         );
         sizes.push(verdicts(&dir.join("journal.jsonl")).len());
+        // The live golden check asks one shard and compares it itself (a
+        // shard leaves the comparison to the merge): replayed, it departs
+        // from no golden line, and a changed answer is caught.
+        let mut records = journal_lines(&dir.join("journal.jsonl"));
+        assert_eq!(
+            golden_departures(&records, &repo.join("golden")),
+            Vec::<String>::new()
+        );
+        records[0]["response"] = Value::from("changed");
+        let departures = golden_departures(&records, &repo.join("golden"));
+        assert_eq!(departures.len(), 1, "{departures:?}");
+        assert!(
+            departures[0].contains(r#""response":"changed""#),
+            "{departures:?}"
+        );
     }
     assert_eq!(sizes.iter().sum::<usize>(), whole.len(), "{sizes:?}");
     let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
