@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
 
-use crate::common::{e2e_var, harness, locks, report, root, run};
+use crate::common::{e2e_var, golden_lines, harness, locks, report, root, run};
 
 /// `harness synth` against the real server.
 mod synth;
@@ -118,89 +118,7 @@ pub(crate) fn journal(dir: &Path) -> Vec<serde_json::Value> {
         .map(|e| e.unwrap().path())
         .collect();
     ids.sort();
-    journal_lines(&ids.last().unwrap().join("journal.jsonl"))
-}
-
-/// The fields of a record that its golden transcript line keeps
-/// (`ScoredAnswer`, flattened in both).
-const TRANSCRIPT_FIELDS: [&str; 10] = [
-    "response",
-    "answer",
-    "passed",
-    "score",
-    "detail",
-    "tokens_in",
-    "tokens_out",
-    "error",
-    "trajectory",
-    "state",
-];
-
-/// A journal record as its golden transcript line: id, instance, sample,
-/// model, the scored fields, and each judged rule's judgements by rule name.
-fn transcript_line(record: &serde_json::Value) -> serde_json::Value {
-    let mut line = serde_json::json!({
-        "id": record["instance_id"],
-        "instance": record["instance"],
-        "sample": record["sample"],
-        "model": record["model"],
-    });
-    for field in TRANSCRIPT_FIELDS {
-        if let Some(value) = record.get(field) {
-            line[field] = value.clone();
-        }
-    }
-    let judged: serde_json::Map<String, serde_json::Value> = record["rules"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|rule| {
-            let j = rule.get("judge")?;
-            let kept = serde_json::json!({
-                "judge": j["judge"], "rubric": j["rubric"], "responses": j["responses"],
-            });
-            Some((rule["name"].as_str()?.to_owned(), kept))
-        })
-        .collect();
-    if !judged.is_empty() {
-        line["judge"] = serde_json::Value::Object(judged);
-    }
-    line
-}
-
-/// Each record against its line in `golden/<spec>/<model>.jsonl`: one
-/// message per record that has no line or differs from it (both shown), so
-/// a run the harness does not compare itself (a shard) is still checked.
-pub(crate) fn golden_departures(records: &[serde_json::Value], golden: &Path) -> Vec<String> {
-    let mut lines: std::collections::BTreeMap<(String, String), Vec<serde_json::Value>> =
-        Default::default();
-    let mut departures = Vec::new();
-    for record in records {
-        let (spec, model) = (
-            record["spec"].as_str().unwrap(),
-            record["model"].as_str().unwrap(),
-        );
-        let recorded = lines
-            .entry((spec.to_owned(), model.to_owned()))
-            .or_insert_with(|| journal_lines(&golden.join(spec).join(format!("{model}.jsonl"))));
-        let key = |l: &serde_json::Value| (l["instance"].clone(), l["sample"].clone());
-        let live = transcript_line(record);
-        match recorded.iter().find(|l| key(l) == key(&live)) {
-            Some(line) if *line == live => {}
-            Some(line) => departures.push(format!("{spec} {model}: golden {line}\n  live {live}")),
-            None => departures.push(format!("{spec} {model}: no golden line for {live}")),
-        }
-    }
-    departures
-}
-
-/// A JSON Lines file's values (none when the file is missing).
-pub(crate) fn journal_lines(path: &Path) -> Vec<serde_json::Value> {
-    fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    golden_lines::journal_lines(&ids.last().unwrap().join("journal.jsonl"))
 }
 
 /// `harness run TARGET -m MODEL --runs RUNS --no-progress`.
@@ -307,7 +225,7 @@ fn a_third_of_every_golden_transcript_reproduces_live_and_reruns_from_cache() {
     assert_eq!(code, 0, "{out}");
     let records = journal(dir.path());
     // A shard leaves the golden comparison to the merge: compare here.
-    let departures = golden_departures(&records, &root().join("golden"));
+    let departures = golden_lines::departures(&records, &root().join("golden"));
     assert!(
         departures.is_empty(),
         "live answers differ from the committed golden transcripts:\n{}",

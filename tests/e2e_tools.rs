@@ -6,10 +6,8 @@
 
 use serde_json::Value;
 
-use crate::common::{harness, root, run};
-use crate::e2e_llama::{
-    Live, assert_all_cached, both_models, copy_dir, golden_departures, journal, live,
-};
+use crate::common::{golden_lines, harness, root, run};
+use crate::e2e_llama::{Live, assert_all_cached, both_models, copy_dir, journal, live};
 
 /// The shipped agent spec.
 pub(crate) const AGENT: &str = "shop_agent";
@@ -34,7 +32,7 @@ fn agent_episodes_reproduce_live_with_both_models_and_rerun_from_cache() {
     let secs = started.elapsed().as_secs_f64();
     assert_eq!(code, 0, "{out}");
     let records = journal(dir.path());
-    let departures = golden_departures(&records, &dir.path().join("golden"));
+    let departures = golden_lines::departures(&records, &dir.path().join("golden"));
     assert!(
         departures.is_empty(),
         "live episodes differ from the golden ones:\n{}",

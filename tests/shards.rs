@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::common::golden_lines::{departures as golden_departures, journal_lines};
 use crate::common::{fresh_copy, harness, run};
-use crate::e2e_llama::{golden_departures, journal_lines};
 
 /// Each record's verdict by key: everything but timing and attempts.
 pub(crate) fn verdicts(journal: &Path) -> BTreeMap<String, Value> {

@@ -5,6 +5,7 @@ pub mod alone;
 pub mod browser;
 pub mod documents;
 pub mod fake_server;
+pub mod golden_lines;
 pub mod locks;
 pub mod managed;
 pub mod parquet_file;
