@@ -41,6 +41,11 @@ pub(crate) struct Asked {
 pub(crate) struct Refused;
 
 impl Asked {
+    /// The last attempt's latency in whole milliseconds, as journals keep it.
+    pub(crate) fn latency_ms(&self) -> u64 {
+        u64::try_from(self.latency.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// A request that failed before any attempt.
     fn failed(e: ProviderError) -> Asked {
         Asked {

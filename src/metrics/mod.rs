@@ -29,7 +29,7 @@ pub(crate) use accumulate::Accumulator;
 pub(crate) use builder::{Groups, MetricsBuilder, group_value};
 pub(crate) use cost::CostStats;
 pub(crate) use endpoints::EndpointStats;
-pub(crate) use sampling::{SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
+pub(crate) use sampling::{PassRates, SampledMetrics, SamplingPlan, pass_at_k, pass_hat_k};
 pub(crate) use significance::{Board, Standing, Test, Versus};
 
 mod accumulate;

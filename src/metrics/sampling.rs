@@ -44,6 +44,23 @@ pub(crate) struct ProblemStat {
     pub answers: Vec<Option<String>>,
 }
 
+/// The numbers of sampled answers that reports show of a cell, model or
+/// group, and a comparison line repeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct PassRates {
+    /// Mean over problems of the fraction of their samples that passed (the
+    /// expected pass@1).
+    pub pass_rate: f64,
+    /// k → mean over problems of unbiased pass@k (problems with fewer than k samples skipped).
+    pub pass_at_k: BTreeMap<u32, f64>,
+    /// k → mean over problems of pass^k: all k samples pass (how reliably,
+    /// where pass@k says how possibly).
+    pub pass_hat_k: BTreeMap<u32, f64>,
+    /// maj@n: the fraction of problems whose majority answer passed, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maj: Option<f64>,
+}
+
 /// The sampled metrics of one cell, model or group.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct SampledMetrics {
@@ -51,15 +68,9 @@ pub(crate) struct SampledMetrics {
     pub problems: u64,
     /// The largest number of samples of any problem.
     pub n: u64,
-    /// Mean over problems of the fraction of their samples that passed.
-    pub pass_rate: f64,
-    /// k → mean over problems of unbiased pass@k (problems with fewer than k samples skipped).
-    pub pass_at_k: BTreeMap<u32, f64>,
-    /// k → mean over problems of pass^k.
-    pub pass_hat_k: BTreeMap<u32, f64>,
-    /// maj@n: the fraction of problems whose majority answer passed, when asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub maj: Option<f64>,
+    /// Pass rate, pass@k, pass^k and maj@n.
+    #[serde(flatten)]
+    pub rates: PassRates,
     /// Report-only rules (`report_only = true`, e.g. a flexible extraction beside a strict
     /// one): the same metrics by that rule's verdicts alone.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -114,13 +125,15 @@ pub(super) fn sampled(
     SampledMetrics {
         problems: count,
         n: problems.iter().map(|p| p.n_total()).max().unwrap_or(0),
-        pass_rate: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
-        pass_at_k: ks_of(false),
-        pass_hat_k: ks_of(true),
+        rates: PassRates {
+            pass_rate: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
+            pass_at_k: ks_of(false),
+            pass_hat_k: ks_of(true),
+            maj: plan
+                .maj
+                .then(|| mean(&|p| Some(f64::from(u8::from(p.majority_passed()))))),
+        },
         alongside: BTreeMap::new(),
-        maj: plan
-            .maj
-            .then(|| mean(&|p| Some(f64::from(u8::from(p.majority_passed()))))),
         per_problem: if keep_problems {
             problems
                 .iter()

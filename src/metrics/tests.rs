@@ -371,22 +371,26 @@ fn sampled_cells_report_pass_at_k_pass_rate_majority_and_problems() {
     let summary = builder.finish();
     let s = summary.cell("m", "s").unwrap().sampled.clone().unwrap();
     assert_eq!((s.problems, s.n), (2, 4));
-    assert!((s.pass_rate - 0.5).abs() < 1e-12, "got {}", s.pass_rate);
-    assert!((s.pass_at_k[&1] - 0.5).abs() < 1e-12);
+    assert!(
+        (s.rates.pass_rate - 0.5).abs() < 1e-12,
+        "got {}",
+        s.rates.pass_rate
+    );
+    assert!((s.rates.pass_at_k[&1] - 0.5).abs() < 1e-12);
     // pass@2: problem 0: 1 - C(3,2)/C(4,2) = 0.5; problem 1: 1 - 0 = 1.
     assert!(
-        (s.pass_at_k[&2] - 0.75).abs() < 1e-12,
+        (s.rates.pass_at_k[&2] - 0.75).abs() < 1e-12,
         "got {}",
-        s.pass_at_k[&2]
+        s.rates.pass_at_k[&2]
     );
-    assert_eq!(s.pass_at_k[&4], 1.0);
+    assert_eq!(s.rates.pass_at_k[&4], 1.0);
     // pass^2: problem 0: 0; problem 1: C(3,2)/C(4,2) = 0.5.
     assert!(
-        (s.pass_hat_k[&2] - 0.25).abs() < 1e-12,
+        (s.rates.pass_hat_k[&2] - 0.25).abs() < 1e-12,
         "got {}",
-        s.pass_hat_k[&2]
+        s.rates.pass_hat_k[&2]
     );
-    assert_eq!(s.maj, Some(0.5));
+    assert_eq!(s.rates.maj, Some(0.5));
     let counts: Vec<(u64, u64)> = s
         .per_problem
         .iter()
@@ -394,7 +398,7 @@ fn sampled_cells_report_pass_at_k_pass_rate_majority_and_problems() {
         .collect();
     assert_eq!(counts, vec![(1, 4), (3, 4)]);
     let group = &summary.groups("m", "s").unwrap()["kind"]["k1"];
-    assert_eq!(group.sampled.as_ref().unwrap().pass_at_k[&1], 0.75);
+    assert_eq!(group.sampled.as_ref().unwrap().rates.pass_at_k[&1], 0.75);
 }
 
 /// A record of spec `ocr` in language `lang` whose rules measured `measures`.

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::View;
 use super::fit::{Cell, fitted};
-use crate::metrics::stats;
+use crate::metrics::{PassRates, stats};
 use crate::text::{header_row, percent};
 
 /// Shown where a number is missing.
@@ -39,15 +39,9 @@ pub(crate) fn tier(pass_rate: f64) -> &'static str {
 pub(crate) struct ModelLine {
     /// The shown model name.
     pub model: String,
-    /// Pass rate over samples (the expected pass@1).
-    pub pass_rate: f64,
-    /// k → pass@k.
-    pub pass_at_k: BTreeMap<u32, f64>,
-    /// k → pass^k: all k samples pass (how reliably, where pass@k says how possibly).
-    pub pass_hat_k: BTreeMap<u32, f64>,
-    /// maj@n, when the spec asks for it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub maj: Option<f64>,
+    /// The model's sampled numbers on the spec.
+    #[serde(flatten)]
+    pub rates: PassRates,
     /// [`tier`] of `pass_rate`.
     pub tier: &'static str,
     /// `pass_rate` minus the baseline's, when a baseline is set and found.
@@ -144,8 +138,8 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
                         groups.entry(var.clone()).or_default().insert(
                             value.clone(),
                             GroupLine {
-                                pass_rate: s.pass_rate,
-                                pass_at_k: s.pass_at_k.clone(),
+                                pass_rate: s.rates.pass_rate,
+                                pass_at_k: s.rates.pass_at_k.clone(),
                             },
                         );
                     }
@@ -153,11 +147,8 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
             }
             models.push(ModelLine {
                 model: m.clone(),
-                pass_rate: sampled.pass_rate,
-                pass_at_k: sampled.pass_at_k.clone(),
-                pass_hat_k: sampled.pass_hat_k.clone(),
-                maj: sampled.maj,
-                tier: tier(sampled.pass_rate),
+                rates: sampled.rates.clone(),
+                tier: tier(sampled.rates.pass_rate),
                 vs_baseline: None,
                 vs_baseline_significant: None,
                 alongside: sampled
@@ -165,8 +156,8 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
                     .iter()
                     .map(|(name, s)| {
                         let line = GroupLine {
-                            pass_rate: s.pass_rate,
-                            pass_at_k: s.pass_at_k.clone(),
+                            pass_rate: s.rates.pass_rate,
+                            pass_at_k: s.rates.pass_at_k.clone(),
                         };
                         (name.clone(), line)
                     })
@@ -181,10 +172,10 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
             .ctx
             .baseline
             .and_then(|b| models.iter().find(|l| names(&l.model, b)))
-            .map(|l| (l.model.clone(), l.pass_rate));
+            .map(|l| (l.model.clone(), l.rates.pass_rate));
         if let Some((base_name, base)) = &baseline {
             for line in &mut models {
-                line.vs_baseline = Some(line.pass_rate - base);
+                line.vs_baseline = Some(line.rates.pass_rate - base);
                 line.vs_baseline_significant = (line.model != *base_name)
                     .then(|| significant(v, &spec.id, &line.model, base_name));
             }
@@ -197,7 +188,7 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
         });
         let mut ks: Vec<u32> = models
             .iter()
-            .flat_map(|l| l.pass_at_k.keys().copied())
+            .flat_map(|l| l.rates.pass_at_k.keys().copied())
             .collect();
         ks.sort_unstable();
         ks.dedup();
@@ -258,7 +249,7 @@ pub(crate) fn hat_ks(c: &Comparison) -> Vec<u32> {
 /// accuracy / pass@(largest k) per group.
 pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, fit: super::fit::Fit) -> String {
     use super::lang::fill;
-    let has_maj = c.models.iter().any(|l| l.maj.is_some());
+    let has_maj = c.models.iter().any(|l| l.rates.maj.is_some());
     let mut header = vec![w.model.to_owned(), w.pass_rate.to_owned()];
     header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
     if has_maj {
@@ -273,10 +264,10 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, fit: super::fit::
         .models
         .iter()
         .map(|l| {
-            let mut row = vec![(l.model.clone(), None), rate(Some(l.pass_rate))];
-            row.extend(c.ks.iter().map(|k| rate(l.pass_at_k.get(k).copied())));
+            let mut row = vec![(l.model.clone(), None), rate(Some(l.rates.pass_rate))];
+            row.extend(c.ks.iter().map(|k| rate(l.rates.pass_at_k.get(k).copied())));
             if has_maj {
-                row.push(rate(l.maj));
+                row.push(rate(l.rates.maj));
             }
             row.push((l.tier.to_owned(), None));
             if c.baseline.is_some() {

@@ -170,7 +170,7 @@ fn comparisons(s: &mut String, v: &View) {
     s.push_str(w.sampled);
     for c in &all {
         let _ = writeln!(s, "\n### {}\n", md_cell(&c.title));
-        let has_maj = c.models.iter().any(|l| l.maj.is_some());
+        let has_maj = c.models.iter().any(|l| l.rates.maj.is_some());
         let mut header = vec![model.clone(), pass_rate.clone()];
         header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
         let hats = super::comparison::hat_ks(c);
@@ -186,17 +186,21 @@ fn comparisons(s: &mut String, v: &View) {
             .models
             .iter()
             .map(|l| {
-                let mut row = vec![bold(&l.model), percent(l.pass_rate)];
-                row.extend(
-                    c.ks.iter()
-                        .map(|k| l.pass_at_k.get(k).map_or(NONE.into(), |p| percent(*p))),
-                );
-                row.extend(
-                    hats.iter()
-                        .map(|k| l.pass_hat_k.get(k).map_or(NONE.into(), |p| percent(*p))),
-                );
+                let mut row = vec![bold(&l.model), percent(l.rates.pass_rate)];
+                row.extend(c.ks.iter().map(|k| {
+                    l.rates
+                        .pass_at_k
+                        .get(k)
+                        .map_or(NONE.into(), |p| percent(*p))
+                }));
+                row.extend(hats.iter().map(|k| {
+                    l.rates
+                        .pass_hat_k
+                        .get(k)
+                        .map_or(NONE.into(), |p| percent(*p))
+                }));
                 if has_maj {
-                    row.push(l.maj.map_or(NONE.into(), percent));
+                    row.push(l.rates.maj.map_or(NONE.into(), percent));
                 }
                 row.push(l.tier.to_owned());
                 if c.baseline.is_some() {

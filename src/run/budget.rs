@@ -302,6 +302,17 @@ mod tests {
         m
     }
 
+    /// A model without a price, and a budget of `max_tokens` tokens alone.
+    fn unpriced(max_tokens: u64) -> (ModelSetup, Limits) {
+        let mut m = model();
+        m.price = None;
+        let limits = Limits {
+            max_cost: None,
+            max_tokens: Some(max_tokens),
+        };
+        (m, limits)
+    }
+
     fn request() -> ChatRequest {
         let question = Message::text(Role::User, "What is the capital of France?");
         ChatRequest::new(vec![question], 86)
@@ -359,12 +370,7 @@ mod tests {
     #[test]
     fn a_request_holds_room_for_every_re_ask_until_it_ends() {
         // 100 tokens an ask; a JSON request may ask 3 times: 300 held at once.
-        let (mut m, r) = (model(), request());
-        m.price = None;
-        let limits = Limits {
-            max_cost: None,
-            max_tokens: Some(450),
-        };
+        let ((m, limits), r) = (unpriced(450), request());
         let meter = Meter::new(limits, Spent::default());
         let json = Attempt {
             asks: 3,
@@ -402,12 +408,7 @@ mod tests {
 
     #[test]
     fn token_budgets_need_no_price() {
-        let (mut m, r) = (model(), request());
-        m.price = None;
-        let limits = Limits {
-            max_cost: None,
-            max_tokens: Some(150),
-        };
+        let ((m, limits), r) = (unpriced(150), request());
         let meter = Meter::new(limits, Spent::default());
         assert!(meter.admit(at(&m, &r), true).is_some());
         assert!(meter.admit(at(&m, &r), true).is_none());

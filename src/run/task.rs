@@ -295,6 +295,7 @@ async fn finish(
         ended,
     } = answered;
     let vars = &record.vars;
+    record.latency_ms = asked.latency_ms();
     record.attempts = if model.provider().is_remote() {
         asked.attempts
     } else {
@@ -304,7 +305,6 @@ async fn finish(
     record.cached = asked.cached;
     record.retries = asked.retries;
     record.endpoint = asked.endpoint;
-    record.latency_ms = asked.latency.as_millis() as u64;
     match asked.result {
         Ok(completion) => {
             // A replayed model's recorded judgements replay too, unless a judge is named.

@@ -12,7 +12,7 @@ use rhai::packages::{
     BasicMathPackage, BasicStringPackage, LanguageCorePackage, LogicPackage, MoreStringPackage,
     Package,
 };
-use rhai::{Dynamic, Engine, EvalAltResult, ParseError, Position};
+use rhai::{AST, Dynamic, Engine, EvalAltResult, ParseError, Position, Scope};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -143,6 +143,17 @@ pub(crate) fn sandboxed_engine(max_operations: u64) -> Engine {
         .set_fail_on_invalid_map_property(true);
     ScriptRng::register(&mut engine);
     engine
+}
+
+/// `source` compiled by `engine` for a scope that will hold `names`: the
+/// names alone are declared, as constants in a compile-time scope would be
+/// folded into the AST.
+pub(crate) fn compile(engine: &Engine, names: &[&str], source: &str) -> Result<AST, ScriptError> {
+    let mut scope = Scope::new();
+    for name in names {
+        scope.push_dynamic(*name, Dynamic::UNIT);
+    }
+    Ok(engine.compile_with_scope(&scope, source)?)
 }
 
 /// A script error with its position inside the script (1-based; 0 when unknown).

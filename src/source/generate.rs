@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::format::depth::{MAX_DEPTH, too_deep_text};
 use crate::scripting::rng::ScriptRng;
 use crate::scripting::value::{ToJsonError, drop_scope, to_json};
-use crate::scripting::{ScriptError, on_script_stack, sandboxed_engine};
+use crate::scripting::{ScriptError, compile, on_script_stack, sandboxed_engine};
 
 /// A compiled generation script.
 pub(crate) struct Generator {
@@ -30,12 +30,7 @@ impl Generator {
     ) -> Result<Generator, ScriptError> {
         let engine = sandboxed_engine(max_operations);
         let data = rhai::serde::to_dynamic(data)?;
-        // Names only: constants in a compile-time scope would be folded into the AST.
-        let mut scope = Scope::new();
-        for name in SCOPE_NAMES {
-            scope.push_dynamic(name, Dynamic::UNIT);
-        }
-        let ast = engine.compile_with_scope(&scope, script)?;
+        let ast = compile(&engine, &SCOPE_NAMES, script)?;
         Ok(Generator {
             engine,
             ast,

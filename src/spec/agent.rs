@@ -16,7 +16,8 @@ use crate::format::{EpisodeLimits, SpecFile, ToolCall, key_path};
 use crate::scripting::rng::ScriptRng;
 use crate::scripting::value::{ToJsonError, drop_deep, drop_scope, to_json};
 use crate::scripting::{
-    DEFAULT_MAX_OPERATIONS, ScriptError, max_operations_problem, on_script_stack, sandboxed_engine,
+    self, DEFAULT_MAX_OPERATIONS, ScriptError, max_operations_problem, on_script_stack,
+    sandboxed_engine,
 };
 
 /// The names a tool script may read.
@@ -354,7 +355,7 @@ pub(super) fn compile(
             continue; // check_tools reports the missing name
         };
         match script_source(tool, i, map, spec_dir) {
-            Ok((source, origin)) => match compile_one(&engine, &source) {
+            Ok((source, origin)) => match scripting::compile(&engine, &SCOPE_NAMES, &source) {
                 Ok(ast) => {
                     scripts.insert(name.to_owned(), ast);
                 }
@@ -416,15 +417,6 @@ fn script_source(
             ),
         )),
     }
-}
-
-fn compile_one(engine: &Engine, source: &str) -> Result<AST, ScriptError> {
-    // Names only: constants in a compile-time scope would be folded into the AST.
-    let mut scope = Scope::new();
-    for name in SCOPE_NAMES {
-        scope.push_dynamic(name, Dynamic::UNIT);
-    }
-    Ok(engine.compile_with_scope(&scope, source)?)
 }
 
 fn script_diagnostic(map: &SourceMap, i: usize, origin: &Origin, e: &ScriptError) -> Diagnostic {

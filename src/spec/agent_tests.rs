@@ -8,7 +8,12 @@ fn runtime(scripts: &[(&str, &str)]) -> AgentRuntime {
     let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
     let scripts = scripts
         .iter()
-        .map(|(n, s)| ((*n).to_owned(), compile_one(&engine, s).unwrap()))
+        .map(|(n, s)| {
+            (
+                (*n).to_owned(),
+                scripting::compile(&engine, &SCOPE_NAMES, s).unwrap(),
+            )
+        })
         .collect();
     AgentRuntime {
         max_turns: 4,

@@ -241,10 +241,10 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
             return entry;
         }
     };
+    entry.latency_ms = asked.latency_ms();
     entry.attempts = asked.attempts;
     entry.cached = asked.cached;
     entry.retries = asked.retries;
-    entry.latency_ms = asked.latency.as_millis() as u64;
     match asked.result {
         Ok(completion) => {
             if let Err(why) = (task.check)(&completion.text) {

@@ -7,12 +7,11 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
-use super::expected::{ComparesText, Expected, TextRule};
+use super::expected::{ComparesText, TextRule};
 use super::kind::{Reference, RuleKind};
-use super::{BuildContext, Measure, ReadsText, Rule, Verdict};
+use super::{BuildContext, Measure, Rule, Verdict};
 use crate::error::Diagnostic;
 
 /// `cer`: the character error rate (or, with `unit = "word"`, the word error
@@ -63,12 +62,14 @@ impl RuleKind for CerKeys {
         let mut normalize = self.normalize;
         normalize.sort();
         normalize.dedup();
-        Ok(Box::new(TextRule(Cer {
+        Ok(Box::new(TextRule {
             expected: cx.expected()?,
-            unit,
-            threshold,
-            normalize,
-        })))
+            compare: Cer {
+                unit,
+                threshold,
+                normalize,
+            },
+        }))
     }
 }
 
@@ -84,7 +85,6 @@ pub(super) enum ErrorUnit {
 }
 
 struct Cer {
-    expected: Expected,
     unit: ErrorUnit,
     threshold: f64,
     normalize: Vec<Normalization>,
@@ -131,17 +131,7 @@ fn rate(edits: usize, length: usize) -> f64 {
 }
 
 impl ComparesText for Cer {
-    fn expected(&self) -> &Expected {
-        &self.expected
-    }
-}
-
-impl ReadsText for Cer {
-    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let references = match self.expected.texts(vars, false) {
-            Ok(references) => references,
-            Err(verdict) => return verdict,
-        };
+    fn compare(&self, answer: &str, references: &[String]) -> Verdict {
         let answer = normalized(answer, &self.normalize);
         let (edits, length) = references
             .iter()
@@ -172,14 +162,20 @@ impl ReadsText for Cer {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::{Map, Value};
 
-    fn rule(unit: ErrorUnit, threshold: f64, normalize: &[Normalization]) -> Cer {
-        Cer {
+    use super::*;
+    use crate::verify::ReadsText;
+    use crate::verify::expected::Expected;
+
+    fn rule(unit: ErrorUnit, threshold: f64, normalize: &[Normalization]) -> TextRule<Cer> {
+        TextRule {
             expected: Expected::Var("text".into()),
-            unit,
-            threshold,
-            normalize: normalize.to_vec(),
+            compare: Cer {
+                unit,
+                threshold,
+                normalize: normalize.to_vec(),
+            },
         }
     }
 

@@ -65,7 +65,6 @@ pub(super) enum ContainsMode {
 }
 
 struct Contains {
-    expected: Expected,
     matcher: Matcher,
     mode: ContainsMode,
 }
@@ -87,11 +86,13 @@ impl RuleKind for ContainsKeys {
     const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(TextRule(Contains {
+        Ok(Box::new(TextRule {
             expected: cx.expected()?,
-            matcher: Matcher::new(self.case_sensitive, self.whole_word),
-            mode: self.mode.unwrap_or_default(),
-        })))
+            compare: Contains {
+                matcher: Matcher::new(self.case_sensitive, self.whole_word),
+                mode: self.mode.unwrap_or_default(),
+            },
+        }))
     }
 }
 
@@ -110,11 +111,13 @@ impl RuleKind for NotContainsKeys {
     const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(TextRule(Contains {
+        Ok(Box::new(TextRule {
             expected: cx.expected()?,
-            matcher: Matcher::new(self.case_sensitive, self.whole_word),
-            mode: ContainsMode::None,
-        })))
+            compare: Contains {
+                matcher: Matcher::new(self.case_sensitive, self.whole_word),
+                mode: ContainsMode::None,
+            },
+        }))
     }
 }
 
@@ -122,34 +125,18 @@ impl ComparesText for Contains {
     // An empty needle occurs in every answer: refused like a missing one.
     const NEEDLE: bool = true;
 
-    fn expected(&self) -> &Expected {
-        &self.expected
-    }
-}
-
-impl ReadsText for Contains {
-    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let needles = match self.expected.texts(vars, true) {
-            Ok(needles) => needles,
-            Err(verdict) => return verdict,
-        };
+    fn compare(&self, answer: &str, needles: &[String]) -> Verdict {
         let haystack = self.matcher.normalize(answer);
         let (present, absent): (Vec<_>, Vec<_>) = needles
             .iter()
             .partition(|n| self.matcher.occurs(&haystack, &self.matcher.normalize(n)));
-        let list = |v: &[&String]| {
-            v.iter()
-                .map(|s| format!("«{s}»"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         match self.mode {
             ContainsMode::All if absent.is_empty() => Verdict::pass(),
-            ContainsMode::All => Verdict::fail(format!("does not contain {}", list(&absent))),
+            ContainsMode::All => Verdict::fail(format!("does not contain {}", quoted(&absent))),
             ContainsMode::Any if !present.is_empty() => Verdict::pass(),
-            ContainsMode::Any => Verdict::fail(format!("contains none of {}", list(&absent))),
+            ContainsMode::Any => Verdict::fail(format!("contains none of {}", quoted(&absent))),
             ContainsMode::None if present.is_empty() => Verdict::pass(),
-            ContainsMode::None => Verdict::fail(format!("contains forbidden {}", list(&present))),
+            ContainsMode::None => Verdict::fail(format!("contains forbidden {}", quoted(&present))),
         }
     }
 }

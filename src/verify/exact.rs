@@ -2,16 +2,13 @@
 //! normalization (the instruction-following check). Case-sensitive by
 //! default, because case is often what the instructions asked for.
 
-use serde_json::{Map, Value};
-
-use super::expected::{ComparesText, Expected, TextRule};
+use super::expected::{ComparesText, TextRule};
 use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
-use super::{BuildContext, ReadsText, Rule, Verdict};
+use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::text::clip;
 
 struct Exact {
-    expected: Expected,
     case_sensitive: bool,
 }
 
@@ -29,10 +26,12 @@ impl RuleKind for ExactKeys {
     const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(TextRule(Exact {
+        Ok(Box::new(TextRule {
             expected: cx.expected()?,
-            case_sensitive: self.case_sensitive.unwrap_or(true),
-        })))
+            compare: Exact {
+                case_sensitive: self.case_sensitive.unwrap_or(true),
+            },
+        }))
     }
 }
 
@@ -53,17 +52,7 @@ impl Exact {
 }
 
 impl ComparesText for Exact {
-    fn expected(&self) -> &Expected {
-        &self.expected
-    }
-}
-
-impl ReadsText for Exact {
-    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
-        let alternatives = match self.expected.texts(vars, false) {
-            Ok(alternatives) => alternatives,
-            Err(verdict) => return verdict,
-        };
+    fn compare(&self, answer: &str, alternatives: &[String]) -> Verdict {
         let got = self.normalize(answer);
         if alternatives.iter().any(|alt| self.normalize(alt) == got) {
             return Verdict::pass();
@@ -85,12 +74,16 @@ impl ReadsText for Exact {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::{Map, Value};
 
-    fn rule(case_sensitive: bool) -> Exact {
-        Exact {
+    use super::*;
+    use crate::verify::ReadsText;
+    use crate::verify::expected::Expected;
+
+    fn rule(case_sensitive: bool) -> TextRule<Exact> {
+        TextRule {
             expected: Expected::Literal(Value::from("<data>АБВ</data>")),
-            case_sensitive,
+            compare: Exact { case_sensitive },
         }
     }
 
@@ -106,13 +99,15 @@ mod tests {
 
     #[test]
     fn an_empty_list_of_alternatives_fails_instead_of_panicking() {
-        let rule = Exact {
+        let rule = TextRule {
             expected: Expected::Var("answer".into()),
-            case_sensitive: true,
+            compare: Exact {
+                case_sensitive: true,
+            },
         };
         let vars: Map<String, Value> = serde_json::from_str(r#"{"answer": []}"#).unwrap();
         let v = rule.verify("x", "", &vars);
         assert!(!v.passed && v.detail.contains("empty list"), "{}", v.detail);
-        assert_eq!(TextRule(rule).value_problems(&vars)[0].0, "expected");
+        assert_eq!(rule.value_problems(&vars)[0].0, "expected");
     }
 }

@@ -18,29 +18,45 @@ pub(crate) enum Expected {
 }
 
 /// A rule comparing the answer with its expected value as text: wrapped in
-/// [`TextRule`], its [`Rule`] follows from that, the same for each.
-pub(super) trait ComparesText: ReadsText + Send + Sync {
+/// [`TextRule`] with that value, its [`Rule`] and its reading of the
+/// instance's expected texts follow from that, the same for each.
+pub(super) trait ComparesText: Send + Sync {
     /// Whether the expected texts are looked for inside the answer, where an
     /// empty one would match any (see `text_problem`).
     const NEEDLE: bool = false;
-    /// The expected value.
-    fn expected(&self) -> &Expected;
+    /// The verdict on `answer` against the instance's expected texts (one or
+    /// more alternatives, or needles; never an empty list).
+    fn compare(&self, answer: &str, expected: &[String]) -> Verdict;
 }
 
-/// The [`Rule`] of a [`ComparesText`].
-pub(super) struct TextRule<T>(pub T);
+/// The [`Rule`] of a [`ComparesText`] with its expected value.
+pub(super) struct TextRule<T> {
+    /// The expected value.
+    pub expected: Expected,
+    /// How the answer is compared with it.
+    pub compare: T,
+}
 
 impl<T: ComparesText> Rule for TextRule<T> {
     fn reference(&self) -> Option<&Expected> {
-        Some(self.0.expected())
+        Some(&self.expected)
     }
 
     fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        self.0.expected().text_problems(vars, T::NEEDLE)
+        self.expected.text_problems(vars, T::NEEDLE)
     }
 
     fn reads(&self) -> Reads<'_> {
-        Reads::Text(&self.0)
+        Reads::Text(self)
+    }
+}
+
+impl<T: ComparesText> ReadsText for TextRule<T> {
+    fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
+        match self.expected.texts(vars, T::NEEDLE) {
+            Ok(texts) => self.compare.compare(answer, &texts),
+            Err(verdict) => verdict,
+        }
     }
 }
 

@@ -11,11 +11,14 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::shared::map_verdict;
+use super::shared::{compile_rule_script, map_verdict};
 use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
-use crate::error::{Diagnostic, ErrorKind};
-use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
+use crate::error::Diagnostic;
+use crate::scripting::{ScriptError, compile, on_script_stack};
 use crate::text::clip;
+
+/// The names the expression sees.
+const SCOPE_NAMES: [&str; 2] = ["state", "vars"];
 
 /// The most characters of one state value a failure detail shows.
 const SHOWN: usize = 200;
@@ -36,15 +39,6 @@ struct FinalState {
 pub(super) struct FinalStateKeys {
     /// Rhai expression over `state` and `vars` returning a bool or `#{passed, detail}`.
     pub expr: Option<String>,
-}
-
-fn compile(engine: &Engine, source: &str) -> Result<AST, ScriptError> {
-    // Names only: constants in a compile-time scope would be folded into the AST.
-    let mut scope = Scope::new();
-    for name in ["state", "vars"] {
-        scope.push_dynamic(name, Dynamic::UNIT);
-    }
-    Ok(engine.compile_with_scope(&scope, source)?)
 }
 
 /// The `state.a.b[0]` paths written in `source`, longest first, each once.
@@ -71,23 +65,12 @@ impl RuleKind for FinalStateKeys {
     const NAME: &'static str = "final_state";
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let source = cx.required(
-            self.expr.as_ref(),
-            cx.rule,
-            "expr",
-            "'state.orders[0].status == \"cancelled\"'",
-        )?;
-        let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
-        let ast = compile(&engine, source).map_err(|e| {
-            Diagnostic::new(
-                ErrorKind::Script,
-                cx.locate_in("expr", e.line, e.column),
-                e.message,
-            )
-        })?;
+        let example = "'state.orders[0].status == \"cancelled\"'";
+        let source = cx.required(self.expr.as_ref(), cx.rule, "expr", example)?;
+        let (engine, ast) = compile_rule_script(cx, "expr", &SCOPE_NAMES, source)?;
         let paths = state_paths(source)
             .into_iter()
-            .filter_map(|p| compile(&engine, &p).ok().map(|ast| (p, ast)))
+            .filter_map(|p| compile(&engine, &SCOPE_NAMES, &p).ok().map(|ast| (p, ast)))
             .collect();
         Ok(Box::new(FinalState {
             engine,
@@ -171,7 +154,7 @@ impl FinalState {
 impl FinalState {
     /// Evaluates `source` (a part of the expression) to a JSON value.
     fn value_of(&self, source: &str, state: &Value, vars: &Map<String, Value>) -> Option<Value> {
-        let ast = compile(&self.engine, source).ok()?;
+        let ast = compile(&self.engine, &SCOPE_NAMES, source).ok()?;
         let mut scope = Self::scope(state, vars).ok()?;
         let d: Dynamic = self.engine.eval_ast_with_scope(&mut scope, &ast).ok()?;
         rhai::serde::from_dynamic(&d).ok()
@@ -310,15 +293,16 @@ impl ReadsReply for FinalState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scripting::{DEFAULT_MAX_OPERATIONS, sandboxed_engine};
     use serde_json::json;
 
     fn rule(expr: &str) -> FinalState {
         let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
-        let ast = compile(&engine, expr).unwrap();
+        let ast = compile(&engine, &SCOPE_NAMES, expr).unwrap();
         let paths = state_paths(expr)
             .into_iter()
             .map(|p| {
-                let ast = compile(&engine, &p).unwrap();
+                let ast = compile(&engine, &SCOPE_NAMES, &p).unwrap();
                 (p, ast)
             })
             .collect();

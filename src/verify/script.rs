@@ -6,10 +6,10 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::shared::{as_score, map_verdict};
+use super::shared::{as_score, compile_rule_script, map_verdict};
 use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
-use crate::error::{Diagnostic, ErrorKind};
-use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
+use crate::error::Diagnostic;
+use crate::scripting::{ScriptError, on_script_stack};
 
 struct ScriptRule {
     engine: Engine,
@@ -46,20 +46,8 @@ impl RuleKind for ScriptKeys {
             "script",
             "'answer.len() > 0'",
         )?;
-        let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
-        // Names only: constants in a compile-time scope would be folded into the AST.
-        let mut scope = Scope::new();
-        for name in ["response", "answer", "vars"] {
-            scope.push_dynamic(name, Dynamic::UNIT);
-        }
-        let ast = engine.compile_with_scope(&scope, source).map_err(|e| {
-            let e = ScriptError::from(e);
-            Diagnostic::new(
-                ErrorKind::Script,
-                cx.locate_in("script", e.line, e.column),
-                e.message,
-            )
-        })?;
+        let names = ["response", "answer", "vars"];
+        let (engine, ast) = compile_rule_script(cx, "script", &names, source)?;
         let threshold = cx.threshold(self.threshold, 1.0)?;
         Ok(Box::new(ScriptRule {
             engine,

@@ -1,14 +1,16 @@
 //! What several rules share: the tool calls a reply made, how a rule over
-//! calls shows them as its answer, and how a Rhai rule's `#{passed, score,
-//! detail}` becomes a verdict. A helper lives here once a second rule needs
+//! calls shows them as its answer, and how a Rhai rule's script compiles and
+//! its `#{passed, score, detail}` becomes a verdict. A helper lives here once a second rule needs
 //! it, so rule files never import from one another.
 
-use rhai::Dynamic;
+use rhai::{AST, Dynamic, Engine};
 use serde_json::{Map, Value};
 
 use super::call_check::show_call;
-use super::{Reads, ReadsReply, Reply, Rule, Verdict};
+use super::{BuildContext, Reads, ReadsReply, Reply, Rule, Verdict};
+use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
+use crate::scripting::{DEFAULT_MAX_OPERATIONS, compile, sandboxed_engine};
 
 /// A rule over every call of the episode, which it shows as its answer:
 /// it reads the reply, and says only how it decides.
@@ -78,6 +80,25 @@ pub(super) fn map_verdict(map: &rhai::Map, threshold: f64) -> Verdict {
         score.unwrap_or(if passed { 1.0 } else { 0.0 }),
         detail,
     )
+}
+
+/// A Rhai rule's script from key `key`, compiled in a new sandboxed engine
+/// for a scope of `names`; a syntax error points into the key's string.
+pub(super) fn compile_rule_script(
+    cx: &BuildContext,
+    key: &str,
+    names: &[&str],
+    source: &str,
+) -> Result<(Engine, AST), Diagnostic> {
+    let engine = sandboxed_engine(DEFAULT_MAX_OPERATIONS);
+    let ast = compile(&engine, names, source).map_err(|e| {
+        Diagnostic::new(
+            ErrorKind::Script,
+            cx.locate_in(key, e.line, e.column),
+            e.message,
+        )
+    })?;
+    Ok((engine, ast))
 }
 
 /// A call of tool `name` with `arguments`, for the tests of rules over calls.

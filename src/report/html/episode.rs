@@ -54,16 +54,20 @@ pub(super) struct Call {
     pub i: String,
 }
 
-/// What a row adds for an answer with tool calls.
-#[derive(Default)]
+/// What a row adds for an answer with tool calls, under the row's short keys.
+#[derive(Default, Serialize)]
 pub(super) struct Episode {
     /// The steps.
+    #[serde(rename = "tr", skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
-    /// The tools' final state, pretty JSON.
+    /// With `[agent]`: the tools' final state, pretty JSON.
+    #[serde(rename = "st", skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     /// The tools called, sorted, each once.
+    #[serde(rename = "tn", skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
     /// The arguments failing rules name, in order, each once.
+    #[serde(rename = "fa", skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
 }
 

@@ -17,7 +17,7 @@ use crate::verify::FailureKind;
 
 use super::super::SpecInfo;
 use super::super::calls::answer_text;
-use super::episode::{self, Step, TEXT_CHARS};
+use super::episode::{self, Episode, TEXT_CHARS};
 use super::thumbs::{PromptRow, prompt_row};
 
 /// Characters of one judge reasoning or rule detail kept.
@@ -87,21 +87,12 @@ pub(super) struct Row<'a> {
     /// Against the golden transcript, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub g: Option<GoldenRow>,
-    /// With tools: the episode's steps.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tr: Vec<Step>,
     /// With tools: every step as one line of text, for the list and the search.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rt: Option<String>,
-    /// With `[agent]`: the tools' final state, pretty JSON.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub st: Option<String>,
-    /// The tools called.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tn: Vec<String>,
-    /// The arguments failing rules name.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub fa: Vec<String>,
+    /// With tools: the episode's steps, final state, tools and failed arguments.
+    #[serde(flatten)]
+    pub episode: Episode,
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -291,7 +282,6 @@ pub(super) fn row<'a>(
             .map(|var| (var.as_str(), crate::metrics::group_value(r, var)))
             .collect()
     });
-    let episode = episode::of(r);
     let steps = answer_text(r.scored.response.as_deref(), &r.scored.trajectory)
         .filter(|_| !r.scored.trajectory.is_empty());
     let expected = match expected_output(r) {
@@ -333,10 +323,7 @@ pub(super) fn row<'a>(
             .collect(),
         fl: flags,
         g: golden,
-        tr: episode.steps,
         rt: steps.map(|t| one_line(&t, LINE_CHARS)),
-        st: episode.state,
-        tn: episode.tools,
-        fa: episode.failed,
+        episode: episode::of(r),
     }
 }

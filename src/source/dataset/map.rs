@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::error::{At, DatasetError, Origin};
 use crate::format::depth::{MAX_DEPTH, too_deep_text};
 use crate::scripting::value::{ToJsonError, drop_deep, drop_scope, to_json};
-use crate::scripting::{ScriptError, on_script_stack, sandboxed_engine};
+use crate::scripting::{ScriptError, compile, on_script_stack, sandboxed_engine};
 
 /// A compiled per-row script.
 pub(super) struct RowScript {
@@ -26,12 +26,8 @@ impl RowScript {
         max_operations: u64,
     ) -> Result<RowScript, DatasetError> {
         let engine = sandboxed_engine(max_operations);
-        let mut scope = Scope::new();
-        scope.push_dynamic("row", Dynamic::UNIT);
-        scope.push_dynamic("data", Dynamic::UNIT);
-        let ast = engine
-            .compile_with_scope(&scope, source)
-            .map_err(|e| script_error(key, None, &e.into()))?;
+        let ast =
+            compile(&engine, &["row", "data"], source).map_err(|e| script_error(key, None, &e))?;
         let data = rhai::serde::to_dynamic(data).map_err(|e| script_error(key, None, &e.into()))?;
         Ok(RowScript {
             key,
