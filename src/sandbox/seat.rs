@@ -179,6 +179,27 @@ impl Lease {
         self.seat.procs.iter().map(AsRawFd::as_raw_fd).collect()
     }
 
+    /// `cgroup.procs` of each of the seat's cgroups, open for writing: a
+    /// process forked elsewhere (a zygote's child) writes itself in, on v1
+    /// as on v2.
+    pub(super) fn procs_files(&self) -> std::io::Result<Vec<OwnedFd>> {
+        if !self.seat.procs.is_empty() {
+            return self.seat.procs.iter().map(OwnedFd::try_clone).collect();
+        }
+        let open = |dir: &PathBuf| -> std::io::Result<OwnedFd> {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))?;
+            Ok(file.into())
+        };
+        self.seat
+            .memory
+            .iter()
+            .chain(&self.seat.pids)
+            .map(open)
+            .collect()
+    }
+
     /// Whether the kernel killed a process of the tree for its memory.
     pub(super) fn oom_killed(&self) -> bool {
         self.seat.ooms() > self.ooms

@@ -19,6 +19,7 @@ use super::plan::{
     shared_netns, timeval,
 };
 use super::seat::Lease;
+use super::zygote::{WarmRun, Zygote, Zygotes};
 use super::{
     CHANNEL_ENV, Isolation, Killed, Limits, Outcome, Program, SandboxError, Termination, Usage,
 };
@@ -36,6 +37,7 @@ pub struct Sandbox {
     seccomp: Vec<BpfProgram>,
     scratch: PathBuf,
     tree: Option<TreeLimits>,
+    zygotes: Zygotes,
 }
 
 /// A program on its way: what the parent holds until it is reaped.
@@ -45,11 +47,13 @@ struct Started {
     stderr: Option<std::fs::File>,
     seat: Option<Lease>,
     start: Instant,
+    /// Set when a zygote forked the run: it reports the exit.
+    warm: Option<WarmRun>,
     _workdir: Workdir,
 }
 
 /// A run's working directory on the host, removed when dropped.
-struct Workdir(PathBuf);
+pub(super) struct Workdir(pub(super) PathBuf);
 
 impl Drop for Workdir {
     fn drop(&mut self) {
@@ -76,6 +80,7 @@ impl Sandbox {
             seccomp: seccomp::filters()?,
             scratch: scratch_dir()?,
             tree: TreeLimits::probe(),
+            zygotes: Zygotes::default(),
         };
         // A trial run turns "user namespaces are disabled" and the like into
         // one clear error before any model is asked anything.
@@ -105,6 +110,7 @@ impl Sandbox {
             seccomp: Vec::new(),
             scratch: scratch_dir().unwrap_or_else(|_| std::env::temp_dir()),
             tree: TreeLimits::probe(),
+            zygotes: Zygotes::default(),
         }
     }
 
@@ -199,6 +205,12 @@ impl Sandbox {
             ),
             None => None,
         };
+        if self.isolated
+            && let Some(warm) = &program.warm
+            && let Some(zygote) = self.zygotes.get(program, warm, &self.scratch)
+        {
+            return self.start_warm(&zygote, program, channel, (n, workdir, seat));
+        }
         let cgroup_fds: Vec<RawFd> = seat.iter().flat_map(Lease::join_fds).collect();
         let mut command = Command::new(&program.argv[0]);
         command
@@ -221,18 +233,8 @@ impl Sandbox {
         let (report_read, report_write) = pipe().map_err(|e| io("pipe", e))?;
         let start = Instant::now();
         let child = if self.isolated {
-            let (uid, gid) = run_ids(n);
-            let c = path_cstring(&workdir.0)?;
-            // SAFETY: chown of a directory we just created.
-            if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 && is_root() {
-                return Err(io("chown", std::io::Error::last_os_error()));
-            }
-            let shared = Shared {
-                netns: self.netns.as_ref().map(AsRawFd::as_raw_fd),
-                seccomp: &self.seccomp,
-            };
             let fds = (cgroup_fds, channel, report_write.as_raw_fd());
-            let plan = child_plan(&shared, program, &workdir.0, (uid, gid), fds)?;
+            let plan = self.plan(program, &workdir, n, fds)?;
             // SAFETY: `enter` makes only async-signal-safe system calls.
             unsafe {
                 command.pre_exec(move || enter(&plan));
@@ -275,6 +277,81 @@ impl Sandbox {
             stderr: file(child.stderr.take().map(OwnedFd::from)),
             seat,
             start,
+            warm: None,
+            _workdir: workdir,
+        })
+    }
+
+    /// The isolated child's plan for run `n` of `program` in `workdir`.
+    fn plan(
+        &self,
+        program: &Program,
+        workdir: &Workdir,
+        n: u32,
+        fds: (Vec<RawFd>, Vec<RawFd>, RawFd),
+    ) -> Result<super::child::ChildPlan, SandboxError> {
+        let (uid, gid) = run_ids(n);
+        let c = path_cstring(&workdir.0)?;
+        // SAFETY: chown of a directory we just created.
+        if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 && is_root() {
+            let e = std::io::Error::last_os_error();
+            return Err(SandboxError::Setup(format!("chown: {e}")));
+        }
+        let shared = Shared {
+            netns: self.netns.as_ref().map(AsRawFd::as_raw_fd),
+            seccomp: &self.seccomp,
+        };
+        child_plan(&shared, program, &workdir.0, (uid, gid), fds)
+    }
+
+    /// Starts `program` as a fork of its warm `zygote`, confined the same way.
+    fn start_warm(
+        &self,
+        zygote: &Zygote,
+        program: &Program,
+        channel: &[RawFd],
+        (n, workdir, seat): (u32, Workdir, Option<Lease>),
+    ) -> Result<Started, SandboxError> {
+        let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
+        let cgroups = match &seat {
+            Some(seat) => seat
+                .procs_files()
+                .map_err(|e| io("open the run's cgroup", e))?,
+            None => Vec::new(),
+        };
+        // The child reports on its own socket, not a report pipe.
+        let plan = self.plan(program, &workdir, n, (Vec::new(), channel.to_vec(), -1))?;
+        let stdin = super::memory_file(&program.stdin).map_err(|e| io("write its input", e))?;
+        let (stdout, stdout_write) = pipe().map_err(|e| io("pipe", e))?;
+        let (stderr, stderr_write) = pipe().map_err(|e| io("pipe", e))?;
+        let home = workdir.0.to_string_lossy().into_owned();
+        let mut env: Vec<(String, String)> = [
+            ("PATH", PATH),
+            ("LANG", "C.UTF-8"),
+            ("HOME", &home),
+            ("TMPDIR", &home),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        env.extend(program.env.iter().cloned());
+        let script = program.argv.last().map_or("", String::as_str);
+        let stdio = [
+            stdin.as_raw_fd(),
+            stdout_write.as_raw_fd(),
+            stderr_write.as_raw_fd(),
+        ];
+        let start = Instant::now();
+        let (pid, warm) = zygote
+            .run(&plan, &cgroups, stdio, &env, script)
+            .map_err(|e| SandboxError::Setup(format!("{e} (running {} warm)", program.argv[0])))?;
+        Ok(Started {
+            pid,
+            stdout: Some(stdout.into()),
+            stderr: Some(stderr.into()),
+            seat,
+            start,
+            warm: Some(warm),
             _workdir: workdir,
         })
     }
@@ -302,7 +379,10 @@ impl Sandbox {
         if !self.isolated {
             kill();
         }
-        let (status, usage) = reap(started.pid);
+        let (status, usage) = match started.warm {
+            Some(warm) => warm.reap(),
+            None => reap(started.pid),
+        };
         let wall = started.start.elapsed();
         let termination = if libc::WIFSIGNALED(status) {
             Termination::Signaled(libc::WTERMSIG(status))
