@@ -6,12 +6,13 @@ use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
-use super::capture::{Captured, Watch, capture, kill_namespace_init, reap};
+use super::capture::{Captured, Watch, capture, exited, kill_namespace_init, pidfd_open, reap};
 use super::cgroup::TreeLimits;
 use super::child::{enter, join_cgroups, keep_open};
 use super::plan::{
@@ -49,6 +50,10 @@ struct Started {
     start: Instant,
     /// Set when a zygote forked the run: it reports the exit.
     warm: Option<WarmRun>,
+    /// The first process of a warm run, held from when its program started:
+    /// the zygote, not the harness, reaps it, and a reused pid must not be
+    /// signalled.
+    pidfd: Option<Arc<OwnedFd>>,
     _workdir: Workdir,
 }
 
@@ -129,7 +134,8 @@ impl Sandbox {
     pub fn run(&self, program: &Program) -> Result<Outcome, SandboxError> {
         let _slot = CpuSlot::take();
         let mut started = self.start(program, &[])?;
-        let kill = self.killer(started.pid);
+        self.confirm(&mut started, program)?;
+        let kill = self.killer(&started);
         let watch = watch(&mut started, &program.limits, &kill)?;
         let deadline = started.start + program.limits.wall;
         let captured = capture(vec![watch], deadline, program.limits.output_bytes, None);
@@ -155,15 +161,24 @@ impl Sandbox {
         let (to_leader_read, to_leader_write) = pipe().map_err(io)?;
         let worker_fds = [to_worker_read.as_raw_fd(), to_leader_write.as_raw_fd()];
         let leader_fds = [to_leader_read.as_raw_fd(), to_worker_write.as_raw_fd()];
+        // Both are started before either is waited for: warm children
+        // confine themselves side by side.
         let mut w = self.start(worker, &worker_fds)?;
         let mut l = match self.start(leader, &leader_fds) {
             Ok(l) => l,
             Err(e) => {
-                self.killer(w.pid)();
-                reap(w.pid);
+                self.abandon(w, worker);
                 return Err(e);
             }
         };
+        if let Err(e) = self.confirm(&mut w, worker) {
+            self.abandon(l, leader);
+            return Err(e);
+        }
+        if let Err(e) = self.confirm(&mut l, leader) {
+            self.abandon(w, worker);
+            return Err(e);
+        }
         // Only the two programs may hold the ends: an end open here would
         // keep the other from seeing end-of-file when its peer dies.
         drop((
@@ -172,7 +187,7 @@ impl Sandbox {
             to_leader_read,
             to_leader_write,
         ));
-        let (kill_w, kill_l) = (self.killer(w.pid), self.killer(l.pid));
+        let (kill_w, kill_l) = (self.killer(&w), self.killer(&l));
         let watches = vec![
             watch(&mut w, &worker.limits, &kill_w)?,
             watch(&mut l, &leader.limits, &kill_l)?,
@@ -278,8 +293,38 @@ impl Sandbox {
             seat,
             start,
             warm: None,
+            pidfd: None,
             _workdir: workdir,
         })
+    }
+
+    /// Waits until a warm run's program has started (a cold one has when
+    /// `start` returns), and takes hold of its first process.
+    fn confirm(&self, started: &mut Started, program: &Program) -> Result<(), SandboxError> {
+        let Some(warm) = &mut started.warm else {
+            return Ok(());
+        };
+        if started.pidfd.is_some() {
+            return Ok(());
+        }
+        warm.started(program)?;
+        // Its program has started, so the first process, which outlives it,
+        // cannot have been reaped yet: the descriptor holds this very process.
+        started.pidfd = pidfd_open(started.pid).map(Arc::new);
+        Ok(())
+    }
+
+    /// Ends a run that will not be watched: kills its tree and reaps it.
+    fn abandon(&self, mut started: Started, program: &Program) {
+        // A warm run that failed to start ends by itself, and its pid is
+        // not ours to signal.
+        if self.confirm(&mut started, program).is_ok() {
+            self.killer(&started)();
+        }
+        match started.warm {
+            Some(warm) => drop(warm.reap()),
+            None => drop(reap(started.pid)),
+        }
     }
 
     /// The isolated child's plan for run `n` of `program` in `workdir`.
@@ -342,11 +387,10 @@ impl Sandbox {
             stderr_write.as_raw_fd(),
         ];
         let start = Instant::now();
-        let (pid, warm) = zygote
-            .run(&plan, &cgroups, stdio, &env, script)
-            .map_err(|e| SandboxError::Setup(format!("{e} (running {} warm)", program.argv[0])))?;
+        let (pid, warm) = zygote.run(&plan, &cgroups, stdio, &env, script)?;
         Ok(Started {
             pid,
+            pidfd: None,
             stdout: Some(stdout.into()),
             stderr: Some(stderr.into()),
             seat,
@@ -357,9 +401,12 @@ impl Sandbox {
     }
 
     /// Kills the process tree of `pid`.
-    fn killer(&self, pid: libc::pid_t) -> impl Fn() + use<> {
-        let isolated = self.isolated;
+    fn killer(&self, started: &Started) -> impl Fn() + use<> {
+        let (isolated, pid, pidfd) = (self.isolated, started.pid, started.pidfd.clone());
         move || {
+            if pidfd.as_deref().is_some_and(exited) {
+                return;
+            }
             // Isolated: killing the namespace's init means the first process
             // exits, and is reaped, only after every process of the run is
             // gone. Before init exists (or after it is gone) the first

@@ -42,7 +42,7 @@ def serve(module):
     control.send(b"R")
     runs = {}
     while True:
-        ready, _, _ = select.select([control] + list(runs), [], [])
+        ready, _, _ = select.select([control, *runs], [], [])
         for pidfd in [r for r in ready if r is not control]:
             pid, channel = runs.pop(pidfd)
             report_exit(pid, channel)
@@ -64,7 +64,6 @@ def serve(module):
         channel = socket.socket(fileno=fds[0])
         for fd in fds[1:]:
             os.close(fd)
-        channel.send(b"P%d" % pid)
         runs[os.pidfd_open(pid)] = (pid, channel)
 
 
@@ -122,6 +121,9 @@ def child(module, fds, sockets, pidfds):
         for other in pidfds:
             os.close(other)
         channel = socket.socket(fileno=fds[0])
+        # First on the run's socket, before "G" or "E" (which only the child
+        # sends) and "X" (which the zygote sends once the child is gone).
+        channel.send(b"P%d" % os.getpid())
     except BaseException:
         os._exit(125)
     try:
@@ -193,7 +195,7 @@ def write_file(path, data):
     try:
         os.write(fd, data)
     except OSError as error:
-        raise Failed("%s: %s" % (path, error.strerror))
+        raise Failed("%s: %s" % (path, error.strerror)) from None
     finally:
         os.close(fd)
 
@@ -214,7 +216,7 @@ def mount_workdir(plan, blobs):
             with os.fdopen(fd, "wb") as f:
                 f.write(blobs[blob])
         except OSError as error:
-            raise Failed("create a program file: %s" % error.strerror)
+            raise Failed("create a program file: %s" % error.strerror) from None
     os.chdir(workdir)
     check("sethostname", libc.sethostname(b"sandbox", 7))
 
@@ -295,7 +297,7 @@ def run(module, plan, fds, channel):
     channel.close()
     # Only the streams and the channel stay, as after child.rs's exec.
     low = 3
-    for fd in sorted(keep) + [1 << 20]:
+    for fd in [*sorted(keep), 1 << 20]:
         os.closerange(low, fd)
         low = fd + 1
     for fd in keep:

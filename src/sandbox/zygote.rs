@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::child::ChildPlan;
-use super::{PATH, Program};
+use super::{PATH, Program, SandboxError};
 
 /// The zygote's script.
 const SCRIPT: &str = include_str!("zygote.py");
@@ -62,6 +62,8 @@ pub(super) struct Zygote {
 /// reports the exit.
 pub(super) struct WarmRun {
     socket: OwnedFd,
+    /// Whether the program was seen to start.
+    started: bool,
 }
 
 impl Zygotes {
@@ -185,7 +187,8 @@ impl Zygote {
         })
     }
 
-    /// Forks a confined child for `plan`; returns the pid of its first process.
+    /// Forks a confined child for `plan`; returns the pid of its first
+    /// process, which then confines itself (see [`WarmRun::started`]).
     pub(super) fn run(
         &self,
         plan: &ChildPlan,
@@ -193,8 +196,8 @@ impl Zygote {
         stdio: [RawFd; 3],
         env: &[(String, String)],
         script: &str,
-    ) -> Result<(libc::pid_t, WarmRun), String> {
-        let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
+    ) -> Result<(libc::pid_t, WarmRun), SandboxError> {
+        let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
         let (socket, theirs) = seqpacket().map_err(|e| io("socketpair", e))?;
         let mut fds: Vec<RawFd> = vec![theirs.as_raw_fd()];
         let plan_file = plan_file(plan, (cgroups, stdio), (env, script, self.pid), &mut fds)
@@ -207,17 +210,39 @@ impl Zygote {
             .ok()
             .and_then(|m| m.strip_prefix('P'))
             .and_then(|p| p.parse().ok())
-            .ok_or("the zygote did not fork")?;
-        let started = receive(&socket, None).map_err(|e| io("zygote", e))?;
-        match started.split_first() {
-            Some((b'G', _)) => Ok((pid, WarmRun { socket })),
-            Some((b'E', step)) => Err(String::from_utf8_lossy(step).into_owned()),
-            _ => Err("the run ended before its program started".into()),
-        }
+            .ok_or_else(|| SandboxError::Setup("the zygote did not fork".into()))?;
+        Ok((
+            pid,
+            WarmRun {
+                socket,
+                started: false,
+            },
+        ))
     }
 }
 
 impl WarmRun {
+    /// Waits until the child is confined and its program starts, or names
+    /// the step that failed.
+    pub(super) fn started(&mut self, program: &Program) -> Result<(), SandboxError> {
+        if self.started {
+            return Ok(());
+        }
+        let message = receive(&self.socket, None).unwrap_or_default();
+        let why = match message.split_first() {
+            Some((b'G', _)) => {
+                self.started = true;
+                return Ok(());
+            }
+            Some((b'E', step)) => String::from_utf8_lossy(step).into_owned(),
+            _ => "the run ended before its program started".into(),
+        };
+        Err(SandboxError::Setup(format!(
+            "{why} (running {} warm)",
+            program.argv[0]
+        )))
+    }
+
     /// Waits for the zygote's report of how the run's first process ended.
     pub(super) fn reap(self) -> (libc::c_int, libc::rusage) {
         // SAFETY: rusage is plain data.
@@ -271,7 +296,7 @@ fn plan_file(
         files.push((path.to_string_lossy().into_owned(), blobs.len()));
         blobs.push(contents);
     }
-    let filters: Vec<Vec<u8>> = plan.seccomp.iter().map(|p| bpf_bytes(p)).collect();
+    let filters: Vec<Vec<u8>> = plan.seccomp.iter().map(bpf_bytes).collect();
     let mut seccomp = Vec::new();
     for filter in &filters {
         seccomp.push(blobs.len());
