@@ -161,8 +161,11 @@ impl Sandbox {
         let (to_leader_read, to_leader_write) = pipe().map_err(io)?;
         let worker_fds = [to_worker_read.as_raw_fd(), to_leader_write.as_raw_fd()];
         let leader_fds = [to_leader_read.as_raw_fd(), to_worker_write.as_raw_fd()];
-        // Both are started before either is waited for: warm children
-        // confine themselves side by side.
+        // Both are started before either is waited for: zygotes start, and
+        // warm children confine themselves, side by side.
+        if self.isolated {
+            self.zygotes.prepare(&[worker, leader], &self.scratch);
+        }
         let mut w = self.start(worker, &worker_fds)?;
         let mut l = match self.start(leader, &leader_fds) {
             Ok(l) => l,

@@ -46,7 +46,15 @@ pub struct Warm {
 /// The zygotes of one sandbox, one per interpreter, flags, environment and modules.
 #[derive(Default)]
 pub(super) struct Zygotes {
-    started: Mutex<HashMap<Vec<u8>, Option<Arc<Zygote>>>>,
+    /// Each kind's slot has a lock of its own, so that kinds start side by side.
+    started: Mutex<HashMap<Vec<u8>, Arc<Mutex<Slot>>>>,
+}
+
+/// One kind of zygote: not tried yet, could not start, or running.
+enum Slot {
+    Untried,
+    Failed,
+    Running(Arc<Zygote>),
 }
 
 /// A running zygote; it exits when its control socket closes.
@@ -67,6 +75,17 @@ pub(super) struct WarmRun {
 }
 
 impl Zygotes {
+    /// Starts the zygotes of `programs` that are not running yet, side by side.
+    pub(super) fn prepare(&self, programs: &[&Program], scratch: &Path) {
+        std::thread::scope(|scope| {
+            for program in programs {
+                if let Some(warm) = &program.warm {
+                    scope.spawn(|| self.get(program, warm, scratch));
+                }
+            }
+        });
+    }
+
     /// The zygote for `program`, started on first use; `None` when it cannot
     /// start (the caller runs the program cold).
     pub(super) fn get(
@@ -75,18 +94,23 @@ impl Zygotes {
         warm: &Warm,
         scratch: &Path,
     ) -> Option<Arc<Zygote>> {
-        let key = key(program, warm);
-        let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
-        match started.get(&key) {
+        let slot = {
+            let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = started.entry(key(program, warm));
+            slot.or_insert_with(|| Arc::new(Mutex::new(Slot::Untried)))
+                .clone()
+        };
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        match &*slot {
             // One that could not start will not later: the cold path it is.
-            Some(None) => return None,
-            Some(Some(zygote)) if zygote.alive.load(Ordering::Relaxed) => {
+            Slot::Failed => return None,
+            Slot::Running(zygote) if zygote.alive.load(Ordering::Relaxed) => {
                 return Some(zygote.clone());
             }
             _ => {}
         }
         let zygote = Zygote::start(program, warm, scratch).ok().map(Arc::new);
-        started.insert(key, zygote.clone());
+        *slot = zygote.clone().map_or(Slot::Failed, Slot::Running);
         zygote
     }
 }
