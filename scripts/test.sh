@@ -1,52 +1,115 @@
 #!/usr/bin/env bash
 # The project's test command (README): builds or reuses llama-server and the
 # two tiny models (cached under ~/.cache/harness), starts their servers on
-# loopback (SmolLM2 twice, one for the judge) and a single-node Slurm
-# cluster (scripts/slurm-cluster.sh), runs every test (unit,
-# integration, fault injection, SIGKILL resume, end-to-end against the real
-# servers and cluster), checks the shipped specs, and stops what it started.
+# loopback (each model twice, as a pool, and SmolLM2 once more for the
+# judge) and a single-node Slurm cluster (scripts/slurm-cluster.sh), runs
+# every test (unit, integration, fault injection, SIGKILL resume, end-to-end
+# against the real servers and cluster), checks the shipped specs, stops
+# what it started and prints how long each phase took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Where the time goes: each phase's start and end (seconds since this script
+# started), printed as a table on exit, so a failed or slow run still says
+# which phase took it (docs/testing.md keeps the measured numbers).
+started="$(date +%s)"
+timings="$(mktemp)"
+mark() {  # mark NAME START [END]: END defaults to now
+  printf '%s\t%s\t%s\n' "$1" "$2" "${3:-$SECONDS}" >>"$timings"
+}
+ended_at() {  # ended_at FILE: when FILE was last written, in script seconds
+  echo $(($(stat -c %Y "$1") - started))
+}
+print_timings() {
+  echo "== phase times (s; the build and the shared llama group run beside others)"
+  printf '%-52s %5s %5s %5s\n' phase start end took
+  sort -t "$(printf '\t')" -k2,2n "$timings" |
+    awk -F '\t' '{ printf "%-52s %5d %5d %5d\n", $1, $2, $3, $3 - $2 }'
+  echo "total: $SECONDS s"
+  rm -f "$timings"
+}
+
+# The test binaries build beside the setup below (system packages, the
+# Slurm cluster, llama-server's compile on a fresh machine): each leaves the
+# cores idle at times (downloads, linking, single-crate stretches) that the
+# other fills. The llama.cpp build runs under `nice`, so this one goes first.
+build_log="$(mktemp)"
+cargo test --locked --no-run >"$build_log" 2>&1 &
+build_pid=$!
+llama_pid=""
+# errexit holds inside traps too: a failed kill (the process already
+# waited for) must not skip stopping the servers and the cluster.
+trap '{ [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null; } || true; { [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true; scripts/slurm-cluster.sh stop >/dev/null 2>&1 || true; rm -f "$build_log"; print_timings' EXIT
+
+t=$SECONDS
+# One `apt-get update` for whatever is missing (each costs a download).
+apt_updated=0
+apt_install() {
+  [ "$apt_updated" -eq 1 ] || apt-get update -qq >/dev/null
+  apt_updated=1
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
 # The code rule runs model-written Python in the sandbox as an unprivileged
 # uid, which cannot enter a home-directory interpreter (pyenv under /root):
 # make sure a system python3 exists.
 if [ ! -x /usr/bin/python3 ] && [ -z "${HARNESS_PYTHON:-}" ] && command -v apt-get >/dev/null; then
   echo "installing python3 for the sandbox tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3) >/dev/null
+  apt_install python3
 fi
 # The HTML report's browser tests (tests/html_report.rs, tests/compare_runs.rs)
 # drive Debian's headless Chromium over the DevTools protocol.
 if [ ! -x /usr/bin/chromium ] && [ -z "${HARNESS_CHROMIUM:-}" ] && command -v apt-get >/dev/null; then
   echo "installing chromium for the browser tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+  apt_install chromium
 fi
 # The OCR spec's live check (tests/ocr.rs, tests/exec.rs) runs Debian's
 # Tesseract 5 with its English and Russian language packs.
 if ! command -v tesseract >/dev/null && command -v apt-get >/dev/null; then
   echo "installing tesseract for the OCR tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    tesseract-ocr tesseract-ocr-eng tesseract-ocr-rus) >/dev/null
+  apt_install tesseract-ocr tesseract-ocr-eng tesseract-ocr-rus
 fi
+mark "system packages (apt, when missing)" "$t"
+t=$SECONDS
 # The Slurm example's test (tests/cluster.rs) submits to a real single-node
 # cluster: Debian's slurm-wlm and munge, daemons in the foreground.
 scripts/slurm-cluster.sh ensure
+mark "slurm: install when missing" "$t"
+t=$SECONDS
 scripts/llama-server.sh ensure >/dev/null
-llama_pid=""
-# errexit holds inside traps too: a failed kill (the process already
-# waited for) must not skip stopping the servers and the cluster.
-trap '{ [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true; scripts/slurm-cluster.sh stop >/dev/null 2>&1 || true' EXIT
+mark "llama-server and models: build or reuse" "$t"
+t=$SECONDS
+build=0
+wait "$build_pid" || build=$?
+build_pid=""
+mark "build the tests (beside the three above)" 0 "$(ended_at "$build_log")"
+cat "$build_log"
+[ "$build" -eq 0 ] || exit "$build"
+t=$SECONDS
 eval "$(scripts/slurm-cluster.sh start)"
 export SLURM_CONF
 echo "slurm: a single-node cluster, SLURM_CONF=$SLURM_CONF"
-# One thread each: the golden transcripts were recorded so, and thread count can change greedy output.
-HARNESS_LLAMA_URL="$(scripts/llama-server.sh start smollm2 -t 1)"
-HARNESS_GEMMA_URL="$(scripts/llama-server.sh start gemma3 -t 1)"
-# The judge's SmolLM2 on a server of its own: it works beside the model's
-# instead of after it, and never shares its batches.
-HARNESS_JUDGE_URL="$(scripts/llama-server.sh start judge -t 1)"
-export HARNESS_LLAMA_URL HARNESS_GEMMA_URL HARNESS_JUDGE_URL HARNESS_E2E=1
-echo "llama-server: smollm2 at $HARNESS_LLAMA_URL, gemma3 at $HARNESS_GEMMA_URL, the judge at $HARNESS_JUDGE_URL"
+# One thread each: the golden transcripts were recorded so, and thread count
+# can change greedy output. Each model gets a twin (smollm2b, gemma3b),
+# started the same way, and the live tests use each pair as a pool: one
+# request at a time per server, so every answer is one server's alone as
+# recorded, while the pairs keep both cores busy until the last answer.
+# Under `nice`: the rest of the tests, some bound by wall-clock limits, come
+# first, and the servers take whatever CPU those leave.
+serve() { nice -n 10 scripts/llama-server.sh start "$1" -t 1; }
+HARNESS_LLAMA_URL="$(serve smollm2)"
+HARNESS_LLAMA2_URL="$(serve smollm2b)"
+HARNESS_GEMMA_URL="$(serve gemma3)"
+HARNESS_GEMMA2_URL="$(serve gemma3b)"
+# The judge's SmolLM2 on servers of its own (a pool of two too): it works
+# beside the models instead of after them, and never shares their batches.
+HARNESS_JUDGE_URL="$(serve judge)"
+HARNESS_JUDGE2_URL="$(serve judgeb)"
+export HARNESS_LLAMA_URL HARNESS_LLAMA2_URL HARNESS_GEMMA_URL HARNESS_GEMMA2_URL \
+  HARNESS_JUDGE_URL HARNESS_JUDGE2_URL HARNESS_E2E=1
+echo "llama-server: smollm2 at $HARNESS_LLAMA_URL and $HARNESS_LLAMA2_URL," \
+  "gemma3 at $HARNESS_GEMMA_URL and $HARNESS_GEMMA2_URL," \
+  "the judge at $HARNESS_JUDGE_URL and $HARNESS_JUDGE2_URL"
+mark "start the cluster and the servers" "$t"
 # The managed-server tests (tests/managed_llama.rs) start their own llama-server
 # from the binary and model file.
 LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=//p')"
@@ -62,21 +125,30 @@ export LLAMA_SERVER_BIN SMOLLM2_MODEL
 # is done, so the CPU-bound rest never shares the cores with three servers.
 shared_tests=(e2e_llama:: e2e_tools::)
 own_tests=(managed_llama:: pool_llama::)
-cargo test --locked --no-run
 llama_log="$(mktemp)"
-cargo test --locked --test tests -- --test-threads 1 "${shared_tests[@]}" >"$llama_log" 2>&1 &
+shared_start=$SECONDS
+# --nocapture: the longest tests print how long their live runs took.
+cargo test --locked --test tests -- --test-threads 1 --nocapture "${shared_tests[@]}" >"$llama_log" 2>&1 &
 llama_pid=$!
+t=$SECONDS
 rest=0
 cargo test --locked -- $(printf -- '--skip %s ' "${shared_tests[@]}" "${own_tests[@]}") || rest=$?
+mark "the rest: unit and integration tests" "$t"
 echo "== the tests on llama-servers of their own (one at a time)"
+t=$SECONDS
 own=0
 cargo test --locked --test tests -- --test-threads 1 "${own_tests[@]}" || own=$?
+mark "own llama-servers: managed_llama, pool_llama" "$t"
 llama=0
 wait "$llama_pid" || llama=$?
+llama_pid=""
+mark "shared llama servers: e2e_llama, e2e_tools (beside)" "$shared_start" "$(ended_at "$llama_log")"
 echo "== the tests on the shared llama servers (one at a time)"
 cat "$llama_log"
 rm -f "$llama_log"
 for code in "$rest" "$own" "$llama"; do
   if [ "$code" -ne 0 ]; then exit "$code"; fi
 done
+t=$SECONDS
 cargo run --quiet --locked -- check specs/
+mark "harness check specs/" "$t"

@@ -265,6 +265,26 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.commit()
 }
 
+/// Claims the first free name of `base`, then `base`, `sep` and 2, 3, ...
+/// (`run-2`): `create` makes the thing a name stands for (`create_dir`, a
+/// `create_new` file) and fails with `AlreadyExists` when another run holds
+/// it. The kernel decides each claim, so two processes racing for one name
+/// never both get it.
+pub(crate) fn claim_name(
+    base: &str,
+    sep: char,
+    mut create: impl FnMut(&str) -> io::Result<()>,
+) -> io::Result<String> {
+    let mut name = base.to_owned();
+    for n in 2.. {
+        match create(&name) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => name = format!("{base}{sep}{n}"),
+            other => return other.map(|()| name),
+        }
+    }
+    unreachable!("the suffixes never run out")
+}
+
 /// A file being replaced atomically: written to a temporary sibling (same
 /// directory, so the rename cannot cross file systems), which [`AtomicFile::commit`]
 /// syncs and renames over the target, then syncs the directory so the rename
@@ -416,6 +436,29 @@ mod tests {
         let mut log = AppendLog::open::<serde_json::Value>(&path).unwrap();
         log.append(&serde_json::json!(2)).unwrap();
         assert_eq!(read(&std::fs::read_to_string(&path).unwrap()).unwrap(), 2);
+    }
+
+    #[test]
+    fn racing_claims_of_one_name_each_get_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims: Vec<String> = std::thread::scope(|s| {
+            let claim = || claim_name("run", '-', |n| std::fs::create_dir(dir.path().join(n)));
+            let racers: Vec<_> = (0..8).map(|_| s.spawn(claim)).collect();
+            racers
+                .into_iter()
+                .map(|r| r.join().unwrap().unwrap())
+                .collect()
+        });
+        let mut sorted = claims.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 8, "{claims:?}");
+        assert!(sorted.contains(&"run".to_owned()) && sorted.contains(&"run-8".to_owned()));
+        // Any other failure is the caller's to see, not a reason to try the next name.
+        let denied = claim_name("x", '-', |_| {
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        });
+        assert_eq!(denied.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
     }
 
     #[test]

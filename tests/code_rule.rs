@@ -29,9 +29,14 @@ fn hostile_answers_are_judged_and_check_finishes() {
     assert!(out.contains("8/8 examples"), "{out}");
 }
 
+/// The documented shell runner (docs/sandbox.md, "Another language").
+fn shell_spec() -> PathBuf {
+    root().join("docs/examples/specs/another_language.toml")
+}
+
 #[test]
 fn another_language_brings_its_runner_without_recompiling() {
-    let (code, out) = check_examples(&fixture("shell.toml"), &[]);
+    let (code, out) = check_examples(&shell_spec(), &[]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("2/2 examples"), "{out}");
 }
@@ -39,14 +44,14 @@ fn another_language_brings_its_runner_without_recompiling() {
 #[test]
 fn unsandboxed_runs_warn_every_time() {
     for _ in 0..2 {
-        let (code, out) = check_examples(&fixture("shell.toml"), &["--unsandboxed"]);
+        let (code, out) = check_examples(&shell_spec(), &["--unsandboxed"]);
         assert_eq!(code, 0, "{out}");
         assert!(
             out.contains("WITHOUT isolation"),
             "every unsandboxed run must warn:\n{out}"
         );
     }
-    let (_, out) = check_examples(&fixture("shell.toml"), &[]);
+    let (_, out) = check_examples(&shell_spec(), &[]);
     assert!(!out.contains("WITHOUT isolation"), "{out}");
 }
 

@@ -181,6 +181,16 @@ fn html_cost_per_correct(ws: &Workspace, json: &Value) {
         "[...document.querySelectorAll('[data-chart=cost-per-correct] .bar')].map(b => b.dataset.model + '=' + b.querySelector('.value').textContent).join()",
     );
     assert_eq!(shown.as_str().unwrap(), expected.join(","));
+    let headings = b.eval(
+        "[...document.querySelectorAll('#view-overview h2')].map(h => h.textContent).join('|')",
+    );
+    assert!(
+        headings
+            .as_str()
+            .unwrap()
+            .contains("Total against the cost of answering"),
+        "{headings}"
+    );
     b.screenshot(&artifacts().join("costs_overview_1280.png"));
 }
 

@@ -1,16 +1,20 @@
 //! End-to-end runs of the shipped specs against a real llama.cpp server.
 //!
 //! `scripts/test.sh` builds (or reuses) llama-server, starts SmolLM2-135M and
-//! Gemma 3 270M on loopback and exports their base URLs; these tests then
-//! drive the real binary over the real wire. Without the variables (a plain
-//! `cargo test` on a laptop) they say so and return; with `HARNESS_E2E=1`
-//! set and no server they fail.
+//! Gemma 3 270M on loopback, two servers of each and two more SmolLM2 for
+//! the judge (each pair one pool), and exports their base URLs; these tests
+//! then drive the real binary over the real wire. Without the variables (a
+//! plain `cargo test` on a laptop) they say so and return; with
+//! `HARNESS_E2E=1` set and no server they fail.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
 
 use crate::common::{e2e_var, harness, locks, report, root, run};
+
+/// `harness synth` against the real server.
+mod synth;
 
 /// A repository-shaped temp directory: the shipped specs and schemas, our
 /// datasets linked in at the same relative place (so dataset paths resolve),
@@ -40,19 +44,32 @@ pub(crate) struct Live {
 pub(crate) fn live(with_gemma: bool) -> Option<Live> {
     let servers = locks::real_llama();
     let smol = e2e_var("HARNESS_LLAMA_URL")?;
-    let judge = e2e_var("HARNESS_JUDGE_URL")?;
+    let smol2 = e2e_var("HARNESS_LLAMA2_URL")?;
+    let judge = [
+        e2e_var("HARNESS_JUDGE_URL")?,
+        e2e_var("HARNESS_JUDGE2_URL")?,
+    ];
     let gemma = match with_gemma {
-        true => Some(e2e_var("HARNESS_GEMMA_URL")?),
-        false => None,
+        true => [
+            e2e_var("HARNESS_GEMMA_URL")?,
+            e2e_var("HARNESS_GEMMA2_URL")?,
+        ],
+        // Not asked: the discard port, where nothing answers.
+        false => ["http://127.0.0.1:9".into(), "http://127.0.0.1:9".into()],
     };
     Some(Live {
-        dir: workspace(&smol, gemma.as_deref(), &judge),
+        dir: workspace(&[smol.clone(), smol2], &gemma, &judge),
         smol,
         _servers: servers,
     })
 }
 
-fn workspace(smol: &str, gemma: Option<&str>, judge: &str) -> Workspace {
+/// A pool of two servers as a `base_url` value.
+fn pool(urls: &[String; 2]) -> String {
+    format!("[\"{}/v1\", \"{}/v1\"]", urls[0], urls[1])
+}
+
+fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &[String; 2]) -> Workspace {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     copy_dir(&root().join("specs"), &repo.join("specs"));
@@ -67,10 +84,14 @@ fn workspace(smol: &str, gemma: Option<&str>, judge: &str) -> Workspace {
     fs::copy(root().join(t05), repo.join(t05)).unwrap();
     let dir = Workspace { _tmp: tmp, repo };
     let template = fs::read_to_string(root().join("tests/fixtures/llama/harness.toml.in")).unwrap();
+    // Each model, and the judge, as a pool of two identical servers, one
+    // request at a time on each: every answer is still one server's alone,
+    // as the transcripts were recorded, and the servers keep both cores busy
+    // to the end.
     let config = template
-        .replace("__SMOL__", smol)
-        .replace("__JUDGE__", judge)
-        .replace("__GEMMA__", gemma.unwrap_or("http://127.0.0.1:9"));
+        .replace("\"__SMOL__/v1\"", &pool(smol))
+        .replace("\"__GEMMA__/v1\"", &pool(gemma))
+        .replace("\"__JUDGE__/v1\"", &pool(judge));
     fs::write(dir.path().join("harness.toml"), config).unwrap();
     dir
 }
@@ -402,99 +423,4 @@ fn a_judged_run_with_llama_server_as_the_judge_scores_or_flags_every_answer_and_
     // Again: model and judge answers both from the cache.
     let rubric = "specs/rubric_quality.toml";
     rerun_from_cache(dir.path(), rubric, "smollm2", "2", records.len());
-}
-
-/// `harness synth` on three documents the test makes (TXT, PDF, DOCX): the
-/// answers of a 135M model are poor, but the pipeline's invariants must hold:
-/// every final line has a question, an answer, a rating at or above the
-/// threshold and its source; generation went out with the QA JSON schema;
-/// a second run asks nothing (everything is in the journal).
-#[test]
-fn synth_turns_three_documents_into_rated_pairs_with_the_real_server() {
-    let Some(Live { dir, _servers, .. }) = live(false) else {
-        return;
-    };
-    let docs = dir.path().join("docs");
-    fs::create_dir_all(&docs).unwrap();
-    fs::write(
-        docs.join("photosynthesis.txt"),
-        "Photosynthesis is the process by which green plants use sunlight to make food from carbon dioxide and water. It takes place in the chloroplasts and releases oxygen.",
-    )
-    .unwrap();
-    fs::write(
-        docs.join("moon.pdf"),
-        crate::common::documents::minimal_pdf("The Moon orbits the Earth every 27 days."),
-    )
-    .unwrap();
-    fs::write(
-        docs.join("volga.docx"),
-        crate::common::documents::minimal_docx(&[
-            "Волга — самая длинная река в Европе.",
-            "Она впадает в Каспийское море.",
-        ]),
-    )
-    .unwrap();
-    let synth = || {
-        run(harness(dir.path()).args([
-            "synth",
-            "docs",
-            "-m",
-            "smollm2",
-            "--out",
-            "data/qa.jsonl",
-            "--num-pairs",
-            "2",
-            "--threshold",
-            "2",
-            "--no-progress",
-            "--metadata",
-        ]))
-    };
-    let (code, out) = synth();
-    assert_eq!(code, 0, "{out}");
-    let text = fs::read_to_string(dir.path().join("data/qa.jsonl")).unwrap();
-    let rows: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert!(!rows.is_empty(), "no pair survived:\n{out}");
-    let sources = [
-        "docs/photosynthesis.txt",
-        "docs/moon.pdf",
-        "docs/volga.docx",
-    ];
-    for r in &rows {
-        assert!(!r["question"].as_str().unwrap().is_empty(), "{r}");
-        assert!(r["answer"].is_string(), "{r}");
-        let rating = r["rating"].as_f64().unwrap();
-        assert!((2.0..=10.0).contains(&rating), "{r}");
-        assert!(sources.contains(&r["source"].as_str().unwrap()), "{r}");
-        assert_eq!(r["metadata"]["model"], "smollm2");
-    }
-    let report: serde_json::Value = serde_json::from_str(
-        &fs::read_to_string(dir.path().join("data/qa.synth/report.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(report["documents"], 3, "{report}");
-    assert_eq!(report["kept"], rows.len() as u64);
-    // Every generated pair is accounted for: kept, or dropped with a count.
-    let dropped = ["unrated", "below_threshold", "duplicates"]
-        .iter()
-        .map(|k| report[k].as_u64().unwrap())
-        .sum::<u64>();
-    assert_eq!(
-        report["generated"].as_u64().unwrap(),
-        dropped + rows.len() as u64
-    );
-
-    let (code, again) = synth();
-    assert_eq!(code, 0, "{again}");
-    assert!(
-        again.contains("generate 0 (0 cached, 3 from the journal)"),
-        "{again}"
-    );
-    assert_eq!(
-        fs::read_to_string(dir.path().join("data/qa.jsonl")).unwrap(),
-        text
-    );
 }

@@ -54,7 +54,9 @@ fn agent_episodes_reproduce_live_with_both_models_and_rerun_from_cache() {
         "--no-progress",
         "-v",
     ];
+    let started = std::time::Instant::now();
     let (code, out) = run(harness(dir.path()).args(args));
+    let secs = started.elapsed().as_secs_f64();
     assert_eq!(code, 0, "live episodes differ from the golden ones:\n{out}");
     let records = journal(dir.path());
     let mut turns = 0;
@@ -80,7 +82,7 @@ fn agent_episodes_reproduce_live_with_both_models_and_rerun_from_cache() {
         }
     }
     eprintln!(
-        "agent episodes: {} records, {turns} model turns",
+        "agent episodes: {} records, {turns} model turns, {secs:.0} s",
         records.len()
     );
     assert!(

@@ -301,3 +301,124 @@ fn a_program_that_never_reads_its_stdin_answers_every_instance() {
     assert_eq!(journal.len(), 40, "{out}");
     assert!(journal.iter().all(|r| r["passed"] == true), "{out}");
 }
+
+#[test]
+fn two_runs_started_in_one_second_keep_their_own_folders_and_reports() {
+    let models = model("texty", "text", "{{ answer }}", "")
+        + model("jsony", "json", "The sum is {{ answer }}.", "").as_str();
+    let ws = workspace("sums.toml", &models);
+    // Started just after a second begins, so both read the same clock second.
+    let into_second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_millis();
+    std::thread::sleep(Duration::from_millis(u64::from(1_050 - into_second)));
+    let children: Vec<_> = ["texty", "jsony"]
+        .map(|m| {
+            let mut cmd = ws.run_cmd(&["specs/", "-m", m, "--format", "json"]);
+            cmd.stdout(std::process::Stdio::piped());
+            (m, cmd.spawn().unwrap())
+        })
+        .into_iter()
+        .collect();
+    let mut reports = Vec::new();
+    for (model, child) in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}");
+        let path = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("report: "))
+            .expect("a report path is printed");
+        reports.push((model, ws.path().join(path)));
+    }
+    let dirs = ws.run_dirs();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    let stamp = |p: &std::path::Path| p.file_name().unwrap().to_string_lossy()[..15].to_owned();
+    assert_eq!(
+        stamp(&dirs[0]),
+        stamp(&dirs[1]),
+        "the runs started in one second"
+    );
+    assert!(dirs.iter().all(|d| ws.journal(d).len() == 4), "{dirs:?}");
+    assert_ne!(reports[0].1, reports[1].1);
+    for ((model, report), other) in reports.iter().zip(["jsony", "texty"]) {
+        let text = std::fs::read_to_string(report).unwrap();
+        assert!(text.contains(&format!("`{model}`")), "{text}");
+        assert!(!text.contains(&format!("`{other}`")), "{text}");
+        // The JSON report beside it, and the raw file, are this run's too.
+        let json = std::fs::read_to_string(report.with_extension("json")).unwrap();
+        assert!(json.contains(model) && !json.contains(other), "{json}");
+    }
+    let raw: Vec<_> = std::fs::read_dir(ws.path().join("results/raw"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(raw.len(), 2, "{raw:?}");
+}
+
+#[test]
+fn the_summary_takes_the_columns_it_is_given_even_through_a_pipe() {
+    let ws = workspace("sums.toml", &model("texty", "text", "{{ answer }}", ""));
+    ws.run_ok(&["specs/", "-m", "texty"]);
+    let widest = |columns: Option<&str>| {
+        let mut cmd = crate::common::harness(ws.path());
+        cmd.args(["report", "latest", "--results", "results"]);
+        match columns {
+            Some(c) => cmd.env("COLUMNS", c),
+            None => cmd.env_remove("COLUMNS"),
+        };
+        let (code, out) = run(&mut cmd);
+        assert_eq!(code, 0, "{out}");
+        out.lines().map(|l| l.chars().count()).max().unwrap()
+    };
+    // (COLUMNS, the widest line it allows)
+    for (columns, at_most) in [(None, 80), (Some("junk"), 80), (Some("10"), 80)] {
+        assert!(widest(columns) <= at_most, "{columns:?}");
+    }
+    assert!(widest(Some("200")) > 80);
+}
+
+/// A command naming a variable no instance sets: `harness check` points at
+/// the argument in harness.toml, and a run's error causes name it whole.
+#[test]
+fn an_unknown_variable_in_a_command_is_found_by_check_and_named_by_a_run() {
+    let models = model("typo", "text", "{{ answr }}", "")
+        + model("fine", "text", "{{ answer }}", "").as_str();
+    let ws = workspace("sums.toml", &models);
+    let check = |extra: &[&str]| {
+        let mut cmd = crate::common::harness(ws.path());
+        cmd.args(["check", "specs/", "--bless"]).args(extra);
+        run(&mut cmd)
+    };
+    let (code, out) = check(&["-m", "typo", "-m", "fine"]);
+    assert_eq!(code, 2, "{out}");
+    // model(...) writes `[models.typo]` on line 1 and its command on line 3.
+    assert!(out.contains("harness.toml:3:"), "{out}");
+    assert!(
+        out.contains(
+            "model `typo`, spec `exec_sums`: `command[3]` names variable `answr`, which instance 0 does not set"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("did you mean `answer`?"), "{out}");
+    assert_eq!(
+        out.matches("command[").count(),
+        1,
+        "one error, not one per instance: {out}"
+    );
+    // Without a model named, `[run] models` is checked: none here.
+    let (code, out) = check(&[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&["-m", "fine"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&["-m", "nosuch"]);
+    assert_eq!(code, 2, "{out}");
+
+    let (code, out) = ws.run(&["specs/", "-m", "typo"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("4 × model `typo`: `command[3]` names variable `answr`"),
+        "{out}"
+    );
+}

@@ -35,6 +35,25 @@ fn new_writes_a_starter_spec_that_checks_at_once() {
     assert!(check.contains("1 spec: 1 ok"), "{check}");
 }
 
+/// `check -v` prints what each example actually got, held or not, so a
+/// spec author reads the real failure text and score.
+#[test]
+fn check_verbose_shows_each_examples_verdict_score_and_detail() {
+    let ws = Workspace::new();
+    harness_ok(&ws, &["new", "t42_sums"]);
+    let path = ws.path().join("specs/t42_sums.toml");
+    let mut spec = std::fs::read_to_string(&path).unwrap();
+    // An example whose expectation is wrong: its problem and its verdict both show.
+    spec += "\n[[example]]\nname = \"expects the wrong words\"\nvars = { a = 2, b = 3, answer = 5 }\nresponse = \"six\"\npasses = false\ndetail = \"ZZZ\"\n";
+    std::fs::write(&path, spec).unwrap();
+    let (code, out) = harness(&ws, &["check", "-v", "specs/t42_sums.toml"]);
+    assert_eq!(code, 2, "{out}");
+    insta::assert_snapshot!(out);
+    let (code, quiet) = harness(&ws, &["check", "specs/t42_sums.toml"]);
+    assert_eq!(code, 2, "{quiet}");
+    assert!(!quiet.contains("score"), "{quiet}");
+}
+
 #[test]
 fn new_keeps_the_schema_hint_where_the_schema_is() {
     let ws = Workspace::new();

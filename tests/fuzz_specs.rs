@@ -160,6 +160,7 @@ fn exercise(file: &Path, golden: &Path) {
             bless: false,
             write_pending: false,
         },
+        exec_models: Vec::new(),
     };
     let report = check_file(file, &options);
     if !report.errors.is_empty() {

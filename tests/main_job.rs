@@ -12,9 +12,10 @@ use crate::common::{fresh_copy, harness, run};
 
 /// The category tables' cells without a number (`—`), counted per model.
 /// The tables follow the leaderboard, one after another: each starts at a
-/// header line beginning with `model`, under it a rule of dashes, then one
-/// row per model until a blank line; cells are separated by two or more
-/// spaces (titles have single spaces).
+/// header line beginning with `category` (a category a row, a model a
+/// column: the longer dimension goes down) or `model` (a model a row), under
+/// it a rule of dashes, then its rows until a blank line; cells are
+/// separated by two or more spaces (titles have single spaces).
 fn empty_cells(out: &str, models: usize) -> BTreeMap<String, usize> {
     let cells = |line: &str| -> Vec<String> {
         line.split("  ")
@@ -23,25 +24,30 @@ fn empty_cells(out: &str, models: usize) -> BTreeMap<String, usize> {
             .map(str::to_owned)
             .collect()
     };
+    let table_start = |l: &&str| l.starts_with("category ") || l.starts_with("model ");
     let lines: Vec<&str> = out.lines().collect();
-    let mut at = lines
-        .iter()
-        .position(|l| l.starts_with("model "))
-        .expect("a summary table");
+    let mut at = lines.iter().position(table_start).expect("a summary table");
     let mut missing = BTreeMap::new();
-    while lines.get(at).is_some_and(|l| l.starts_with("model ")) {
+    while lines.get(at).is_some_and(table_start) {
         let header = cells(lines[at]);
+        let by_category = header[0] == "category";
         let rows: Vec<&str> = lines[at + 2..]
             .iter()
             .take_while(|l| !l.trim().is_empty())
             .copied()
             .collect();
-        assert_eq!(rows.len(), models, "one row per model:\n{out}");
+        if !by_category {
+            assert_eq!(rows.len(), models, "one row per model:\n{out}");
+        }
         for row in &rows {
             let row = cells(row);
             assert_eq!(row.len(), header.len(), "a cell per column: {row:?}");
-            let empty = row.iter().filter(|c| *c == "-" || *c == "—").count();
-            *missing.entry(row[0].clone()).or_default() += empty;
+            for (j, cell) in row.iter().enumerate().skip(1) {
+                if cell == "-" || cell == "—" {
+                    let model = if by_category { &header[j] } else { &row[0] };
+                    *missing.entry(model.clone()).or_default() += 1;
+                }
+            }
         }
         at += rows.len() + 3;
     }

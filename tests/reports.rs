@@ -422,3 +422,51 @@ fn an_old_journal_with_every_failure_kind_reports_alike() {
     insta::assert_debug_snapshot!(causes);
     insta::assert_snapshot!(read(&out.files.markdown));
 }
+
+/// Two models over eight categories: one table, a category a row, whole at
+/// 80 columns; a 200-column terminal (`COLUMNS`) takes the wide table as is.
+#[test]
+fn few_models_over_many_categories_read_down_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = read(&fixture()).lines().next().unwrap().to_owned();
+    let mut lines = String::new();
+    let models = vec!["qwen3:8b".to_owned(), "gpt-4o-mini".to_owned()];
+    let ids: Vec<String> = (1..=8).map(|c| format!("category_{c}")).collect();
+    for (m, model) in models.iter().enumerate() {
+        for (c, id) in ids.iter().enumerate() {
+            for i in 0..4 {
+                let mut r: Value = serde_json::from_str(&first).unwrap();
+                r["model"] = model.as_str().into();
+                r["spec"] = id.as_str().into();
+                r["instance"] = i.into();
+                r["instance_id"] = format!("{id}/{i}").into();
+                r["passed"] = (i < (c + m) % 5).into();
+                r["score"] = if i < (c + m) % 5 { 1.0 } else { 0.0 }.into();
+                r["rules"][0]["passed"] = r["passed"].clone();
+                r["rules"][0]["score"] = r["score"].clone();
+                lines += &format!("{r}\n");
+            }
+        }
+    }
+    let journal = dir.path().join("journal.jsonl");
+    fs::write(&journal, lines).unwrap();
+    let specs: Vec<SpecInfo> = ids.iter().map(|id| SpecInfo::plain(id)).collect();
+    let journals = [journal];
+    let terminal = |width: usize| {
+        let ctx = ReportContext {
+            file_stamp: &format!("w{width}"),
+            width,
+            ..ReportContext::new(dir.path(), &models, &specs, &journals)
+        };
+        write_reports(&ctx).unwrap().terminal
+    };
+    let narrow = terminal(80);
+    assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+    insta::assert_snapshot!(narrow);
+    // Models across would fit 200 columns: the longer dimension still goes
+    // down; only the closing note takes the width.
+    let wide = terminal(200);
+    let tables = |t: &str| t.split("\n\nCells").next().unwrap().to_owned();
+    assert_eq!(tables(&wide), tables(&narrow));
+    assert!(wide.lines().any(|l| l.chars().count() > 80), "{wide}");
+}

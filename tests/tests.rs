@@ -18,8 +18,9 @@
 //!   copy) and `cluster` (the Slurm example on a real single-node cluster,
 //!   the Kubernetes example's manifests and their pods' commands).
 //! - The project's own shape: `architecture` (layers, file and function
-//!   sizes), `docs` (every documented TOML example is a checked file) and
-//!   `self_contained` (nothing reads a path outside the repository).
+//!   sizes), `formatting` (every tracked `.rs` file reached by `cargo fmt`
+//!   and formatted), `docs` (every documented TOML example is a checked
+//!   file) and `self_contained` (nothing reads a path outside the repository).
 //! - Bad input and failed requests: `bad_input` (exit 2 with a message,
 //!   nothing left behind; the causes of failed requests on the terminal).
 //! - Runs against the fake server: `provider_wire`, `tool_wire` (tool
@@ -55,9 +56,12 @@
 //! The real-server tests need what `scripts/test.sh` starts and exports;
 //! without it they print why and pass, and with `HARNESS_E2E=1` they fail:
 //!
-//! - `HARNESS_LLAMA_URL`: SmolLM2-135M's llama-server (`e2e_llama`).
-//! - `HARNESS_GEMMA_URL`: Gemma 3 270M's llama-server (`e2e_llama`'s golden transcripts).
-//! - `HARNESS_JUDGE_URL`: a second SmolLM2 server, the judge's (`e2e_llama`).
+//! - `HARNESS_LLAMA_URL`, `HARNESS_LLAMA2_URL`: two SmolLM2-135M llama-servers,
+//!   one pool (`e2e_llama`, `e2e_tools`).
+//! - `HARNESS_GEMMA_URL`, `HARNESS_GEMMA2_URL`: two Gemma 3 270M llama-servers,
+//!   one pool (`e2e_llama`'s golden transcripts, `e2e_tools`).
+//! - `HARNESS_JUDGE_URL`, `HARNESS_JUDGE2_URL`: two more SmolLM2 servers, the
+//!   judge's pool (`e2e_llama`).
 //! - `LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`: the llama-server binary and SmolLM2's
 //!   GGUF, for `managed_llama` and `pool_llama` to start servers of their own.
 //! - `SLURM_CONF`: the single-node Slurm cluster's configuration (`cluster`).
@@ -87,6 +91,7 @@ mod e2e_llama;
 mod e2e_tools;
 mod exec;
 mod forgery;
+mod formatting;
 mod front_door;
 mod fuzz_specs;
 mod golden_workflow;

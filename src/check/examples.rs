@@ -35,12 +35,55 @@ fn example_vars(
     Ok(vars)
 }
 
-pub(super) fn run_example(spec: &Spec, index: usize, example: &Example) -> Result<(), Diagnostic> {
-    let vars = example_vars(spec, index, example)?;
+/// What an example's answer actually got from the rules (`check -v`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExampleVerdict {
+    /// `example 2 (name)`.
+    pub label: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// Its score.
+    pub score: f64,
+    /// The failure details (empty when it passed).
+    pub detail: String,
+}
+
+/// Judges example `index`: what it got, when it could be judged, and
+/// whether that is what it expects.
+pub(super) fn run_example(
+    spec: &Spec,
+    index: usize,
+    example: &Example,
+) -> (Option<ExampleVerdict>, Result<(), Diagnostic>) {
     let label = match &example.name {
         Some(name) => format!("example {} ({name})", index + 1),
         None => format!("example {}", index + 1),
     };
+    let verdict = match judge_example(spec, index, example, &label) {
+        Ok(v) => v,
+        Err(d) => return (None, Err(d)),
+    };
+    let problems = problems(example, &verdict);
+    let outcome = if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostic::new(
+            ErrorKind::Example,
+            spec.source_map().locate(key_path!["example", index]),
+            format!("{label}: {}", problems.join("; ")),
+        ))
+    };
+    (Some(verdict), outcome)
+}
+
+/// The example's answer judged by the spec's rules (or its own).
+fn judge_example(
+    spec: &Spec,
+    index: usize,
+    example: &Example,
+    label: &str,
+) -> Result<ExampleVerdict, Diagnostic> {
+    let vars = example_vars(spec, index, example)?;
     let at = || spec.source_map().locate(key_path!["example", index]);
     if let Some((rule, key, var)) = spec.rules.missing_variables(&vars).into_iter().next() {
         let rule_name = &spec.rules.rules()[rule].name;
@@ -70,16 +113,26 @@ pub(super) fn run_example(spec: &Spec, index: usize, example: &Example) -> Resul
         .as_ref()
         .unwrap_or(&spec.rules)
         .verify_judged(&reply, &vars, &judged);
-    if let Some(fault) = spec_fault(spec, &label, &verdict) {
+    if let Some(fault) = spec_fault(spec, label, &verdict) {
         // The spec itself is broken, whatever the example expected: say where.
         return Err(fault);
     }
+    Ok(ExampleVerdict {
+        label: label.to_owned(),
+        passed: verdict.passed,
+        score: verdict.score,
+        detail: verdict.failure_details(),
+    })
+}
+
+/// How `verdict` differs from what `example` expects.
+fn problems(example: &Example, verdict: &ExampleVerdict) -> Vec<String> {
     let mut problems = Vec::new();
     if verdict.passed != example.passes {
         problems.push(if example.passes {
             format!(
                 "expected to pass, but failed: {}",
-                visible_line(&verdict.failure_details())
+                visible_line(&verdict.detail)
             )
         } else {
             "expected to fail, but passed".to_owned()
@@ -90,24 +143,15 @@ pub(super) fn run_example(spec: &Spec, index: usize, example: &Example) -> Resul
     {
         problems.push(format!("expected score {score}, got {}", verdict.score));
     }
-    if let Some(detail) = &example.detail {
-        let details = verdict.failure_details();
-        if !details.contains(detail.as_str()) {
-            problems.push(format!(
-                "expected the failure detail to mention «{detail}», got «{}»",
-                visible_line(&details)
-            ));
-        }
+    if let Some(detail) = &example.detail
+        && !verdict.detail.contains(detail.as_str())
+    {
+        problems.push(format!(
+            "expected the failure detail to mention «{detail}», got «{}»",
+            visible_line(&verdict.detail)
+        ));
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Diagnostic::new(
-            ErrorKind::Example,
-            at(),
-            format!("{label}: {}", problems.join("; ")),
-        ))
-    }
+    problems
 }
 
 /// An example's episode as the rules see it (its one turn of `tool_calls`,

@@ -15,9 +15,12 @@ use crate::golden::instances::{GoldenInstance, instances_path};
 use crate::golden::stream::StreamCompare;
 use crate::golden::{GoldenMode, GoldenStatus};
 use crate::spec::Spec;
+pub(crate) use examples::ExampleVerdict;
 use examples::run_example;
+pub(crate) use exec::ExecModel;
 
 mod examples;
+mod exec;
 
 /// Options of a check run.
 #[derive(Debug, Clone)]
@@ -26,6 +29,8 @@ pub struct CheckOptions {
     pub golden_dir: PathBuf,
     /// Bless or write `.new` files.
     pub mode: GoldenMode,
+    /// `exec` models whose commands are rendered for every instance.
+    pub exec_models: Vec<ExecModel>,
 }
 
 /// How many of a spec's examples held, shown as `held/total`.
@@ -54,6 +59,8 @@ pub struct SpecCheck {
     pub instances: usize,
     /// The spec's examples and how many held.
     pub examples: Examples,
+    /// What each example that could be judged actually got, in order.
+    pub verdicts: Vec<ExampleVerdict>,
     /// Every problem found.
     pub errors: Vec<Diagnostic>,
     /// The golden comparison, when the spec was sound enough to make one.
@@ -94,7 +101,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
             None
         }
     };
-    let generated = check_instances(spec, golden.as_mut(), report);
+    let generated = check_instances(spec, golden.as_mut(), &options.exec_models, report);
     report.examples.total = spec.def.examples.len();
     if spec.rules.needs_sandbox()
         && !spec.def.examples.is_empty()
@@ -109,7 +116,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     }
     // Examples taken from a generated instance would repeat the generator's error.
     let runnable = |example: &Example| generated || example.instance.is_none();
-    let outcomes: Vec<Result<(), Diagnostic>> = if spec.rules.needs_sandbox() {
+    let outcomes: Vec<Outcome> = if spec.rules.needs_sandbox() {
         // Each example is a program run that may wait for its time limit: overlap
         // them, the ones with a limit of their own (a program meant to run into
         // it) first, so the longest runs do not start last and hold the end up.
@@ -121,7 +128,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
             .filter(|(_, example)| runnable(example))
             .collect();
         order.sort_by_key(|(i, example)| (example.timeout_secs.is_none(), *i));
-        let mut outcomes: Vec<(usize, Result<(), Diagnostic>)> = std::thread::scope(|scope| {
+        let mut outcomes: Vec<(usize, Outcome)> = std::thread::scope(|scope| {
             let handles: Vec<_> = order
                 .into_iter()
                 .map(|(i, example)| (i, scope.spawn(move || run_example(spec, i, example))))
@@ -142,7 +149,8 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
             .map(|(i, example)| run_example(spec, i, example))
             .collect()
     };
-    for outcome in outcomes {
+    for (verdict, outcome) in outcomes {
+        report.verdicts.extend(verdict);
         match outcome {
             Ok(()) => report.examples.held += 1,
             Err(e) => report
@@ -161,14 +169,19 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     }
 }
 
+/// An example's verdict, when it could be judged, and whether it held.
+type Outcome = (Option<ExampleVerdict>, Result<(), Diagnostic>);
+
 /// Generates and renders every instance, checking what the rules read from
 /// it and streaming its golden line to `golden`; whether generation held.
 fn check_instances(
     spec: &Spec,
     mut golden: Option<&mut StreamCompare>,
+    exec_models: &[ExecModel],
     report: &mut SpecCheck,
 ) -> bool {
     let mut seen = BTreeSet::new();
+    let mut seen_commands = exec::Seen::default();
     let group_by = spec.def.report.group_by();
     let mut grouped = vec![false; group_by.len()];
     for index in 0..u64::from(spec.runs) {
@@ -204,6 +217,14 @@ fn check_instances(
                 );
             }
         }
+        report.errors.extend(exec::check_commands(
+            spec,
+            exec_models,
+            index,
+            &instance.vars,
+            &instance.messages,
+            &mut seen_commands,
+        ));
         for (found, var) in grouped.iter_mut().zip(&group_by) {
             *found |= crate::verify::lookup(&instance.vars, var).is_some();
         }

@@ -11,16 +11,85 @@ use owo_colors::OwoColorize;
 
 use super::exit::{Exit, fail};
 use super::render;
-use crate::check::{CheckOptions, SpecCheck, check_file};
+use crate::check::{CheckOptions, ExampleVerdict, ExecModel, SpecCheck, check_file};
+use crate::config::Config;
 use crate::golden::{GoldenMode, GoldenStatus, is_ci};
 use crate::spec::{duplicate_id, spec_files};
+
+/// `harness check`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(super) struct CheckArgs {
+    /// Spec files or directories of specs.
+    #[arg(default_value = "specs")]
+    pub paths: Vec<PathBuf>,
+    /// Accept the new golden state: write it over the golden files.
+    #[arg(long)]
+    pub bless: bool,
+    /// The golden directory.
+    #[arg(long, default_value = "golden")]
+    pub golden: PathBuf,
+    /// The configuration file: its `[limits]` table caps the files specs
+    /// name, and its `exec` models' commands are rendered for every instance.
+    #[arg(long, default_value = "harness.toml")]
+    pub config: PathBuf,
+    /// A model whose `exec` command is rendered for every instance (repeatable;
+    /// default: `[run] models`). Models of other providers have nothing to check.
+    #[arg(short = 'm', long = "model")]
+    pub models: Vec<String>,
+    /// Print each example's actual verdict, score and failure detail.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+/// The `exec` models among `names` (else the configuration's `[run] models`),
+/// with where their arguments stand in the configuration.
+fn exec_models(names: &[String], config: Option<&Config>) -> Result<Vec<ExecModel>, Exit> {
+    let default = Config::default();
+    let config = config.unwrap_or(&default);
+    let names = if names.is_empty() {
+        &config.run.models
+    } else {
+        names
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let setup = config
+            .resolve_model(name)
+            .map_err(|e| fail(format!("model `{name}`: {e}")))?;
+        if let Some(options) = setup.exec {
+            let (arguments, source) = config.command_locations(&setup.name);
+            out.push(ExecModel {
+                name: setup.name,
+                options,
+                arguments,
+                source,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `example 2 (name): failed, score 0.5: detail`, one line per example.
+fn print_verdicts(verdicts: &[ExampleVerdict]) {
+    for v in verdicts {
+        let verdict = if v.passed { "passed" } else { "failed" };
+        let detail = match v.detail.is_empty() {
+            true => String::new(),
+            false => format!(": {}", crate::text::visible_line(&v.detail)),
+        };
+        let line = format!("{}: {verdict}, score {}{detail}", v.label, v.score);
+        for part in crate::text::wrap(&line, 74).lines() {
+            println!("      {part}");
+        }
+    }
+}
 
 fn label(text: &str, color: bool, paint: fn(&str) -> String) -> String {
     let padded = format!("{text:<5}");
     if color { paint(&padded) } else { padded }
 }
 
-fn print_report(r: &SpecCheck, color: bool) {
+fn print_report(r: &SpecCheck, verbose: bool, color: bool) {
     let name = r.id.clone().unwrap_or_else(|| r.file.display().to_string());
     let ms = r.elapsed.as_secs_f64() * 1000.0;
     if !r.errors.is_empty() {
@@ -34,6 +103,9 @@ fn print_report(r: &SpecCheck, color: bool) {
             for line in render::diagnostic(d, color).lines() {
                 outln!("      {line}");
             }
+        }
+        if verbose {
+            print_verdicts(&r.verdicts);
         }
         return;
     }
@@ -62,6 +134,9 @@ fn print_report(r: &SpecCheck, color: bool) {
             );
             out!("{}", diff.render(color));
         }
+    }
+    if verbose {
+        print_verdicts(&r.verdicts);
     }
 }
 
@@ -117,7 +192,19 @@ fn each_checked(files: &[PathBuf], options: &CheckOptions, mut take: impl FnMut(
 }
 
 /// Runs `harness check`.
-pub(super) fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) -> Exit {
+pub(super) fn run(args: &CheckArgs, config: Option<&Config>, color: bool) -> Exit {
+    let CheckArgs {
+        paths,
+        bless,
+        golden,
+        verbose,
+        ..
+    } = args;
+    let (bless, verbose) = (*bless, *verbose);
+    let exec_models = match exec_models(&args.models, config) {
+        Ok(models) => models,
+        Err(exit) => return exit,
+    };
     let files = match spec_files(paths) {
         Ok(files) => files,
         Err(d) => return super::exit::diagnostics([&d], color),
@@ -132,6 +219,7 @@ pub(super) fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) ->
             bless,
             write_pending: !bless && !is_ci(),
         },
+        exec_models,
     };
     let (mut failed, mut differ) = (0, 0);
     let mut ids: BTreeMap<String, PathBuf> = Default::default();
@@ -144,7 +232,7 @@ pub(super) fn run(paths: &[PathBuf], bless: bool, golden: &Path, color: bool) ->
                 }
             }
         }
-        print_report(&report, color);
+        print_report(&report, verbose, color);
         if !report.errors.is_empty() {
             failed += 1;
         } else if report.golden.as_ref().is_some_and(GoldenStatus::differs) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::exit::{Exit, fail};
 use crate::config::prices::PriceTable;
 use crate::provider::ModelSetup;
-use crate::report::fit::fitted;
+use crate::report::fit::{Fit, fitted};
 use crate::run::{self, Estimate, Limits, Manifest, RunOutcome, SpecRuntime};
 use crate::text::money;
 
@@ -95,7 +95,15 @@ pub(super) fn dry_run(
             line.into_iter().map(|c| (c, None)).collect()
         })
         .collect();
-    out!("{}", fitted(&header, &lines, false, Some("estimate")));
+    out!(
+        "{}",
+        fitted(
+            &header,
+            &lines,
+            Fit::plain(super::columns()),
+            Some("estimate")
+        )
+    );
     let total = |f: fn(&Estimate) -> u64| rows.iter().map(f).sum::<u64>();
     let priced: f64 = rows
         .iter()

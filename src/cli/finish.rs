@@ -159,6 +159,7 @@ impl Finish<'_> {
             golden: Some(&self.args.golden),
             currency: &manifest.currency,
             lang: self.lang,
+            width: super::columns(),
         };
         write_reports(&ctx).map_err(|e| fail(format!("writing reports: {e}")))
     }

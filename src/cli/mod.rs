@@ -47,20 +47,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate specs: compile, generate, render, run examples, compare golden instances.
-    Check {
-        /// Spec files or directories of specs.
-        #[arg(default_value = "specs")]
-        paths: Vec<PathBuf>,
-        /// Accept the new golden state: write it over the golden files.
-        #[arg(long)]
-        bless: bool,
-        /// The golden directory.
-        #[arg(long, default_value = "golden")]
-        golden: PathBuf,
-        /// The configuration file: its `[limits]` table caps the files specs name.
-        #[arg(long, default_value = "harness.toml")]
-        config: PathBuf,
-    },
+    Check(check::CheckArgs),
     /// Print the instances a spec generates, for authoring.
     Show {
         /// The spec file.
@@ -123,6 +110,16 @@ pub(crate) fn stdout_color() -> bool {
     std::io::stdout().is_terminal()
 }
 
+/// The columns terminal tables fit: `COLUMNS` when it holds a width of at
+/// least 40, whether or not stdout is a terminal (`COLUMNS=200 harness
+/// report ... | cat`), else 80.
+pub(crate) fn columns() -> usize {
+    let set = std::env::var("COLUMNS").ok();
+    set.and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c >= 40)
+        .unwrap_or(crate::report::fit::WIDTH)
+}
+
 /// Takes every key out of the environment while the process has one thread
 /// and no child: the names that look like keys, and every `api_key_env` of
 /// the configuration `run` or `synth` reads. They stay in memory (the
@@ -163,7 +160,10 @@ fn configuration(cli: &Cli) -> Option<Result<Config, Diagnostic>> {
     let (path, required) = match &cli.command {
         Command::Run(args) => return Some(args.asking.load_config()),
         Command::Synth(args) => return Some(args.asking.load_config()),
-        Command::Check { config, .. } => (config.as_path(), config != Path::new("harness.toml")),
+        Command::Check(args) => (
+            args.config.as_path(),
+            args.config != Path::new("harness.toml"),
+        ),
         Command::Show { .. } | Command::Merge(_) | Command::Report(_) | Command::Review { .. } => {
             (Path::new("harness.toml"), false)
         }
@@ -184,7 +184,7 @@ fn install_file_limits(cli: &Cli, config: Option<&Result<Config, Diagnostic>>) {
         Some(Err(d))
             if !matches!(
                 cli.command,
-                Command::Run(_) | Command::Synth(_) | Command::Check { .. }
+                Command::Run(_) | Command::Synth(_) | Command::Check(_)
             ) =>
         {
             let shown = crate::secrets::redact_urls(&d.to_string()).into_owned();
@@ -227,14 +227,10 @@ pub fn main() -> ExitCode {
         errln!("{}", crate::sandbox::UNSANDBOXED_WARNING);
     }
     let exit = match cli.command {
-        Command::Check {
-            paths,
-            bless,
-            golden,
-            config: _,
-        } => match &config {
+        Command::Check(args) => match &config {
             Some(Err(d)) => exit::diagnostics([d], color),
-            _ => check::run(&paths, bless, &golden, color),
+            Some(Ok(config)) => check::run(&args, Some(config), color),
+            None => check::run(&args, None, color),
         },
         Command::Show {
             spec,

@@ -37,6 +37,7 @@ pub(super) fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
             bless: true,
             write_pending: false,
         },
+        exec_models: Vec::new(),
     };
     let check = check_file(&file, &options);
     if let Some(e) = check.errors.first() {

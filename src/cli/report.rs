@@ -102,6 +102,7 @@ pub(super) fn run(args: &ReportArgs, color: bool) -> Exit {
         golden: golden.as_deref(),
         currency: currency.as_deref().unwrap_or("USD"),
         lang: args.lang.resolve_here(),
+        width: super::columns(),
     };
     match write_reports(&ctx) {
         Ok(out) => {

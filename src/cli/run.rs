@@ -361,8 +361,7 @@ async fn run_async(
             _ => Some(now),
         };
     }
-    let run_dir = args.asking.results.join("runs").join(&manifest.run_id);
-    let journal_path = run_dir.join("journal.jsonl");
+    let runs_dir = args.asking.results.join("runs");
     let mut runtimes = Vec::new();
     for spec in &specs {
         let runtime = run::spec_runtime(spec.clone(), manifest.runs)
@@ -371,11 +370,17 @@ async fn run_async(
     }
     check_selection(&manifest, &runtimes)?;
     if args.dry_run {
+        let journal_path = runs_dir.join(&manifest.run_id).join("journal.jsonl");
         return super::costs::dry_run(&manifest, &runtimes, &journal_path);
     }
     if specs.iter().any(|s| s.rules.needs_sandbox()) {
         crate::sandbox::shared().map_err(fail)?;
     }
+    if args.resume.is_none() {
+        manifest.run_id = claim_run_dir(&runs_dir, &manifest.run_id, args.run_id.is_none())?;
+    }
+    let run_dir = runs_dir.join(&manifest.run_id);
+    let journal_path = run_dir.join("journal.jsonl");
     run::write_manifest(&run_dir, &manifest).map_err(fail)?;
     let settings = RunSettings {
         use_cache: !args.asking.no_cache,
@@ -445,6 +450,27 @@ async fn run_async(
     // Last, so it stays on screen: the page with every statistic and instance.
     outln!("html report: {}", report.files.html.display());
     Ok(finish.exit(&report, differ))
+}
+
+/// Creates a new run's folder under `runs_dir`, named `id` or, when `id` was
+/// made from the clock and another run took it meanwhile, `id-2`, `id-3`, ...:
+/// created, not just looked for, so two runs started in one second never
+/// share a folder.
+fn claim_run_dir(runs_dir: &Path, id: &str, generated: bool) -> Result<String, Exit> {
+    let io_fail = |e: std::io::Error| fail(format!("{}: {e}", runs_dir.display()));
+    std::fs::create_dir_all(runs_dir).map_err(io_fail)?;
+    let create = |id: &str| std::fs::create_dir(runs_dir.join(id));
+    if generated {
+        return crate::files::claim_name(id, '-', create).map_err(io_fail);
+    }
+    match create(id) {
+        Ok(()) => Ok(id.to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(fail(format!(
+            "run `{id}` exists under {}; resume it with --resume {id}",
+            runs_dir.display()
+        ))),
+        Err(e) => Err(io_fail(e)),
+    }
 }
 
 /// Before any model is asked: every spec's instance 0 generates, renders and

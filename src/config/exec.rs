@@ -5,6 +5,9 @@
 use std::path::Path;
 
 use super::{ModelConfig, ModelError};
+use crate::error::Location;
+use crate::format::key_path;
+use crate::format::locate::SourceMap;
 use crate::provider::exec::DEFAULT_TIMEOUT_SECS;
 use crate::provider::{ExecOptions, ModelSetup, ProviderKind};
 
@@ -63,6 +66,30 @@ pub(super) fn settings(
     Ok(())
 }
 
+impl super::Config {
+    /// Where each `command[N]` of model `name` stands in this file, by `N`,
+    /// and the file's text, so `harness check` can point into it.
+    pub fn command_locations(&self, name: &str) -> (Vec<Location>, String) {
+        let Some(path) = self.path.as_deref() else {
+            return (Vec::new(), String::new());
+        };
+        let text =
+            crate::files::read_text(path, crate::files::FileKind::Config).unwrap_or_default();
+        let count = self
+            .models
+            .get(name)
+            .and_then(|m| m.command.as_ref())
+            .map_or(0, Vec::len);
+        let locations = match SourceMap::parse(path, &text) {
+            Ok(map) => (0..count)
+                .map(|i| map.locate(key_path!["models", name, "command", i]))
+                .collect(),
+            Err(_) => vec![Location::file_start(path); count],
+        };
+        (locations, text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::Config;
@@ -95,6 +122,21 @@ mod tests {
             assert_eq!(exec.env_set["OMP_THREAD_LIMIT"], "1");
             assert_eq!((m.timeout_secs, m.max_retries), (DEFAULT_TIMEOUT_SECS, 0));
         }
+    }
+
+    #[test]
+    fn each_command_argument_is_located_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        let text =
+            "[models.ocr]\nprovider = \"exec\"\ncommand = [\n  \"ocr\",\n  \"{{ imag }}\",\n]\n";
+        std::fs::write(&path, text).unwrap();
+        let config = Config::load(&path, true).unwrap();
+        let (at, source) = config.command_locations("ocr");
+        assert_eq!(source, text);
+        let lines: Vec<(usize, usize)> = at.iter().map(|l| (l.line, l.column)).collect();
+        assert_eq!(lines, [(4, 3), (5, 3)]);
+        assert!(config.command_locations("nope").0.is_empty());
     }
 
     #[test]

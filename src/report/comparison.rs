@@ -256,7 +256,7 @@ pub(crate) fn hat_ks(c: &Comparison) -> Vec<u32> {
 /// tier and change against the baseline per model (pass^k, which needs the room,
 /// is in the Markdown and HTML reports), then the report-only rules and mean
 /// accuracy / pass@(largest k) per group.
-pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, color: bool) -> String {
+pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, fit: super::fit::Fit) -> String {
     use super::lang::fill;
     let has_maj = c.models.iter().any(|l| l.maj.is_some());
     let mut header = vec![w.model.to_owned(), w.pass_rate.to_owned()];
@@ -285,14 +285,14 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, color: bool) -> S
             row
         })
         .collect();
-    let heading = super::fit::wrap(&fill(w.t.sampled, &[&c.title]), super::fit::WIDTH);
+    let heading = super::fit::wrap(&fill(w.t.sampled, &[&c.title]), fit.width);
     let mut out = format!(
         "\n{heading}{}",
-        fitted(&header, &rows, color, Some(w.t.metric))
+        fitted(&header, &rows, fit, Some(w.t.metric))
     );
     let best = best_line(w, c);
     if !best.is_empty() {
-        out += &super::fit::wrap(&best, super::fit::WIDTH);
+        out += &super::fit::wrap(&best, fit.width);
     }
     for (rule, lines) in alongside(c) {
         let heading = fill(w.t.report_only, &[&c.title, &rule]);
@@ -306,10 +306,10 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, color: bool) -> S
                 row
             })
             .collect();
-        let heading = super::fit::wrap(&heading, super::fit::WIDTH);
+        let heading = super::fit::wrap(&heading, fit.width);
         out += &format!(
             "\n{heading}{}",
-            fitted(&header, &rows, color, Some(w.t.metric))
+            fitted(&header, &rows, fit, Some(w.t.metric))
         );
     }
     let top = c.ks.last().copied();
@@ -318,7 +318,7 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, color: bool) -> S
             format!("{} / pass@{k}", w.pass_rate)
         });
         let heading = fill(w.t.sampled_by, &[&c.title, &var, &label]);
-        let heading = super::fit::wrap(&heading, super::fit::WIDTH);
+        let heading = super::fit::wrap(&heading, fit.width);
         let header = header_row(w.model, values.iter().map(|v| (*v).clone()));
         let rows: Vec<Vec<Cell>> = c
             .models
@@ -333,7 +333,7 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, color: bool) -> S
                 row
             })
             .collect();
-        out += &format!("\n{heading}{}", fitted(&header, &rows, color, Some(var)));
+        out += &format!("\n{heading}{}", fitted(&header, &rows, fit, Some(var)));
     }
     out
 }

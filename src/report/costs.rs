@@ -78,7 +78,12 @@ pub(super) fn terminal(v: &View) -> String {
     format!(
         "\n{}{}\n",
         // Categories across do not fit 80 columns: fitted pivots or splits them.
-        super::fit::fitted(&header, &rows, false, Some(&header[0])),
+        super::fit::fitted(
+            &header,
+            &rows,
+            super::fit::Fit::plain(v.ctx.width),
+            Some(&header[0])
+        ),
         run_line(&run, currency, words)
     )
 }

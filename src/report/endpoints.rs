@@ -47,7 +47,10 @@ pub(super) fn terminal(v: &View) -> String {
         .into_iter()
         .map(|r| r.iter().map(|c| (crate::text::visible(c), None)).collect())
         .collect();
-    format!("\n{}", super::fit::fitted(&header, &rows, false, None))
+    format!(
+        "\n{}",
+        super::fit::fitted(&header, &rows, super::fit::Fit::plain(v.ctx.width), None)
+    )
 }
 
 /// The Markdown section «Эндпоинты пулов» (empty without pools).

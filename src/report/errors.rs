@@ -76,6 +76,9 @@ pub(super) fn cause_of(kind: Option<FailureKind>, error: &str) -> String {
                 .collect();
             format!("HTTP {status}")
         }
+        // The user's own setup is at fault: the whole message names what to
+        // fix (a model, a `command[N]`), so it is kept, not cut to its tail.
+        Some(FailureKind::ConfigError) => crate::text::clip(error, 160),
         Some(FailureKind::Timeout) => "timed out".to_owned(),
         Some(FailureKind::MalformedResponse) => "malformed response".to_owned(),
         Some(FailureKind::NotRecorded) => "no recorded answer".to_owned(),
@@ -157,12 +160,17 @@ mod tests {
             (
                 K::ConfigError,
                 "model `m`: HTTP 503 connection refused: command[1]",
-                "command[1]",
+                "model `m`: HTTP 503 connection refused: command[1]",
             ),
             (
                 K::EpisodeTimeout,
                 "the episode ran past max_episode_secs = 5",
                 "the episode ran past max_episode_secs = 5",
+            ),
+            (
+                K::ConfigError,
+                "model `ocr`: `command[1]`, line 1 column 4: undefined value",
+                "model `ocr`: `command[1]`, line 1 column 4: undefined value",
             ),
         ];
         for (kind, error, cause) in cases {

@@ -1,6 +1,7 @@
-//! Terminal tables that fit an 80-column terminal: a table too wide is pivoted
-//! (rows become columns) when that fits, else its columns are split over several
-//! tables that each repeat the label column. Long labels end in `…`.
+//! Terminal tables that fit the terminal's columns (`COLUMNS`, else 80): a
+//! table too wide is pivoted (rows become columns) when that fits, else its
+//! columns are split over several tables that each repeat the label column.
+//! Long labels end in `…`.
 //!
 //! Widths count characters, not bytes, so Cyrillic titles line up; color is
 //! applied after padding so escape codes never count toward a width.
@@ -10,8 +11,27 @@ use owo_colors::OwoColorize;
 pub(crate) use crate::text::wrap;
 use crate::text::{Align, clip, pad, visible};
 
-/// The terminal width every table fits.
+/// The terminal width tables fit unless told otherwise.
 pub(crate) const WIDTH: usize = 80;
+
+/// How a table is drawn: colored or not, and the columns it must fit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fit {
+    /// Color cells by their accuracy.
+    pub(crate) color: bool,
+    /// The line width, in characters.
+    pub(crate) width: usize,
+}
+
+impl Fit {
+    /// Uncolored, `width` columns.
+    pub(crate) fn plain(width: usize) -> Fit {
+        Fit {
+            color: false,
+            width,
+        }
+    }
+}
 /// Characters of a label or header kept, `…` included.
 const LABEL_CHARS: usize = 28;
 
@@ -39,14 +59,31 @@ pub(crate) fn label(text: &str) -> String {
     }
 }
 
-/// The table, fitted to [`WIDTH`]: as given, else pivoted with `corner` as its new
-/// top-left header (when given), else split into column groups.
+/// The table with its longer dimension in rows: pivoted first, with `corner`
+/// as its top-left header, when it has more columns than rows, so a few
+/// models over many categories read as one tall table; then fitted.
+pub(crate) fn longer_in_rows(
+    header: &[String],
+    rows: &[Vec<Cell>],
+    fit: Fit,
+    corner: &str,
+) -> String {
+    if rows.len() + 1 >= header.len() {
+        return fitted(header, rows, fit, Some(corner));
+    }
+    let (h, r) = pivot(header, rows, corner);
+    fitted(&h, &r, fit, header.first().map(String::as_str))
+}
+
+/// The table, fitted to `fit.width`: as given, else pivoted with `corner` as
+/// its new top-left header (when given), else split into column groups.
 pub(crate) fn fitted(
     header: &[String],
     rows: &[Vec<Cell>],
-    color: bool,
+    fit: Fit,
     corner: Option<&str>,
 ) -> String {
+    let Fit { color, width } = fit;
     let header: Vec<String> = header.iter().map(|h| label(h)).collect();
     let rows: Vec<Vec<Cell>> = rows
         .iter()
@@ -59,12 +96,12 @@ pub(crate) fn fitted(
         })
         .collect();
     let widths = widths(&header, &rows);
-    if line_width(&widths) <= WIDTH {
+    if line_width(&widths) <= width {
         return grid(&header, &rows, color);
     }
     if let Some(corner) = corner {
         let (h, r) = pivot(&header, &rows, corner);
-        if line_width(&self::widths(&h, &r)) <= WIDTH {
+        if line_width(&self::widths(&h, &r)) <= width {
             return grid(&h, &r, color);
         }
     }
@@ -74,7 +111,7 @@ pub(crate) fn fitted(
     while start < header.len() {
         let mut end = start + 1;
         let mut used = widths[0] + 2 + widths[start];
-        while end < header.len() && used + 2 + widths[end] <= WIDTH {
+        while end < header.len() && used + 2 + widths[end] <= width {
             used += 2 + widths[end];
             end += 1;
         }
@@ -185,17 +222,34 @@ mod tests {
     fn narrow_tables_stay_and_long_ones_pivot() {
         for (categories, starts, lines) in [(3, "model  ", 4), (16, "category ", 18)] {
             let (h, r) = table(categories, 2);
-            let text = fitted(&h, &r, false, Some("category"));
+            let text = fitted(&h, &r, Fit::plain(WIDTH), Some("category"));
             assert!(widest(&text) <= WIDTH, "{text}");
             assert!(text.starts_with(starts), "{text}");
             assert_eq!(text.lines().count(), lines);
         }
     }
 
+    /// Two models over 19 categories: one table, a category a row, at any width;
+    /// more models than categories keep models as rows.
+    #[test]
+    fn the_longer_dimension_goes_in_rows() {
+        for width in [WIDTH, 200] {
+            let (h, r) = table(19, 2);
+            let text = longer_in_rows(&h, &r, Fit::plain(width), "category");
+            assert!(text.starts_with("category "), "{text}");
+            assert_eq!(text.lines().count(), 2 + 19, "{text}");
+            assert!(!text.contains('—'), "{text}");
+        }
+        let (h, r) = table(3, 5);
+        let text = longer_in_rows(&h, &r, Fit::plain(WIDTH), "category");
+        assert!(text.starts_with("model "), "{text}");
+        assert_eq!(text.lines().count(), 2 + 5, "{text}");
+    }
+
     #[test]
     fn too_wide_both_ways_splits_the_columns() {
         let (h, r) = table(16, 12);
-        let text = fitted(&h, &r, false, Some("category"));
+        let text = fitted(&h, &r, Fit::plain(WIDTH), Some("category"));
         assert!(widest(&text) <= WIDTH, "{text}");
         assert!(
             text.matches("model-11").count() > 1,
@@ -209,6 +263,10 @@ mod tests {
                 "{text}"
             );
         }
+        // A terminal wide enough (COLUMNS) takes the same table whole.
+        let wide = fitted(&h, &r, Fit::plain(240), Some("category"));
+        assert!((WIDTH + 1..=240).contains(&widest(&wide)), "{wide}");
+        assert_eq!(wide.lines().count(), 2 + 12, "{wide}");
     }
 
     #[test]

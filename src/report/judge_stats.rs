@@ -111,7 +111,7 @@ pub(crate) fn terminal(v: &View) -> String {
         if r.mixed {
             line += &format!(" — {}", w.judge_mixed);
         }
-        out += &super::fit::wrap(&crate::text::visible(&line), super::fit::WIDTH);
+        out += &super::fit::wrap(&crate::text::visible(&line), v.ctx.width);
     }
     out
 }

@@ -416,8 +416,11 @@ fn failing(s: &mut String, v: &View, model: &str) {
                 Some(a) if !a.is_empty() => inline_code(&one_line(a, INLINE_CHARS)),
                 _ => w.none.to_owned(),
             };
-            let expected = inline_code(&one_line(&e.expected, 200));
-            let _ = writeln!(s, "{}", fill(w.expected, &[&expected, &answer]));
+            // An agent spec expects a state, not an answer: no line says `null`.
+            if e.expected != "null" {
+                let expected = inline_code(&one_line(&e.expected, 200));
+                let _ = writeln!(s, "{}", fill(w.expected, &[&expected, &answer]));
+            }
             if !e.detail.is_empty() {
                 let detail = inline_code(&one_line(&e.detail, 300));
                 let _ = writeln!(s, "{}", fill(w.reason, &[&detail]));

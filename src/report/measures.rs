@@ -131,8 +131,8 @@ pub(crate) fn terminal(v: &View) -> String {
             .collect();
         let heading = fill(w.t.measures, &[&crate::text::visible_line(&spec.title)]);
         out += "\n";
-        out += &super::fit::wrap(&heading, super::fit::WIDTH);
-        out += &fitted(&header(v, spec, &names), &rows, v.ctx.color, None);
+        out += &super::fit::wrap(&heading, v.ctx.width);
+        out += &fitted(&header(v, spec, &names), &rows, v.fit(), None);
     }
     out
 }

@@ -172,6 +172,8 @@ pub struct ReportContext<'a> {
     pub currency: &'a str,
     /// The language of every human-readable report.
     pub lang: crate::text::Lang,
+    /// The terminal summary's line width in characters (`COLUMNS`, else 80).
+    pub width: usize,
 }
 
 /// No model ids: what [`ReportContext::new`] starts from.
@@ -203,6 +205,7 @@ impl<'a> ReportContext<'a> {
             golden: None,
             currency: "USD",
             lang: crate::text::Lang::En,
+            width: fit::WIDTH,
         }
     }
 }
@@ -283,6 +286,14 @@ impl View<'_> {
     pub(crate) fn words(&self) -> &'static lang::Words {
         lang::words(self.ctx.lang)
     }
+
+    /// How the terminal's tables are drawn.
+    pub(crate) fn fit(&self) -> fit::Fit {
+        fit::Fit {
+            color: self.ctx.color,
+            width: self.ctx.width,
+        }
+    }
 }
 
 /// Builds every report for the given journals.
@@ -290,15 +301,45 @@ impl View<'_> {
 /// A model present in several journals is shown as `<run-id>/<model>` in
 /// each (run ids from `ctx.run_ids` when it matches `ctx.journals` one to
 /// one, else each journal's directory name); other models keep their name.
+///
+/// Every file is named after one stamp, `ctx.file_stamp` or, when another
+/// report holds it, `<stamp>_2`, `<stamp>_3`, ...: the Markdown report's name
+/// is claimed first (`create_new` of a hidden claim file beside it), so two
+/// reports made in the same second never overwrite each other's files.
 pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let mut journals = Journals::open(ctx)?;
-    let models = std::mem::take(&mut journals.models);
-    let specs = std::mem::take(&mut journals.specs);
-    let origins = std::mem::take(&mut journals.origins);
     let raw_dir = ctx.results_dir.join("raw");
     let reports_dir = ctx.results_dir.join("reports");
     fs::create_dir_all(&raw_dir)?;
     fs::create_dir_all(&reports_dir)?;
+    let markdown = |stamp: &str| reports_dir.join(format!("report_{stamp}.md"));
+    // The claim is a hidden file beside the reports, never a report itself:
+    // a run killed while writing leaves no empty `report_` file behind.
+    let claim = |stamp: &str| reports_dir.join(format!(".report_{stamp}.claim"));
+    // `_2`, not `-2`: `report_X_2.md` sorts after `report_X.md` (`-` sorts before `.`).
+    let stamp = crate::files::claim_name(ctx.file_stamp, '_', |stamp| {
+        if markdown(stamp).exists() {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        fs::File::create_new(claim(stamp)).map(drop)
+    })?;
+    let written = write_claimed(ctx, &mut journals, &stamp, &raw_dir, &reports_dir);
+    // Written (or failed), the stamp is held by the report itself, or free again.
+    let _ = fs::remove_file(claim(&stamp));
+    written
+}
+
+/// [`write_reports`] once the stamp is claimed.
+fn write_claimed(
+    ctx: &ReportContext,
+    journals: &mut Journals,
+    stamp: &str,
+    raw_dir: &Path,
+    reports_dir: &Path,
+) -> io::Result<ReportOutput> {
+    let models = std::mem::take(&mut journals.models);
+    let specs = std::mem::take(&mut journals.specs);
+    let origins = std::mem::take(&mut journals.origins);
     let mut out = ReportOutput {
         lang: ctx.lang,
         ..ReportOutput::default()
@@ -317,11 +358,7 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let mut stems = BTreeSet::new();
     let mut causes = errors::ErrorTally::default();
     for (m, name) in models.iter().enumerate() {
-        let path = raw_dir.join(format!(
-            "{}_{}.json",
-            unique_stem(name, &mut stems),
-            ctx.file_stamp
-        ));
+        let path = raw_dir.join(format!("{}_{stamp}.json", unique_stem(name, &mut stems)));
         // Atomic: a kill mid-write must not leave half a raw file that looks like results.
         let mut raw = RawWriter::new(AtomicFile::create(&path)?);
         for i in journals.model_range(m) {
@@ -353,10 +390,10 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
     let found = flaky::build(&view);
     view.flaky = &found;
 
-    out.files.html = reports_dir.join(format!("report_{}.html", ctx.file_stamp));
-    html::write(&out.files.html, &view, &mut journals)?;
+    out.files.html = reports_dir.join(format!("report_{stamp}.html"));
+    html::write(&out.files.html, &view, journals)?;
 
-    out.files.markdown = reports_dir.join(format!("report_{}.md", ctx.file_stamp));
+    out.files.markdown = reports_dir.join(format!("report_{stamp}.md"));
     write_atomic(&out.files.markdown, markdown::render(&view).as_bytes())?;
     let mut done = Vec::new();
     for &format in ctx.formats {
@@ -369,20 +406,20 @@ pub fn write_reports(ctx: &ReportContext) -> io::Result<ReportOutput> {
             ReportKind::Csv => "csv",
             ReportKind::Junit => "xml",
         };
-        let path = reports_dir.join(format!("report_{}.{ext}", ctx.file_stamp));
+        let path = reports_dir.join(format!("report_{stamp}.{ext}"));
         match format {
             ReportKind::Json => write_atomic(&path, json::render(&view)?.as_bytes())?,
             ReportKind::Csv => write_atomic(&path, csv::render(&view).as_bytes())?,
             ReportKind::Junit => {
                 let mut w = AtomicFile::create(&path)?;
-                junit::write(&mut w, &view, &mut journals)?;
+                junit::write(&mut w, &view, journals)?;
                 w.commit()?;
             }
         }
         out.files.extra.push(path);
     }
     for (model, text) in rrr::render(&view) {
-        let path = reports_dir.join(format!("rrr_{}_{}.csv", file_stem(&model), ctx.file_stamp));
+        let path = reports_dir.join(format!("rrr_{}_{stamp}.csv", file_stem(&model)));
         write_atomic(&path, text.as_bytes())?;
         out.files.extra.push(path);
     }

@@ -7,7 +7,7 @@
 //! report's path after it: the full statistics are there.
 
 use super::View;
-use super::fit::{Cell, fitted};
+use super::fit::{Cell, Fit, fitted, longer_in_rows};
 use super::lang::fill;
 use super::runs::{Pair, RunComparison};
 use crate::metrics::Metrics;
@@ -45,7 +45,6 @@ pub(crate) fn ranked_models<'a>(v: &'a View) -> Vec<(&'a String, Option<u32>)> {
 
 /// The summary, ending with a newline.
 pub(crate) fn render(v: &View) -> String {
-    let color = v.ctx.color;
     let mut out = leaderboard(v);
     let by_category = categories(v);
     if !by_category.is_empty() {
@@ -62,19 +61,19 @@ pub(crate) fn render(v: &View) -> String {
     out += &super::judge_stats::terminal(v);
     if let Some(line) = super::sandbox_line(v.ctx) {
         let line = fill(v.words().t.sandbox, &[&line]);
-        out += &super::fit::wrap(&line, super::fit::WIDTH);
+        out += &super::fit::wrap(&line, v.ctx.width);
     }
     out += &super::costs::terminal(v);
     out += &super::endpoints::terminal(v);
     let w = v.words();
     for c in super::comparison::build(v) {
-        out += &super::comparison::terminal(w, &c, color);
+        out += &super::comparison::terminal(w, &c, v.fit());
         if let (Some(wanted), None) = (v.ctx.baseline, &c.baseline) {
             out += &fill(w.t.no_baseline, &[&wanted, &c.spec]);
         }
     }
     if let Some(runs) = &v.runs {
-        out += &run_comparison(w, runs, color);
+        out += &run_comparison(w, runs, v.fit());
     }
     out += "\n";
     out += &numbers_note(v);
@@ -119,7 +118,7 @@ fn leaderboard(v: &View) -> String {
     let mut header = header.to_vec();
     header.remove(0);
     header[0] = rank_model.to_owned();
-    fitted(&header, &rows, v.ctx.color, None)
+    fitted(&header, &rows, v.fit(), None)
 }
 
 fn p50(m: Option<&Metrics>) -> String {
@@ -148,7 +147,7 @@ fn numbers_note(v: &View) -> String {
     if ranked_models(v).iter().any(|(_, rank)| rank.is_none()) && v.models.len() > 1 {
         note += w.t.note_unranked;
     }
-    super::fit::wrap(&note, super::fit::WIDTH)
+    super::fit::wrap(&note, v.ctx.width)
 }
 
 /// The mean scores (partial credit) of every pass-rate cell whose mean score
@@ -172,28 +171,17 @@ fn mean_scores(v: &View) -> String {
     }
     let w = v.words();
     let header = header_row(w.model, specs.iter().map(|s| s.title.clone()));
-    let rows: Vec<Vec<Cell>> = ranked_models(v)
-        .into_iter()
-        .map(|(m, _)| {
-            let mut row = vec![(m.clone(), None)];
-            for s in &specs {
-                let c = v.summary.cell(m, &s.id);
-                let text = c.map_or(NONE.into(), |c| percent(c.mean_score));
-                row.push((text, c.map(|c| c.mean_score)));
-            }
-            row
-        })
-        .collect();
+    let rows = model_rows(v, &specs, |c| (percent(c.mean_score), c.mean_score));
     let heading = w.t.mean_scores;
     format!(
         "\n{heading}{}",
-        fitted(&header, &rows, v.ctx.color, Some(w.category))
+        longer_in_rows(&header, &rows, v.fit(), w.category)
     )
 }
 
-/// The headline number with its interval per model (rows) and category
-/// (columns), `*` marking a mean-score headline among pass rates; categories
-/// without any record are left out.
+/// The headline number with its interval per model and category, the longer
+/// of the two in rows, `*` marking a mean-score headline among pass rates;
+/// categories without any record are left out.
 fn categories(v: &View) -> String {
     let specs: Vec<&super::SpecInfo> = v
         .specs
@@ -214,21 +202,33 @@ fn categories(v: &View) -> String {
             s.title.clone()
         }
     }));
-    let rows: Vec<Vec<Cell>> = ranked_models(v)
+    let rows = model_rows(v, &specs, |c| {
+        let interval = c.interval.map(|e| e.interval());
+        (with_interval(c.score(), interval), c.score())
+    });
+    longer_in_rows(&header, &rows, v.fit(), w.category)
+}
+
+/// A row per model in leaderboard order: its name, then `cell`'s text and
+/// color value for each of `specs` (`—` where it has no records).
+fn model_rows(
+    v: &View,
+    specs: &[&super::SpecInfo],
+    cell: impl Fn(&Metrics) -> (String, f64),
+) -> Vec<Vec<Cell>> {
+    ranked_models(v)
         .into_iter()
         .map(|(m, _)| {
             let mut row = vec![(m.clone(), None)];
-            for s in &specs {
-                let cell = v.summary.cell(m, &s.id);
-                let text = cell.map_or(NONE.into(), |c| {
-                    with_interval(c.score(), c.interval.map(|e| e.interval()))
-                });
-                row.push((text, cell.map(Metrics::score)));
+            for s in specs {
+                row.push(v.summary.cell(m, &s.id).map_or((NONE.into(), None), |c| {
+                    let (text, value) = cell(c);
+                    (text, Some(value))
+                }));
             }
             row
         })
-        .collect();
-    fitted(&header, &rows, v.ctx.color, Some(w.category))
+        .collect()
 }
 
 /// Accuracy per value of `var` for each model with records in the spec.
@@ -262,16 +262,13 @@ fn groups_table(v: &View, title: &str, spec: &str, var: &str) -> String {
         .collect();
     let heading = super::fit::wrap(
         &fill(w.t.by, &[&title, &var, &headline_of(v, spec)]),
-        super::fit::WIDTH,
+        v.ctx.width,
     );
-    format!(
-        "\n{heading}{}",
-        fitted(&header, &rows, v.ctx.color, Some(var))
-    )
+    format!("\n{heading}{}", fitted(&header, &rows, v.fit(), Some(var)))
 }
 
 /// Each later run against the baseline: overall and per category, then flips.
-fn run_comparison(w: &super::lang::Words, c: &RunComparison, color: bool) -> String {
+fn run_comparison(w: &super::lang::Words, c: &RunComparison, fit: Fit) -> String {
     let mut out = String::new();
     for p in &c.pairs {
         let mut title = fill(w.t.against, &[&p.candidate, &p.baseline]);
@@ -284,15 +281,15 @@ fn run_comparison(w: &super::lang::Words, c: &RunComparison, color: bool) -> Str
             );
         }
         out += "\n";
-        out += &super::fit::wrap(&title, super::fit::WIDTH);
-        out += &pair_table(w, p, color);
-        out += &flip_line(w.t.flips[0], &p.regressions);
-        out += &flip_line(w.t.flips[1], &p.fixes);
+        out += &super::fit::wrap(&title, fit.width);
+        out += &pair_table(w, p, fit);
+        out += &flip_line(w.t.flips[0], &p.regressions, fit.width);
+        out += &flip_line(w.t.flips[1], &p.fixes, fit.width);
     }
     out
 }
 
-fn pair_table(w: &super::lang::Words, p: &Pair, color: bool) -> String {
+fn pair_table(w: &super::lang::Words, p: &Pair, fit: Fit) -> String {
     let header = w.t.pair_header.map(str::to_owned);
     let rows: Vec<Vec<Cell>> = p
         .categories
@@ -316,11 +313,11 @@ fn pair_table(w: &super::lang::Words, p: &Pair, color: bool) -> String {
             ]
         })
         .collect();
-    fitted(&header, &rows, color, None)
+    fitted(&header, &rows, fit, None)
 }
 
 /// `n: id, id, ...` for the first ten flips.
-fn flip_line(what: &str, flips: &[super::runs::Flip]) -> String {
+fn flip_line(what: &str, flips: &[super::runs::Flip], width: usize) -> String {
     if flips.is_empty() {
         return String::new();
     }
@@ -332,7 +329,7 @@ fn flip_line(what: &str, flips: &[super::runs::Flip]) -> String {
     let more = if flips.len() > 10 { ", …" } else { "" };
     super::fit::wrap(
         &format!("{what}: {}: {}{more}", flips.len(), ids.join(", ")),
-        super::fit::WIDTH,
+        width,
     )
 }
 

@@ -94,7 +94,7 @@ fn bfcl_kind(answer: &Map<String, Value>, row: &Map<String, Value>) -> Option<Fa
     })
 }
 
-/// `(agree, total)` over `answers`, each judged with its row's tools and ground truth.
+/// `(agree, total)` over `answers`, each verified with its row's tools and ground truth.
 fn agreement(
     answers: &[Map<String, Value>],
     rows: &HashMap<String, Map<String, Value>>,

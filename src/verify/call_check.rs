@@ -6,8 +6,9 @@
 
 use serde_json::{Map, Value};
 
-use super::FailureKind;
-use super::call_types::{PyType, acceptable_type, py_type, schema_type, type_check};
+use super::call_types::{PyType, acceptable_type, declared_name, py_type, schema_type, type_check};
+use super::{BuildContext, FailureKind};
+use crate::error::{Diagnostic, ErrorKind};
 use crate::format::{Tool, ToolCall};
 
 /// One expected call: the tool's name and, per argument, its acceptable
@@ -113,6 +114,31 @@ pub(super) struct Comparison {
     pub normalize: bool,
     /// Arguments the expected call does not list are allowed (`tool_args`).
     pub partial: bool,
+}
+
+impl Comparison {
+    /// Reads a rule's `tolerance` and `normalize` keys (defaults 0 and true, as
+    /// BFCL's).
+    pub(super) fn from_keys(
+        tolerance: Option<f64>,
+        normalize: Option<bool>,
+        partial: bool,
+        cx: &BuildContext,
+    ) -> Result<Comparison, Diagnostic> {
+        let tolerance = tolerance.unwrap_or(0.0);
+        if !(tolerance.is_finite() && tolerance >= 0.0) {
+            return Err(cx.error(
+                ErrorKind::Invalid,
+                "tolerance",
+                "tolerance must be a non-negative number",
+            ));
+        }
+        Ok(Comparison {
+            tolerance,
+            normalize: normalize.unwrap_or(true),
+            partial,
+        })
+    }
 }
 
 /// BFCL's string normalization: drop spaces and `,./-_*^`, lower-case, `'` as `"`.
@@ -280,7 +306,8 @@ impl Comparison {
                     .filter(|_| declared == PyType::List)
                     .and_then(|s| s.get("items"))
                     .and_then(schema_type);
-                type_check(&value, acceptable, declared, items)?
+                let named = declared_name(schema, declared);
+                type_check(&value, acceptable, (declared, named), items)?
             }
             None => true,
         };

@@ -54,11 +54,12 @@ pub(super) fn acceptable_type(acceptable: &[Value]) -> Option<PyType> {
 /// BFCL's type check of `value` against the `declared` type (with `items`,
 /// the declared item type of a list): `Ok(true)` when the value is a
 /// "variable" (typed like the acceptable values, not like the schema), which
-/// is then compared exactly.
+/// is then compared exactly. `named` is how a failure names the declared
+/// type ([`declared_name`]).
 pub(super) fn type_check(
     value: &Value,
     acceptable: &[Value],
-    declared: PyType,
+    (declared, named): (PyType, &str),
     items: Option<PyType>,
 ) -> Result<bool, (FailureKind, String)> {
     let listed = acceptable_type(acceptable);
@@ -94,12 +95,17 @@ pub(super) fn type_check(
     }
     Err((
         FailureKind::WrongArgumentType,
-        format!(
-            "{value} is {}, expected {}",
-            type_name(Some(actual)),
-            type_name(Some(declared))
-        ),
+        format!("{value} is {}, expected {named}", type_name(Some(actual)),),
     ))
+}
+
+/// How a failure names the type `schema` declares: JSON Schema's `number`
+/// takes integers and floats alike, so it is "a number", not "a float".
+pub(super) fn declared_name(schema: Option<&Value>, declared: PyType) -> &'static str {
+    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("number") => "a number",
+        _ => type_name(Some(declared)),
+    }
 }
 
 fn type_name(t: Option<PyType>) -> &'static str {

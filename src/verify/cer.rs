@@ -10,9 +10,9 @@ use regex::Regex;
 use serde_json::{Map, Value};
 use unicode_normalization::UnicodeNormalization;
 
-use super::expected::Expected;
-use super::kind::RuleKind;
-use super::{BuildContext, Measure, Rule, Verdict};
+use super::expected::{ComparesText, Expected, TextRule};
+use super::kind::{Reference, RuleKind};
+use super::{BuildContext, Measure, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
 /// `cer`: the character error rate (or, with `unit = "word"`, the word error
@@ -21,13 +21,8 @@ use crate::error::Diagnostic;
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CerKeys {
-    /// The instance variable holding the reference text (a dotted path); a list means
-    /// alternatives, and the closest counts.
-    pub expected: Option<String>,
-    /// A literal reference text, instead of `expected`.
-    pub value: Option<Value>,
     /// `char` (default: CER) or `word` (WER, over whitespace-separated words).
-    pub unit: Option<String>,
+    pub unit: Option<ErrorUnit>,
     /// Maximum error rate to pass, within 0..1 (default 0: only a transcript equal to
     /// the reference, after `normalize`, passes; the score still gives partial credit).
     pub threshold: Option<f64>,
@@ -57,33 +52,40 @@ pub(super) enum Normalization {
 
 impl RuleKind for CerKeys {
     const NAME: &'static str = "cer";
+    const REFERENCE: Option<Reference> = Some(Reference {
+        expected: "The instance variable holding the reference text (a dotted path); a list means\nalternatives, and the closest counts.",
+        value: "A literal reference text, instead of `expected`.",
+    });
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let units = [("char", Unit::Char), ("word", Unit::Word)];
-        let unit = cx.choice("unit", self.unit.as_deref(), &units)?;
+        let unit = self.unit.unwrap_or_default();
         let threshold = cx.threshold(self.threshold, 0.0)?;
         let mut normalize = self.normalize;
         normalize.sort();
         normalize.dedup();
-        Ok(Box::new(Cer {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+        Ok(Box::new(TextRule(Cer {
+            expected: cx.expected()?,
             unit,
             threshold,
             normalize,
-        }))
+        })))
     }
 }
 
 /// What the error rate counts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Unit {
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ErrorUnit {
+    /// Characters: the character error rate (CER).
+    #[default]
     Char,
+    /// Whitespace-separated words: the word error rate (WER).
     Word,
 }
 
 struct Cer {
     expected: Expected,
-    unit: Unit,
+    unit: ErrorUnit,
     threshold: f64,
     normalize: Vec<Normalization>,
 }
@@ -103,14 +105,14 @@ fn normalized(text: &str, steps: &[Normalization]) -> String {
 
 /// `(edits, reference length)`: the Levenshtein distance from `answer` to
 /// `reference` in `unit`s, and how many units the reference has.
-fn edits(answer: &str, reference: &str, unit: Unit) -> (usize, usize) {
+fn edits(answer: &str, reference: &str, unit: ErrorUnit) -> (usize, usize) {
     match unit {
-        Unit::Char => {
+        ErrorUnit::Char => {
             let (a, r): (Vec<char>, Vec<char>) =
                 (answer.chars().collect(), reference.chars().collect());
             (strsim::generic_levenshtein(&a, &r), r.len())
         }
-        Unit::Word => {
+        ErrorUnit::Word => {
             let a: Vec<&str> = answer.split_whitespace().collect();
             let r: Vec<&str> = reference.split_whitespace().collect();
             (strsim::generic_levenshtein(&a, &r), r.len())
@@ -128,15 +130,13 @@ fn rate(edits: usize, length: usize) -> f64 {
     }
 }
 
-impl Rule for Cer {
-    fn reference(&self) -> Option<&Expected> {
-        Some(&self.expected)
+impl ComparesText for Cer {
+    fn expected(&self) -> &Expected {
+        &self.expected
     }
+}
 
-    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        self.expected.text_problems(vars, false)
-    }
-
+impl ReadsText for Cer {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let references = match self.expected.texts(vars, false) {
             Ok(references) => references,
@@ -150,8 +150,8 @@ impl Rule for Cer {
             .unwrap_or((0, 0));
         let rate = rate(edits, length);
         let (name, units) = match self.unit {
-            Unit::Char => ("CER", "chars"),
-            Unit::Word => ("WER", "words"),
+            ErrorUnit::Char => ("CER", "chars"),
+            ErrorUnit::Word => ("WER", "words"),
         };
         let passed = rate <= self.threshold;
         let sign = if passed { "<=" } else { ">" };
@@ -174,7 +174,7 @@ impl Rule for Cer {
 mod tests {
     use super::*;
 
-    fn rule(unit: Unit, threshold: f64, normalize: &[Normalization]) -> Cer {
+    fn rule(unit: ErrorUnit, threshold: f64, normalize: &[Normalization]) -> Cer {
         Cer {
             expected: Expected::Var("text".into()),
             unit,
@@ -194,20 +194,20 @@ mod tests {
     #[test]
     fn edit_distances_and_lengths_match_hand_counts() {
         let cases = [
-            ("kitten", "sitting", Unit::Char, 3, 7),
-            ("sitting", "kitten", Unit::Char, 3, 6),
-            ("", "abc", Unit::Char, 3, 3),
-            ("abc", "", Unit::Char, 3, 0),
-            ("молоко", "малако", Unit::Char, 2, 6),
+            ("kitten", "sitting", ErrorUnit::Char, 3, 7),
+            ("sitting", "kitten", ErrorUnit::Char, 3, 6),
+            ("", "abc", ErrorUnit::Char, 3, 3),
+            ("abc", "", ErrorUnit::Char, 3, 0),
+            ("молоко", "малако", ErrorUnit::Char, 2, 6),
             (
                 "the cat sit on mat",
                 "the cat sat on the mat",
-                Unit::Word,
+                ErrorUnit::Word,
                 2,
                 6,
             ),
-            ("a b c", "a b c", Unit::Word, 0, 3),
-            ("x y", "", Unit::Word, 2, 0),
+            ("a b c", "a b c", ErrorUnit::Word, 0, 3),
+            ("x y", "", ErrorUnit::Word, 2, 0),
         ];
         for (answer, reference, unit, want_edits, want_length) in cases {
             assert_eq!(
@@ -220,11 +220,11 @@ mod tests {
 
     #[test]
     fn rates_scores_and_details() {
-        let cases: [(&str, &str, Unit, f64, bool, f64, &str); 6] = [
+        let cases: [(&str, &str, ErrorUnit, f64, bool, f64, &str); 6] = [
             (
                 "kitten",
                 "sitting",
-                Unit::Char,
+                ErrorUnit::Char,
                 0.5,
                 true,
                 4.0 / 7.0,
@@ -233,7 +233,7 @@ mod tests {
             (
                 "kitten",
                 "sitting",
-                Unit::Char,
+                ErrorUnit::Char,
                 0.05,
                 false,
                 4.0 / 7.0,
@@ -242,7 +242,7 @@ mod tests {
             (
                 "abcdefgX",
                 "abcdefgh",
-                Unit::Char,
+                ErrorUnit::Char,
                 0.05,
                 false,
                 0.875,
@@ -251,17 +251,17 @@ mod tests {
             (
                 "the cat sit on mat",
                 "the cat sat on the mat",
-                Unit::Word,
+                ErrorUnit::Word,
                 0.0,
                 false,
                 2.0 / 3.0,
                 "WER 0.333 > 0",
             ),
-            ("", "", Unit::Char, 0.0, true, 1.0, "CER 0.000 <= 0"),
+            ("", "", ErrorUnit::Char, 0.0, true, 1.0, "CER 0.000 <= 0"),
             (
                 "much longer answer",
                 "ab",
-                Unit::Char,
+                ErrorUnit::Char,
                 0.2,
                 false,
                 0.0,
@@ -281,12 +281,12 @@ mod tests {
     #[test]
     fn the_measure_is_the_unclipped_rate() {
         let cases = [
-            ("kitten", "sitting", Unit::Char, "CER", 3.0 / 7.0),
-            ("much longer answer", "ab", Unit::Char, "CER", 8.5),
+            ("kitten", "sitting", ErrorUnit::Char, "CER", 3.0 / 7.0),
+            ("much longer answer", "ab", ErrorUnit::Char, "CER", 8.5),
             (
                 "the cat sit on mat",
                 "the cat sat on the mat",
-                Unit::Word,
+                ErrorUnit::Word,
                 "WER",
                 1.0 / 3.0,
             ),
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn an_empty_reference_rates_any_answer_one() {
-        let v = rule(Unit::Char, 0.5, &[]).verify("x", "", &vars(""));
+        let v = rule(ErrorUnit::Char, 0.5, &[]).verify("x", "", &vars(""));
         assert_eq!((v.passed, v.score), (false, 0.0));
         assert!(v.detail.starts_with("CER 1.000 > 0.5"), "{}", v.detail);
     }
@@ -321,12 +321,12 @@ mod tests {
         ];
         for (answer, reference, step) in cases {
             assert!(
-                !rule(Unit::Char, 0.0, &[])
+                !rule(ErrorUnit::Char, 0.0, &[])
                     .verify(answer, "", &vars(reference))
                     .passed,
                 "{answer:?} differs without {step:?}"
             );
-            let v = rule(Unit::Char, 0.0, &[step]).verify(answer, "", &vars(reference));
+            let v = rule(ErrorUnit::Char, 0.0, &[step]).verify(answer, "", &vars(reference));
             assert!(v.passed, "{answer:?} with {step:?}: {}", v.detail);
         }
     }
@@ -335,7 +335,7 @@ mod tests {
     fn the_closest_alternative_counts() {
         let mut vars = Map::new();
         vars.insert("text".into(), serde_json::json!(["sitting", "kitten"]));
-        let v = rule(Unit::Char, 0.0, &[]).verify("kitten", "", &vars);
+        let v = rule(ErrorUnit::Char, 0.0, &[]).verify("kitten", "", &vars);
         assert!(v.passed, "{}", v.detail);
     }
 }

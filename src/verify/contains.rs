@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{Expected, as_text_list, lookup, text_problem};
-use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::expected::{ComparesText, Expected, TextRule, as_text_list, lookup, text_problem};
+use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
 #[derive(Clone, Copy)]
@@ -50,46 +50,48 @@ impl Matcher {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Mode {
+/// Which of the expected strings the answer must contain.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ContainsMode {
+    /// Every one.
+    #[default]
     All,
+    /// At least one.
     Any,
+    /// None of them (`not_contains`; no spec writes it).
+    #[serde(skip)]
     None,
 }
 
 struct Contains {
     expected: Expected,
     matcher: Matcher,
-    mode: Mode,
+    mode: ContainsMode,
 }
 
 /// `contains`: the answer contains the expected string(s).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ContainsKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// Compare case-sensitively (default false).
     pub case_sensitive: Option<bool>,
     /// Match whole words only (default true).
     pub whole_word: Option<bool>,
     /// `all` (default) or `any` of the expected strings.
-    pub mode: Option<String>,
+    pub mode: Option<ContainsMode>,
 }
 
 impl RuleKind for ContainsKeys {
     const NAME: &'static str = "contains";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let modes = [("all", Mode::All), ("any", Mode::Any)];
-        let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
-        Ok(Box::new(Contains {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+        Ok(Box::new(TextRule(Contains {
+            expected: cx.expected()?,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
-            mode,
-        }))
+            mode: self.mode.unwrap_or_default(),
+        })))
     }
 }
 
@@ -97,10 +99,6 @@ impl RuleKind for ContainsKeys {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NotContainsKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// Compare case-sensitively (default false).
     pub case_sensitive: Option<bool>,
     /// Match whole words only (default true).
@@ -109,26 +107,27 @@ pub(super) struct NotContainsKeys {
 
 impl RuleKind for NotContainsKeys {
     const NAME: &'static str = "not_contains";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(Contains {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+        Ok(Box::new(TextRule(Contains {
+            expected: cx.expected()?,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
-            mode: Mode::None,
-        }))
+            mode: ContainsMode::None,
+        })))
     }
 }
 
-impl Rule for Contains {
-    fn reference(&self) -> Option<&Expected> {
-        Some(&self.expected)
-    }
+impl ComparesText for Contains {
+    // An empty needle occurs in every answer: refused like a missing one.
+    const NEEDLE: bool = true;
 
-    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        // An empty needle occurs in every answer: refused like a missing one.
-        self.expected.text_problems(vars, true)
+    fn expected(&self) -> &Expected {
+        &self.expected
     }
+}
 
+impl ReadsText for Contains {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let needles = match self.expected.texts(vars, true) {
             Ok(needles) => needles,
@@ -145,12 +144,12 @@ impl Rule for Contains {
                 .join(", ")
         };
         match self.mode {
-            Mode::All if absent.is_empty() => Verdict::pass(),
-            Mode::All => Verdict::fail(format!("does not contain {}", list(&absent))),
-            Mode::Any if !present.is_empty() => Verdict::pass(),
-            Mode::Any => Verdict::fail(format!("contains none of {}", list(&absent))),
-            Mode::None if present.is_empty() => Verdict::pass(),
-            Mode::None => Verdict::fail(format!("contains forbidden {}", list(&present))),
+            ContainsMode::All if absent.is_empty() => Verdict::pass(),
+            ContainsMode::All => Verdict::fail(format!("does not contain {}", list(&absent))),
+            ContainsMode::Any if !present.is_empty() => Verdict::pass(),
+            ContainsMode::Any => Verdict::fail(format!("contains none of {}", list(&absent))),
+            ContainsMode::None if present.is_empty() => Verdict::pass(),
+            ContainsMode::None => Verdict::fail(format!("contains forbidden {}", list(&present))),
         }
     }
 }
@@ -166,10 +165,6 @@ struct Exclusive {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExclusiveKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// The instance variable with every candidate answer (a list).
     pub candidates: Option<String>,
     /// Compare case-sensitively (default false).
@@ -180,6 +175,7 @@ pub(super) struct ExclusiveKeys {
 
 impl RuleKind for ExclusiveKeys {
     const NAME: &'static str = "exclusive";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let example = "\"names\"  # a list variable";
@@ -187,7 +183,7 @@ impl RuleKind for ExclusiveKeys {
             .required(self.candidates.as_ref(), cx.rule, "candidates", example)?
             .clone();
         Ok(Box::new(Exclusive {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            expected: cx.expected()?,
             candidates,
             matcher: Matcher::new(self.case_sensitive, self.whole_word),
         }))
@@ -229,6 +225,12 @@ impl Rule for Exclusive {
         problems
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Exclusive {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let (Some(expected), Some(candidates)) =
             (self.expected.resolve(vars), lookup(vars, &self.candidates))

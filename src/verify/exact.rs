@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::Expected;
-use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::expected::{ComparesText, Expected, TextRule};
+use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::{BuildContext, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::text::clip;
 
@@ -20,22 +20,19 @@ struct Exact {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExactKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// Compare case-sensitively (default true).
     pub case_sensitive: Option<bool>,
 }
 
 impl RuleKind for ExactKeys {
     const NAME: &'static str = "exact";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(Exact {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+        Ok(Box::new(TextRule(Exact {
+            expected: cx.expected()?,
             case_sensitive: self.case_sensitive.unwrap_or(true),
-        }))
+        })))
     }
 }
 
@@ -55,15 +52,13 @@ impl Exact {
     }
 }
 
-impl Rule for Exact {
-    fn reference(&self) -> Option<&Expected> {
-        Some(&self.expected)
+impl ComparesText for Exact {
+    fn expected(&self) -> &Expected {
+        &self.expected
     }
+}
 
-    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
-        self.expected.text_problems(vars, false)
-    }
-
+impl ReadsText for Exact {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let alternatives = match self.expected.texts(vars, false) {
             Ok(alternatives) => alternatives,
@@ -118,6 +113,6 @@ mod tests {
         let vars: Map<String, Value> = serde_json::from_str(r#"{"answer": []}"#).unwrap();
         let v = rule.verify("x", "", &vars);
         assert!(!v.passed && v.detail.contains("empty list"), "{}", v.detail);
-        assert_eq!(rule.value_problems(&vars)[0].0, "expected");
+        assert_eq!(TextRule(rule).value_problems(&vars)[0].0, "expected");
     }
 }

@@ -3,8 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{BuildContext, Verdict};
+use super::kind::ReferenceKeys;
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
+use crate::format::{field_names, key_path};
 
 /// Where a rule's expected value comes from.
 #[derive(Debug, Clone)]
@@ -13,6 +15,65 @@ pub(crate) enum Expected {
     Var(String),
     /// A literal from the spec.
     Literal(Value),
+}
+
+/// A rule comparing the answer with its expected value as text: wrapped in
+/// [`TextRule`], its [`Rule`] follows from that, the same for each.
+pub(super) trait ComparesText: ReadsText + Send + Sync {
+    /// Whether the expected texts are looked for inside the answer, where an
+    /// empty one would match any (see `text_problem`).
+    const NEEDLE: bool = false;
+    /// The expected value.
+    fn expected(&self) -> &Expected;
+}
+
+/// The [`Rule`] of a [`ComparesText`].
+pub(super) struct TextRule<T>(pub T);
+
+impl<T: ComparesText> Rule for TextRule<T> {
+    fn reference(&self) -> Option<&Expected> {
+        Some(self.0.expected())
+    }
+
+    fn value_problems(&self, vars: &Map<String, Value>) -> Vec<(&'static str, String)> {
+        self.0.expected().text_problems(vars, T::NEEDLE)
+    }
+
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(&self.0)
+    }
+}
+
+impl BuildContext<'_> {
+    /// The rule's `expected` or `value` key (exactly one must be given).
+    pub(crate) fn expected(&self) -> Result<Expected, Diagnostic> {
+        let keys = self.reference_keys()?;
+        Expected::from_keys(keys.expected.as_deref(), keys.value.as_ref(), self)
+    }
+
+    /// The rule's `expected` or `value` key, or none when it has neither.
+    pub(crate) fn optional_expected(&self) -> Result<Option<Expected>, Diagnostic> {
+        let keys = self.reference_keys()?;
+        match (&keys.expected, &keys.value) {
+            (None, None) => Ok(None),
+            (expected, value) => {
+                Expected::from_keys(expected.as_deref(), value.as_ref(), self).map(Some)
+            }
+        }
+    }
+
+    /// Reads the reference keys alone from the rule's table.
+    fn reference_keys(&self) -> Result<ReferenceKeys, Diagnostic> {
+        let path = key_path!["verify", self.index];
+        let reads = field_names::<ReferenceKeys>();
+        let others: Vec<String> = self.map.table_keys(path);
+        let skip: Vec<&str> = others
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !reads.contains(k))
+            .collect();
+        self.map.read_table(path, &skip)
+    }
 }
 
 impl Expected {

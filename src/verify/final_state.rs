@@ -1,13 +1,18 @@
-//! `final_state`: a Rhai boolean expression over the tools' `state` after an
-//! `[agent]` episode (and the instance's `vars`), the way τ-bench judges an
+//! `final_state`: a Rhai expression over the tools' `state` after an
+//! `[agent]` episode (and the instance's `vars`), the way τ-bench grades an
 //! agent by the database its tools changed, e.g.
-//! `state.orders[0].status == "cancelled"`.
+//! `state.orders[0].status == "cancelled"`. It returns a bool, or
+//! `#{passed, detail}` to word its own failure. On a plain `false` the
+//! failure names the first conjunct that is false and, for a comparison
+//! with `==`, the first path where its two sides differ
+//! (`state.cart[2].qty: 3 ≠ 2`), not the whole state.
 
 use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::shared::map_verdict;
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
 use crate::text::clip;
@@ -23,12 +28,13 @@ struct FinalState {
     paths: Vec<(String, AST)>,
 }
 
-/// `final_state`: the Rhai boolean expression `expr` over `state` (the
-/// tools' state when the `[agent]` episode ended) and `vars` is true.
+/// `final_state`: the Rhai expression `expr` over `state` (the tools' state
+/// when the `[agent]` episode ended) and `vars` is true, or returns
+/// `#{passed: true}`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FinalStateKeys {
-    /// Rhai expression over `state` and `vars` returning a bool.
+    /// Rhai expression over `state` and `vars` returning a bool or `#{passed, detail}`.
     pub expr: Option<String>,
 }
 
@@ -124,21 +130,31 @@ impl FinalState {
         }
     }
 
-    fn judge(&self, state: &Value, vars: &Map<String, Value>) -> Verdict {
+    fn decide(&self, state: &Value, vars: &Map<String, Value>) -> Verdict {
         let run = || -> Result<Dynamic, ScriptError> {
             let mut scope = Self::scope(state, vars)?;
             Ok(self.engine.eval_ast_with_scope(&mut scope, &self.ast)?)
         };
-        match run().map(|d| d.as_bool()) {
+        let result = run();
+        if let Ok(map) = &result
+            && let Some(map) = map.read_lock::<rhai::Map>()
+        {
+            let verdict = map_verdict(&map, 1.0);
+            if !verdict.passed && verdict.detail.is_empty() {
+                let why = format!("final state: `{}` returned passed = false", self.source);
+                return Verdict::fail(why);
+            }
+            return verdict;
+        }
+        match result.map(|d| d.as_bool()) {
             Ok(Ok(true)) => Verdict::pass(),
-            Ok(Ok(false)) => Verdict::fail(format!(
-                "final state: `{}` is false ({})",
-                self.source,
-                self.shown(state, vars)
-            )),
+            Ok(Ok(false)) => Verdict::fail(self.why_false(state, vars)),
             Ok(Err(kind)) => Verdict::failed(
                 FailureKind::ScriptError,
-                format!("final state: `{}` returned {kind}, not a bool", self.source),
+                format!(
+                    "final state: `{}` returned {kind}, not a bool or a map",
+                    self.source
+                ),
             )
             .at_fault("expr", 0, 0),
             // A path the state lacks fails the answer: the episode left no such thing.
@@ -152,21 +168,142 @@ impl FinalState {
     }
 }
 
-impl Rule for FinalState {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::failed(
-            FailureKind::NoAnswer,
-            "final state: no state (final_state judges an [agent] episode)",
-        )
+impl FinalState {
+    /// Evaluates `source` (a part of the expression) to a JSON value.
+    fn value_of(&self, source: &str, state: &Value, vars: &Map<String, Value>) -> Option<Value> {
+        let ast = compile(&self.engine, source).ok()?;
+        let mut scope = Self::scope(state, vars).ok()?;
+        let d: Dynamic = self.engine.eval_ast_with_scope(&mut scope, &ast).ok()?;
+        rhai::serde::from_dynamic(&d).ok()
     }
 
-    fn verify_reply(&self, reply: &Reply, vars: &Map<String, Value>) -> Option<(String, Verdict)> {
+    /// Why the expression is false: its first false conjunct and, when that
+    /// compares with `==`, the first path where the two sides differ; else
+    /// what the state holds at the paths it reads.
+    fn why_false(&self, state: &Value, vars: &Map<String, Value>) -> String {
+        // A script of several statements has no one comparison to take apart.
+        let statements = split_top_level(&self.source, ";");
+        if statements.iter().filter(|s| !s.is_empty()).count() > 1 {
+            return format!(
+                "final state: `{}` is false ({})",
+                self.source,
+                self.shown(state, vars)
+            );
+        }
+        let conjuncts = split_top_level(&self.source, "&&");
+        let is_false = |part: &str| self.value_of(part, state, vars) == Some(Value::Bool(false));
+        let part = match conjuncts.as_slice() {
+            [_, _, ..] => conjuncts.iter().copied().find(|p| is_false(p)),
+            _ => Some(self.source.as_str()),
+        };
+        let differs = part.and_then(|part| match split_top_level(part, "==").as_slice() {
+            [left, right] => first_difference(
+                left,
+                &self.value_of(left, state, vars)?,
+                &self.value_of(right, state, vars)?,
+            ),
+            _ => None,
+        });
+        let what = match part {
+            Some(part) if part != self.source => format!("`{}` is false, at `{part}`", self.source),
+            _ => format!("`{}` is false", self.source),
+        };
+        match differs {
+            Some(differs) => format!("final state: {what}: {differs}"),
+            None => format!("final state: {what} ({})", self.shown(state, vars)),
+        }
+    }
+}
+
+/// The parts of Rhai `source` between the occurrences of `op` outside
+/// brackets and string literals, trimmed.
+fn split_top_level<'a>(source: &'a str, op: &str) -> Vec<&'a str> {
+    let bytes = source.as_bytes();
+    let (mut depth, mut quote, mut start, mut parts) = (0i32, None, 0, Vec::new());
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match quote {
+            Some(_) if c == b'\\' => i += 1,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                b'"' | b'`' | b'\'' => quote = Some(c),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                _ if depth == 0 && source[i..].starts_with(op) => {
+                    let after = bytes.get(i + op.len());
+                    // `===` is no Rhai operator, but `!=`/`<=` must not split on `==`.
+                    let before = i.checked_sub(1).map(|b| bytes[b]);
+                    if !matches!(before, Some(b'!' | b'<' | b'>' | b'=')) && after != Some(&b'=') {
+                        parts.push(source[start..i].trim());
+                        start = i + op.len();
+                        i = start;
+                        continue;
+                    }
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    parts.push(source[start..].trim());
+    parts
+}
+
+/// The first place, as a path under `path`, where `got` and `want` differ:
+/// `state.cart[2].qty: 3 ≠ 2`; `None` when they are equal.
+fn first_difference(path: &str, got: &Value, want: &Value) -> Option<String> {
+    let show = |v: Option<&Value>| v.map_or("nothing".into(), |v| clip(&v.to_string(), SHOWN));
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            let extra = g.keys().filter(|k| !w.contains_key(*k));
+            w.keys().chain(extra).find_map(|key| {
+                let at = if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    format!("{path}.{key}")
+                } else {
+                    format!("{path}[{}]", Value::from(key.as_str()))
+                };
+                match (g.get(key), w.get(key)) {
+                    (Some(g), Some(w)) => first_difference(&at, g, w),
+                    (g, w) => Some(format!("{at}: {} ≠ {}", show(g), show(w))),
+                }
+            })
+        }
+        (Value::Array(g), Value::Array(w)) => g
+            .iter()
+            .zip(w)
+            .enumerate()
+            .find_map(|(i, (g, w))| first_difference(&format!("{path}[{i}]"), g, w))
+            .or_else(|| {
+                (g.len() != w.len()).then(|| format!("{path}.len(): {} ≠ {}", g.len(), w.len()))
+            }),
+        (Value::Number(g), Value::Number(w)) if g.as_f64() == w.as_f64() => None,
+        _ if got == want => None,
+        _ => Some(format!(
+            "{path}: {} ≠ {}",
+            show(Some(got)),
+            show(Some(want))
+        )),
+    }
+}
+
+impl Rule for FinalState {
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
+    }
+}
+
+impl ReadsReply for FinalState {
+    fn verify(&self, reply: &Reply, vars: &Map<String, Value>) -> (String, Verdict) {
         let Some(state) = reply.state else {
-            return Some((String::new(), self.verify("", "", vars)));
+            let why =
+                "final state: no state (final_state reads the tools' state of an [agent] episode)";
+            return (String::new(), Verdict::failed(FailureKind::NoAnswer, why));
         };
         // Rhai walks the values a script builds recursively, however deep.
-        let verdict = on_script_stack(|| self.judge(state, vars));
-        Some((clip(&state.to_string(), SHOWN), verdict))
+        let verdict = on_script_stack(|| self.decide(state, vars));
+        (clip(&state.to_string(), SHOWN), verdict)
     }
 }
 
@@ -193,19 +330,19 @@ mod tests {
         }
     }
 
-    fn judge(expr: &str, state: Option<Value>) -> Verdict {
+    fn check(expr: &str, state: Option<Value>) -> Verdict {
         let vars = json!({"order": 1}).as_object().unwrap().clone();
         let reply = Reply {
             state: state.as_ref(),
             ..Reply::text("")
         };
-        rule(expr).verify_reply(&reply, &vars).unwrap().1
+        ReadsReply::verify(&rule(expr), &reply, &vars).1
     }
 
     #[test]
-    fn judges_the_state_and_shows_what_it_read() {
+    fn checks_the_state_and_shows_what_it_read() {
         let state = json!({"orders": [{"status": "new"}, {"status": "cancelled"}]});
-        let cases: [(&str, bool, &str); 5] = [
+        let cases: &[(&str, bool, &str)] = &[
             (
                 r#"state.orders[vars.order].status == "cancelled""#,
                 true,
@@ -214,18 +351,54 @@ mod tests {
             (
                 r#"state.orders[0].status == "cancelled""#,
                 false,
-                r#"is false (state.orders[0].status = "new")"#,
+                r#"is false: state.orders[0].status: "new" ≠ "cancelled""#,
             ),
             (
                 "state.orders.len() == 3",
                 false,
-                r#"state.orders = [{"status":"new"},{"status":"cancelled"}]"#,
+                "is false: state.orders.len(): 2 ≠ 3",
             ),
+            (
+                r#"state.orders == [#{status: "new"}, #{status: "refunded"}]"#,
+                false,
+                r#"state.orders[1].status: "cancelled" ≠ "refunded""#,
+            ),
+            (
+                r#"state.orders == [#{status: "new"}]"#,
+                false,
+                "state.orders.len(): 2 ≠ 1",
+            ),
+            (
+                r#"state.orders[0] == #{status: "new", paid: true}"#,
+                false,
+                "state.orders[0].paid: nothing ≠ true",
+            ),
+            (
+                r#"state.orders.len() == 2 && state.orders[0].status == "done""#,
+                false,
+                r#"at `state.orders[0].status == "done"`: state.orders[0].status: "new" ≠ "done""#,
+            ),
+            (
+                "state.orders.len() > 2",
+                false,
+                r#"is false (state.orders = [{"status":"new"},{"status":"cancelled"}])"#,
+            ),
+            (
+                r#"#{passed: state.orders.len() == 3, detail: "expected 3 orders"}"#,
+                false,
+                "expected 3 orders",
+            ),
+            (
+                r#"#{passed: state.orders.len() == 3}"#,
+                false,
+                "returned passed = false",
+            ),
+            ("#{passed: true}", true, ""),
             ("state.refunds.len() > 0", false, "state.refunds:"),
-            ("state.orders", false, "not a bool"),
+            ("state.orders", false, "not a bool or a map"),
         ];
-        for (expr, passed, detail) in cases {
-            let verdict = judge(expr, Some(state.clone()));
+        for &(expr, passed, detail) in cases {
+            let verdict = check(expr, Some(state.clone()));
             assert_eq!(verdict.passed, passed, "{expr}: {}", verdict.detail);
             assert!(
                 verdict.detail.contains(detail),
@@ -233,7 +406,7 @@ mod tests {
                 verdict.detail
             );
         }
-        let none = judge("true", None);
+        let none = check("true", None);
         assert_eq!(none.failure, Some(FailureKind::NoAnswer));
     }
 
@@ -243,5 +416,26 @@ mod tests {
             state_paths(r#"state.a[0].b == 1 && state.c.len() > state.a[0].b"#),
             ["state.a[0].b", "state.c"]
         );
+    }
+
+    #[test]
+    fn splits_only_outside_brackets_and_strings() {
+        let cases: [(&str, &str, &[&str]); 4] = [
+            ("a == b", "==", &["a", "b"]),
+            (
+                r#"a != "x == y" && f(b == c)"#,
+                "==",
+                &[r#"a != "x == y" && f(b == c)"#],
+            ),
+            (
+                "a <= b && #{k: [1 && 2]}",
+                "&&",
+                &["a <= b", "#{k: [1 && 2]}"],
+            ),
+            ("a != b", "==", &["a != b"]),
+        ];
+        for (source, op, parts) in cases {
+            assert_eq!(split_top_level(source, op), parts, "{source}");
+        }
     }
 }

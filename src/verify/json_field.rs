@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::expected::lookup;
 use super::kind::RuleKind;
 use super::numeric::Tolerance;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ExtractKind;
 use crate::text::{clip, quote};
@@ -153,6 +153,12 @@ impl Rule for JsonField {
         ))
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for JsonField {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let parsed: Value = match serde_json::from_str(answer) {
             Ok(v) => v,
@@ -182,7 +188,10 @@ impl Rule for JsonField {
                 return Verdict::fail(format!("the instance has no `{var}`"));
             };
             match parsed.pointer(pointer) {
-                None => problems.push(format!("{pointer}: missing, expected {}", quote(want))),
+                None => problems.push(format!(
+                    "the JSON pointer `{pointer}` finds nothing in the answer (expected {})",
+                    quote(want)
+                )),
                 Some(got) if typed_eq(got, want, self.tolerance) => {}
                 Some(got) => problems.push(format!(
                     "{pointer}: expected {} ({}), got {} ({}){}",
@@ -293,6 +302,16 @@ mod tests {
         assert_eq!(
             rule.verify("{oops", "", &vars).failure,
             Some(FailureKind::InvalidJson)
+        );
+    }
+
+    #[test]
+    fn a_pointer_that_finds_nothing_is_named() {
+        let (rule, vars) = rule("/route/id", "answer_id", 3.0, 0.0);
+        let v = rule.verify(r#"{"route": {"name": "A"}}"#, "", &vars);
+        assert_eq!(
+            v.detail,
+            "the JSON pointer `/route/id` finds nothing in the answer (expected 3.0)"
         );
     }
 }

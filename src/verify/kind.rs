@@ -1,10 +1,8 @@
 //! What makes a rule: a typed table of its own keys, a builder, and the
 //! extraction it uses by default ([`RuleKind`]), all in the rule's file. The
-//! registry (`verify/mod.rs`) lists each kind once; the keys a rule reads,
-//! the JSON Schema of its table and the check of its docs all come from the
-//! table's type.
-
-use std::marker::PhantomData;
+//! registry (`verify/mod.rs`) lists each kind once as an [`Entry`]; the keys
+//! a rule reads, the JSON Schema of its table and the check of its docs all
+//! come from the table's type.
 
 use schemars::{JsonSchema, SchemaGenerator};
 use serde::Deserialize;
@@ -23,8 +21,9 @@ pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
     const NAME: &'static str;
     /// What the rule reads from a response when the spec gives no `extract`.
     const EXTRACT: ExtractKind = ExtractKind::Text;
-    /// The rule judges tool calls or an episode, not text: `extract` does not apply.
-    const OVER_CALLS: bool = false;
+    /// The docs of `expected` and `value`, for a rule that compares with an
+    /// expected value: it reads them with [`BuildContext::expected`].
+    const REFERENCE: Option<Reference> = None;
     /// Builds the rule from its keys.
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
     /// The fence a `code_block` extraction prefers when the spec names none.
@@ -33,12 +32,30 @@ pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
     }
 }
 
-/// The registry's entry for rule kind `K`.
-pub(super) struct Kind<K>(PhantomData<fn() -> K>);
+/// How a rule words the two keys naming what it compares with: an instance
+/// variable (`expected`) or a literal (`value`). Every such rule reads them
+/// alike; only what the value is (an answer, calls, a text) differs.
+pub(super) struct Reference {
+    /// The doc of `expected`.
+    pub expected: &'static str,
+    /// The doc of `value`.
+    pub value: &'static str,
+}
 
-impl<K> Kind<K> {
-    /// The entry.
-    pub(super) const NEW: Self = Kind(PhantomData);
+/// The wording of a rule comparing the answer with an expected value.
+pub(super) const EXPECTED_VALUE: Reference = Reference {
+    expected: "The instance variable holding the expected value (a dotted path).",
+    value: "A literal expected value, instead of `expected`.",
+};
+
+/// The keys of a [`Reference`], as read (their docs come from the rule).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReferenceKeys {
+    /// An instance variable (a dotted path), as the rule's `Reference` words it.
+    pub expected: Option<String>,
+    /// A literal, as the rule's `Reference` words it.
+    pub value: Option<Value>,
 }
 
 /// The keys every rule takes, whatever its kind.
@@ -46,7 +63,8 @@ impl<K> Kind<K> {
 pub(super) struct Common {
     /// The rule: its name picks the keys it reads.
     pub rule: String,
-    /// A name for reports (defaults to the rule).
+    /// A name for reports (defaults to the rule); it also starts the rule's
+    /// failure text in place of the rule's kind.
     pub name: Option<String>,
     /// Weight in the instance score (default 1).
     pub weight: Option<f64>,
@@ -72,66 +90,85 @@ pub(super) struct Built {
     pub fence_language: Option<String>,
 }
 
-/// A [`RuleKind`] behind a pointer, so the registry can list them all.
-pub(super) trait AnyKind: Sync {
+/// The registry's row for one rule kind: its name, default extraction and
+/// the functions that read its keys, describe them and build it.
+pub(super) struct Entry {
     /// The `rule = "..."` name.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// The default extraction.
-    fn default_extract(&self) -> ExtractKind;
-    /// Whether the rule judges calls rather than text.
-    fn over_calls(&self) -> bool;
-    /// The rule's own keys, in declaration order.
-    fn keys(&self) -> &'static [&'static str];
+    pub default_extract: ExtractKind,
+    /// The rule's own keys, in declaration order (a reference's first).
+    pub keys: fn() -> Vec<&'static str>,
     /// The JSON Schema of the rule's own keys (an object schema).
-    fn own_schema(&self, generator: &mut SchemaGenerator) -> Value;
+    pub own_schema: fn(&mut SchemaGenerator) -> Value,
     /// Reads the rule's keys (leaving out `skip`) and builds it.
-    fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic>;
+    pub build: fn(&BuildContext, &[&str]) -> Result<Built, Diagnostic>,
 }
 
-impl<K: RuleKind> AnyKind for Kind<K> {
-    fn name(&self) -> &'static str {
-        K::NAME
+/// The registry's row for rule kind `K`.
+pub(super) const fn entry<K: RuleKind>() -> Entry {
+    Entry {
+        name: K::NAME,
+        default_extract: K::EXTRACT,
+        keys: keys::<K>,
+        own_schema: own_schema::<K>,
+        build: build::<K>,
     }
+}
 
-    fn default_extract(&self) -> ExtractKind {
-        K::EXTRACT
+/// The keys of a reference, when `K` compares with one.
+fn reference_keys<K: RuleKind>() -> &'static [&'static str] {
+    match K::REFERENCE {
+        Some(_) => field_names::<ReferenceKeys>(),
+        None => &[],
     }
+}
 
-    fn over_calls(&self) -> bool {
-        K::OVER_CALLS
-    }
+fn keys<K: RuleKind>() -> Vec<&'static str> {
+    let mut keys = reference_keys::<K>().to_vec();
+    keys.extend(field_names::<K>());
+    keys
+}
 
-    fn keys(&self) -> &'static [&'static str] {
-        field_names::<K>()
+fn own_schema<K: RuleKind>(generator: &mut SchemaGenerator) -> Value {
+    let mut schema = K::json_schema(generator).to_value();
+    if let Some(docs) = K::REFERENCE {
+        let mut reference = ReferenceKeys::json_schema(generator).to_value();
+        let keys = &mut reference["properties"];
+        keys["expected"]["description"] = docs.expected.into();
+        keys["value"]["description"] = docs.value.into();
+        if let (Some(own), Some(keys)) = (schema["properties"].as_object(), keys.as_object_mut()) {
+            keys.extend(own.clone());
+        }
+        schema["properties"] = reference["properties"].take();
     }
+    schema
+}
 
-    fn own_schema(&self, generator: &mut SchemaGenerator) -> Value {
-        K::json_schema(generator).to_value()
-    }
-
-    fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
-        let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
-        let fence_language = keys.fence_language();
-        Ok(Built {
-            rule: keys.build(cx)?,
-            fence_language,
-        })
-    }
+fn build<K: RuleKind>(cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
+    let mut skip = skip.to_vec();
+    skip.extend(reference_keys::<K>());
+    let keys: K = cx.map.read_table(key_path!["verify", cx.index], &skip)?;
+    let fence_language = keys.fence_language();
+    Ok(Built {
+        rule: keys.build(cx)?,
+        fence_language,
+    })
 }
 
 /// The JSON Schema of one `[[verify]]` table (one of the `kinds`, picked by
 /// `rule`), and the definitions it refers to.
-pub(super) fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>) {
+pub(super) fn rule_schema(kinds: &[Entry]) -> (Value, Map<String, Value>) {
     let mut generator = SchemaGenerator::default();
     let common = Common::json_schema(&mut generator).to_value();
     let variants: Vec<Value> = kinds
         .iter()
         .map(|kind| {
-            let own = kind.own_schema(&mut generator);
+            let own = (kind.own_schema)(&mut generator);
             let mut properties = common["properties"].as_object().cloned().unwrap_or_default();
             properties.insert(
                 "rule".into(),
-                json!({"const": kind.name(), "description": common["properties"]["rule"]["description"]}),
+                json!({"const": kind.name, "description": common["properties"]["rule"]["description"]}),
             );
             if let Some(keys) = own["properties"].as_object() {
                 properties.extend(keys.clone());
@@ -142,7 +179,7 @@ pub(super) fn rule_schema(kinds: &[&dyn AnyKind]) -> (Value, Map<String, Value>)
             }
             json!({
                 "type": "object",
-                "title": kind.name(),
+                "title": kind.name,
                 "description": own["description"],
                 "properties": properties,
                 "required": required,
@@ -233,7 +270,7 @@ mod tests {
             let row = &rows.iter().find(|(n, _)| n == name).expect("a row").1;
             assert_eq!(
                 sorted(row),
-                sorted(keys),
+                sorted(&keys),
                 "docs/rules.md's keys of `{name}`"
             );
             let variant = committed["$defs"]["Rule"]["oneOf"]
@@ -245,14 +282,14 @@ mod tests {
                 .keys()
                 .filter(|k| !common_keys().contains(&k.as_str()))
                 .collect();
-            assert_eq!(sorted(&own), sorted(keys), "the schema's keys of `{name}`");
+            assert_eq!(sorted(&own), sorted(&keys), "the schema's keys of `{name}`");
             assert!(
                 variant["description"].is_string(),
                 "`{name}` has no doc comment"
             );
             for key in keys {
                 assert!(
-                    properties[*key]["description"].is_string(),
+                    properties[key]["description"].is_string(),
                     "`{name}`'s key `{key}` has no doc comment"
                 );
             }
@@ -270,7 +307,7 @@ mod tests {
                 .collect();
             assert_eq!(
                 sorted(&documented),
-                sorted(keys),
+                sorted(&keys),
                 "the key table of `{name}`'s page"
             );
         }
@@ -280,6 +317,85 @@ mod tests {
             sorted(&common),
             sorted(common_keys()),
             "docs/rules.md's common keys"
+        );
+    }
+
+    /// What `property` of the committed schema resolves to, through
+    /// `Option`'s `anyOf`, `$ref`s and a list's `items`.
+    fn resolved<'a>(schema: &'a Value, mut property: &'a Value) -> &'a Value {
+        loop {
+            property = if let Some(any) = property["anyOf"].as_array() {
+                any.iter()
+                    .find(|p| p["type"] != "null")
+                    .expect("a non-null type")
+            } else if let Some(to) = property["$ref"].as_str() {
+                let name = to.rsplit('/').next().unwrap_or_default();
+                &schema["$defs"][name]
+            } else if property["items"].is_object() {
+                &property["items"]
+            } else {
+                return property;
+            };
+        }
+    }
+
+    /// The values an enumerated schema allows (`enum`, or `oneOf` of `const`s).
+    fn values(schema: &Value) -> Vec<String> {
+        let listed = schema["enum"].as_array().into_iter().flatten();
+        let consts = schema["oneOf"].as_array().into_iter().flatten();
+        listed
+            .chain(consts.map(|v| &v["const"]))
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn the_schema_lists_the_values_of_every_enumerated_key() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("contains", "mode", &["all", "any"]),
+            ("similarity", "metric", &["chrf", "levenshtein"]),
+            ("code", "score", &["all", "fraction"]),
+            ("judge", "language", &["ru", "en"]),
+            (
+                "cer",
+                "normalize",
+                &["nfkc", "case", "yo", "punctuation", "whitespace"],
+            ),
+            ("cer", "unit", &["char", "word"]),
+            ("tool_call", "order", &["any", "exact"]),
+            ("tool_sequence", "mode", &["in_order", "exact", "any_order"]),
+            ("step_count", "count", &["calls", "turns"]),
+        ];
+        let schema: Value = serde_json::from_str(SCHEMA).expect("the committed schema is JSON");
+        let mut enumerated = Vec::new();
+        let mut described = Vec::new();
+        let listing = regex::Regex::new(r"`[a-z_]+`,? or `[a-z_]+`").expect("a valid pattern");
+        for variant in schema["$defs"]["Rule"]["oneOf"].as_array().expect("rules") {
+            let rule = variant["title"].as_str().expect("a title");
+            for (key, property) in variant["properties"].as_object().expect("properties") {
+                let found = values(resolved(&schema, property));
+                if !found.is_empty() && !common_keys().contains(&key.as_str()) {
+                    enumerated.push((rule, key.as_str(), found));
+                } else if found.is_empty()
+                    && listing.is_match(property["description"].as_str().unwrap_or_default())
+                {
+                    described.push(format!("{rule}.{key}"));
+                }
+            }
+        }
+        let want: Vec<(&str, &str, Vec<String>)> = cases
+            .iter()
+            .map(|(rule, key, values)| {
+                (*rule, *key, values.iter().map(|v| v.to_string()).collect())
+            })
+            .collect();
+        assert_eq!(
+            enumerated, want,
+            "the enumerated keys of the schema, in rule order"
+        );
+        assert!(
+            described.is_empty(),
+            "keys whose doc lists values but whose schema does not (make them enums): {described:?}"
         );
     }
 }

@@ -6,8 +6,11 @@
 //! [`RuleSet`] combines the verdicts of every `[[verify]]` entry (weights,
 //! gates, report-only rules) into an [`InstanceVerdict`]. Each rule's file
 //! holds the typed table of the keys it reads (a `kind::RuleKind`) beside
-//! its builder and tests; the `rules!` list below registers it, and a key the
-//! chosen rule does not read is an error, not a silent no-op.
+//! its builder and tests; the [`RULES`] table below registers it, and a key
+//! the chosen rule does not read is an error, not a silent no-op. A rule says
+//! once what it reads ([`Rule::reads`]): the extracted answer, the whole reply
+//! (tool calls, the episode, the tools' state) or an LLM judge's verdict.
+//! Helpers several rules share live in `shared.rs`.
 //!
 //! The `judge` rule's verdict comes from an LLM: the rule owns the rubric, the
 //! judge's prompt and the reading of its answers ([`judge`]); whoever asks the
@@ -21,44 +24,59 @@
 mod bfcl_conformance;
 mod call_check;
 mod call_types;
+mod cer;
+mod code;
 mod code_input;
+mod contains;
+mod exact;
 mod expected;
+mod final_state;
+mod json_field;
+pub(crate) mod judge;
 mod kind;
+mod no_tool_call;
+mod numeric;
+mod regex;
 mod registry;
 mod reply;
 mod rule_set;
+mod script;
+mod set_equal;
+mod shared;
+mod similarity;
+mod step_count;
+mod tool_args;
+mod tool_call;
+mod tool_sequence;
+mod tool_used;
 mod verdict;
 
-/// Declares the rule modules and lists their kinds in [`RULES`]: adding a
-/// rule is its file and one line here (see `docs/architecture.md`).
-macro_rules! rules {
-    ($($vis:vis mod $module:ident: $($kind:ident),+;)*) => {
-        $($vis mod $module;)*
-        /// Every rule, in the order hints and the schema list them.
-        const RULES: &[&dyn kind::AnyKind] = &[$($(&kind::Kind::<$module::$kind>::NEW),+),*];
-    };
-}
+use kind::entry;
 
-rules! {
-    mod exact: ExactKeys;
-    mod contains: ContainsKeys, NotContainsKeys, ExclusiveKeys;
-    mod regex: RegexKeys;
-    mod set_equal: SetEqualKeys;
-    mod numeric: NumericKeys;
-    mod json_field: JsonFieldKeys;
-    mod similarity: SimilarityKeys;
-    mod code: CodeKeys;
-    pub(crate) mod judge: JudgeKeys;
-    mod script: ScriptKeys;
-    mod cer: CerKeys;
-    mod final_state: FinalStateKeys;
-    mod tool_call: ToolCallKeys;
-    mod no_tool_call: NoToolCallKeys;
-    mod tool_used: ToolUsedKeys;
-    mod tool_sequence: ToolSequenceKeys;
-    mod tool_args: ToolArgsKeys;
-    mod step_count: StepCountKeys;
-}
+/// Every rule, in the order hints and the schema list them: adding a rule
+/// is its file, its `mod` line and one row here (see `docs/architecture.md`).
+const RULES: &[kind::Entry] = &[
+    entry::<exact::ExactKeys>(),
+    entry::<contains::ContainsKeys>(),
+    entry::<contains::NotContainsKeys>(),
+    entry::<contains::ExclusiveKeys>(),
+    entry::<regex::RegexKeys>(),
+    entry::<set_equal::SetEqualKeys>(),
+    entry::<numeric::NumericKeys>(),
+    entry::<json_field::JsonFieldKeys>(),
+    entry::<similarity::SimilarityKeys>(),
+    entry::<code::CodeKeys>(),
+    entry::<judge::JudgeKeys>(),
+    entry::<script::ScriptKeys>(),
+    entry::<cer::CerKeys>(),
+    entry::<final_state::FinalStateKeys>(),
+    entry::<tool_call::ToolCallKeys>(),
+    entry::<no_tool_call::NoToolCallKeys>(),
+    entry::<tool_used::ToolUsedKeys>(),
+    entry::<tool_sequence::ToolSequenceKeys>(),
+    entry::<tool_args::ToolArgsKeys>(),
+    entry::<step_count::StepCountKeys>(),
+];
 
 use std::path::Path;
 
@@ -72,6 +90,7 @@ pub(crate) use expected::{Expected, lookup};
 pub(crate) use judge::JudgeRule;
 pub(crate) use registry::value_key;
 pub(crate) use reply::Reply;
+
 pub(crate) use rule_set::RuleSet;
 pub(crate) use verdict::{
     FailureKind, InstanceVerdict, JudgeOutcome, Judged, Measure, RuleOutcome, Verdict,
@@ -86,8 +105,8 @@ pub(crate) fn rule_schema() -> (Value, Map<String, Value>) {
 /// Every rule's name with the keys it reads besides the common ones, in
 /// declaration order (the docs are checked against these).
 #[cfg(test)]
-pub(crate) fn rule_keys() -> Vec<(&'static str, &'static [&'static str])> {
-    RULES.iter().map(|k| (k.name(), k.keys())).collect()
+pub(crate) fn rule_keys() -> Vec<(&'static str, Vec<&'static str>)> {
+    RULES.iter().map(|k| (k.name, (k.keys)())).collect()
 }
 
 /// The behavior every rule implements.
@@ -120,23 +139,36 @@ pub(crate) trait Rule: Send + Sync {
         let _ = vars;
         None
     }
-    /// Judges `answer` (extracted from `response`) for an instance with `vars`.
-    fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict;
-    /// For a rule over tool calls, the episode or the tools' state: the answer
-    /// to show and the verdict, judged on the whole reply without extraction.
-    /// Rules over text return `None` and are judged by [`Rule::verify`].
-    fn verify_reply(&self, reply: &Reply, vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let _ = (reply, vars);
-        None
-    }
+    /// What the rule reads, with its one entry point.
+    fn reads(&self) -> Reads<'_>;
     /// Whether verifying runs model-written code (and so needs the sandbox).
     fn needs_sandbox(&self) -> bool {
         false
     }
-    /// The rule as a judge rule, when an LLM judges it.
-    fn judge(&self) -> Option<&JudgeRule> {
-        None
-    }
+}
+
+/// What a rule reads, and so how it is verified.
+pub(crate) enum Reads<'r> {
+    /// The answer `extract` takes out of the final text.
+    Text(&'r dyn ReadsText),
+    /// The reply itself: tool calls, the episode or the tools' state;
+    /// `extract` does not apply.
+    Reply(&'r dyn ReadsReply),
+    /// The extracted answer, verified by an LLM judge outside this layer
+    /// (its verdict comes back through [`Judged`]).
+    Judge(&'r JudgeRule),
+}
+
+/// A rule over the answer extracted from the final text.
+pub(crate) trait ReadsText {
+    /// The verdict on `answer` (extracted from `response`) for an instance with `vars`.
+    fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict;
+}
+
+/// A rule over the whole reply: tool calls, the episode or the tools' state.
+pub(crate) trait ReadsReply {
+    /// The answer to show (the calls, the state read) and the verdict.
+    fn verify(&self, reply: &Reply, vars: &Map<String, Value>) -> (String, Verdict);
 }
 
 /// What a rule builder may look at.
@@ -205,28 +237,6 @@ impl BuildContext<'_> {
                 "threshold",
                 "threshold must be within 0..1",
             ))
-        }
-    }
-
-    /// The option `value` of `key` names, out of `options`; the first is
-    /// the default when the key is absent.
-    pub(crate) fn choice<T: Copy>(
-        &self,
-        key: &str,
-        value: Option<&str>,
-        options: &[(&str, T)],
-    ) -> Result<T, Diagnostic> {
-        let Some(value) = value else {
-            return Ok(options[0].1);
-        };
-        match options.iter().find(|(name, _)| *name == value) {
-            Some((_, option)) => Ok(*option),
-            None => {
-                let names: Vec<String> = options.iter().map(|(n, _)| format!("`{n}`")).collect();
-                Err(self
-                    .error(ErrorKind::Invalid, key, format!("unknown {key} `{value}`"))
-                    .with_help(format!("{key} is {}", names.join(" or "))))
-            }
         }
     }
 

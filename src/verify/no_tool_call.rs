@@ -1,10 +1,8 @@
 //! `no_tool_call`: BFCL's irrelevance check. The tools offered do not fit
 //! the question, so the right answer calls none of them; text is fine.
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
+use super::shared::EpisodeCalls;
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::format::ToolCall;
@@ -17,7 +15,6 @@ pub(super) struct NoToolCallKeys {}
 
 impl RuleKind for NoToolCallKeys {
     const NAME: &'static str = "no_tool_call";
-    const OVER_CALLS: bool = true;
 
     fn build(self, _cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         Ok(Box::new(NoToolCall))
@@ -26,14 +23,9 @@ impl RuleKind for NoToolCallKeys {
 
 struct NoToolCall;
 
-impl Rule for NoToolCall {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::pass()
-    }
-
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
-        let verdict = match reply.calls().next() {
+impl EpisodeCalls for NoToolCall {
+    fn decide(&self, _calls: &[ToolCall], reply: &Reply) -> Verdict {
+        match reply.calls().next() {
             None => Verdict::pass(),
             Some((turn, call)) => Verdict::failed(
                 FailureKind::UnexpectedCall,
@@ -43,15 +35,17 @@ impl Rule for NoToolCall {
                     turn + 1
                 ),
             ),
-        };
-        Some((show_calls(&calls), verdict))
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::ToolCall;
     use crate::prompt::Message;
+    use crate::verify::ReadsReply;
+    use serde_json::Map;
 
     #[test]
     fn passes_without_calls_and_fails_on_any_call() {
@@ -65,9 +59,7 @@ mod tests {
                 state: None,
                 tools: &[],
             };
-            let (_, v) = NoToolCall
-                .verify_reply(&reply, &Map::new())
-                .expect("a reply rule");
+            let (_, v) = ReadsReply::verify(&NoToolCall, &reply, &Map::new());
             assert_eq!(v.passed, passes, "{trajectory:?}: {}", v.detail);
         }
         let reply = Reply {
@@ -76,9 +68,7 @@ mod tests {
             state: None,
             tools: &[],
         };
-        let (shown, v) = NoToolCall
-            .verify_reply(&reply, &Map::new())
-            .expect("a reply rule");
+        let (shown, v) = ReadsReply::verify(&NoToolCall, &reply, &Map::new());
         assert_eq!(shown, r#"f({"a":1})"#);
         assert_eq!(v.detail, "call 1 `f` (turn 1): no tool should be called");
         assert_eq!(v.failure, Some(FailureKind::UnexpectedCall));

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::expected::Expected;
-use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::extract::last_number;
 use crate::format::ExtractKind;
@@ -69,10 +69,6 @@ impl Tolerance {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NumericKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// Absolute tolerance (default 1e-9).
     pub tolerance: Option<f64>,
     /// Relative tolerance, a fraction of the expected value (default 0).
@@ -81,12 +77,13 @@ pub(super) struct NumericKeys {
 
 impl RuleKind for NumericKeys {
     const NAME: &'static str = "numeric";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
     const EXTRACT: ExtractKind = ExtractKind::LastNumber;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let tolerance = Tolerance::from_keys(self.tolerance, self.relative_tolerance, cx, 1e-9)?;
         Ok(Box::new(Numeric {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            expected: cx.expected()?,
             tolerance,
         }))
     }
@@ -134,6 +131,12 @@ impl Rule for Numeric {
         }
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Numeric {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let Some(expected) = self.expected.resolve(vars).and_then(as_number) else {
             return Verdict::fail("the expected value is missing or not a number");

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::text::clip;
 
@@ -40,6 +40,12 @@ impl Rule for RegexRule {
         Some(Value::from(format!("/{}/", self.pattern.as_str())))
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for RegexRule {
     fn verify(&self, answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
         if self.pattern.is_match(answer) {
             Verdict::pass()

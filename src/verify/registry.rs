@@ -2,8 +2,8 @@
 //! registry in `verify/mod.rs`), its keys checked against the ones that rule
 //! reads, its extraction and its common keys.
 
-use super::kind::{AnyKind, Common, common_keys};
-use super::{BuildContext, RULES, Rule};
+use super::kind::{Common, Entry, common_keys};
+use super::{BuildContext, RULES, Reads, Rule};
 use crate::error::{Diagnostic, ErrorKind, did_you_mean};
 use crate::extract::{ExtractError, Extractor};
 use crate::format::key_path;
@@ -15,13 +15,13 @@ use crate::format::{ExtractDef, ExtractKind};
 
 /// The names of every rule, for documentation and hints.
 pub(crate) fn rule_names() -> impl Iterator<Item = &'static str> {
-    RULES.iter().map(|r| r.name())
+    RULES.iter().map(|r| r.name)
 }
 
 pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnostic>> {
     let path = key_path!["verify", cx.index];
     let common: Common = cx.map.read_table(path, &[]).map_err(|e| vec![e])?;
-    let Some(kind) = RULES.iter().find(|k| k.name() == common.rule) else {
+    let Some(kind) = RULES.iter().find(|k| k.name == common.rule) else {
         let mut d = cx.error(
             ErrorKind::Invalid,
             "rule",
@@ -37,22 +37,23 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
         return Err(vec![d]);
     };
     let cx = &BuildContext {
-        rule: kind.name(),
+        rule: kind.name,
         ..*cx
     };
     let mut skip: Vec<&str> = common_keys().to_vec();
     let mut errors = Vec::new();
     let present = cx.map.table_keys(path);
+    let keys = (kind.keys)();
     for key in &present {
-        if !skip.contains(&key.as_str()) && !kind.keys().contains(&key.as_str()) {
-            errors.push(unknown_key(*kind, cx, key));
+        if !skip.contains(&key.as_str()) && !keys.contains(&key.as_str()) {
+            errors.push(unknown_key(kind, cx, key));
         }
     }
     skip.extend(
         present
             .iter()
             .map(String::as_str)
-            .filter(|k| !kind.keys().contains(k)),
+            .filter(|k| !keys.contains(k)),
     );
     // Above a million, a few weights add up to infinity and the score to NaN.
     if let Some(w) = common.weight
@@ -64,21 +65,24 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
             format!("weight must be a non-negative number of at most {MAX_WEIGHT}"),
         ));
     }
-    if kind.over_calls() && common.extract.is_some() {
+    let built = (kind.build)(cx, &skip);
+    if let Ok(built) = &built
+        && matches!(built.rule.reads(), Reads::Reply(_))
+        && common.extract.is_some()
+    {
         errors.push(cx.error(
             ErrorKind::Invalid,
             "extract",
             format!(
-                "rule `{}` judges tool calls, not text: `extract` does not apply",
-                kind.name()
+                "rule `{}` reads tool calls or the episode, not text: `extract` does not apply",
+                kind.name
             ),
         ));
     }
-    let built = kind.build(cx, &skip);
     let mut extract_def = common
         .extract
         .clone()
-        .unwrap_or_else(|| ExtractDef::of(kind.default_extract()));
+        .unwrap_or_else(|| ExtractDef::of(kind.default_extract));
     if extract_def.kind == ExtractKind::CodeBlock && extract_def.language.is_none() {
         // A code rule's fence language follows its runtime's language.
         let fence = built.as_ref().ok().and_then(|b| b.fence_language.clone());
@@ -130,19 +134,19 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
 
 /// The error for a key rule `kind` does not read: one another rule reads,
 /// or one no rule reads (a typo, with its did-you-mean).
-fn unknown_key(kind: &dyn AnyKind, cx: &BuildContext, key: &str) -> Diagnostic {
+fn unknown_key(kind: &Entry, cx: &BuildContext, key: &str) -> Diagnostic {
     let location = cx.map.locate_key(key_path!["verify", cx.index, key]);
-    let reads = format!("`{}` reads: {}", kind.name(), kind.keys().join(", "));
-    if RULES.iter().any(|k| k.keys().contains(&key)) {
+    let reads = format!("`{}` reads: {}", kind.name, (kind.keys)().join(", "));
+    if RULES.iter().any(|k| (k.keys)().contains(&key)) {
         return Diagnostic::new(
             ErrorKind::UnknownKey,
             location,
-            format!("rule `{}` does not read `{key}`", kind.name()),
+            format!("rule `{}` does not read `{key}`", kind.name),
         )
         .with_help(reads);
     }
-    let own = common_keys().iter().chain(kind.keys()).copied();
-    let every = RULES.iter().flat_map(|k| k.keys().iter().copied());
+    let own = common_keys().iter().copied().chain((kind.keys)());
+    let every = RULES.iter().flat_map(|k| (k.keys)());
     let guess = did_you_mean(key, own).or_else(|| did_you_mean(key, every));
     let help = match guess {
         Some(s) => format!("did you mean `{s}`? {reads}"),

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::registry::{CompiledRule, build_one};
 use super::{
-    BuildContext, FailureKind, InstanceVerdict, JudgeRule, Judged, Reply, RuleOutcome, Verdict,
-    lookup,
+    BuildContext, FailureKind, InstanceVerdict, JudgeOutcome, JudgeRule, Judged, Reads, Reply,
+    RuleOutcome, Verdict, lookup,
 };
 use crate::error::Diagnostic;
 use crate::format::locate::SourceMap;
@@ -73,12 +73,12 @@ impl RuleSet {
 
     /// Whether any rule is graded by an LLM judge.
     pub fn needs_judge(&self) -> bool {
-        self.rules.iter().any(|r| r.rule.judge().is_some())
+        self.judge_rules().next().is_some()
     }
 
     /// The judge rules, in spec order, without answers (a dry run's estimate).
     pub fn judge_rules(&self) -> impl Iterator<Item = &JudgeRule> {
-        self.rules.iter().filter_map(|r| r.rule.judge())
+        self.rules.iter().filter_map(|r| judge_of(r))
     }
 
     /// The judge rules with the answer each extracts from `response`:
@@ -91,18 +91,18 @@ impl RuleSet {
             .iter()
             .enumerate()
             .filter_map(|(i, r)| {
-                let judge = r.rule.judge()?;
+                let judge = judge_of(r)?;
                 Some((i, r.name.as_str(), judge, r.extractor.apply(response)?))
             })
             .collect()
     }
 
-    /// Judges `response` for an instance with `vars`.
+    /// Verifies `response` for an instance with `vars`.
     pub fn verify(&self, response: &str, vars: &Map<String, Value>) -> InstanceVerdict {
         self.verify_judged(&Reply::text(response), vars, &Judged::new())
     }
 
-    /// Judges `response`, taking judge rules' verdicts from `judged` (by rule index).
+    /// Verifies `reply`, taking judge rules' verdicts from `judged` (by rule index).
     pub(crate) fn verify_judged(
         &self,
         reply: &Reply,
@@ -114,12 +114,18 @@ impl RuleSet {
         let (mut weighted, mut total_weight, mut gates_hold) = (0.0, 0.0, true);
         for (index, rule) in self.rules.iter().enumerate() {
             let mut judge = None;
-            let (answer, verdict) = match rule.rule.verify_reply(reply, vars) {
-                Some((answer, verdict)) => (Some(answer), verdict),
-                None => self.verify_text(index, rule, response, vars, judged, &mut judge),
+            let (answer, verdict) = match rule.rule.reads() {
+                Reads::Reply(rule) => {
+                    let (answer, verdict) = rule.verify(reply, vars);
+                    (Some(answer), verdict)
+                }
+                reads => {
+                    let judged = judged.get(&index).cloned();
+                    verify_text(&reads, rule, response, vars, judged, &mut judge)
+                }
             };
             if rule.report_only {
-                // Judged for the reports only.
+                // Verified for the reports only.
             } else if rule.gate {
                 gates_hold &= verdict.passed;
             } else {
@@ -143,36 +149,6 @@ impl RuleSet {
             },
             rules: outcomes,
         }
-    }
-
-    /// A text rule's answer (extracted from `response`) and verdict: the
-    /// judge's, when `judged` holds one for rule `index`.
-    fn verify_text(
-        &self,
-        index: usize,
-        rule: &CompiledRule,
-        response: &str,
-        vars: &Map<String, Value>,
-        judged: &Judged,
-        judge: &mut Option<super::JudgeOutcome>,
-    ) -> (Option<String>, Verdict) {
-        let answer = rule.extractor.apply(response);
-        let verdict = match &answer {
-            Some(_) if judged.contains_key(&index) => {
-                let (verdict, outcome) = judged[&index].clone();
-                *judge = Some(outcome);
-                verdict
-            }
-            Some(answer) => rule.rule.verify(answer, response, vars),
-            None => Verdict::failed(
-                FailureKind::NoAnswer,
-                format!(
-                    "no answer extracted ({})",
-                    describe_extract(rule.extractor.def())
-                ),
-            ),
-        };
-        (answer, verdict)
     }
 
     /// The expected values of every rule for an instance, keyed by rule name.
@@ -226,6 +202,46 @@ impl RuleSet {
     }
 }
 
+/// The LLM judge of `rule`, when it is a `judge` rule.
+fn judge_of(rule: &CompiledRule) -> Option<&JudgeRule> {
+    match rule.rule.reads() {
+        Reads::Judge(judge) => Some(judge),
+        Reads::Text(_) | Reads::Reply(_) => None,
+    }
+}
+
+/// The answer a rule over text extracts from `response`, and its verdict:
+/// the judge's (`judged`) for a `judge` rule.
+fn verify_text(
+    reads: &Reads,
+    rule: &CompiledRule,
+    response: &str,
+    vars: &Map<String, Value>,
+    judged: Option<(Verdict, JudgeOutcome)>,
+    judge: &mut Option<JudgeOutcome>,
+) -> (Option<String>, Verdict) {
+    let Some(answer) = rule.extractor.apply(response) else {
+        let why = format!(
+            "no answer extracted ({})",
+            describe_extract(rule.extractor.def())
+        );
+        return (None, Verdict::failed(FailureKind::NoAnswer, why));
+    };
+    let verdict = match (reads, judged) {
+        (Reads::Text(text), _) => text.verify(&answer, response, vars),
+        (_, Some((verdict, outcome))) => {
+            *judge = Some(outcome);
+            verdict
+        }
+        // Reached only when nobody asked the judge: say so rather than score it.
+        (_, None) => Verdict::failed(
+            FailureKind::JudgeError,
+            "judge error: no judge model (pass --judge MODEL or set [judge] in harness.toml)",
+        ),
+    };
+    (Some(answer), verdict)
+}
+
 fn describe_extract(def: &ExtractDef) -> String {
     let kind = serde_json::to_value(def.kind)
         .ok()
@@ -245,11 +261,16 @@ fn describe_extract(def: &ExtractDef) -> String {
 mod tests {
     use super::*;
     use crate::extract::Extractor;
-    use crate::verify::Rule;
+    use crate::verify::{ReadsText, Rule};
 
     fn rule(name: &str, weight: f64, gate: bool, passes_on: &'static str) -> CompiledRule {
         struct Fixed(&'static str);
         impl Rule for Fixed {
+            fn reads(&self) -> Reads<'_> {
+                Reads::Text(self)
+            }
+        }
+        impl ReadsText for Fixed {
             fn verify(&self, answer: &str, _: &str, _: &Map<String, Value>) -> Verdict {
                 if answer.contains(self.0) {
                     Verdict::pass()
@@ -287,7 +308,7 @@ mod tests {
     }
 
     #[test]
-    fn report_only_rules_are_judged_but_leave_pass_score_and_details_alone() {
+    fn report_only_rules_are_verified_but_leave_pass_score_and_details_alone() {
         let mut flexible = rule("flexible", 1.0, false, "x");
         flexible.report_only = true;
         let set = RuleSet {
@@ -305,5 +326,36 @@ mod tests {
             "got {}",
             v.failure_details()
         );
+    }
+
+    /// The rules of a spec whose text is `text`.
+    fn built(text: &str) -> RuleSet {
+        let map = SourceMap::parse(Path::new("s.toml"), text).expect("a spec");
+        let table: toml::Table = toml::from_str(text).expect("TOML");
+        let defs: Vec<RuleTable> = table["verify"]
+            .as_array()
+            .expect("[[verify]]")
+            .iter()
+            .map(|t| RuleTable(t.as_table().expect("a table").clone()))
+            .collect();
+        RuleSet::build(&defs, &map, Path::new("."), None).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    #[test]
+    fn a_rule_s_name_replaces_its_kind_in_the_failure_text() {
+        let cases = [
+            ("", "contains: does not contain «1889»"),
+            (
+                "name = \"mentions the year\"\n",
+                "mentions the year: does not contain «1889»",
+            ),
+        ];
+        for (name, details) in cases {
+            let set = built(&format!(
+                "[[verify]]\nrule = \"contains\"\nvalue = \"1889\"\n{name}"
+            ));
+            let verdict = set.verify("in 1890", &Map::new());
+            assert_eq!(verdict.failure_details(), details);
+        }
     }
 }

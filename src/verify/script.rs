@@ -1,4 +1,4 @@
-//! `script`: a Rhai expression judges the answer — the escape hatch that
+//! `script`: a Rhai expression decides on the answer — the escape hatch that
 //! still needs no recompiling. It sees `response`, `answer` and `vars`, and
 //! returns a bool, a score in [0, 1], or `#{ passed, score, detail }`.
 
@@ -6,7 +6,8 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::shared::{as_score, map_verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, ScriptError, on_script_stack, sandboxed_engine};
 
@@ -78,11 +79,6 @@ impl ScriptRule {
         let vars = rhai::serde::to_dynamic(vars)?;
         let mut scope = scope_for(response, answer, vars);
         let result: Dynamic = self.engine.eval_ast_with_scope(&mut scope, &self.ast)?;
-        let as_score = |d: &Dynamic| {
-            d.as_float()
-                .ok()
-                .or_else(|| d.as_int().ok().map(|i| i as f64))
-        };
         if let Ok(passed) = result.as_bool() {
             return Ok(if passed {
                 Verdict::pass()
@@ -99,17 +95,7 @@ impl ScriptRule {
             ));
         }
         if let Some(map) = result.read_lock::<rhai::Map>() {
-            let score = map.get("score").and_then(as_score);
-            let passed = map
-                .get("passed")
-                .and_then(|p| p.as_bool().ok())
-                .unwrap_or_else(|| score.unwrap_or(0.0) >= self.threshold);
-            let detail = map.get("detail").map(|d| d.to_string()).unwrap_or_default();
-            return Ok(Verdict::scored(
-                passed,
-                score.unwrap_or(if passed { 1.0 } else { 0.0 }),
-                detail,
-            ));
+            return Ok(map_verdict(&map, self.threshold));
         }
         Err(ScriptError {
             message: format!(
@@ -127,6 +113,12 @@ impl Rule for ScriptRule {
         Some(self.verify("", "", vars))
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for ScriptRule {
     fn verify(&self, answer: &str, response: &str, vars: &Map<String, Value>) -> Verdict {
         // Rhai walks the values a script builds recursively, however deep.
         on_script_stack(|| self.run(answer, response, vars)).unwrap_or_else(|e| {

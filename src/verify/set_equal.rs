@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::expected::{as_text_list, lookup};
 use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::key_path;
 
@@ -251,6 +251,12 @@ impl Rule for SetEqual {
         ))
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for SetEqual {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let (mut hits, mut found_total, mut expected_total) = (0usize, 0usize, 0usize);
         let mut problems = Vec::new();

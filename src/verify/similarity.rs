@@ -7,13 +7,18 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text};
-use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
+use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
-#[derive(Clone, Copy)]
-enum Metric {
+/// How close two texts are.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Metric {
+    /// chrF: the character n-gram F-score (β = 2, n-grams 1–6).
+    #[default]
     Chrf,
+    /// One minus the Levenshtein distance over the longer length.
     Levenshtein,
 }
 
@@ -28,25 +33,21 @@ struct Similarity {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SimilarityKeys {
-    /// The instance variable holding the expected value (a dotted path).
-    pub expected: Option<String>,
-    /// A literal expected value, instead of `expected`.
-    pub value: Option<Value>,
     /// `chrf` (default) or `levenshtein`.
-    pub metric: Option<String>,
+    pub metric: Option<Metric>,
     /// Minimum similarity to pass (default 0.5).
     pub threshold: Option<f64>,
 }
 
 impl RuleKind for SimilarityKeys {
     const NAME: &'static str = "similarity";
+    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let metrics = [("chrf", Metric::Chrf), ("levenshtein", Metric::Levenshtein)];
-        let metric = cx.choice("metric", self.metric.as_deref(), &metrics)?;
+        let metric = self.metric.unwrap_or_default();
         let threshold = cx.threshold(self.threshold, 0.5)?;
         Ok(Box::new(Similarity {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
+            expected: cx.expected()?,
             metric,
             threshold,
         }))
@@ -97,6 +98,12 @@ impl Rule for Similarity {
         Some(&self.expected)
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for Similarity {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let Some(expected) = self.expected.resolve(vars).map(as_text) else {
             return Verdict::fail("the expected value is missing from the instance");

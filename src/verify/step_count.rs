@@ -1,11 +1,8 @@
 //! `step_count`: how long an episode ran, in tool calls or assistant turns
 //! (promptfoo's `trajectory:step-count`).
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
-use super::tool_used::calls_text;
+use super::shared::{EpisodeCalls, calls_text};
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
@@ -20,19 +17,24 @@ pub(super) struct StepCountKeys {
     /// The fewest steps needed (default 0).
     pub min: Option<u32>,
     /// What a step is: `calls` (default: each tool call) or `turns` (each assistant message).
-    pub count: Option<String>,
+    pub count: Option<StepUnit>,
+}
+
+/// What one step of an episode is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum StepUnit {
+    /// Each tool call.
+    #[default]
+    Calls,
+    /// Each assistant message.
+    Turns,
 }
 
 impl RuleKind for StepCountKeys {
     const NAME: &'static str = "step_count";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let turns = cx.choice(
-            "count",
-            self.count.as_deref(),
-            &[("calls", false), ("turns", true)],
-        )?;
         if self.max.is_none() && self.min.is_none() {
             return Err(cx.missing("step_count", "max", "5"));
         }
@@ -43,7 +45,7 @@ impl RuleKind for StepCountKeys {
         Ok(Box::new(StepCount {
             min,
             max: self.max,
-            turns,
+            turns: self.count == Some(StepUnit::Turns),
         }))
     }
 }
@@ -55,7 +57,8 @@ struct StepCount {
 }
 
 impl StepCount {
-    fn judge(&self, steps: usize) -> Verdict {
+    /// The verdict on an episode of `steps` steps.
+    fn bound(&self, steps: usize) -> Verdict {
         let shown = if self.turns {
             format!("{steps} turn{}", if steps == 1 { "" } else { "s" })
         } else {
@@ -78,19 +81,14 @@ impl StepCount {
     }
 }
 
-impl Rule for StepCount {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        self.judge(0)
-    }
-
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
+impl EpisodeCalls for StepCount {
+    fn decide(&self, calls: &[ToolCall], reply: &Reply) -> Verdict {
         let steps = if self.turns {
             reply.turns().count()
         } else {
             calls.len()
         };
-        Some((show_calls(&calls), self.judge(steps)))
+        self.bound(steps)
     }
 }
 
@@ -139,7 +137,7 @@ mod tests {
             ),
         ];
         for (rule, steps, failure) in cases {
-            let v = rule.judge(steps);
+            let v = rule.bound(steps);
             assert_eq!(v.passed, failure.is_none(), "{steps}: {}", v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default());
         }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::call_check::{Comparison, ExpectedCall, find_tool, parse_arguments};
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
+use super::shared::EpisodeCalls;
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
@@ -34,19 +34,16 @@ pub(super) struct ToolArgsKeys {
 
 impl RuleKind for ToolArgsKeys {
     const NAME: &'static str = "tool_args";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let arguments = parse_arguments(&Value::Object(self.arguments))
             .map_err(|e| cx.error(ErrorKind::Invalid, "arguments", e.to_string()))?;
-        let tolerance = self.tolerance.unwrap_or(0.0);
-        if !(tolerance.is_finite() && tolerance >= 0.0) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "tolerance",
-                "tolerance must be a non-negative number",
-            ));
-        }
+        let comparison = Comparison::from_keys(
+            self.tolerance,
+            self.normalize,
+            !self.exact.unwrap_or(false),
+            cx,
+        )?;
         if self.step == Some(0) {
             return Err(cx.error(ErrorKind::Invalid, "step", "steps count from 1"));
         }
@@ -56,11 +53,7 @@ impl RuleKind for ToolArgsKeys {
                 arguments,
             },
             step: self.step.map(|s| s as usize - 1),
-            comparison: Comparison {
-                tolerance,
-                normalize: self.normalize.unwrap_or(true),
-                partial: !self.exact.unwrap_or(false),
-            },
+            comparison,
         }))
     }
 }
@@ -73,7 +66,7 @@ struct ToolArgs {
 }
 
 impl ToolArgs {
-    fn judge(&self, calls: &[ToolCall], tools: &[crate::format::Tool]) -> Verdict {
+    fn check_calls(&self, calls: &[ToolCall], tools: &[crate::format::Tool]) -> Verdict {
         let name = &self.expected.name;
         let candidates: Vec<usize> = match self.step {
             Some(step) => match calls.get(step) {
@@ -132,30 +125,17 @@ impl ToolArgs {
     }
 }
 
-impl Rule for ToolArgs {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        self.judge(&[], &[])
-    }
-
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
-        Some((show_calls(&calls), self.judge(&calls, reply.tools)))
+impl EpisodeCalls for ToolArgs {
+    fn decide(&self, calls: &[ToolCall], reply: &Reply) -> Verdict {
+        self.check_calls(calls, reply.tools)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::shared::call;
     use serde_json::json;
-
-    fn call(name: &str, arguments: Value) -> ToolCall {
-        ToolCall {
-            id: String::new(),
-            name: name.into(),
-            arguments,
-            invalid: None,
-        }
-    }
 
     fn rule(step: Option<usize>, exact: bool) -> ToolArgs {
         let arguments = json!({"city": ["Paris"], "days": ["", 3]});
@@ -203,11 +183,11 @@ mod tests {
             ),
         ];
         for (rule, failure) in cases {
-            let v = rule.judge(&calls, &[]);
+            let v = rule.check_calls(&calls, &[]);
             assert_eq!(v.passed, failure.is_none(), "{:?}: {}", rule.step, v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default());
         }
-        let v = rule(None, false).judge(&calls[..1], &[]);
+        let v = rule(None, false).check_calls(&calls[..1], &[]);
         assert_eq!(v.detail, "`weather` is never called");
     }
 }

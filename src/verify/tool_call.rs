@@ -5,10 +5,11 @@
 
 use serde_json::{Map, Value};
 
-use super::call_check::{Comparison, ExpectedCall, Mismatch, find_tool, parse_calls, show_call};
+use super::call_check::{Comparison, ExpectedCall, Mismatch, find_tool, parse_calls};
 use super::expected::Expected;
-use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
+use super::kind::{Reference, RuleKind};
+use super::shared::{show_calls, turn_calls};
+use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::{Tool, ToolCall};
 
@@ -18,14 +19,9 @@ use crate::format::{Tool, ToolCall};
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ToolCallKeys {
-    /// The instance variable holding the expected calls, `[{tool: {argument: [acceptable
-    /// values]}}]` (BFCL's `ground_truth`; `""` among the values: the argument may be left out).
-    pub expected: Option<String>,
-    /// The expected calls written literally, instead of `expected`.
-    pub value: Option<Value>,
     /// `any` (default, BFCL's parallel categories: each expected call takes the first
     /// unmatched call that fits) or `exact` (the n-th call is checked against the n-th).
-    pub order: Option<String>,
+    pub order: Option<CallOrder>,
     /// Numbers within this distance of an acceptable value are equal (default 0, as BFCL).
     pub tolerance: Option<f64>,
     /// Compare strings after BFCL's normalization: spaces and `,./-_*^` removed,
@@ -35,35 +31,33 @@ pub(super) struct ToolCallKeys {
     pub turn: Option<u32>,
 }
 
+/// How the turn's calls are matched with the expected ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum CallOrder {
+    /// Each expected call takes the first unmatched call that fits (BFCL's parallel categories).
+    #[default]
+    Any,
+    /// The n-th call is checked against the n-th expected call.
+    Exact,
+}
+
 impl RuleKind for ToolCallKeys {
     const NAME: &'static str = "tool_call";
-    const OVER_CALLS: bool = true;
+    const REFERENCE: Option<Reference> = Some(Reference {
+        expected: "The instance variable holding the expected calls, `[{tool: {argument: [acceptable\nvalues]}}]` (BFCL's `ground_truth`; `\"\"` among the values: the argument may be left out).",
+        value: "The expected calls written literally, instead of `expected`.",
+    });
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let order = cx.choice(
-            "order",
-            self.order.as_deref(),
-            &[("any", false), ("exact", true)],
-        )?;
-        let tolerance = self.tolerance.unwrap_or(0.0);
-        if !(tolerance.is_finite() && tolerance >= 0.0) {
-            return Err(cx.error(
-                ErrorKind::Invalid,
-                "tolerance",
-                "tolerance must be a non-negative number",
-            ));
-        }
+        let comparison = Comparison::from_keys(self.tolerance, self.normalize, false, cx)?;
         if self.turn == Some(0) {
             return Err(cx.error(ErrorKind::Invalid, "turn", "turns count from 1"));
         }
         Ok(Box::new(ToolCallRule {
-            expected: Expected::from_keys(self.expected.as_deref(), self.value.as_ref(), cx)?,
-            exact_order: order,
-            comparison: Comparison {
-                tolerance,
-                normalize: self.normalize.unwrap_or(true),
-                partial: false,
-            },
+            expected: cx.expected()?,
+            exact_order: self.order == Some(CallOrder::Exact),
+            comparison,
             turn: self.turn.unwrap_or(1) as usize - 1,
         }))
     }
@@ -78,22 +72,6 @@ pub(super) struct ToolCallRule {
     pub(super) turn: usize,
 }
 
-/// The calls of a reply's assistant turn `turn` (none when there is no such turn).
-pub(super) fn turn_calls<'a>(reply: &Reply<'a>, turn: usize) -> &'a [ToolCall] {
-    reply
-        .turns()
-        .nth(turn)
-        .map_or(&[], |m| m.tool_calls.as_slice())
-}
-
-/// The calls as an answer to show: `name(args)` joined, or `no call`.
-pub(super) fn show_calls(calls: &[ToolCall]) -> String {
-    if calls.is_empty() {
-        return "no call".to_owned();
-    }
-    calls.iter().map(show_call).collect::<Vec<_>>().join("; ")
-}
-
 /// A failure naming call `index` (0-based) and its tool.
 fn at_call(index: usize, call: &ToolCall, m: &Mismatch) -> Verdict {
     Verdict::failed(
@@ -104,7 +82,7 @@ fn at_call(index: usize, call: &ToolCall, m: &Mismatch) -> Verdict {
 
 impl ToolCallRule {
     /// The verdict on `calls` against `expected` with `tools`' schemas.
-    pub(super) fn judge(
+    pub(super) fn decide(
         &self,
         calls: &[ToolCall],
         expected: &[ExpectedCall],
@@ -211,26 +189,21 @@ impl Rule for ToolCallRule {
         }
     }
 
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::failed(FailureKind::NoAnswer, "no tool calls to check")
+    fn reads(&self) -> Reads<'_> {
+        Reads::Reply(self)
     }
+}
 
-    fn verify_reply(&self, reply: &Reply, vars: &Map<String, Value>) -> Option<(String, Verdict)> {
+impl ReadsReply for ToolCallRule {
+    fn verify(&self, reply: &Reply, vars: &Map<String, Value>) -> (String, Verdict) {
         let calls = turn_calls(reply, self.turn);
         let shown = show_calls(calls);
-        let expected = match self.expected.resolve(vars).map(parse_calls) {
-            None => {
-                return Some((
-                    shown,
-                    Verdict::fail("the expected calls are missing from the instance"),
-                ));
-            }
-            Some(Err(why)) => {
-                return Some((shown, Verdict::fail(format!("the expected calls: {why}"))));
-            }
-            Some(Ok(expected)) => expected,
+        let verdict = match self.expected.resolve(vars).map(parse_calls) {
+            None => Verdict::fail("the expected calls are missing from the instance"),
+            Some(Err(why)) => Verdict::fail(format!("the expected calls: {why}")),
+            Some(Ok(expected)) => self.decide(calls, &expected, reply.tools),
         };
-        Some((shown, self.judge(calls, &expected, reply.tools)))
+        (shown, verdict)
     }
 }
 

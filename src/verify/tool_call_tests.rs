@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::prompt::Message;
+use crate::verify::shared::call;
 
 fn tool(name: &str, properties: Value, required: &[&str]) -> Tool {
     Tool {
@@ -11,13 +12,18 @@ fn tool(name: &str, properties: Value, required: &[&str]) -> Tool {
     }
 }
 
-fn call(name: &str, arguments: Value) -> ToolCall {
-    ToolCall {
-        id: String::new(),
-        name: name.into(),
-        arguments,
-        invalid: None,
-    }
+/// The verdict on one call of `f` with argument `a = value`, where the
+/// schema gives `a` as `properties` say and `acceptable` lists its values.
+fn check_argument(properties: Value, acceptable: &Value, value: &Value) -> Verdict {
+    let tools = [tool("f", properties, &["a"])];
+    let gt = json!([{"f": {"a": acceptable}}]);
+    let (_, v) = check(
+        &rule(false, 0.0, true),
+        vec![call("f", json!({"a": value}))],
+        gt,
+        &tools,
+    );
+    v
 }
 
 fn rule(exact_order: bool, tolerance: f64, normalize: bool) -> ToolCallRule {
@@ -33,7 +39,7 @@ fn rule(exact_order: bool, tolerance: f64, normalize: bool) -> ToolCallRule {
     }
 }
 
-fn judge(
+fn check(
     rule: &ToolCallRule,
     calls: Vec<ToolCall>,
     expected: Value,
@@ -48,7 +54,7 @@ fn judge(
     };
     let mut vars = Map::new();
     vars.insert("ground_truth".into(), expected);
-    rule.verify_reply(&reply, &vars).expect("a reply rule")
+    ReadsReply::verify(rule, &reply, &vars)
 }
 
 fn factorial() -> Tool {
@@ -110,12 +116,12 @@ fn failures_name_the_call_the_argument_and_the_kind() {
         ),
     ];
     for (calls, kind, detail) in cases {
-        let (_, v) = judge(&rule(false, 0.0, true), calls.clone(), gt.clone(), &f());
+        let (_, v) = check(&rule(false, 0.0, true), calls.clone(), gt.clone(), &f());
         assert!(!v.passed, "{calls:?}");
         assert_eq!(v.failure, Some(kind), "{calls:?}: {}", v.detail);
         assert!(v.detail.starts_with(detail), "{calls:?}: {}", v.detail);
     }
-    let (shown, v) = judge(
+    let (shown, v) = check(
         &rule(false, 0.0, true),
         vec![call("math.factorial", json!({"number": 5}))],
         gt,
@@ -150,14 +156,7 @@ fn types_values_and_strings_follow_bfcl() {
         ("any", json!(["5"]), json!(5), false),
     ];
     for (ty, acceptable, value, passes) in cases {
-        let tools = [tool("f", json!({"a": {"type": ty}}), &["a"])];
-        let gt = json!([{"f": {"a": acceptable}}]);
-        let (_, v) = judge(
-            &rule(false, 0.0, true),
-            vec![call("f", json!({"a": value}))],
-            gt,
-            &tools,
-        );
+        let v = check_argument(json!({"a": {"type": ty}}), &acceptable, &value);
         assert_eq!(
             v.passed, passes,
             "{ty} {acceptable} <- {value}: {}",
@@ -195,14 +194,7 @@ fn lists_and_dicts_follow_bfcl() {
         (dict, json!([{"k": ["v"]}]), json!({}), false),
     ];
     for (properties, acceptable, value, passes) in cases {
-        let tools = [tool("f", properties, &["a"])];
-        let gt = json!([{"f": {"a": acceptable}}]);
-        let (_, v) = judge(
-            &rule(false, 0.0, true),
-            vec![call("f", json!({"a": value}))],
-            gt,
-            &tools,
-        );
+        let v = check_argument(properties, &acceptable, &value);
         assert_eq!(v.passed, passes, "{acceptable} <- {value}: {}", v.detail);
     }
 }
@@ -235,7 +227,7 @@ fn optional_arguments_follow_the_acceptable_values() {
     ];
     for (expected, arguments, failure) in cases {
         let gt = json!([{"f": expected}]);
-        let (_, v) = judge(
+        let (_, v) = check(
             &rule(false, 0.0, true),
             vec![call("f", arguments.clone())],
             gt,
@@ -259,10 +251,10 @@ fn order_any_is_greedy_and_exact_is_positional() {
         (true, calls(1, 2), false),
     ];
     for (exact, calls, passes) in cases {
-        let (_, v) = judge(&rule(exact, 0.0, true), calls.clone(), gt.clone(), &tools);
+        let (_, v) = check(&rule(exact, 0.0, true), calls.clone(), gt.clone(), &tools);
         assert_eq!(v.passed, passes, "exact {exact} {calls:?}: {}", v.detail);
     }
-    let (_, v) = judge(&rule(false, 0.0, true), calls(1, 2), gt, &tools);
+    let (_, v) = check(&rule(false, 0.0, true), calls(1, 2), gt, &tools);
     assert!(
         v.detail.starts_with(
             "expected call 2 `a` matches no call (call 2 `a`: argument `x`: 2 is not one of [1])"
@@ -285,22 +277,22 @@ fn tolerance_and_normalization_are_switches() {
         json!({"n": 0.30000000000000004, "s": "New York"}),
     )];
     assert!(
-        !judge(&rule(false, 0.0, true), near.clone(), gt.clone(), &tools)
+        !check(&rule(false, 0.0, true), near.clone(), gt.clone(), &tools)
             .1
             .passed
     );
     assert!(
-        judge(&rule(false, 1e-9, true), near, gt.clone(), &tools)
+        check(&rule(false, 1e-9, true), near, gt.clone(), &tools)
             .1
             .passed
     );
     let lower = vec![call("f", json!({"n": 0.3, "s": "new york"}))];
     assert!(
-        judge(&rule(false, 0.0, true), lower.clone(), gt.clone(), &tools)
+        check(&rule(false, 0.0, true), lower.clone(), gt.clone(), &tools)
             .1
             .passed
     );
-    assert!(!judge(&rule(false, 0.0, false), lower, gt, &tools).1.passed);
+    assert!(!check(&rule(false, 0.0, false), lower, gt, &tools).1.passed);
 }
 
 /// Without the tool's schema, types come from the acceptable values.
@@ -312,7 +304,7 @@ fn without_a_schema_the_acceptable_values_type_the_arguments() {
         (json!({"city": "Paris", "days": "3"}), false),
     ];
     for (arguments, passes) in cases {
-        let (_, v) = judge(
+        let (_, v) = check(
             &rule(false, 0.0, true),
             vec![call("f", arguments.clone())],
             gt.clone(),
@@ -339,19 +331,9 @@ fn the_turn_picks_the_assistant_message() {
     };
     let mut vars = Map::new();
     vars.insert("ground_truth".into(), json!([{"b": {}}]));
-    assert!(
-        r.verify_reply(&reply, &vars)
-            .expect("a reply rule")
-            .1
-            .passed
-    );
+    assert!(ReadsReply::verify(&r, &reply, &vars).1.passed);
     r.turn = 0;
-    assert!(
-        !r.verify_reply(&reply, &vars)
-            .expect("a reply rule")
-            .1
-            .passed
-    );
+    assert!(!ReadsReply::verify(&r, &reply, &vars).1.passed);
 }
 
 #[test]
@@ -394,8 +376,27 @@ fn extract_is_an_error_on_rules_over_calls() {
     };
     let shown = errors[0].to_string();
     assert!(
-        shown.contains("judges tool calls, not text: `extract` does not apply"),
+        shown.contains("reads tool calls or the episode, not text: `extract` does not apply"),
         "{shown}"
     );
     assert!(shown.contains("s.toml:4:"), "{shown}");
+}
+
+#[test]
+fn a_wrong_type_is_named_as_the_schema_names_it() {
+    for (declared, named) in [
+        ("number", "a number"),
+        ("float", "a float"),
+        ("integer", "an integer"),
+    ] {
+        let detail = format!("\"5\" is a string, expected {named}");
+        let tools = [tool("f", json!({"x": {"type": declared}}), &["x"])];
+        let (_, v) = check(
+            &rule(false, 0.0, true),
+            vec![call("f", json!({"x": "5"}))],
+            json!([{"f": {"x": [5]}}]),
+            &tools,
+        );
+        assert!(v.detail.ends_with(&detail), "{declared}: {}", v.detail);
+    }
 }

@@ -1,10 +1,8 @@
 //! `tool_sequence`: the order in which an episode called its tools
 //! (promptfoo's `trajectory:tool-sequence`).
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
+use super::shared::EpisodeCalls;
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
@@ -18,28 +16,28 @@ pub(super) struct ToolSequenceKeys {
     /// The tools' names, in the expected order.
     pub tools: Vec<String>,
     /// `in_order` (default), `exact` or `any_order`.
-    pub mode: Option<String>,
+    pub mode: Option<SequenceMode>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Mode {
+/// How the calls must follow the listed tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum SequenceMode {
+    /// As a subsequence: other calls may come between.
+    #[default]
     InOrder,
+    /// Exactly the listed calls, in order, and no others.
     Exact,
+    /// Each listed name at least as often as listed, in any order.
     AnyOrder,
 }
 
 impl RuleKind for ToolSequenceKeys {
     const NAME: &'static str = "tool_sequence";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let modes = [
-            ("in_order", Mode::InOrder),
-            ("exact", Mode::Exact),
-            ("any_order", Mode::AnyOrder),
-        ];
-        let mode = cx.choice("mode", self.mode.as_deref(), &modes)?;
-        if self.tools.is_empty() && mode != Mode::Exact {
+        let mode = self.mode.unwrap_or_default();
+        if self.tools.is_empty() && mode != SequenceMode::Exact {
             return Err(cx.error(ErrorKind::Invalid, "tools", "`tools` names no tool"));
         }
         Ok(Box::new(ToolSequence {
@@ -51,15 +49,16 @@ impl RuleKind for ToolSequenceKeys {
 
 struct ToolSequence {
     tools: Vec<String>,
-    mode: Mode,
+    mode: SequenceMode,
 }
 
 impl ToolSequence {
-    fn judge(&self, names: &[&str]) -> Verdict {
+    /// The verdict on the called tools' `names`, in order.
+    fn follows(&self, names: &[&str]) -> Verdict {
         match self.mode {
-            Mode::Exact => self.exact(names),
-            Mode::InOrder => self.in_order(names),
-            Mode::AnyOrder => self.any_order(names),
+            SequenceMode::Exact => self.exact(names),
+            SequenceMode::InOrder => self.in_order(names),
+            SequenceMode::AnyOrder => self.any_order(names),
         }
     }
 
@@ -138,15 +137,10 @@ impl ToolSequence {
     }
 }
 
-impl Rule for ToolSequence {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        self.judge(&[])
-    }
-
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
+impl EpisodeCalls for ToolSequence {
+    fn decide(&self, calls: &[ToolCall], _reply: &Reply) -> Verdict {
         let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-        Some((show_calls(&calls), self.judge(&names)))
+        self.follows(&names)
     }
 }
 
@@ -161,37 +155,41 @@ mod tests {
             mode,
         };
         let cases = [
-            (Mode::Exact, &["search", "book"][..], None),
+            (SequenceMode::Exact, &["search", "book"][..], None),
             (
-                Mode::Exact,
+                SequenceMode::Exact,
                 &["search", "pay"],
                 Some("step 2: called `pay`, expected `book`"),
             ),
             (
-                Mode::Exact,
+                SequenceMode::Exact,
                 &["search"],
                 Some("step 2: expected `book`, but the episode made 1 calls"),
             ),
             (
-                Mode::Exact,
+                SequenceMode::Exact,
                 &["search", "book", "pay"],
                 Some("step 3: called `pay` after the sequence ended"),
             ),
-            (Mode::InOrder, &["search", "weather", "book", "pay"], None),
             (
-                Mode::InOrder,
+                SequenceMode::InOrder,
+                &["search", "weather", "book", "pay"],
+                None,
+            ),
+            (
+                SequenceMode::InOrder,
                 &["book", "search"],
                 Some("`book` (item 2 of the sequence) is not called after step 2"),
             ),
-            (Mode::AnyOrder, &["book", "search"], None),
+            (SequenceMode::AnyOrder, &["book", "search"], None),
             (
-                Mode::AnyOrder,
+                SequenceMode::AnyOrder,
                 &["book"],
                 Some("`search` is called 0 times, the sequence lists it 1 times"),
             ),
         ];
         for (mode, names, failure) in cases {
-            let v = seq(mode).judge(names);
+            let v = seq(mode).follows(names);
             assert_eq!(
                 v.passed,
                 failure.is_none(),

@@ -1,10 +1,8 @@
 //! `tool_used`: which tools an episode called, and how often (promptfoo's
 //! `trajectory:tool-used`; with `max = 0`, its negation).
 
-use serde_json::{Map, Value};
-
 use super::kind::RuleKind;
-use super::tool_call::show_calls;
+use super::shared::{EpisodeCalls, calls_text};
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
@@ -24,7 +22,6 @@ pub(super) struct ToolUsedKeys {
 
 impl RuleKind for ToolUsedKeys {
     const NAME: &'static str = "tool_used";
-    const OVER_CALLS: bool = true;
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         if self.tools.is_empty() {
@@ -48,25 +45,8 @@ struct ToolUsed {
     max: Option<u32>,
 }
 
-/// `n call(s)`.
-pub(super) fn calls_text(n: usize) -> String {
-    format!("{n} call{}", if n == 1 { "" } else { "s" })
-}
-
-impl Rule for ToolUsed {
-    fn verify(&self, _answer: &str, _response: &str, _vars: &Map<String, Value>) -> Verdict {
-        Verdict::failed(FailureKind::NoAnswer, "no tool calls to check")
-    }
-
-    fn verify_reply(&self, reply: &Reply, _vars: &Map<String, Value>) -> Option<(String, Verdict)> {
-        let calls: Vec<ToolCall> = reply.calls().map(|(_, c)| c.clone()).collect();
-        let verdict = self.judge(&calls);
-        Some((show_calls(&calls), verdict))
-    }
-}
-
-impl ToolUsed {
-    fn judge(&self, calls: &[ToolCall]) -> Verdict {
+impl EpisodeCalls for ToolUsed {
+    fn decide(&self, calls: &[ToolCall], _reply: &Reply) -> Verdict {
         for tool in &self.tools {
             let steps: Vec<usize> = (0..calls.len())
                 .filter(|&i| calls[i].name == *tool)
@@ -143,7 +123,7 @@ mod tests {
             ),
         ];
         for (rule, names, failure) in cases {
-            let v = rule.judge(&calls(names));
+            let v = rule.decide(&calls(names), &Reply::text(""));
             assert_eq!(v.passed, failure.is_none(), "{names:?}: {}", v.detail);
             assert_eq!(v.detail, failure.unwrap_or_default(), "{names:?}");
         }

@@ -86,3 +86,27 @@ fn junit_failures_show_calls() {
     );
     insta::assert_snapshot!(xml);
 }
+
+/// An agent spec judged only by its final state expects no answer: its
+/// failing instances show no `Expected: null` line.
+#[test]
+fn markdown_omits_an_expected_value_that_is_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = read(&journal())
+        .lines()
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            r["expected"] = json!({});
+            r.to_string()
+        })
+        .collect();
+    let journal = dir.path().join("journal.jsonl");
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let models = vec!["qwen3:8b".to_owned(), "gpt-4o-mini".to_owned()];
+    let specs = vec![SpecInfo::plain("shop_agent")];
+    let journals = [journal];
+    let ctx = ReportContext::new(dir.path(), &models, &specs, &journals);
+    let md = read(&write_reports(&ctx).unwrap().files.markdown);
+    assert!(md.contains("→ shop.cancel_order(order_id=8)"), "{md}");
+    assert!(!md.contains("Expected:"), "{md}");
+}

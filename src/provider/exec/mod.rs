@@ -105,6 +105,14 @@ pub enum CommandError {
     /// The program rendered to an empty string.
     #[error("`command[0]` renders to nothing: the program must be named")]
     NoProgram,
+    /// An argument names a variable the request's context does not hold.
+    #[error("`command[{index}]` names variable `{name}`, which the instance does not set")]
+    UnknownVariable {
+        /// Which argument (0: the program).
+        index: usize,
+        /// The variable.
+        name: String,
+    },
 }
 
 /// What the argument templates see: the instance's variables, and beside
@@ -179,12 +187,18 @@ impl ExecOptions {
     /// Renders the command for one request.
     pub fn call(&self, context: &ExecContext<'_>) -> Result<ExecCall, CommandError> {
         let env = environment();
-        let value = minijinja::Value::from(minijinja::value::Serde(context.value()));
         let mut argv = Vec::with_capacity(self.command.len());
+        let values = context.value();
+        let value = minijinja::Value::from(minijinja::value::Serde(&values));
         for (index, source) in self.command.iter().enumerate() {
-            let rendered = env
-                .render_str(source, &value)
-                .map_err(|e| template_error(index, source, &e))?;
+            let rendered = env.render_str(source, &value).map_err(|e| {
+                unknown_variable(&env, source, &values)
+                    .filter(|_| e.kind() == minijinja::ErrorKind::UndefinedError)
+                    .map_or_else(
+                        || template_error(index, source, &e),
+                        |name| CommandError::UnknownVariable { index, name },
+                    )
+            })?;
             argv.push(rendered);
         }
         match argv.first() {
@@ -204,6 +218,18 @@ fn environment() -> Environment<'static> {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_fuel(Some(FUEL));
     env
+}
+
+/// The first variable, by name, that `source` reads and neither `context`
+/// nor the template language defines.
+fn unknown_variable(env: &Environment<'_>, source: &str, context: &Value) -> Option<String> {
+    let template = env.template_from_str(source).ok()?;
+    let mut names: Vec<String> = template.undeclared_variables(false).into_iter().collect();
+    names.sort();
+    let globals: Vec<&str> = env.globals().map(|(name, _)| name).collect();
+    names
+        .into_iter()
+        .find(|n| context.get(n).is_none() && !globals.contains(&n.as_str()))
 }
 
 fn template_error(index: usize, source: &str, e: &minijinja::Error) -> CommandError {

@@ -43,12 +43,22 @@ fn arguments_render_from_the_instance_and_the_builtins() {
     // One argument stays one argument, spaces and all; `model` is the builtin.
     assert_eq!(call.argv, ["ocr", "/p/specs/a b.png", "rus", "tess", "0"]);
     assert_eq!(call.vars, vars);
-    let missing = options(&["ocr", "{{ nope }}"]).call(&context).unwrap_err();
+    // An unknown name is told by name; an index past a list's end by position.
+    let missing = options(&["ocr", "{{ range(2) | join }}{{ nope }}"]).call(&context);
+    assert_eq!(
+        missing.unwrap_err(),
+        CommandError::UnknownVariable {
+            index: 1,
+            name: "nope".into()
+        }
+    );
+    let past = options(&["ocr", "{{ images[0] }}"])
+        .call(&context)
+        .unwrap_err();
     assert!(
-        missing
-            .to_string()
+        past.to_string()
             .starts_with("`command[1]`, line 1 column 4"),
-        "{missing}"
+        "{past}"
     );
     assert_eq!(
         options(&["{{ '' }}"]).call(&context).unwrap_err(),

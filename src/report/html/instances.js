@@ -154,12 +154,20 @@ function episode(r) {
   const last = all[all.length - 1];
   if (last && last.o === 'assistant' && !last.tc && (last.c || '') === (r.r || '')) all.pop();
   let turn = 0;
-  const id = (i) => (i ? h('span', { class: 'call-id' }, ' ' + i) : null);
+  // Calls are numbered from 1 through the episode, whatever ids the provider
+  // gave (`call_0_0` under turn 1); a result shows its call's number, and
+  // the provider's id stays in the tooltip.
+  const numbers = new Map();
+  all.forEach((st) => (st.tc || []).forEach((c) => {
+    if (c.i && !numbers.has(c.i)) numbers.set(c.i, numbers.size + 1);
+  }));
+  const id = (i) => (i ? h('span', { class: 'call-id', title: i }, ' ' + (numbers.has(i) ? t('call {0}', numbers.get(i)) : i)) : null);
+  const flag = (text) => [' ', h('span', { class: 'flag bad' }, text)];
   return h('div', { class: 'episode' }, all.map((st) => {
     if (st.o === 'tool') {
       return h('div', { class: 'step tool' },
         h('div', { class: 'role' }, t('tool result'), ' · ', h('span', { class: 'tool-name' }, st.n || '?'), id(st.i),
-          st.er ? h('span', { class: 'flag bad' }, t('error')) : null),
+          st.er ? flag(t('error')) : null),
         pre(st.c, st.er ? 'result error' : 'result'));
     }
     if (st.o === 'assistant') turn += 1;
@@ -168,7 +176,7 @@ function episode(r) {
       st.c || !st.tc ? pre(st.c, 'text') : null,
       (st.tc || []).map((c) => h('div', { class: 'call' },
         h('div', { class: 'call-head' }, '→ ', h('span', { class: 'tool-name' }, c.n), id(c.i),
-          c.iv ? h('span', { class: 'flag bad' }, t('invalid arguments: {0}', c.iv)) : null),
+          c.iv ? flag(t('invalid arguments: {0}', c.iv)) : null),
         pre(c.a, 'args'))));
   }));
 }

@@ -206,7 +206,9 @@ function overview() {
     h('h2', null, t('Leaderboard')), leaderboard(),
     h('h2', null, t('Results by category')),
     h('p', { class: 'note' }, t('Click a cell to see its instances.')), heatmap(),
-    h('h2', null, t('Total against the cost of answering')),
+    // Without a price nothing here is a cost: the heading names what is plotted.
+    h('h2', null, models.some((m) => m.cost != null || m.cost_per_correct != null)
+      ? t('Total against the cost of answering') : t('Total against latency and answer length')),
     charts.length ? h('div', { class: 'charts' }, charts)
       : h('p', { class: 'note' }, t('No timed requests: replayed and cached answers have no latency to plot.')),
     pools(),

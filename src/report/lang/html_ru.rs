@@ -55,6 +55,10 @@ pub(super) const HTML: &[(&str, &str)] = &[
         "Итог против стоимости ответа",
     ),
     (
+        "Total against latency and answer length",
+        "Итог против задержки и длины ответа",
+    ),
+    (
         "No timed requests: replayed and cached answers have no latency to plot.",
         "Нет запросов с замером времени: у воспроизведённых и кэшированных ответов нет задержки.",
     ),
@@ -229,4 +233,5 @@ pub(super) const HTML: &[(&str, &str)] = &[
     ("error", "ошибка"),
     ("assistant, turn {0}", "ассистент, ход {0}"),
     ("invalid arguments: {0}", "аргументы не JSON: {0}"),
+    ("call {0}", "вызов {0}"),
 ];

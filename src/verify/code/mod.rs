@@ -15,7 +15,7 @@
 //! "pass"|"fail"|"gone"|"error", "kind", "error"}`; the program can write
 //! to neither.
 
-mod judge;
+mod outcome;
 
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::code_input::{Runtime, runtime, test_sources, test_template};
 use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ExtractKind;
 use crate::sandbox::{self, Limits, Program};
@@ -45,9 +45,13 @@ const SHARE: &str = include_str!("share.py");
 const MAX_MEMORY_MB: u64 = 1 << 20;
 
 /// How test results become a score.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Scoring {
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Scoring {
+    /// Every test must pass: the score is 1 or 0.
+    #[default]
     All,
+    /// The fraction of tests passed.
     Fraction,
 }
 
@@ -77,7 +81,7 @@ pub(super) struct CodeKeys {
     /// The solution's language: fence to extract and runtime (default python).
     pub language: Option<String>,
     /// `all` (default: every test must pass) or `fraction` of tests passed.
-    pub score: Option<String>,
+    pub score: Option<Scoring>,
     /// CPU limit in seconds; the wall clock gets twice that and a second (default 10).
     pub timeout_secs: Option<f64>,
     /// Address-space limit in MiB (default 512).
@@ -101,19 +105,7 @@ impl RuleKind for CodeKeys {
         let tests = cx
             .required(self.tests.as_ref(), cx.rule, "tests", "\"tests\"")?
             .clone();
-        let scoring = match self.score.as_deref() {
-            None | Some("all") => Scoring::All,
-            Some("fraction") => Scoring::Fraction,
-            Some(other) => {
-                return Err(cx
-                    .error(
-                        ErrorKind::Invalid,
-                        "score",
-                        format!("unknown score `{other}`"),
-                    )
-                    .with_help("use \"all\" (every test must pass) or \"fraction\""));
-            }
-        };
+        let scoring = self.score.unwrap_or_default();
         let template = test_template(self.test_template.as_ref(), cx)?;
         let mut limits = Limits::default();
         if let Some(secs) = cx.code_timeout.or(self.timeout_secs) {
@@ -193,6 +185,12 @@ impl Rule for CodeRule {
         true
     }
 
+    fn reads(&self) -> Reads<'_> {
+        Reads::Text(self)
+    }
+}
+
+impl ReadsText for CodeRule {
     fn verify(&self, answer: &str, _response: &str, vars: &Map<String, Value>) -> Verdict {
         let tests = match test_sources(&self.tests, self.template.as_ref(), vars) {
             Ok(tests) => tests,
@@ -205,7 +203,7 @@ impl Rule for CodeRule {
             Ok(parts) => parts,
             Err(e) => return Verdict::failed(FailureKind::ScriptError, e.to_string()),
         };
-        let nonce = judge::nonce();
+        let nonce = outcome::nonce();
         let (program, checker) = match self.programs(&solution, prelude, &tests, &nonce) {
             Ok(programs) => programs,
             Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
@@ -215,13 +213,13 @@ impl Rule for CodeRule {
             Ok(outcomes) => outcomes,
             Err(e) => return Verdict::failed(FailureKind::SandboxError, e.to_string()),
         };
-        let ran = judge::Ran {
+        let ran = outcome::Ran {
             program: &program,
             checker: &checker,
             nonce: &nonce,
             limits: &self.limits,
         };
-        judge::verdict(&tests, &ran, self.scoring == Scoring::Fraction)
+        outcome::verdict(&tests, &ran, self.scoring == Scoring::Fraction)
     }
 }
 

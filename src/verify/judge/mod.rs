@@ -16,8 +16,8 @@ pub(crate) mod prompt;
 pub(crate) mod rubric;
 
 use super::expected::{Expected, as_text};
-use super::kind::RuleKind;
-use super::{BuildContext, FailureKind, Rule, Verdict};
+use super::kind::{Reference, RuleKind};
+use super::{BuildContext, Reads, Rule};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::range::{Bounds, Number};
 pub(crate) use combine::{JudgeSample, combine};
@@ -61,11 +61,7 @@ pub(crate) struct JudgeKeys {
     /// `min_level`, `max_level` and `vars` (default: a built-in prompt in `language`).
     pub template: Option<String>,
     /// The built-in prompt's language, `ru` or `en` (default ru).
-    pub language: Option<String>,
-    /// The instance variable holding the reference answer (a dotted path).
-    pub expected: Option<String>,
-    /// A literal reference answer, instead of `expected`.
-    pub value: Option<Value>,
+    pub language: Option<prompt::PromptLanguage>,
     /// Minimum normalized score to pass (default 0.5).
     pub threshold: Option<f64>,
     /// Judge samples per answer; the median level counts and the spread is reported (default 1).
@@ -80,6 +76,10 @@ pub(crate) struct JudgeKeys {
 
 impl RuleKind for JudgeKeys {
     const NAME: &'static str = "judge";
+    const REFERENCE: Option<Reference> = Some(Reference {
+        expected: "The instance variable holding the reference answer (a dotted path).",
+        value: "A literal reference answer, instead of `expected`.",
+    });
 
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let rubric = match (&self.rubric, &self.rubric_file) {
@@ -102,18 +102,9 @@ impl RuleKind for JudgeKeys {
                 ));
             }
         };
-        let template = match (&self.template, self.language.as_deref()) {
-            (Some(t), _) => t.clone(),
-            (None, language) => prompt::default_template(language.unwrap_or("ru"))
-                .ok_or_else(|| {
-                    cx.error(
-                        ErrorKind::Invalid,
-                        "language",
-                        "the judge's default prompt is `ru` or `en`",
-                    )
-                    .with_help("or write your own prompt in `template`")
-                })?
-                .to_owned(),
+        let template = match &self.template {
+            Some(t) => t.clone(),
+            None => prompt::default_template(self.language.unwrap_or_default()).to_owned(),
         };
         let hash = rubric.hash(&template);
         let env = prompt::environment(template).map_err(|e| {
@@ -153,14 +144,7 @@ impl RuleKind for JudgeKeys {
                 return Err(cx.error(ErrorKind::Invalid, key, problem));
             }
         }
-        let reference = match (&self.expected, &self.value) {
-            (None, None) => None,
-            _ => Some(Expected::from_keys(
-                self.expected.as_deref(),
-                self.value.as_ref(),
-                cx,
-            )?),
-        };
+        let reference = cx.optional_expected()?;
         Ok(Box::new(JudgeRule {
             rubric,
             hash,
@@ -222,15 +206,7 @@ impl Rule for JudgeRule {
         self.reference.as_ref()
     }
 
-    fn verify(&self, _: &str, _: &str, _: &Map<String, Value>) -> Verdict {
-        // Reached only when nobody judged the answer: say so rather than score it.
-        Verdict::failed(
-            FailureKind::JudgeError,
-            "judge error: no judge model (pass --judge MODEL or set [judge] in harness.toml)",
-        )
-    }
-
-    fn judge(&self) -> Option<&JudgeRule> {
-        Some(self)
+    fn reads(&self) -> Reads<'_> {
+        Reads::Judge(self)
     }
 }

@@ -45,12 +45,22 @@ Compare the answer with every level of the rubric and choose the one that fits b
 Reply with a JSON object only, nothing around it:
 {"reasoning": "<a short justification>", "level": <an integer from {{ min_level }} to {{ max_level }}>}"#;
 
-/// The default template for a prompt language (`ru` or `en`).
-pub(crate) fn default_template(language: &str) -> Option<&'static str> {
+/// The language of the built-in judge prompt.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PromptLanguage {
+    /// Russian (the users' language).
+    #[default]
+    Ru,
+    /// English.
+    En,
+}
+
+/// The default template for a prompt language.
+pub(crate) fn default_template(language: PromptLanguage) -> &'static str {
     match language {
-        "ru" => Some(DEFAULT_RU),
-        "en" => Some(DEFAULT_EN),
-        _ => None,
+        PromptLanguage::Ru => DEFAULT_RU,
+        PromptLanguage::En => DEFAULT_EN,
     }
 }
 
@@ -145,8 +155,8 @@ mod tests {
         ])
         .unwrap();
         let vars = serde_json::Map::new();
-        for lang in ["ru", "en"] {
-            let env = environment(default_template(lang).unwrap().into()).unwrap();
+        for lang in [PromptLanguage::Ru, PromptLanguage::En] {
+            let env = environment(default_template(lang).into()).unwrap();
             let input = PromptInput {
                 task: "Когда построили башню?",
                 reference: Some("В 1889 году."),
@@ -163,7 +173,10 @@ mod tests {
                 "Хорошо",
                 "\"level\"",
             ] {
-                assert!(text.contains(needle), "{lang}: {needle} missing in {text}");
+                assert!(
+                    text.contains(needle),
+                    "{lang:?}: {needle} missing in {text}"
+                );
             }
             assert!(text.contains("1") && text.contains("2"));
             let no_reference = PromptInput {
