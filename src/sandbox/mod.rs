@@ -34,6 +34,7 @@ mod seccomp;
 mod setup;
 mod spawn;
 mod zygote;
+mod zygote_io;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

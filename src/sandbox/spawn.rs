@@ -361,12 +361,6 @@ impl Sandbox {
         (n, workdir, seat): (u32, Workdir, Option<Lease>),
     ) -> Result<Started, SandboxError> {
         let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
-        let cgroups = match &seat {
-            Some(seat) => seat
-                .procs_files()
-                .map_err(|e| io("open the run's cgroup", e))?,
-            None => Vec::new(),
-        };
         // The child reports on its own socket, not a report pipe.
         let plan = self.plan(program, &workdir, n, (Vec::new(), channel.to_vec(), -1))?;
         let stdin = super::memory_file(&program.stdin).map_err(|e| io("write its input", e))?;
@@ -390,7 +384,7 @@ impl Sandbox {
             stderr_write.as_raw_fd(),
         ];
         let start = Instant::now();
-        let (pid, warm) = zygote.run(&plan, &cgroups, stdio, &env, script)?;
+        let (pid, warm) = zygote.run(&plan, seat.as_ref(), stdio, &env, script)?;
         Ok(Started {
             pid,
             pidfd: None,

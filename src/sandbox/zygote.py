@@ -37,9 +37,9 @@ def load(directory, main):
     return module
 
 
-def serve(module):
-    control = socket.socket(fileno=CONTROL)
-    control.send(b"R")
+def serve(module, control_fd=CONTROL):
+    control = socket.socket(fileno=control_fd)
+    control.send(b"R%d" % os.getpid())
     runs = {}
     while True:
         ready, _, _ = select.select([control, *runs], [], [])
@@ -55,20 +55,64 @@ def serve(module):
             return
         if not message:
             return
+        zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
+            # Nothing of another run may stay reachable: its report channel
+            # would let this one forge that run's exit status.
+            others = [control] + [channel for _, channel in runs.values() if channel]
+            if message == b"s":
+                # Returns when the harness lets the seat's zygote go.
+                return seated(module, fds, others, list(runs), zygote)
             # Returns only after the run's main did, confined; the interpreter
             # then ends as a fresh one would (atexit, flushing, exit status).
-            child(module, fds, [control] + [channel for _, channel in runs.values()], list(runs))
+            child(module, fds, others, list(runs))
             return
+        if message == b"s":
+            for fd in fds:
+                os.close(fd)
+            runs[os.pidfd_open(pid)] = (pid, None)
+            continue
         channel = socket.socket(fileno=fds[0])
         for fd in fds[1:]:
             os.close(fd)
         runs[os.pidfd_open(pid)] = (pid, channel)
 
 
+# The zygote's own OOM score, which a seat's zygote lowers and its runs get back.
+OOM_SCORE = "/proc/self/oom_score_adj"
+oom_score = None
+
+
+def seated(module, fds, sockets, pidfds, zygote):
+    """A zygote inside a seat's cgroups (fds: its control socket, then the
+    seat's cgroup.procs files): it moves in once, so that its runs start
+    inside instead of each waiting for the kernel to move them."""
+    global oom_score
+    try:
+        for other in sockets:
+            other.close()
+        for other in pidfds:
+            os.close(other)
+        starting(zygote)
+        for fd in fds[1:]:
+            if os.write(fd, b"0") != 1:
+                os._exit(1)
+            os.close(fd)
+        # The seat's memory limit is the run's: when it runs out, the kernel
+        # must kill the run's processes, never this one.
+        with open(OOM_SCORE, "rb") as f:
+            oom_score = f.read()
+        write_file(OOM_SCORE, b"-1000")
+    except BaseException:
+        os._exit(1)
+    serve(module, fds[0])
+
+
 def report_exit(pid, channel):
     _, status, usage = os.wait4(pid, 0)
+    if channel is None:
+        return
     line = "X%d %d %d %d" % (status, round(usage.ru_utime * 1e6), round(usage.ru_stime * 1e6), usage.ru_maxrss)
     try:
         channel.send(line.encode())
@@ -114,8 +158,6 @@ def check(step, rc):
 def child(module, fds, sockets, pidfds):
     """The run's first process: confine, fork into the PID namespace, run."""
     try:
-        # Nothing of another run may stay reachable: its report channel would
-        # let this one forge that run's exit status.
         for other in sockets:
             other.close()
         for other in pidfds:
@@ -151,6 +193,8 @@ def read_plan(fds):
 
 
 def enter(plan, blobs, fds, channel):
+    if oom_score is not None:
+        write_file(OOM_SCORE, oom_score)
     for index in plan["cgroups"]:
         if os.write(fds[index], b"0") != 1:
             raise Failed("join the run's cgroup")

@@ -15,8 +15,7 @@
 //! first process and reports its wait status and usage on the run's socket.
 
 use std::collections::HashMap;
-use std::io::{Seek, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,7 +23,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::capture::{exited, pidfd_open};
 use super::child::ChildPlan;
+use super::seat::{Lease, Seat};
+use super::zygote_io::{plan_file, receive, send_fds, seqpacket};
 use super::{PATH, Program, SandboxError};
 
 /// The zygote's script.
@@ -63,7 +65,27 @@ pub(super) struct Zygote {
     pid: u32,
     /// Cleared when the zygote exits: the next run starts a new one.
     alive: Arc<AtomicBool>,
+    /// Its forks living in a seat's cgroups, by seat: a run forked there
+    /// starts inside, where moving it in would wait for an RCU grace period
+    /// (5-20 ms) each time.
+    seated: Mutex<HashMap<usize, Arc<Mutex<Option<Seated>>>>>,
     _dir: super::spawn::Workdir,
+}
+
+/// A fork of a zygote that moved into a seat's cgroups once and stays,
+/// serving that seat's runs as its parent serves the others.
+struct Seated {
+    control: OwnedFd,
+    pid: u32,
+    /// Readable once it is gone.
+    pidfd: OwnedFd,
+    seat: Arc<Seat>,
+}
+
+impl Drop for Seated {
+    fn drop(&mut self) {
+        self.seat.unsettle(self.pid as i32);
+    }
 }
 
 /// What the harness holds of a warm run: its socket, on which the zygote
@@ -199,50 +221,120 @@ impl Zygote {
             .map_err(|_| std::io::Error::other("the zygote's thread is gone"))??;
         drop(theirs);
         // The zygote says it is ready once its modules are imported.
-        let ready = receive(&control, Some(START_LIMIT))?;
-        if ready != b"R" {
-            return Err(std::io::Error::other("the zygote did not start"));
-        }
+        ready(&control)?;
         Ok(Zygote {
             control,
             pid,
             alive,
+            seated: Mutex::default(),
             _dir: dir,
         })
     }
 
-    /// Forks a confined child for `plan`; returns the pid of its first
-    /// process, which then confines itself (see [`WarmRun::started`]).
+    /// Forks a confined child for `plan` in `seat` (when there is one);
+    /// returns the pid of its first process, which then confines itself
+    /// (see [`WarmRun::started`]).
     pub(super) fn run(
         &self,
         plan: &ChildPlan,
-        cgroups: &[OwnedFd],
+        seat: Option<&Lease>,
         stdio: [RawFd; 3],
         env: &[(String, String)],
         script: &str,
     ) -> Result<(libc::pid_t, WarmRun), SandboxError> {
         let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
-        let (socket, theirs) = seqpacket().map_err(|e| io("socketpair", e))?;
-        let mut fds: Vec<RawFd> = vec![theirs.as_raw_fd()];
-        let plan_file = plan_file(plan, (cgroups, stdio), (env, script, self.pid), &mut fds)
-            .map_err(|e| io("write the plan", e))?;
-        fds.insert(1, plan_file.as_raw_fd());
-        send_fds(&self.control, b"r", &fds).map_err(|e| io("reach the zygote", e))?;
-        drop((theirs, plan_file));
-        let message = receive(&socket, None).map_err(|e| io("zygote", e))?;
-        let pid = std::str::from_utf8(&message)
-            .ok()
-            .and_then(|m| m.strip_prefix('P'))
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| SandboxError::Setup("the zygote did not fork".into()))?;
-        Ok((
-            pid,
-            WarmRun {
-                socket,
-                started: false,
-            },
-        ))
+        let Some(lease) = seat else {
+            return request(&self.control, self.pid, plan, &[], (stdio, env, script));
+        };
+        let slot = {
+            let mut seated = self.seated.lock().unwrap_or_else(|e| e.into_inner());
+            let key = Arc::as_ptr(lease.seat()) as usize;
+            seated.entry(key).or_default().clone()
+        };
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_some_and(|s| exited(&s.pidfd)) {
+            *slot = None;
+        }
+        if slot.is_none() {
+            *slot = self.seat_in(lease);
+        }
+        if let Some(seated) = &*slot {
+            return request(&seated.control, seated.pid, plan, &[], (stdio, env, script));
+        }
+        // No zygote could stay in the seat: the child moves itself in.
+        let cgroups = lease
+            .procs_files()
+            .map_err(|e| io("open the run's cgroup", e))?;
+        request(
+            &self.control,
+            self.pid,
+            plan,
+            &cgroups,
+            (stdio, env, script),
+        )
     }
+
+    /// Forks a zygote into `lease`'s seat; `None` when it could not move in.
+    fn seat_in(&self, lease: &Lease) -> Option<Seated> {
+        let cgroups = lease.procs_files().ok()?;
+        let (control, theirs) = seqpacket().ok()?;
+        let mut fds = vec![theirs.as_raw_fd()];
+        fds.extend(cgroups.iter().map(AsRawFd::as_raw_fd));
+        send_fds(&self.control, b"s", &fds).ok()?;
+        drop((theirs, cgroups));
+        let pid = ready(&control).ok()?;
+        // Its parent, the zygote, reaps it: it stays until its socket closes.
+        let pidfd = pidfd_open(pid as libc::pid_t)?;
+        let seat = lease.seat().clone();
+        seat.settle(pid as i32).ok()?;
+        Some(Seated {
+            control,
+            pid,
+            pidfd,
+            seat,
+        })
+    }
+}
+
+/// Waits for a zygote's "ready" (`R<pid>`) and returns its pid.
+fn ready(control: &OwnedFd) -> std::io::Result<u32> {
+    let message = receive(control, Some(START_LIMIT))?;
+    std::str::from_utf8(&message)
+        .ok()
+        .and_then(|m| m.strip_prefix('R'))
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| std::io::Error::other("the zygote did not start"))
+}
+
+/// Asks the zygote on `control` (process `pid`) to fork a child for `plan`.
+fn request(
+    control: &OwnedFd,
+    pid: u32,
+    plan: &ChildPlan,
+    cgroups: &[OwnedFd],
+    (stdio, env, script): ([RawFd; 3], &[(String, String)], &str),
+) -> Result<(libc::pid_t, WarmRun), SandboxError> {
+    let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
+    let (socket, theirs) = seqpacket().map_err(|e| io("socketpair", e))?;
+    let mut fds: Vec<RawFd> = vec![theirs.as_raw_fd()];
+    let plan_file = plan_file(plan, (cgroups, stdio), (env, script, pid), &mut fds)
+        .map_err(|e| io("write the plan", e))?;
+    fds.insert(1, plan_file.as_raw_fd());
+    send_fds(control, b"r", &fds).map_err(|e| io("reach the zygote", e))?;
+    drop((theirs, plan_file));
+    let message = receive(&socket, None).map_err(|e| io("zygote", e))?;
+    let pid = std::str::from_utf8(&message)
+        .ok()
+        .and_then(|m| m.strip_prefix('P'))
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| SandboxError::Setup("the zygote did not fork".into()))?;
+    Ok((
+        pid,
+        WarmRun {
+            socket,
+            started: false,
+        },
+    ))
 }
 
 impl WarmRun {
@@ -291,177 +383,5 @@ impl WarmRun {
         usage.ru_stime = timeval(system);
         usage.ru_maxrss = rss;
         (status as libc::c_int, usage)
-    }
-}
-
-/// The plan in a memory file: an 8-byte length, a JSON header, then blobs
-/// (files, seccomp programs). Descriptors the child needs are appended to
-/// `fds` and named in the header by their index there (the memory file
-/// itself goes in at index 1).
-fn plan_file(
-    plan: &ChildPlan,
-    (cgroups, stdio): (&[OwnedFd], [RawFd; 3]),
-    (env, script, zygote): (&[(String, String)], &str, u32),
-    fds: &mut Vec<RawFd>,
-) -> std::io::Result<std::fs::File> {
-    // Index 1 is the plan file, inserted by the caller.
-    let push = |fd: RawFd, fds: &mut Vec<RawFd>| {
-        fds.push(fd);
-        fds.len()
-    };
-    let stdio: Vec<usize> = stdio.iter().map(|&fd| push(fd, fds)).collect();
-    let cgroup_indices: Vec<usize> = cgroups.iter().map(|fd| push(fd.as_raw_fd(), fds)).collect();
-    let netns = plan.netns.map(|fd| push(fd, fds));
-    let landlock = plan.landlock.map(|fd| push(fd, fds));
-    let channel: Vec<usize> = plan.channel.iter().map(|&fd| push(fd, fds)).collect();
-    let mut blobs: Vec<&[u8]> = Vec::new();
-    let mut files = Vec::new();
-    for (path, contents) in &plan.files {
-        files.push((path.to_string_lossy().into_owned(), blobs.len()));
-        blobs.push(contents);
-    }
-    let filters: Vec<Vec<u8>> = plan.seccomp.iter().map(bpf_bytes).collect();
-    let mut seccomp = Vec::new();
-    for filter in &filters {
-        seccomp.push(blobs.len());
-        blobs.push(filter);
-    }
-    let header = serde_json::json!({
-        "cgroups": cgroup_indices,
-        "netns": netns,
-        "landlock": landlock,
-        "channel": channel,
-        "stdio": stdio,
-        "namespaces": libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC
-            | libc::CLONE_NEWUTS | libc::CLONE_NEWPID,
-        "clone_newnet": libc::CLONE_NEWNET,
-        "ids": plan.ids,
-        "uid_map": String::from_utf8_lossy(&plan.uid_map),
-        "gid_map": String::from_utf8_lossy(&plan.gid_map),
-        "zygote": zygote,
-        "workdir": plan.workdir.to_string_lossy(),
-        "tmpfs_options": plan.tmpfs_options.to_string_lossy(),
-        "files": files,
-        "late_rules": plan.late_rules.iter()
-            .map(|(p, a)| (p.to_string_lossy().into_owned(), a)).collect::<Vec<_>>(),
-        "seccomp": seccomp,
-        "rlimits": plan.rlimits.iter()
-            .map(|(r, l)| (*r, l.rlim_cur, l.rlim_max)).collect::<Vec<_>>(),
-        "sys_landlock_add_rule": libc::SYS_landlock_add_rule,
-        "sys_landlock_restrict_self": libc::SYS_landlock_restrict_self,
-        "sys_seccomp": libc::SYS_seccomp,
-        "env": env,
-        "channel_env": super::CHANNEL_ENV,
-        "script": script,
-        "blobs": blobs.iter().map(|b| b.len()).collect::<Vec<_>>(),
-    });
-    let header = serde_json::to_vec(&header)?;
-    let mut file = super::memory_file(&[])?;
-    file.write_all(&(header.len() as u64).to_le_bytes())?;
-    file.write_all(&header)?;
-    for blob in blobs {
-        file.write_all(blob)?;
-    }
-    file.seek(std::io::SeekFrom::Start(0))?;
-    Ok(file)
-}
-
-/// A seccomp program as the kernel reads it: `struct sock_filter`s, native order.
-fn bpf_bytes(program: &seccompiler::BpfProgram) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(program.len() * 8);
-    for insn in program {
-        bytes.extend_from_slice(&insn.code.to_ne_bytes());
-        bytes.push(insn.jt);
-        bytes.push(insn.jf);
-        bytes.extend_from_slice(&insn.k.to_ne_bytes());
-    }
-    bytes
-}
-
-/// A connected pair of close-on-exec `SOCK_SEQPACKET` sockets.
-fn seqpacket() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: socketpair fills two descriptors we then own.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Sends `data` with `fds` attached (`SCM_RIGHTS`).
-fn send_fds(socket: &OwnedFd, data: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
-    let payload = std::mem::size_of_val(fds);
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(payload as u32) } as usize;
-    let mut control = vec![0u64; space.div_ceil(8)];
-    let mut iov = libc::iovec {
-        iov_base: data.as_ptr().cast_mut().cast(),
-        iov_len: data.len(),
-    };
-    // SAFETY: msghdr is plain data; the fields set below point into live locals.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space;
-    // SAFETY: the control buffer holds one header of `payload` bytes, as
-    // CMSG_SPACE said; the copy stays within it.
-    let rc = unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(payload as u32) as usize;
-        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
-        libc::sendmsg(socket.as_raw_fd(), &msg, libc::MSG_NOSIGNAL)
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// One message from `socket`; empty at end of file. With a limit, an error
-/// when nothing comes in time.
-fn receive(socket: &OwnedFd, limit: Option<Duration>) -> std::io::Result<Vec<u8>> {
-    if let Some(limit) = limit {
-        let mut poll = libc::pollfd {
-            fd: socket.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one pollfd on the stack.
-        let rc = unsafe { libc::poll(&mut poll, 1, limit.as_millis() as libc::c_int) };
-        if rc == 0 {
-            return Err(std::io::Error::other("timed out"));
-        }
-    }
-    let mut buffer = vec![0u8; 4096];
-    loop {
-        // SAFETY: reads into a buffer we own, of its length.
-        let n = unsafe {
-            libc::recv(
-                socket.as_raw_fd(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-                0,
-            )
-        };
-        if n >= 0 {
-            buffer.truncate(n as usize);
-            return Ok(buffer);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
     }
 }
