@@ -15,6 +15,7 @@ PID namespace, mounts, no-new-privs, Landlock, seccomp, rlimits, a last fork
 under an init. Only then does the run's main module see any of the run.
 """
 
+import atexit
 import ctypes
 import json
 import mmap
@@ -37,7 +38,7 @@ def load(directory, main):
     return module
 
 
-def serve(module, control_fd=CONTROL):
+def serve(module, control_fd=CONTROL, in_seat=False):
     control = socket.socket(fileno=control_fd)
     control.send(b"R%d" % os.getpid())
     runs = {}
@@ -66,7 +67,7 @@ def serve(module, control_fd=CONTROL):
                 return seated(module, fds, others, list(runs), zygote)
             # Returns only after the run's main did, confined; the interpreter
             # then ends as a fresh one would (atexit, flushing, exit status).
-            child(module, fds, others, list(runs))
+            child(module, fds, others, list(runs), in_seat)
             return
         if message == b"s":
             for fd in fds:
@@ -79,16 +80,10 @@ def serve(module, control_fd=CONTROL):
         runs[os.pidfd_open(pid)] = (pid, channel)
 
 
-# The zygote's own OOM score, which a seat's zygote lowers and its runs get back.
-OOM_SCORE = "/proc/self/oom_score_adj"
-oom_score = None
-
-
 def seated(module, fds, sockets, pidfds, zygote):
     """A zygote inside a seat's cgroups (fds: its control socket, then the
     seat's cgroup.procs files): it moves in once, so that its runs start
     inside instead of each waiting for the kernel to move them."""
-    global oom_score
     try:
         for other in sockets:
             other.close()
@@ -99,14 +94,9 @@ def seated(module, fds, sockets, pidfds, zygote):
             if os.write(fd, b"0") != 1:
                 os._exit(1)
             os.close(fd)
-        # The seat's memory limit is the run's: when it runs out, the kernel
-        # must kill the run's processes, never this one.
-        with open(OOM_SCORE, "rb") as f:
-            oom_score = f.read()
-        write_file(OOM_SCORE, b"-1000")
     except BaseException:
         os._exit(1)
-    serve(module, fds[0])
+    serve(module, fds[0], in_seat=True)
 
 
 def report_exit(pid, channel):
@@ -155,7 +145,7 @@ def check(step, rc):
     return rc
 
 
-def child(module, fds, sockets, pidfds):
+def child(module, fds, sockets, pidfds, in_seat):
     """The run's first process: confine, fork into the PID namespace, run."""
     try:
         for other in sockets:
@@ -170,6 +160,12 @@ def child(module, fds, sockets, pidfds):
         os._exit(125)
     try:
         plan, blobs = read_plan(fds)
+        if in_seat:
+            # The seat's memory limit is the run's alone: when the tree runs
+            # out, the kernel must kill the run's processes before the zygote
+            # it shares the cgroup with (raising a score needs no privilege;
+            # a program that lowers it again risks only its own run).
+            write_file("/proc/self/oom_score_adj", b"1000")
         enter(plan, blobs, fds, channel)
     except Failed as failure:
         channel.send(b"E" + str(failure).encode())
@@ -193,8 +189,6 @@ def read_plan(fds):
 
 
 def enter(plan, blobs, fds, channel):
-    if oom_score is not None:
-        write_file(OOM_SCORE, oom_score)
     for index in plan["cgroups"]:
         if os.write(fds[index], b"0") != 1:
             raise Failed("join the run's cgroup")
@@ -356,7 +350,53 @@ def run(module, plan, fds, channel):
     sys.path[0] = plan["workdir"]
     module.__file__ = os.path.join(plan["workdir"], plan["script"])
     sys.modules["__main__"] = module
-    module.main()
+    os._exit(finish(module.main))
+
+
+def finish(main):
+    """Runs `main` and ends as the interpreter's own exit would (Python's
+    `Py_FinalizeEx`): the error or `SystemExit` handled, non-daemon threads
+    joined, atexit callbacks run, the streams flushed. But not the teardown
+    that follows, which touches every object a fork shares with the zygote,
+    so that the kernel copies their pages: 10-15 ms of every run."""
+    interrupted = False
+    try:
+        main()
+        code = 0
+    except SystemExit as error:
+        code = exit_code(error.code)
+    except BaseException as error:
+        interrupted = isinstance(error, KeyboardInterrupt)
+        sys.excepthook(type(error), error, error.__traceback__)
+        code = 1
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            code = 120
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return code
+
+
+def exit_code(code):
+    """The status `SystemExit(code)` ends the interpreter with."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write("%s\n" % (code,))
+        sys.stderr.flush()
+    except Exception:
+        pass
+    return 1
 
 
 if __name__ == "__main__":
