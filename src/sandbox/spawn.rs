@@ -310,7 +310,7 @@ impl Sandbox {
         if started.pidfd.is_some() {
             return Ok(());
         }
-        warm.started(program)?;
+        started.pid = warm.started(program)?;
         // Its program has started, so the first process, which outlives it,
         // cannot have been reaped yet: the descriptor holds this very process.
         started.pidfd = pidfd_open(started.pid).map(Arc::new);
@@ -384,9 +384,10 @@ impl Sandbox {
             stderr_write.as_raw_fd(),
         ];
         let start = Instant::now();
-        let (pid, warm) = zygote.run(&plan, seat.as_ref(), stdio, &env, script)?;
+        let warm = zygote.run(&plan, seat.as_ref(), stdio, &env, script)?;
         Ok(Started {
-            pid,
+            // Known once its program starts (`confirm`).
+            pid: 0,
             pidfd: None,
             stdout: Some(stdout.into()),
             stderr: Some(stderr.into()),
@@ -401,7 +402,8 @@ impl Sandbox {
     fn killer(&self, started: &Started) -> impl Fn() + use<> {
         let (isolated, pid, pidfd) = (self.isolated, started.pid, started.pidfd.clone());
         move || {
-            if pidfd.as_deref().is_some_and(exited) {
+            // A warm run not confirmed has no pid of its own yet.
+            if pid <= 0 || pidfd.as_deref().is_some_and(exited) {
                 return;
             }
             // Isolated: killing the namespace's init means the first process

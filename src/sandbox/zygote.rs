@@ -92,6 +92,8 @@ impl Drop for Seated {
 /// reports the exit.
 pub(super) struct WarmRun {
     socket: OwnedFd,
+    /// The run's first process, once the zygote said it forked.
+    pid: Option<libc::pid_t>,
     /// Whether the program was seen to start.
     started: bool,
 }
@@ -241,7 +243,7 @@ impl Zygote {
         stdio: [RawFd; 3],
         env: &[(String, String)],
         script: &str,
-    ) -> Result<(libc::pid_t, WarmRun), SandboxError> {
+    ) -> Result<WarmRun, SandboxError> {
         let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
         let Some(lease) = seat else {
             return request(&self.control, self.pid, plan, &[], (stdio, env, script));
@@ -313,7 +315,7 @@ fn request(
     plan: &ChildPlan,
     cgroups: &[OwnedFd],
     (stdio, env, script): ([RawFd; 3], &[(String, String)], &str),
-) -> Result<(libc::pid_t, WarmRun), SandboxError> {
+) -> Result<WarmRun, SandboxError> {
     let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
     let (socket, theirs) = seqpacket().map_err(|e| io("socketpair", e))?;
     let mut fds: Vec<RawFd> = vec![theirs.as_raw_fd()];
@@ -321,34 +323,39 @@ fn request(
         .map_err(|e| io("write the plan", e))?;
     fds.insert(1, plan_file.as_raw_fd());
     send_fds(control, b"r", &fds).map_err(|e| io("reach the zygote", e))?;
-    drop((theirs, plan_file));
-    let message = receive(&socket, None).map_err(|e| io("zygote", e))?;
-    let pid = std::str::from_utf8(&message)
-        .ok()
-        .and_then(|m| m.strip_prefix('P'))
-        .and_then(|p| p.parse().ok())
-        .ok_or_else(|| SandboxError::Setup("the zygote did not fork".into()))?;
-    Ok((
-        pid,
-        WarmRun {
-            socket,
-            started: false,
-        },
-    ))
+    // The fork's pid is read with its start (`WarmRun::started`): meanwhile
+    // the harness asks for a pair's other program.
+    Ok(WarmRun {
+        socket,
+        pid: None,
+        started: false,
+    })
 }
 
 impl WarmRun {
     /// Waits until the child is confined and its program starts, or names
-    /// the step that failed.
-    pub(super) fn started(&mut self, program: &Program) -> Result<(), SandboxError> {
+    /// the step that failed; returns the pid of the run's first process.
+    pub(super) fn started(&mut self, program: &Program) -> Result<libc::pid_t, SandboxError> {
+        let pid = match self.pid {
+            Some(pid) => pid,
+            None => {
+                let message = receive(&self.socket, None).unwrap_or_default();
+                let pid = std::str::from_utf8(&message)
+                    .ok()
+                    .and_then(|m| m.strip_prefix('P'))
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(|| SandboxError::Setup("the zygote did not fork".into()))?;
+                *self.pid.insert(pid)
+            }
+        };
         if self.started {
-            return Ok(());
+            return Ok(pid);
         }
         let message = receive(&self.socket, None).unwrap_or_default();
         let why = match message.split_first() {
             Some((b'G', _)) => {
                 self.started = true;
-                return Ok(());
+                return Ok(pid);
             }
             Some((b'E', step)) => String::from_utf8_lossy(step).into_owned(),
             _ => "the run ended before its program started".into(),
