@@ -66,4 +66,4 @@ pub use run::cost::prompt_tokens;
 /// The Python interpreter the sandbox runs.
 pub use sandbox::python::interpreter as python_interpreter;
 /// Running a program in the sandbox.
-pub use sandbox::{Limits, Outcome, Program, Sandbox, Termination, own_uids};
+pub use sandbox::{Limits, Outcome, Program, Sandbox, Termination, Warm, own_uids};

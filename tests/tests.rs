@@ -126,3 +126,4 @@ mod terminal_escapes;
 mod tool_wire;
 mod tools;
 mod unsandboxed;
+mod warm_start;

@@ -383,11 +383,22 @@ impl Stream {
     }
 }
 
-fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+pub(super) fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     // SAFETY: a non-negative return is a descriptor we now own.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Whether the process behind `pidfd` has exited (its pid may be reused).
+pub(super) fn exited(pidfd: &OwnedFd) -> bool {
+    let mut poll = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd on the stack, no waiting.
+    unsafe { libc::poll(&mut poll, 1, 0) != 0 }
 }
 
 /// SIGKILL to the PID namespace's init under an isolated run's first process

@@ -33,6 +33,8 @@ mod seat;
 mod seccomp;
 mod setup;
 mod spawn;
+mod zygote;
+mod zygote_io;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -44,6 +46,7 @@ pub use plan::own_uids;
 pub(crate) use setup::child_of_harness;
 pub(crate) use spawn::PATH;
 pub use spawn::Sandbox;
+pub use zygote::Warm;
 
 /// Where a bare program name resolves on the sandbox's [`PATH`], if anywhere.
 pub(crate) fn find_program(name: &str) -> Option<std::path::PathBuf> {
@@ -169,6 +172,9 @@ pub struct Program {
     pub read_paths: Vec<PathBuf>,
     /// Resource limits.
     pub limits: Limits,
+    /// How to start it warm (a fork of an interpreter that imported its
+    /// modules ahead), when it is a Python program of the harness's own.
+    pub warm: Option<Warm>,
 }
 
 /// How the program ended.

@@ -37,6 +37,10 @@ pub(super) struct Seat {
     procs: Vec<OwnedFd>,
     /// The (memory, processes) limits written last.
     written: Mutex<(u64, u64)>,
+    /// Processes of ours that live in the seat across runs (zygotes forked
+    /// into it, `zygote.rs`): spared when a run's leftovers are killed, and
+    /// not counted against a run's processes.
+    residents: Mutex<Vec<i32>>,
 }
 
 /// A seat held by one run: its limits set, its OOM count noted; when
@@ -78,6 +82,7 @@ impl Seat {
             spawner,
             procs,
             written: Mutex::new((0, 0)),
+            residents: Mutex::default(),
         })
     }
 
@@ -110,15 +115,39 @@ impl Seat {
             }
             written.0 = memory;
         }
-        if let Some(dir) = &self.pids
-            && written.1 != processes
-        {
-            // On v1 the seat's own thread counts too.
-            let own = u64::from(self.spawner.is_some());
-            std::fs::write(dir.join("pids.max"), (processes + own).to_string())?;
+        if written.1 != processes {
+            self.write_pids(processes)?;
             written.1 = processes;
         }
         Ok(())
+    }
+
+    /// `pids.max` for a run of `processes` tasks: the seat's own tasks, which
+    /// are not the run's, come on top.
+    fn write_pids(&self, processes: u64) -> std::io::Result<()> {
+        let Some(dir) = &self.pids else {
+            return Ok(());
+        };
+        // On v1 the seat's own thread counts too.
+        let own = u64::from(self.spawner.is_some()) + self.residents().len() as u64;
+        std::fs::write(dir.join("pids.max"), (processes + own).to_string())
+    }
+
+    fn residents(&self) -> std::sync::MutexGuard<'_, Vec<i32>> {
+        self.residents.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts `pid`, a process of ours that joined the seat to stay, as the
+    /// seat's own.
+    pub(super) fn settle(&self, pid: i32) -> std::io::Result<()> {
+        self.residents().push(pid);
+        let processes = self.written.lock().unwrap_or_else(|e| e.into_inner()).1;
+        self.write_pids(processes)
+    }
+
+    /// Forgets resident `pid` (it is gone, or about to be).
+    pub(super) fn unsettle(&self, pid: i32) {
+        self.residents().retain(|&p| p != pid);
     }
 
     /// Kills on the seat's memory cgroup so far.
@@ -179,6 +208,32 @@ impl Lease {
         self.seat.procs.iter().map(AsRawFd::as_raw_fd).collect()
     }
 
+    /// `cgroup.procs` of each of the seat's cgroups, open for writing: a
+    /// process forked elsewhere (a zygote's child) writes itself in, on v1
+    /// as on v2.
+    pub(super) fn procs_files(&self) -> std::io::Result<Vec<OwnedFd>> {
+        if !self.seat.procs.is_empty() {
+            return self.seat.procs.iter().map(OwnedFd::try_clone).collect();
+        }
+        let open = |dir: &PathBuf| -> std::io::Result<OwnedFd> {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))?;
+            Ok(file.into())
+        };
+        self.seat
+            .memory
+            .iter()
+            .chain(&self.seat.pids)
+            .map(open)
+            .collect()
+    }
+
+    /// The seat held.
+    pub(super) fn seat(&self) -> &Arc<Seat> {
+        &self.seat
+    }
+
     /// Whether the kernel killed a process of the tree for its memory.
     pub(super) fn oom_killed(&self) -> bool {
         self.seat.ooms() > self.ooms
@@ -189,8 +244,9 @@ impl Drop for Lease {
     fn drop(&mut self) {
         // An isolated tree dies with its namespace; a tree run --unsandboxed
         // may leave processes behind, which the next run must not meet.
+        let residents = self.seat.residents().clone();
         for dir in self.seat.memory.iter().chain(&self.seat.pids) {
-            kill_all_in(dir);
+            kill_all_but(dir, &residents);
         }
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         free.push(self.seat.clone());
@@ -200,10 +256,15 @@ impl Drop for Lease {
 /// SIGKILL to every process in cgroup `dir` but this one (a v1 seat holds
 /// one of our threads).
 pub(super) fn kill_all_in(dir: &Path) {
+    kill_all_but(dir, &[]);
+}
+
+/// [`kill_all_in`], sparing `residents` too.
+fn kill_all_but(dir: &Path, residents: &[i32]) {
     let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
     let us = std::process::id() as i32;
     for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-        if pid != us {
+        if pid != us && !residents.contains(&pid) {
             // SAFETY: a process in a cgroup of ours.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
@@ -258,20 +319,32 @@ mod tests {
         std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default()
     }
 
+    /// Whether `child` ended by SIGKILL.
+    fn killed(child: &mut Child) -> bool {
+        let status = child.wait().unwrap();
+        std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGKILL)
+    }
+
     fn sleep() -> Command {
         let mut command = Command::new("sleep");
         command.arg("30");
         command
     }
 
+    /// A lease with a sleeper inside, or `None` without seats.
+    fn leased() -> Option<(TreeLimits, Lease, Child)> {
+        // Only root with delegated controllers has seats at all.
+        let tree = TreeLimits::probe()?;
+        let lease = tree.lease(64 << 20, 16).unwrap();
+        let sleeper = lease.spawn(sleep()).unwrap();
+        Some((tree, lease, sleeper))
+    }
+
     #[test]
     fn a_seat_starts_programs_inside_is_emptied_and_reused() {
-        // Only root with delegated controllers has seats at all.
-        let Some(tree) = TreeLimits::probe() else {
+        let Some((tree, lease, mut sleeper)) = leased() else {
             return;
         };
-        let lease = tree.lease(64 << 20, 16).unwrap();
-        let mut sleeper = lease.spawn(sleep()).unwrap();
         let dir = lease
             .seat
             .memory
@@ -289,11 +362,7 @@ mod tests {
         assert!(!lease.oom_killed());
         drop(lease);
         // A program left behind is killed when its run lets the seat go.
-        let status = sleeper.wait().unwrap();
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&status),
-            Some(libc::SIGKILL)
-        );
+        assert!(killed(&mut sleeper));
         // The next run takes the same seat, with its own limits.
         let again = tree.lease(32 << 20, 8).unwrap();
         let again_dir = again.seat.memory.iter().chain(&again.seat.pids).next();
@@ -306,5 +375,30 @@ mod tests {
             let limit = std::fs::read_to_string(memory.join(file)).unwrap();
             assert_eq!(limit.trim(), (32u64 << 20).to_string());
         }
+    }
+
+    #[test]
+    fn a_resident_is_spared_and_not_counted_as_the_runs() {
+        let Some((tree, lease, mut resident)) = leased() else {
+            return;
+        };
+        let mut leftover = lease.spawn(sleep()).unwrap();
+        let seat = lease.seat().clone();
+        seat.settle(resident.id() as i32).unwrap();
+        if let Some(pids) = &seat.pids {
+            let own = u64::from(seat.spawner.is_some());
+            let max = std::fs::read_to_string(pids.join("pids.max")).unwrap();
+            assert_eq!(max.trim(), (16 + own + 1).to_string());
+        }
+        drop(lease);
+        assert!(killed(&mut leftover));
+        assert!(
+            resident.try_wait().unwrap().is_none(),
+            "the resident was killed"
+        );
+        seat.unsettle(resident.id() as i32);
+        // Gone from the residents, it is a leftover like any other.
+        drop(tree.lease(64 << 20, 16).unwrap());
+        assert!(killed(&mut resident));
     }
 }

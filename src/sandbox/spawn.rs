@@ -6,12 +6,13 @@ use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
-use super::capture::{Captured, Watch, capture, kill_namespace_init, reap};
+use super::capture::{Captured, Watch, capture, exited, kill_namespace_init, pidfd_open, reap};
 use super::cgroup::TreeLimits;
 use super::child::{enter, join_cgroups, keep_open};
 use super::plan::{
@@ -19,6 +20,7 @@ use super::plan::{
     shared_netns, timeval,
 };
 use super::seat::Lease;
+use super::zygote::{WarmRun, Zygote, Zygotes};
 use super::{
     CHANNEL_ENV, Isolation, Killed, Limits, Outcome, Program, SandboxError, Termination, Usage,
 };
@@ -36,6 +38,7 @@ pub struct Sandbox {
     seccomp: Vec<BpfProgram>,
     scratch: PathBuf,
     tree: Option<TreeLimits>,
+    zygotes: Zygotes,
 }
 
 /// A program on its way: what the parent holds until it is reaped.
@@ -45,11 +48,17 @@ struct Started {
     stderr: Option<std::fs::File>,
     seat: Option<Lease>,
     start: Instant,
+    /// Set when a zygote forked the run: it reports the exit.
+    warm: Option<WarmRun>,
+    /// The first process of a warm run, held from when its program started:
+    /// the zygote, not the harness, reaps it, and a reused pid must not be
+    /// signalled.
+    pidfd: Option<Arc<OwnedFd>>,
     _workdir: Workdir,
 }
 
 /// A run's working directory on the host, removed when dropped.
-struct Workdir(PathBuf);
+pub(super) struct Workdir(pub(super) PathBuf);
 
 impl Drop for Workdir {
     fn drop(&mut self) {
@@ -76,6 +85,7 @@ impl Sandbox {
             seccomp: seccomp::filters()?,
             scratch: scratch_dir()?,
             tree: TreeLimits::probe(),
+            zygotes: Zygotes::default(),
         };
         // A trial run turns "user namespaces are disabled" and the like into
         // one clear error before any model is asked anything.
@@ -105,6 +115,7 @@ impl Sandbox {
             seccomp: Vec::new(),
             scratch: scratch_dir().unwrap_or_else(|_| std::env::temp_dir()),
             tree: TreeLimits::probe(),
+            zygotes: Zygotes::default(),
         }
     }
 
@@ -123,7 +134,8 @@ impl Sandbox {
     pub fn run(&self, program: &Program) -> Result<Outcome, SandboxError> {
         let _slot = CpuSlot::take();
         let mut started = self.start(program, &[])?;
-        let kill = self.killer(started.pid);
+        self.confirm(&mut started, program)?;
+        let kill = self.killer(&started);
         let watch = watch(&mut started, &program.limits, &kill)?;
         let deadline = started.start + program.limits.wall;
         let captured = capture(vec![watch], deadline, program.limits.output_bytes, None);
@@ -149,15 +161,27 @@ impl Sandbox {
         let (to_leader_read, to_leader_write) = pipe().map_err(io)?;
         let worker_fds = [to_worker_read.as_raw_fd(), to_leader_write.as_raw_fd()];
         let leader_fds = [to_leader_read.as_raw_fd(), to_worker_write.as_raw_fd()];
+        // Both are started before either is waited for: zygotes start, and
+        // warm children confine themselves, side by side.
+        if self.isolated {
+            self.zygotes.prepare(&[worker, leader], &self.scratch);
+        }
         let mut w = self.start(worker, &worker_fds)?;
         let mut l = match self.start(leader, &leader_fds) {
             Ok(l) => l,
             Err(e) => {
-                self.killer(w.pid)();
-                reap(w.pid);
+                self.abandon(w, worker);
                 return Err(e);
             }
         };
+        if let Err(e) = self.confirm(&mut w, worker) {
+            self.abandon(l, leader);
+            return Err(e);
+        }
+        if let Err(e) = self.confirm(&mut l, leader) {
+            self.abandon(w, worker);
+            return Err(e);
+        }
         // Only the two programs may hold the ends: an end open here would
         // keep the other from seeing end-of-file when its peer dies.
         drop((
@@ -166,7 +190,7 @@ impl Sandbox {
             to_leader_read,
             to_leader_write,
         ));
-        let (kill_w, kill_l) = (self.killer(w.pid), self.killer(l.pid));
+        let (kill_w, kill_l) = (self.killer(&w), self.killer(&l));
         let watches = vec![
             watch(&mut w, &worker.limits, &kill_w)?,
             watch(&mut l, &leader.limits, &kill_l)?,
@@ -199,6 +223,12 @@ impl Sandbox {
             ),
             None => None,
         };
+        if self.isolated
+            && let Some(warm) = &program.warm
+            && let Some(zygote) = self.zygotes.get(program, warm, &self.scratch)
+        {
+            return self.start_warm(&zygote, program, channel, (n, workdir, seat));
+        }
         let cgroup_fds: Vec<RawFd> = seat.iter().flat_map(Lease::join_fds).collect();
         let mut command = Command::new(&program.argv[0]);
         command
@@ -221,18 +251,8 @@ impl Sandbox {
         let (report_read, report_write) = pipe().map_err(|e| io("pipe", e))?;
         let start = Instant::now();
         let child = if self.isolated {
-            let (uid, gid) = run_ids(n);
-            let c = path_cstring(&workdir.0)?;
-            // SAFETY: chown of a directory we just created.
-            if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 && is_root() {
-                return Err(io("chown", std::io::Error::last_os_error()));
-            }
-            let shared = Shared {
-                netns: self.netns.as_ref().map(AsRawFd::as_raw_fd),
-                seccomp: &self.seccomp,
-            };
             let fds = (cgroup_fds, channel, report_write.as_raw_fd());
-            let plan = child_plan(&shared, program, &workdir.0, (uid, gid), fds)?;
+            let plan = self.plan(program, &workdir, n, fds)?;
             // SAFETY: `enter` makes only async-signal-safe system calls.
             unsafe {
                 command.pre_exec(move || enter(&plan));
@@ -275,14 +295,117 @@ impl Sandbox {
             stderr: file(child.stderr.take().map(OwnedFd::from)),
             seat,
             start,
+            warm: None,
+            pidfd: None,
+            _workdir: workdir,
+        })
+    }
+
+    /// Waits until a warm run's program has started (a cold one has when
+    /// `start` returns), and takes hold of its first process.
+    fn confirm(&self, started: &mut Started, program: &Program) -> Result<(), SandboxError> {
+        let Some(warm) = &mut started.warm else {
+            return Ok(());
+        };
+        if started.pidfd.is_some() {
+            return Ok(());
+        }
+        started.pid = warm.started(program)?;
+        // Its program has started, so the first process, which outlives it,
+        // cannot have been reaped yet: the descriptor holds this very process.
+        started.pidfd = pidfd_open(started.pid).map(Arc::new);
+        Ok(())
+    }
+
+    /// Ends a run that will not be watched: kills its tree and reaps it.
+    fn abandon(&self, mut started: Started, program: &Program) {
+        // A warm run that failed to start ends by itself, and its pid is
+        // not ours to signal.
+        if self.confirm(&mut started, program).is_ok() {
+            self.killer(&started)();
+        }
+        match started.warm {
+            Some(warm) => drop(warm.reap()),
+            None => drop(reap(started.pid)),
+        }
+    }
+
+    /// The isolated child's plan for run `n` of `program` in `workdir`.
+    fn plan(
+        &self,
+        program: &Program,
+        workdir: &Workdir,
+        n: u32,
+        fds: (Vec<RawFd>, Vec<RawFd>, RawFd),
+    ) -> Result<super::child::ChildPlan, SandboxError> {
+        let (uid, gid) = run_ids(n);
+        let c = path_cstring(&workdir.0)?;
+        // SAFETY: chown of a directory we just created.
+        if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 && is_root() {
+            let e = std::io::Error::last_os_error();
+            return Err(SandboxError::Setup(format!("chown: {e}")));
+        }
+        let shared = Shared {
+            netns: self.netns.as_ref().map(AsRawFd::as_raw_fd),
+            seccomp: &self.seccomp,
+        };
+        child_plan(&shared, program, &workdir.0, (uid, gid), fds)
+    }
+
+    /// Starts `program` as a fork of its warm `zygote`, confined the same way.
+    fn start_warm(
+        &self,
+        zygote: &Zygote,
+        program: &Program,
+        channel: &[RawFd],
+        (n, workdir, seat): (u32, Workdir, Option<Lease>),
+    ) -> Result<Started, SandboxError> {
+        let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
+        // The child reports on its own socket, not a report pipe.
+        let plan = self.plan(program, &workdir, n, (Vec::new(), channel.to_vec(), -1))?;
+        let stdin = super::memory_file(&program.stdin).map_err(|e| io("write its input", e))?;
+        let (stdout, stdout_write) = pipe().map_err(|e| io("pipe", e))?;
+        let (stderr, stderr_write) = pipe().map_err(|e| io("pipe", e))?;
+        let home = workdir.0.to_string_lossy().into_owned();
+        let mut env: Vec<(String, String)> = [
+            ("PATH", PATH),
+            ("LANG", "C.UTF-8"),
+            ("HOME", &home),
+            ("TMPDIR", &home),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        env.extend(program.env.iter().cloned());
+        let script = program.argv.last().map_or("", String::as_str);
+        let stdio = [
+            stdin.as_raw_fd(),
+            stdout_write.as_raw_fd(),
+            stderr_write.as_raw_fd(),
+        ];
+        let start = Instant::now();
+        let warm = zygote.run(&plan, seat.as_ref(), stdio, &env, script)?;
+        Ok(Started {
+            // Known once its program starts (`confirm`).
+            pid: 0,
+            pidfd: None,
+            stdout: Some(stdout.into()),
+            stderr: Some(stderr.into()),
+            seat,
+            start,
+            warm: Some(warm),
             _workdir: workdir,
         })
     }
 
     /// Kills the process tree of `pid`.
-    fn killer(&self, pid: libc::pid_t) -> impl Fn() + use<> {
-        let isolated = self.isolated;
+    fn killer(&self, started: &Started) -> impl Fn() + use<> {
+        let (isolated, pid, pidfd) = (self.isolated, started.pid, started.pidfd.clone());
         move || {
+            // A warm run not confirmed has no pid of its own yet.
+            if pid <= 0 || pidfd.as_deref().is_some_and(exited) {
+                return;
+            }
             // Isolated: killing the namespace's init means the first process
             // exits, and is reaped, only after every process of the run is
             // gone. Before init exists (or after it is gone) the first
@@ -302,7 +425,10 @@ impl Sandbox {
         if !self.isolated {
             kill();
         }
-        let (status, usage) = reap(started.pid);
+        let (status, usage) = match started.warm {
+            Some(warm) => warm.reap(),
+            None => reap(started.pid),
+        };
         let wall = started.start.elapsed();
         let termination = if libc::WIFSIGNALED(status) {
             Termination::Signaled(libc::WTERMSIG(status))

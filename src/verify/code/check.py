@@ -474,4 +474,7 @@ def main():
     namespace["__builtins__"] = Names(program, stubs)
     run_tests(tests, namespace, program, report)
 
-main()
+
+# Run as a script; a warm interpreter (src/sandbox/zygote.py) imports it and calls main itself.
+if __name__ == "__main__":
+    main()

@@ -223,6 +223,15 @@ impl ReadsText for CodeRule {
     }
 }
 
+/// A warm start of the harness's own module `main`, importing `modules`
+/// (never the model's code or the tests) ahead.
+fn warm(main: &str, modules: &[&str]) -> sandbox::Warm {
+    sandbox::Warm {
+        main: main.to_owned(),
+        modules: modules.iter().map(|m| m.to_string()).collect(),
+    }
+}
+
 /// Why an answer's programs could not be put together.
 #[derive(Debug, thiserror::Error)]
 enum CodeError {
@@ -299,6 +308,7 @@ impl CodeRule {
                     file("wire.py", WIRE),
                     file("share.py", SHARE),
                 ]);
+                program.warm = Some(warm("serve", &["serve.py", "wire.py", "share.py"]));
             }
             Runtime::Custom {
                 command,
@@ -328,6 +338,10 @@ impl CodeRule {
             stdin: format!("{nonce}\n").into_bytes(),
             read_paths: python.read_paths.clone(),
             limits: self.limits.clone(),
+            warm: Some(warm(
+                "check",
+                &["check.py", "wire.py", "remote.py", "names.py", "share.py"],
+            )),
         };
         // The tests' own work is not the program's: the checker keeps at least the default memory.
         let default_memory = Limits::default().memory_bytes;

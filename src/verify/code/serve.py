@@ -397,4 +397,6 @@ def main():
         server.serve(request)
 
 
-main()
+# Run as a script; a warm interpreter (src/sandbox/zygote.py) imports it and calls main itself.
+if __name__ == "__main__":
+    main()
