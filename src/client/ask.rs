@@ -184,7 +184,7 @@ async fn send_batch(
 /// `Err` when the gate refused it before any attempt.
 type Sent<T> = Result<(Result<T, ProviderError>, u32, Duration, Option<String>), Refused>;
 
-/// Picks an endpoint, paces, takes the endpoint's concurrency permit, asks the
+/// Picks an endpoint, paces, takes a place in the endpoint's [`super::slots`], asks the
 /// gate and sends, with bounded retries and backoff, around one kind of
 /// request. The gate is asked once the request holds its permit, so what it
 /// admits is what is in flight; an admitted request (`hold`) is never
@@ -226,7 +226,7 @@ where
             limiter.acquire().await;
         }
         let result = {
-            let _permit = endpoint.semaphore.acquire().await.expect("semaphore open");
+            let permit = endpoint.slots.acquire().await;
             let gate = model.gate();
             let reservation = match (gate, hold.0.take()) {
                 (Some((gate, _)), Some(held)) => Some((gate, held)),
@@ -242,6 +242,8 @@ where
             attempts += 1;
             let started = Instant::now();
             let r = send(assigned.index).await;
+            // An adaptive limit learns from each attempt, before its backoff.
+            permit.finish(super::slots::Signal::of(&r));
             if let Some((gate, reservation)) = reservation {
                 let answers = r.as_ref().map_or(&[][..], gated.answers);
                 hold.0 = Some(gate.settle(gated.attempt, reservation, answers));

@@ -2,8 +2,8 @@
 //! `harness synth`) and the wire formats of `provider`.
 //!
 //! Data flow: [`connect`] turns each configured model into a [`ModelClient`]
-//! (its provider, resolved endpoint, concurrency semaphore shared per
-//! endpoint, rate limiter, and the managed server it watches, if any);
+//! (its provider, resolved endpoint, requests-in-flight [`slots`] shared per
+//! endpoint (fixed or adaptive), rate limiter, and the managed server it watches, if any);
 //! [`ask::ask`] sends one request through the response [`cache`], the
 //! endpoint's limits, bounded retries with backoff ([`limits`]) and bounded
 //! re-asks of answers the caller rejects. [`managed`] starts, watches and
@@ -18,12 +18,11 @@ pub(crate) mod gate;
 pub(crate) mod limits;
 pub(crate) mod managed;
 pub(crate) mod pool;
+pub(crate) mod slots;
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-
-use tokio::sync::Semaphore;
 
 use crate::provider::{
     ExecClient, ModelSetup, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider,
@@ -32,6 +31,7 @@ use crate::provider::{
 use cache::Cache;
 use limits::RateLimiter;
 use managed::{ManagedServer, ServerWatch};
+use slots::Slots;
 
 pub(crate) use ask::{Asked, Refused, ask, ask_batch};
 pub(crate) use gate::{Attempt, Gate, Reservation};
@@ -143,7 +143,7 @@ impl ModelClient {
     }
 }
 
-/// Builds the client side of each model; endpoints shared by several models share a semaphore.
+/// Builds the client side of each model; endpoints shared by several models share their [`Slots`].
 pub(crate) fn connect(
     models: &[ModelSetup],
     golden_dir: &Path,
@@ -157,10 +157,10 @@ pub(crate) fn connect(
         b.build().map_err(ClientError::Http)
     };
     let (direct, proxied) = (build(true)?, build(false)?);
-    let mut semaphores: HashMap<String, Arc<Semaphore>> = HashMap::new();
+    let mut shared_slots: HashMap<String, Arc<Slots>> = HashMap::new();
     let mut out = Vec::new();
     for m in models {
-        // Resolve the base URLs once: clients, the endpoint semaphores and cache keys share them.
+        // Resolve the base URLs once: clients, the endpoints' slots and cache keys share them.
         let urls = match m.provider {
             // Set by the caller to the started server's URL (see `connect_managed`).
             ProviderKind::LlamaCpp | ProviderKind::Vllm => {
@@ -207,16 +207,22 @@ pub(crate) fn connect(
             } else {
                 url.clone()
             };
-            let semaphore = semaphores
+            let slots = shared_slots
                 .entry(shared)
-                .or_insert_with(|| Arc::new(Semaphore::new(m.concurrency.max(1))))
+                .or_insert_with(|| {
+                    Arc::new(if m.adaptive {
+                        Slots::adaptive(m.concurrency)
+                    } else {
+                        Slots::fixed(m.concurrency)
+                    })
+                })
                 .clone();
             let limiter = m.requests_per_minute.map(RateLimiter::new);
             // The endpoint's URL is only shown (records, retries): the client has its own.
             endpoints.push(pool::Endpoint::new(
                 crate::secrets::redact_url(url).into_owned(),
                 provider,
-                semaphore,
+                slots,
                 limiter,
             ));
         }

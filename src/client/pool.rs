@@ -13,9 +13,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
-
 use super::limits::RateLimiter;
+use super::slots::Slots;
 use crate::provider::{Provider, ProviderError};
 
 /// Consecutive retryable failures that take an endpoint out.
@@ -31,7 +30,7 @@ pub(crate) struct Endpoint {
     /// The client speaking to it.
     pub provider: Provider,
     /// Bounds its requests in flight (shared with other models at the same URL).
-    pub semaphore: Arc<Semaphore>,
+    pub slots: Arc<Slots>,
     /// Optional requests-per-minute pacing.
     pub limiter: Option<RateLimiter>,
     /// Requests assigned to it and not finished (waiting for a permit included).
@@ -58,13 +57,13 @@ impl Endpoint {
     pub(crate) fn new(
         url: String,
         provider: Provider,
-        semaphore: Arc<Semaphore>,
+        slots: Arc<Slots>,
         limiter: Option<RateLimiter>,
     ) -> Endpoint {
         Endpoint {
             url,
             provider,
-            semaphore,
+            slots,
             limiter,
             in_flight: AtomicUsize::new(0),
             health: Mutex::new(Health::default()),
@@ -213,7 +212,7 @@ mod tests {
                 Endpoint::new(
                     format!("http://e{i}"),
                     Provider::Replay(ReplayProvider::new(std::path::Path::new("."), "m")),
-                    Arc::new(Semaphore::new(1)),
+                    Arc::new(Slots::fixed(1)),
                     None,
                 )
             })

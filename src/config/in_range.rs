@@ -116,7 +116,7 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
         path
     };
     let o = &m.options;
-    let checks: [(&[&str], Option<Number>, Bounds); 10] = [
+    let checks: [(&[&str], Option<Number>, Bounds); 11] = [
         (
             &["max_response_bytes"],
             m.max_response_bytes.map(Number::from),
@@ -124,7 +124,14 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
         ),
         (
             &["concurrency"],
-            m.concurrency.map(Number::from),
+            m.concurrency
+                .and_then(super::Concurrency::fixed)
+                .map(Number::from),
+            CONCURRENCY,
+        ),
+        (
+            &["max_concurrency"],
+            m.max_concurrency.map(Number::from),
             CONCURRENCY,
         ),
         (
@@ -154,6 +161,13 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
     ];
     for (keys, value, bounds) in checks {
         check(found, path(keys), value, bounds);
+    }
+    // A ceiling nothing adapts under would be silently ignored.
+    if m.max_concurrency.is_some() && m.concurrency != Some(super::Concurrency::Auto) {
+        found.push((
+            path(&["max_concurrency"]),
+            "max_concurrency is the ceiling of concurrency = \"auto\": set that, or drop max_concurrency".to_owned(),
+        ));
     }
     let Some(s) = &m.server else { return };
     let checks: [(&str, Option<Number>, Bounds); 5] = [
@@ -246,6 +260,7 @@ mod tests {
             "max_n = 5000000000",
             "concurrency = -1",
             "max_retries = 99999999999999999999",
+            "concurrency = \"fast\"",
         ];
         for line in bad {
             let e = load(line).expect_err(line);
@@ -264,6 +279,7 @@ mod tests {
         }
         let good = [
             "concurrency = 1024",
+            "concurrency = \"auto\"",
             "requests_per_minute = 1",
             "timeout_secs = 0.5",
             "timeout_secs = 86400",
@@ -276,6 +292,54 @@ mod tests {
             if let Err(e) = load(line) {
                 panic!("{line}: {e}");
             }
+        }
+    }
+
+    #[test]
+    fn an_auto_ceiling_is_in_range_located_and_only_with_auto() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        let head = "[models.m]\nprovider = \"openai\"\n";
+        // (the model's last two lines, the error's location, what it says)
+        let bad = [
+            (
+                "concurrency = \"auto\"\nmax_concurrency = 0",
+                ":4:19",
+                "from 1 to 1024",
+            ),
+            (
+                "concurrency = \"auto\"\nmax_concurrency = 1025",
+                ":4:19",
+                "from 1 to 1024",
+            ),
+            (
+                "concurrency = 8\nmax_concurrency = 16",
+                ":4:19",
+                "ceiling of concurrency = \"auto\"",
+            ),
+            (
+                "max_concurrency = 16\nconcurrency = 1",
+                ":3:19",
+                "ceiling of concurrency = \"auto\"",
+            ),
+        ];
+        for (lines, at, says) in bad {
+            std::fs::write(&path, format!("{head}{lines}\n")).unwrap();
+            let e = Config::load(&path, true).expect_err(lines).to_string();
+            assert!(e.contains(at) && e.contains(says), "{lines}: {e}");
+        }
+        // (the model's lines, the ceiling and whether it adapts)
+        let good = [
+            ("concurrency = \"auto\"\nmax_concurrency = 12", 12, true),
+            ("concurrency = \"auto\"", 64, true),
+            ("concurrency = 12", 12, false),
+            ("", 4, false),
+        ];
+        for (lines, ceiling, adaptive) in good {
+            std::fs::write(&path, format!("{head}{lines}\n")).unwrap();
+            let config = Config::load(&path, true).unwrap();
+            let m = config.resolve_model("m").unwrap();
+            assert_eq!((m.concurrency, m.adaptive), (ceiling, adaptive), "{lines}");
         }
     }
 

@@ -3,6 +3,7 @@
 //! `runs_per_test` of older setups), the judge slot, and what models cost
 //! (`price`, `currency`, and a LiteLLM price file in [`prices`]). CLI flags override.
 
+mod concurrency;
 mod exec;
 mod in_range;
 mod limits;
@@ -12,6 +13,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+pub(crate) use concurrency::Concurrency;
 
 use crate::error::{Diagnostic, ErrorKind, Location};
 use crate::provider::model_ref::{
@@ -104,8 +107,11 @@ pub struct ModelConfig {
     pub base_url: Option<BaseUrl>,
     /// Environment variable holding the API key; the key itself never goes in a file.
     pub api_key_env: Option<String>,
-    /// Requests in flight (default 4; 1 to 1024).
-    pub concurrency: Option<usize>,
+    /// Requests in flight (default 4; 1 to 1024), or `"auto"`: adapted to
+    /// the server's throttling, up to `max_concurrency`.
+    pub concurrency: Option<Concurrency>,
+    /// The ceiling of `concurrency = "auto"` (default 64; 1 to 1024).
+    pub max_concurrency: Option<usize>,
     /// Requests-per-minute ceiling (1 to 1,000,000).
     pub requests_per_minute: Option<u32>,
     /// Per-request timeout in seconds (default 300; above 0, at most 86,400).
@@ -235,7 +241,16 @@ impl Config {
         }
         spec.set_endpoints(urls);
         spec.api_key_env = m.api_key_env.clone();
-        spec.concurrency = m.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1);
+        (spec.concurrency, spec.adaptive) = match m.concurrency {
+            Some(Concurrency::Auto) => (
+                m.max_concurrency
+                    .unwrap_or(concurrency::DEFAULT_MAX_CONCURRENCY),
+                true,
+            ),
+            Some(Concurrency::Fixed(n)) => (usize::try_from(n).unwrap_or(usize::MAX), false),
+            None => (DEFAULT_CONCURRENCY, false),
+        };
+        spec.concurrency = spec.concurrency.max(1);
         spec.requests_per_minute = m.requests_per_minute;
         spec.timeout_secs = m.timeout_secs.unwrap_or(spec.timeout_secs);
         spec.max_retries = m.max_retries.unwrap_or(spec.max_retries);

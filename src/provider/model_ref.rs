@@ -92,8 +92,12 @@ pub struct ModelSetup {
     pub pool: Vec<String>,
     /// Name of the environment variable holding the API key (never the key).
     pub api_key_env: Option<String>,
-    /// Requests in flight at once.
+    /// Requests in flight at once; with `adaptive`, the most.
     pub concurrency: usize,
+    /// `concurrency = "auto"`: the number in flight adapts to the server's
+    /// throttling, up to `concurrency`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive: bool,
     /// Optional requests-per-minute ceiling.
     pub requests_per_minute: Option<u32>,
     /// Per-request timeout in seconds.
@@ -179,6 +183,7 @@ impl ModelSetup {
             pool: Vec::new(),
             api_key_env: None,
             concurrency: DEFAULT_CONCURRENCY,
+            adaptive: false,
             requests_per_minute: None,
             timeout_secs: 300.0,
             max_retries: 4,
