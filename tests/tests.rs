@@ -23,7 +23,8 @@
 //!   file) and `self_contained` (nothing reads a path outside the repository).
 //! - Bad input and failed requests: `bad_input` (exit 2 with a message,
 //!   nothing left behind; the causes of failed requests on the terminal).
-//! - Runs against the fake server: `provider_wire`, `tool_wire` (tool
+//! - Runs against the fake server: `adaptive` (`concurrency = "auto"`
+//!   against a rate limit), `provider_wire`, `tool_wire` (tool
 //!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
 //!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
@@ -73,6 +74,7 @@
 
 mod common;
 
+mod adaptive;
 mod agent;
 mod architecture;
 mod atomic_writes;

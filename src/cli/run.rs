@@ -421,7 +421,7 @@ async fn run_async(
         outcome.attempts,
     );
     outln!("report: {}", report.files.markdown.display());
-    for change in &outcome.identity_changes {
+    for change in outcome.identity_changes.iter().chain(&outcome.adaptive) {
         out!("{}", crate::text::wrap(change, 80));
     }
     if outcome.interrupted {

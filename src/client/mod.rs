@@ -134,6 +134,26 @@ impl ModelClient {
         self.gate.get().map(|(g, r)| (g.as_ref(), *r))
     }
 
+    /// For each endpoint whose requests in flight adapt (`concurrency =
+    /// "auto"`), how they moved: one sentence each.
+    pub(crate) fn adaptive_summary(&self) -> Vec<String> {
+        self.endpoints
+            .iter()
+            .filter_map(|e| {
+                let (trace, now) = e.slots.trace()?;
+                let at = if self.is_pool() {
+                    format!(" at {}", e.url)
+                } else {
+                    String::new()
+                };
+                Some(format!(
+                    "model `{}`{at}: requests in flight adapted to the server (ceiling {}): {trace}; {now} at the end",
+                    self.setup.name, self.setup.concurrency
+                ))
+            })
+            .collect()
+    }
+
     /// The identity changes seen so far, one sentence each.
     pub(crate) fn identity_changes(&self) -> Vec<String> {
         self.changes

@@ -59,18 +59,57 @@ pub(crate) struct Aimd {
     successes: usize,
     /// No throttle seen yet: grow by one per success.
     slow_start: bool,
+    /// What the limit did, for the run's summary.
+    pub trace: Trace,
+}
+
+/// How an adaptive limit moved over a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Trace {
+    /// Where it started.
+    pub start: usize,
+    /// The highest it reached.
+    pub highest: usize,
+    /// The lowest a cut left it at (`None`: never cut).
+    pub lowest: Option<usize>,
+    /// Cuts: throttles that lowered it.
+    pub cuts: usize,
+    /// Raises after the first cut.
+    pub raises: usize,
+}
+
+impl std::fmt::Display for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at the start, up to {}", self.start, self.highest)?;
+        match self.lowest {
+            None => write!(f, "; the server never throttled"),
+            Some(low) => write!(
+                f,
+                "; cuts on 429/503/529: {} (down to {low}); raises after the first cut: {}",
+                self.cuts, self.raises
+            ),
+        }
+    }
 }
 
 impl Aimd {
     /// A controller under `ceiling` (at least 1).
     pub(crate) fn new(ceiling: usize) -> Aimd {
         let ceiling = ceiling.max(1);
+        let limit = START.min(ceiling);
         Aimd {
-            limit: START.min(ceiling),
+            limit,
             ceiling,
             epoch: 0,
             successes: 0,
             slow_start: true,
+            trace: Trace {
+                start: limit,
+                highest: limit,
+                lowest: None,
+                cuts: 0,
+                raises: 0,
+            },
         }
     }
 
@@ -80,9 +119,11 @@ impl Aimd {
             Signal::Neutral => {}
             Signal::Success => {
                 self.successes += 1;
-                if self.slow_start || self.successes >= self.limit {
-                    self.limit = (self.limit + 1).min(self.ceiling);
+                if (self.slow_start || self.successes >= self.limit) && self.limit < self.ceiling {
+                    self.limit += 1;
                     self.successes = 0;
+                    self.trace.highest = self.trace.highest.max(self.limit);
+                    self.trace.raises += usize::from(self.trace.cuts > 0);
                 }
             }
             // A request started before the last decrease saw the old limit.
@@ -92,6 +133,9 @@ impl Aimd {
                 self.limit = ((self.limit as f64 * DECREASE) as usize).max(1);
                 self.epoch += 1;
                 self.successes = 0;
+                self.trace.cuts += 1;
+                self.trace.lowest =
+                    Some(self.trace.lowest.map_or(self.limit, |l| l.min(self.limit)));
             }
         }
     }
@@ -152,6 +196,11 @@ impl Slots {
     #[cfg(test)]
     fn limit(&self) -> usize {
         self.lock().limit()
+    }
+
+    /// How an adaptive limit moved so far, and where it is; `None` for a fixed one.
+    pub(crate) fn trace(&self) -> Option<(Trace, usize)> {
+        self.lock().aimd.as_ref().map(|a| (a.trace, a.limit))
     }
 
     /// Waits for a place under the current limit.
@@ -248,6 +297,29 @@ mod tests {
             aimd.limit, 2,
             "a request started under the new limit cuts again"
         );
+    }
+
+    #[test]
+    fn the_trace_tells_the_rise_the_cuts_and_the_rise_after() {
+        let mut aimd = Aimd::new(64);
+        for s in [
+            Success, Success, Throttled, Throttled, Success, Success, Success, Success,
+        ] {
+            aimd.learn(s, aimd.epoch);
+        }
+        let want = Trace {
+            start: 4,
+            highest: 6,
+            lowest: Some(3),
+            cuts: 2,
+            raises: 1,
+        };
+        assert_eq!(aimd.trace, want);
+        assert_eq!(
+            want.to_string(),
+            "4 at the start, up to 6; cuts on 429/503/529: 2 (down to 3); raises after the first cut: 1"
+        );
+        assert!(Aimd::new(8).trace.to_string().ends_with("never throttled"));
     }
 
     #[test]

@@ -73,6 +73,8 @@ pub(crate) struct RunOutcome {
     pub spent: Spent,
     /// Each change of a server's reported model identity, one sentence each.
     pub identity_changes: Vec<String>,
+    /// How each adaptive `concurrency` moved, one sentence each.
+    pub adaptive: Vec<String>,
 }
 
 impl RunOutcome {
@@ -83,6 +85,7 @@ impl RunOutcome {
         self.interrupted |= other.interrupted;
         self.budget_stopped |= other.budget_stopped;
         self.identity_changes.extend(other.identity_changes);
+        self.adaptive.extend(other.adaptive);
     }
 }
 

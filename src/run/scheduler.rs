@@ -140,11 +140,21 @@ pub(super) async fn schedule(
         meter.stop_clock(&model.setup.name);
     }
     outcome.budget_stopped = meter.refused();
-    outcome.identity_changes = models.iter().flat_map(|m| m.identity_changes()).collect();
+    (outcome.identity_changes, outcome.adaptive) = summaries(models);
     match server_died {
         Some(death) => Err(RunError::ServerDied(death)),
         None => Ok(outcome),
     }
+}
+
+/// What the run's summary says of its models: each change of a server's
+/// reported identity, and how each adaptive `concurrency` moved.
+fn summaries(models: &[Arc<ModelClient>]) -> (Vec<String>, Vec<String>) {
+    let changes = models.iter().flat_map(|m| m.identity_changes()).collect();
+    (
+        changes,
+        models.iter().flat_map(|m| m.adaptive_summary()).collect(),
+    )
 }
 
 /// Starts the clocks of the models and judge priced by the hour and, under

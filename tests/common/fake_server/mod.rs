@@ -5,10 +5,12 @@
 //! The server is hand-rolled HTTP/1.1 on tokio so a test controls every byte:
 //! a truncated body, a hang, garbage with a 200. It binds 127.0.0.1:0 only,
 //! records every request body, and tracks how many requests it is serving at
-//! once. It stops on drop, after `LIFETIME`, or after `MAX_REQUESTS`.
+//! once; [`FakeServer::rate_limited`] admits R requests a second and
+//! refuses the rest with 429. It stops on drop, after `LIFETIME`, or after `MAX_REQUESTS`.
 
 mod arith;
 mod http;
+mod rate;
 mod wire;
 
 use std::net::SocketAddr;

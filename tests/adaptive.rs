@@ -1,0 +1,89 @@
+//! `concurrency = "auto"` through the real binary against a fake that
+//! admits R requests a second and answers 429 beyond: the requests in
+//! flight fall when the server refuses and rise again while it answers,
+//! as the run's summary reports them, and every instance is answered.
+
+use std::time::Duration;
+
+use crate::common::fake_server::{FakeServer, Request};
+use crate::common::workspace::Workspace;
+
+/// The fake's allowance, and how long an admitted request takes: about
+/// `RATE × LATENCY` = 5 requests fit in flight, far below the ceiling.
+const RATE: f64 = 50.0;
+const LATENCY: Duration = Duration::from_millis(100);
+const CEILING: usize = 32;
+const RUNS: usize = 150;
+
+/// Whether the server refused `r`: the same prompt was asked again.
+fn refused(r: &Request, all: &[Request]) -> bool {
+    all.iter()
+        .any(|later| later.prompt == r.prompt && later.attempt == r.attempt + 1)
+}
+
+/// The whole number right after `label` in `text`.
+fn number_after(text: &str, label: &str) -> usize {
+    let at = text
+        .find(label)
+        .unwrap_or_else(|| panic!("no {label:?} in {text}"))
+        + label.len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in {text}"))
+}
+
+#[test]
+fn requests_in_flight_fall_on_429_and_rise_after() {
+    let fake = FakeServer::rate_limited(RATE, LATENCY);
+    let settings = format!("concurrency = \"auto\"\nmax_concurrency = {CEILING}\nmax_retries = 20");
+    let ws = Workspace::with_fake("t06_mathematics.toml", &fake, &settings);
+    let runs = RUNS.to_string();
+    let out = ws.run_ok(&[
+        "specs/t06_mathematics.toml",
+        "-m",
+        "fake",
+        "--runs",
+        &runs,
+        "--no-cache",
+    ]);
+    let journal = ws.last_journal();
+    assert_eq!(journal.len(), RUNS, "{out}");
+    assert!(journal.iter().all(|r| r["passed"] == true), "{out}");
+
+    // The summary, unwrapped: how the limit moved.
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    let summary = words
+        .split("model `fake`: requests in flight adapted to the server")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary of the adaptive limit:\n{out}"));
+    let start = number_after(summary, ": ");
+    let highest = number_after(summary, "up to ");
+    let cuts = number_after(summary, "cuts on 429/503/529: ");
+    let lowest = number_after(summary, "(down to ");
+    let raises = number_after(summary, "raises after the first cut: ");
+    assert_eq!(number_after(summary, "(ceiling "), CEILING, "{summary}");
+    assert!(
+        highest > start,
+        "it rose until the server refused: {summary}"
+    );
+    assert!(cuts >= 1 && lowest < highest, "a 429 lowered it: {summary}");
+    assert!(raises >= 1, "it rose again while answers came: {summary}");
+    assert!(
+        highest < CEILING,
+        "the rate limit, not the ceiling, bounded it: {summary}"
+    );
+
+    // The server saw what the summary says: refusals, each retried until answered.
+    let requests = fake.requests();
+    let refusals = requests.iter().filter(|r| refused(r, &requests)).count();
+    assert_eq!(requests.len(), RUNS + refusals);
+    assert!(refusals >= cuts, "{refusals} refusals, {cuts} cuts");
+    assert!(
+        refusals * 5 < RUNS,
+        "{refusals} of {RUNS} requests refused: the limit did not settle"
+    );
+}
