@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use crate::common::fake_server::{FakeServer, Request};
+use std::sync::Arc;
+
+use crate::common::fake_server::{FakeServer, RateLog};
 use crate::common::workspace::Workspace;
 
 /// The fake's allowance, and how long an admitted request takes: about
@@ -14,12 +16,6 @@ const RATE: f64 = 50.0;
 const LATENCY: Duration = Duration::from_millis(100);
 const CEILING: usize = 32;
 const RUNS: usize = 150;
-
-/// Whether the server refused `r`: the same prompt was asked again.
-fn refused(r: &Request, all: &[Request]) -> bool {
-    all.iter()
-        .any(|later| later.prompt == r.prompt && later.attempt == r.attempt + 1)
-}
 
 /// The whole number right after `label` in `text`.
 fn number_after(text: &str, label: &str) -> usize {
@@ -38,7 +34,7 @@ fn number_after(text: &str, label: &str) -> usize {
 
 #[test]
 fn requests_in_flight_fall_on_429_and_rise_after() {
-    let fake = FakeServer::rate_limited(RATE, LATENCY);
+    let (fake, log): (FakeServer, Arc<RateLog>) = FakeServer::rate_limited(RATE, LATENCY);
     let settings = format!("concurrency = \"auto\"\nmax_concurrency = {CEILING}\nmax_retries = 20");
     let ws = Workspace::with_fake("t06_mathematics.toml", &fake, &settings);
     let runs = RUNS.to_string();
@@ -72,16 +68,23 @@ fn requests_in_flight_fall_on_429_and_rise_after() {
     );
     assert!(cuts >= 1 && lowest < highest, "a 429 lowered it: {summary}");
     assert!(raises >= 1, "it rose again while answers came: {summary}");
+    let end = summary
+        .split(" at the end")
+        .next()
+        .and_then(|s| s.rsplit(' ').next());
+    let end: usize = end.and_then(|n| n.parse().ok()).expect("where it ended");
     assert!(
-        highest < CEILING,
-        "the rate limit, not the ceiling, bounded it: {summary}"
+        end < CEILING / 2,
+        "the rate limit, not the ceiling, bounds it: {summary}"
     );
 
     // The server saw what the summary says: refusals, each retried until answered.
-    let requests = fake.requests();
-    let refusals = requests.iter().filter(|r| refused(r, &requests)).count();
-    assert_eq!(requests.len(), RUNS + refusals);
+    let refusals = log.refused();
+    assert_eq!((log.admitted(), fake.count()), (RUNS, RUNS + refusals));
     assert!(refusals >= cuts, "{refusals} refusals, {cuts} cuts");
+    // Loose: only a stalled limit (or a loaded machine far past two cores) misses it.
+    let throughput = log.throughput(LATENCY);
+    assert!(throughput > RATE / 2.0, "{throughput:.1} answers/s");
     assert!(
         refusals * 5 < RUNS,
         "{refusals} of {RUNS} requests refused: the limit did not settle"

@@ -1,11 +1,12 @@
 //! An endpoint's requests in flight: a fixed number (`concurrency = N`), or
 //! one that adapts to the server (`concurrency = "auto"`).
 //!
-//! The adaptive limit is AIMD, as TCP congestion control: it halves-ish
-//! (multiplicative decrease) when the server says it is throttling (429, 503,
-//! 529) and grows by one per round of successes (additive increase). Before
-//! the first throttle it grows by one per success (slow start), so a
-//! generous server is found in a few rounds. A burst of throttles caused by
+//! The adaptive limit is AIMD, as TCP congestion control: it is cut by a
+//! quarter (multiplicative decrease) when the server says it is throttling
+//! (429, 503, 529) and grows by one per round of successes (additive
+//! increase). Before the first throttle it grows by one per success (slow
+//! start), so a generous server is found in a few rounds; the first
+//! throttle halves it, as slow start overshoots. A burst of throttles caused by
 //! one limit is one signal: only a request started under the current limit
 //! lowers it again, so a limit is not cut once per refused request.
 
@@ -129,8 +130,10 @@ impl Aimd {
             // A request started before the last decrease saw the old limit.
             Signal::Throttled if epoch != self.epoch => {}
             Signal::Throttled => {
+                // Slow start overshoots by up to twice the server's room: halve, as TCP does.
+                let keep = if self.slow_start { 0.5 } else { DECREASE };
                 self.slow_start = false;
-                self.limit = ((self.limit as f64 * DECREASE) as usize).max(1);
+                self.limit = ((self.limit as f64 * keep) as usize).max(1);
                 self.epoch += 1;
                 self.successes = 0;
                 self.trace.cuts += 1;
@@ -269,14 +272,19 @@ mod tests {
             ),
             ("the ceiling holds", 5, &[Success; 3], &[5, 5, 5]),
             ("a ceiling below the start", 2, &[Success], &[2]),
-            ("a throttle cuts a quarter", 64, &[Throttled], &[3]),
-            ("never below one", 64, &[Throttled; 4], &[3, 2, 1, 1]),
+            (
+                "the first throttle halves, a later one cuts a quarter",
+                64,
+                &[Success, Success, Success, Success, Throttled, Throttled],
+                &[5, 6, 7, 8, 4, 3],
+            ),
+            ("never below one", 64, &[Throttled; 4], &[2, 1, 1, 1]),
             ("neutral changes nothing", 64, &[Neutral; 2], &[4, 4]),
             (
                 "after a throttle: one more per round of `limit` successes",
                 64,
                 &[Throttled, Success, Success, Success, Success],
-                &[3, 3, 3, 4, 4],
+                &[2, 2, 3, 3, 3],
             ),
         ];
         for (name, ceiling, signals, want) in cases {
@@ -291,10 +299,10 @@ mod tests {
         for _ in 0..10 {
             aimd.learn(Throttled, started);
         }
-        assert_eq!(aimd.limit, 3, "ten refusals of one round are one signal");
+        assert_eq!(aimd.limit, 2, "ten refusals of one round are one signal");
         aimd.learn(Throttled, aimd.epoch);
         assert_eq!(
-            aimd.limit, 2,
+            aimd.limit, 1,
             "a request started under the new limit cuts again"
         );
     }
@@ -310,14 +318,14 @@ mod tests {
         let want = Trace {
             start: 4,
             highest: 6,
-            lowest: Some(3),
+            lowest: Some(2),
             cuts: 2,
             raises: 1,
         };
         assert_eq!(aimd.trace, want);
         assert_eq!(
             want.to_string(),
-            "4 at the start, up to 6; cuts on 429/503/529: 2 (down to 3); raises after the first cut: 1"
+            "4 at the start, up to 6; cuts on 429/503/529: 2 (down to 2); raises after the first cut: 1"
         );
         assert!(Aimd::new(8).trace.to_string().ends_with("never throttled"));
     }
@@ -352,7 +360,7 @@ mod tests {
         assert!(waiting.is_err(), "a fifth waits under a limit of four");
         let mut held = held.into_iter();
         held.next().expect("four held").finish(Throttled);
-        assert_eq!(slots.limit(), 3);
+        assert_eq!(slots.limit(), 2);
         drop(held);
         let again = tokio::time::timeout(std::time::Duration::from_secs(1), slots.acquire()).await;
         assert!(again.is_ok(), "a freed place admits the next");

@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub use arith::{eval, expression};
+pub use rate::RateLog;
 
 /// Usage every successful answer reports, so tests can find it in records.
 pub const PROMPT_TOKENS: u64 = 17;
