@@ -55,7 +55,18 @@ fn config_numbers_out_of_range_are_located_exit_2() {
         ("max_retries = 4000000000", "4000000000", "from 0 to 100"),
         ("max_n = 0", "0", "from 1 to 128"),
         ("max_n = 5000000000", "5000000000", "u32"),
-        ("concurrency = -3", "-3", "usize"),
+        ("concurrency = -3", "-3", "or \"auto\""),
+        ("concurrency = \"fast\"", "\"fast\"", "or \"auto\""),
+        (
+            "concurrency = \"auto\"\nmax_concurrency = 0",
+            "0",
+            "from 1 to 1024",
+        ),
+        (
+            "concurrency = 4\nmax_concurrency = 16",
+            "16",
+            "ceiling of concurrency = \"auto\"",
+        ),
         ("options = { temperature = nan }", "nan", NOT_FINITE),
         ("options = { top_p = 0 }", "0", "top_p = 0 is out of range"),
         (
