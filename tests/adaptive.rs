@@ -1,13 +1,14 @@
 //! `concurrency = "auto"` through the real binary against a fake that
 //! admits R requests a second and answers 429 beyond: the requests in
 //! flight fall when the server refuses and rise again while it answers,
-//! as the run's summary reports them, and every instance is answered.
+//! as the run's summary reports them, and every instance is answered. Rate
+//! limit headers at 0 on an answer lower it too, before any 429.
 
 use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::common::fake_server::{FakeServer, RateLog};
+use crate::common::fake_server::{FakeServer, RateLog, Reply, Request};
 use crate::common::workspace::Workspace;
 
 /// The fake's allowance, and how long an admitted request takes: about
@@ -58,7 +59,7 @@ fn requests_in_flight_fall_on_429_and_rise_after() {
         .unwrap_or_else(|| panic!("no summary of the adaptive limit:\n{out}"));
     let start = number_after(summary, ": ");
     let highest = number_after(summary, "up to ");
-    let cuts = number_after(summary, "cuts on 429/503/529: ");
+    let cuts = number_after(summary, "cuts on throttling: ");
     let lowest = number_after(summary, "(down to ");
     let raises = number_after(summary, "raises after the first cut: ");
     assert_eq!(number_after(summary, "(ceiling "), CEILING, "{summary}");
@@ -89,4 +90,47 @@ fn requests_in_flight_fall_on_429_and_rise_after() {
         refusals * 5 < RUNS,
         "{refusals} of {RUNS} requests refused: the limit did not settle"
     );
+}
+
+#[test]
+fn rate_limit_headers_at_zero_lower_it_without_a_429() {
+    // (the remaining allowance every tenth answer reports, whether it is cut)
+    let cases = [("0", true), ("3", false)];
+    for (remaining, cut) in cases {
+        let fake = FakeServer::start(move |r: &Request| {
+            let answer = Reply::slow(20, Reply::Correct);
+            match r.index % 10 {
+                9 => {
+                    let line = format!("x-ratelimit-remaining-requests: {remaining}\r\n");
+                    Reply::Headers(line, Box::new(answer))
+                }
+                _ => answer,
+            }
+        });
+        let ws = Workspace::with_fake(
+            "t06_mathematics.toml",
+            &fake,
+            "concurrency = \"auto\"\nmax_concurrency = 16",
+        );
+        let out = ws.run_ok(&[
+            "specs/t06_mathematics.toml",
+            "-m",
+            "fake",
+            "--runs",
+            "60",
+            "--no-cache",
+        ]);
+        let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(fake.count(), 60, "nothing refused, nothing retried: {out}");
+        assert_eq!(
+            words.contains("cuts on throttling: "),
+            cut,
+            "{remaining}: {out}"
+        );
+        assert_eq!(
+            words.contains("the server never throttled"),
+            !cut,
+            "{remaining}: {out}"
+        );
+    }
 }

@@ -243,7 +243,7 @@ where
             let started = Instant::now();
             let r = send(assigned.index).await;
             // An adaptive limit learns from each attempt, before its backoff.
-            permit.finish(super::slots::Signal::of(&r));
+            permit.finish(super::slots::Signal::of(&r, gated.answers));
             if let Some((gate, reservation)) = reservation {
                 let answers = r.as_ref().map_or(&[][..], gated.answers);
                 hold.0 = Some(gate.settle(gated.attempt, reservation, answers));

@@ -269,6 +269,7 @@ mod tests {
         let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), None);
         let c = Completion {
+            allowance_spent: false,
             text: "hi".into(),
             usage: Usage::default(),
             finish_reason: None,
@@ -303,6 +304,7 @@ mod tests {
             call(serde_json::json!("{\"n\": 5"), Some("EOF while parsing"))
         ]);
         let answer = Completion {
+            allowance_spent: false,
             text: String::new(),
             usage: Usage::default(),
             finish_reason: Some("tool_calls".into()),
@@ -367,6 +369,7 @@ mod tests {
     fn absorbing_a_cache_adds_what_it_lacks_and_keeps_what_it_has() {
         let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let answer = |text: &str| Completion {
+            allowance_spent: false,
             text: text.into(),
             usage: Usage::default(),
             finish_reason: None,

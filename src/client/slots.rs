@@ -3,7 +3,8 @@
 //!
 //! The adaptive limit is AIMD, as TCP congestion control: it is cut by a
 //! quarter (multiplicative decrease) when the server says it is throttling
-//! (429, 503, 529) and grows by one per round of successes (additive
+//! (429, 503, 529, or an answer whose rate-limit headers say the allowance
+//! is spent) and grows by one per round of successes (additive
 //! increase). Before the first throttle it grows by one per success (slow
 //! start), so a generous server is found in a few rounds; the first
 //! throttle halves it, as slow start overshoots. A burst of throttles caused by
@@ -14,7 +15,7 @@ use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
-use crate::provider::ProviderError;
+use crate::provider::{Completion, ProviderError};
 
 /// The adaptive limit's start: the fixed default, below the ceiling.
 const START: usize = crate::provider::model_ref::DEFAULT_CONCURRENCY;
@@ -28,16 +29,22 @@ const DECREASE: f64 = 0.75;
 pub(crate) enum Signal {
     /// Answered: room for more.
     Success,
-    /// Refused for load (429, 503, 529): fewer.
+    /// Refused for load (429, 503, 529), or answered with the allowance
+    /// spent (rate-limit headers at 0): fewer.
     Throttled,
     /// Anything else (a timeout, a bad request): no news about load.
     Neutral,
 }
 
 impl Signal {
-    /// The signal of an attempt's outcome.
-    pub(crate) fn of<T>(result: &Result<T, ProviderError>) -> Signal {
+    /// The signal of an attempt's outcome; `answers` finds a result's
+    /// answers, whose rate-limit headers may say the allowance is spent.
+    pub(crate) fn of<T>(
+        result: &Result<T, ProviderError>,
+        answers: impl Fn(&T) -> &[Completion],
+    ) -> Signal {
         match result {
+            Ok(v) if answers(v).iter().any(|c| c.allowance_spent) => Signal::Throttled,
             Ok(_) => Signal::Success,
             Err(ProviderError::Status {
                 status: 429 | 503 | 529,
@@ -86,7 +93,7 @@ impl std::fmt::Display for Trace {
             None => write!(f, "; the server never throttled"),
             Some(low) => write!(
                 f,
-                "; cuts on 429/503/529: {} (down to {low}); raises after the first cut: {}",
+                "; cuts on throttling: {} (down to {low}); raises after the first cut: {}",
                 self.cuts, self.raises
             ),
         }
@@ -325,7 +332,7 @@ mod tests {
         assert_eq!(aimd.trace, want);
         assert_eq!(
             want.to_string(),
-            "4 at the start, up to 6; cuts on 429/503/529: 2 (down to 2); raises after the first cut: 1"
+            "4 at the start, up to 6; cuts on throttling: 2 (down to 2); raises after the first cut: 1"
         );
         assert!(Aimd::new(8).trace.to_string().ends_with("never throttled"));
     }
@@ -339,15 +346,34 @@ mod tests {
                 retry_after: None,
             })
         };
+        fn none(_: &()) -> &[Completion] {
+            &[]
+        }
         for (code, want) in [(429, Throttled), (503, Throttled), (529, Throttled)] {
-            assert_eq!(Signal::of(&status(code)), want, "{code}");
+            assert_eq!(Signal::of(&status(code), none), want, "{code}");
         }
         for code in [400, 408, 500, 502] {
-            assert_eq!(Signal::of(&status(code)), Neutral, "{code}");
+            assert_eq!(Signal::of(&status(code), none), Neutral, "{code}");
         }
-        assert_eq!(Signal::of(&Ok::<(), ProviderError>(())), Success);
         let timeout = Err::<(), _>(ProviderError::Timeout(std::time::Duration::ZERO));
-        assert_eq!(Signal::of(&timeout), Neutral);
+        assert_eq!(Signal::of(&timeout, none), Neutral);
+        let answer = |allowance_spent| {
+            Ok::<_, ProviderError>(vec![Completion {
+                text: "4".into(),
+                usage: Default::default(),
+                finish_reason: None,
+                shared: None,
+                served: None,
+                tool_calls: Vec::new(),
+                allowance_spent,
+            }])
+        };
+        assert_eq!(Signal::of(&answer(false), Vec::as_slice), Success);
+        assert_eq!(
+            Signal::of(&answer(true), Vec::as_slice),
+            Throttled,
+            "headers at 0"
+        );
     }
 
     #[tokio::test]

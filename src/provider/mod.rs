@@ -19,6 +19,7 @@ pub(crate) mod model_ref;
 mod ollama;
 mod openai;
 pub(crate) mod price;
+mod rate_headers;
 pub(crate) mod replay;
 mod retry_after;
 mod server_options;
@@ -43,6 +44,7 @@ pub use ollama::OllamaClient;
 pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
+pub(crate) use rate_headers::allowance_spent;
 pub(crate) use replay::ReplayProvider;
 pub(crate) use retry_after::parse_retry_after;
 
@@ -208,6 +210,11 @@ pub struct Completion {
     /// The tools the model called, in order; names as the spec wrote them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<crate::prompt::ToolCall>,
+    /// The response's rate-limit headers said the allowance is spent (see
+    /// [`rate_headers`]): an adaptive concurrency slows down as on a 429.
+    /// About the server at that moment, not the answer: never stored.
+    #[serde(skip)]
+    pub allowance_spent: bool,
 }
 
 /// The model identity a server reports with an answer: the response's `model`

@@ -269,6 +269,7 @@ fn finish(answer: Answer, last: ChatChunk, names: &WireNames) -> Result<Completi
         ));
     }
     Ok(Completion {
+        allowance_spent: false,
         text: answer.text,
         usage: Usage {
             tokens_in: last.prompt_eval_count,

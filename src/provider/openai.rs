@@ -152,8 +152,13 @@ impl OpenAiClient {
                 None => Err(error),
             };
         }
+        let spent = super::allowance_spent(response.headers());
         let bytes = body::read(response, cap).await?;
-        completions(&bytes, &WireNames::new(&request.tools))
+        let mut answers = completions(&bytes, &WireNames::new(&request.tools))?;
+        for answer in &mut answers {
+            answer.allowance_spent = spent;
+        }
+        Ok(answers)
     }
 }
 
@@ -193,6 +198,7 @@ fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, Provi
         .choices
         .into_iter()
         .map(|c| Completion {
+            allowance_spent: false,
             tool_calls: c
                 .message
                 .tool_calls

@@ -68,6 +68,7 @@ impl ReplayProvider {
             ))
         };
         let recorded = |text: &str, calls, usage| Completion {
+            allowance_spent: false,
             text: text.to_owned(),
             usage,
             finish_reason: None,
@@ -145,6 +146,7 @@ impl ReplayProvider {
         })?;
         match recorded.responses.get(k as usize) {
             Some(Some(text)) => Ok(Completion {
+                allowance_spent: false,
                 text: text.clone(),
                 usage: Usage::default(),
                 finish_reason: None,

@@ -229,6 +229,7 @@ pub(super) fn unparsed_call(
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
         .unwrap_or_else(|| body.clone());
     Some(super::Completion {
+        allowance_spent: false,
         text: String::new(),
         usage: super::Usage::default(),
         finish_reason: None,

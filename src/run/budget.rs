@@ -348,6 +348,7 @@ mod tests {
         assert!(meter.refused());
         // Once refused, a freed reservation does not restart the run.
         let answer = Completion {
+            allowance_spent: false,
             text: "Paris".into(),
             usage: Usage {
                 tokens_in: Some(14),
@@ -387,6 +388,7 @@ mod tests {
         assert_eq!(held.tokens, 300);
         // An answer (rejected, asked again) bills its tokens and frees one ask.
         let answer = Completion {
+            allowance_spent: false,
             text: "not json".into(),
             usage: Usage {
                 tokens_in: Some(14),

@@ -156,6 +156,7 @@ mod tests {
 
     fn answer(text: &str, usage: Usage) -> Completion {
         Completion {
+            allowance_spent: false,
             text: text.to_owned(),
             usage,
             finish_reason: None,

@@ -381,6 +381,7 @@ fn tool_calls(value: Option<&Value>) -> Result<Vec<ToolCall>, ProviderError> {
 
 fn completion(text: String, usage: Usage) -> Completion {
     Completion {
+        allowance_spent: false,
         text,
         usage,
         finish_reason: None,

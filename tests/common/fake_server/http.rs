@@ -135,11 +135,7 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
         return plain(stream, "503 Busy", b"request budget spent").await;
     }
     let guard = InFlight::new(state);
-    let mut reply = (state.script)(&request);
-    while let Reply::Slow(delay, inner) = reply {
-        tokio::time::sleep(delay).await;
-        reply = *inner;
-    }
+    let (reply, headers) = unwrap(state.script.as_ref()(&request)).await;
     let mut calls = Vec::new();
     let content = match &reply {
         Reply::Wrong => answer_text(&request, 1),
@@ -199,7 +195,14 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     }
     .to_string();
     if !cut {
-        return write(stream, "200 OK", "", "application/json", body.as_bytes()).await;
+        return write(
+            stream,
+            "200 OK",
+            &headers,
+            "application/json",
+            body.as_bytes(),
+        )
+        .await;
     }
     // Announce the whole body, send half of it, then close (Truncated) or go silent (Stall).
     let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
@@ -209,6 +212,24 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
         wait_for_hangup(stream).await;
     }
     false
+}
+
+/// The reply inside `Slow` and `Headers`, after their waits, with their header lines.
+async fn unwrap(mut reply: Reply) -> (Reply, String) {
+    let mut headers = String::new();
+    loop {
+        reply = match reply {
+            Reply::Slow(delay, inner) => {
+                tokio::time::sleep(delay).await;
+                *inner
+            }
+            Reply::Headers(lines, inner) => {
+                headers.push_str(&lines);
+                *inner
+            }
+            other => return (other, headers),
+        };
+    }
 }
 
 /// A head without a length, then body bytes until a write fails (the client

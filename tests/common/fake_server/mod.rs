@@ -78,6 +78,8 @@ pub enum Reply {
     Garbage,
     /// Wait, then do the inner reply.
     Slow(Duration, Box<Reply>),
+    /// The inner reply with these header lines (each ending in `\r\n`) on a 200.
+    Headers(String, Box<Reply>),
     /// This content (may be empty) and these tool calls, as the wire returns
     /// them: OpenAI's arguments as JSON text, Ollama's as an object.
     Calls(String, Vec<FakeCall>),
