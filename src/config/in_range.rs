@@ -162,11 +162,23 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
     for (keys, value, bounds) in checks {
         check(found, path(keys), value, bounds);
     }
+    let auto = m.concurrency == Some(super::Concurrency::Auto);
     // A ceiling nothing adapts under would be silently ignored.
-    if m.max_concurrency.is_some() && m.concurrency != Some(super::Concurrency::Auto) {
+    if m.max_concurrency.is_some() && !auto {
         found.push((
             path(&["max_concurrency"]),
             "max_concurrency is the ceiling of concurrency = \"auto\": set that, or drop max_concurrency".to_owned(),
+        ));
+    }
+    // A server the harness starts gets one slot per request in flight, and a
+    // program is never throttled: both need a number.
+    if auto && (m.provider.is_managed() || m.provider == crate::provider::ProviderKind::Exec) {
+        found.push((
+            path(&["concurrency"]),
+            format!(
+                "concurrency = \"auto\" adapts to a remote server's throttling; a `{}` model needs a number",
+                m.provider.prefix()
+            ),
         ));
     }
     let Some(s) = &m.server else { return };
@@ -340,6 +352,26 @@ mod tests {
             let config = Config::load(&path, true).unwrap();
             let m = config.resolve_model("m").unwrap();
             assert_eq!((m.concurrency, m.adaptive), (ceiling, adaptive), "{lines}");
+        }
+    }
+
+    #[test]
+    fn auto_is_for_remote_servers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("harness.toml");
+        for provider in ["llamacpp", "vllm", "exec"] {
+            let text = format!("[models.m]\nprovider = \"{provider}\"\nconcurrency = \"auto\"\n");
+            std::fs::write(&path, text).unwrap();
+            let e = Config::load(&path, true).expect_err(provider).to_string();
+            assert!(
+                e.contains(":3:15") && e.contains("needs a number"),
+                "{provider}: {e}"
+            );
+        }
+        for provider in ["openai", "ollama"] {
+            let text = format!("[models.m]\nprovider = \"{provider}\"\nconcurrency = \"auto\"\n");
+            std::fs::write(&path, text).unwrap();
+            assert!(Config::load(&path, true).is_ok(), "{provider}");
         }
     }
 
