@@ -13,4 +13,4 @@ if [ ! -x "$venv/bin/ruff" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "ruff==$ruff_version"
 fi
-"$venv/bin/ruff" check --no-cache src/verify/code/ src/sandbox/zygote.py
+"$venv/bin/ruff" check --no-cache src/verify/code/ src/sandbox/warm.py

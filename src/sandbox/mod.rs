@@ -33,6 +33,7 @@ mod seat;
 mod seccomp;
 mod setup;
 mod spawn;
+mod workdir;
 mod zygote;
 mod zygote_io;
 

@@ -20,6 +20,7 @@ use super::plan::{
     shared_netns, timeval,
 };
 use super::seat::Lease;
+use super::workdir::Workdir;
 use super::zygote::{WarmRun, Zygote, Zygotes};
 use super::{
     CHANNEL_ENV, Isolation, Killed, Limits, Outcome, Program, SandboxError, Termination, Usage,
@@ -55,15 +56,6 @@ struct Started {
     /// signalled.
     pidfd: Option<Arc<OwnedFd>>,
     _workdir: Workdir,
-}
-
-/// A run's working directory on the host, removed when dropped.
-pub(super) struct Workdir(pub(super) PathBuf);
-
-impl Drop for Workdir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 impl Sandbox {

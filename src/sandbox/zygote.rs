@@ -30,7 +30,7 @@ use super::zygote_io::{plan_file, receive, send_fds, seqpacket};
 use super::{PATH, Program, SandboxError};
 
 /// The zygote's script.
-const SCRIPT: &str = include_str!("zygote.py");
+const SCRIPT: &str = include_str!("warm.py");
 
 /// How long a zygote may take to import its modules before the cold path is used.
 const START_LIMIT: Duration = Duration::from_secs(20);
@@ -69,7 +69,7 @@ pub(super) struct Zygote {
     /// starts inside, where moving it in would wait for an RCU grace period
     /// (5-20 ms) each time.
     seated: Mutex<HashMap<usize, Arc<Mutex<Option<Seated>>>>>,
-    _dir: super::spawn::Workdir,
+    _dir: super::workdir::Workdir,
 }
 
 /// A fork of a zygote that moved into a seat's cgroups once and stays,
@@ -162,14 +162,15 @@ impl Zygote {
     fn start(program: &Program, warm: &Warm, scratch: &Path) -> std::io::Result<Zygote> {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = super::spawn::Workdir(scratch.join(format!("zygote-{}-{n}", std::process::id())));
+        let dir =
+            super::workdir::Workdir(scratch.join(format!("zygote-{}-{n}", std::process::id())));
         std::fs::create_dir(&dir.0)?;
         for (name, contents) in &program.files {
             if warm.modules.contains(name) && !name.contains('/') {
                 std::fs::write(dir.0.join(name), contents)?;
             }
         }
-        let script = dir.0.join("zygote.py");
+        let script = dir.0.join("warm.py");
         std::fs::write(&script, SCRIPT)?;
         let (control, theirs) = seqpacket()?;
         let Some((interpreter, flags)) = program.argv.split_first() else {

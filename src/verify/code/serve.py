@@ -397,6 +397,6 @@ def main():
         server.serve(request)
 
 
-# Run as a script; a warm interpreter (src/sandbox/zygote.py) imports it and calls main itself.
+# Run as a script; a warm interpreter (src/sandbox/warm.py) imports it and calls main itself.
 if __name__ == "__main__":
     main()

@@ -6,7 +6,7 @@ environment, so its memory never holds a secret. It reads nothing of any run:
 each request is one byte and a bundle of descriptors it does not look into.
 It forks, the child reads its own plan, and the parent only reaps and reports.
 
-argv: zygote.py <module directory> <main module>. Descriptor 3 is the control
+argv: warm.py <module directory> <main module>. Descriptor 3 is the control
 socket to the harness (SOCK_SEQPACKET).
 
 The child repeats child.rs's `enter()`, step for step, in the same order:
