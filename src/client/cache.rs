@@ -271,6 +271,7 @@ mod tests {
         let c = Completion {
             allowance_spent: false,
             text: "hi".into(),
+            reasoning: None,
             usage: Usage::default(),
             finish_reason: None,
             shared: None,
@@ -306,6 +307,7 @@ mod tests {
         let answer = Completion {
             allowance_spent: false,
             text: String::new(),
+            reasoning: None,
             usage: Usage::default(),
             finish_reason: Some("tool_calls".into()),
             shared: None,
@@ -371,6 +373,7 @@ mod tests {
         let answer = |text: &str| Completion {
             allowance_spent: false,
             text: text.into(),
+            reasoning: None,
             usage: Usage::default(),
             finish_reason: None,
             shared: None,

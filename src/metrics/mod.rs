@@ -107,6 +107,8 @@ impl Example {
             trajectory: (r.scored.trajectory.iter())
                 .map(|m| crate::prompt::Message {
                     content: cut(&m.content),
+                    // A failure's example shows what the rules read, never the reasoning.
+                    reasoning: None,
                     ..m.clone()
                 })
                 .collect(),

@@ -20,10 +20,13 @@ mod ollama;
 mod openai;
 pub(crate) mod price;
 mod rate_headers;
+mod reasoning;
 pub(crate) mod replay;
 mod retry_after;
+mod scrub;
 mod server_options;
 mod shared;
+use scrub::scrub;
 mod tool_wire;
 
 use std::sync::Arc;
@@ -34,7 +37,7 @@ use serde_json::{Value, json};
 
 use crate::failure::FailureKind;
 use crate::prompt::Message;
-pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
+pub(crate) use crate::prompt::{Reasoning, Tool, ToolCall, ToolChoice};
 
 pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
@@ -45,6 +48,7 @@ pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use rate_headers::allowance_spent;
+pub(crate) use reasoning::split_think;
 pub(crate) use replay::ReplayProvider;
 pub(crate) use retry_after::parse_retry_after;
 
@@ -189,13 +193,21 @@ pub struct Usage {
     /// (OpenAI's `prompt_tokens_details.cached_tokens`), billed at `cached_input`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_cached: Option<u64>,
+    /// Of the generated tokens, those spent reasoning (OpenAI's
+    /// `completion_tokens_details.reasoning_tokens`); unknown where the wire
+    /// does not say (Ollama), never estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_reasoning: Option<u64>,
 }
 
 /// One answer from a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
-    /// The generated text.
+    /// The generated text: the answer, without the reasoning.
     pub text: String,
+    /// What the model reasoned before answering, kept apart from `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
     /// Token counts.
     pub usage: Usage,
     /// Why generation stopped (`stop`, `length`, ...), when reported.
@@ -370,45 +382,6 @@ pub(crate) enum Provider {
     Exec(ExecClient),
 }
 
-/// Removes every configured API key from what a server sent back (an error
-/// body that echoes the key, an answer that repeats it), and the credentials
-/// of any URL an error quotes (an answer's URLs are scored as written).
-fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completion>, ProviderError> {
-    let clean = |text: &mut String| {
-        if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(text) {
-            *text = clean;
-        }
-    };
-    match result {
-        Ok(mut completions) => {
-            for c in &mut completions {
-                clean(&mut c.text);
-                for call in &mut c.tool_calls {
-                    tool_wire::scrub_value(&mut call.arguments, &clean);
-                }
-            }
-            Ok(completions)
-        }
-        Err(mut e) => {
-            match &mut e {
-                ProviderError::Connection(t)
-                | ProviderError::Malformed(t)
-                | ProviderError::NotRecorded(t)
-                | ProviderError::Config(t)
-                | ProviderError::Program(t)
-                | ProviderError::ImageChanged(t)
-                | ProviderError::Status { body: t, .. } => {
-                    // Errors quote the URL they were sent to (reqwest's do), query keys and all.
-                    *t = crate::secrets::redact_urls(t).into_owned();
-                    clean(t);
-                }
-                ProviderError::Timeout(_) | ProviderError::TooLarge { .. } => {}
-            }
-            Err(e)
-        }
-    }
-}
-
 /// Identifies which instance and sample a request is for (replay and logging).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RequestKey<'a> {
@@ -438,6 +411,10 @@ impl Provider {
             Provider::Exec(c) => c.complete(request).await,
         };
         let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
+        // A replayed answer is kept as it was recorded.
+        if self.is_remote() {
+            completion.separate_reasoning();
+        }
         tool_wire::settle_calls(&mut completion, key.turn);
         Ok(completion)
     }
@@ -460,6 +437,7 @@ impl Provider {
             )),
         })?;
         for c in &mut completions {
+            c.separate_reasoning();
             tool_wire::settle_calls(c, 0);
         }
         Ok(completions)

@@ -29,7 +29,8 @@ use crate::prompt::{Message, Role};
 use super::body::{self, Cap};
 use super::tool_wire::{WireCall, WireNames};
 use super::{
-    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
+    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Reasoning, ToolChoice, Usage,
+    classify,
 };
 
 /// A client for one model on an Ollama server.
@@ -64,14 +65,18 @@ struct ChatChunk {
 struct ChunkMessage {
     #[serde(default)]
     content: String,
+    /// What a thinking model reasoned (Ollama 0.9+), apart from `content`.
+    #[serde(default)]
+    thinking: String,
     #[serde(default)]
     tool_calls: Option<Vec<WireCall>>,
 }
 
-/// What the chunks so far said: the text and the calls, in order.
+/// What the chunks so far said: the text, the reasoning and the calls, in order.
 #[derive(Default)]
 struct Answer {
     text: String,
+    thinking: String,
     calls: Vec<WireCall>,
 }
 
@@ -80,6 +85,7 @@ impl Answer {
     fn add(&mut self, chunk: &mut ChatChunk) {
         if let Some(message) = chunk.message.take() {
             self.text.push_str(&message.content);
+            self.thinking.push_str(&message.thinking);
             self.calls.extend(message.tool_calls.unwrap_or_default());
         }
     }
@@ -271,10 +277,13 @@ fn finish(answer: Answer, last: ChatChunk, names: &WireNames) -> Result<Completi
     Ok(Completion {
         allowance_spent: false,
         text: answer.text,
+        reasoning: Reasoning::of(answer.thinking),
+        // Ollama counts no reasoning tokens apart: `tokens_reasoning` stays unknown.
         usage: Usage {
             tokens_in: last.prompt_eval_count,
             tokens_out: last.eval_count,
             tokens_cached: None,
+            tokens_reasoning: None,
         },
         finish_reason: last.done_reason,
         shared: None,

@@ -20,7 +20,8 @@ use crate::prompt::{Message, Role};
 use super::body::{self, Cap};
 use super::tool_wire::{WireCall, WireNames};
 use super::{
-    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
+    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Reasoning, ToolChoice, Usage,
+    classify,
 };
 
 /// A client for one model on an OpenAI-compatible server.
@@ -55,6 +56,12 @@ struct Choice {
 struct ChoiceMessage {
     #[serde(default)]
     content: Option<String>,
+    /// DeepSeek, llama-server (`--reasoning-format deepseek`) and vLLM.
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// OpenRouter, and vLLM's newer name for the same field.
+    #[serde(default)]
+    reasoning: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<WireCall>>,
 }
@@ -65,6 +72,14 @@ struct WireUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +194,7 @@ fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, Provi
         tokens_in: u.prompt_tokens,
         tokens_out: u.completion_tokens,
         tokens_cached: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        tokens_reasoning: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
     });
     let served = parsed
         .model
@@ -207,13 +223,16 @@ fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, Provi
                 .map(|call| call.into_call(names))
                 .collect(),
             text: c.message.content.unwrap_or_default(),
+            reasoning: c
+                .message
+                .reasoning_content
+                .or(c.message.reasoning)
+                .and_then(Reasoning::of),
             usage: Usage {
                 tokens_in: usage.tokens_in,
-                tokens_out: if shared.is_some() {
-                    None
-                } else {
-                    usage.tokens_out
-                },
+                // Per-choice counts are unknown with several choices (see `shared`).
+                tokens_out: usage.tokens_out.filter(|_| shared.is_none()),
+                tokens_reasoning: usage.tokens_reasoning.filter(|_| shared.is_none()),
                 tokens_cached: usage.tokens_cached,
             },
             finish_reason: c.finish_reason,

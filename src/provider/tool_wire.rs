@@ -231,6 +231,7 @@ pub(super) fn unparsed_call(
     Some(super::Completion {
         allowance_spent: false,
         text: String::new(),
+        reasoning: None,
         usage: super::Usage::default(),
         finish_reason: None,
         shared: None,
