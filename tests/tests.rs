@@ -111,6 +111,7 @@ mod ocr;
 mod pipes;
 mod pool_llama;
 mod provider_wire;
+mod reasoning;
 mod report_language;
 mod reports;
 mod resume_kill;

@@ -9,7 +9,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::wire::{answer_text, last_user_message, ollama_final, ollama_stream, openai_body};
+use super::wire::{
+    answer_text, last_user_message, ollama_final, ollama_stream, openai_body, think_ollama,
+    think_openai,
+};
 use super::{InFlight, LIFETIME, MAX_BODY, MAX_HEAD, MAX_REQUESTS, Reply, Request, State};
 
 pub(super) async fn serve(
@@ -137,7 +140,12 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     let guard = InFlight::new(state);
     let (reply, headers) = unwrap(state.script.as_ref()(&request)).await;
     let mut calls = Vec::new();
+    let mut thought = None;
     let content = match &reply {
+        Reply::Thinking(t, text) => {
+            thought = Some(t.clone());
+            text.clone()
+        }
         Reply::Wrong => answer_text(&request, 1),
         Reply::Text(t) => t.clone(),
         Reply::Calls(text, scripted) => {
@@ -185,11 +193,22 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     let body = match (route, request.body["stream"] == json!(true)) {
         ("/v1/chat/completions", false) => {
             let n = request.body["n"].as_u64().unwrap_or(1);
-            openai_body(&model, &content, &calls, request.index, n)
+            let mut body = openai_body(&model, &content, &calls, request.index, n);
+            if let Some(t) = &thought {
+                think_openai(&mut body, t);
+            }
+            body
         }
-        ("/api/chat", false) => ollama_final(&model, &content, &calls),
+        ("/api/chat", false) => {
+            let mut body = ollama_final(&model, &content, &calls);
+            if let Some(t) = &thought {
+                think_ollama(&mut body, t);
+            }
+            body
+        }
         ("/api/chat", true) => {
-            return ollama_stream(stream, &model, (&content, &calls), cut).await;
+            let thinking = thought.as_ref();
+            return ollama_stream(stream, &model, (&content, &calls, thinking), cut).await;
         }
         _ => return plain(stream, "404 Not Found", b"no such endpoint").await,
     }

@@ -7,7 +7,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::arith::{eval, expression};
-use super::{CACHED_TOKENS, COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS, Request};
+use super::{
+    CACHED_TOKENS, COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS, REASONING_TOKENS, Request, Thought,
+};
 
 /// `/v1/chat/completions` response, shaped like llama.cpp's server output: `n` choices
 /// of the same content, and (as llama-server does) usage counting one choice only.
@@ -63,6 +65,31 @@ pub(super) fn openai_body(
     })
 }
 
+/// A reasoning model's OpenAI-compatible answer: every choice's message
+/// carries the thought in its own field beside `content` (DeepSeek's
+/// `reasoning_content`, OpenRouter's `reasoning`), usage counts the
+/// reasoning tokens in `completion_tokens_details.reasoning_tokens` (OpenAI's
+/// chat completion object), and a cut thought ends with `length`.
+pub(super) fn think_openai(body: &mut Value, thought: &Thought) {
+    for choice in body["choices"].as_array_mut().into_iter().flatten() {
+        choice["message"][thought.field] = json!(thought.text);
+        if thought.cut {
+            choice["finish_reason"] = json!("length");
+        }
+    }
+    body["usage"]["completion_tokens_details"] = json!({"reasoning_tokens": REASONING_TOKENS});
+}
+
+/// A thinking model's Ollama answer (`think: true`): `message.thinking`
+/// beside `content`; Ollama counts no reasoning tokens apart (`eval_count`
+/// is all of them). A cut thought ends with `done_reason` `length`.
+pub(super) fn think_ollama(body: &mut Value, thought: &Thought) {
+    body["message"]["thinking"] = json!(thought.text);
+    if thought.cut {
+        body["done_reason"] = json!("length");
+    }
+}
+
 /// Ollama's calls: `{id, function: {index, name, arguments: {...}}}`, the
 /// arguments parsed as Ollama parses the model's output. `with_id`: newer
 /// Ollama versions give each call an id, older ones none.
@@ -112,10 +139,21 @@ pub(super) fn ollama_final(model: &Value, content: &str, calls: &[FakeCall]) -> 
 pub(super) async fn ollama_stream(
     stream: &mut TcpStream,
     model: &Value,
-    (content, calls): (&str, &[FakeCall]),
+    (content, calls, thought): (&str, &[FakeCall], Option<&Thought>),
     truncated: bool,
 ) -> bool {
     let mut ndjson = String::new();
+    // A thinking model streams its thought first, in `thinking` with empty content.
+    let thinking: Vec<char> = thought.map_or(Vec::new(), |t| t.text.chars().collect());
+    for piece in thinking.chunks(3) {
+        let line = json!({
+            "model": model,
+            "created_at": "2026-01-01T00:00:00.000000Z",
+            "message": {"role": "assistant", "content": "", "thinking": piece.iter().collect::<String>()},
+            "done": false
+        });
+        ndjson.push_str(&format!("{line}\n"));
+    }
     let chars: Vec<char> = content.chars().collect();
     for piece in chars.chunks(2) {
         let line = json!({
@@ -137,7 +175,11 @@ pub(super) async fn ollama_stream(
         ndjson.push_str(&format!("{line}\n"));
     }
     if !truncated {
-        ndjson.push_str(&format!("{}\n", ollama_final(model, "", &[])));
+        let mut last = ollama_final(model, "", &[]);
+        if thought.is_some_and(|t| t.cut) {
+            last["done_reason"] = json!("length");
+        }
+        ndjson.push_str(&format!("{last}\n"));
     }
     let head = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n";
     if stream.write_all(head.as_bytes()).await.is_err() {

@@ -1,0 +1,224 @@
+//! Reasoning kept apart from the answer, counted, and reported: a fake
+//! reasoning model answers eight sums on the OpenAI wire (its thought in
+//! `reasoning_content` or `reasoning`, `completion_tokens_details` counting
+//! it) and on Ollama's (`message.thinking`, streamed and not). Per value: a
+//! finished thought and the right answer; a thought cut by `length` with no
+//! answer (`unfinished_reasoning`); an inline `<think>` block before a wrong
+//! answer (`wrong_value`); a plain right answer. Every thought holds hostile
+//! markup. The journal, the replayed golden transcript and every report
+//! format are checked, and no answer ever holds the reasoning.
+
+use serde_json::Value;
+
+use crate::common::fake_server::{FakeServer, Reply, Request, Thought, eval, expression};
+use crate::common::workspace::{Workspace, fake_workspace, model_toml};
+
+const SPEC: &str = include_str!("fixtures/specs/thinking_sums.toml");
+
+/// In every thought: a marker no answer may hold, and markup the HTML must not run.
+const MARK: &str = "ЗАДУМКА </script><img src=x onerror=alert(1)>";
+
+/// The reply to the sum in `request`, by its value modulo 4 (see the module doc).
+fn reply(request: &Request, field: &'static str) -> Reply {
+    let v = expression(&request.prompt)
+        .and_then(|e| eval(&e))
+        .unwrap_or(0);
+    let thought = |text: String, cut| Thought { text, field, cut };
+    match v % 4 {
+        0 => Reply::Thinking(
+            thought(format!("{MARK} сложим: {v}"), false),
+            format!("the answer is {v}"),
+        ),
+        1 => Reply::Thinking(thought(format!("{MARK} считаю {v}"), true), String::new()),
+        2 => Reply::Text(format!(
+            "<think>{MARK} может быть {v}</think>the answer is {}",
+            v + 1
+        )),
+        _ => Reply::Text(format!("the answer is {v}")),
+    }
+}
+
+/// The journal's records by instance.
+fn by_instance(journal: Vec<Value>) -> Vec<Value> {
+    let mut records: Vec<Value> = journal
+        .into_iter()
+        .filter(|r| r["instance"].is_u64())
+        .collect();
+    records.sort_by_key(|r| r["instance"].as_u64());
+    assert_eq!(records.len(), 8);
+    records
+}
+
+/// What the journal must hold of each record; `counted`: whether the wire
+/// counts reasoning tokens (OpenAI does, Ollama does not).
+fn check_journal(records: &[Value], counted: bool) {
+    for r in records {
+        let v = r["instance"].as_u64().unwrap() + 1;
+        let response = r["response"].as_str().unwrap_or_default();
+        let answer = r["answer"].as_str().unwrap_or_default();
+        assert!(
+            !response.contains("ЗАДУМКА") && !answer.contains("ЗАДУМКА"),
+            "{r}"
+        );
+        assert!(!response.contains("think>"), "{r}");
+        let reasoning = r["reasoning"]["text"].as_str();
+        let (failure, thought) = match v % 4 {
+            0 => (None, true),
+            1 => (Some("unfinished_reasoning"), true),
+            2 => (Some("wrong_value"), true),
+            _ => (None, false),
+        };
+        assert_eq!(r["failure"].as_str(), failure, "{r}");
+        assert_eq!(r["passed"], failure.is_none(), "{r}");
+        assert_eq!(
+            reasoning.is_some_and(|t| t.starts_with(MARK)),
+            thought,
+            "{r}"
+        );
+        assert_eq!(r["reasoning"]["unfinished"] == true, v % 4 == 1, "{r}");
+        let wire_thought = v % 4 < 2;
+        let tokens = r["tokens_reasoning"].as_u64();
+        assert_eq!(tokens, (counted && wire_thought).then_some(3), "{r}");
+        // The report-only rule reads the reasoning's last number, never the answer's.
+        let reasoned = &r["rules"][1];
+        assert_eq!(reasoned["name"], "reasoned");
+        let from_thought = match v % 4 {
+            0 | 1 | 2 => Some(v.to_string()),
+            _ => None,
+        };
+        assert_eq!(reasoned["answer"].as_str(), from_thought.as_deref(), "{r}");
+    }
+}
+
+/// The newest report of kind `ext`.
+fn report(ws: &Workspace, ext: &str) -> String {
+    crate::common::report(&ws.path().join("results"), "report_", ext)
+}
+
+/// Every report format counts the two unfinished answers apart from the two
+/// wrong ones and shows six answers with reasoning, `tokens` the mean
+/// reasoning tokens per counted answer; none shows the thought but the HTML,
+/// escaped.
+fn check_reports(ws: &Workspace, out: &str, tokens: Option<&str>) {
+    let row = out
+        .lines()
+        .skip_while(|l| !l.starts_with("reasoning per cell"))
+        .skip(1)
+        .find(|l| l.contains("Thinking sums"))
+        .unwrap_or_else(|| panic!("no reasoning table: {out}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let mean = tokens.unwrap_or("—");
+    assert_eq!(cells[cells.len() - 4..], ["6", mean, "2", "2"], "{row}");
+
+    let md = report(ws, "md");
+    assert!(md.contains("## Reasoning"), "{md}");
+    let md_row = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## Reasoning"))
+        .find(|l| l.starts_with("| **fake**"))
+        .unwrap_or_else(|| panic!("{md}"));
+    let md_cells: Vec<&str> = md_row.split('|').map(str::trim).collect();
+    assert_eq!(md_cells[3..7], ["6", mean, "2", "2"], "{md_row}");
+    assert!(
+        md.contains("Reasoning: ") && md.contains(" characters"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("ЗАДУМКА"),
+        "Markdown shows the length, not the text"
+    );
+
+    let json: Value = serde_json::from_str(&report(ws, "json")).unwrap();
+    let cell = &json["models"][0]["specs"][0]["metrics"];
+    assert_eq!(cell["with_reasoning"], 6, "{cell}");
+    assert_eq!(
+        cell["failures"]["unfinished_reasoning"]["count"], 2,
+        "{cell}"
+    );
+    assert_eq!(cell["failures"]["wrong_value"]["count"], 2, "{cell}");
+    let mean_json = cell["tokens_reasoning"]["mean"].as_f64();
+    assert_eq!(mean_json, tokens.map(|t| t.parse().unwrap()), "{cell}");
+
+    let csv = report(ws, "csv");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let values: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| values[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(at("with_reasoning"), "6");
+    assert_eq!(at("tokens_reasoning_mean"), tokens.unwrap_or(""));
+    assert_eq!(at("unfinished_reasoning"), "2");
+    let failures = at("failures");
+    assert!(failures.contains("unfinished_reasoning=2") && failures.contains("wrong_value=2"));
+
+    let junit = report(ws, "xml");
+    assert_eq!(junit.matches(r#"type="unfinished_reasoning""#).count(), 2);
+    assert_eq!(junit.matches(r#"type="wrong_value""#).count(), 2);
+    assert!(
+        !junit.contains("ЗАДУМКА"),
+        "JUnit shows answers, not reasoning"
+    );
+
+    let html = report(ws, "html");
+    assert!(html.contains("ЗАДУМКА"), "the drill-down has the reasoning");
+    assert!(
+        !html.contains("<img src=x"),
+        "the reasoning's markup is escaped"
+    );
+    assert_eq!(
+        html.matches("</script>").count(),
+        html.matches("<script").count()
+    );
+}
+
+const FORMATS: [&str; 6] = ["--format", "json", "--format", "csv", "--format", "junit"];
+
+#[test]
+fn the_openai_wire_keeps_reasoning_apart_counts_it_and_replays_it() {
+    for field in ["reasoning_content", "reasoning"] {
+        let fake = FakeServer::start(move |r| reply(r, field));
+        let ws = fake_workspace(&fake, "thinking_sums.toml", SPEC);
+        let mut args = vec!["specs/thinking_sums.toml", "-m", "fake", "--bless"];
+        args.extend(FORMATS);
+        let out = ws.run_ok(&args);
+        let recorded = by_instance(ws.last_journal());
+        check_journal(&recorded, true);
+        check_reports(&ws, &out, Some("3.0"));
+        let golden = ws.path().join("golden/thinking_sums/fake.jsonl");
+        let golden = std::fs::read_to_string(golden).unwrap();
+        assert_eq!(golden.matches("\"unfinished\":true").count(), 2);
+
+        // The golden transcript replays: same reasoning, same failures, no request.
+        let asked = fake.count();
+        ws.run_ok(&["specs/thinking_sums.toml", "-m", "replay:fake"]);
+        assert_eq!(fake.count(), asked, "the replay asks nothing");
+        let replayed = by_instance(ws.last_journal());
+        for (was, now) in recorded.iter().zip(&replayed) {
+            for key in [
+                "reasoning",
+                "tokens_reasoning",
+                "failure",
+                "response",
+                "rules",
+            ] {
+                assert_eq!(was[key], now[key], "{field}: {key}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_ollama_wire_keeps_thinking_apart_and_counts_no_tokens() {
+    for stream in [false, true] {
+        let fake = FakeServer::start(|r| reply(r, "thinking"));
+        let ws = Workspace::new();
+        ws.write("specs/thinking_sums.toml", SPEC);
+        let settings = format!("timeout_secs = 5\nstream = {stream}");
+        let table = model_toml("fake", "ollama", "qwen3", &fake.ollama_base(), &settings);
+        ws.write("harness.toml", &table);
+        let mut args = vec!["specs/thinking_sums.toml", "-m", "fake"];
+        args.extend(FORMATS);
+        let out = ws.run_ok(&args);
+        check_journal(&by_instance(ws.last_journal()), false);
+        check_reports(&ws, &out, None);
+    }
+}
