@@ -57,6 +57,11 @@ impl Completion {
         }
     }
 
+    /// The reasoning's text, empty when the model kept none.
+    pub fn reasoning_text(&self) -> &str {
+        self.reasoning.as_ref().map_or("", |r| r.text.as_str())
+    }
+
     /// Whether generation stopped while the model was still reasoning.
     pub fn unfinished_reasoning(&self) -> bool {
         self.reasoning.as_ref().is_some_and(|r| r.unfinished)

@@ -61,10 +61,7 @@ pub(super) async fn ask_judge(
         attempts: 0,
         cost: None,
     };
-    let reasoning = completion
-        .reasoning
-        .as_ref()
-        .map_or("", |r| r.text.as_str());
+    let reasoning = completion.reasoning_text();
     for (index, name, rule, answer) in spec.rules.judge_tasks(&completion.text, reasoning) {
         let mut outcome = JudgeOutcome {
             judge: judge.setup.name.clone(),

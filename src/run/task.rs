@@ -329,7 +329,7 @@ async fn finish(
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
                 let (steps, tools, after) = (trajectory.clone(), tools.to_vec(), state.clone());
-                let reasoning = completion.reasoning.clone().unwrap_or_default().text;
+                let reasoning = completion.reasoning_text().to_owned();
                 let verify = move || {
                     let reply = Reply {
                         text: &text,
@@ -347,10 +347,7 @@ async fn finish(
             } else {
                 let reply = Reply {
                     text: &completion.text,
-                    reasoning: completion
-                        .reasoning
-                        .as_ref()
-                        .map_or("", |r| r.text.as_str()),
+                    reasoning: completion.reasoning_text(),
                     trajectory: &trajectory,
                     state: state.as_ref(),
                     tools,

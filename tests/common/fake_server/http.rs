@@ -9,10 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::wire::{
-    answer_text, last_user_message, ollama_final, ollama_stream, openai_body, think_ollama,
-    think_openai,
-};
+use super::wire::{answer_text, last_user_message, ollama_final, ollama_stream, openai_body};
 use super::{InFlight, LIFETIME, MAX_BODY, MAX_HEAD, MAX_REQUESTS, Reply, Request, State};
 
 pub(super) async fn serve(
@@ -193,19 +190,10 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     let body = match (route, request.body["stream"] == json!(true)) {
         ("/v1/chat/completions", false) => {
             let n = request.body["n"].as_u64().unwrap_or(1);
-            let mut body = openai_body(&model, &content, &calls, request.index, n);
-            if let Some(t) = &thought {
-                think_openai(&mut body, t);
-            }
-            body
+            let answer = (content.as_str(), thought.as_ref());
+            openai_body(&model, answer, &calls, request.index, n)
         }
-        ("/api/chat", false) => {
-            let mut body = ollama_final(&model, &content, &calls);
-            if let Some(t) = &thought {
-                think_ollama(&mut body, t);
-            }
-            body
-        }
+        ("/api/chat", false) => ollama_final(&model, (&content, thought.as_ref()), &calls),
         ("/api/chat", true) => {
             let thinking = thought.as_ref();
             return ollama_stream(stream, &model, (&content, &calls, thinking), cut).await;

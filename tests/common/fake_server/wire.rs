@@ -18,7 +18,7 @@ use super::{
 /// `finish_reason` `tool_calls`.
 pub(super) fn openai_body(
     model: &Value,
-    content: &str,
+    (content, thought): (&str, Option<&Thought>),
     calls: &[FakeCall],
     index: usize,
     n: u64,
@@ -48,7 +48,7 @@ pub(super) fn openai_body(
             })
         })
         .collect();
-    json!({
+    let mut body = json!({
         "id": format!("chatcmpl-fake{index}"),
         "object": "chat.completion",
         "created": 1_767_225_600,
@@ -62,7 +62,11 @@ pub(super) fn openai_body(
             "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS}
         },
         "timings": {"prompt_n": PROMPT_TOKENS, "predicted_n": COMPLETION_TOKENS, "predicted_ms": 12.5}
-    })
+    });
+    if let Some(thought) = thought {
+        think_openai(&mut body, thought);
+    }
+    body
 }
 
 /// A reasoning model's OpenAI-compatible answer: every choice's message
@@ -70,7 +74,7 @@ pub(super) fn openai_body(
 /// `reasoning_content`, OpenRouter's `reasoning`), usage counts the
 /// reasoning tokens in `completion_tokens_details.reasoning_tokens` (OpenAI's
 /// chat completion object), and a cut thought ends with `length`.
-pub(super) fn think_openai(body: &mut Value, thought: &Thought) {
+fn think_openai(body: &mut Value, thought: &Thought) {
     for choice in body["choices"].as_array_mut().into_iter().flatten() {
         choice["message"][thought.field] = json!(thought.text);
         if thought.cut {
@@ -83,7 +87,7 @@ pub(super) fn think_openai(body: &mut Value, thought: &Thought) {
 /// A thinking model's Ollama answer (`think: true`): `message.thinking`
 /// beside `content`; Ollama counts no reasoning tokens apart (`eval_count`
 /// is all of them). A cut thought ends with `done_reason` `length`.
-pub(super) fn think_ollama(body: &mut Value, thought: &Thought) {
+fn think_ollama(body: &mut Value, thought: &Thought) {
     body["message"]["thinking"] = json!(thought.text);
     if thought.cut {
         body["done_reason"] = json!("length");
@@ -112,12 +116,16 @@ fn ollama_calls(calls: &[FakeCall], first: usize, with_id: bool) -> Vec<Value> {
 
 /// Ollama's non-streaming response (also the last line of a stream, with
 /// empty content and no calls): the calls, when any, with ids.
-pub(super) fn ollama_final(model: &Value, content: &str, calls: &[FakeCall]) -> Value {
+pub(super) fn ollama_final(
+    model: &Value,
+    (content, thought): (&str, Option<&Thought>),
+    calls: &[FakeCall],
+) -> Value {
     let mut message = json!({"role": "assistant", "content": content});
     if !calls.is_empty() {
         message["tool_calls"] = json!(ollama_calls(calls, 0, true));
     }
-    json!({
+    let mut body = json!({
         "model": model,
         "created_at": "2026-01-01T00:00:00.000000Z",
         "message": message,
@@ -129,7 +137,11 @@ pub(super) fn ollama_final(model: &Value, content: &str, calls: &[FakeCall]) -> 
         "prompt_eval_duration": 2_345_678,
         "eval_count": COMPLETION_TOKENS,
         "eval_duration": 3_456_789
-    })
+    });
+    if let Some(thought) = thought {
+        think_ollama(&mut body, thought);
+    }
+    body
 }
 
 /// Ollama's NDJSON stream: content in 2-character lines, then each call in
@@ -175,7 +187,7 @@ pub(super) async fn ollama_stream(
         ndjson.push_str(&format!("{line}\n"));
     }
     if !truncated {
-        let mut last = ollama_final(model, "", &[]);
+        let mut last = ollama_final(model, ("", None), &[]);
         if thought.is_some_and(|t| t.cut) {
             last["done_reason"] = json!("length");
         }
