@@ -219,3 +219,54 @@ fn the_ollama_wire_keeps_thinking_apart_and_counts_no_tokens() {
         check_reports(&ws, &out, None);
     }
 }
+
+/// A model on the OpenAI wire priced per million tokens: input 1, output 2,
+/// and `reasoning` as given.
+fn priced(fake: &FakeServer, reasoning: &str) -> Workspace {
+    let ws = Workspace::new();
+    ws.write("specs/thinking_sums.toml", SPEC);
+    let price = format!("price = {{ input = 1.0, output = 2.0, reasoning = {reasoning} }}");
+    let table = model_toml("fake", "openai", "m", &fake.openai_base(), &price);
+    ws.write("harness.toml", &table);
+    ws
+}
+
+#[test]
+fn reasoning_tokens_cost_their_own_price_and_bound_the_dry_run() {
+    let fake = FakeServer::start(|r| reply(r, "reasoning_content"));
+    let ws = priced(&fake, "10.0");
+    // The dry run prices every output token at the higher of output and reasoning.
+    let out = ws.run_ok(&["specs/thinking_sums.toml", "-m", "fake", "--dry-run"]);
+    assert_eq!(fake.count(), 0, "{out}");
+    let said = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    let number_after = |words: &str| -> f64 {
+        let at = said.find(words).unwrap_or_else(|| panic!("{said}")) + words.len();
+        let token = said[at..].split_whitespace().next().unwrap();
+        token.trim_end_matches(';').parse().unwrap()
+    };
+    let prompt = number_after("to the models");
+    let output = number_after("prompt tokens and at most");
+    let most = number_after("cost at most");
+    assert!(
+        (most - (prompt + output * 10.0) / 1e6).abs() < 1e-4,
+        "{said}"
+    );
+
+    ws.run_ok(&["specs/thinking_sums.toml", "-m", "fake"]);
+    for r in by_instance(ws.last_journal()) {
+        // 17 prompt tokens at 1; 5 output tokens at 2, of them 3 reasoning at 10.
+        let counted = r["tokens_reasoning"] == 3;
+        let want = if counted {
+            17.0 + 2.0 * 2.0 + 3.0 * 10.0
+        } else {
+            17.0 + 5.0 * 2.0
+        };
+        let amount = r["cost"]["amount"].as_f64().unwrap();
+        assert!((amount - want / 1e6).abs() < 1e-12, "{r}");
+    }
+
+    // A negative reasoning price is an error at its place in harness.toml.
+    let bad = priced(&fake, "-1.0");
+    let args = ["specs/thinking_sums.toml", "-m", "fake"];
+    bad.run_expect(&args, 2, &["harness.toml:5:9", "price `reasoning` is -1"]);
+}
