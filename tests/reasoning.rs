@@ -270,3 +270,40 @@ fn reasoning_tokens_cost_their_own_price_and_bound_the_dry_run() {
     let args = ["specs/thinking_sums.toml", "-m", "fake"];
     bad.run_expect(&args, 2, &["harness.toml:5:9", "price `reasoning` is -1"]);
 }
+
+/// The CI models' recorded reasoning (`tests/e2e_llama/reasoning.rs` asks
+/// them live) replays with no server: every answer reasoned, none finished,
+/// and the golden comparison finds nothing changed.
+#[test]
+fn the_ci_models_recorded_reasoning_replays_from_its_golden_transcripts() {
+    let ws = Workspace::new();
+    let fixtures = crate::common::root().join("tests/fixtures/reasoning");
+    let spec = std::fs::read_to_string(fixtures.join("thinking.toml")).unwrap();
+    ws.write("specs/thinking.toml", &spec);
+    // The workspace's golden folder (`--golden golden`) holds the recorded transcripts.
+    std::fs::create_dir_all(ws.path().join("golden/thinking")).unwrap();
+    for model in ["smollm2-think", "gemma3-think"] {
+        let file = format!("thinking/{model}.jsonl");
+        let from = fixtures.join("golden").join(&file);
+        std::fs::copy(from, ws.path().join("golden").join(&file)).unwrap();
+    }
+    let args = [
+        "specs/thinking.toml",
+        "-m",
+        "replay:smollm2-think",
+        "-m",
+        "replay:gemma3-think",
+    ];
+    let out = ws.run_ok(&args);
+    let records = ws.last_journal();
+    assert_eq!(records.len(), 8, "{out}");
+    let departures =
+        crate::common::golden_lines::departures(&records, fixtures.join("golden").as_path());
+    assert!(departures.is_empty(), "{}", departures.join("\n"));
+    for r in &records {
+        assert_eq!(r["failure"], "unfinished_reasoning", "{r}");
+        assert_eq!(r["reasoning"]["unfinished"], true, "{r}");
+        assert_eq!(r["response"], "", "{r}");
+    }
+    assert!(out.contains("unfinished"), "{out}");
+}

@@ -426,10 +426,10 @@ fn too_deep_call(trajectory: &[Message]) -> Option<(FailureKind, String)> {
 /// was still reasoning: whatever the rules make of its text, it never answered.
 fn unfinished(completion: &crate::provider::Completion) -> Option<(FailureKind, String)> {
     let reasoning = completion.reasoning.as_ref().filter(|r| r.unfinished)?;
+    // Only what a replay reproduces: the finish reason is not recorded.
     let why = format!(
-        "generation stopped while the model was still reasoning ({} characters of reasoning, finish_reason {})",
-        reasoning.chars(),
-        completion.finish_reason.as_deref().unwrap_or("unknown")
+        "generation stopped while the model was still reasoning ({} characters of reasoning)",
+        reasoning.chars()
     );
     Some((FailureKind::UnfinishedReasoning, why))
 }
