@@ -154,6 +154,12 @@ fn check_reports(ws: &Workspace, out: &str, tokens: Option<&str>) {
         !junit.contains("ЗАДУМКА"),
         "JUnit shows answers, not reasoning"
     );
+    assert!(
+        junit.contains(r#"<property name="unfinished_reasoning" value="2"/>"#),
+        "{junit}"
+    );
+    let mean_property = format!(r#"<property name="tokens_reasoning_mean" value="{mean}"/>"#);
+    assert_eq!(junit.contains(&mean_property), tokens.is_some(), "{junit}");
 
     let html = report(ws, "html");
     assert!(html.contains("ЗАДУМКА"), "the drill-down has the reasoning");

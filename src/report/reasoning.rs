@@ -53,6 +53,21 @@ pub(crate) fn csv_cells(c: &Metrics) -> Vec<String> {
     vec![with, tokens, unfinished]
 }
 
+/// The JUnit properties of a cell with reasoning, named like the CSV columns.
+pub(crate) fn junit_properties(c: &Metrics) -> Vec<(String, String)> {
+    let names = [
+        "with_reasoning",
+        "tokens_reasoning_mean",
+        "unfinished_reasoning",
+    ];
+    names
+        .into_iter()
+        .zip(csv_cells(c))
+        .filter(|(_, value)| !value.is_empty())
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
+}
+
 /// The terminal table (empty when no cell has reasoning).
 pub(crate) fn terminal(v: &View) -> String {
     if !any(v) {
