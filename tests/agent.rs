@@ -21,7 +21,7 @@ use crate::common::workspace::Workspace;
 const INSTANCES: usize = 8;
 
 /// A workspace with `specs/shop_agent.toml`, its dataset, and the model `fake`.
-fn shop(fake: &FakeServer, settings: &str) -> Workspace {
+pub(crate) fn shop(fake: &FakeServer, settings: &str) -> Workspace {
     let ws = Workspace::with_fake("shop_agent.toml", fake, settings);
     let rows = std::fs::read_to_string(root().join("datasets/shop_agent/orders.jsonl")).unwrap();
     std::fs::create_dir_all(ws.path().join("datasets/shop_agent")).unwrap();
@@ -40,7 +40,7 @@ fn turn(request: &Request) -> usize {
 }
 
 /// A clerk who lists the orders, cancels A-1002 and submits, whatever the request.
-fn clerk(request: &Request) -> Reply {
+pub(crate) fn clerk(request: &Request) -> Reply {
     let call = |name: &str, arguments: Value| FakeCall::new(name, &arguments.to_string());
     match turn(request) {
         0 => Reply::Calls(String::new(), vec![call("list_orders", json!({}))]),

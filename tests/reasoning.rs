@@ -39,12 +39,18 @@ fn reply(request: &Request, field: &'static str) -> Reply {
 }
 
 /// The journal's records by instance.
-fn by_instance(journal: Vec<Value>) -> Vec<Value> {
+fn by_instance_of(journal: Vec<Value>) -> Vec<Value> {
     let mut records: Vec<Value> = journal
         .into_iter()
         .filter(|r| r["instance"].is_u64())
         .collect();
     records.sort_by_key(|r| r["instance"].as_u64());
+    records
+}
+
+/// The journal's eight records by instance.
+fn by_instance(journal: Vec<Value>) -> Vec<Value> {
+    let records = by_instance_of(journal);
     assert_eq!(records.len(), 8);
     records
 }
@@ -312,4 +318,51 @@ fn the_ci_models_recorded_reasoning_replays_from_its_golden_transcripts() {
         assert_eq!(r["response"], "", "{r}");
     }
     assert!(out.contains("unfinished"), "{out}");
+}
+
+/// The shop clerk of `tests/agent.rs`, thinking before each turn's calls.
+fn thinking_clerk(request: &Request) -> Reply {
+    match crate::agent::clerk(request) {
+        Reply::Calls(text, calls) => Reply::Calls(
+            format!("<think>{MARK} ход {}</think>{text}", request.index),
+            calls,
+        ),
+        other => other,
+    }
+}
+
+#[test]
+fn an_episode_keeps_each_turns_reasoning_in_its_history_and_never_sends_it() {
+    // The same episodes without reasoning: the verdicts must not change.
+    let plain = FakeServer::start(crate::agent::clerk);
+    let ws = crate::agent::shop(&plain, "timeout_secs = 10");
+    ws.run_ok(&["specs/shop_agent.toml", "-m", "fake"]);
+    let verdicts: Vec<(Value, Value)> = by_instance_of(ws.last_journal())
+        .into_iter()
+        .map(|r| (r["passed"].clone(), r["score"].clone()))
+        .collect();
+    let fake = FakeServer::start(thinking_clerk);
+    let ws = crate::agent::shop(&fake, "timeout_secs = 10");
+    ws.run_ok(&["specs/shop_agent.toml", "-m", "fake"]);
+    let records = by_instance_of(ws.last_journal());
+    assert!(!records.is_empty() && records.len() == verdicts.len());
+    for (r, (passed, score)) in records.iter().zip(&verdicts) {
+        assert_eq!((&r["passed"], &r["score"]), (passed, score), "{r}");
+        let turns: Vec<&Value> = (r["trajectory"].as_array().unwrap().iter())
+            .filter(|m| m["role"] == "assistant")
+            .collect();
+        assert_eq!(turns.len(), 3, "{r}");
+        for m in &turns {
+            let thought = m["reasoning"]["text"].as_str().unwrap();
+            assert!(thought.starts_with(MARK), "{m}");
+            assert!(!m["content"].as_str().unwrap().contains("ЗАДУМКА"), "{m}");
+        }
+        assert_eq!(r["reasoning"], turns[2]["reasoning"], "the last turn's");
+    }
+    for request in fake.requests() {
+        assert!(
+            !request.body.to_string().contains("ЗАДУМКА"),
+            "the OpenAI wire sends no reasoning back"
+        );
+    }
 }
