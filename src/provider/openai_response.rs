@@ -130,3 +130,73 @@ pub(super) fn completions(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(body: serde_json::Value) -> Vec<Completion> {
+        completions(body.to_string().as_bytes(), &WireNames::new(&[])).unwrap()
+    }
+
+    #[test]
+    fn reasoning_comes_from_either_field_apart_from_the_content() {
+        // (message, text, reasoning): `reasoning_content` wins over `reasoning`;
+        // blank reasoning is none.
+        let cases = [
+            (
+                json!({"content": "5", "reasoning_content": "2+3"}),
+                "5",
+                Some("2+3"),
+            ),
+            (
+                json!({"content": "5", "reasoning": "2+3"}),
+                "5",
+                Some("2+3"),
+            ),
+            (
+                json!({"content": "5", "reasoning_content": "a", "reasoning": "b"}),
+                "5",
+                Some("a"),
+            ),
+            (
+                json!({"content": null, "reasoning_content": "2+"}),
+                "",
+                Some("2+"),
+            ),
+            (
+                json!({"content": "5", "reasoning_content": "  "}),
+                "5",
+                None,
+            ),
+            (json!({"content": "5"}), "5", None),
+        ];
+        for (message, text, reasoning) in cases {
+            let body = json!({"choices": [{"message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 9,
+                          "completion_tokens_details": {"reasoning_tokens": 6}}});
+            let c = &parse(body)[0];
+            assert_eq!(c.text, text, "{message}");
+            assert_eq!(c.reasoning.as_ref().map(|r| r.text.as_str()), reasoning);
+            assert_eq!(
+                (c.usage.tokens_out, c.usage.tokens_reasoning),
+                (Some(9), Some(6))
+            );
+        }
+    }
+
+    #[test]
+    fn several_choices_get_no_reasoning_count_each_and_no_details_none_at_all() {
+        let choice = json!({"message": {"content": "5", "reasoning_content": "r"}});
+        let body = json!({"choices": [choice, choice], "usage": {"prompt_tokens": 3,
+            "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 6}}});
+        for c in parse(body) {
+            assert_eq!((c.usage.tokens_out, c.usage.tokens_reasoning), (None, None));
+            assert!(c.reasoning.is_some());
+        }
+        let body = json!({"choices": [choice], "usage": {"completion_tokens": 9}});
+        assert_eq!(parse(body)[0].usage.tokens_reasoning, None);
+    }
+}
