@@ -25,8 +25,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::provider::{
-    ExecClient, ModelSetup, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider,
-    ServedBy,
+    AnthropicClient, ExecClient, GeminiClient, ModelSetup, OllamaClient, OpenAiClient, Provider,
+    ProviderKind, ReplayProvider, ResponsesClient, ServedBy,
 };
 use cache::Cache;
 use limits::RateLimiter;
@@ -198,7 +198,20 @@ pub(crate) fn connect(
                     std::env::var("OLLAMA_HOST").ok(),
                 )]
             }
-            ProviderKind::OpenAi | ProviderKind::Ollama => m.endpoints(),
+            ProviderKind::OpenAiResponses if m.endpoints().is_empty() => {
+                vec![crate::provider::openai_default_base_url()]
+            }
+            ProviderKind::Anthropic if m.endpoints().is_empty() => {
+                vec![crate::provider::ANTHROPIC_BASE_URL.to_owned()]
+            }
+            ProviderKind::Gemini if m.endpoints().is_empty() => {
+                vec![crate::provider::GEMINI_BASE_URL.to_owned()]
+            }
+            ProviderKind::OpenAi
+            | ProviderKind::Ollama
+            | ProviderKind::Anthropic
+            | ProviderKind::Gemini
+            | ProviderKind::OpenAiResponses => m.endpoints(),
             ProviderKind::Replay => vec![format!("replay:{}", m.name)],
             ProviderKind::Exec => vec![format!("exec:{}", m.name)],
         };
@@ -220,6 +233,13 @@ pub(crate) fn connect(
                 }
                 ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
                 ProviderKind::Exec => Provider::Exec(exec_client(m)?),
+                ProviderKind::Anthropic => {
+                    Provider::Anthropic(AnthropicClient::new(&resolved, http)?)
+                }
+                ProviderKind::Gemini => Provider::Gemini(GeminiClient::new(&resolved, http)?),
+                ProviderKind::OpenAiResponses => {
+                    Provider::Responses(ResponsesClient::new(&resolved, http)?)
+                }
             };
             // Models at one endpoint share its concurrency limit.
             let shared = if m.provider.is_managed() {

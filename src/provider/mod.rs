@@ -1,7 +1,9 @@
 //! Model providers: one request/response shape, several wire formats.
 //!
 //! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
-//! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
+//! `ollama` speaks Ollama's `/api/chat`, `anthropic`, `gemini` and
+//! `responses` the native APIs of Anthropic, Google and OpenAI (`native`
+//! holds what they share), `replay` answers from recorded golden
 //! transcripts, `exec` runs a program per request. Errors are classified so the runner knows what to retry.
 //! `llamacpp` and `vllm` models are servers the harness runs itself (the
 //! client layer's `managed`); once ready they are asked through the `openai`
@@ -13,14 +15,18 @@
 //! file) and `text`. No cache, retries or limits here: those are the
 //! client layer's.
 
+mod anthropic;
 mod body;
 pub(crate) mod exec;
+mod gemini;
 pub(crate) mod model_ref;
+mod native;
 mod ollama;
 mod openai;
 pub(crate) mod price;
 mod rate_headers;
 pub(crate) mod replay;
+mod responses;
 mod retry_after;
 mod server_options;
 mod shared;
@@ -36,8 +42,10 @@ use crate::failure::FailureKind;
 use crate::prompt::Message;
 pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
 
+pub(crate) use anthropic::{AnthropicClient, DEFAULT_BASE_URL as ANTHROPIC_BASE_URL};
 pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
+pub(crate) use gemini::{DEFAULT_BASE_URL as GEMINI_BASE_URL, GeminiClient};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
 pub use ollama::OllamaClient;
@@ -46,6 +54,7 @@ pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_ur
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use rate_headers::allowance_spent;
 pub(crate) use replay::ReplayProvider;
+pub(crate) use responses::ResponsesClient;
 pub(crate) use retry_after::parse_retry_after;
 
 /// The shape of answer a request asks for.
@@ -368,6 +377,12 @@ pub(crate) enum Provider {
     Replay(ReplayProvider),
     /// A program run per request.
     Exec(ExecClient),
+    /// Anthropic's Messages API.
+    Anthropic(AnthropicClient),
+    /// Google's Gemini API.
+    Gemini(GeminiClient),
+    /// OpenAI's Responses API.
+    Responses(ResponsesClient),
 }
 
 /// Removes every configured API key from what a server sent back (an error
@@ -436,15 +451,19 @@ impl Provider {
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
             Provider::Exec(c) => c.complete(request).await,
+            Provider::Anthropic(c) => c.complete(request).await,
+            Provider::Gemini(c) => c.complete(request).await,
+            Provider::Responses(c) => c.complete(request).await,
         };
         let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
         tool_wire::settle_calls(&mut completion, key.turn);
         Ok(completion)
     }
 
-    /// Whether several samples can be asked in one request (OpenAI's `n`).
+    /// Whether several samples can be asked in one request (OpenAI's `n`,
+    /// Gemini's `candidateCount`).
     pub(crate) fn supports_n(&self) -> bool {
-        matches!(self, Provider::OpenAi(_))
+        matches!(self, Provider::OpenAi(_) | Provider::Gemini(_))
     }
 
     /// Sends one request for `n` answers; providers without `n` get a config error.
@@ -455,6 +474,7 @@ impl Provider {
     ) -> Result<Vec<Completion>, ProviderError> {
         let mut completions = scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
+            Provider::Gemini(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),

@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::native;
 use super::wire::{answer_text, last_user_message, ollama_final, ollama_stream, openai_body};
 use super::{InFlight, LIFETIME, MAX_BODY, MAX_HEAD, MAX_REQUESTS, Reply, Request, State};
 
@@ -65,7 +66,11 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Head
     let mut authorization = None;
     for line in lines {
         let (name, value) = line.split_once(':').unwrap_or((line, ""));
-        if name.eq_ignore_ascii_case("authorization") {
+        // The native APIs' key headers (Anthropic's, Google's) count as authorization.
+        if ["authorization", "x-api-key", "x-goog-api-key"]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+        {
             authorization = Some(value.trim().to_owned());
         }
         if name.eq_ignore_ascii_case("content-length") {
@@ -151,8 +156,13 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
         Reply::Status(code, retry_after) => {
             drop(guard);
             let extra = retry_after.map_or(String::new(), |s| format!("Retry-After: {s}\r\n"));
-            let body =
-                json!({"error": {"code": code, "message": "fake failure", "type": "server_error"}});
+            let route = request.path.split('?').next().unwrap_or_default();
+            let body = match native::wire(route) {
+                Some(wire) => native::error(wire, *code),
+                None => {
+                    json!({"error": {"code": code, "message": "fake failure", "type": "server_error"}})
+                }
+            };
             let status = format!("{code} Fake");
             return write(
                 stream,
@@ -188,6 +198,16 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
             openai_body(&model, &content, &calls, request.index, n)
         }
         ("/api/chat", false) => ollama_final(&model, &content, &calls),
+        (route, false) if native::wire(route).is_some() => {
+            let wire = native::wire(route).expect("matched");
+            native::answer(
+                wire,
+                route,
+                &request.body,
+                (&content, &calls),
+                request.index,
+            )
+        }
         ("/api/chat", true) => {
             return ollama_stream(stream, &model, (&content, &calls), cut).await;
         }

@@ -159,6 +159,9 @@ pub(super) async fn ollama_stream(
 }
 
 pub(super) fn last_user_message(body: &Value) -> String {
+    if let Some(text) = super::native::last_user_text(body) {
+        return text;
+    }
     body["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
@@ -180,8 +183,9 @@ pub(super) fn answer_text(request: &Request, offset: i64) -> String {
         .and_then(|e| eval(&e))
         .unwrap_or(42)
         + offset;
-    let structured =
-        request.body.get("response_format").is_some() || request.body.get("format").is_some();
+    let structured = request.body.get("response_format").is_some()
+        || request.body.get("format").is_some()
+        || super::native::wants_json(&request.body);
     if structured {
         json!({"answer": value}).to_string()
     } else {
