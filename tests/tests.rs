@@ -26,6 +26,8 @@
 //! - Runs against the fake server: `adaptive` (`concurrency = "auto"`
 //!   against a rate limit), `provider_wire`, `tool_wire` (tool
 //!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
+//!   `native_wires` (Anthropic, Gemini and OpenAI Responses; request bodies
+//!   checked against the vendored OpenAI OpenAPI document),
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
 //!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
 //! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
@@ -107,6 +109,7 @@ mod managed_llama;
 mod managed_vllm;
 mod measures;
 mod media;
+mod native_wires;
 mod ocr;
 mod pipes;
 mod pool_llama;

@@ -25,8 +25,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::provider::{
-    AnthropicClient, ExecClient, GeminiClient, ModelSetup, OllamaClient, OpenAiClient, Provider,
-    ProviderKind, ReplayProvider, ResponsesClient, ServedBy,
+    ExecClient, ModelSetup, NativeClient, OllamaClient, OpenAiClient, Provider, ProviderKind,
+    ReplayProvider, ServedBy,
 };
 use cache::Cache;
 use limits::RateLimiter;
@@ -198,14 +198,10 @@ pub(crate) fn connect(
                     std::env::var("OLLAMA_HOST").ok(),
                 )]
             }
-            ProviderKind::OpenAiResponses if m.endpoints().is_empty() => {
-                vec![crate::provider::openai_default_base_url()]
-            }
-            ProviderKind::Anthropic if m.endpoints().is_empty() => {
-                vec![crate::provider::ANTHROPIC_BASE_URL.to_owned()]
-            }
-            ProviderKind::Gemini if m.endpoints().is_empty() => {
-                vec![crate::provider::GEMINI_BASE_URL.to_owned()]
+            ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::OpenAiResponses
+                if m.endpoints().is_empty() =>
+            {
+                vec![crate::provider::native_base_url(m.provider)]
             }
             ProviderKind::OpenAi
             | ProviderKind::Ollama
@@ -233,12 +229,8 @@ pub(crate) fn connect(
                 }
                 ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
                 ProviderKind::Exec => Provider::Exec(exec_client(m)?),
-                ProviderKind::Anthropic => {
-                    Provider::Anthropic(AnthropicClient::new(&resolved, http)?)
-                }
-                ProviderKind::Gemini => Provider::Gemini(GeminiClient::new(&resolved, http)?),
-                ProviderKind::OpenAiResponses => {
-                    Provider::Responses(ResponsesClient::new(&resolved, http)?)
+                ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::OpenAiResponses => {
+                    Provider::Native(NativeClient::new(&resolved, http)?)
                 }
             };
             // Models at one endpoint share its concurrency limit.

@@ -24,25 +24,15 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::prompt::{Message, Role};
+use crate::prompt::{Message, Role, ToolMode};
 
-use super::native::{self, Connection};
+use super::native;
 use super::openai::CallIds;
 use super::tool_wire::WireNames;
-use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage};
-use crate::format::ToolMode;
+use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
 
 /// The API version every request names.
 pub(crate) const API_VERSION: &str = "2023-06-01";
-
-/// The default base URL.
-pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
-
-/// A client for one model on Anthropic's Messages API.
-pub(crate) struct AnthropicClient {
-    connection: Connection,
-    api_key: Option<String>,
-}
 
 #[derive(Deserialize)]
 struct Response {
@@ -71,51 +61,18 @@ enum Block {
     Other,
 }
 
-#[derive(Deserialize)]
+/// `usage`: cache reads and writes are counted apart from `input_tokens`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct WireUsage {
-    #[serde(default)]
     input_tokens: Option<u64>,
-    #[serde(default)]
     output_tokens: Option<u64>,
-    #[serde(default)]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
     cache_creation_input_tokens: Option<u64>,
 }
 
-impl AnthropicClient {
-    /// A client for `setup`; the key from `api_key_env` or `ANTHROPIC_API_KEY`.
-    pub(crate) fn new(
-        setup: &ModelSetup,
-        http: reqwest::Client,
-    ) -> Result<AnthropicClient, ProviderError> {
-        let base = setup.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
-        let endpoint = super::model_ref::join_url(base, "/messages");
-        Ok(AnthropicClient {
-            api_key: native::api_key(setup, &["ANTHROPIC_API_KEY"])?,
-            connection: Connection::new(setup, http, endpoint),
-        })
-    }
-
-    /// Sends one request.
-    pub(crate) async fn complete(
-        &self,
-        request: &ChatRequest,
-    ) -> Result<Completion, ProviderError> {
-        let body = request_body(&self.connection.model, request)?;
-        let mut headers = vec![("anthropic-version", API_VERSION)];
-        if let Some(key) = &self.api_key {
-            headers.push(("x-api-key", key));
-        }
-        let (bytes, spent) = self.connection.post(&headers, &body).await?;
-        let mut answer = completion(&bytes, &WireNames::new(&request.tools))?;
-        answer.allowance_spent = spent;
-        Ok(answer)
-    }
-}
-
 /// The answer of a response body, calls under the spec's names.
-fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderError> {
+pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderError> {
     let parsed: Response = native::parse(bytes)?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
@@ -146,20 +103,14 @@ fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderErr
         usage,
         finish_reason: parsed.stop_reason.as_deref().map(native::finish_reason),
         shared: None,
-        served: parsed
-            .model
-            .filter(|m| !m.is_empty())
-            .map(|model| super::ServedBy {
-                model,
-                fingerprint: None,
-            }),
+        served: native::served(parsed.model),
         tool_calls,
         allowance_spent: false,
     })
 }
 
 /// The body of `request` for `model` in the Messages API's form.
-fn request_body(model: &str, request: &ChatRequest) -> Result<Value, ProviderError> {
+pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, ProviderError> {
     let names = WireNames::new(&request.tools);
     let (system, history) = native::split_system(&request.messages);
     let mut messages = wire_messages(&history, &names)?;
@@ -211,18 +162,10 @@ fn insert_tools(map: &mut Map<String, Value>, request: &ChatRequest, names: &Wir
     if request.tools.is_empty() {
         return;
     }
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .map(|t| {
-            let mut tool =
-                json!({"name": names.wire(&t.name), "input_schema": t.standard_parameters()});
-            if !t.description.is_empty() {
-                tool["description"] = json!(t.description);
-            }
-            tool
-        })
-        .collect();
+    let tools = names.declarations(
+        &request.tools,
+        |name, parameters| json!({"name": name, "input_schema": parameters}),
+    );
     map.insert("tools".into(), Value::Array(tools));
     let mut choice = match &request.tool_choice {
         None | Some(ToolChoice::Mode(ToolMode::Auto)) => json!({"type": "auto"}),
@@ -240,18 +183,9 @@ fn insert_tools(map: &mut Map<String, Value>, request: &ChatRequest, names: &Wir
     }
 }
 
-/// Adds `block` to the last message when it has `role`, else starts a new
-/// message: the API wants turns to alternate, and tool results to share the
-/// user message after the calls they answer.
+/// Adds `block` to the last message when it has `role`, else starts one.
 fn push_block(messages: &mut Vec<Value>, role: &str, block: Value) {
-    if let Some(last) = messages.last_mut()
-        && last["role"] == role
-        && let Some(blocks) = last["content"].as_array_mut()
-    {
-        blocks.push(block);
-        return;
-    }
-    messages.push(json!({"role": role, "content": [block]}));
+    native::push_to_turn(messages, role, "content", block);
 }
 
 /// The history as Messages API turns of content blocks.
@@ -319,14 +253,7 @@ fn assistant_blocks(m: &Message, ids: Vec<String>, names: &WireNames) -> Vec<Val
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(value: Value) -> ChatRequest {
-        let mut base = json!({"temperature": 0.0, "max_tokens": 64, "format": {"type": "text"}});
-        base.as_object_mut()
-            .unwrap()
-            .extend(value.as_object().unwrap().clone());
-        serde_json::from_value(base).unwrap()
-    }
+    use crate::provider::native::test_request as request;
 
     fn tools() -> Value {
         json!([{"name": "math.factorial", "description": "n!",

@@ -26,21 +26,11 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::format::ToolMode;
-use crate::prompt::{Message, Role};
+use crate::prompt::{Message, Role, ToolMode};
 
-use super::native::{self, Connection};
+use super::native;
 use super::tool_wire::WireNames;
-use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage};
-
-/// The default base URL.
-pub(crate) const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
-
-/// A client for one model on the Gemini API.
-pub(crate) struct GeminiClient {
-    connection: Connection,
-    api_key: Option<String>,
-}
+use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -110,55 +100,12 @@ struct PromptFeedback {
     block_reason: Option<String>,
 }
 
-impl GeminiClient {
-    /// A client for `setup`; the key from `api_key_env`, `GEMINI_API_KEY` or `GOOGLE_API_KEY`.
-    pub(crate) fn new(
-        setup: &ModelSetup,
-        http: reqwest::Client,
-    ) -> Result<GeminiClient, ProviderError> {
-        let base = setup.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
-        // `models/gemini-x` and `gemini-x` name the same model.
-        let model = setup.model.strip_prefix("models/").unwrap_or(&setup.model);
-        let endpoint =
-            super::model_ref::join_url(base, &format!("/models/{model}:generateContent"));
-        Ok(GeminiClient {
-            api_key: native::api_key(setup, &["GEMINI_API_KEY", "GOOGLE_API_KEY"])?,
-            connection: Connection::new(setup, http, endpoint),
-        })
-    }
-
-    /// Sends one request for one answer.
-    pub(crate) async fn complete(
-        &self,
-        request: &ChatRequest,
-    ) -> Result<Completion, ProviderError> {
-        Ok(self.complete_n(request, 1).await?.remove(0))
-    }
-
-    /// Sends one request for `n` answers (`candidateCount`).
-    pub(crate) async fn complete_n(
-        &self,
-        request: &ChatRequest,
-        n: u32,
-    ) -> Result<Vec<Completion>, ProviderError> {
-        let body = request_body(request, n)?;
-        let headers: Vec<(&str, &str)> = self
-            .api_key
-            .iter()
-            .map(|k| ("x-goog-api-key", k.as_str()))
-            .collect();
-        let (bytes, spent) = self.connection.post(&headers, &body).await?;
-        let mut answers = completions(&bytes, &WireNames::new(&request.tools))?;
-        for answer in &mut answers {
-            answer.allowance_spent = spent;
-        }
-        Ok(answers)
-    }
-}
-
 /// The answers of a response body, one per candidate. A prompt the API
 /// blocked has no candidate: one empty answer whose finish reason is the block reason.
-fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, ProviderError> {
+pub(super) fn completions(
+    bytes: &[u8],
+    names: &WireNames,
+) -> Result<Vec<Completion>, ProviderError> {
     let parsed: Response = native::parse(bytes)?;
     let usage = parsed
         .usage_metadata
@@ -171,13 +118,7 @@ fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, Provi
             },
             tokens_cached: u.cached_content_token_count,
         });
-    let served = parsed
-        .model_version
-        .filter(|m| !m.is_empty())
-        .map(|model| super::ServedBy {
-            model,
-            fingerprint: None,
-        });
+    let served = native::served(parsed.model_version);
     let mut candidates = parsed.candidates;
     if candidates.is_empty() {
         let Some(reason) = parsed.prompt_feedback.and_then(|f| f.block_reason) else {
@@ -238,7 +179,7 @@ fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, Provi
 }
 
 /// The body of `request` asking for `n` candidates.
-fn request_body(request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
+pub(super) fn request_body(request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
     let names = WireNames::new(&request.tools);
     let (system, history) = native::split_system(&request.messages);
     let mut contents = wire_contents(&history, &names)?;
@@ -301,17 +242,10 @@ fn insert_tools(
             "`parallel_tool_calls = false`",
         ));
     }
-    let declarations: Vec<Value> = request
-        .tools
-        .iter()
-        .map(|t| {
-            let mut d = json!({"name": names.wire(&t.name), "parametersJsonSchema": t.standard_parameters()});
-            if !t.description.is_empty() {
-                d["description"] = json!(t.description);
-            }
-            d
-        })
-        .collect();
+    let declarations = names.declarations(
+        &request.tools,
+        |name, parameters| json!({"name": name, "parametersJsonSchema": parameters}),
+    );
     map.insert(
         "tools".into(),
         json!([{"functionDeclarations": declarations}]),
@@ -332,16 +266,9 @@ fn insert_tools(
     Ok(())
 }
 
-/// Adds `part` to the last turn when it has `role`, else starts a new turn.
+/// Adds `part` to the last turn when it has `role`, else starts one.
 fn push_part(contents: &mut Vec<Value>, role: &str, part: Value) {
-    if let Some(last) = contents.last_mut()
-        && last["role"] == role
-        && let Some(parts) = last["parts"].as_array_mut()
-    {
-        parts.push(part);
-        return;
-    }
-    contents.push(json!({"role": role, "parts": [part]}));
+    native::push_to_turn(contents, role, "parts", part);
 }
 
 /// The history as Gemini turns. A tool result names its tool (Gemini pairs
@@ -388,14 +315,7 @@ fn wire_contents(history: &[&Message], names: &WireNames) -> Result<Vec<Value>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(value: Value) -> ChatRequest {
-        let mut base = json!({"temperature": 0.0, "max_tokens": 64, "format": {"type": "text"}});
-        base.as_object_mut()
-            .unwrap()
-            .extend(value.as_object().unwrap().clone());
-        serde_json::from_value(base).unwrap()
-    }
+    use crate::provider::native::test_request as request;
 
     fn tools() -> Value {
         json!([{"name": "math.factorial", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}])
@@ -403,14 +323,8 @@ mod tests {
 
     #[test]
     fn an_episode_becomes_user_and_model_turns() {
-        let call = json!({"id": "call_0_0", "name": "math.factorial", "arguments": {"n": 5}});
         let r = request(json!({
-            "messages": [
-                {"role": "system", "content": "Be brief."},
-                {"role": "user", "content": "5!?"},
-                {"role": "assistant", "content": "", "tool_calls": [call]},
-                {"role": "tool", "content": "120", "tool_call_id": "call_0_0", "tool_name": "math.factorial"}
-            ],
+            "messages": crate::provider::native::test_episode(),
             "tools": tools(), "tool_choice": {"function": "math.factorial"},
             "seed": 7, "stop": ["END"], "format": {"type": "json_schema", "schema": {"type": "object"}}
         }));

@@ -42,19 +42,17 @@ use crate::failure::FailureKind;
 use crate::prompt::Message;
 pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
 
-pub(crate) use anthropic::{AnthropicClient, DEFAULT_BASE_URL as ANTHROPIC_BASE_URL};
 pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
-pub(crate) use gemini::{DEFAULT_BASE_URL as GEMINI_BASE_URL, GeminiClient};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
+pub(crate) use native::{NativeClient, default_base_url as native_base_url};
 pub use ollama::OllamaClient;
 pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use rate_headers::allowance_spent;
 pub(crate) use replay::ReplayProvider;
-pub(crate) use responses::ResponsesClient;
 pub(crate) use retry_after::parse_retry_after;
 
 /// The shape of answer a request asks for.
@@ -377,12 +375,8 @@ pub(crate) enum Provider {
     Replay(ReplayProvider),
     /// A program run per request.
     Exec(ExecClient),
-    /// Anthropic's Messages API.
-    Anthropic(AnthropicClient),
-    /// Google's Gemini API.
-    Gemini(GeminiClient),
-    /// OpenAI's Responses API.
-    Responses(ResponsesClient),
+    /// Anthropic's, Google's or OpenAI's own API.
+    Native(NativeClient),
 }
 
 /// Removes every configured API key from what a server sent back (an error
@@ -451,19 +445,16 @@ impl Provider {
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
             Provider::Exec(c) => c.complete(request).await,
-            Provider::Anthropic(c) => c.complete(request).await,
-            Provider::Gemini(c) => c.complete(request).await,
-            Provider::Responses(c) => c.complete(request).await,
+            Provider::Native(c) => c.complete(request).await,
         };
         let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
         tool_wire::settle_calls(&mut completion, key.turn);
         Ok(completion)
     }
 
-    /// Whether several samples can be asked in one request (OpenAI's `n`,
-    /// Gemini's `candidateCount`).
+    /// Whether several samples can be asked in one request (OpenAI's `n`, Gemini's).
     pub(crate) fn supports_n(&self) -> bool {
-        matches!(self, Provider::OpenAi(_) | Provider::Gemini(_))
+        matches!(self, Provider::OpenAi(_)) || matches!(self, Provider::Native(c) if c.supports_n())
     }
 
     /// Sends one request for `n` answers; providers without `n` get a config error.
@@ -474,7 +465,7 @@ impl Provider {
     ) -> Result<Vec<Completion>, ProviderError> {
         let mut completions = scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
-            Provider::Gemini(c) => c.complete_n(request, n).await,
+            Provider::Native(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),

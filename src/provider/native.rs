@@ -4,7 +4,10 @@
 //! providers' stop reasons in the words the rest of the harness reads
 //! (OpenAI's `stop`, `length`, `tool_calls`).
 //!
-//! Each wire keeps its own request body and response parsing; none streams.
+//! Each wire module keeps its own request body and response parsing; the
+//! client here picks them by [`Api`]. None streams. Default base URLs:
+//! `https://api.anthropic.com/v1`, `https://generativelanguage.googleapis.com/v1beta`,
+//! and for Responses the `openai:` one.
 
 use std::time::Duration;
 
@@ -14,22 +17,155 @@ use serde_json::Value;
 use crate::prompt::{Message, Role};
 
 use super::body::{self, Cap};
-use super::{ModelSetup, ProviderError, classify};
+use super::model_ref::join_url;
+use super::tool_wire::WireNames;
+use super::{ChatRequest, Completion, ModelSetup, ProviderError, ProviderKind, ServedBy, classify};
+use super::{anthropic, gemini, responses};
 
-/// One model's connection: where to POST, with which headers, within which limits.
-pub(super) struct Connection {
+/// Which native API a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// Google's Gemini API.
+    Gemini,
+    /// OpenAI's Responses API.
+    Responses,
+}
+
+/// A client for one model on one of the native APIs: its connection and
+/// the headers every request carries (the key, Anthropic's API version).
+pub(crate) struct NativeClient {
+    api: Api,
+    connection: Connection,
+    headers: Vec<(&'static str, String)>,
+}
+
+/// The default base URL of a native provider's API.
+pub(crate) fn default_base_url(kind: ProviderKind) -> String {
+    match kind {
+        ProviderKind::Anthropic => "https://api.anthropic.com/v1".to_owned(),
+        ProviderKind::Gemini => "https://generativelanguage.googleapis.com/v1beta".to_owned(),
+        _ => super::openai_default_base_url(),
+    }
+}
+
+impl NativeClient {
+    /// The client `setup.provider` names, its key read from the environment;
+    /// a provider that is no native API is a config error.
+    pub(crate) fn new(
+        setup: &ModelSetup,
+        http: reqwest::Client,
+    ) -> Result<NativeClient, ProviderError> {
+        let (api, path, keys, header) = match setup.provider {
+            ProviderKind::Anthropic => (
+                Api::Anthropic,
+                "/messages".to_owned(),
+                &["ANTHROPIC_API_KEY"][..],
+                "x-api-key",
+            ),
+            ProviderKind::Gemini => (
+                Api::Gemini,
+                // `models/gemini-x` and `gemini-x` name the same model.
+                format!(
+                    "/models/{}:generateContent",
+                    setup.model.trim_start_matches("models/")
+                ),
+                &["GEMINI_API_KEY", "GOOGLE_API_KEY"][..],
+                "x-goog-api-key",
+            ),
+            ProviderKind::OpenAiResponses => (
+                Api::Responses,
+                "/responses".to_owned(),
+                &["OPENAI_API_KEY"][..],
+                "authorization",
+            ),
+            other => {
+                return Err(ProviderError::Config(format!(
+                    "`{}` is not a native API",
+                    other.prefix()
+                )));
+            }
+        };
+        let mut headers = Vec::new();
+        if api == Api::Anthropic {
+            headers.push(("anthropic-version", anthropic::API_VERSION.to_owned()));
+        }
+        if let Some(key) = api_key(setup, keys)? {
+            let bearer = api == Api::Responses;
+            headers.push((header, if bearer { format!("Bearer {key}") } else { key }));
+        }
+        let base = (setup.base_url.clone()).unwrap_or_else(|| default_base_url(setup.provider));
+        Ok(NativeClient {
+            api,
+            connection: Connection::new(setup, http, join_url(&base, &path)),
+            headers,
+        })
+    }
+
+    /// Sends one request.
+    pub(crate) async fn complete(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<Completion, ProviderError> {
+        Ok(self.complete_n(request, 1).await?.remove(0))
+    }
+
+    /// Whether one request can ask for several answers (Gemini's `candidateCount`).
+    pub(crate) fn supports_n(&self) -> bool {
+        self.api == Api::Gemini
+    }
+
+    /// Sends one request for `n` answers; more than one from an API without
+    /// `n` is a config error.
+    pub(crate) async fn complete_n(
+        &self,
+        request: &ChatRequest,
+        n: u32,
+    ) -> Result<Vec<Completion>, ProviderError> {
+        if n > 1 && !self.supports_n() {
+            return Err(cannot_carry(
+                "Anthropic or Responses",
+                "several answers per request",
+            ));
+        }
+        let model = &self.connection.model;
+        let body = match self.api {
+            Api::Anthropic => anthropic::request_body(model, request)?,
+            Api::Gemini => gemini::request_body(request, n)?,
+            Api::Responses => responses::request_body(model, request)?,
+        };
+        let headers: Vec<(&str, &str)> = (self.headers.iter())
+            .map(|(name, value)| (*name, value.as_str()))
+            .collect();
+        let (bytes, spent) = self.connection.post(&headers, &body).await?;
+        let names = WireNames::new(&request.tools);
+        let mut answers = match self.api {
+            Api::Anthropic => vec![anthropic::completion(&bytes, &names)?],
+            Api::Gemini => gemini::completions(&bytes, &names)?,
+            Api::Responses => vec![responses::completion(&bytes, &names)?],
+        };
+        for answer in &mut answers {
+            answer.allowance_spent = spent;
+        }
+        Ok(answers)
+    }
+}
+
+/// One model's connection: where to POST, within which limits.
+struct Connection {
     http: reqwest::Client,
     /// The full URL requests go to.
-    pub(super) endpoint: String,
+    endpoint: String,
     /// The model id sent (in the body or the URL).
-    pub(super) model: String,
+    model: String,
     timeout: Duration,
     max_response_bytes: u64,
 }
 
 impl Connection {
     /// The connection of `setup` to `endpoint`.
-    pub(super) fn new(setup: &ModelSetup, http: reqwest::Client, endpoint: String) -> Connection {
+    fn new(setup: &ModelSetup, http: reqwest::Client, endpoint: String) -> Connection {
         Connection {
             http,
             endpoint,
@@ -43,23 +179,22 @@ impl Connection {
     /// response body, and whether its rate-limit headers say the allowance is
     /// spent. An error status is [`ProviderError::Status`] with its
     /// `Retry-After`, whatever the provider's error body says.
-    pub(super) async fn post(
+    async fn post(
         &self,
         headers: &[(&str, &str)],
         body: &Value,
     ) -> Result<(Vec<u8>, bool), ProviderError> {
-        let mut builder = self
-            .http
-            .post(&self.endpoint)
-            .timeout(self.timeout)
-            .json(body);
-        for (name, value) in headers {
-            builder = builder.header(*name, *value);
-        }
-        let response = builder
-            .send()
-            .await
-            .map_err(|e| classify(&e, self.timeout))?;
+        let request = headers.iter().fold(
+            self.http
+                .post(&self.endpoint)
+                .timeout(self.timeout)
+                .json(body),
+            |request, (name, value)| request.header(*name, *value),
+        );
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(classify(&e, self.timeout)),
+        };
         let cap = Cap::new(self.max_response_bytes, self.timeout);
         if !response.status().is_success() {
             return Err(body::error_status(response, cap).await);
@@ -73,10 +208,7 @@ impl Connection {
 /// variable is unset), else from the first of `defaults` that is set. Read
 /// through `secrets` (the CLI took keys out of the environment) and registered
 /// there, so no answer, error or file ever shows it.
-pub(super) fn api_key(
-    setup: &ModelSetup,
-    defaults: &[&str],
-) -> Result<Option<String>, ProviderError> {
+fn api_key(setup: &ModelSetup, defaults: &[&str]) -> Result<Option<String>, ProviderError> {
     let found = match &setup.api_key_env {
         Some(name) => Some(
             crate::secrets::var(name)
@@ -134,10 +266,57 @@ pub(super) fn finish_reason(raw: &str) -> String {
     .to_owned()
 }
 
+/// Adds `item` to the last of `turns` when that turn is `role`'s, else
+/// starts a turn `{role, key: [item]}`: Anthropic and Gemini want turns to
+/// alternate, and tool results to share the user turn after their calls.
+pub(super) fn push_to_turn(turns: &mut Vec<Value>, role: &str, key: &str, item: Value) {
+    if let Some(last) = turns.last_mut()
+        && last["role"] == role
+        && let Some(items) = last[key].as_array_mut()
+    {
+        items.push(item);
+        return;
+    }
+    turns.push(serde_json::json!({"role": role, key: [item]}));
+}
+
+/// Who answered, from a response's model field (empty or missing: unknown).
+pub(super) fn served(model: Option<String>) -> Option<ServedBy> {
+    let model = model.filter(|m| !m.is_empty())?;
+    Some(ServedBy {
+        model,
+        fingerprint: None,
+    })
+}
+
 /// The error of a request this wire cannot carry: a configuration error, so
 /// the answer is never scored as if the model had been held to it.
 pub(super) fn cannot_carry(wire: &str, what: &str) -> ProviderError {
     ProviderError::Config(format!("the {wire} API cannot carry {what}"))
+}
+
+/// A request of the wires' unit tests: temperature 0, 64 tokens, text, and the fields of `fields`.
+#[cfg(test)]
+pub(super) fn test_request(fields: Value) -> ChatRequest {
+    let mut base =
+        serde_json::json!({"temperature": 0.0, "max_tokens": 64, "format": {"type": "text"}});
+    let map = base.as_object_mut().expect("object");
+    map.extend(fields.as_object().expect("an object of fields").clone());
+    serde_json::from_value(base).expect("a request")
+}
+
+/// The history of the wires' unit tests: a system prompt, a question, a
+/// call of `math.factorial` (id `call_0_0`) and its result.
+#[cfg(test)]
+pub(super) fn test_episode() -> Value {
+    let call =
+        serde_json::json!({"id": "call_0_0", "name": "math.factorial", "arguments": {"n": 5}});
+    serde_json::json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "5!?"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "120", "tool_call_id": "call_0_0", "tool_name": "math.factorial"}
+    ])
 }
 
 #[cfg(test)]

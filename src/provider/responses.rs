@@ -25,17 +25,10 @@ use serde_json::{Map, Value, json};
 
 use crate::prompt::{Message, Role};
 
-use super::native::{self, Connection};
+use super::native;
 use super::openai::CallIds;
 use super::tool_wire::{WireCall, WireNames};
-use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage};
-
-/// A client for one model on OpenAI's Responses API.
-pub(crate) struct ResponsesClient {
-    connection: Connection,
-    /// `Authorization: Bearer ...`, when a key is set.
-    authorization: Option<String>,
-}
+use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
 
 #[derive(Deserialize)]
 struct Response {
@@ -106,45 +99,9 @@ struct InputDetails {
     cached_tokens: Option<u64>,
 }
 
-impl ResponsesClient {
-    /// A client for `setup`; the key from `api_key_env` or `OPENAI_API_KEY`.
-    pub(crate) fn new(
-        setup: &ModelSetup,
-        http: reqwest::Client,
-    ) -> Result<ResponsesClient, ProviderError> {
-        let base = setup
-            .base_url
-            .clone()
-            .unwrap_or_else(super::openai_default_base_url);
-        let endpoint = super::model_ref::join_url(&base, "/responses");
-        Ok(ResponsesClient {
-            authorization: native::api_key(setup, &["OPENAI_API_KEY"])?
-                .map(|k| format!("Bearer {k}")),
-            connection: Connection::new(setup, http, endpoint),
-        })
-    }
-
-    /// Sends one request.
-    pub(crate) async fn complete(
-        &self,
-        request: &ChatRequest,
-    ) -> Result<Completion, ProviderError> {
-        let body = request_body(&self.connection.model, request)?;
-        let headers: Vec<(&str, &str)> = self
-            .authorization
-            .iter()
-            .map(|k| ("authorization", k.as_str()))
-            .collect();
-        let (bytes, spent) = self.connection.post(&headers, &body).await?;
-        let mut answer = completion(&bytes, &WireNames::new(&request.tools))?;
-        answer.allowance_spent = spent;
-        Ok(answer)
-    }
-}
-
 /// The answer of a response body. A response whose status is `failed`
 /// holds an error where its output would be: a malformed answer, retried.
-fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderError> {
+pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderError> {
     let parsed: Response = native::parse(bytes)?;
     if parsed.status.as_deref() == Some("failed") {
         let error = parsed.error.map(|e| e.to_string()).unwrap_or_default();
@@ -200,20 +157,14 @@ fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderErr
         usage,
         finish_reason,
         shared: None,
-        served: parsed
-            .model
-            .filter(|m| !m.is_empty())
-            .map(|model| super::ServedBy {
-                model,
-                fingerprint: None,
-            }),
+        served: native::served(parsed.model),
         tool_calls,
         allowance_spent: false,
     })
 }
 
 /// The body of `request` for `model` in the Responses API's form.
-pub(crate) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, ProviderError> {
+pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, ProviderError> {
     if !request.stop.is_empty() {
         return Err(native::cannot_carry(
             "OpenAI Responses",
@@ -221,10 +172,11 @@ pub(crate) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, 
         ));
     }
     let names = WireNames::new(&request.tools);
-    let mut input = wire_input(&request.messages, &names)?;
-    if let Some(prefill) = &request.prefill {
-        input.push(json!({"role": "assistant", "content": prefill}));
-    }
+    // A prefill is the start of the answer: the last assistant message, continued.
+    let prefill = (request.prefill.iter()).map(|p| json!({"role": "assistant", "content": p}));
+    let input: Vec<Value> = (wire_input(&request.messages, &names)?.into_iter())
+        .chain(prefill)
+        .collect();
     let mut body = json!({
         "model": model,
         "input": input,
@@ -246,41 +198,30 @@ pub(crate) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, 
     if let Some(format) = format {
         map.insert("text".into(), json!({ "format": format }));
     }
-    insert_tools(map, request, &names);
+    if !request.tools.is_empty() {
+        insert_tools(map, request, &names);
+    }
     super::merge_extra(&mut body, request);
     Ok(body)
 }
 
-/// `tools`, `tool_choice` and `parallel_tool_calls`, when the request has tools.
+/// `tools`, `tool_choice` and `parallel_tool_calls` of a request with tools.
 fn insert_tools(map: &mut Map<String, Value>, request: &ChatRequest, names: &WireNames) {
-    if request.tools.is_empty() {
-        return;
-    }
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .map(|t| {
-            let mut tool = json!({"type": "function", "name": names.wire(&t.name),
-                                  "parameters": t.standard_parameters(), "strict": false});
-            if !t.description.is_empty() {
-                tool["description"] = json!(t.description);
-            }
-            tool
-        })
-        .collect();
+    let tools = names.declarations(&request.tools, |name, parameters| {
+        json!({"type": "function", "name": name, "parameters": parameters, "strict": false})
+    });
     map.insert("tools".into(), Value::Array(tools));
-    if let Some(choice) = &request.tool_choice {
-        let wire = match choice {
-            ToolChoice::Mode(mode) => json!(mode),
-            ToolChoice::Function { function } => {
-                json!({"type": "function", "name": names.wire(function)})
-            }
-        };
-        map.insert("tool_choice".into(), wire);
-    }
-    if let Some(parallel) = request.parallel_tool_calls {
-        map.insert("parallel_tool_calls".into(), json!(parallel));
-    }
+    let choice = request.tool_choice.as_ref().map(|choice| match choice {
+        ToolChoice::Mode(mode) => json!(mode),
+        ToolChoice::Function { function } => {
+            json!({"type": "function", "name": names.wire(function)})
+        }
+    });
+    map.extend(choice.map(|c| ("tool_choice".to_owned(), c)));
+    let parallel = request
+        .parallel_tool_calls
+        .map(|p| ("parallel_tool_calls".to_owned(), json!(p)));
+    map.extend(parallel);
 }
 
 /// The history as input items: messages, `function_call` and
@@ -321,25 +262,12 @@ fn wire_input(messages: &[Message], names: &WireNames) -> Result<Vec<Value>, Pro
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(value: Value) -> ChatRequest {
-        let mut base = json!({"temperature": 0.0, "max_tokens": 64, "format": {"type": "text"}});
-        base.as_object_mut()
-            .unwrap()
-            .extend(value.as_object().unwrap().clone());
-        serde_json::from_value(base).unwrap()
-    }
+    use crate::provider::native::test_request as request;
 
     #[test]
     fn an_episode_becomes_items_paired_by_call_id() {
-        let call = json!({"id": "call_0_0", "name": "math.factorial", "arguments": {"n": 5}});
         let r = request(json!({
-            "messages": [
-                {"role": "system", "content": "Be brief."},
-                {"role": "user", "content": "5!?"},
-                {"role": "assistant", "content": "", "tool_calls": [call]},
-                {"role": "tool", "content": "120", "tool_call_id": "call_0_0"}
-            ],
+            "messages": crate::provider::native::test_episode(),
             "tools": [{"name": "math.factorial", "parameters": {"type": "object", "properties": {}}}],
             "tool_choice": "required", "parallel_tool_calls": false,
             "format": {"type": "json"}

@@ -156,13 +156,7 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
         Reply::Status(code, retry_after) => {
             drop(guard);
             let extra = retry_after.map_or(String::new(), |s| format!("Retry-After: {s}\r\n"));
-            let route = request.path.split('?').next().unwrap_or_default();
-            let body = match native::wire(route) {
-                Some(wire) => native::error(wire, *code),
-                None => {
-                    json!({"error": {"code": code, "message": "fake failure", "type": "server_error"}})
-                }
-            };
+            let body = native::error_body(&request.path, *code);
             let status = format!("{code} Fake");
             return write(
                 stream,
@@ -193,6 +187,7 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     // A base URL's query (`?api-key=...`) follows the path.
     let route = request.path.split('?').next().unwrap_or_default();
     let body = match (route, request.body["stream"] == json!(true)) {
+        _ if let Reply::Raw(raw) = &reply => raw.clone(),
         ("/v1/chat/completions", false) => {
             let n = request.body["n"].as_u64().unwrap_or(1);
             openai_body(&model, &content, &calls, request.index, n)

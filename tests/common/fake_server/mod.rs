@@ -85,6 +85,8 @@ pub enum Reply {
     /// This content (may be empty) and these tool calls, as the wire returns
     /// them: OpenAI's arguments as JSON text, Ollama's as an object.
     Calls(String, Vec<FakeCall>),
+    /// This JSON body with a 200, whatever the wire (a documented example response).
+    Raw(Value),
     /// This status, no Content-Length, and a body without end (an Ollama
     /// stream gets endless small NDJSON chunks), until the client leaves.
     Endless(u16),

@@ -31,15 +31,16 @@ pub(super) fn wire(route: &str) -> Option<Wire> {
     }
 }
 
-/// The text of the last user turn of a native body: Anthropic's `text`
-/// blocks, Gemini's `text` parts, a Responses `input` message's text.
+/// The text of the last user turn that has any: a chat message's text
+/// (OpenAI's and Ollama's too), Anthropic's `text` blocks, Gemini's `text`
+/// parts, a Responses `input` message's text. Turns of tool results alone are passed over.
 pub(super) fn last_user_text(body: &Value) -> Option<String> {
     let (turns, parts_key) = if let Some(contents) = body["contents"].as_array() {
         (contents, "parts")
     } else if let Some(input) = body["input"].as_array() {
         (input, "content")
     } else {
-        return None;
+        (body["messages"].as_array()?, "content")
     };
     let turn = turns.iter().rev().find(|t| {
         t["role"] == "user"
@@ -156,11 +157,21 @@ pub(super) fn answer(
     }
 }
 
+/// The error body of status `code` for a request to `path`: the native
+/// API's own (see [`error`]), else OpenAI's.
+pub(super) fn error_body(path: &str, code: u16) -> Value {
+    // A base URL's query (`?api-key=...`) follows the path.
+    match wire(path.split('?').next().unwrap_or_default()) {
+        Some(wire) => error(wire, code),
+        None => json!({"error": {"code": code, "message": "fake failure", "type": "server_error"}}),
+    }
+}
+
 /// The error body `wire` sends with status `code`, in its own shape:
 /// Anthropic's `{type: error, error: {type, message}}` (529 is
 /// `overloaded_error`), Google's `{error: {code, message, status}}`, OpenAI's
 /// `{error: {message, type, code}}`.
-pub(super) fn error(wire: Wire, code: u16) -> Value {
+fn error(wire: Wire, code: u16) -> Value {
     match wire {
         Wire::Anthropic => {
             let kind = match code {
