@@ -407,3 +407,105 @@ fn documented_example_responses_are_read() {
         }
     }
 }
+
+/// `specs/NAME` of the repository with `lines` added after its
+/// `[request]`'s `max_tokens`, and `[sampling] n = samples` when more than 1.
+fn spec_with(ws: &Workspace, name: &str, samples: u32, lines: &str) {
+    let text = std::fs::read_to_string(root().join("specs").join(name)).unwrap();
+    let mut text = text.replacen(
+        "max_tokens = 256\n",
+        &format!("max_tokens = 256\n{lines}"),
+        1,
+    );
+    if samples > 1 {
+        let sampling = format!("[sampling]\nn = {samples}\n\n[request]\n");
+        text = text.replacen("[request]\n", &sampling, 1);
+    }
+    ws.write(&format!("specs/{name}"), &text);
+}
+
+#[test]
+fn chat_and_responses_bodies_of_every_request_option_are_valid_openapi() {
+    let schema = r#"{"type": "object", "properties": {"answer": {"type": "integer"}},
+                     "required": ["answer"], "additionalProperties": false}"#;
+    // (provider, options only it carries)
+    for (provider, own) in [
+        ("openai", "stop = [\"\\n\\n\"]\n"),
+        ("openai-responses", ""),
+    ] {
+        let fake = FakeServer::start(|r: &Request| {
+            if r.body.get("tools").is_some() {
+                clerk(r)
+            } else {
+                Reply::Correct
+            }
+        });
+        let ws = Workspace::new();
+        // A seed makes each sample a request of its own (`seed + sample`): only the episodes get one.
+        let common = "top_p = 0.9\n";
+        // OpenAI's `n` serves samples of free text only.
+        for (format, n) in [("json", 1), ("json_schema", 1), ("text", 2)] {
+            let format = match format {
+                "text" => String::new(),
+                f => format!("response_format = \"{f}\"\nschema = \"answer.json\"\n"),
+            };
+            let lines = format!("{common}{own}{format}");
+            spec_with(&ws, "t06_mathematics.toml", n, &lines);
+            ws.write("specs/answer.json", schema);
+            let base = fake.openai_base();
+            let table = model_toml("fake", provider, "fake-model", &base, "max_n = 2");
+            ws.write("harness.toml", &table);
+            let args = ["specs/t06_mathematics.toml", "-m", "fake", "--runs", "2"];
+            let (code, out) = run(ws.run_cmd(&args).env("OPENAI_API_KEY", KEY));
+            assert_eq!(code, 0, "{provider} {format}: {out}");
+        }
+        let rows = std::fs::read_to_string(root().join("datasets/shop_agent/orders.jsonl"));
+        std::fs::create_dir_all(ws.path().join("datasets/shop_agent")).unwrap();
+        ws.write("datasets/shop_agent/orders.jsonl", &rows.unwrap());
+        let tools = "parallel_tool_calls = false\nseed = 3\n";
+        spec_with(&ws, "shop_agent.toml", 1, &format!("{common}{own}{tools}"));
+        let args = ["specs/shop_agent.toml", "-m", "fake"];
+        let (code, out) = run(ws.run_cmd(&args).env("OPENAI_API_KEY", KEY));
+        assert_eq!(code, 0, "{provider}: {out}");
+        let requests = fake.requests();
+        let sent = |key: &str| {
+            requests
+                .iter()
+                .filter(|r| r.body.get(key).is_some())
+                .count()
+        };
+        assert!(
+            sent("tools") > 0 && sent("top_p") == requests.len(),
+            "{provider}"
+        );
+        // Two runs as JSON, two with a schema, then two samples of two runs
+        // of text: a request each, or one per run with OpenAI's `n`.
+        let formats = sent("response_format") + sent("text");
+        let want = if provider == "openai" { (4, 2) } else { (4, 0) };
+        assert_eq!((formats, sent("n")), want, "{provider}");
+        assert_valid_openai(&requests);
+    }
+}
+
+#[test]
+fn gemini_samples_share_one_request_as_candidates() {
+    let fake = FakeServer::healthy();
+    let ws = Workspace::new();
+    spec_with(&ws, "t06_mathematics.toml", 3, "");
+    let wire = &WIRES[1];
+    wire.config(&ws, &fake, "max_n = 3");
+    wire.run_ok(
+        &ws,
+        &["specs/t06_mathematics.toml", "-m", "fake", "--runs", "2"],
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "one request per instance");
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.body["generationConfig"]["candidateCount"] == 3)
+    );
+    let records = ws.last_journal();
+    assert_eq!(records.len(), 6);
+    assert!(records.iter().all(|r| r["passed"] == true), "{records:#?}");
+}
