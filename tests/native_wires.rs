@@ -308,12 +308,30 @@ fn images_go_in_each_wires_own_form() {
 
 #[test]
 fn provider_errors_take_the_existing_classes() {
-    // (wire, first reply, attempts, failure of the record or None when it passed)
-    let cases: [(usize, Reply, u64, Option<&str>); 4] = [
+    // (wire, first reply (every reply when the record fails), attempts,
+    // the record's failure and a word of its error, or None when it passed)
+    let cases: [(usize, Reply, u64, Option<(&str, &str)>); 6] = [
         (0, Reply::Status(529, None), 2, None),
         (1, Reply::Status(429, Some(0)), 2, None),
         (2, Reply::Status(503, None), 2, None),
-        (0, Reply::Status(400, None), 1, Some("client_error")),
+        (
+            0,
+            Reply::Status(529, None),
+            3,
+            Some(("server_error", "overloaded_error")),
+        ),
+        (
+            1,
+            Reply::Status(429, Some(0)),
+            3,
+            Some(("rate_limited", "RESOURCE_EXHAUSTED")),
+        ),
+        (
+            0,
+            Reply::Status(400, None),
+            1,
+            Some(("client_error", "invalid_request_error")),
+        ),
     ];
     for (index, first, attempts, failure) in cases {
         let wire = &WIRES[index];
@@ -344,10 +362,10 @@ fn provider_errors_take_the_existing_classes() {
         );
         match failure {
             None => assert_eq!(record["passed"], true, "{record:#}"),
-            Some(kind) => {
+            Some((kind, word)) => {
                 assert_eq!(record["failure"], kind, "{record:#}");
                 let said = record["error"].to_string();
-                assert!(said.contains("invalid_request_error"), "{said}");
+                assert!(said.contains(word), "{said}");
             }
         }
     }
