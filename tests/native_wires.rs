@@ -306,11 +306,14 @@ fn images_go_in_each_wires_own_form() {
     }
 }
 
+/// A record's failure and a word of its error; None: the record passed.
+type Failed = Option<(&'static str, &'static str)>;
+
 #[test]
 fn provider_errors_take_the_existing_classes() {
     // (wire, first reply (every reply when the record fails), attempts,
     // the record's failure and a word of its error, or None when it passed)
-    let cases: [(usize, Reply, u64, Option<(&str, &str)>); 6] = [
+    let cases: [(usize, Reply, u64, Failed); 6] = [
         (0, Reply::Status(529, None), 2, None),
         (1, Reply::Status(429, Some(0)), 2, None),
         (2, Reply::Status(503, None), 2, None),

@@ -324,6 +324,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn references_and_configs_name_the_native_apis() {
+        for (reference, kind) in [
+            (
+                "anthropic:claude-x@http://127.0.0.1:9/v1",
+                ProviderKind::Anthropic,
+            ),
+            (
+                "gemini:gemini-x@http://127.0.0.1:9/v1beta",
+                ProviderKind::Gemini,
+            ),
+            (
+                "openai-responses:gpt-x@http://127.0.0.1:9/v1",
+                ProviderKind::OpenAiResponses,
+            ),
+        ] {
+            let m = ModelSetup::parse(reference).unwrap();
+            assert_eq!(m.provider, kind);
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                kind.prefix(),
+                "configs name it so"
+            );
+            assert!(
+                m.base_url
+                    .is_some_and(|u| u.starts_with("http://127.0.0.1:9/v1"))
+            );
+        }
+    }
+
+    #[test]
     fn stop_reasons_take_openai_words() {
         for (raw, want) in [
             ("end_turn", "stop"),
