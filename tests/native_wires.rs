@@ -4,9 +4,9 @@
 //! API's key header (and the key in no file), usage, agent episodes of
 //! `specs/shop_agent.toml` with calls and results over turns in each API's
 //! form, images, error classes (Anthropic's 529, Gemini's
-//! RESOURCE_EXHAUSTED, a 400 not retried), the Responses and chat request
-//! bodies validated against the vendored OpenAI OpenAPI document, and its
-//! documented example responses read.
+//! RESOURCE_EXHAUSTED, a 400 not retried), Gemini's samples as candidates;
+//! every Responses body validated against the vendored OpenAI OpenAPI
+//! document (more in `openapi_wires`).
 
 use std::path::Path;
 
@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 
 use crate::agent::{clerk, turn};
 use crate::common::fake_server::{FakeServer, Reply, Request};
-use crate::common::openapi;
+use crate::common::openapi::assert_valid_openai;
 use crate::common::workspace::{Workspace, model_toml};
 use crate::common::{root, run};
 
 /// A key no file of a run may hold.
-const KEY: &str = "native-wire-test-key-0123456789";
+pub(crate) const KEY: &str = "native-wire-test-key-0123456789";
 
 /// One native wire as a test drives it.
 struct Wire {
@@ -80,23 +80,6 @@ impl Wire {
         let (code, out) = run(ws.run_cmd(args).env(self.key_var, KEY));
         assert_eq!(code, 0, "{}: {out}", self.provider);
         out
-    }
-}
-
-/// Every Responses body the fake saw is a valid `CreateResponse`, every chat body a valid request.
-fn assert_valid_openai(requests: &[Request]) {
-    let (responses, chat) = (
-        openapi::validator("CreateResponse"),
-        openapi::validator("CreateChatCompletionRequest"),
-    );
-    for r in requests {
-        match r.path.as_str() {
-            "/v1/responses" => openapi::assert_valid(&responses, "CreateResponse", &r.body),
-            "/v1/chat/completions" => {
-                openapi::assert_valid(&chat, "CreateChatCompletionRequest", &r.body);
-            }
-            _ => {}
-        }
     }
 }
 
@@ -374,64 +357,9 @@ fn provider_errors_take_the_existing_classes() {
     }
 }
 
-/// The answer text a documented example response holds: a Responses
-/// body's `output_text` parts, a chat body's first choice's content.
-fn example_text(example: &Value) -> String {
-    if let Some(choices) = example["choices"].as_array() {
-        return choices[0]["message"]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-    }
-    let items = example["output"].as_array().unwrap();
-    let parts = items.iter().filter(|i| i["type"] == "message");
-    parts
-        .flat_map(|i| i["content"].as_array().unwrap())
-        .filter_map(|p| p["text"].as_str())
-        .collect()
-}
-
-#[test]
-fn documented_example_responses_are_read() {
-    let examples: [(&str, &str, &[&str]); 2] = [
-        (
-            "/responses",
-            "openai-responses",
-            &["Text input", "Image input", "Functions", "Reasoning"],
-        ),
-        (
-            "/chat/completions",
-            "openai",
-            &["Default", "Image input", "Functions"],
-        ),
-    ];
-    for (path, provider, titles) in examples {
-        let documented = openapi::examples(path);
-        for title in titles {
-            let (_, example) = (documented.iter().find(|(t, _)| t == title))
-                .unwrap_or_else(|| panic!("{path}: no example {title}"));
-            let raw = example.clone();
-            let fake = FakeServer::start(move |_| Reply::Raw(raw.clone()));
-            let ws = Workspace::new();
-            ws.copy_spec("t06_mathematics.toml");
-            let model = format!("{provider}:m@{}", fake.openai_base());
-            let args = ["specs/t06_mathematics.toml", "-m", &model, "--runs", "1"];
-            let (code, out) = run(&mut ws.run_cmd(&args));
-            assert!(code == 0 || code == 1, "{title}: {out}");
-            let record = &ws.last_journal()[0];
-            // The answer is no number: a wrong answer, not a failed request.
-            assert!(record.get("error").is_none(), "{path} {title}: {record:#}");
-            assert_eq!(record["response"], example_text(example), "{path} {title}");
-            let usage = &example["usage"];
-            let tokens_in = (usage.get("input_tokens")).or_else(|| usage.get("prompt_tokens"));
-            assert_eq!(record.get("tokens_in"), tokens_in, "{path} {title}");
-        }
-    }
-}
-
 /// `specs/NAME` of the repository with `lines` added after its
 /// `[request]`'s `max_tokens`, and `[sampling] n = samples` when more than 1.
-fn spec_with(ws: &Workspace, name: &str, samples: u32, lines: &str) {
+pub(crate) fn spec_with(ws: &Workspace, name: &str, samples: u32, lines: &str) {
     let text = std::fs::read_to_string(root().join("specs").join(name)).unwrap();
     let mut text = text.replacen(
         "max_tokens = 256\n",
@@ -443,69 +371,6 @@ fn spec_with(ws: &Workspace, name: &str, samples: u32, lines: &str) {
         text = text.replacen("[request]\n", &sampling, 1);
     }
     ws.write(&format!("specs/{name}"), &text);
-}
-
-#[test]
-fn chat_and_responses_bodies_of_every_request_option_are_valid_openapi() {
-    let schema = r#"{"type": "object", "properties": {"answer": {"type": "integer"}},
-                     "required": ["answer"], "additionalProperties": false}"#;
-    // (provider, options only it carries)
-    for (provider, own) in [
-        ("openai", "stop = [\"\\n\\n\"]\n"),
-        ("openai-responses", ""),
-    ] {
-        let fake = FakeServer::start(|r: &Request| {
-            if r.body.get("tools").is_some() {
-                clerk(r)
-            } else {
-                Reply::Correct
-            }
-        });
-        let ws = Workspace::new();
-        // A seed makes each sample a request of its own (`seed + sample`): only the episodes get one.
-        let common = "top_p = 0.9\n";
-        // OpenAI's `n` serves samples of free text only.
-        for (format, n) in [("json", 1), ("json_schema", 1), ("text", 2)] {
-            let format = match format {
-                "text" => String::new(),
-                f => format!("response_format = \"{f}\"\nschema = \"answer.json\"\n"),
-            };
-            let lines = format!("{common}{own}{format}");
-            spec_with(&ws, "t06_mathematics.toml", n, &lines);
-            ws.write("specs/answer.json", schema);
-            let base = fake.openai_base();
-            let table = model_toml("fake", provider, "fake-model", &base, "max_n = 2");
-            ws.write("harness.toml", &table);
-            let args = ["specs/t06_mathematics.toml", "-m", "fake", "--runs", "2"];
-            let (code, out) = run(ws.run_cmd(&args).env("OPENAI_API_KEY", KEY));
-            assert_eq!(code, 0, "{provider} {format}: {out}");
-        }
-        let rows = std::fs::read_to_string(root().join("datasets/shop_agent/orders.jsonl"));
-        std::fs::create_dir_all(ws.path().join("datasets/shop_agent")).unwrap();
-        ws.write("datasets/shop_agent/orders.jsonl", &rows.unwrap());
-        let tools = "parallel_tool_calls = false\nseed = 3\n";
-        spec_with(&ws, "shop_agent.toml", 1, &format!("{common}{own}{tools}"));
-        let args = ["specs/shop_agent.toml", "-m", "fake"];
-        let (code, out) = run(ws.run_cmd(&args).env("OPENAI_API_KEY", KEY));
-        assert_eq!(code, 0, "{provider}: {out}");
-        let requests = fake.requests();
-        let sent = |key: &str| {
-            requests
-                .iter()
-                .filter(|r| r.body.get(key).is_some())
-                .count()
-        };
-        assert!(
-            sent("tools") > 0 && sent("top_p") == requests.len(),
-            "{provider}"
-        );
-        // Two runs as JSON, two with a schema, then two samples of two runs
-        // of text: a request each, or one per run with OpenAI's `n`.
-        let formats = sent("response_format") + sent("text");
-        let want = if provider == "openai" { (4, 2) } else { (4, 0) };
-        assert_eq!((formats, sent("n")), want, "{provider}");
-        assert_valid_openai(&requests);
-    }
 }
 
 #[test]

@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
+use super::fake_server::Request;
+
 /// The openai/openai-openapi commit the vendored document is from.
 pub const COMMIT: &str = "f85dbe223d40e1a31cba812ab2d755c7e98a92a3";
 /// Its `info.version`.
@@ -84,4 +86,21 @@ pub fn examples(path: &str) -> Vec<(String, Value)> {
             Some((e["title"].as_str()?.to_owned(), body))
         })
         .collect()
+}
+
+/// Every Responses body the fake saw is a valid `CreateResponse`, every chat body a valid request.
+pub fn assert_valid_openai(requests: &[Request]) {
+    let (responses, chat) = (
+        validator("CreateResponse"),
+        validator("CreateChatCompletionRequest"),
+    );
+    for r in requests {
+        match r.path.as_str() {
+            "/v1/responses" => assert_valid(&responses, "CreateResponse", &r.body),
+            "/v1/chat/completions" => {
+                assert_valid(&chat, "CreateChatCompletionRequest", &r.body);
+            }
+            _ => {}
+        }
+    }
 }
