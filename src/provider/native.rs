@@ -124,10 +124,11 @@ impl NativeClient {
         n: u32,
     ) -> Result<Vec<Completion>, ProviderError> {
         if n > 1 && !self.supports_n() {
-            return Err(cannot_carry(
-                "Anthropic or Responses",
-                "several answers per request",
-            ));
+            let api = match self.api {
+                Api::Anthropic => "Anthropic",
+                _ => "OpenAI Responses",
+            };
+            return Err(cannot_carry(api, "several answers per request (`n`)"));
         }
         let model = &self.connection.model;
         let body = match self.api {
