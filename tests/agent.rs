@@ -29,14 +29,17 @@ pub(crate) fn shop(fake: &FakeServer, settings: &str) -> Workspace {
     ws
 }
 
-/// The model turn a request asks for: the assistant messages it already holds.
-fn turn(request: &Request) -> usize {
-    request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count()
+/// The model turn a request asks for: the model turns it already holds
+/// (assistant messages; Gemini's `model` turns; a Responses `input`'s
+/// `function_call` items, one per turn of the clerk's).
+pub(crate) fn turn(request: &Request) -> usize {
+    let count = |list: &Value, key: &str, value: &str| {
+        list.as_array()
+            .map_or(0, |l| l.iter().filter(|m| m[key] == value).count())
+    };
+    count(&request.body["messages"], "role", "assistant")
+        + count(&request.body["contents"], "role", "model")
+        + count(&request.body["input"], "type", "function_call")
 }
 
 /// A clerk who lists the orders, cancels A-1002 and submits, whatever the request.

@@ -1,7 +1,9 @@
 //! Model providers: one request/response shape, several wire formats.
 //!
 //! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
-//! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
+//! `ollama` speaks Ollama's `/api/chat`, `anthropic`, `gemini` and
+//! `responses` the native APIs of Anthropic, Google and OpenAI (`native`
+//! holds what they share), `replay` answers from recorded golden
 //! transcripts, `exec` runs a program per request. Errors are classified so the runner knows what to retry.
 //! `llamacpp` and `vllm` models are servers the harness runs itself (the
 //! client layer's `managed`); once ready they are asked through the `openai`
@@ -16,9 +18,12 @@
 //! file) and `text`. No cache, retries or limits here: those are the
 //! client layer's.
 
+mod anthropic;
 mod body;
 pub(crate) mod exec;
+mod gemini;
 pub(crate) mod model_ref;
+mod native;
 mod ollama;
 mod ollama_response;
 mod openai;
@@ -27,6 +32,7 @@ pub(crate) mod price;
 mod rate_headers;
 mod reasoning;
 pub(crate) mod replay;
+mod responses;
 mod retry_after;
 mod scrub;
 mod server_options;
@@ -48,6 +54,7 @@ pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
+pub(crate) use native::{NativeClient, default_base_url as native_base_url};
 pub use ollama::OllamaClient;
 pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
@@ -385,6 +392,8 @@ pub(crate) enum Provider {
     Replay(ReplayProvider),
     /// A program run per request.
     Exec(ExecClient),
+    /// Anthropic's, Google's or OpenAI's own API.
+    Native(NativeClient),
 }
 
 /// Identifies which instance and sample a request is for (replay and logging).
@@ -414,6 +423,7 @@ impl Provider {
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
             Provider::Exec(c) => c.complete(request).await,
+            Provider::Native(c) => c.complete(request).await,
         };
         let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
         // A replayed answer is kept as it was recorded.
@@ -424,9 +434,9 @@ impl Provider {
         Ok(completion)
     }
 
-    /// Whether several samples can be asked in one request (OpenAI's `n`).
+    /// Whether several samples can be asked in one request (OpenAI's `n`, Gemini's).
     pub(crate) fn supports_n(&self) -> bool {
-        matches!(self, Provider::OpenAi(_))
+        matches!(self, Provider::OpenAi(_)) || matches!(self, Provider::Native(c) if c.supports_n())
     }
 
     /// Sends one request for `n` answers; providers without `n` get a config error.
@@ -437,6 +447,7 @@ impl Provider {
     ) -> Result<Vec<Completion>, ProviderError> {
         let mut completions = scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
+            Provider::Native(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),

@@ -235,13 +235,13 @@ fn assistant_calls(m: &Message, ids: Vec<String>, names: &WireNames) -> Value {
 /// call gets `call_<message>_<call>`, and a result without an id answers the
 /// next call of the assistant message before it, in order.
 #[derive(Default)]
-struct CallIds {
+pub(super) struct CallIds {
     last: Vec<String>,
     answered: usize,
 }
 
 impl CallIds {
-    fn assistant(&mut self, index: usize, m: &Message) -> Vec<String> {
+    pub(super) fn assistant(&mut self, index: usize, m: &Message) -> Vec<String> {
         self.last = m
             .tool_calls
             .iter()
@@ -258,7 +258,7 @@ impl CallIds {
         self.last.clone()
     }
 
-    fn result(&mut self, id: Option<&str>) -> String {
+    pub(super) fn result(&mut self, id: Option<&str>) -> String {
         let position = self.answered;
         self.answered += 1;
         match id {

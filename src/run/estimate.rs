@@ -89,7 +89,10 @@ pub(crate) fn estimate(
     for model in &manifest.models {
         let batches = matches!(
             model.provider,
-            ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm
+            ProviderKind::OpenAi
+                | ProviderKind::LlamaCpp
+                | ProviderKind::Vllm
+                | ProviderKind::Gemini
         );
         let per_request = if batches { model.max_n.max(1) } else { 1 };
         let items: Vec<_> = Tasks::new(

@@ -1,5 +1,6 @@
 //! An in-process fake model server speaking the real wire formats
-//! (OpenAI `/v1/chat/completions`, Ollama `/api/chat`, streaming and not),
+//! (OpenAI `/v1/chat/completions`, Ollama `/api/chat`, streaming and not;
+//! Anthropic `/v1/messages`, Gemini `generateContent`, OpenAI `/v1/responses`),
 //! with scripted faults and scripted tool calls in each wire's own form.
 //!
 //! The server is hand-rolled HTTP/1.1 on tokio so a test controls every byte:
@@ -10,6 +11,7 @@
 
 mod arith;
 mod http;
+mod native;
 mod rate;
 mod wire;
 
@@ -85,6 +87,8 @@ pub enum Reply {
     /// This content (may be empty) and these tool calls, as the wire returns
     /// them: OpenAI's arguments as JSON text, Ollama's as an object.
     Calls(String, Vec<FakeCall>),
+    /// This JSON body with a 200, whatever the wire (a documented example response).
+    Raw(Value),
     /// This status, no Content-Length, and a body without end (an Ollama
     /// stream gets endless small NDJSON chunks), until the client leaves.
     Endless(u16),

@@ -213,19 +213,7 @@ pub(super) async fn ollama_stream(
 }
 
 pub(super) fn last_user_message(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .map(|m| match &m["content"] {
-            // OpenAI content parts: the text parts, in order (images are not prompt text).
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            content => content.as_str().unwrap_or_default().to_owned(),
-        })
-        .unwrap_or_default()
+    super::native::last_user_text(body).unwrap_or_default()
 }
 
 /// The answer to the prompt's expression (plus `offset`), as JSON when the request asks for JSON.
@@ -234,8 +222,9 @@ pub(super) fn answer_text(request: &Request, offset: i64) -> String {
         .and_then(|e| eval(&e))
         .unwrap_or(42)
         + offset;
-    let structured =
-        request.body.get("response_format").is_some() || request.body.get("format").is_some();
+    let structured = request.body.get("response_format").is_some()
+        || request.body.get("format").is_some()
+        || super::native::wants_json(&request.body);
     if structured {
         json!({"answer": value}).to_string()
     } else {
