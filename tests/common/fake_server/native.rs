@@ -1,5 +1,5 @@
 //! The native APIs' shapes for the fake server: Anthropic Messages
-//! (`/v1/messages`), Gemini `generateContent` (`.../models/M:generateContent`)
+//! (`/v1/messages`), Gemini `generateContent` (`/v1beta/models/M:generateContent`)
 //! and OpenAI Responses (`/v1/responses`): their answer bodies, their error
 //! bodies, where a request's prompt is, and whether it asks for JSON. Built
 //! from the providers' API references (docs/models.md cites them).
