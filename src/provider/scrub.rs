@@ -21,6 +21,10 @@ pub(super) fn scrub(
                 clean(&mut c.text);
                 if let Some(r) = &mut c.reasoning {
                     clean(&mut r.text);
+                    // A key in a signed block breaks its signature: better a refused turn than a leak.
+                    for block in &mut r.blocks {
+                        tool_wire::scrub_value(block, &clean);
+                    }
                 }
                 for call in &mut c.tool_calls {
                     tool_wire::scrub_value(&mut call.arguments, &clean);
