@@ -108,7 +108,16 @@ fn an_episode_sends_each_turns_signed_reasoning_back_unchanged() {
             }
         }
         assert_valid_openai(&requests);
+        // A rerun answers from the cache (blessing the golden transcripts),
+        // then a replay from them: the same blocks, and no request.
+        wire.run_ok(&ws, &["specs/shop_agent.toml", "-m", "fake", "--bless"]);
         let records = ws.last_journal();
+        ws.run_ok(&["specs/shop_agent.toml", "-m", "replay:fake"]);
+        assert_eq!(fake.count(), requests.len(), "{}", wire.provider);
+        let replayed = by_instance(ws.last_journal());
+        for (was, now) in by_instance(records.clone()).iter().zip(&replayed) {
+            assert_eq!(was["trajectory"], now["trajectory"], "{}", wire.provider);
+        }
         let first = records.iter().find(|r| r["instance"] == 0).unwrap();
         assert_eq!(first["passed"], true, "{}: {first:#}", wire.provider);
         for r in &records {
