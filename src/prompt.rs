@@ -50,6 +50,14 @@ pub struct Reasoning {
     /// reasoning so a replayed answer fails as the recorded one did.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unfinished: bool,
+    /// The wire's own reasoning blocks, exactly as the server sent them
+    /// (Anthropic's signed `thinking` and `redacted_thinking` blocks, a
+    /// Gemini turn's parts that carry a `thoughtSignature`): a signing API
+    /// checks them when an episode's later turn sends them back, so they are
+    /// kept whole, never rebuilt from `text`. Empty (and not written) on the
+    /// other wires, so records and cache keys without them stay as they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<serde_json::Value>,
 }
 
 impl Reasoning {
@@ -58,7 +66,7 @@ impl Reasoning {
         let text = text.into();
         (!text.trim().is_empty()).then_some(Reasoning {
             text,
-            unfinished: false,
+            ..Reasoning::default()
         })
     }
 

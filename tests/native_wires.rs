@@ -22,8 +22,8 @@ use crate::common::{root, run};
 pub(crate) const KEY: &str = "native-wire-test-key-0123456789";
 
 /// One native wire as a test drives it.
-struct Wire {
-    provider: &'static str,
+pub(crate) struct Wire {
+    pub(crate) provider: &'static str,
     /// The base URL path on the fake (`/v1`, `/v1beta`).
     base: &'static str,
     /// The path every request must go to.
@@ -34,7 +34,7 @@ struct Wire {
     sent_key: fn() -> String,
 }
 
-const WIRES: [Wire; 3] = [
+pub(crate) const WIRES: [Wire; 3] = [
     Wire {
         provider: "anthropic",
         base: "/v1",
@@ -64,7 +64,7 @@ impl Wire {
     }
 
     /// `harness.toml` with the model `fake` on this wire, and `settings`.
-    fn config(&self, ws: &Workspace, fake: &FakeServer, settings: &str) {
+    pub(crate) fn config(&self, ws: &Workspace, fake: &FakeServer, settings: &str) {
         let table = model_toml(
             "fake",
             self.provider,
@@ -75,8 +75,33 @@ impl Wire {
         ws.write("harness.toml", &table);
     }
 
+    /// Runs the episodes of `specs/shop_agent.toml` on this wire against a
+    /// fake answering by `script`; both are returned for the checks.
+    pub(crate) fn run_shop(
+        &self,
+        script: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    ) -> (FakeServer, Workspace) {
+        let fake = FakeServer::start(script);
+        let ws = self.shop(&fake);
+        self.run_ok(&ws, &["specs/shop_agent.toml", "-m", "fake"]);
+        (fake, ws)
+    }
+
+    /// A workspace with `specs/shop_agent.toml`, its orders, and the model
+    /// `fake` on this wire.
+    fn shop(&self, fake: &FakeServer) -> Workspace {
+        let ws = Workspace::new();
+        ws.copy_spec("shop_agent.toml");
+        let rows =
+            std::fs::read_to_string(root().join("datasets/shop_agent/orders.jsonl")).unwrap();
+        std::fs::create_dir_all(ws.path().join("datasets/shop_agent")).unwrap();
+        ws.write("datasets/shop_agent/orders.jsonl", &rows);
+        self.config(&ws, fake, "timeout_secs = 10");
+        ws
+    }
+
     /// Runs `harness run ARGS` with the key set; must exit 0.
-    fn run_ok(&self, ws: &Workspace, args: &[&str]) -> String {
+    pub(crate) fn run_ok(&self, ws: &Workspace, args: &[&str]) -> String {
         let (code, out) = run(ws.run_cmd(args).env(self.key_var, KEY));
         assert_eq!(code, 0, "{}: {out}", self.provider);
         out
@@ -146,15 +171,7 @@ fn each_wire_answers_a_shipped_spec_with_its_key_and_usage() {
 #[test]
 fn agent_episodes_carry_calls_and_results_in_each_wires_form() {
     for wire in &WIRES {
-        let fake = FakeServer::start(clerk);
-        let ws = Workspace::new();
-        ws.copy_spec("shop_agent.toml");
-        let rows =
-            std::fs::read_to_string(root().join("datasets/shop_agent/orders.jsonl")).unwrap();
-        std::fs::create_dir_all(ws.path().join("datasets/shop_agent")).unwrap();
-        ws.write("datasets/shop_agent/orders.jsonl", &rows);
-        wire.config(&ws, &fake, "timeout_secs = 10");
-        wire.run_ok(&ws, &["specs/shop_agent.toml", "-m", "fake"]);
+        let (fake, ws) = wire.run_shop(clerk);
         assert_eq!(
             fake.count(),
             3 * 8,

@@ -13,13 +13,13 @@ use serde_json::Value;
 use crate::common::fake_server::{FakeServer, Reply, Request, Thought, eval, expression};
 use crate::common::workspace::{Workspace, fake_workspace, model_toml};
 
-const SPEC: &str = include_str!("fixtures/specs/thinking_sums.toml");
+pub(crate) const SPEC: &str = include_str!("fixtures/specs/thinking_sums.toml");
 
 /// In every thought: a marker no answer may hold, and markup the HTML must not run.
-const MARK: &str = "ЗАДУМКА </script><img src=x onerror=alert(1)>";
+pub(crate) const MARK: &str = "ЗАДУМКА </script><img src=x onerror=alert(1)>";
 
 /// The reply to the sum in `request`, by its value modulo 4 (see the module doc).
-fn reply(request: &Request, field: &'static str) -> Reply {
+pub(crate) fn reply(request: &Request, field: &'static str) -> Reply {
     let v = expression(&request.prompt)
         .and_then(|e| eval(&e))
         .unwrap_or(0);
@@ -49,15 +49,16 @@ fn by_instance_of(journal: Vec<Value>) -> Vec<Value> {
 }
 
 /// The journal's eight records by instance.
-fn by_instance(journal: Vec<Value>) -> Vec<Value> {
+pub(crate) fn by_instance(journal: Vec<Value>) -> Vec<Value> {
     let records = by_instance_of(journal);
     assert_eq!(records.len(), 8);
     records
 }
 
 /// What the journal must hold of each record; `counted`: whether the wire
-/// counts reasoning tokens (OpenAI does, Ollama does not).
-fn check_journal(records: &[Value], counted: bool) {
+/// counts reasoning tokens (OpenAI, Gemini and Responses do, Ollama and
+/// Anthropic do not).
+pub(crate) fn check_journal(records: &[Value], counted: bool) {
     for r in records {
         let v = r["instance"].as_u64().unwrap() + 1;
         let response = r["response"].as_str().unwrap_or_default();
@@ -83,7 +84,8 @@ fn check_journal(records: &[Value], counted: bool) {
         );
         assert_eq!(r["reasoning"]["unfinished"] == true, v % 4 == 1, "{r}");
         let wire_thought = v % 4 < 2;
-        let tokens = r["tokens_reasoning"].as_u64();
+        // A zero is no count: the Responses API reports one for every answer.
+        let tokens = r["tokens_reasoning"].as_u64().filter(|t| *t > 0);
         assert_eq!(tokens, (counted && wire_thought).then_some(3), "{r}");
         // The report-only rule reads the reasoning's last number, never the answer's.
         let reasoned = &r["rules"][1];
@@ -102,7 +104,7 @@ fn report(ws: &Workspace, ext: &str) -> String {
 /// wrong ones and shows six answers with reasoning, `tokens` the mean
 /// reasoning tokens per counted answer; none shows the thought but the HTML,
 /// escaped.
-fn check_reports(ws: &Workspace, out: &str, tokens: Option<&str>) {
+pub(crate) fn check_reports(ws: &Workspace, out: &str, tokens: Option<&str>) {
     let row = out
         .lines()
         .skip_while(|l| !l.starts_with("reasoning per cell"))
@@ -179,7 +181,7 @@ fn check_reports(ws: &Workspace, out: &str, tokens: Option<&str>) {
     );
 }
 
-const FORMATS: [&str; 6] = ["--format", "json", "--format", "csv", "--format", "junit"];
+pub(crate) const FORMATS: [&str; 6] = ["--format", "json", "--format", "csv", "--format", "junit"];
 
 #[test]
 fn the_openai_wire_keeps_reasoning_apart_counts_it_and_replays_it() {
@@ -196,21 +198,26 @@ fn the_openai_wire_keeps_reasoning_apart_counts_it_and_replays_it() {
         let golden = std::fs::read_to_string(golden).unwrap();
         assert_eq!(golden.matches("\"unfinished\":true").count(), 2);
 
-        // The golden transcript replays: same reasoning, same failures, no request.
-        let asked = fake.count();
-        ws.run_ok(&["specs/thinking_sums.toml", "-m", "replay:fake"]);
-        assert_eq!(fake.count(), asked, "the replay asks nothing");
-        let replayed = by_instance(ws.last_journal());
-        for (was, now) in recorded.iter().zip(&replayed) {
-            for key in [
-                "reasoning",
-                "tokens_reasoning",
-                "failure",
-                "response",
-                "rules",
-            ] {
-                assert_eq!(was[key], now[key], "{field}: {key}");
-            }
+        check_replay(&ws, &fake, &recorded, field);
+    }
+}
+
+/// Replays the golden transcript just blessed in `ws`: the same reasoning,
+/// failures and verdicts as `recorded`, and no request to `fake`.
+pub(crate) fn check_replay(ws: &Workspace, fake: &FakeServer, recorded: &[Value], what: &str) {
+    let asked = fake.count();
+    ws.run_ok(&["specs/thinking_sums.toml", "-m", "replay:fake"]);
+    assert_eq!(fake.count(), asked, "{what}: the replay asks nothing");
+    let replayed = by_instance(ws.last_journal());
+    for (was, now) in recorded.iter().zip(&replayed) {
+        for key in [
+            "reasoning",
+            "tokens_reasoning",
+            "failure",
+            "response",
+            "rules",
+        ] {
+            assert_eq!(was[key], now[key], "{what}: {key}");
         }
     }
 }

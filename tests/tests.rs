@@ -26,7 +26,8 @@
 //! - Runs against the fake server: `adaptive` (`concurrency = "auto"`
 //!   against a rate limit), `provider_wire`, `tool_wire` (tool
 //!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
-//!   `native_wires` (Anthropic, Gemini and OpenAI Responses), `openapi_wires`
+//!   `native_wires` (Anthropic, Gemini and OpenAI Responses), `native_reasoning`
+//!   (their reasoning captured, counted, replayed and signed blocks sent back), `openapi_wires`
 //!   (request bodies checked against the vendored OpenAI OpenAPI document),
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
 //!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`), `reasoning`
@@ -111,6 +112,7 @@ mod managed_llama;
 mod managed_vllm;
 mod measures;
 mod media;
+mod native_reasoning;
 mod native_wires;
 mod ocr;
 mod openapi_wires;

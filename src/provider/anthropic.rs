@@ -16,15 +16,17 @@
 //! message, which the API continues.
 //!
 //! The answer is the `text` blocks joined, its calls the `tool_use` blocks.
-//! Reasoning plugs in at [`Block`]: `thinking` (with its `signature`) and
-//! `redacted_thinking` (`data`) blocks come back among the content, and an
-//! episode's later turns must send them back unchanged before the
-//! `tool_use` blocks of the assistant message in [`assistant_blocks`].
+//! Its reasoning is the `thinking` blocks' text; those blocks (with their
+//! `signature`) and the `redacted_thinking` ones (`data`, encrypted) are kept
+//! whole in [`Reasoning::blocks`] and sent back unchanged, first in the
+//! assistant message of an episode's later turns (the API checks the
+//! signatures when a turn continues after tool use). Thinking is counted
+//! inside `output_tokens`, never apart: reasoning tokens stay unknown.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::prompt::{Message, Role, ToolMode};
+use crate::prompt::{Message, Reasoning, Role, ToolMode};
 
 use super::native;
 use super::openai::CallIds;
@@ -36,7 +38,8 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 
 #[derive(Deserialize)]
 struct Response {
-    content: Vec<Block>,
+    /// Raw, so reasoning blocks can be kept exactly as sent.
+    content: Vec<Value>,
     #[serde(default)]
     stop_reason: Option<String>,
     #[serde(default)]
@@ -57,6 +60,10 @@ enum Block {
         name: String,
         input: Value,
     },
+    Thinking {
+        thinking: String,
+    },
+    RedactedThinking,
     #[serde(other)]
     Other,
 }
@@ -76,8 +83,17 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
     let parsed: Response = native::parse(bytes)?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
-    for block in parsed.content {
+    let (mut thoughts, mut kept) = (Vec::new(), Vec::new());
+    for raw in parsed.content {
+        let block = serde_json::from_value(raw.clone())
+            .map_err(|e| ProviderError::Malformed(format!("a content block: {e}")))?;
         match block {
+            Block::Thinking { thinking } => {
+                thoughts.push(thinking);
+                kept.push(raw);
+            }
+            // Encrypted reasoning: no text to show, but it must go back.
+            Block::RedactedThinking => kept.push(raw),
             Block::Text { text: t } => text.push_str(&t),
             Block::ToolUse { id, name, input } => tool_calls.push(crate::prompt::ToolCall {
                 id,
@@ -100,9 +116,15 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
             tokens_reasoning: None,
         }
     });
+    // A redacted block alone still says the model reasoned: kept, with no text.
+    let reasoning = (!kept.is_empty()).then(|| Reasoning {
+        text: thoughts.join("\n"),
+        blocks: kept,
+        ..Reasoning::default()
+    });
     Ok(Completion {
         text,
-        reasoning: None,
+        reasoning,
         usage,
         finish_reason: parsed.stop_reason.as_deref().map(native::finish_reason),
         shared: None,
@@ -232,11 +254,17 @@ fn wire_messages(history: &[&Message], names: &WireNames) -> Result<Vec<Value>, 
     Ok(messages)
 }
 
-/// An assistant message's blocks: its text (when it said any), then a
-/// `tool_use` per call; arguments that were not a JSON object go as `{}`
-/// (the API takes only an object, and Anthropic itself never returns other).
+/// An assistant message's blocks: its reasoning blocks as the API sent
+/// them, its text (when it said any), then a `tool_use` per call; arguments
+/// that were not a JSON object go as `{}` (the API takes only an object, and
+/// Anthropic itself never returns other).
 fn assistant_blocks(m: &Message, ids: Vec<String>, names: &WireNames) -> Vec<Value> {
-    let mut blocks = Vec::new();
+    // Only this API's own kinds: a history is one model's, but a block of
+    // another shape would be refused by the API.
+    let mut blocks: Vec<Value> = (m.reasoning.iter().flat_map(|r| &r.blocks))
+        .filter(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking")
+        .cloned()
+        .collect();
     if !m.content.is_empty() {
         blocks.push(json!({"type": "text", "text": m.content}));
     }
@@ -339,6 +367,7 @@ mod tests {
             "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
             "content": [
                 {"type": "thinking", "thinking": "hm", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "EmwKAhgB"},
                 {"type": "text", "text": "Let me "},
                 {"type": "text", "text": "compute."},
                 {"type": "tool_use", "id": "toolu_1", "name": "math_factorial", "input": {"n": 5}}
@@ -349,6 +378,9 @@ mod tests {
         });
         let answer = completion(body.to_string().as_bytes(), &names).unwrap();
         assert_eq!(answer.text, "Let me compute.");
+        let reasoning = answer.reasoning.as_ref().unwrap();
+        assert_eq!(reasoning.text, "hm");
+        assert_eq!(reasoning.blocks, body["content"].as_array().unwrap()[..2]);
         assert_eq!(answer.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(answer.tool_calls[0].name, "math.factorial");
         assert_eq!(answer.tool_calls[0].arguments, json!({"n": 5}));
@@ -364,5 +396,32 @@ mod tests {
         assert_eq!(answer.served.unwrap().model, "claude-x");
         let bad = completion(b"{\"type\": \"error\"}", &names).unwrap_err();
         assert!(matches!(bad, ProviderError::Malformed(_)), "{bad}");
+    }
+
+    #[test]
+    fn reasoning_blocks_go_back_unchanged_before_the_turns_text_and_calls() {
+        let thinking = json!({"type": "thinking", "thinking": "5! = 120?", "signature": "EqQB+/="});
+        let redacted = json!({"type": "redacted_thinking", "data": "EmwK=="});
+        let mut history = crate::provider::native::test_episode();
+        let turn = &mut history[2];
+        turn["content"] = json!("Calling.");
+        turn["reasoning"] = json!({"text": "5! = 120?",
+            "blocks": [thinking, redacted, {"thought": true, "text": "not Anthropic's"}]});
+        let r = request(json!({"messages": history, "tools": tools()}));
+        let body = request_body("claude-x", &r).unwrap();
+        let blocks = body["messages"][1]["content"].as_array().unwrap();
+        assert_eq!(blocks[..2], [thinking, redacted.clone()]);
+        assert_eq!(
+            blocks[2..].iter().map(|b| &b["type"]).collect::<Vec<_>>(),
+            ["text", "tool_use"]
+        );
+        let names = WireNames::default();
+        let only_redacted = json!({"content": [redacted], "stop_reason": "max_tokens"});
+        let answer = completion(only_redacted.to_string().as_bytes(), &names).unwrap();
+        let kept = answer.reasoning.unwrap();
+        assert_eq!((kept.text.as_str(), kept.blocks.len()), ("", 1));
+        let plain = json!({"content": [{"type": "text", "text": "hi"}]});
+        let answer = completion(plain.to_string().as_bytes(), &names).unwrap();
+        assert_eq!(answer.reasoning, None);
     }
 }

@@ -17,16 +17,17 @@
 //! `maxOutputTokens`), a JSON answer as `responseMimeType` (and
 //! `responseJsonSchema`), several samples as `candidateCount`.
 //!
-//! Reasoning plugs in at [`Part`]: a part with `thought: true` is reasoning
-//! text (its `thoughtSignature` goes back unchanged with the model's turn),
-//! `usageMetadata.thoughtsTokenCount` counts it (billed as output, so added
-//! to `tokens_out` here), and `generationConfig.thinkingConfig`
-//! (`thinkingBudget`, `includeThoughts`) asks for it in [`request_body`].
+//! A part with `thought: true` is reasoning text, kept apart from the
+//! answer; `usageMetadata.thoughtsTokenCount` counts it (billed as output, so
+//! added to `tokens_out` here). A turn whose parts carry a
+//! `thoughtSignature` keeps all its parts whole in [`Reasoning::blocks`], and
+//! an episode's later turns send that model turn back as it came: the
+//! signatures in their original parts, as the API requires for calls.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::prompt::{Message, Role, ToolMode};
+use crate::prompt::{Message, Reasoning, Role, ToolMode};
 
 use super::native;
 use super::tool_wire::WireNames;
@@ -56,8 +57,9 @@ struct Candidate {
 
 #[derive(Deserialize)]
 struct Content {
+    /// Raw, so a signed turn can be kept exactly as sent.
     #[serde(default)]
-    parts: Vec<Part>,
+    parts: Vec<Value>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +71,8 @@ struct Part {
     thought: bool,
     #[serde(default)]
     function_call: Option<FunctionCall>,
+    #[serde(default)]
+    thought_signature: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -137,12 +141,17 @@ pub(super) fn completions(
         choices: count,
         tokens_out: usage.tokens_out,
     });
-    Ok(candidates
+    candidates
         .into_iter()
         .map(|c| {
             let mut text = String::new();
             let mut tool_calls = Vec::new();
-            for part in c.content.map(|c| c.parts).unwrap_or_default() {
+            let (mut thoughts, mut signed) = (Vec::new(), false);
+            let raw_parts = c.content.map(|c| c.parts).unwrap_or_default();
+            for raw in &raw_parts {
+                let part: Part = serde_json::from_value(raw.clone())
+                    .map_err(|e| ProviderError::Malformed(format!("a part: {e}")))?;
+                signed |= part.thought_signature.is_some();
                 if let Some(call) = part.function_call {
                     tool_calls.push(crate::prompt::ToolCall {
                         id: call.id.unwrap_or_default(),
@@ -150,8 +159,12 @@ pub(super) fn completions(
                         arguments: call.args.unwrap_or_else(|| json!({})),
                         invalid: None,
                     });
-                } else if let (Some(t), false) = (part.text, part.thought) {
-                    text.push_str(&t);
+                } else if let Some(t) = part.text {
+                    if part.thought {
+                        thoughts.push(t);
+                    } else {
+                        text.push_str(&t);
+                    }
                 }
             }
             // Gemini says `STOP` after calls too; the others' word for it is `tool_calls`.
@@ -159,9 +172,15 @@ pub(super) fn completions(
                 "STOP" if !tool_calls.is_empty() => "tool_calls".to_owned(),
                 other => native::finish_reason(other),
             });
-            Completion {
+            // A signature without thought text still says the model reasoned.
+            let reasoning = (signed || !thoughts.is_empty()).then(|| Reasoning {
+                text: thoughts.join("\n"),
+                blocks: if signed { raw_parts } else { Vec::new() },
+                ..Reasoning::default()
+            });
+            Ok(Completion {
                 text,
-                reasoning: None,
+                reasoning,
                 usage: Usage {
                     tokens_out: usage.tokens_out.filter(|_| shared.is_none()),
                     tokens_reasoning: usage.tokens_reasoning.filter(|_| shared.is_none()),
@@ -172,9 +191,9 @@ pub(super) fn completions(
                 served: served.clone(),
                 tool_calls,
                 allowance_spent: false,
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The body of `request` asking for `n` candidates.
@@ -277,6 +296,11 @@ fn wire_contents(history: &[&Message], names: &WireNames) -> Result<Vec<Value>, 
     let mut contents = Vec::new();
     for m in history {
         match m.role {
+            Role::Assistant if let Some(parts) = signed_parts(m) => {
+                for part in parts {
+                    push_part(&mut contents, "model", part.clone());
+                }
+            }
             Role::Assistant => {
                 if !m.content.is_empty() || m.tool_calls.is_empty() {
                     push_part(&mut contents, "model", json!({"text": m.content}));
@@ -309,6 +333,18 @@ fn wire_contents(history: &[&Message], names: &WireNames) -> Result<Vec<Value>, 
         }
     }
     Ok(contents)
+}
+
+/// The parts of a model turn that carried thought signatures, as the API
+/// sent them: that turn goes back whole, never rebuilt. Only parts (objects
+/// without another wire's `type`) count.
+fn signed_parts(m: &Message) -> Option<&[Value]> {
+    let blocks = &m.reasoning.as_ref()?.blocks;
+    let parts = !blocks.is_empty()
+        && blocks
+            .iter()
+            .all(|b| b.is_object() && b.get("type").is_none());
+    parts.then_some(blocks.as_slice())
 }
 
 #[cfg(test)]
@@ -380,6 +416,12 @@ mod tests {
         });
         let answers = completions(body.to_string().as_bytes(), &names).unwrap();
         assert_eq!(answers[0].text, "Calling.");
+        let thought = answers[0].reasoning.as_ref().unwrap();
+        assert_eq!(
+            (thought.text.as_str(), thought.blocks.len()),
+            ("thinking...", 0)
+        );
+        assert_eq!(answers[1].reasoning, None);
         assert_eq!(answers[0].tool_calls[0].name, "math.factorial");
         assert_eq!(answers[0].finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(answers[1].finish_reason.as_deref(), Some("length"));
@@ -401,5 +443,35 @@ mod tests {
             completions(b"{}", &names),
             Err(ProviderError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn a_signed_turn_is_kept_whole_and_sent_back_as_it_came() {
+        let names = WireNames::new(&serde_json::from_value::<Vec<_>>(tools()).unwrap());
+        let parts = json!([
+            {"text": "5! is 120", "thought": true},
+            {"functionCall": {"name": "math_factorial", "args": {"n": 5}}, "thoughtSignature": "CiQB+/sig=="}
+        ]);
+        let body = json!({"candidates": [{"content": {"role": "model", "parts": parts},
+            "finishReason": "STOP"}], "usageMetadata": {"thoughtsTokenCount": 3}});
+        let answer = completions(body.to_string().as_bytes(), &names)
+            .unwrap()
+            .remove(0);
+        let reasoning = answer.reasoning.clone().unwrap();
+        assert_eq!(json!(reasoning.blocks), parts);
+        assert_eq!(answer.usage.tokens_reasoning, Some(3));
+        let mut history = crate::provider::native::test_episode();
+        history[2]["reasoning"] = json!(reasoning);
+        let r = request(json!({"messages": history, "tools": tools()}));
+        let sent = request_body(&r, 1).unwrap();
+        assert_eq!(
+            sent["contents"][1],
+            json!({"role": "model", "parts": parts})
+        );
+        // Another wire's blocks are not parts: the turn is rebuilt.
+        history[2]["reasoning"]["blocks"] = json!([{"type": "thinking", "thinking": "x"}]);
+        let r = request(json!({"messages": history, "tools": tools()}));
+        let sent = request_body(&r, 1).unwrap();
+        assert!(sent["contents"][1]["parts"][0]["functionCall"].is_object());
     }
 }

@@ -10,8 +10,9 @@
 //! client. [`ModelSetup`] is a model's whole configuration, parsed from a
 //! reference (`openai:NAME@URL`) or from `harness.toml`. Each wire keeps a
 //! model's reasoning apart from its answer (`reasoning_content`, `reasoning`,
-//! Ollama's `thinking`; `reasoning` moves an inline `<think>` block out of
-//! every wire's text) with the reasoning tokens its usage reports.
+//! Ollama's `thinking`, Anthropic's `thinking` blocks, Gemini's thought
+//! parts, Responses summaries; `reasoning` moves an inline `<think>` block
+//! out of every wire's text) with the reasoning tokens its usage reports.
 //!
 //! Imports go down only: `prompt` (messages), `golden` (replayed
 //! transcripts), `media`, `secrets`, `sandbox` (an `exec` program's input

@@ -25,6 +25,7 @@ pub(crate) fn split_think(text: &str) -> (String, Option<Reasoning>) {
             let reasoning = Reasoning {
                 text: thought,
                 unfinished: true,
+                ..Reasoning::default()
             };
             (text[..start].to_owned(), Some(reasoning))
         }

@@ -15,15 +15,19 @@
 //! seed and no stop sequences: stop sequences are refused.
 //!
 //! The answer is the `output_text` parts of the `message` items, its calls
-//! the `function_call` items. Reasoning plugs in at [`Item`]: `reasoning`
-//! items carry `summary` parts (`summary_text`), the request's `reasoning:
-//! {effort, summary}` asks for them in [`request_body`], and
-//! `usage.output_tokens_details.reasoning_tokens` counts them.
+//! the `function_call` items. The reasoning is the `summary_text` parts of
+//! the `reasoning` items, `usage.output_tokens_details.reasoning_tokens`
+//! counts it. A `reasoning` item without a summary (the API gives one only
+//! when asked) still says the model reasoned: its reasoning is kept empty, so
+//! a length stop inside it is `unfinished_reasoning`. Reasoning is never
+//! sent back: a stateless request could carry it only as encrypted content
+//! (`include: ["reasoning.encrypted_content"]`), which this client does not
+//! ask for, and the API reasons afresh each turn without it.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::prompt::{Message, Role};
+use crate::prompt::{Message, Reasoning, Role};
 
 use super::native;
 use super::openai::CallIds;
@@ -60,6 +64,10 @@ enum Item {
         #[serde(default)]
         arguments: Option<Value>,
     },
+    Reasoning {
+        #[serde(default)]
+        summary: Vec<ContentPart>,
+    },
     #[serde(other)]
     Other,
 }
@@ -72,6 +80,9 @@ enum ContentPart {
     },
     Refusal {
         refusal: String,
+    },
+    SummaryText {
+        text: String,
     },
     #[serde(other)]
     Other,
@@ -91,6 +102,14 @@ struct WireUsage {
     output_tokens: Option<u64>,
     #[serde(default)]
     input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+}
+
+#[derive(Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -112,8 +131,16 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
     }
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut summaries: Option<Vec<String>> = None;
     for item in parsed.output {
         match item {
+            Item::Reasoning { summary } => {
+                let texts = summaries.get_or_insert_with(Vec::new);
+                texts.extend(summary.into_iter().filter_map(|part| match part {
+                    ContentPart::SummaryText { text } => Some(text),
+                    _ => None,
+                }));
+            }
             Item::Message { content } => {
                 for part in content {
                     match part {
@@ -121,7 +148,7 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
                         | ContentPart::Refusal { refusal: t } => {
                             text.push_str(&t);
                         }
-                        ContentPart::Other => {}
+                        ContentPart::SummaryText { .. } | ContentPart::Other => {}
                     }
                 }
             }
@@ -151,11 +178,15 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
         tokens_in: u.input_tokens,
         tokens_out: u.output_tokens,
         tokens_cached: u.input_tokens_details.and_then(|d| d.cached_tokens),
-        tokens_reasoning: None,
+        tokens_reasoning: u.output_tokens_details.and_then(|d| d.reasoning_tokens),
+    });
+    let reasoning = summaries.map(|texts| Reasoning {
+        text: texts.join("\n"),
+        ..Reasoning::default()
     });
     Ok(Completion {
         text,
-        reasoning: None,
+        reasoning,
         usage,
         finish_reason,
         shared: None,
@@ -305,19 +336,32 @@ mod tests {
         let answer = read(json!({
             "status": "completed", "model": "gpt-x",
             "output": [
-                {"type": "reasoning", "id": "rs_1", "summary": []},
+                {"type": "reasoning", "id": "rs_1", "summary": [
+                    {"type": "summary_text", "text": "**Greeting**"},
+                    {"type": "summary_text", "text": "Say hi."}]},
                 {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi", "annotations": []}]},
                 {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"a\": 1"}
             ],
-            "usage": {"input_tokens": 5, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 1}}
+            "usage": {"input_tokens": 5, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 1},
+                      "output_tokens_details": {"reasoning_tokens": 2}}
         }))
         .unwrap();
         assert_eq!(answer.text, "hi");
+        assert_eq!(answer.reasoning_text(), "**Greeting**\nSay hi.");
+        assert_eq!(answer.usage.tokens_reasoning, Some(2));
         assert!(answer.tool_calls[0].invalid.is_some());
         assert_eq!(answer.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(answer.usage.tokens_cached, Some(1));
-        let cut = read(json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []})).unwrap();
+        let cut = read(
+            json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{"type": "reasoning", "id": "rs_2", "summary": []}]}),
+        )
+        .unwrap();
         assert_eq!(cut.finish_reason.as_deref(), Some("length"));
+        // A reasoning item without a summary: the model reasoned, no text to show.
+        assert_eq!(cut.reasoning.as_ref().map(|r| r.text.as_str()), Some(""));
+        let plain = read(json!({"status": "completed", "output": []})).unwrap();
+        assert_eq!(plain.reasoning, None);
         let failed = read(
             json!({"status": "failed", "error": {"code": "server_error", "message": "x"}, "output": []}),
         );

@@ -21,6 +21,10 @@ pub(super) fn scrub(
                 clean(&mut c.text);
                 if let Some(r) = &mut c.reasoning {
                     clean(&mut r.text);
+                    // A key in a signed block breaks its signature: better a refused turn than a leak.
+                    for block in &mut r.blocks {
+                        tool_wire::scrub_value(block, &clean);
+                    }
                 }
                 for call in &mut c.tool_calls {
                     tool_wire::scrub_value(&mut call.arguments, &clean);
@@ -45,5 +49,37 @@ pub(super) fn scrub(
             }
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompt::Reasoning;
+
+    #[test]
+    fn keys_leave_reasoning_text_and_its_kept_blocks() {
+        let key = "sk-scrub-reasoning-0123456789";
+        crate::secrets::register(key);
+        let said = format!("my key is {key}");
+        let block = serde_json::json!({"type": "thinking", "thinking": said, "signature": "s"});
+        let answer = Completion {
+            text: said.clone(),
+            reasoning: Some(Reasoning {
+                text: said,
+                blocks: vec![block],
+                ..Reasoning::default()
+            }),
+            usage: super::super::Usage::default(),
+            finish_reason: None,
+            shared: None,
+            served: None,
+            tool_calls: Vec::new(),
+            allowance_spent: false,
+        };
+        let clean = scrub(Ok(vec![answer])).unwrap().remove(0);
+        let all = serde_json::to_string(&clean.reasoning).unwrap() + clean.text.as_str();
+        assert!(!all.contains(key) && all.contains("[redacted]"), "{all}");
+        assert_eq!(clean.reasoning.unwrap().blocks[0]["signature"], "s");
     }
 }

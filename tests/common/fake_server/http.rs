@@ -126,7 +126,10 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     let guard = InFlight::new(state);
     let (reply, headers) = unwrap(state.script.as_ref()(&request)).await;
     let mut calls = Vec::new();
-    let mut thought = None;
+    let (reply, mut thought) = match reply {
+        Reply::Thought(t, inner) => (*inner, Some(t)),
+        other => (other, None),
+    };
     let content = match &reply {
         Reply::Thinking(t, text) => {
             thought = Some(t.clone());
@@ -189,7 +192,7 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
                 wire,
                 route,
                 &request.body,
-                (&content, &calls),
+                (&content, &calls, thought.as_ref()),
                 request.index,
             )
         }

@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub use arith::{eval, expression};
+pub use native::{redacted_data, signature};
 pub use rate::RateLog;
 
 /// Usage every successful answer reports, so tests can find it in records.
@@ -33,7 +34,8 @@ pub const PROMPT_TOKENS: u64 = 17;
 pub const COMPLETION_TOKENS: u64 = 5;
 /// Of [`PROMPT_TOKENS`], those the OpenAI wire reports read from its prompt cache.
 pub const CACHED_TOKENS: u64 = 4;
-/// Of [`COMPLETION_TOKENS`], those the OpenAI wire reports as reasoning for a [`Reply::Thinking`].
+/// Of [`COMPLETION_TOKENS`], those the OpenAI, Gemini and Responses wires
+/// report as reasoning for a [`Reply::Thinking`].
 pub const REASONING_TOKENS: u64 = 3;
 /// Hard bounds, so a broken test cannot leave a server running forever.
 const LIFETIME: Duration = Duration::from_secs(120);
@@ -95,6 +97,8 @@ pub enum Reply {
     /// A reasoning model's answer: this thought in the wire's own field, then
     /// this content (may be empty).
     Thinking(Thought, String),
+    /// The inner reply (text or calls), after this thought in the wire's own field.
+    Thought(Thought, Box<Reply>),
 }
 
 /// What a reasoning model thought, as the wires return it apart from the content.
@@ -104,7 +108,9 @@ pub struct Thought {
     pub text: String,
     /// The OpenAI message field: `reasoning_content` (DeepSeek, llama-server
     /// `--reasoning-format deepseek`) or `reasoning` (OpenRouter, vLLM).
-    /// Ollama always sends `message.thinking`.
+    /// Ollama always sends `message.thinking`; the native wires have one
+    /// form each (Anthropic `thinking` and `redacted_thinking` blocks, a
+    /// Gemini thought part and a signature, a Responses `reasoning` item).
     pub field: &'static str,
     /// Generation stopped at `max_tokens`: `finish_reason` (Ollama:
     /// `done_reason`) is `length` instead of `stop`.

@@ -6,7 +6,19 @@
 
 use serde_json::{Value, json};
 
-use super::{COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS};
+use super::{COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS, REASONING_TOKENS, Thought};
+
+/// The opaque signature the fake signs request `index`'s reasoning with
+/// (Anthropic's `signature`, Gemini's `thoughtSignature`): base64 as theirs
+/// is, and different per request so a test can tell whose was sent back.
+pub fn signature(index: usize) -> String {
+    format!("EqQBCkYIARgCKkCfake+sig/{index:04}==")
+}
+
+/// The encrypted `data` of the `redacted_thinking` block answering request `index`.
+pub fn redacted_data(index: usize) -> String {
+    format!("EmwKAhgBEgy{index}+redacted==")
+}
 
 /// Which native API a request path is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,12 +88,20 @@ fn gemini_model(route: &str) -> Value {
     json!(model)
 }
 
-/// The success body of `wire` answering `content` and `calls` (request `index`).
+/// The success body of `wire` answering `content` and `calls` after
+/// `thought` (request `index`), the thought in each API's documented shape:
+/// Anthropic's signed `thinking` block and a `redacted_thinking` one, first
+/// (thinking counted inside `output_tokens`); a Gemini `thought: true` part
+/// first, the signature on the first call's part (else the last part), the
+/// thought tokens in `thoughtsTokenCount` apart from `candidatesTokenCount`;
+/// a Responses `reasoning` item with a `summary_text` part first, its tokens
+/// in `output_tokens_details.reasoning_tokens`. A cut thought stops at the
+/// token limit: `max_tokens`, `MAX_TOKENS`, `incomplete` with `max_output_tokens`.
 pub(super) fn answer(
     wire: Wire,
     route: &str,
     body: &Value,
-    (content, calls): (&str, &[FakeCall]),
+    (content, calls, thought): (&str, &[FakeCall], Option<&Thought>),
     index: usize,
 ) -> Value {
     let model = body["model"].clone();
@@ -89,9 +109,21 @@ pub(super) fn answer(
         serde_json::from_str(&c.arguments)
             .expect("a native API sends arguments as an object: a fake call needs JSON")
     };
+    let cut = thought.is_some_and(|t| t.cut);
+    let reasoning_tokens = if thought.is_some() {
+        REASONING_TOKENS
+    } else {
+        0
+    };
     match wire {
         Wire::Anthropic => {
             let mut blocks = Vec::new();
+            if let Some(t) = thought {
+                blocks.push(
+                    json!({"type": "thinking", "thinking": t.text, "signature": signature(index)}),
+                );
+                blocks.push(json!({"type": "redacted_thinking", "data": redacted_data(index)}));
+            }
             if !content.is_empty() {
                 blocks.push(json!({"type": "text", "text": content}));
             }
@@ -101,10 +133,10 @@ pub(super) fn answer(
                                    "name": c.name, "input": args(c)}),
                 );
             }
-            let stop = if calls.is_empty() {
-                "end_turn"
-            } else {
-                "tool_use"
+            let stop = match (cut, calls.is_empty()) {
+                (true, _) => "max_tokens",
+                (false, true) => "end_turn",
+                (false, false) => "tool_use",
             };
             json!({"id": format!("msg_fake{index}"), "type": "message", "role": "assistant",
                    "model": model, "content": blocks, "stop_reason": stop, "stop_sequence": null,
@@ -115,23 +147,40 @@ pub(super) fn answer(
                 .as_u64()
                 .unwrap_or(1);
             let mut parts = Vec::new();
+            if let Some(t) = thought {
+                parts.push(json!({"text": t.text, "thought": true}));
+            }
             if !content.is_empty() {
                 parts.push(json!({"text": content}));
             }
             for c in calls {
                 parts.push(json!({"functionCall": {"name": c.name, "args": args(c)}}));
             }
+            if thought.is_some() {
+                let at = parts.iter().position(|p| p.get("functionCall").is_some());
+                let last = parts.len() - 1;
+                parts[at.unwrap_or(last)]["thoughtSignature"] = json!(signature(index));
+            }
+            let finish = if cut { "MAX_TOKENS" } else { "STOP" };
             let candidates: Vec<Value> = (0..n)
-                .map(|i| json!({"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": i}))
+                .map(|i| json!({"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": i}))
                 .collect();
-            json!({"candidates": candidates,
-                   "usageMetadata": {"promptTokenCount": PROMPT_TOKENS,
-                                     "candidatesTokenCount": COMPLETION_TOKENS * n,
-                                     "totalTokenCount": PROMPT_TOKENS + COMPLETION_TOKENS * n},
+            let answer_tokens = (COMPLETION_TOKENS - reasoning_tokens) * n;
+            let mut usage = json!({"promptTokenCount": PROMPT_TOKENS,
+                                   "candidatesTokenCount": answer_tokens,
+                                   "totalTokenCount": PROMPT_TOKENS + COMPLETION_TOKENS * n});
+            if thought.is_some() {
+                usage["thoughtsTokenCount"] = json!(reasoning_tokens * n);
+            }
+            json!({"candidates": candidates, "usageMetadata": usage,
                    "modelVersion": gemini_model(route), "responseId": format!("fake{index}")})
         }
         Wire::Responses => {
             let mut output = Vec::new();
+            if let Some(t) = thought {
+                output.push(json!({"type": "reasoning", "id": format!("rs_{index}"),
+                    "summary": [{"type": "summary_text", "text": t.text}]}));
+            }
             if !content.is_empty() {
                 output.push(
                     json!({"type": "message", "id": format!("msg_{index}"), "status": "completed",
@@ -146,12 +195,17 @@ pub(super) fn answer(
                     "arguments": c.arguments, "status": "completed"}),
                 );
             }
+            let (status, incomplete) = if cut {
+                ("incomplete", json!({"reason": "max_output_tokens"}))
+            } else {
+                ("completed", Value::Null)
+            };
             json!({"id": format!("resp_fake{index}"), "object": "response", "created_at": 1_767_225_600,
-                   "status": "completed", "model": model, "output": output,
+                   "status": status, "incomplete_details": incomplete, "model": model, "output": output,
                    "usage": {"input_tokens": PROMPT_TOKENS,
                              "input_tokens_details": {"cached_tokens": 0},
                              "output_tokens": COMPLETION_TOKENS,
-                             "output_tokens_details": {"reasoning_tokens": 0},
+                             "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
                              "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS}})
         }
     }
