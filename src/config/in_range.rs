@@ -181,6 +181,7 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
             ),
         ));
     }
+    reasoning_problems(found, &path, m);
     let Some(s) = &m.server else { return };
     let checks: [(&str, Option<Number>, Bounds); 5] = [
         ("ctx_size", s.ctx_size.map(Number::from), TOKENS),
@@ -199,6 +200,34 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
     ];
     for (key, value, bounds) in checks {
         check(found, path(&["server", key]), value, bounds);
+    }
+}
+
+/// The problems of a model's `reasoning`: a budget of no tokens or above
+/// its own `max_tokens`, and a key its provider's wire cannot carry.
+fn reasoning_problems<'a>(
+    found: &mut Vec<Problem<'a>>,
+    path: &dyn Fn(&[&'static str]) -> Vec<Key<'a>>,
+    m: &ModelConfig,
+) {
+    let r = &m.reasoning;
+    let budget = path(&["reasoning", "budget_tokens"]);
+    check(
+        found,
+        budget.clone(),
+        r.budget_tokens.map(Number::from),
+        TOKENS,
+    );
+    if let (Some(b), Some(max)) = (r.budget_tokens, m.options.max_tokens)
+        && b > max
+    {
+        found.push((
+            budget,
+            format!("reasoning budget_tokens = {b} is larger than options.max_tokens = {max}"),
+        ));
+    }
+    if let Some((key, why)) = crate::provider::reasoning::unsupported(m.provider, r) {
+        found.push((path(&["reasoning", key]), why));
     }
 }
 
@@ -273,6 +302,9 @@ mod tests {
             "concurrency = -1",
             "max_retries = 99999999999999999999",
             "concurrency = \"fast\"",
+            "reasoning = { budget_tokens = 0 }",
+            "reasoning = { enabled = true }",
+            "reasoning = { effort = \"hgih\" }",
         ];
         for line in bad {
             let e = load(line).expect_err(line);
@@ -439,7 +471,7 @@ mod tests {
             ("plan_bytes = -1", 14, "u64"),
             ("script_bytes = inf", 16, "inf is not a finite number"),
             ("document_bytes = 1.5e9", 18, "invalid type"),
-            ("config_bytes = 4096", 1, "unknown field `config_bytes`"),
+            ("config_bytes = 4096", 1, "unknown key `config_bytes`"),
         ];
         for (line, column, says) in bad {
             std::fs::write(&path, format!("[run]\nruns = 1\n[limits]\n{line}\n")).unwrap();

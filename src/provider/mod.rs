@@ -20,6 +20,7 @@ mod ollama;
 mod openai;
 pub(crate) mod price;
 mod rate_headers;
+pub(crate) mod reasoning;
 pub(crate) mod replay;
 mod retry_after;
 mod server_options;
@@ -38,6 +39,7 @@ pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
 
 pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
+pub(crate) use model_ref::SweepCell;
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
 pub use ollama::OllamaClient;
@@ -108,6 +110,9 @@ pub struct ChatRequest {
     /// start of the assistant's turn, sent as a last assistant message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill: Option<String>,
+    /// How much the model thinks; unset keeps a request's old cache key.
+    #[serde(default, skip_serializing_if = "crate::prompt::Reasoning::is_empty")]
+    pub reasoning: crate::prompt::Reasoning,
 }
 
 impl ChatRequest {
@@ -130,6 +135,7 @@ impl ChatRequest {
             tool_choice: None,
             parallel_tool_calls: None,
             prefill: None,
+            reasoning: crate::prompt::Reasoning::default(),
         }
     }
 

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::prompt::Reasoning;
+
 pub(crate) use super::server_options::{DEFAULT_READY_TIMEOUT_SECS, ServerOptions};
 
 /// Which wire format a model speaks.
@@ -128,6 +130,26 @@ pub struct ModelSetup {
         skip_serializing_if = "is_default_max_response_bytes"
     )]
     pub max_response_bytes: u64,
+    /// The model's own reasoning setting (`reasoning = { ... }`): per key
+    /// under the spec's `[request] reasoning`.
+    #[serde(default, skip_serializing_if = "Reasoning::is_empty")]
+    pub reasoning: Reasoning,
+    /// Set on one cell of `--sweep`: the setting it runs, over the spec's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepCell>,
+}
+
+/// One cell of a sweep: a model run with one value of one reasoning key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepCell {
+    /// The swept model's own name (the cell's is `base [key=value]`).
+    pub base: String,
+    /// The key swept: `effort`, `budget_tokens` or `enabled`.
+    pub key: String,
+    /// The value of this cell, as written on the command line.
+    pub value: String,
+    /// The setting this cell sends: that key alone.
+    pub setting: Reasoning,
 }
 
 fn one() -> u32 {
@@ -194,6 +216,19 @@ impl ModelSetup {
             price: None,
             exec: None,
             max_response_bytes: super::DEFAULT_MAX_RESPONSE_BYTES,
+            reasoning: Reasoning::default(),
+            sweep: None,
+        }
+    }
+
+    /// The reasoning a request of this model sends for a spec whose
+    /// `[request] reasoning` is `spec`: a sweep cell's key over the spec's,
+    /// the spec's over the model's own (per key).
+    pub(crate) fn reasoning_for(&self, spec: Reasoning) -> Reasoning {
+        let setting = spec.over(self.reasoning);
+        match &self.sweep {
+            Some(cell) => cell.setting.over(setting),
+            None => setting,
         }
     }
 

@@ -124,7 +124,9 @@ impl OllamaClient {
 
     /// The request body in Ollama's format.
     pub fn body(&self, request: &ChatRequest) -> Result<Value, ProviderError> {
-        request_body(&self.model, self.stream, request)
+        let mut body = request_body(&self.model, self.stream, request)?;
+        super::reasoning::ollama_body(&request.reasoning, &mut body)?;
+        Ok(body)
     }
 
     /// Sends one request.

@@ -34,6 +34,7 @@ mod raw;
 mod rrr;
 pub(crate) mod runs;
 mod statistics;
+mod sweep;
 mod terminal;
 
 use std::collections::BTreeSet;

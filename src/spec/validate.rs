@@ -85,6 +85,33 @@ fn sampling_checks(
     ]
 }
 
+/// The checks of `[request] reasoning` that need no model: a budget of at
+/// least 1 token and within the `max_tokens` the spec sets (a model's own
+/// `max_tokens` is checked with the model), and no effort or budget with
+/// thinking turned off.
+fn reasoning_checks(def: &SpecFile) -> Vec<Check> {
+    let r = def.request.reasoning;
+    let path = |key| [Key::Name("request"), Key::Name("reasoning"), Key::Name(key)];
+    let mut checks = Vec::from(count(
+        &path("budget_tokens"),
+        r.budget_tokens,
+        "budget_tokens",
+        CONTEXT,
+    ));
+    let sampling = def.sampling.as_ref().and_then(|s| s.max_tokens);
+    if let (Some(budget), Some(max)) = (r.budget_tokens, sampling.or(def.request.max_tokens)) {
+        let message = format!(
+            "reasoning budget_tokens = {budget} is larger than max_tokens = {max}: \
+             the answer would never get a token"
+        );
+        checks.push(check(budget > max, &path("budget_tokens"), &message));
+    }
+    if let Some((key, message)) = r.contradiction() {
+        checks.push(check(true, &path(key), &message));
+    }
+    checks
+}
+
 /// Every out-of-range value of `def`, in file order: (where, why).
 pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
     let r = &def.request;
@@ -124,6 +151,7 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         ATTEMPTS,
     ));
     checks.push(bounded(key_path!["request", "num_ctx"], r.num_ctx, CONTEXT));
+    checks.extend(reasoning_checks(def));
     if let Some(d) = &def.dataset {
         checks.push(bounded(key_path!["dataset", "sample"], d.sample, ROWS));
         checks.push(bounded(key_path!["dataset", "limit"], d.limit, ROWS));
@@ -199,6 +227,26 @@ mod tests {
             ("[request]\nattempts = 100", ""),
             ("[request]\nattempts = 101", "request.attempts"),
             ("[request]\nnum_ctx = 0", "request.num_ctx"),
+            (
+                "[request]\nreasoning = { budget_tokens = 0 }",
+                "request.reasoning.budget_tokens",
+            ),
+            (
+                "[request]\nmax_tokens = 64\nreasoning = { budget_tokens = 65 }",
+                "request.reasoning.budget_tokens",
+            ),
+            (
+                "[request]\nmax_tokens = 64\nreasoning = { budget_tokens = 64 }",
+                "",
+            ),
+            (
+                "[request]\nmax_tokens = 4096\nreasoning = { budget_tokens = 2048 }\n[sampling]\nmax_tokens = 1024",
+                "request.reasoning.budget_tokens",
+            ),
+            (
+                "[request]\nreasoning = { enabled = false, effort = \"low\" }",
+                "request.reasoning.effort",
+            ),
             ("[sampling]\nn = 1000", ""),
             ("[sampling]\nn = 1001", "sampling.n"),
             ("[sampling]\nn = 2\nk = [3]", "sampling.k.0"),

@@ -1,0 +1,246 @@
+//! A request's reasoning setting on each wire, and which keys a wire
+//! cannot carry.
+//!
+//! | key | `openai` | `llamacpp` | `vllm` | `ollama` |
+//! |---|---|---|---|---|
+//! | `effort` | `reasoning_effort` | `chat_template_kwargs.reasoning_effort` | `reasoning_effort` | `think: "low"…` |
+//! | `budget_tokens` | — | `thinking_budget_tokens` | — | — |
+//! | `enabled` | — | `chat_template_kwargs.enable_thinking` | `chat_template_kwargs.enable_thinking` | `think: true/false` |
+//!
+//! A key a wire has no field for is refused (see [`unsupported`]) before
+//! any request is sent, never dropped: a sweep over a setting the server
+//! never saw would measure nothing. `replay` answers from transcripts and
+//! takes any setting. Native wires (Responses `reasoning.effort`, Anthropic
+//! `thinking.budget_tokens`, Gemini `thinkingConfig`) add a column here.
+
+use serde_json::{Map, Value, json};
+
+use super::ProviderKind;
+use crate::prompt::Reasoning;
+
+/// Why `wire` cannot carry a key of `setting`: the key, and what to do.
+pub(crate) fn unsupported(
+    wire: ProviderKind,
+    setting: &Reasoning,
+) -> Option<(&'static str, String)> {
+    if let Some(contradiction) = setting.contradiction() {
+        return Some(contradiction);
+    }
+    let refused: &[&'static str] = match wire {
+        ProviderKind::Replay | ProviderKind::LlamaCpp => &[],
+        ProviderKind::OpenAi => &["budget_tokens", "enabled"],
+        ProviderKind::Vllm | ProviderKind::Ollama => &["budget_tokens"],
+        ProviderKind::Exec => &["effort", "budget_tokens", "enabled"],
+    };
+    let key = setting.keys().into_iter().find(|k| refused.contains(k))?;
+    let why = match (wire, key) {
+        (ProviderKind::OpenAi, "enabled") => {
+            "the OpenAI wire has no switch for thinking (its reasoning models always think): \
+             set `effort`, or use the `llamacpp`/`vllm` providers, whose chat templates take `enable_thinking`"
+        }
+        (ProviderKind::OpenAi | ProviderKind::Vllm, _) => {
+            "this wire has no thinking budget: use `effort`, or a `llamacpp` model \
+             (llama-server's `thinking_budget_tokens`)"
+        }
+        (ProviderKind::Ollama, _) => {
+            "Ollama has no thinking budget (`think` takes true, false or an effort): use `effort` or `enabled`"
+        }
+        _ => "an `exec` program gets no reasoning setting: set it in its command instead",
+    };
+    Some((
+        key,
+        format!(
+            "reasoning `{key}` cannot be sent to a `{}` model: {why}",
+            wire.prefix()
+        ),
+    ))
+}
+
+/// Adds `setting` to an OpenAI-compatible `body` for `wire`. With an
+/// `effort` on OpenAI itself, `max_tokens` becomes `max_completion_tokens`:
+/// OpenAI's reasoning models refuse `max_tokens`, and the limit there counts
+/// the reasoning too. Other servers (vLLM, llama.cpp) keep `max_tokens`,
+/// which every build of theirs reads.
+pub(crate) fn openai_body(
+    wire: ProviderKind,
+    setting: &Reasoning,
+    body: &mut Value,
+) -> Result<(), super::ProviderError> {
+    if setting.is_empty() {
+        return Ok(());
+    }
+    refuse(wire, setting)?;
+    let Some(map) = body.as_object_mut() else {
+        return Ok(());
+    };
+    let effort = setting.effort.map(|e| json!(e.name()));
+    let mut kwargs = Map::new();
+    if let Some(enabled) = setting.enabled {
+        kwargs.insert("enable_thinking".into(), json!(enabled));
+    }
+    match wire {
+        ProviderKind::LlamaCpp => {
+            if let Some(effort) = effort {
+                kwargs.insert("reasoning_effort".into(), effort);
+            }
+            if let Some(budget) = setting.budget_tokens {
+                map.insert("thinking_budget_tokens".into(), json!(budget));
+            }
+        }
+        _ => {
+            if let Some(effort) = effort {
+                map.insert("reasoning_effort".into(), effort);
+                if wire == ProviderKind::OpenAi
+                    && let Some(limit) = map.remove("max_tokens")
+                {
+                    map.insert("max_completion_tokens".into(), limit);
+                }
+            }
+        }
+    }
+    if !kwargs.is_empty() {
+        // Into the model's own `extra_body` kwargs, if any: both hold.
+        let entry = map
+            .entry("chat_template_kwargs")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(existing) = entry.as_object_mut() {
+            existing.extend(kwargs);
+        } else {
+            *entry = Value::Object(kwargs);
+        }
+    }
+    Ok(())
+}
+
+/// Adds `setting` to an Ollama `/api/chat` body as `think`: an effort when
+/// one is set (Ollama's levels for the models that take them), else the switch.
+pub(crate) fn ollama_body(
+    setting: &Reasoning,
+    body: &mut Value,
+) -> Result<(), super::ProviderError> {
+    if setting.is_empty() {
+        return Ok(());
+    }
+    refuse(ProviderKind::Ollama, setting)?;
+    let think = match (setting.effort, setting.enabled) {
+        (Some(effort), _) => json!(effort.name()),
+        (None, Some(enabled)) => json!(enabled),
+        (None, None) => return Ok(()),
+    };
+    if let Some(map) = body.as_object_mut() {
+        map.insert("think".into(), think);
+    }
+    Ok(())
+}
+
+/// The request-time guard: `check` and `run` refuse such a setting first,
+/// so this fires only for a request built some other way.
+fn refuse(wire: ProviderKind, setting: &Reasoning) -> Result<(), super::ProviderError> {
+    match unsupported(wire, setting) {
+        Some((_, why)) => Err(super::ProviderError::Config(why)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(text: &str) -> Reasoning {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn each_wire_carries_its_keys_in_its_own_fields() {
+        let base = json!({"model": "m", "max_tokens": 64,
+                          "chat_template_kwargs": {"custom": 1}});
+        // (wire, setting, the body's fields after)
+        let cases = [
+            (
+                ProviderKind::OpenAi,
+                "effort = \"high\"",
+                json!({"model": "m", "max_completion_tokens": 64, "reasoning_effort": "high",
+                       "chat_template_kwargs": {"custom": 1}}),
+            ),
+            (
+                ProviderKind::Vllm,
+                "effort = \"low\"\nenabled = true",
+                json!({"model": "m", "max_tokens": 64, "reasoning_effort": "low",
+                       "chat_template_kwargs": {"custom": 1, "enable_thinking": true}}),
+            ),
+            (
+                ProviderKind::LlamaCpp,
+                "effort = \"medium\"\nbudget_tokens = 32\nenabled = true",
+                json!({"model": "m", "max_tokens": 64, "thinking_budget_tokens": 32,
+                       "chat_template_kwargs": {"custom": 1, "enable_thinking": true,
+                                                "reasoning_effort": "medium"}}),
+            ),
+            (ProviderKind::LlamaCpp, "", base.clone()),
+        ];
+        for (wire, text, want) in cases {
+            let mut body = base.clone();
+            openai_body(wire, &setting(text), &mut body).unwrap();
+            assert_eq!(body, want, "{wire:?} {text}");
+        }
+        for (text, think) in [
+            ("enabled = false", json!(false)),
+            ("effort = \"low\"\nenabled = true", json!("low")),
+        ] {
+            let mut body = json!({"model": "m"});
+            ollama_body(&setting(text), &mut body).unwrap();
+            assert_eq!(body["think"], think, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_key_a_wire_cannot_carry_is_named_never_dropped() {
+        // (wire, setting, the key refused)
+        let cases = [
+            (ProviderKind::OpenAi, "effort = \"low\"", None),
+            (
+                ProviderKind::OpenAi,
+                "budget_tokens = 10",
+                Some("budget_tokens"),
+            ),
+            (ProviderKind::OpenAi, "enabled = true", Some("enabled")),
+            (ProviderKind::Vllm, "enabled = false", None),
+            (
+                ProviderKind::Vllm,
+                "budget_tokens = 10",
+                Some("budget_tokens"),
+            ),
+            (ProviderKind::Ollama, "effort = \"high\"", None),
+            (
+                ProviderKind::Ollama,
+                "budget_tokens = 10",
+                Some("budget_tokens"),
+            ),
+            (
+                ProviderKind::LlamaCpp,
+                "budget_tokens = 10\nenabled = true",
+                None,
+            ),
+            (
+                ProviderKind::LlamaCpp,
+                "budget_tokens = 10\nenabled = false",
+                Some("budget_tokens"),
+            ),
+            (ProviderKind::Exec, "enabled = true", Some("enabled")),
+            (
+                ProviderKind::Replay,
+                "budget_tokens = 10\neffort = \"low\"",
+                None,
+            ),
+        ];
+        for (wire, text, key) in cases {
+            let found = unsupported(wire, &setting(text));
+            assert_eq!(found.as_ref().map(|(k, _)| *k), key, "{wire:?} {text}");
+            let mut body = json!({"model": "m"});
+            let sent = match wire {
+                ProviderKind::Ollama => ollama_body(&setting(text), &mut body),
+                _ => openai_body(wire, &setting(text), &mut body),
+            };
+            assert_eq!(sent.is_err(), key.is_some(), "{wire:?} {text}");
+        }
+    }
+}
