@@ -27,7 +27,8 @@
 //!   against a rate limit), `provider_wire`, `tool_wire` (tool
 //!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
-//!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`).
+//!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`), `reasoning`
+//!   (reasoning settings on the wire, `--sweep` and its reports).
 //! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
 //!   Tesseract on three lines of `datasets/ocr_lines/`, skipped without it).
 //! - Model-written code in the sandbox: `code_rule`, `code_parity` (verdicts equal bare
@@ -111,6 +112,7 @@ mod ocr;
 mod pipes;
 mod pool_llama;
 mod provider_wire;
+mod reasoning;
 mod report_language;
 mod reports;
 mod resume_kill;

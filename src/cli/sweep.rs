@@ -20,40 +20,64 @@ pub(super) struct Sweep {
     values: Vec<(String, Reasoning)>,
 }
 
+/// Why a `--sweep` argument is no sweep.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum SweepError {
+    /// No `=`.
+    #[error("write KEY=V1,V2,..., e.g. reasoning.effort=low,medium,high")]
+    NoValues,
+    /// A key that is not reasoning's.
+    #[error("no sweep key `{key}`: {help}")]
+    UnknownKey {
+        /// The key as written.
+        key: String,
+        /// The nearest key, or the keys there are.
+        help: String,
+    },
+    /// A value that is no setting of the key: the key, the value, what it takes.
+    #[error("{0} `{1}`: {2}")]
+    BadValue(&'static str, String, String),
+    /// A value given twice.
+    #[error("`{0}` is given twice")]
+    Twice(String),
+    /// One value: no curve.
+    #[error("a sweep needs two values or more, separated by commas")]
+    TooFew,
+}
+
 /// Parses `reasoning.KEY=V1,V2,...` (or `KEY=...`): a clap value parser,
 /// so a bad argument is a usage error (exit 2) that says what is wrong.
-pub(super) fn parse(text: &str) -> Result<Sweep, String> {
-    let (path, values) = text
-        .split_once('=')
-        .ok_or("write KEY=V1,V2,..., e.g. reasoning.effort=low,medium,high")?;
-    let name = path
-        .trim()
-        .strip_prefix("reasoning.")
-        .unwrap_or(path.trim());
+pub(super) fn parse(text: &str) -> Result<Sweep, SweepError> {
+    let (path, values) = text.split_once('=').ok_or(SweepError::NoValues)?;
+    let path = path.trim();
+    let name = path.strip_prefix("reasoning.").unwrap_or(path);
     let Some(&key) = REASONING_KEYS.iter().find(|k| **k == name) else {
         let known: Vec<String> = REASONING_KEYS
             .iter()
             .map(|k| format!("reasoning.{k}"))
             .collect();
-        let help = match did_you_mean(path.trim(), known.iter().map(String::as_str))
+        let help = match did_you_mean(path, known.iter().map(String::as_str))
             .or_else(|| did_you_mean(name, REASONING_KEYS))
         {
             Some(close) if close.starts_with("reasoning.") => format!("did you mean `{close}`?"),
             Some(close) => format!("did you mean `reasoning.{close}`?"),
             None => format!("the keys a sweep takes: {}", known.join(", ")),
         };
-        return Err(format!("no sweep key `{}`: {help}", path.trim()));
+        return Err(SweepError::UnknownKey {
+            key: path.to_owned(),
+            help,
+        });
     };
     let mut parsed: Vec<(String, Reasoning)> = Vec::new();
     for value in values.split(',').map(str::trim) {
         let setting = value_setting(key, value)?;
         if parsed.iter().any(|(v, _)| v == value) {
-            return Err(format!("`{value}` is given twice"));
+            return Err(SweepError::Twice(value.to_owned()));
         }
         parsed.push((value.to_owned(), setting));
     }
     if parsed.len() < 2 {
-        return Err("a sweep needs two values or more, separated by commas".to_owned());
+        return Err(SweepError::TooFew);
     }
     Ok(Sweep {
         key,
@@ -62,34 +86,28 @@ pub(super) fn parse(text: &str) -> Result<Sweep, String> {
 }
 
 /// The setting of `key = value`.
-fn value_setting(key: &str, value: &str) -> Result<Reasoning, String> {
+fn value_setting(key: &'static str, value: &str) -> Result<Reasoning, SweepError> {
+    let bad = |takes: String| SweepError::BadValue(key, value.to_owned(), takes);
     let mut setting = Reasoning::default();
     match key {
         "effort" => {
+            let names = Effort::ALL.map(Effort::name);
             let effort = Effort::parse(value).ok_or_else(|| {
-                let names = Effort::ALL.map(Effort::name);
-                match did_you_mean(value, names) {
-                    Some(close) => format!("unknown effort `{value}`: did you mean `{close}`?"),
-                    None => format!("unknown effort `{value}`: one of {}", names.join(", ")),
-                }
+                bad(match did_you_mean(value, names) {
+                    Some(close) => format!("did you mean `{close}`?"),
+                    None => format!("one of {}", names.join(", ")),
+                })
             })?;
             setting.effort = Some(effort);
         }
         "budget_tokens" => {
-            let budget = value
-                .parse::<u32>()
-                .ok()
-                .filter(|b| *b > 0)
-                .ok_or_else(|| {
-                    format!("budget_tokens `{value}`: a whole number of tokens, 1 or more")
-                })?;
-            setting.budget_tokens = Some(budget);
+            let budget = value.parse::<u32>().ok().filter(|b| *b > 0);
+            let takes = || bad("a whole number of tokens, 1 or more".to_owned());
+            setting.budget_tokens = Some(budget.ok_or_else(takes)?);
         }
         _ => {
-            let enabled = value
-                .parse::<bool>()
-                .map_err(|_| format!("enabled `{value}`: true or false"))?;
-            setting.enabled = Some(enabled);
+            let enabled = value.parse::<bool>().ok();
+            setting.enabled = Some(enabled.ok_or_else(|| bad("true or false".to_owned()))?);
         }
     }
     Ok(setting)
@@ -178,7 +196,7 @@ mod tests {
             ("effort", "KEY=V1,V2"),
         ];
         for (argument, says) in bad {
-            let e = parse(argument).unwrap_err();
+            let e = parse(argument).unwrap_err().to_string();
             assert!(e.contains(says), "{argument}: {e}");
         }
     }

@@ -181,7 +181,16 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
             ),
         ));
     }
-    reasoning_problems(found, &path, m);
+    // A model's reasoning: its budget, and a key its provider's wire cannot carry.
+    let r = &m.reasoning;
+    let wire = crate::provider::reasoning::unsupported(m.provider, r);
+    for (key, why) in r
+        .problems(o.max_tokens, "options.max_tokens")
+        .into_iter()
+        .chain(wire)
+    {
+        found.push((path(&["reasoning", key]), why));
+    }
     let Some(s) = &m.server else { return };
     let checks: [(&str, Option<Number>, Bounds); 5] = [
         ("ctx_size", s.ctx_size.map(Number::from), TOKENS),
@@ -200,34 +209,6 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
     ];
     for (key, value, bounds) in checks {
         check(found, path(&["server", key]), value, bounds);
-    }
-}
-
-/// The problems of a model's `reasoning`: a budget of no tokens or above
-/// its own `max_tokens`, and a key its provider's wire cannot carry.
-fn reasoning_problems<'a>(
-    found: &mut Vec<Problem<'a>>,
-    path: &dyn Fn(&[&'static str]) -> Vec<Key<'a>>,
-    m: &ModelConfig,
-) {
-    let r = &m.reasoning;
-    let budget = path(&["reasoning", "budget_tokens"]);
-    check(
-        found,
-        budget.clone(),
-        r.budget_tokens.map(Number::from),
-        TOKENS,
-    );
-    if let (Some(b), Some(max)) = (r.budget_tokens, m.options.max_tokens)
-        && b > max
-    {
-        found.push((
-            budget,
-            format!("reasoning budget_tokens = {b} is larger than options.max_tokens = {max}"),
-        ));
-    }
-    if let Some((key, why)) = crate::provider::reasoning::unsupported(m.provider, r) {
-        found.push((path(&["reasoning", key]), why));
     }
 }
 

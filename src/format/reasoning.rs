@@ -94,6 +94,29 @@ impl Reasoning {
             .collect()
     }
 
+    /// What is wrong with this setting whatever the wire: a budget of no
+    /// tokens or above `max_tokens` (the key named `limit`), thinking turned
+    /// off with an effort or a budget. Each: the key to fix, and why.
+    pub fn problems(&self, max_tokens: Option<u32>, limit: &str) -> Vec<(&'static str, String)> {
+        let mut found = Vec::new();
+        match (self.budget_tokens, max_tokens) {
+            (Some(0), _) => found.push((
+                "budget_tokens",
+                "budget_tokens must be at least 1".to_owned(),
+            )),
+            (Some(budget), Some(max)) if budget > max => found.push((
+                "budget_tokens",
+                format!(
+                    "reasoning budget_tokens = {budget} is larger than {limit} = {max}: \
+                     the answer would never get a token"
+                ),
+            )),
+            _ => {}
+        }
+        found.extend(self.contradiction());
+        found
+    }
+
     /// What contradicts itself in this setting whatever the wire: thinking
     /// turned off yet given an effort or a budget. The key named is the one
     /// to remove.

@@ -39,7 +39,6 @@ pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
 
 pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
-pub(crate) use model_ref::SweepCell;
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
 pub use ollama::OllamaClient;
@@ -47,6 +46,7 @@ pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use rate_headers::allowance_spent;
+pub(crate) use reasoning::SweepCell;
 pub(crate) use replay::ReplayProvider;
 pub(crate) use retry_after::parse_retry_after;
 

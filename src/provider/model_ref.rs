@@ -136,20 +136,7 @@ pub struct ModelSetup {
     pub reasoning: Reasoning,
     /// Set on one cell of `--sweep`: the setting it runs, over the spec's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<SweepCell>,
-}
-
-/// One cell of a sweep: a model run with one value of one reasoning key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SweepCell {
-    /// The swept model's own name (the cell's is `base [key=value]`).
-    pub base: String,
-    /// The key swept: `effort`, `budget_tokens` or `enabled`.
-    pub key: String,
-    /// The value of this cell, as written on the command line.
-    pub value: String,
-    /// The setting this cell sends: that key alone.
-    pub setting: Reasoning,
+    pub sweep: Option<super::SweepCell>,
 }
 
 fn one() -> u32 {
@@ -218,17 +205,6 @@ impl ModelSetup {
             max_response_bytes: super::DEFAULT_MAX_RESPONSE_BYTES,
             reasoning: Reasoning::default(),
             sweep: None,
-        }
-    }
-
-    /// The reasoning a request of this model sends for a spec whose
-    /// `[request] reasoning` is `spec`: a sweep cell's key over the spec's,
-    /// the spec's over the model's own (per key).
-    pub(crate) fn reasoning_for(&self, spec: Reasoning) -> Reasoning {
-        let setting = spec.over(self.reasoning);
-        match &self.sweep {
-            Some(cell) => cell.setting.over(setting),
-            None => setting,
         }
     }
 

@@ -13,10 +13,37 @@
 //! takes any setting. Native wires (Responses `reasoning.effort`, Anthropic
 //! `thinking.budget_tokens`, Gemini `thinkingConfig`) add a column here.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::ProviderKind;
+use super::{ModelSetup, ProviderKind};
 use crate::prompt::Reasoning;
+
+/// One cell of a sweep: a model run with one value of one reasoning key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepCell {
+    /// The swept model's own name (the cell's is `base [key=value]`).
+    pub base: String,
+    /// The key swept: `effort`, `budget_tokens` or `enabled`.
+    pub key: String,
+    /// The value of this cell, as written on the command line.
+    pub value: String,
+    /// The setting this cell sends: that key alone.
+    pub setting: Reasoning,
+}
+
+impl ModelSetup {
+    /// The reasoning a request of this model sends for a spec whose
+    /// `[request] reasoning` is `spec`: a sweep cell's key over the spec's,
+    /// the spec's over the model's own (per key).
+    pub(crate) fn reasoning_for(&self, spec: Reasoning) -> Reasoning {
+        let setting = spec.over(self.reasoning);
+        match &self.sweep {
+            Some(cell) => cell.setting.over(setting),
+            None => setting,
+        }
+    }
+}
 
 /// Why `wire` cannot carry a key of `setting`: the key, and what to do.
 pub(crate) fn unsupported(

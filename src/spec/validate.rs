@@ -85,31 +85,20 @@ fn sampling_checks(
     ]
 }
 
-/// The checks of `[request] reasoning` that need no model: a budget of at
-/// least 1 token and within the `max_tokens` the spec sets (a model's own
-/// `max_tokens` is checked with the model), and no effort or budget with
-/// thinking turned off.
+/// The checks of `[request] reasoning` that need no model: the budget
+/// against the `max_tokens` the spec sets (a model's own `max_tokens` is
+/// checked with the model).
 fn reasoning_checks(def: &SpecFile) -> Vec<Check> {
-    let r = def.request.reasoning;
-    let path = |key| [Key::Name("request"), Key::Name("reasoning"), Key::Name(key)];
-    let mut checks = Vec::from(count(
-        &path("budget_tokens"),
-        r.budget_tokens,
-        "budget_tokens",
-        CONTEXT,
-    ));
     let sampling = def.sampling.as_ref().and_then(|s| s.max_tokens);
-    if let (Some(budget), Some(max)) = (r.budget_tokens, sampling.or(def.request.max_tokens)) {
-        let message = format!(
-            "reasoning budget_tokens = {budget} is larger than max_tokens = {max}: \
-             the answer would never get a token"
-        );
-        checks.push(check(budget > max, &path("budget_tokens"), &message));
-    }
-    if let Some((key, message)) = r.contradiction() {
-        checks.push(check(true, &path(key), &message));
-    }
-    checks
+    let problems =
+        (def.request.reasoning).problems(sampling.or(def.request.max_tokens), "max_tokens");
+    problems
+        .into_iter()
+        .map(|(key, message)| {
+            let path = [Key::Name("request"), Key::Name("reasoning"), Key::Name(key)];
+            check(true, &path, &message)
+        })
+        .collect()
 }
 
 /// Every out-of-range value of `def`, in file order: (where, why).

@@ -1,0 +1,183 @@
+//! Reasoning controls and sweeps against the fake server: a setting reaches
+//! the wire in that wire's fields, `--sweep` runs the example of
+//! docs/reasoning.md one cell per setting and every report carries its
+//! curve, and a setting a wire cannot carry is refused, located, before
+//! anything is sent.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::common::fake_server::{COMPLETION_TOKENS, FakeServer, Reply, Request, eval, expression};
+use crate::common::workspace::{Workspace, fake_workspace};
+use crate::html_report::report;
+
+/// The example of docs/reasoning.md "Sweeps".
+pub(crate) const SPEC: &str = include_str!("../docs/examples/specs/reasoning.toml");
+
+/// The sweep the docs show, on the fake model.
+pub(crate) const SWEEP: [&str; 6] = [
+    "specs/reasoning.toml",
+    "-m",
+    "fake",
+    "--sweep",
+    "reasoning.effort=low,medium,high",
+    "--format",
+];
+
+/// Right more often the harder it is asked to think: `high` always,
+/// `medium` on the products divisible by 3, `low` on those by 6.
+pub(crate) fn thinks(request: &Request) -> Reply {
+    let value = expression(&request.prompt)
+        .and_then(|e| eval(&e))
+        .unwrap_or(0);
+    let right = match request.body["reasoning_effort"].as_str() {
+        Some("high") => true,
+        Some("medium") => value % 3 == 0,
+        _ => value % 6 == 0,
+    };
+    if right { Reply::Correct } else { Reply::Wrong }
+}
+
+#[test]
+fn the_documented_sweep_runs_a_cell_per_setting_and_reports_its_curve() {
+    let fake = FakeServer::start(thinks);
+    let ws = fake_workspace(&fake, "reasoning.toml", SPEC);
+    let mut args = SWEEP.to_vec();
+    args.push("json");
+    let out = ws.run_ok(&args);
+    let mut efforts: BTreeMap<String, usize> = BTreeMap::new();
+    for request in fake.requests() {
+        let body = &request.body;
+        *efforts
+            .entry(body["reasoning_effort"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+        // OpenAI's reasoning models take their limit under this name only.
+        assert_eq!(body["max_completion_tokens"], 8192, "{body}");
+        assert!(body.get("max_tokens").is_none(), "{body}");
+    }
+    let want: BTreeMap<String, usize> = [("high", 12), ("low", 12), ("medium", 12)]
+        .map(|(e, n)| (e.to_owned(), n))
+        .into();
+    assert_eq!(efforts, want, "one cell of 12 instances per setting");
+    let results = ws.path().join("results");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(report(&results, "json")).unwrap()).unwrap();
+    let sweeps = json["sweeps"].as_array().unwrap();
+    assert_eq!(sweeps.len(), 1, "{out}");
+    let sweep = &sweeps[0];
+    assert_eq!(
+        (&sweep["model"], &sweep["key"]),
+        (&"fake".into(), &"effort".into())
+    );
+    let points = sweep["points"].as_array().unwrap();
+    let values: Vec<&str> = points
+        .iter()
+        .map(|p| p["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["low", "medium", "high"]);
+    let names: Vec<&str> = points
+        .iter()
+        .map(|p| p["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fake [effort=low]",
+            "fake [effort=medium]",
+            "fake [effort=high]"
+        ]
+    );
+    let scores: Vec<f64> = points
+        .iter()
+        .map(|p| p["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores[0] < scores[1] && scores[1] < scores[2], "{scores:?}");
+    assert_eq!(scores[2], 1.0);
+    for p in points {
+        assert_eq!(p["answers"], 12);
+        assert_eq!(p["reasoning_tokens"], COMPLETION_TOKENS as f64, "{p}");
+    }
+    // The settings are models to the paired tests: the spec's board ranks all three.
+    let board = &json["specs"][0]["board"]["standings"];
+    assert_eq!(board.as_array().unwrap().len(), 3, "{board}");
+    let markdown = std::fs::read_to_string(report(&results, "md")).unwrap();
+    assert!(markdown.contains("## Sweeps"), "{markdown}");
+    assert!(markdown.contains("| high | 100.0% |"), "{markdown}");
+    assert!(
+        markdown.contains(&format!("| {COMPLETION_TOKENS}.0 |")),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
+    let fake = FakeServer::healthy();
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 5");
+    let budget = SPEC.replace(
+        "reasoning = { effort = \"medium\" }",
+        "reasoning = { budget_tokens = 512 }",
+    );
+    ws.write("specs/budget.toml", &budget);
+    ws.write("specs/reasoning.toml", SPEC);
+    let line = budget
+        .lines()
+        .position(|l| l.starts_with("reasoning"))
+        .unwrap()
+        + 1;
+    let at = format!("specs/budget.toml:{line}:");
+    // (arguments, what the output says)
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &["specs/budget.toml", "-m", "fake"],
+            &[
+                &at,
+                "reasoning `budget_tokens` cannot be sent to a `openai` model",
+            ],
+        ),
+        (
+            &[
+                "specs/reasoning.toml",
+                "-m",
+                "fake",
+                "--sweep",
+                "reasoning.efort=low,high",
+            ],
+            &[
+                "no sweep key `reasoning.efort`",
+                "did you mean `reasoning.effort`?",
+            ],
+        ),
+        (
+            &[
+                "specs/reasoning.toml",
+                "-m",
+                "fake",
+                "--sweep",
+                "effort=low,hgih",
+            ],
+            &["did you mean `high`?"],
+        ),
+        (
+            &[
+                "specs/reasoning.toml",
+                "-m",
+                "fake",
+                "--sweep",
+                "reasoning.enabled=true,false",
+            ],
+            &[
+                "--sweep reasoning.enabled=true",
+                "`enabled` cannot be sent to a `openai` model",
+            ],
+        ),
+    ];
+    for (args, says) in cases {
+        ws.run_expect(args, 2, says);
+    }
+    let mut check = crate::common::harness(ws.path());
+    check.args(["check", "specs/budget.toml", "-m", "fake"]);
+    crate::common::expect(&mut check, 2, &[&at, "cannot be sent"]);
+    assert_eq!(fake.count(), 0, "nothing was sent");
+}
