@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::fake_server::{COMPLETION_TOKENS, FakeServer, Reply, Request, eval, expression};
-use crate::common::workspace::{Workspace, fake_workspace};
+use crate::common::workspace::{Workspace, fake_workspace, model_toml};
 use crate::html_report::report;
 
 /// The example of docs/reasoning.md "Sweeps".
@@ -180,4 +180,62 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
     check.args(["check", "specs/budget.toml", "-m", "fake"]);
     crate::common::expect(&mut check, 2, &[&at, "cannot be sent"]);
     assert_eq!(fake.count(), 0, "nothing was sent");
+}
+
+#[test]
+fn a_models_own_setting_fills_what_the_spec_leaves_and_each_wire_takes_its_fields() {
+    let fake = FakeServer::start(thinks);
+    let ws = Workspace::new();
+    let models = [
+        model_toml(
+            "o",
+            "openai",
+            "m",
+            &fake.openai_base(),
+            "reasoning = { effort = \"high\" }",
+        ),
+        model_toml(
+            "local",
+            "ollama",
+            "m",
+            &fake.ollama_base(),
+            "reasoning = { enabled = true }",
+        ),
+    ];
+    ws.write("harness.toml", &models.concat());
+    ws.write("specs/reasoning.toml", SPEC);
+    let plain = SPEC
+        .replace("id = \"reasoning\"", "id = \"plain\"")
+        .replace("Think it through", "Answer plainly")
+        .replace("reasoning = { effort = \"medium\" }", "");
+    ws.write("specs/plain.toml", &plain);
+    ws.run_ok(&["specs/", "-m", "o", "-m", "local"]);
+    // (wire, spec, the fields every request of theirs carries)
+    let cases = [
+        (
+            "/v1/chat/completions",
+            "Think",
+            json!({"reasoning_effort": "medium"}),
+        ),
+        (
+            "/v1/chat/completions",
+            "plainly",
+            json!({"reasoning_effort": "high"}),
+        ),
+        ("/api/chat", "Think", json!({"think": "medium"})),
+        ("/api/chat", "plainly", json!({"think": true})),
+    ];
+    let requests = fake.requests();
+    for (path, prompt, fields) in cases {
+        let bodies: Vec<&Value> = (requests.iter())
+            .filter(|r| r.path == path && r.prompt.contains(prompt))
+            .map(|r| &r.body)
+            .collect();
+        assert_eq!(bodies.len(), 12, "{path} {prompt}");
+        for body in bodies {
+            for (key, value) in fields.as_object().unwrap() {
+                assert_eq!(&body[key], value, "{path} {prompt}: {body}");
+            }
+        }
+    }
 }

@@ -53,7 +53,8 @@ impl Spec {
             setting = sweep.over(setting);
         }
         let max_tokens = self.max_tokens_for(model.max_tokens);
-        let (key, why) = (model.unsupported)(&setting).or_else(|| {
+        let unsupported = || (model.unsupported)(&setting);
+        let (key, why) = setting.contradiction().or_else(unsupported).or_else(|| {
             let budget = setting.budget_tokens.filter(|b| *b > max_tokens)?;
             Some((
                 "budget_tokens",
@@ -86,5 +87,107 @@ impl Spec {
             )
             .with_source(self.map.source()),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spec of `request` lines, loaded from a file in `dir`.
+    fn spec(dir: &std::path::Path, request: &str) -> Spec {
+        let path = dir.join("s.toml");
+        let text = format!(
+            "runs = 1\n[prompt]\nuser = \"2 + 2?\"\n[request]\n{request}\n[[verify]]\nrule = \"contains\"\nexpected = \"answer\"\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        Spec::load(&path).unwrap()
+    }
+
+    #[test]
+    fn a_problem_is_located_where_its_setting_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let carries_all = |_: &Reasoning| None;
+        let no_budget = |r: &Reasoning| {
+            r.budget_tokens
+                .map(|_| ("budget_tokens", "no budget here".to_owned()))
+        };
+        let budget = |b| Reasoning {
+            budget_tokens: Some(b),
+            ..Reasoning::default()
+        };
+        // (request lines, the model's own, its max_tokens, a sweep's, the wire,
+        //  where the error is and what it says; no place: no error)
+        type Wire<'a> = &'a dyn Fn(&Reasoning) -> Option<(&'static str, String)>;
+        type Case<'a> = (&'a str, Reasoning, Option<u32>, Option<Reasoning>, Wire<'a>);
+        let none = Reasoning::default();
+        let off = Reasoning {
+            enabled: Some(false),
+            ..none
+        };
+        let all: Wire = &carries_all;
+        let cases: [(Case, Option<(usize, &str)>); 6] = [
+            (
+                (
+                    "max_tokens = 64\nreasoning = { budget_tokens = 64 }",
+                    none,
+                    None,
+                    None,
+                    all,
+                ),
+                None,
+            ),
+            (
+                (
+                    "reasoning = { budget_tokens = 512 }",
+                    none,
+                    Some(256),
+                    None,
+                    all,
+                ),
+                Some((5, "larger than max_tokens = 256")),
+            ),
+            (
+                (
+                    "reasoning = { budget_tokens = 512 }",
+                    none,
+                    None,
+                    None,
+                    &no_budget,
+                ),
+                Some((5, "no budget here")),
+            ),
+            (
+                ("max_tokens = 100", budget(200), None, None, all),
+                Some((5, "the model's own reasoning")),
+            ),
+            (
+                ("max_tokens = 100", none, None, Some(budget(200)), all),
+                Some((1, "--sweep reasoning.budget_tokens=200")),
+            ),
+            (
+                ("reasoning = { effort = \"low\" }", off, None, None, all),
+                Some((5, "`effort` with `enabled = false`")),
+            ),
+        ];
+        for ((request, own, max_tokens, sweep, unsupported), want) in cases {
+            let spec = spec(dir.path(), request);
+            let problem = spec.reasoning_problem(&ModelReasoning {
+                name: "m",
+                own,
+                sweep: sweep.map(|s| (s, "reasoning.budget_tokens=200")),
+                max_tokens,
+                unsupported,
+            });
+            let got = problem.map(|d| (d.location.line, d.message));
+            match (got, want) {
+                (None, None) => {}
+                (Some((line, message)), Some((at, says))) => {
+                    assert_eq!(line, at, "{request}: {message}");
+                    assert!(message.contains(says), "{request}: {message}");
+                }
+                (got, want) => panic!("{request}: {got:?}, wanted {want:?}"),
+            }
+        }
     }
 }
