@@ -4,7 +4,7 @@
 //! | key | `openai` | `llamacpp` | `vllm` | `ollama` |
 //! |---|---|---|---|---|
 //! | `effort` | `reasoning_effort` | `chat_template_kwargs.reasoning_effort` | `reasoning_effort` | `think: "low"…` |
-//! | `budget_tokens` | — | `thinking_budget_tokens` | — | — |
+//! | `budget_tokens` | — | `reasoning_budget_tokens` | — | — |
 //! | `enabled` | — | `chat_template_kwargs.enable_thinking` | `chat_template_kwargs.enable_thinking` | `think: true/false` |
 //!
 //! A key a wire has no field for is refused (see [`unsupported`]) before
@@ -67,7 +67,7 @@ pub(crate) fn unsupported(
         }
         (ProviderKind::OpenAi | ProviderKind::Vllm, _) => {
             "this wire has no thinking budget: use `effort`, or a `llamacpp` model \
-             (llama-server's `thinking_budget_tokens`)"
+             (llama-server's `reasoning_budget_tokens`)"
         }
         (ProviderKind::Ollama, _) => {
             "Ollama has no thinking budget (`think` takes true, false or an effort): use `effort` or `enabled`"
@@ -111,7 +111,7 @@ pub(crate) fn openai_body(
                 kwargs.insert("reasoning_effort".into(), effort);
             }
             if let Some(budget) = setting.budget_tokens {
-                map.insert("thinking_budget_tokens".into(), json!(budget));
+                map.insert("reasoning_budget_tokens".into(), json!(budget));
             }
         }
         _ => {
@@ -198,7 +198,7 @@ mod tests {
             (
                 ProviderKind::LlamaCpp,
                 "effort = \"medium\"\nbudget_tokens = 32\nenabled = true",
-                json!({"model": "m", "max_tokens": 64, "thinking_budget_tokens": 32,
+                json!({"model": "m", "max_tokens": 64, "reasoning_budget_tokens": 32,
                        "chat_template_kwargs": {"custom": 1, "enable_thinking": true,
                                                 "reasoning_effort": "medium"}}),
             ),
