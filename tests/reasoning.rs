@@ -239,3 +239,48 @@ fn a_models_own_setting_fills_what_the_spec_leaves_and_each_wire_takes_its_field
         }
     }
 }
+
+/// A ChatML template whose assistant turn opens a think block, closed at
+/// once when the request says `enable_thinking = false`.
+const THINK_TEMPLATE: &str = "{%- for m in messages -%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}\n\
+{%- if add_generation_prompt -%}<|im_start|>assistant\n\
+{%- if enable_thinking is defined and enable_thinking is false %}\n<think>\n\n</think>\n{% else %}\n<think>\n{% endif -%}\n\
+{%- endif -%}\n";
+
+#[test]
+fn a_budget_sweep_reaches_the_managed_llama_server_per_request() {
+    let Some((bin, model)) = crate::common::managed::llama_paths() else {
+        return;
+    };
+    let _one = crate::common::locks::real_llama();
+    let ws = Workspace::new();
+    let spec = SPEC
+        .replace("runs = 12", "runs = 2")
+        .replace("max_tokens = 8192", "max_tokens = 16")
+        .replace("{ effort = \"medium\" }", "{ enabled = true }");
+    ws.write("specs/reasoning.toml", &spec);
+    ws.write("think.jinja", THINK_TEMPLATE);
+    let config = format!(
+        "[models.smol]\nprovider = \"llamacpp\"\nmodel = \"{}\"\nconcurrency = 1\ntimeout_secs = 120\n\
+         [models.smol.server]\nthreads = 1\nctx_size = 1024\nchat_template = \"think.jinja\"\n\
+         extra_args = [\"--jinja\", \"--verbose\"]\n",
+        model.display()
+    );
+    ws.write("harness.toml", &config);
+    let results = ws.path().join("results");
+    let _guard = crate::common::managed::NoOrphans(results.clone());
+    let sweep = "reasoning.budget_tokens=3,9";
+    let mut cmd = ws.run_cmd(&["specs/reasoning.toml", "-m", "smol", "--sweep", sweep]);
+    // `<cache>/llama-server-<version>/bin/llama-server`
+    cmd.env("HARNESS_CACHE_DIR", bin.ancestors().nth(3).unwrap());
+    let (code, out) = crate::common::run(&mut cmd);
+    assert_eq!(code, 0, "{out}");
+    // A verbose log holds the model's raw tokens: not all of it is UTF-8.
+    let log = std::fs::read(&crate::common::managed::server_logs(&results)[0]).unwrap();
+    let log = String::from_utf8_lossy(&log);
+    // The server's own account of each request's budget: both cells' reached it.
+    for budget in [3, 9] {
+        let line = format!("reasoning budget: tokens={budget},");
+        assert_eq!(log.matches(&line).count(), 2, "{line}");
+    }
+}

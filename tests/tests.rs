@@ -65,7 +65,8 @@
 //! - `HARNESS_JUDGE_URL`, `HARNESS_JUDGE2_URL`: two more SmolLM2 servers, the
 //!   judge's pool (`e2e_llama`).
 //! - `LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`: the llama-server binary and SmolLM2's
-//!   GGUF, for `managed_llama` and `pool_llama` to start servers of their own.
+//!   GGUF, for `managed_llama`, `pool_llama` and `reasoning` (a budget sweep)
+//!   to start servers of their own.
 //! - `SLURM_CONF`: the single-node Slurm cluster's configuration (`cluster`).
 //! - `HARNESS_E2E=1`: a missing variable above is a failure, not a skip.
 //!
