@@ -127,8 +127,15 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
         .unwrap()
         + 1;
     let at = format!("specs/budget.toml:{line}:");
+    let typo = SPEC.replace("\"medium\"", "\"meduim\"");
+    ws.write("specs/typo.toml", &typo);
+    let typo_at = format!("specs/typo.toml:{line}:");
     // (arguments, what the output says)
-    let cases: [(&[&str], &[&str]); 4] = [
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["specs/typo.toml", "-m", "fake"],
+            &[&typo_at, "unknown value `meduim`", "did you mean `medium`?"],
+        ),
         (
             &["specs/budget.toml", "-m", "fake"],
             &[
@@ -179,6 +186,11 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
     let mut check = crate::common::harness(ws.path());
     check.args(["check", "specs/budget.toml", "-m", "fake"]);
     crate::common::expect(&mut check, 2, &[&at, "cannot be sent"]);
+    // In harness.toml alike, located at the value.
+    ws.fake_model(&fake, "reasoning = { effort = \"hihg\" }");
+    let config_at = format!("harness.toml:5:{}", "reasoning = { effort = ".len() + 1);
+    let wanted = [config_at.as_str(), "did you mean `high`?"];
+    ws.run_expect(&["specs/reasoning.toml", "-m", "fake"], 2, &wanted);
     assert_eq!(fake.count(), 0, "nothing was sent");
 }
 
