@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::common::fake_server::{COMPLETION_TOKENS, FakeServer, Reply, Request, eval, expression};
-use crate::common::workspace::{Workspace, fake_workspace, model_toml};
+use crate::common::fake_server::{
+    COMPLETION_TOKENS, FakeServer, PROMPT_TOKENS, Reply, Request, eval, expression,
+};
+use crate::common::workspace::{Workspace, model_toml};
 use crate::html_report::report;
 
 /// The example of docs/reasoning.md "Sweeps".
@@ -24,6 +26,18 @@ pub(crate) const SWEEP: [&str; 6] = [
     "reasoning.effort=low,medium,high",
     "--format",
 ];
+
+/// A price per million tokens, in and out: each cell's answers cost alike.
+const PRICE: (f64, f64) = (1.0, 2.0);
+
+/// A workspace with the docs' sweep spec and the fake model, priced.
+pub(crate) fn sweep_workspace(fake: &FakeServer) -> Workspace {
+    let ws = Workspace::new();
+    ws.write("specs/reasoning.toml", SPEC);
+    let price = format!("price = {{ input = {}, output = {} }}", PRICE.0, PRICE.1);
+    ws.fake_model(fake, &format!("timeout_secs = 5\n{price}"));
+    ws
+}
 
 /// Right more often the harder it is asked to think: `high` always,
 /// `medium` on the products divisible by 3, `low` on those by 6.
@@ -42,7 +56,7 @@ pub(crate) fn thinks(request: &Request) -> Reply {
 #[test]
 fn the_documented_sweep_runs_a_cell_per_setting_and_reports_its_curve() {
     let fake = FakeServer::start(thinks);
-    let ws = fake_workspace(&fake, "reasoning.toml", SPEC);
+    let ws = sweep_workspace(&fake);
     let mut args = SWEEP.to_vec();
     args.push("json");
     let out = ws.run_ok(&args);
@@ -94,9 +108,13 @@ fn the_documented_sweep_runs_a_cell_per_setting_and_reports_its_curve() {
         .collect();
     assert!(scores[0] < scores[1] && scores[1] < scores[2], "{scores:?}");
     assert_eq!(scores[2], 1.0);
+    let tokens = (PROMPT_TOKENS as f64, COMPLETION_TOKENS as f64);
+    let cost = 12.0 * (tokens.0 * PRICE.0 + tokens.1 * PRICE.1) / 1e6;
     for p in points {
         assert_eq!(p["answers"], 12);
-        assert_eq!(p["reasoning_tokens"], COMPLETION_TOKENS as f64, "{p}");
+        assert_eq!(p["reasoning_tokens"], tokens.1, "{p}");
+        let spent = p["cost"].as_f64().unwrap();
+        assert!((spent - cost).abs() < 1e-12, "{p}: {cost}");
     }
     // The settings are models to the paired tests: the spec's board ranks all three.
     let board = &json["specs"][0]["board"]["standings"];
