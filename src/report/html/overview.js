@@ -140,13 +140,15 @@ function plot(marks, axis, line) {
   const g = s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': t('total against {0}', axis.label),
     'data-axis': axis.key });
   const ax = s('g', { class: 'axis' });
+  // Decimals enough for the axis's steps: a cost of 0.0003 is no 0.0.
+  const digits = maxX > 20 ? 0 : maxX >= 2 ? 1 : Math.min(8, 1 - Math.floor(Math.log10(maxX / 4)));
   for (let k = 0; k <= 4; k++) {
     const y = Y(k / 4), x = X((maxX * k) / 4);
     add(ax, [
       s('line', { x1: L, x2: W - Rm, y1: y, y2: y, stroke: 'var(--line)' }),
       s('text', { x: L - 4, y: y + 3, 'text-anchor': 'end' }, k * 25 + '%'),
       s('line', { x1: x, x2: x, y1: H - B, y2: H - B + 3, stroke: 'var(--line)' }),
-      s('text', { x: x, y: H - B + 13, 'text-anchor': 'middle' }, num((maxX * k) / 4, maxX > 20 ? 0 : 1)),
+      s('text', { x: x, y: H - B + 13, 'text-anchor': 'middle' }, num((maxX * k) / 4, digits)),
     ]);
   }
   add(ax, s('text', { x: (L + W) / 2, y: H - 4, 'text-anchor': 'middle' }, axis.label));
