@@ -78,8 +78,9 @@ pub(crate) fn reasoning_problem(
     spec: &Spec,
     model: &crate::provider::ModelSetup,
 ) -> Option<Diagnostic> {
-    let unsupported =
-        |r: &crate::format::Reasoning| crate::provider::reasoning::unsupported(model.provider, r);
+    let unsupported = |r: &crate::format::ReasoningSetting| {
+        crate::provider::reasoning_setting::unsupported(model.provider, r)
+    };
     let argument = model
         .sweep
         .as_ref()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::exit::{Exit, diagnostics};
 use crate::error::did_you_mean;
-use crate::format::{Effort, REASONING_KEYS, Reasoning};
+use crate::format::{Effort, REASONING_KEYS, ReasoningSetting};
 use crate::provider::{ModelSetup, SweepCell};
 use crate::spec::Spec;
 
@@ -17,7 +17,7 @@ use crate::spec::Spec;
 pub(super) struct Sweep {
     key: &'static str,
     /// Each value as written, and the setting it stands for.
-    values: Vec<(String, Reasoning)>,
+    values: Vec<(String, ReasoningSetting)>,
 }
 
 /// Why a `--sweep` argument is no sweep.
@@ -68,7 +68,7 @@ pub(super) fn parse(text: &str) -> Result<Sweep, SweepError> {
             help,
         });
     };
-    let mut parsed: Vec<(String, Reasoning)> = Vec::new();
+    let mut parsed: Vec<(String, ReasoningSetting)> = Vec::new();
     for value in values.split(',').map(str::trim) {
         let setting = value_setting(key, value)?;
         if parsed.iter().any(|(v, _)| v == value) {
@@ -86,9 +86,9 @@ pub(super) fn parse(text: &str) -> Result<Sweep, SweepError> {
 }
 
 /// The setting of `key = value`.
-fn value_setting(key: &'static str, value: &str) -> Result<Reasoning, SweepError> {
+fn value_setting(key: &'static str, value: &str) -> Result<ReasoningSetting, SweepError> {
     let bad = |takes: String| SweepError::BadValue(key, value.to_owned(), takes);
-    let mut setting = Reasoning::default();
+    let mut setting = ReasoningSetting::default();
     match key {
         "effort" => {
             let names = Effort::ALL.map(Effort::name);

@@ -183,7 +183,7 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
     }
     // A model's reasoning: its budget, and a key its provider's wire cannot carry.
     let r = &m.reasoning;
-    let wire = crate::provider::reasoning::unsupported(m.provider, r);
+    let wire = crate::provider::reasoning_setting::unsupported(m.provider, r);
     for (key, why) in r
         .problems(o.max_tokens, "options.max_tokens")
         .into_iter()

@@ -143,7 +143,7 @@ pub struct ModelConfig {
     /// How much the model thinks by default: `{ effort, budget_tokens,
     /// enabled }`; a spec's `[request] reasoning` wins per key.
     #[serde(default)]
-    pub reasoning: crate::format::Reasoning,
+    pub reasoning: crate::format::ReasoningSetting,
 }
 
 /// `base_url`: one URL, or a pool's list.

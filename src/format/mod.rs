@@ -26,7 +26,7 @@ mod tools;
 pub(crate) use agent::EpisodeLimits;
 pub(crate) use dataset::{Dataset, DatasetFormat};
 pub(crate) use extract::{ExtractDef, ExtractKind};
-pub(crate) use reasoning::{Effort, REASONING_KEYS, Reasoning};
+pub(crate) use reasoning::{Effort, REASONING_KEYS, ReasoningSetting};
 pub(crate) use rule::{RuleTable, field_names};
 pub(crate) use schema::{schema_text, spec_schema};
 pub(crate) use spec_file::*;

@@ -10,10 +10,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A reasoning setting; every key optional, unset keys fall through to the
-/// next setting (see [`Reasoning::over`]).
+/// next setting (see [`ReasoningSetting::over`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Reasoning {
+pub struct ReasoningSetting {
     /// How hard the model thinks: `low`, `medium` or `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<Effort>,
@@ -63,17 +63,17 @@ impl Effort {
 /// The keys of a reasoning setting, in the order they are written.
 pub(crate) const REASONING_KEYS: [&str; 3] = ["effort", "budget_tokens", "enabled"];
 
-impl Reasoning {
+impl ReasoningSetting {
     /// Whether no key is set: such a setting sends nothing and keys no cache.
     pub fn is_empty(&self) -> bool {
-        *self == Reasoning::default()
+        *self == ReasoningSetting::default()
     }
 
     /// This setting with `default`'s keys where this one leaves them unset:
     /// per key, so a spec's `effort` and a model's `budget_tokens` both hold.
     #[must_use]
-    pub fn over(self, default: Reasoning) -> Reasoning {
-        Reasoning {
+    pub fn over(self, default: ReasoningSetting) -> ReasoningSetting {
+        ReasoningSetting {
             effort: self.effort.or(default.effort),
             budget_tokens: self.budget_tokens.or(default.budget_tokens),
             enabled: self.enabled.or(default.enabled),
@@ -144,17 +144,21 @@ mod tests {
 
     #[test]
     fn keys_combine_one_by_one_and_an_empty_setting_serializes_to_nothing() {
-        let spec: Reasoning = toml::from_str("effort = \"high\"").unwrap();
-        let model: Reasoning = toml::from_str("effort = \"low\"\nbudget_tokens = 512").unwrap();
+        let spec: ReasoningSetting = toml::from_str("effort = \"high\"").unwrap();
+        let model: ReasoningSetting =
+            toml::from_str("effort = \"low\"\nbudget_tokens = 512").unwrap();
         let both = spec.over(model);
         assert_eq!(both.effort, Some(Effort::High));
         assert_eq!(both.budget_tokens, Some(512));
         assert_eq!(both.enabled, None);
         assert_eq!(both.keys(), ["effort", "budget_tokens"]);
-        assert!(Reasoning::default().is_empty());
-        assert_eq!(serde_json::to_string(&Reasoning::default()).unwrap(), "{}");
-        assert!(toml::from_str::<Reasoning>("effort = \"hihg\"").is_err());
-        assert!(toml::from_str::<Reasoning>("efort = \"high\"").is_err());
+        assert!(ReasoningSetting::default().is_empty());
+        assert_eq!(
+            serde_json::to_string(&ReasoningSetting::default()).unwrap(),
+            "{}"
+        );
+        assert!(toml::from_str::<ReasoningSetting>("effort = \"hihg\"").is_err());
+        assert!(toml::from_str::<ReasoningSetting>("efort = \"high\"").is_err());
     }
 
     #[test]
@@ -166,7 +170,7 @@ mod tests {
             ("enabled = false\nbudget_tokens = 8", Some("budget_tokens")),
         ];
         for (text, key) in cases {
-            let r: Reasoning = toml::from_str(text).unwrap();
+            let r: ReasoningSetting = toml::from_str(text).unwrap();
             assert_eq!(r.contradiction().map(|(k, _)| k), key, "{text}");
         }
         assert_eq!(Effort::parse("medium"), Some(Effort::Medium));

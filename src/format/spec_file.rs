@@ -258,8 +258,8 @@ pub struct RequestOptions {
     pub parallel_tool_calls: Option<bool>,
     /// How much the model thinks: `{ effort, budget_tokens, enabled }`; per
     /// key over the model's own `reasoning` (see docs/reasoning.md).
-    #[serde(default, skip_serializing_if = "super::Reasoning::is_empty")]
-    pub reasoning: super::Reasoning,
+    #[serde(default, skip_serializing_if = "super::ReasoningSetting::is_empty")]
+    pub reasoning: super::ReasoningSetting,
 }
 
 /// The `[sampling]` table: `n` answers per instance, each its own record.

@@ -20,7 +20,7 @@ mod ollama;
 mod openai;
 pub(crate) mod price;
 mod rate_headers;
-pub(crate) mod reasoning;
+pub(crate) mod reasoning_setting;
 pub(crate) mod replay;
 mod retry_after;
 mod server_options;
@@ -46,7 +46,7 @@ pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use rate_headers::allowance_spent;
-pub(crate) use reasoning::SweepCell;
+pub(crate) use reasoning_setting::SweepCell;
 pub(crate) use replay::ReplayProvider;
 pub(crate) use retry_after::parse_retry_after;
 
@@ -111,8 +111,11 @@ pub struct ChatRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill: Option<String>,
     /// How much the model thinks; unset keeps a request's old cache key.
-    #[serde(default, skip_serializing_if = "crate::prompt::Reasoning::is_empty")]
-    pub reasoning: crate::prompt::Reasoning,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::prompt::ReasoningSetting::is_empty"
+    )]
+    pub reasoning: crate::prompt::ReasoningSetting,
 }
 
 impl ChatRequest {
@@ -135,7 +138,7 @@ impl ChatRequest {
             tool_choice: None,
             parallel_tool_calls: None,
             prefill: None,
-            reasoning: crate::prompt::Reasoning::default(),
+            reasoning: crate::prompt::ReasoningSetting::default(),
         }
     }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::prompt::Reasoning;
+use crate::prompt::ReasoningSetting;
 
 pub(crate) use super::server_options::{DEFAULT_READY_TIMEOUT_SECS, ServerOptions};
 
@@ -132,8 +132,8 @@ pub struct ModelSetup {
     pub max_response_bytes: u64,
     /// The model's own reasoning setting (`reasoning = { ... }`): per key
     /// under the spec's `[request] reasoning`.
-    #[serde(default, skip_serializing_if = "Reasoning::is_empty")]
-    pub reasoning: Reasoning,
+    #[serde(default, skip_serializing_if = "ReasoningSetting::is_empty")]
+    pub reasoning: ReasoningSetting,
     /// Set on one cell of `--sweep`: the setting it runs, over the spec's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<super::SweepCell>,
@@ -203,7 +203,7 @@ impl ModelSetup {
             price: None,
             exec: None,
             max_response_bytes: super::DEFAULT_MAX_RESPONSE_BYTES,
-            reasoning: Reasoning::default(),
+            reasoning: ReasoningSetting::default(),
             sweep: None,
         }
     }

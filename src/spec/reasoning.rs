@@ -9,7 +9,7 @@
 //! passes it in, so this layer needs no provider.
 
 use crate::error::{Diagnostic, ErrorKind, Location};
-use crate::format::Reasoning;
+use crate::format::ReasoningSetting;
 use crate::format::key_path;
 
 use super::Spec;
@@ -23,13 +23,13 @@ pub(crate) struct ModelReasoning<'a> {
     /// The model's name, for messages.
     pub name: &'a str,
     /// The model's own setting (`reasoning` in `harness.toml`).
-    pub own: Reasoning,
+    pub own: ReasoningSetting,
     /// A sweep cell's setting, when the model is one: its `--sweep` argument too.
-    pub sweep: Option<(Reasoning, &'a str)>,
+    pub sweep: Option<(ReasoningSetting, &'a str)>,
     /// The model's `options.max_tokens`, which wins over the spec's.
     pub max_tokens: Option<u32>,
     /// The key of a setting the model's wire cannot carry, and why.
-    pub unsupported: &'a dyn Fn(&Reasoning) -> Option<(&'static str, String)>,
+    pub unsupported: &'a dyn Fn(&ReasoningSetting) -> Option<(&'static str, String)>,
 }
 
 impl Spec {
@@ -64,7 +64,7 @@ impl Spec {
                 ),
             ))
         })?;
-        let written = |r: &Reasoning| r.keys().contains(&key);
+        let written = |r: &ReasoningSetting| r.keys().contains(&key);
         let (location, origin) = match model.sweep {
             Some((sweep, argument)) if written(&sweep) => (
                 Location::file_start(&self.file),
@@ -107,21 +107,27 @@ mod tests {
     #[test]
     fn a_problem_is_located_where_its_setting_was_written() {
         let dir = tempfile::tempdir().unwrap();
-        let carries_all = |_: &Reasoning| None;
-        let no_budget = |r: &Reasoning| {
+        let carries_all = |_: &ReasoningSetting| None;
+        let no_budget = |r: &ReasoningSetting| {
             r.budget_tokens
                 .map(|_| ("budget_tokens", "no budget here".to_owned()))
         };
-        let budget = |b| Reasoning {
+        let budget = |b| ReasoningSetting {
             budget_tokens: Some(b),
-            ..Reasoning::default()
+            ..ReasoningSetting::default()
         };
         // (request lines, the model's own, its max_tokens, a sweep's, the wire,
         //  where the error is and what it says; no place: no error)
-        type Wire<'a> = &'a dyn Fn(&Reasoning) -> Option<(&'static str, String)>;
-        type Case<'a> = (&'a str, Reasoning, Option<u32>, Option<Reasoning>, Wire<'a>);
-        let none = Reasoning::default();
-        let off = Reasoning {
+        type Wire<'a> = &'a dyn Fn(&ReasoningSetting) -> Option<(&'static str, String)>;
+        type Case<'a> = (
+            &'a str,
+            ReasoningSetting,
+            Option<u32>,
+            Option<ReasoningSetting>,
+            Wire<'a>,
+        );
+        let none = ReasoningSetting::default();
+        let off = ReasoningSetting {
             enabled: Some(false),
             ..none
         };

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{open, report};
 use crate::common::browser::{Browser, artifacts};
 use crate::common::fake_server::FakeServer;
-use crate::reasoning::{SWEEP, sweep_workspace, thinks};
+use crate::reasoning_controls::{SWEEP, sweep_workspace, thinks};
 
 #[test]
 fn a_sweep_draws_its_curve_at_the_json_reports_numbers() {
@@ -28,7 +28,7 @@ fn a_sweep_draws_its_curve_at_the_json_reports_numbers() {
     // One curve against reasoning tokens, one against cost (the model has a price).
     for (k, axis) in ["reasoning_tokens", "cost"].into_iter().enumerate() {
         let chart =
-            format!("document.querySelectorAll('[data-sweep=\"fake:reasoning\"] svg')[{k}]");
+            format!("document.querySelectorAll('[data-sweep=\"fake:reasoning_sweep\"] svg')[{k}]");
         assert_eq!(b.eval(&format!("{chart}.dataset.axis")), json!(axis));
         let marks = b.eval(&format!(
             "[...{chart}.querySelectorAll('.mark')].map(m => [m.dataset.model, \

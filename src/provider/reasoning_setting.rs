@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{ModelSetup, ProviderKind};
-use crate::prompt::Reasoning;
+use crate::prompt::ReasoningSetting;
 
 /// One cell of a sweep: a model run with one value of one reasoning key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,14 +29,14 @@ pub struct SweepCell {
     /// The value of this cell, as written on the command line.
     pub value: String,
     /// The setting this cell sends: that key alone.
-    pub setting: Reasoning,
+    pub setting: ReasoningSetting,
 }
 
 impl ModelSetup {
     /// The reasoning a request of this model sends for a spec whose
     /// `[request] reasoning` is `spec`: a sweep cell's key over the spec's,
     /// the spec's over the model's own (per key).
-    pub(crate) fn reasoning_for(&self, spec: Reasoning) -> Reasoning {
+    pub(crate) fn reasoning_for(&self, spec: ReasoningSetting) -> ReasoningSetting {
         let setting = spec.over(self.reasoning);
         match &self.sweep {
             Some(cell) => cell.setting.over(setting),
@@ -48,7 +48,7 @@ impl ModelSetup {
 /// Why `wire` cannot carry a key of `setting`: the key, and what to do.
 pub(crate) fn unsupported(
     wire: ProviderKind,
-    setting: &Reasoning,
+    setting: &ReasoningSetting,
 ) -> Option<(&'static str, String)> {
     if let Some(contradiction) = setting.contradiction() {
         return Some(contradiction);
@@ -90,7 +90,7 @@ pub(crate) fn unsupported(
 /// which every build of theirs reads.
 pub(crate) fn openai_body(
     wire: ProviderKind,
-    setting: &Reasoning,
+    setting: &ReasoningSetting,
     body: &mut Value,
 ) -> Result<(), super::ProviderError> {
     if setting.is_empty() {
@@ -142,7 +142,7 @@ pub(crate) fn openai_body(
 /// Adds `setting` to an Ollama `/api/chat` body as `think`: an effort when
 /// one is set (Ollama's levels for the models that take them), else the switch.
 pub(crate) fn ollama_body(
-    setting: &Reasoning,
+    setting: &ReasoningSetting,
     body: &mut Value,
 ) -> Result<(), super::ProviderError> {
     if setting.is_empty() {
@@ -162,7 +162,7 @@ pub(crate) fn ollama_body(
 
 /// The request-time guard: `check` and `run` refuse such a setting first,
 /// so this fires only for a request built some other way.
-fn refuse(wire: ProviderKind, setting: &Reasoning) -> Result<(), super::ProviderError> {
+fn refuse(wire: ProviderKind, setting: &ReasoningSetting) -> Result<(), super::ProviderError> {
     match unsupported(wire, setting) {
         Some((_, why)) => Err(super::ProviderError::Config(why)),
         None => Ok(()),
@@ -173,7 +173,7 @@ fn refuse(wire: ProviderKind, setting: &Reasoning) -> Result<(), super::Provider
 mod tests {
     use super::*;
 
-    fn setting(text: &str) -> Reasoning {
+    fn setting(text: &str) -> ReasoningSetting {
         toml::from_str(text).unwrap()
     }
 

@@ -15,11 +15,11 @@ use crate::common::workspace::{Workspace, model_toml};
 use crate::html_report::report;
 
 /// The example of docs/reasoning.md "Sweeps".
-pub(crate) const SPEC: &str = include_str!("../docs/examples/specs/reasoning.toml");
+pub(crate) const SPEC: &str = include_str!("../docs/examples/specs/reasoning_sweep.toml");
 
 /// The sweep the docs show, on the fake model.
 pub(crate) const SWEEP: [&str; 6] = [
-    "specs/reasoning.toml",
+    "specs/reasoning_sweep.toml",
     "-m",
     "fake",
     "--sweep",
@@ -33,7 +33,7 @@ const PRICE: (f64, f64) = (1.0, 2.0);
 /// A workspace with the docs' sweep spec and the fake model, priced.
 pub(crate) fn sweep_workspace(fake: &FakeServer) -> Workspace {
     let ws = Workspace::new();
-    ws.write("specs/reasoning.toml", SPEC);
+    ws.write("specs/reasoning_sweep.toml", SPEC);
     let price = format!("price = {{ input = {}, output = {} }}", PRICE.0, PRICE.1);
     ws.fake_model(fake, &format!("timeout_secs = 5\n{price}"));
     ws
@@ -138,7 +138,7 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
         "reasoning = { budget_tokens = 512 }",
     );
     ws.write("specs/budget.toml", &budget);
-    ws.write("specs/reasoning.toml", SPEC);
+    ws.write("specs/reasoning_sweep.toml", SPEC);
     let line = budget
         .lines()
         .position(|l| l.starts_with("reasoning"))
@@ -163,7 +163,7 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
         ),
         (
             &[
-                "specs/reasoning.toml",
+                "specs/reasoning_sweep.toml",
                 "-m",
                 "fake",
                 "--sweep",
@@ -176,7 +176,7 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
         ),
         (
             &[
-                "specs/reasoning.toml",
+                "specs/reasoning_sweep.toml",
                 "-m",
                 "fake",
                 "--sweep",
@@ -186,7 +186,7 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
         ),
         (
             &[
-                "specs/reasoning.toml",
+                "specs/reasoning_sweep.toml",
                 "-m",
                 "fake",
                 "--sweep",
@@ -208,7 +208,7 @@ fn what_a_wire_cannot_carry_is_refused_located_before_any_request() {
     ws.fake_model(&fake, "reasoning = { effort = \"hihg\" }");
     let config_at = format!("harness.toml:5:{}", "reasoning = { effort = ".len() + 1);
     let wanted = [config_at.as_str(), "did you mean `high`?"];
-    ws.run_expect(&["specs/reasoning.toml", "-m", "fake"], 2, &wanted);
+    ws.run_expect(&["specs/reasoning_sweep.toml", "-m", "fake"], 2, &wanted);
     assert_eq!(fake.count(), 0, "nothing was sent");
 }
 
@@ -233,9 +233,9 @@ fn a_models_own_setting_fills_what_the_spec_leaves_and_each_wire_takes_its_field
         ),
     ];
     ws.write("harness.toml", &models.concat());
-    ws.write("specs/reasoning.toml", SPEC);
+    ws.write("specs/reasoning_sweep.toml", SPEC);
     let plain = SPEC
-        .replace("id = \"reasoning\"", "id = \"plain\"")
+        .replace("id = \"reasoning_sweep\"", "id = \"plain\"")
         .replace("Think it through", "Answer plainly")
         .replace("reasoning = { effort = \"medium\" }", "");
     ws.write("specs/plain.toml", &plain);
@@ -288,7 +288,7 @@ fn a_budget_sweep_reaches_the_managed_llama_server_per_request() {
         .replace("runs = 12", "runs = 2")
         .replace("max_tokens = 8192", "max_tokens = 16")
         .replace("{ effort = \"medium\" }", "{ enabled = true }");
-    ws.write("specs/reasoning.toml", &spec);
+    ws.write("specs/reasoning_sweep.toml", &spec);
     ws.write("think.jinja", THINK_TEMPLATE);
     let config = format!(
         "[models.smol]\nprovider = \"llamacpp\"\nmodel = \"{}\"\nconcurrency = 1\ntimeout_secs = 120\n\
@@ -300,7 +300,7 @@ fn a_budget_sweep_reaches_the_managed_llama_server_per_request() {
     let results = ws.path().join("results");
     let _guard = crate::common::managed::NoOrphans(results.clone());
     let sweep = "reasoning.budget_tokens=3,9";
-    let mut cmd = ws.run_cmd(&["specs/reasoning.toml", "-m", "smol", "--sweep", sweep]);
+    let mut cmd = ws.run_cmd(&["specs/reasoning_sweep.toml", "-m", "smol", "--sweep", sweep]);
     // `<cache>/llama-server-<version>/bin/llama-server`
     cmd.env("HARNESS_CACHE_DIR", bin.ancestors().nth(3).unwrap());
     let (code, out) = crate::common::run(&mut cmd);
