@@ -10,6 +10,9 @@
 //! (program and checker in their sandboxes), against the same answer and
 //! tests run bare as one `python3 file.py` each, interleaved; the ratio is
 //! sandboxed verdicts per second over bare programs per second (goal ≥ 2).
+//!
+//! For profiling, `SANDBOX_BENCH=code` runs only the throughput part, and
+//! `SANDBOX_BENCH_ROUNDS=N` sets its number of tasks (default 40).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,6 +47,15 @@ fn mean(xs: &[Duration]) -> Duration {
 }
 
 fn main() {
+    if std::env::var("SANDBOX_BENCH").as_deref() == Ok("code") {
+        let python = python_interpreter().unwrap_or_else(|e| panic!("{e}"));
+        let (bare, sandboxed) = code_rule_throughput(&python.path);
+        println!(
+            "bare {bare:.1}/s, sandboxed {sandboxed:.1}/s, ratio {:.2}x",
+            sandboxed / bare
+        );
+        return;
+    }
     let sandbox = Sandbox::isolated().unwrap_or_else(|e| panic!("{e}"));
     let python = python_interpreter().unwrap_or_else(|e| panic!("{e}"));
     let program = Program {
@@ -132,8 +144,12 @@ fn code_rule_throughput(python: &std::path::Path) -> (f64, f64) {
     let file = dir.path().join("solution.py");
     std::fs::write(&file, format!("{UNIVERSAL}{BARE_TESTS}")).expect("write the bare program");
     let answer = format!("```python\n{UNIVERSAL}```");
+    let rounds = std::env::var("SANDBOX_BENCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(CODE_ROUNDS);
     let (mut bare, mut sandboxed) = (Duration::ZERO, Duration::ZERO);
-    for i in 0..CODE_ROUNDS {
+    for i in 0..rounds {
         let vars = spec.instance(i).expect("t03 generates").vars;
         let func = vars["func"].as_str().expect("a function name");
         let start = Instant::now();
@@ -150,6 +166,6 @@ fn code_rule_throughput(python: &std::path::Path) -> (f64, f64) {
         sandboxed += start.elapsed();
         assert!(verdict.passed, "{verdict:?}");
     }
-    let rate = |total: Duration| CODE_ROUNDS as f64 / total.as_secs_f64();
+    let rate = |total: Duration| rounds as f64 / total.as_secs_f64();
     (rate(bare), rate(sandboxed))
 }

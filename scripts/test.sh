@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The project's test command (README): builds or reuses llama-server and the
-# two tiny models (cached under ~/.cache/harness), starts their servers on
-# loopback (each model twice, as a pool, and SmolLM2 once more for the
-# judge) and a single-node Slurm cluster (scripts/slurm-cluster.sh), runs
+# The project's test command (README): builds or reuses llama-server,
+# llama-cpp-python's server and the two tiny models (cached under
+# ~/.cache/harness), starts their servers on loopback (each model twice, as a
+# pool, SmolLM2 once more for the judge and once on llama-cpp-python) and a single-node Slurm cluster (scripts/slurm-cluster.sh), runs
 # every test (unit, integration, fault injection, SIGKILL resume, end-to-end
 # against the real servers and cluster), checks the shipped specs, stops
 # what it started and prints how long each phase took.
@@ -106,11 +106,15 @@ HARNESS_GEMMA2_URL="$(serve gemma3b)"
 # beside the models instead of after them, and never shares their batches.
 HARNESS_JUDGE_URL="$(serve judge)"
 HARNESS_JUDGE2_URL="$(serve judgeb)"
+# SmolLM2 once more on llama-cpp-python's server (one thread is its default
+# here; its flags are not llama-server's).
+HARNESS_LLAMA_PY_URL="$(nice -n 10 scripts/llama-server.sh start smollm2py)"
 export HARNESS_LLAMA_URL HARNESS_LLAMA2_URL HARNESS_GEMMA_URL HARNESS_GEMMA2_URL \
-  HARNESS_JUDGE_URL HARNESS_JUDGE2_URL HARNESS_E2E=1
+  HARNESS_JUDGE_URL HARNESS_JUDGE2_URL HARNESS_LLAMA_PY_URL HARNESS_E2E=1
 echo "llama-server: smollm2 at $HARNESS_LLAMA_URL and $HARNESS_LLAMA2_URL," \
   "gemma3 at $HARNESS_GEMMA_URL and $HARNESS_GEMMA2_URL," \
-  "the judge at $HARNESS_JUDGE_URL and $HARNESS_JUDGE2_URL"
+  "the judge at $HARNESS_JUDGE_URL and $HARNESS_JUDGE2_URL;" \
+  "llama-cpp-python: smollm2 at $HARNESS_LLAMA_PY_URL"
 mark "start the cluster and the servers" "$t"
 # The managed-server tests (tests/managed_llama.rs) start their own llama-server
 # from the binary and model file.

@@ -114,6 +114,11 @@ failure_kinds! {
     EpisodeTimeout = "episode_timeout",
     /// A call's arguments, a tool's result or the state nested past the depth limit.
     TooDeep = "too_deep",
+
+    // How an answer ended, whatever its rules concluded.
+    /// Generation stopped while the model was still reasoning: a length stop
+    /// with reasoning and no answer, or an unclosed `<think>` block.
+    UnfinishedReasoning = "unfinished_reasoning",
 }
 
 /// Kinds sort by name, as reports list them and older reports did.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Who speaks: the wires read a message's role (a tool's result has its own form).
 pub(crate) use crate::format::Role;
 /// Tools travel with the messages, from the spec to the request.
-pub(crate) use crate::format::{ReasoningSetting, Tool, ToolCall, ToolChoice};
+pub(crate) use crate::format::{ReasoningSetting, Tool, ToolCall, ToolChoice, ToolMode};
 pub(crate) use crate::media::ImageRef;
 
 /// One rendered chat message.
@@ -29,6 +29,43 @@ pub struct Message {
     /// For a tool's result: the name of the tool that produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// For an assistant turn of an episode: what the model reasoned before
+    /// it, kept for the record (and for wires that want it sent back); the
+    /// rules never read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+}
+
+/// What a model reasoned before its answer, kept apart from the answer: a
+/// server's `reasoning_content`, Ollama's `thinking`, or an inline
+/// `<think>` block taken out of the text. A struct rather than a string so a
+/// wire that signs its reasoning (Anthropic's `thinking` blocks) can add the
+/// blocks it must be sent back unchanged without touching every reader.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The reasoning as the model wrote it.
+    pub text: String,
+    /// Generation stopped inside the reasoning: an inline `<think>` block
+    /// without its end, or a length stop before any answer. Kept with the
+    /// reasoning so a replayed answer fails as the recorded one did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unfinished: bool,
+}
+
+impl Reasoning {
+    /// Reasoning of `text`, or `None` when there is none to keep.
+    pub fn of(text: impl Into<String>) -> Option<Reasoning> {
+        let text = text.into();
+        (!text.trim().is_empty()).then_some(Reasoning {
+            text,
+            unfinished: false,
+        })
+    }
+
+    /// Its length in characters (Markdown shows this, not the text).
+    pub fn chars(&self) -> usize {
+        self.text.chars().count()
+    }
 }
 
 impl Message {
@@ -41,6 +78,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             tool_name: None,
+            reasoning: None,
         }
     }
 

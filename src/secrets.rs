@@ -75,7 +75,14 @@ pub(crate) fn var(name: &str) -> Option<String> {
 }
 
 /// Keys the harness itself reads, whatever their names look like.
-pub(crate) const KNOWN_KEYS: [&str; 3] = ["OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"];
+pub(crate) const KNOWN_KEYS: [&str; 6] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+];
 
 /// Whether a variable's name says it holds a credential (`*_KEY*`,
 /// `*_TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `TOKEN`),

@@ -21,7 +21,7 @@ use crate::common::workspace::Workspace;
 const INSTANCES: usize = 8;
 
 /// A workspace with `specs/shop_agent.toml`, its dataset, and the model `fake`.
-fn shop(fake: &FakeServer, settings: &str) -> Workspace {
+pub(crate) fn shop(fake: &FakeServer, settings: &str) -> Workspace {
     let ws = Workspace::with_fake("shop_agent.toml", fake, settings);
     let rows = std::fs::read_to_string(root().join("datasets/shop_agent/orders.jsonl")).unwrap();
     std::fs::create_dir_all(ws.path().join("datasets/shop_agent")).unwrap();
@@ -29,18 +29,21 @@ fn shop(fake: &FakeServer, settings: &str) -> Workspace {
     ws
 }
 
-/// The model turn a request asks for: the assistant messages it already holds.
-fn turn(request: &Request) -> usize {
-    request.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count()
+/// The model turn a request asks for: the model turns it already holds
+/// (assistant messages; Gemini's `model` turns; a Responses `input`'s
+/// `function_call` items, one per turn of the clerk's).
+pub(crate) fn turn(request: &Request) -> usize {
+    let count = |list: &Value, key: &str, value: &str| {
+        list.as_array()
+            .map_or(0, |l| l.iter().filter(|m| m[key] == value).count())
+    };
+    count(&request.body["messages"], "role", "assistant")
+        + count(&request.body["contents"], "role", "model")
+        + count(&request.body["input"], "type", "function_call")
 }
 
 /// A clerk who lists the orders, cancels A-1002 and submits, whatever the request.
-fn clerk(request: &Request) -> Reply {
+pub(crate) fn clerk(request: &Request) -> Reply {
     let call = |name: &str, arguments: Value| FakeCall::new(name, &arguments.to_string());
     match turn(request) {
         0 => Reply::Calls(String::new(), vec![call("list_orders", json!({}))]),

@@ -13,6 +13,10 @@ use std::sync::MutexGuard;
 
 use crate::common::{e2e_var, golden_lines, harness, locks, report, root, run};
 
+/// llama-cpp-python's server, beside llama-server.
+mod llama_cpp_python;
+/// Reasoning from both CI models on managed thinking servers.
+mod reasoning;
 /// `harness synth` against the real server.
 mod synth;
 

@@ -109,6 +109,7 @@ fn hostile_journal(run_dir: &Path) -> PathBuf {
         r["response"] = json!(HOSTILE);
         r["detail"] = json!(HOSTILE);
         r["answer"] = json!("<script>window.__pwned = 3</script>");
+        r["reasoning"] = json!({"text": HOSTILE.replace("__pwned = ", "__pwned = 5")});
         lines.push(r.to_string());
     }
     let journal = run_dir.join("journal.jsonl");
@@ -149,6 +150,16 @@ fn hostile_answers_render_as_text() {
         "{response}"
     );
     assert!(response.contains("<img src=x onerror="), "{response}");
+    // The reasoning shows folded, as text.
+    assert_eq!(
+        b.eval("document.querySelector('#drill-body details.reasoning').open"),
+        json!(false)
+    );
+    let reasoning = text(&mut b, "#drill-body details.reasoning pre");
+    assert!(
+        reasoning.contains("<img src=x onerror=\"window.__pwned = 52\">"),
+        "{reasoning}"
+    );
     assert!(
         response.contains("␛[31mred␛[0m"),
         "escapes shown, not obeyed: {response}"

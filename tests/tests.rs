@@ -26,9 +26,13 @@
 //! - Runs against the fake server: `adaptive` (`concurrency = "auto"`
 //!   against a rate limit), `provider_wire`, `tool_wire` (tool
 //!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
+//!   `native_wires` (Anthropic, Gemini and OpenAI Responses), `openapi_wires`
+//!   (request bodies checked against the vendored OpenAI OpenAPI document),
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
-//!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`), `reasoning_controls`
-//!   (reasoning settings on the wire, `--sweep` and its reports).
+//!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`), `reasoning`
+//!   (reasoning kept apart from answers, counted, priced, `unfinished_reasoning`
+//!   in every report), `reasoning_controls` (reasoning settings on the wire,
+//!   `--sweep` and its reports).
 //! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
 //!   Tesseract on three lines of `datasets/ocr_lines/`, skipped without it).
 //! - Model-written code in the sandbox: `code_rule`, `code_parity` (verdicts equal bare
@@ -109,10 +113,13 @@ mod managed_llama;
 mod managed_vllm;
 mod measures;
 mod media;
+mod native_wires;
 mod ocr;
+mod openapi_wires;
 mod pipes;
 mod pool_llama;
 mod provider_wire;
+mod reasoning;
 mod reasoning_controls;
 mod report_language;
 mod reports;

@@ -2,6 +2,7 @@
 //! its calls, or a whole episode) judged by the spec's rules, with fixed
 //! judge responses where the spec has a judge.
 
+use crate::provider::split_think;
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind};
@@ -103,8 +104,12 @@ fn judge_example(
         Some(last) if example.response.is_empty() => last.content.as_str(),
         _ => example.response.as_str(),
     };
+    // A `<think>` block in an example is reasoning, as in a model's answer.
+    let (text, reasoning) = split_think(text);
+    let reasoning = reasoning.unwrap_or_default();
     let reply = crate::verify::Reply {
-        text,
+        text: &text,
+        reasoning: &reasoning.text,
         trajectory: &trajectory,
         state: example.state.as_ref(),
         tools: &tools,
@@ -262,7 +267,9 @@ fn example_judgements(
     vars: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<Judged, ExampleJudgeError> {
     let mut judged = Judged::new();
-    let tasks = spec.rules.judge_tasks(&example.response);
+    let (answer, reasoning) = split_think(&example.response);
+    let reasoning = reasoning.unwrap_or_default();
+    let tasks = spec.rules.judge_tasks(&answer, &reasoning.text);
     if example.judge.is_empty() {
         return Ok(judged);
     }

@@ -297,6 +297,7 @@ mod tests {
         let c = Completion {
             allowance_spent: false,
             text: "hi".into(),
+            reasoning: None,
             usage: Usage::default(),
             finish_reason: None,
             shared: None,
@@ -332,6 +333,7 @@ mod tests {
         let answer = Completion {
             allowance_spent: false,
             text: String::new(),
+            reasoning: None,
             usage: Usage::default(),
             finish_reason: Some("tool_calls".into()),
             shared: None,
@@ -397,6 +399,7 @@ mod tests {
         let answer = |text: &str| Completion {
             allowance_spent: false,
             text: text.into(),
+            reasoning: None,
             usage: Usage::default(),
             finish_reason: None,
             shared: None,

@@ -25,8 +25,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::provider::{
-    ExecClient, ModelSetup, OllamaClient, OpenAiClient, Provider, ProviderKind, ReplayProvider,
-    ServedBy,
+    ExecClient, ModelSetup, NativeClient, OllamaClient, OpenAiClient, Provider, ProviderKind,
+    ReplayProvider, ServedBy,
 };
 use cache::Cache;
 use limits::RateLimiter;
@@ -198,7 +198,16 @@ pub(crate) fn connect(
                     std::env::var("OLLAMA_HOST").ok(),
                 )]
             }
-            ProviderKind::OpenAi | ProviderKind::Ollama => m.endpoints(),
+            ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::OpenAiResponses
+                if m.endpoints().is_empty() =>
+            {
+                vec![crate::provider::native_base_url(m.provider)]
+            }
+            ProviderKind::OpenAi
+            | ProviderKind::Ollama
+            | ProviderKind::Anthropic
+            | ProviderKind::Gemini
+            | ProviderKind::OpenAiResponses => m.endpoints(),
             ProviderKind::Replay => vec![format!("replay:{}", m.name)],
             ProviderKind::Exec => vec![format!("exec:{}", m.name)],
         };
@@ -220,6 +229,9 @@ pub(crate) fn connect(
                 }
                 ProviderKind::Replay => Provider::Replay(ReplayProvider::new(golden_dir, &m.name)),
                 ProviderKind::Exec => Provider::Exec(exec_client(m)?),
+                ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::OpenAiResponses => {
+                    Provider::Native(NativeClient::new(&resolved, http)?)
+                }
             };
             // Models at one endpoint share its concurrency limit.
             let shared = if m.provider.is_managed() {

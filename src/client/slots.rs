@@ -360,6 +360,7 @@ mod tests {
         let answer = |allowance_spent| {
             Ok::<_, ProviderError>(vec![Completion {
                 text: "4".into(),
+                reasoning: None,
                 usage: Default::default(),
                 finish_reason: None,
                 shared: None,

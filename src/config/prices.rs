@@ -1,7 +1,8 @@
 //! `--prices FILE`: token prices from LiteLLM's
 //! `model_prices_and_context_window.json`, the table many users already
-//! keep: per model, `input_cost_per_token`, `output_cost_per_token` and
-//! `cache_read_input_token_cost` (in currency per token). Read from disk
+//! keep: per model, `input_cost_per_token`, `output_cost_per_token`,
+//! `cache_read_input_token_cost` and `output_cost_per_reasoning_token` (in
+//! currency per token). Read from disk
 //! only; the harness never fetches it.
 
 use std::collections::BTreeMap;
@@ -21,6 +22,8 @@ struct Entry {
     output_cost_per_token: Option<f64>,
     #[serde(default, deserialize_with = "per_token")]
     cache_read_input_token_cost: Option<f64>,
+    #[serde(default, deserialize_with = "per_token")]
+    output_cost_per_reasoning_token: Option<f64>,
 }
 
 /// A price per token: a finite number of 0 or more, or null.
@@ -69,6 +72,7 @@ impl PriceTable {
                     input: input * PER_MILLION,
                     output: output * PER_MILLION,
                     cached_input: e.cache_read_input_token_cost.unwrap_or(input) * PER_MILLION,
+                    reasoning: e.output_cost_per_reasoning_token.unwrap_or(output) * PER_MILLION,
                 };
                 Some((key, price))
             })

@@ -42,9 +42,22 @@ impl ExtractKind {
     ];
 }
 
+/// What a rule extracts its answer from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtractSource {
+    /// The model's answer: its text without the reasoning.
+    #[default]
+    Answer,
+    /// What the model reasoned before answering (empty when it kept none).
+    Reasoning,
+}
+
 /// `extract = "last_number"` or `extract = { patterns = [...], kind = "..." }`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ExtractDef {
+    /// Where the text comes from: the answer (default) or the reasoning.
+    pub from: ExtractSource,
     /// The final step.
     pub kind: ExtractKind,
     /// Regexes tried in order; the first that matches narrows the text to its
@@ -86,6 +99,8 @@ impl ExtractDef {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExtractTable {
+    #[serde(default)]
+    from: ExtractSource,
     kind: Option<ExtractKind>,
     #[serde(default)]
     patterns: Vec<String>,
@@ -126,6 +141,7 @@ impl<'de> Deserialize<'de> for ExtractDef {
                     ExtractKind::Text
                 };
                 Ok(ExtractDef {
+                    from: t.from,
                     kind: t.kind.unwrap_or(implied),
                     patterns: t.patterns,
                     last_match: t.last_match,
@@ -148,6 +164,7 @@ impl JsonSchema for ExtractDef {
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let kind = generator.subschema_for::<ExtractKind>();
+        let from = generator.subschema_for::<ExtractSource>();
         json_schema!({
             "description": "How the answer is taken from the response: a kind name, or a pipeline table.",
             "anyOf": [
@@ -156,6 +173,7 @@ impl JsonSchema for ExtractDef {
                     "type": "object",
                     "additionalProperties": false,
                     "properties": {
+                        "from": from,
                         "kind": kind,
                         "patterns": {"type": "array", "items": {"type": "string"},
                             "description": "Regexes tried in order; the first that matches wins."},

@@ -25,7 +25,7 @@ mod tools;
 
 pub(crate) use agent::EpisodeLimits;
 pub(crate) use dataset::{Dataset, DatasetFormat};
-pub(crate) use extract::{ExtractDef, ExtractKind};
+pub(crate) use extract::{ExtractDef, ExtractKind, ExtractSource};
 pub(crate) use reasoning::{Effort, REASONING_KEYS, ReasoningSetting};
 pub(crate) use rule::{RuleTable, field_names};
 pub(crate) use schema::{schema_text, spec_schema};

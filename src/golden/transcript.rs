@@ -32,6 +32,13 @@ pub(crate) struct ScoredAnswer {
     /// Generated tokens (unset when the answer shared a request with other samples).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_out: Option<u64>,
+    /// What the model reasoned before the response, kept apart from it (the
+    /// last turn's, in an episode: earlier turns keep theirs in `trajectory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<crate::prompt::Reasoning>,
+    /// Of the generated tokens, those the server counted as reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_reasoning: Option<u64>,
     /// The request error, when no response was obtained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -42,6 +42,8 @@ pub(crate) struct Accumulator {
     latencies: Vec<u64>,
     tokens_in: (u64, u64),
     tokens_out: (u64, u64),
+    tokens_reasoning: (u64, u64),
+    with_reasoning: u64,
     speed: (u64, u64),
     failures: BTreeMap<FailureKind, FailureStat>,
     failing: Vec<Example>,
@@ -95,6 +97,10 @@ impl Accumulator {
         }
         if let Some(n) = r.scored.tokens_in {
             self.tokens_in = (self.tokens_in.0 + 1, self.tokens_in.1 + n);
+        }
+        self.with_reasoning += u64::from(r.scored.reasoning.is_some());
+        if let Some(n) = r.scored.tokens_reasoning {
+            self.tokens_reasoning = (self.tokens_reasoning.0 + 1, self.tokens_reasoning.1 + n);
         }
         if let Some(n) = r.scored.tokens_out {
             self.tokens_out = (self.tokens_out.0 + 1, self.tokens_out.1 + n);
@@ -268,6 +274,8 @@ impl Accumulator {
             latency_ms,
             tokens_in: tokens(self.tokens_in),
             tokens_out: tokens(self.tokens_out),
+            tokens_reasoning: tokens(self.tokens_reasoning),
+            with_reasoning: self.with_reasoning,
             tokens_per_sec: (self.speed.1 > 0)
                 .then(|| self.speed.0 as f64 * 1000.0 / self.speed.1 as f64),
             cost: self.cost.finish(),

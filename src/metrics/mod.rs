@@ -87,6 +87,10 @@ pub(crate) struct Example {
     pub detail: String,
     /// The request error.
     pub error: Option<String>,
+    /// The length in characters of what the model reasoned, when it kept any
+    /// (the text itself stays in the journal and the HTML drill-down).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_chars: Option<usize>,
     /// With tools: the answer's steps, each text cut like the response.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trajectory: Vec<crate::prompt::Message>,
@@ -104,9 +108,16 @@ impl Example {
             response: r.scored.response.as_deref().map(cut),
             detail: cut(&r.scored.detail),
             error: r.scored.error.as_deref().map(cut),
+            reasoning_chars: r
+                .scored
+                .reasoning
+                .as_ref()
+                .map(crate::prompt::Reasoning::chars),
             trajectory: (r.scored.trajectory.iter())
                 .map(|m| crate::prompt::Message {
                     content: cut(&m.content),
+                    // A failure's example shows what the rules read, never the reasoning.
+                    reasoning: None,
                     ..m.clone()
                 })
                 .collect(),
@@ -188,6 +199,13 @@ pub(crate) struct Tokens {
     pub mean: Option<f64>,
 }
 
+impl Tokens {
+    /// No record reported the count (JSON then leaves it out).
+    pub(crate) fn unknown(&self) -> bool {
+        self.count == 0
+    }
+}
+
 /// Finished metrics of one cell or model; field order is the JSON key order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Metrics {
@@ -218,6 +236,13 @@ pub(crate) struct Metrics {
     pub tokens_in: Tokens,
     /// Generated tokens.
     pub tokens_out: Tokens,
+    /// Of the output tokens, those the server counted as reasoning: the mean
+    /// is per answer that reported a count (left out when none did).
+    #[serde(skip_serializing_if = "Tokens::unknown")]
+    pub tokens_reasoning: Tokens,
+    /// Answers that kept reasoning apart from their text.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub with_reasoning: u64,
     /// Generated tokens per second of latency over timed records reporting tokens.
     pub tokens_per_sec: Option<f64>,
     /// What the records cost, when any of them (or their judging) had a price.
@@ -293,6 +318,20 @@ impl Metrics {
             Headline::PassRate => self.pass_rate,
             Headline::MeanScore => self.mean_score,
         }
+    }
+
+    /// Answers cut off while the model was still reasoning.
+    pub(crate) fn unfinished_reasoning(&self) -> u64 {
+        self.failures
+            .get(&FailureKind::UnfinishedReasoning)
+            .map_or(0, |f| f.count)
+    }
+
+    /// Whether the cell has anything about reasoning to show.
+    pub(crate) fn reasons(&self) -> bool {
+        self.with_reasoning > 0
+            || !self.tokens_reasoning.unknown()
+            || self.unfinished_reasoning() > 0
     }
 }
 
@@ -370,3 +409,8 @@ impl Summary {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// Serde's test for a count left out of JSON when nothing was counted.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

@@ -12,14 +12,7 @@ use crate::verify::{FailureKind, RuleOutcome, Verdict};
 /// A passing record of `model`/`spec`/`instance` with a response, 100 ms, 10 in / 5 out.
 pub(crate) fn record(model: &str, spec: &str, instance: u64) -> Record {
     Record {
-        messages: vec![Message {
-            role: Role::User,
-            content: format!("question {instance}"),
-            images: Vec::new(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            tool_name: None,
-        }],
+        messages: vec![Message::text(Role::User, format!("question {instance}"))],
         expected: [("answer".to_owned(), json!("42"))].into_iter().collect(),
         scored: ScoredAnswer {
             response: Some("42".into()),

@@ -1,30 +1,44 @@
 //! Model providers: one request/response shape, several wire formats.
 //!
 //! `openai` speaks `/v1/chat/completions` (OpenAI, vLLM, llama.cpp, LiteLLM),
-//! `ollama` speaks Ollama's `/api/chat`, `replay` answers from recorded golden
+//! `ollama` speaks Ollama's `/api/chat`, `anthropic`, `gemini` and
+//! `responses` the native APIs of Anthropic, Google and OpenAI (`native`
+//! holds what they share), `replay` answers from recorded golden
 //! transcripts, `exec` runs a program per request. Errors are classified so the runner knows what to retry.
 //! `llamacpp` and `vllm` models are servers the harness runs itself (the
 //! client layer's `managed`); once ready they are asked through the `openai`
 //! client. [`ModelSetup`] is a model's whole configuration, parsed from a
-//! reference (`openai:NAME@URL`) or from `harness.toml`.
+//! reference (`openai:NAME@URL`) or from `harness.toml`. Each wire keeps a
+//! model's reasoning apart from its answer (`reasoning_content`, `reasoning`,
+//! Ollama's `thinking`; `reasoning` moves an inline `<think>` block out of
+//! every wire's text) with the reasoning tokens its usage reports.
 //!
 //! Imports go down only: `prompt` (messages), `golden` (replayed
 //! transcripts), `media`, `secrets`, `sandbox` (an `exec` program's input
 //! file) and `text`. No cache, retries or limits here: those are the
 //! client layer's.
 
+mod anthropic;
 mod body;
 pub(crate) mod exec;
+mod gemini;
 pub(crate) mod model_ref;
+mod native;
 mod ollama;
+mod ollama_response;
 mod openai;
+mod openai_response;
 pub(crate) mod price;
 mod rate_headers;
+mod reasoning;
 pub(crate) mod reasoning_setting;
 pub(crate) mod replay;
+mod responses;
 mod retry_after;
+mod scrub;
 mod server_options;
 mod shared;
+use scrub::scrub;
 mod tool_wire;
 
 use std::sync::Arc;
@@ -35,17 +49,19 @@ use serde_json::{Value, json};
 
 use crate::failure::FailureKind;
 use crate::prompt::Message;
-pub(crate) use crate::prompt::{Tool, ToolCall, ToolChoice};
+pub(crate) use crate::prompt::{Reasoning, Tool, ToolCall, ToolChoice};
 
 pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};
 pub use model_ref::{ModelSetup, ProviderKind};
+pub(crate) use native::{NativeClient, default_base_url as native_base_url};
 pub use ollama::OllamaClient;
 pub(crate) use ollama::base_from_env as ollama_base_from_env;
 pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_url};
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use rate_headers::allowance_spent;
+pub(crate) use reasoning::split_think;
 pub(crate) use reasoning_setting::SweepCell;
 pub(crate) use replay::ReplayProvider;
 pub(crate) use retry_after::parse_retry_after;
@@ -198,13 +214,21 @@ pub struct Usage {
     /// (OpenAI's `prompt_tokens_details.cached_tokens`), billed at `cached_input`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_cached: Option<u64>,
+    /// Of the generated tokens, those spent reasoning (OpenAI's
+    /// `completion_tokens_details.reasoning_tokens`); unknown where the wire
+    /// does not say (Ollama), never estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_reasoning: Option<u64>,
 }
 
 /// One answer from a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
-    /// The generated text.
+    /// The generated text: the answer, without the reasoning.
     pub text: String,
+    /// What the model reasoned before answering, kept apart from `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
     /// Token counts.
     pub usage: Usage,
     /// Why generation stopped (`stop`, `length`, ...), when reported.
@@ -377,45 +401,8 @@ pub(crate) enum Provider {
     Replay(ReplayProvider),
     /// A program run per request.
     Exec(ExecClient),
-}
-
-/// Removes every configured API key from what a server sent back (an error
-/// body that echoes the key, an answer that repeats it), and the credentials
-/// of any URL an error quotes (an answer's URLs are scored as written).
-fn scrub(result: Result<Vec<Completion>, ProviderError>) -> Result<Vec<Completion>, ProviderError> {
-    let clean = |text: &mut String| {
-        if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(text) {
-            *text = clean;
-        }
-    };
-    match result {
-        Ok(mut completions) => {
-            for c in &mut completions {
-                clean(&mut c.text);
-                for call in &mut c.tool_calls {
-                    tool_wire::scrub_value(&mut call.arguments, &clean);
-                }
-            }
-            Ok(completions)
-        }
-        Err(mut e) => {
-            match &mut e {
-                ProviderError::Connection(t)
-                | ProviderError::Malformed(t)
-                | ProviderError::NotRecorded(t)
-                | ProviderError::Config(t)
-                | ProviderError::Program(t)
-                | ProviderError::ImageChanged(t)
-                | ProviderError::Status { body: t, .. } => {
-                    // Errors quote the URL they were sent to (reqwest's do), query keys and all.
-                    *t = crate::secrets::redact_urls(t).into_owned();
-                    clean(t);
-                }
-                ProviderError::Timeout(_) | ProviderError::TooLarge { .. } => {}
-            }
-            Err(e)
-        }
-    }
+    /// Anthropic's, Google's or OpenAI's own API.
+    Native(NativeClient),
 }
 
 /// Identifies which instance and sample a request is for (replay and logging).
@@ -445,15 +432,20 @@ impl Provider {
             Provider::Ollama(c) => c.complete(request).await,
             Provider::Replay(r) => r.complete(key),
             Provider::Exec(c) => c.complete(request).await,
+            Provider::Native(c) => c.complete(request).await,
         };
         let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
+        // A replayed answer is kept as it was recorded.
+        if self.is_remote() {
+            completion.separate_reasoning();
+        }
         tool_wire::settle_calls(&mut completion, key.turn);
         Ok(completion)
     }
 
-    /// Whether several samples can be asked in one request (OpenAI's `n`).
+    /// Whether several samples can be asked in one request (OpenAI's `n`, Gemini's).
     pub(crate) fn supports_n(&self) -> bool {
-        matches!(self, Provider::OpenAi(_))
+        matches!(self, Provider::OpenAi(_)) || matches!(self, Provider::Native(c) if c.supports_n())
     }
 
     /// Sends one request for `n` answers; providers without `n` get a config error.
@@ -464,11 +456,13 @@ impl Provider {
     ) -> Result<Vec<Completion>, ProviderError> {
         let mut completions = scrub(match self {
             Provider::OpenAi(c) => c.complete_n(request, n).await,
+            Provider::Native(c) => c.complete_n(request, n).await,
             _ => Err(ProviderError::Config(
                 "this provider cannot return several choices per request".into(),
             )),
         })?;
         for c in &mut completions {
+            c.separate_reasoning();
             tool_wire::settle_calls(c, 0);
         }
         Ok(completions)

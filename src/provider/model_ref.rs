@@ -1,5 +1,6 @@
 //! Model references: `ollama:qwen3:8b`, `openai:gpt-4o-mini`,
-//! `openai:my-model@http://gpu-box:8000/v1`, `replay:<model>`, the managed
+//! `openai:my-model@http://gpu-box:8000/v1`, the native APIs
+//! `anthropic:<model>`, `gemini:<model>` and `openai-responses:<model>`, `replay:<model>`, the managed
 //! local servers `llamacpp:<gguf file>` and `vllm:<model id or path>`, or a
 //! name defined in `harness.toml` (`exec:NAME` too: a program is only ever
 //! defined there).
@@ -28,6 +29,13 @@ pub enum ProviderKind {
     Vllm,
     /// A program run once per request (`command`).
     Exec,
+    /// Anthropic's Messages API, `/v1/messages`.
+    Anthropic,
+    /// Google's Gemini API, `models/{model}:generateContent`.
+    Gemini,
+    /// OpenAI's Responses API, `/v1/responses`.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl ProviderKind {
@@ -40,6 +48,9 @@ impl ProviderKind {
             ProviderKind::LlamaCpp => "llamacpp",
             ProviderKind::Vllm => "vllm",
             ProviderKind::Exec => "exec",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::OpenAiResponses => "openai-responses",
         }
     }
 
@@ -217,6 +228,9 @@ impl ModelSetup {
             "openai" => ProviderKind::OpenAi,
             "ollama" => ProviderKind::Ollama,
             "replay" => ProviderKind::Replay,
+            "anthropic" => ProviderKind::Anthropic,
+            "gemini" => ProviderKind::Gemini,
+            "openai-responses" => ProviderKind::OpenAiResponses,
             "llamacpp" | "vllm" => return managed_reference(prefix, rest, reference),
             "exec" => return Err(ModelRefError::ExecNotDefined(rest.to_owned())),
             other => {
@@ -306,12 +320,12 @@ impl ModelSetup {
 pub enum ModelRefError {
     /// No `provider:` prefix.
     #[error(
-        "`{0}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, llamacpp:FILE.gguf, vllm:MODEL, replay:NAME) or a name from harness.toml"
+        "`{0}` is not a model reference: write provider:model (ollama:qwen3:8b, openai:gpt-4o-mini, anthropic:MODEL, gemini:MODEL, openai-responses:MODEL, llamacpp:FILE.gguf, vllm:MODEL, replay:NAME) or a name from harness.toml"
     )]
     NoProvider(String),
     /// A prefix that names no provider.
     #[error(
-        "unknown provider `{provider}` in `{reference}`: use ollama, openai, replay, llamacpp, vllm or exec"
+        "unknown provider `{provider}` in `{reference}`: use ollama, openai, openai-responses, anthropic, gemini, replay, llamacpp, vllm or exec"
     )]
     UnknownProvider {
         /// The prefix.

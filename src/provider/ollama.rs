@@ -21,16 +21,14 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::prompt::{Message, Role};
 
 use super::body::{self, Cap};
-use super::tool_wire::{WireCall, WireNames};
-use super::{
-    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
-};
+use super::ollama_response::{Answer, finish, parse_chunk};
+use super::tool_wire::WireNames;
+use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, classify};
 
 /// A client for one model on an Ollama server.
 pub struct OllamaClient {
@@ -40,49 +38,6 @@ pub struct OllamaClient {
     timeout: Duration,
     stream: bool,
     max_response_bytes: u64,
-}
-
-#[derive(Deserialize, Default)]
-struct ChatChunk {
-    #[serde(default)]
-    message: Option<ChunkMessage>,
-    #[serde(default)]
-    done: bool,
-    #[serde(default)]
-    done_reason: Option<String>,
-    #[serde(default)]
-    prompt_eval_count: Option<u64>,
-    #[serde(default)]
-    eval_count: Option<u64>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    model: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-struct ChunkMessage {
-    #[serde(default)]
-    content: String,
-    #[serde(default)]
-    tool_calls: Option<Vec<WireCall>>,
-}
-
-/// What the chunks so far said: the text and the calls, in order.
-#[derive(Default)]
-struct Answer {
-    text: String,
-    calls: Vec<WireCall>,
-}
-
-impl Answer {
-    /// Takes in one chunk's message.
-    fn add(&mut self, chunk: &mut ChatChunk) {
-        if let Some(message) = chunk.message.take() {
-            self.text.push_str(&message.content);
-            self.calls.extend(message.tool_calls.unwrap_or_default());
-        }
-    }
 }
 
 /// `OLLAMA_HOST` as a base URL (`0.0.0.0:11434` → `http://127.0.0.1:11434`).
@@ -246,52 +201,6 @@ fn unsupported_tool_option(request: &ChatRequest) -> Option<String> {
         "`parallel_tool_calls = false`: Ollama cannot hold a model to one call per turn; \
          remove it to run this spec on an Ollama model"
             .to_owned()
-    })
-}
-
-fn parse_chunk(bytes: &[u8]) -> Result<ChatChunk, ProviderError> {
-    let chunk: ChatChunk = serde_json::from_slice(bytes).map_err(|e| {
-        ProviderError::Malformed(format!(
-            "{e}: {}",
-            crate::text::clip(&String::from_utf8_lossy(bytes), 200)
-        ))
-    })?;
-    if let Some(error) = &chunk.error {
-        return Err(ProviderError::Malformed(format!(
-            "server error in stream: {error}"
-        )));
-    }
-    Ok(chunk)
-}
-
-fn finish(answer: Answer, last: ChatChunk, names: &WireNames) -> Result<Completion, ProviderError> {
-    if !last.done {
-        return Err(ProviderError::Malformed(
-            "the response is not marked done".into(),
-        ));
-    }
-    Ok(Completion {
-        allowance_spent: false,
-        text: answer.text,
-        usage: Usage {
-            tokens_in: last.prompt_eval_count,
-            tokens_out: last.eval_count,
-            tokens_cached: None,
-        },
-        finish_reason: last.done_reason,
-        shared: None,
-        served: last
-            .model
-            .filter(|m| !m.is_empty())
-            .map(|model| super::ServedBy {
-                model,
-                fingerprint: None,
-            }),
-        tool_calls: answer
-            .calls
-            .into_iter()
-            .map(|c| c.into_call(names))
-            .collect(),
     })
 }
 

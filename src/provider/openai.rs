@@ -12,16 +12,14 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::prompt::{Message, Role};
 
 use super::body::{self, Cap};
-use super::tool_wire::{WireCall, WireNames};
-use super::{
-    ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, Usage, classify,
-};
+use super::openai_response::completions;
+use super::tool_wire::WireNames;
+use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, classify};
 
 /// A client for one model on an OpenAI-compatible server.
 pub(crate) struct OpenAiClient {
@@ -33,46 +31,6 @@ pub(crate) struct OpenAiClient {
     max_response_bytes: u64,
     /// Which server speaks this wire: reasoning settings take its fields.
     wire: super::ProviderKind,
-}
-
-#[derive(Deserialize)]
-struct ChatResponse {
-    choices: Vec<Choice>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    system_fingerprint: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    message: ChoiceMessage,
-    #[serde(default)]
-    finish_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ChoiceMessage {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<WireCall>>,
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    prompt_tokens: Option<u64>,
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
 }
 
 /// The default base URL: `OPENAI_BASE_URL`, else OpenAI's.
@@ -165,67 +123,6 @@ impl OpenAiClient {
         }
         Ok(answers)
     }
-}
-
-/// The answers of a response body, one per choice, calls under the spec's names.
-fn completions(bytes: &[u8], names: &WireNames) -> Result<Vec<Completion>, ProviderError> {
-    let parsed: ChatResponse = serde_json::from_slice(bytes).map_err(|e| {
-        ProviderError::Malformed(format!(
-            "{e}: {}",
-            crate::text::clip(&String::from_utf8_lossy(bytes), 200)
-        ))
-    })?;
-    if parsed.choices.is_empty() {
-        return Err(ProviderError::Malformed(
-            "the response has no choices".into(),
-        ));
-    }
-    let usage = parsed.usage.map_or_else(Usage::default, |u| Usage {
-        tokens_in: u.prompt_tokens,
-        tokens_out: u.completion_tokens,
-        tokens_cached: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-    });
-    let served = parsed
-        .model
-        .filter(|m| !m.is_empty())
-        .map(|model| super::ServedBy {
-            model,
-            fingerprint: parsed.system_fingerprint.filter(|f| !f.is_empty()),
-        });
-    let count = parsed.choices.len() as u32;
-    // With several choices the server's output count is not per choice (OpenAI sums them,
-    // llama-server counts one): keep the request's figure aside instead of guessing.
-    let shared = (count > 1).then_some(super::SharedUsage {
-        choices: count,
-        tokens_out: usage.tokens_out,
-    });
-    Ok(parsed
-        .choices
-        .into_iter()
-        .map(|c| Completion {
-            allowance_spent: false,
-            tool_calls: c
-                .message
-                .tool_calls
-                .unwrap_or_default()
-                .into_iter()
-                .map(|call| call.into_call(names))
-                .collect(),
-            text: c.message.content.unwrap_or_default(),
-            usage: Usage {
-                tokens_in: usage.tokens_in,
-                tokens_out: if shared.is_some() {
-                    None
-                } else {
-                    usage.tokens_out
-                },
-                tokens_cached: usage.tokens_cached,
-            },
-            finish_reason: c.finish_reason,
-            shared,
-            served: served.clone(),
-        })
-        .collect())
 }
 
 /// The body of `request` for `model` in OpenAI's format, asking for `n` choices.
@@ -343,13 +240,13 @@ fn assistant_calls(m: &Message, ids: Vec<String>, names: &WireNames) -> Value {
 /// call gets `call_<message>_<call>`, and a result without an id answers the
 /// next call of the assistant message before it, in order.
 #[derive(Default)]
-struct CallIds {
+pub(super) struct CallIds {
     last: Vec<String>,
     answered: usize,
 }
 
 impl CallIds {
-    fn assistant(&mut self, index: usize, m: &Message) -> Vec<String> {
+    pub(super) fn assistant(&mut self, index: usize, m: &Message) -> Vec<String> {
         self.last = m
             .tool_calls
             .iter()
@@ -366,7 +263,7 @@ impl CallIds {
         self.last.clone()
     }
 
-    fn result(&mut self, id: Option<&str>) -> String {
+    pub(super) fn result(&mut self, id: Option<&str>) -> String {
         let position = self.answered;
         self.answered += 1;
         match id {

@@ -1,5 +1,5 @@
 //! What a model costs: per million tokens (`price = { input, output,
-//! cached_input }`), per hour of its server (`price = { per_hour }`) or per
+//! cached_input, reasoning }`), per hour of its server (`price = { per_hour }`) or per
 //! answer of a program (`price = { per_call }`), in the run's currency. Pure arithmetic: the run layer decides which tokens count.
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,8 @@ pub struct TokenPrice {
     pub output: f64,
     /// Prompt tokens the provider served from its prompt cache (default: `input`).
     pub cached_input: f64,
+    /// Generated tokens the model spent reasoning (default: `output`).
+    pub reasoning: f64,
 }
 
 /// Token counts of one answer, as billed.
@@ -37,8 +39,10 @@ pub struct Billed {
     pub input: u64,
     /// Of `input`, those read from the provider's prompt cache.
     pub cached_input: u64,
-    /// Generated tokens.
+    /// Generated tokens, the reasoning ones included.
     pub output: u64,
+    /// Of `output`, those spent reasoning (0 where the server did not say).
+    pub reasoning: u64,
 }
 
 impl Billed {
@@ -53,15 +57,23 @@ impl TokenPrice {
     pub fn cost(&self, tokens: &Billed) -> f64 {
         let cached = tokens.cached_input.min(tokens.input);
         let fresh = tokens.input - cached;
+        let reasoning = tokens.reasoning.min(tokens.output);
+        let answer = tokens.output - reasoning;
         (fresh as f64 * self.input
             + cached as f64 * self.cached_input
-            + tokens.output as f64 * self.output)
+            + answer as f64 * self.output
+            + reasoning as f64 * self.reasoning)
             / PER_MILLION
     }
 
     /// The most one token can cost: a worst case priced every token at it.
     pub fn highest(&self) -> f64 {
-        self.input.max(self.output)
+        self.input.max(self.output).max(self.reasoning)
+    }
+
+    /// The most one generated token can cost: answer or reasoning.
+    pub fn highest_output(&self) -> f64 {
+        self.output.max(self.reasoning)
     }
 }
 
@@ -75,6 +87,8 @@ struct RawPrice {
     output: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cached_input: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reasoning: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     per_hour: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,7 +108,7 @@ pub enum PriceError {
     },
     /// Two kinds of price together.
     #[error(
-        "a price is per token (input, output, cached_input), per hour (per_hour) or per call (per_call), one of them"
+        "a price is per token (input, output, cached_input, reasoning), per hour (per_hour) or per call (per_call), one of them"
     )]
     Both,
     /// A token price without its input or output side.
@@ -110,6 +124,7 @@ impl TryFrom<RawPrice> for Price {
             ("input", raw.input),
             ("output", raw.output),
             ("cached_input", raw.cached_input),
+            ("reasoning", raw.reasoning),
             ("per_hour", raw.per_hour),
             ("per_call", raw.per_call),
         ];
@@ -118,7 +133,9 @@ impl TryFrom<RawPrice> for Price {
                 return Err(PriceError::Amount { key, value });
             }
         }
-        let tokens = raw.input.is_some() || raw.output.is_some() || raw.cached_input.is_some();
+        let tokens = [raw.input, raw.output, raw.cached_input, raw.reasoning]
+            .iter()
+            .any(Option::is_some);
         let kinds = [tokens, raw.per_hour.is_some(), raw.per_call.is_some()];
         if kinds.iter().filter(|k| **k).count() > 1 {
             return Err(PriceError::Both);
@@ -133,6 +150,7 @@ impl TryFrom<RawPrice> for Price {
                 input,
                 output,
                 cached_input: raw.cached_input.unwrap_or(input),
+                reasoning: raw.reasoning.unwrap_or(output),
             })),
             _ => Err(PriceError::Incomplete),
         }
@@ -154,6 +172,7 @@ impl From<Price> for RawPrice {
                 input: Some(p.input),
                 output: Some(p.output),
                 cached_input: Some(p.cached_input),
+                reasoning: Some(p.reasoning),
                 ..RawPrice::default()
             },
         }
@@ -180,8 +199,18 @@ mod tests {
             Price::Tokens(TokenPrice {
                 input: 0.15,
                 output: 0.60,
-                cached_input: 0.15
+                cached_input: 0.15,
+                reasoning: 0.60,
             })
+        );
+        let thinking = parse("price = { input = 1.0, output = 4.0, reasoning = 8.0 }").unwrap();
+        assert!(matches!(thinking, Price::Tokens(p) if p.reasoning == 8.0));
+        let e = parse("a = 1\nprice = { input = 1.0, output = 4.0, reasoning = -8.0 }")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`reasoning` is -8") && e.contains("line 2"),
+            "{e}"
         );
         assert_eq!(
             parse("price = { per_hour = 2.5 }").unwrap(),
@@ -230,14 +259,37 @@ mod tests {
             input: 2.0,
             output: 8.0,
             cached_input: 0.5,
+            reasoning: 8.0,
         };
         let billed = Billed {
             input: 17,
             cached_input: 4,
             output: 5,
+            reasoning: 0,
         };
         // 13 × 2 + 4 × 0.5 + 5 × 8 = 68 per million.
         assert!((p.cost(&billed) - 68e-6).abs() < 1e-15);
         assert_eq!(p.highest(), 8.0);
+    }
+
+    #[test]
+    fn reasoning_tokens_cost_their_own_price_within_the_output() {
+        let p = TokenPrice {
+            input: 1.0,
+            output: 4.0,
+            cached_input: 1.0,
+            reasoning: 10.0,
+        };
+        let billed = |output, reasoning| Billed {
+            input: 0,
+            cached_input: 0,
+            output,
+            reasoning,
+        };
+        // 20 answer tokens × 4 + 80 reasoning tokens × 10 = 880 per million.
+        assert!((p.cost(&billed(100, 80)) - 880e-6).abs() < 1e-15);
+        // A server claiming more reasoning than output bills the output alone.
+        assert!((p.cost(&billed(10, 50)) - 100e-6).abs() < 1e-15);
+        assert_eq!((p.highest(), p.highest_output()), (10.0, 10.0));
     }
 }

@@ -7,11 +7,16 @@
 //! | `budget_tokens` | — | `reasoning_budget_tokens` | — | — |
 //! | `enabled` | — | `chat_template_kwargs.enable_thinking` | `chat_template_kwargs.enable_thinking` | `think: true/false` |
 //!
+//! | key | `openai-responses` | `anthropic` | `gemini` |
+//! |---|---|---|---|
+//! | `effort` | `reasoning.effort` (with `summary: "auto"`) | — | — |
+//! | `budget_tokens` | — | `thinking.budget_tokens` | `thinkingConfig.thinkingBudget` |
+//! | `enabled` | — | `thinking.type` (`enabled` needs a budget) | `thinkingBudget: 0` / `includeThoughts` |
+//!
 //! A key a wire has no field for is refused (see [`unsupported`]) before
 //! any request is sent, never dropped: a sweep over a setting the server
 //! never saw would measure nothing. `replay` answers from transcripts and
-//! takes any setting. Native wires (Responses `reasoning.effort`, Anthropic
-//! `thinking.budget_tokens`, Gemini `thinkingConfig`) add a column here.
+//! takes any setting.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -58,14 +63,30 @@ pub(crate) fn unsupported(
         ProviderKind::OpenAi => &["budget_tokens", "enabled"],
         ProviderKind::Vllm | ProviderKind::Ollama => &["budget_tokens"],
         ProviderKind::Exec => &["effort", "budget_tokens", "enabled"],
+        ProviderKind::OpenAiResponses => &["budget_tokens", "enabled"],
+        ProviderKind::Anthropic | ProviderKind::Gemini => &["effort"],
     };
+    if wire == ProviderKind::Anthropic
+        && setting.enabled == Some(true)
+        && setting.budget_tokens.is_none()
+    {
+        return Some((
+            "enabled",
+            "reasoning `enabled = true` on an `anthropic` model needs `budget_tokens`: \
+             Anthropic's thinking takes a budget of 1024 tokens or more"
+                .to_owned(),
+        ));
+    }
     let key = setting.keys().into_iter().find(|k| refused.contains(k))?;
     let why = match (wire, key) {
-        (ProviderKind::OpenAi, "enabled") => {
+        (ProviderKind::OpenAi | ProviderKind::OpenAiResponses, "enabled") => {
             "the OpenAI wire has no switch for thinking (its reasoning models always think): \
              set `effort`, or use the `llamacpp`/`vllm` providers, whose chat templates take `enable_thinking`"
         }
-        (ProviderKind::OpenAi | ProviderKind::Vllm, _) => {
+        (ProviderKind::Anthropic | ProviderKind::Gemini, _) => {
+            "this API takes a thinking budget, not an effort: set `budget_tokens`"
+        }
+        (ProviderKind::OpenAi | ProviderKind::OpenAiResponses | ProviderKind::Vllm, _) => {
             "this wire has no thinking budget: use `effort`, or a `llamacpp` model \
              (llama-server's `reasoning_budget_tokens`)"
         }
@@ -134,6 +155,62 @@ pub(crate) fn openai_body(
             existing.extend(kwargs);
         } else {
             *entry = Value::Object(kwargs);
+        }
+    }
+    Ok(())
+}
+
+/// Adds `setting` to a native API's `body`: Responses `reasoning`,
+/// Anthropic `thinking` (without `temperature`, which Anthropic refuses
+/// beside thinking), Gemini `generationConfig.thinkingConfig`.
+pub(crate) fn native_body(
+    wire: ProviderKind,
+    setting: &ReasoningSetting,
+    body: &mut Value,
+) -> Result<(), super::ProviderError> {
+    if setting.is_empty() {
+        return Ok(());
+    }
+    refuse(wire, setting)?;
+    let Some(map) = body.as_object_mut() else {
+        return Ok(());
+    };
+    match wire {
+        ProviderKind::OpenAiResponses => {
+            if let Some(effort) = setting.effort {
+                let reasoning = json!({"effort": effort.name(), "summary": "auto"});
+                map.insert("reasoning".into(), reasoning);
+            }
+        }
+        ProviderKind::Anthropic => {
+            let thinking = match (setting.enabled, setting.budget_tokens) {
+                (Some(false), _) => json!({"type": "disabled"}),
+                (_, Some(budget)) => json!({"type": "enabled", "budget_tokens": budget}),
+                (_, None) => return Ok(()),
+            };
+            if thinking["type"] == "enabled" {
+                map.remove("temperature");
+            }
+            map.insert("thinking".into(), thinking);
+        }
+        _ => {
+            let mut config = Map::new();
+            if setting.enabled == Some(false) {
+                config.insert("thinkingBudget".into(), json!(0));
+            } else {
+                if let Some(budget) = setting.budget_tokens {
+                    config.insert("thinkingBudget".into(), json!(budget));
+                }
+                if setting.enabled == Some(true) {
+                    config.insert("includeThoughts".into(), json!(true));
+                }
+            }
+            let generation = map
+                .entry("generationConfig")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(generation) = generation.as_object_mut() {
+                generation.insert("thinkingConfig".into(), Value::Object(config));
+            }
         }
     }
     Ok(())
@@ -220,6 +297,49 @@ mod tests {
     }
 
     #[test]
+    fn native_apis_take_their_own_fields() {
+        let generation = json!({"maxOutputTokens": 64});
+        // (wire, setting, the body after)
+        let cases = [
+            (
+                ProviderKind::OpenAiResponses,
+                "effort = \"high\"",
+                json!({"reasoning": {"effort": "high", "summary": "auto"}, "temperature": 0.0}),
+            ),
+            (
+                ProviderKind::Anthropic,
+                "budget_tokens = 2048",
+                json!({"thinking": {"type": "enabled", "budget_tokens": 2048}}),
+            ),
+            (
+                ProviderKind::Anthropic,
+                "enabled = false",
+                json!({"thinking": {"type": "disabled"}, "temperature": 0.0}),
+            ),
+            (
+                ProviderKind::Gemini,
+                "budget_tokens = 512\nenabled = true",
+                json!({"generationConfig": {"maxOutputTokens": 64, "thinkingConfig":
+                    {"thinkingBudget": 512, "includeThoughts": true}}, "temperature": 0.0}),
+            ),
+            (
+                ProviderKind::Gemini,
+                "enabled = false",
+                json!({"generationConfig": {"maxOutputTokens": 64,
+                    "thinkingConfig": {"thinkingBudget": 0}}, "temperature": 0.0}),
+            ),
+        ];
+        for (wire, text, want) in cases {
+            let mut body = json!({"temperature": 0.0});
+            if wire == ProviderKind::Gemini {
+                body["generationConfig"] = generation.clone();
+            }
+            native_body(wire, &setting(text), &mut body).unwrap();
+            assert_eq!(body, want, "{wire:?} {text}");
+        }
+    }
+
+    #[test]
     fn a_key_a_wire_cannot_carry_is_named_never_dropped() {
         // (wire, setting, the key refused)
         let cases = [
@@ -258,6 +378,19 @@ mod tests {
                 "budget_tokens = 10\neffort = \"low\"",
                 None,
             ),
+            (
+                ProviderKind::OpenAiResponses,
+                "budget_tokens = 10",
+                Some("budget_tokens"),
+            ),
+            (ProviderKind::Anthropic, "effort = \"low\"", Some("effort")),
+            (ProviderKind::Anthropic, "enabled = true", Some("enabled")),
+            (
+                ProviderKind::Anthropic,
+                "enabled = true\nbudget_tokens = 1024",
+                None,
+            ),
+            (ProviderKind::Gemini, "effort = \"high\"", Some("effort")),
         ];
         for (wire, text, key) in cases {
             let found = unsupported(wire, &setting(text));
@@ -265,6 +398,9 @@ mod tests {
             let mut body = json!({"model": "m"});
             let sent = match wire {
                 ProviderKind::Ollama => ollama_body(&setting(text), &mut body),
+                ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::OpenAiResponses => {
+                    native_body(wire, &setting(text), &mut body)
+                }
                 _ => openai_body(wire, &setting(text), &mut body),
             };
             assert_eq!(sent.is_err(), key.is_some(), "{wire:?} {text}");

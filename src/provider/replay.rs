@@ -67,9 +67,10 @@ impl ReplayProvider {
                 scored.error.as_deref().unwrap_or("unknown error")
             ))
         };
-        let recorded = |text: &str, calls, usage| Completion {
+        let recorded = |text: &str, reasoning: &Option<_>, calls, usage| Completion {
             allowance_spent: false,
             text: text.to_owned(),
+            reasoning: Option::clone(reasoning),
             usage,
             finish_reason: None,
             shared: None,
@@ -80,6 +81,7 @@ impl ReplayProvider {
             tokens_in: scored.tokens_in,
             tokens_out: scored.tokens_out,
             tokens_cached: None,
+            tokens_reasoning: scored.tokens_reasoning,
         };
         let turns: Vec<_> = scored
             .trajectory
@@ -88,7 +90,7 @@ impl ReplayProvider {
             .collect();
         if turns.is_empty() {
             return match (&scored.response, turn) {
-                (Some(text), 0) => Ok(recorded(text, Vec::new(), usage)),
+                (Some(text), 0) => Ok(recorded(text, &scored.reasoning, Vec::new(), usage)),
                 (None, 0) => Err(failed()),
                 _ => Err(ProviderError::NotRecorded(format!(
                     "{} sample {} recorded a single answer, and this episode asks for turn {}",
@@ -121,6 +123,7 @@ impl ReplayProvider {
         };
         Ok(recorded(
             &message.content,
+            &message.reasoning,
             message.tool_calls.clone(),
             usage,
         ))
@@ -148,6 +151,7 @@ impl ReplayProvider {
             Some(Some(text)) => Ok(Completion {
                 allowance_spent: false,
                 text: text.clone(),
+                reasoning: None,
                 usage: Usage::default(),
                 finish_reason: None,
                 shared: None,

@@ -102,21 +102,37 @@ impl WireNames {
             .unwrap_or_else(|| wire.to_owned())
     }
 
-    /// The `tools` list both wires take: `{type: "function", function: {name,
-    /// description, parameters}}`, with BFCL's type names as JSON Schema's.
-    pub(crate) fn definitions(&self, tools: &[Tool]) -> Value {
-        let tools = tools
+    /// Each tool as `shape(wire name, parameters)`, the parameters with
+    /// BFCL's type names as JSON Schema's, and its description, when it has
+    /// one, under `description`: every wire's declaration is built so.
+    pub(crate) fn declarations(
+        &self,
+        tools: &[Tool],
+        shape: impl Fn(&str, Value) -> Value,
+    ) -> Vec<Value> {
+        tools
             .iter()
             .map(|t| {
-                let mut function =
-                    json!({"name": self.wire(&t.name), "parameters": t.standard_parameters()});
+                let mut declaration = shape(&self.wire(&t.name), t.standard_parameters());
                 if !t.description.is_empty() {
-                    function["description"] = json!(t.description);
+                    declaration["description"] = json!(t.description);
                 }
-                json!({"type": "function", "function": function})
+                declaration
             })
-            .collect();
-        Value::Array(tools)
+            .collect()
+    }
+
+    /// The `tools` list both wires take: `{type: "function", function: {name,
+    /// description, parameters}}`.
+    pub(crate) fn definitions(&self, tools: &[Tool]) -> Value {
+        let functions = self.declarations(
+            tools,
+            |name, parameters| json!({"name": name, "parameters": parameters}),
+        );
+        functions
+            .into_iter()
+            .map(|function| json!({"type": "function", "function": function}))
+            .collect()
     }
 }
 
@@ -231,6 +247,7 @@ pub(super) fn unparsed_call(
     Some(super::Completion {
         allowance_spent: false,
         text: String::new(),
+        reasoning: None,
         usage: super::Usage::default(),
         finish_reason: None,
         shared: None,

@@ -44,6 +44,10 @@ pub(crate) fn render(v: &View) -> String {
             .iter()
             .map(|n| field(&super::lang::fill(measure, &[n]))),
     );
+    let reasoning = super::reasoning::any(v);
+    if reasoning {
+        header.extend(v.words().csv_reasoning.iter().map(|h| field(h)));
+    }
     let mut out = header.join(",");
     out.push_str("\r\n");
     for m in v.models {
@@ -56,6 +60,7 @@ pub(crate) fn render(v: &View) -> String {
             let standing = v.summary.boards.get(&s.id).and_then(|b| b.standing(m));
             let row = Row {
                 names: &names,
+                reasoning,
                 group: "",
                 currency,
                 standing,
@@ -67,6 +72,7 @@ pub(crate) fn render(v: &View) -> String {
                     let group = format!("{var}={value}");
                     let row = Row {
                         names: &names,
+                        reasoning,
                         group: &group,
                         currency,
                         standing: None,
@@ -88,6 +94,8 @@ fn money(amount: Option<f64>) -> String {
 /// group, the currency and the cell's standing in its spec.
 struct Row<'a> {
     names: &'a [String],
+    /// Whether the report has the reasoning columns.
+    reasoning: bool,
     group: &'a str,
     currency: &'a str,
     standing: Option<&'a Standing>,
@@ -101,6 +109,7 @@ fn push_row(
 ) {
     let Row {
         names,
+        reasoning,
         group,
         currency,
         standing,
@@ -165,8 +174,11 @@ fn push_row(
         num(versus.and_then(|x| x.interval).map(|i| i.high), 4, ""),
         num(versus.map(|x| x.p_value), 4, ""),
     ];
-    let measures = super::measures::csv_cells(names, c);
-    let fields: Vec<String> = row.iter().chain(&measures).map(|f| field(f)).collect();
+    let mut extra = super::measures::csv_cells(names, c);
+    if reasoning {
+        extra.extend(super::reasoning::csv_cells(c));
+    }
+    let fields: Vec<String> = row.iter().chain(&extra).map(|f| field(f)).collect();
     out.push_str(&fields.join(","));
     out.push_str("\r\n");
 }

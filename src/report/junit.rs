@@ -88,16 +88,22 @@ pub(crate) fn write(w: &mut impl Write, v: &View, journals: &mut Journals) -> io
                 c.errors,
                 secs(c.time_ms),
             )?;
-            if !c.judges.is_empty() {
-                // Who judged, under which rubric: scores of different judges are different measurements.
+            // Who judged, under which rubric (scores of different judges are
+            // different measurements), and what the answers reasoned.
+            let mut properties: Vec<(String, String)> = (c.judges.iter())
+                .map(|j| {
+                    let judge = format!("{} rubric {}", j.key.judge, j.key.rubric);
+                    (format!("judge:{}", j.key.rule), judge)
+                })
+                .collect();
+            if c.reasons() {
+                properties.extend(super::reasoning::junit_properties(c));
+            }
+            if !properties.is_empty() {
                 writeln!(w, "    <properties>")?;
-                for j in &c.judges {
-                    writeln!(
-                        w,
-                        r#"      <property name="{}" value="{}"/>"#,
-                        escape(&format!("judge:{}", j.key.rule), true),
-                        escape(&format!("{} rubric {}", j.key.judge, j.key.rubric), true),
-                    )?;
+                for (name, value) in properties {
+                    let (name, value) = (escape(&name, true), escape(&value, true));
+                    writeln!(w, r#"      <property name="{name}" value="{value}"/>"#)?;
                 }
                 writeln!(w, "    </properties>")?;
             }

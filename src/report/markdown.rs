@@ -40,6 +40,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&super::statistics::runs(v));
     groups(&mut s, v);
     s.push_str(&super::measures::markdown(v));
+    s.push_str(&super::reasoning::markdown(v));
     comparisons(&mut s, v);
     s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));
@@ -429,6 +430,10 @@ fn failing(s: &mut String, v: &View, model: &str) {
             if !e.detail.is_empty() {
                 let detail = inline_code(&one_line(&e.detail, 300));
                 let _ = writeln!(s, "{}", fill(w.reason, &[&detail]));
+            }
+            // Only the reasoning's length: its text would drown the answer.
+            if let Some(chars) = e.reasoning_chars {
+                let _ = writeln!(s, "{}", fill(w.reasoning_chars, &[&chars]));
             }
             let response = answer_text(e.response.as_deref(), &e.trajectory);
             s.push_str(&code_block(&response.unwrap_or_default()));

@@ -31,6 +31,7 @@ mod markdown;
 mod measures;
 pub(crate) mod model_tag;
 mod raw;
+mod reasoning;
 mod rrr;
 pub(crate) mod runs;
 mod statistics;

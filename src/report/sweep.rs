@@ -63,12 +63,11 @@ pub(crate) fn cell_of(name: &str) -> Option<(&str, &str, &str)> {
     Some((part(1), part(2), part(3)))
 }
 
-/// Mean reasoning tokens per answer of a cell: the one place reasoning
-/// tokens plug in. Until the wires count reasoning apart from the answer,
-/// every generated token counts (a reasoning model's output is mostly its
-/// reasoning, and it is what a budget or an effort changes).
+/// Mean reasoning tokens per answer of a cell: the server's count of
+/// them where its wire reports one; else every generated token (Ollama
+/// counts reasoning among its output only), what an effort or a budget changes.
 pub(crate) fn mean_reasoning_tokens(cell: &Metrics) -> Option<f64> {
-    cell.tokens_out.mean
+    cell.tokens_reasoning.mean.or(cell.tokens_out.mean)
 }
 
 /// Every sweep among `models` with records on `specs`: per spec, per swept

@@ -53,6 +53,7 @@ pub(crate) fn render(v: &View) -> String {
     }
     out += &mean_scores(v);
     out += &super::measures::terminal(v);
+    out += &super::reasoning::terminal(v);
     for spec in v.specs {
         for var in &spec.group_by {
             out += &groups_table(v, &spec.title, &spec.id, var);

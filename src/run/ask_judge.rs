@@ -11,7 +11,7 @@ use crate::client::cache::Cache;
 use crate::client::{ModelClient, ask};
 use crate::format::Role;
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, OutputKind, Provider, RequestKey};
+use crate::provider::{ChatRequest, Completion, OutputKind, Provider, RequestKey};
 use crate::spec::Spec;
 use crate::verify::JudgeOutcome;
 use crate::verify::judge::{JudgeError, JudgeSample, combine, prompt::answer_schema, task_of};
@@ -46,12 +46,12 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
     }
 }
 
-/// Judges `response` (the answer to `messages`) by every judge rule of `spec`.
+/// Judges `completion` (the answer to `messages`) by every judge rule of `spec`.
 pub(super) async fn ask_judge(
     judge: &ModelClient,
     spec: &Spec,
     messages: &[Message],
-    response: &str,
+    completion: &Completion,
     vars: &Map<String, Value>,
     key: RequestKey<'_>,
     cache: Option<&Cache>,
@@ -63,7 +63,8 @@ pub(super) async fn ask_judge(
         attempts: 0,
         cost: None,
     };
-    for (index, name, rule, answer) in spec.rules.judge_tasks(response) {
+    let reasoning = completion.reasoning_text();
+    for (index, name, rule, answer) in spec.rules.judge_tasks(&completion.text, reasoning) {
         let mut outcome = JudgeOutcome {
             judge: judge.setup.name.clone(),
             rubric: rule.hash.clone(),

@@ -298,6 +298,7 @@ mod tests {
             input: 1.0,
             output: 10.0,
             cached_input: 1.0,
+            reasoning: 10.0,
         }));
         m
     }
@@ -350,10 +351,12 @@ mod tests {
         let answer = Completion {
             allowance_spent: false,
             text: "Paris".into(),
+            reasoning: None,
             usage: Usage {
                 tokens_in: Some(14),
                 tokens_out: Some(1),
                 tokens_cached: None,
+                tokens_reasoning: None,
             },
             finish_reason: None,
             shared: None,
@@ -390,10 +393,12 @@ mod tests {
         let answer = Completion {
             allowance_spent: false,
             text: "not json".into(),
+            reasoning: None,
             usage: Usage {
                 tokens_in: Some(14),
                 tokens_out: Some(86),
                 tokens_cached: None,
+                tokens_reasoning: None,
             },
             finish_reason: None,
             shared: None,

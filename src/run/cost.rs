@@ -39,9 +39,18 @@ pub(crate) fn billed(messages: &[Message], answer: &Completion) -> (Billed, bool
         Some(n) => (n.div_ceil(choices), false),
         None => (prompt_tokens(messages), true),
     };
-    let (output, out_estimated) = match usage.tokens_out {
-        Some(n) if answer.shared.is_none() => (n, false),
-        _ => (text_tokens(&answer.text), true),
+    let thought = answer.reasoning.as_ref().map_or("", |r| r.text.as_str());
+    // The reasoning is generated (and billed) too: an estimate counts it.
+    let (output, reasoning, out_estimated) = match usage.tokens_out {
+        Some(n) if answer.shared.is_none() => (n, usage.tokens_reasoning.unwrap_or(0), false),
+        _ => {
+            let reasoning = if thought.is_empty() {
+                0
+            } else {
+                text_tokens(thought)
+            };
+            (text_tokens(&answer.text) + reasoning, reasoning, true)
+        }
     };
     let cached_input = usage
         .tokens_cached
@@ -52,6 +61,7 @@ pub(crate) fn billed(messages: &[Message], answer: &Completion) -> (Billed, bool
         input,
         cached_input,
         output,
+        reasoning,
     };
     (tokens, in_estimated || out_estimated)
 }
@@ -158,6 +168,7 @@ mod tests {
         Completion {
             allowance_spent: false,
             text: text.to_owned(),
+            reasoning: None,
             usage,
             finish_reason: None,
             shared: None,
@@ -170,6 +181,7 @@ mod tests {
         input: 2.0,
         output: 8.0,
         cached_input: 0.5,
+        reasoning: 8.0,
     };
 
     #[test]
@@ -178,6 +190,7 @@ mod tests {
             tokens_in: Some(17),
             tokens_out: Some(5),
             tokens_cached: Some(4),
+            tokens_reasoning: None,
         };
         let cost = answers_cost(&PRICE, &[], &[answer("12", usage)]);
         assert!((cost.amount - 68e-6).abs() < 1e-15, "{cost:?}");
@@ -186,14 +199,7 @@ mod tests {
 
     #[test]
     fn missing_usage_is_estimated_with_the_tokenizer() {
-        let messages = [Message {
-            role: Role::User,
-            content: "What is the capital of France?".into(),
-            images: Vec::new(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            tool_name: None,
-        }];
+        let messages = [Message::text(Role::User, "What is the capital of France?")];
         // cl100k_base: 7 tokens, + 4 for the message, + 3 for the reply.
         assert_eq!(prompt_tokens(&messages), 14);
         let (tokens, estimated) = billed(&messages, &answer("Paris", Usage::default()));
@@ -208,6 +214,7 @@ mod tests {
                 tokens_in: Some(10),
                 tokens_out: None,
                 tokens_cached: None,
+                tokens_reasoning: None,
             },
         );
         a.shared = Some(SharedUsage {

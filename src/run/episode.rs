@@ -67,6 +67,8 @@ impl Totals {
             self.usage.tokens_in = add(self.usage.tokens_in, c.usage.tokens_in);
             self.usage.tokens_out = add(self.usage.tokens_out, c.usage.tokens_out);
             self.usage.tokens_cached = add(self.usage.tokens_cached, c.usage.tokens_cached);
+            self.usage.tokens_reasoning =
+                add(self.usage.tokens_reasoning, c.usage.tokens_reasoning);
         }
         self.attempts += asked.attempts;
         self.latency += asked.latency;
@@ -356,7 +358,11 @@ pub(super) async fn run_episode(
         let too_many = completion.tool_calls.len() > limits.calls_per_turn;
         completion.tool_calls.truncate(limits.calls_per_turn);
         let calls = completion.tool_calls.clone();
-        let said = Message::assistant(completion.text.clone(), calls.clone());
+        // The turn's reasoning stays in the history (a signing wire sends it back).
+        let said = Message {
+            reasoning: completion.reasoning.clone(),
+            ..Message::assistant(completion.text.clone(), calls.clone())
+        };
         Arc::make_mut(&mut progress.messages).push(said);
         last = Some((completion, last_ask));
         let step = if too_many {

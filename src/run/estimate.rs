@@ -32,10 +32,12 @@ pub(crate) struct Estimate {
     pub reasks: u64,
     /// Their prompt tokens, by the estimating tokenizer.
     pub prompt_tokens: u64,
-    /// The most tokens the answers may have: `max_tokens` each, re-asks included.
+    /// The most tokens the answers may have: `max_tokens` each, re-asks
+    /// included; reasoning tokens are among them (they count against `max_tokens`).
     pub max_output_tokens: u64,
     /// The prompts at the input price plus `max_output_tokens` at the output
-    /// price; `None` when the model is not priced by the token.
+    /// price, or the reasoning price when that is higher (any of them may be
+    /// reasoning); `None` when the model is not priced by the token.
     pub cost: Option<f64>,
     /// Agent episodes among them: each counted as `max_turns` requests.
     pub episodes: u64,
@@ -60,7 +62,8 @@ impl Tokens {
     fn cost(&self, model: &ModelSetup) -> Option<f64> {
         match model.price {
             Some(Price::Tokens(p)) => {
-                Some((self.prompt as f64 * p.input + self.output as f64 * p.output) / PER_MILLION)
+                let output = self.output as f64 * p.highest_output();
+                Some((self.prompt as f64 * p.input + output) / PER_MILLION)
             }
             Some(Price::PerCall(amount)) => Some(amount * (self.requests + self.reasks) as f64),
             _ => None,
@@ -86,7 +89,10 @@ pub(crate) fn estimate(
     for model in &manifest.models {
         let batches = matches!(
             model.provider,
-            ProviderKind::OpenAi | ProviderKind::LlamaCpp | ProviderKind::Vllm
+            ProviderKind::OpenAi
+                | ProviderKind::LlamaCpp
+                | ProviderKind::Vllm
+                | ProviderKind::Gemini
         );
         let per_request = if batches { model.max_n.max(1) } else { 1 };
         let items: Vec<_> = Tasks::new(

@@ -209,7 +209,7 @@ mod tests {
     use crate::run::journal::for_each_record;
 
     /// Every kind as a journal before the typed vocabulary wrote it.
-    const OLD_NAMES: [(&str, FailureKind); 35] = [
+    const OLD_NAMES: [(&str, FailureKind); 36] = [
         ("no_answer", FailureKind::NoAnswer),
         ("wrong_value", FailureKind::WrongValue),
         ("invalid_json", FailureKind::InvalidJson),
@@ -245,6 +245,7 @@ mod tests {
         ("max_calls", FailureKind::MaxCalls),
         ("too_deep", FailureKind::TooDeep),
         ("episode_timeout", FailureKind::EpisodeTimeout),
+        ("unfinished_reasoning", FailureKind::UnfinishedReasoning),
     ];
 
     fn fixture() -> std::path::PathBuf {
@@ -267,6 +268,9 @@ mod tests {
                 (&name.into(), &name.into())
             );
             assert_eq!(old["rules"], new["rules"], "{line}");
+            // Reasoning reads back and writes alike; a line without it gets no key.
+            assert_eq!(old.get("reasoning"), new.get("reasoning"), "{line}");
+            assert_eq!(old.get("tokens_reasoning"), new.get("tokens_reasoning"));
         }
         let mut seen: Vec<FailureKind> = records.iter().filter_map(|r| r.failure).collect();
         seen.sort();

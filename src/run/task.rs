@@ -308,16 +308,8 @@ async fn finish(
             let judge = judge.or((!model.provider().is_remote()).then_some(model));
             let judged = match judge {
                 Some(judge) if s.rules.needs_judge() => {
-                    let j = ask_judge(
-                        judge,
-                        s,
-                        &record.messages,
-                        &completion.text,
-                        vars,
-                        key,
-                        cache,
-                    )
-                    .await;
+                    let j =
+                        ask_judge(judge, s, &record.messages, &completion, vars, key, cache).await;
                     record.retries.extend(j.retries);
                     record.judge_attempts = j.attempts;
                     record.judge_cost = j.cost;
@@ -327,14 +319,18 @@ async fn finish(
             };
             // A single turn's calls are a trajectory of one assistant message.
             let trajectory = trajectory.unwrap_or_else(|| single_turn(&completion));
-            let ended = ended.or_else(|| too_deep_call(&trajectory));
+            let ended = ended
+                .or_else(|| too_deep_call(&trajectory))
+                .or_else(|| unfinished(&completion));
             let verdict = if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
                 let (steps, tools, after) = (trajectory.clone(), tools.to_vec(), state.clone());
+                let reasoning = completion.reasoning_text().to_owned();
                 let verify = move || {
                     let reply = Reply {
                         text: &text,
+                        reasoning: &reasoning,
                         trajectory: &steps,
                         state: after.as_ref(),
                         tools: &tools,
@@ -348,6 +344,7 @@ async fn finish(
             } else {
                 let reply = Reply {
                     text: &completion.text,
+                    reasoning: completion.reasoning_text(),
                     trajectory: &trajectory,
                     state: state.as_ref(),
                     tools,
@@ -357,6 +354,8 @@ async fn finish(
             record.scored.trajectory = trajectory;
             record.scored.tokens_in = completion.usage.tokens_in;
             record.scored.tokens_out = completion.usage.tokens_out;
+            record.scored.tokens_reasoning = completion.usage.tokens_reasoning;
+            record.scored.reasoning = completion.reasoning;
             record.tokens_cached = completion.usage.tokens_cached;
             record.shared = completion.shared;
             if let Some(served) = completion.served {
@@ -420,8 +419,21 @@ fn too_deep_call(trajectory: &[Message]) -> Option<(FailureKind, String)> {
     Some((FailureKind::TooDeep, why))
 }
 
-/// An episode that ended badly (`max_turns`, `no_end_call`, a limit) fails whatever
-/// its rules concluded; their details stay after the episode's reason.
+/// The `unfinished_reasoning` failure of an answer cut off while the model
+/// was still reasoning: whatever the rules make of its text, it never answered.
+fn unfinished(completion: &crate::provider::Completion) -> Option<(FailureKind, String)> {
+    let reasoning = completion.reasoning.as_ref().filter(|r| r.unfinished)?;
+    // Only what a replay reproduces: the finish reason is not recorded.
+    let why = format!(
+        "generation stopped while the model was still reasoning ({} characters of reasoning)",
+        reasoning.chars()
+    );
+    Some((FailureKind::UnfinishedReasoning, why))
+}
+
+/// An episode that ended badly (`max_turns`, `no_end_call`, a limit), or an
+/// answer cut off while reasoning, fails whatever its rules concluded; their
+/// details stay after the reason.
 fn episode_failed(record: &mut Record, (failure, why): (FailureKind, String)) {
     record.scored.passed = false;
     record.scored.score = 0.0;

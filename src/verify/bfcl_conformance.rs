@@ -117,6 +117,7 @@ fn agreement(
         let tools = tools(row);
         let reply = Reply {
             text: "",
+            reasoning: "",
             trajectory: &trajectory,
             state: None,
             tools: &tools,

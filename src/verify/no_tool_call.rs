@@ -55,6 +55,7 @@ mod tests {
         for (trajectory, passes) in [(&[][..], true), (&text[..], true), (&called[..], false)] {
             let reply = Reply {
                 text: "",
+                reasoning: "",
                 trajectory,
                 state: None,
                 tools: &[],
@@ -64,6 +65,7 @@ mod tests {
         }
         let reply = Reply {
             text: "",
+            reasoning: "",
             trajectory: &called,
             state: None,
             tools: &[],

@@ -4,15 +4,18 @@
 
 use serde_json::Value;
 
-use crate::format::{Role, Tool, ToolCall};
+use crate::format::{ExtractSource, Role, Tool, ToolCall};
 use crate::prompt::Message;
 
 /// What a model did for one instance, as the rules see it.
 #[derive(Debug, Clone, Copy)]
 #[allow(dead_code, reason = "the tool rules read the episode")]
 pub(crate) struct Reply<'a> {
-    /// The final text: the last assistant message's content.
+    /// The final text: the last assistant message's content, never its reasoning.
     pub text: &'a str,
+    /// What the model reasoned before the final text (empty when none was
+    /// kept): read only by a rule whose `extract` has `from = "reasoning"`.
+    pub reasoning: &'a str,
     /// The messages the episode added after the prompt: assistant turns
     /// (text and calls) and tool results; empty for an answer of text alone.
     pub trajectory: &'a [Message],
@@ -28,9 +31,18 @@ impl<'a> Reply<'a> {
     pub(crate) fn text(text: &'a str) -> Reply<'a> {
         Reply {
             text,
+            reasoning: "",
             trajectory: &[],
             state: None,
             tools: &[],
+        }
+    }
+
+    /// The text a rule extracting `from` reads: the answer or the reasoning.
+    pub(crate) fn source(text: &'a str, reasoning: &'a str, from: ExtractSource) -> &'a str {
+        match from {
+            ExtractSource::Answer => text,
+            ExtractSource::Reasoning => reasoning,
         }
     }
 

@@ -81,18 +81,21 @@ impl RuleSet {
         self.rules.iter().filter_map(|r| judge_of(r))
     }
 
-    /// The judge rules with the answer each extracts from `response`:
+    /// The judge rules with the answer each extracts from `response` (or
+    /// from `reasoning`, for a rule that asks for it):
     /// `(rule index, rule name, rule, answer)`; rules that extract nothing are left out.
     pub fn judge_tasks<'a>(
         &'a self,
         response: &str,
+        reasoning: &str,
     ) -> Vec<(usize, &'a str, &'a JudgeRule, String)> {
         self.rules
             .iter()
             .enumerate()
             .filter_map(|(i, r)| {
                 let judge = judge_of(r)?;
-                Some((i, r.name.as_str(), judge, r.extractor.apply(response)?))
+                let source = Reply::source(response, reasoning, r.extractor.def().from);
+                Some((i, r.name.as_str(), judge, r.extractor.apply(source)?))
             })
             .collect()
     }
@@ -109,7 +112,6 @@ impl RuleSet {
         vars: &Map<String, Value>,
         judged: &Judged,
     ) -> InstanceVerdict {
-        let response = reply.text;
         let mut outcomes = Vec::with_capacity(self.rules.len());
         let (mut weighted, mut total_weight, mut gates_hold) = (0.0, 0.0, true);
         for (index, rule) in self.rules.iter().enumerate() {
@@ -121,6 +123,8 @@ impl RuleSet {
                 }
                 reads => {
                     let judged = judged.get(&index).cloned();
+                    let from = rule.extractor.def().from;
+                    let response = Reply::source(reply.text, reply.reasoning, from);
                     verify_text(&reads, rule, response, vars, judged, &mut judge)
                 }
             };

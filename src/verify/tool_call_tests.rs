@@ -48,6 +48,7 @@ fn check(
     let trajectory = vec![Message::assistant("", calls)];
     let reply = Reply {
         text: "",
+        reasoning: "",
         trajectory: &trajectory,
         state: None,
         tools,
@@ -325,6 +326,7 @@ fn the_turn_picks_the_assistant_message() {
     r.turn = 1;
     let reply = Reply {
         text: "",
+        reasoning: "",
         trajectory: &trajectory,
         state: None,
         tools: &[],

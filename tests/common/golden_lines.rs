@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 /// The fields of a record that its golden transcript line keeps
 /// (`ScoredAnswer`, flattened in both).
-const TRANSCRIPT_FIELDS: [&str; 10] = [
+const TRANSCRIPT_FIELDS: [&str; 12] = [
     "response",
     "answer",
     "passed",
@@ -18,6 +18,8 @@ const TRANSCRIPT_FIELDS: [&str; 10] = [
     "detail",
     "tokens_in",
     "tokens_out",
+    "reasoning",
+    "tokens_reasoning",
     "error",
     "trajectory",
     "state",

@@ -8,6 +8,7 @@ pub mod fake_server;
 pub mod golden_lines;
 pub mod locks;
 pub mod managed;
+pub mod openapi;
 pub mod parquet_file;
 pub mod workspace;
 

@@ -326,6 +326,7 @@ pub(crate) fn parse_stdout(stdout: &[u8]) -> Result<Completion, ProviderError> {
         tokens_in: count("prompt_tokens")?,
         tokens_out: count("completion_tokens")?,
         tokens_cached: None,
+        tokens_reasoning: None,
     };
     let text = envelope
         .get("text")
@@ -383,6 +384,7 @@ fn completion(text: String, usage: Usage) -> Completion {
     Completion {
         allowance_spent: false,
         text,
+        reasoning: None,
         usage,
         finish_reason: None,
         shared: None,

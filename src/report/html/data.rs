@@ -112,6 +112,12 @@ pub(super) struct Load {
     pub p50_ms: Option<u64>,
     /// Mean output tokens.
     pub tokens_out: Option<f64>,
+    /// Mean reasoning tokens per answer that counted them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_reasoning: Option<f64>,
+    /// Answers cut off while still reasoning, apart from the other failures.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unfinished_reasoning: u64,
     /// What the answers cost, none when no answer had a price.
     pub cost: Option<f64>,
 }
@@ -123,6 +129,8 @@ impl Load {
             errors: m.errors,
             p50_ms: m.latency_ms.map(|l| l.p50),
             tokens_out: m.tokens_out.mean,
+            tokens_reasoning: m.tokens_reasoning.mean,
+            unfinished_reasoning: m.unfinished_reasoning(),
             cost: m.cost.and_then(|c| c.amount),
         }
     }
@@ -278,4 +286,8 @@ fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
         }),
         groups,
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -203,6 +203,7 @@ function openDrill(i) {
       r.f ? [h('dt', null, t('failure')), h('dd', null, r.f)] : null,
       r.l != null ? [h('dt', null, t('latency')), h('dd', null, r.l + ' ' + t('ms'))] : null,
       r.to != null ? [h('dt', null, t('output tokens')), h('dd', null, r.to)] : null,
+      r.tt != null ? [h('dt', null, t('reasoning tokens')), h('dd', null, r.tt)] : null,
       r.gv ? Object.entries(r.gv).map(([k, val]) => [h('dt', null, k), h('dd', null, val)]) : null),
     siblings.length > 1 ? h('div', { class: 'samples' }, siblings.map(([x, j]) => h('button', {
       type: 'button', 'aria-current': j === i ? 'true' : 'false', on: { click: () => openDrill(j) } },
@@ -211,6 +212,7 @@ function openDrill(i) {
     prompt.length ? prompt.map(([role, content, imgs]) => [h('div', { class: 'role' }, role),
       imgs ? h('div', { class: 'with-images' }, pre(content), thumbs(imgs)) : pre(content)]) : pre(null),
     r.tr ? [h('h3', null, t('Episode')), episode(r)] : null,
+    r.th != null ? h('details', { class: 'reasoning' }, h('summary', null, t('Reasoning ({0} characters)', [...r.th].length)), pre(r.th, 'reasoning')) : null,
     h('h3', null, t(r.e ? 'Request error' : r.tr ? 'Final answer' : 'Response')), pre(r.e || r.r, 'response'),
     r.st != null ? h('details', { class: 'state' }, h('summary', null, t('Final state')), pre(r.st, 'state')) : null,
     h('h3', null, t('Expected')), pre(expected(r.x), 'expected'),

@@ -63,6 +63,12 @@ function measured(c) {
   return Object.keys(c.measures || {}).map((k) => ', ' + k + ' ' + fix(c.measures[k].mean, 3)).join('');
 }
 
+// A cell's reasoning: mean reasoning tokens, and answers cut off while reasoning.
+function reasoned(c) {
+  return (c.tokens_reasoning != null ? t(', {0} reasoning tokens per answer', fix(c.tokens_reasoning, 1)) : '') +
+    (c.unfinished_reasoning ? t(', {0} unfinished_reasoning', c.unfinished_reasoning) : '');
+}
+
 // A spec's mean measures per model and group, beside the headline number.
 function measureTable(si) {
   const names = new Set();
@@ -106,7 +112,7 @@ function heatmap() {
       const td = h('td', { class: 'cell', 'data-spec': sp.id,
         title: t('{0}: {1} {2} (95% {3}), {4}/{5} passed, pass rate {6}, mean score {7}', sp.title,
           headlineName(c), pm(c.score, c.interval), span(c.interval), c.passed, c.total, pct(c.pass_rate),
-          pct(c.mean_score)) + measured(c),
+          pct(c.mean_score)) + measured(c) + reasoned(c),
         on: { click: () => showInstances({ model: m, spec: si, status: 'all' }) } }, pct(c.score));
       td.style.background = heat(c.score);
       return td;
@@ -118,6 +124,7 @@ function heatmap() {
 const AXES = [
   { key: 'p50_ms', label: t('p50 latency, ms') },
   { key: 'tokens_out', label: t('output tokens per answer (mean)') },
+  { key: 'tokens_reasoning', label: t('reasoning tokens per answer (mean)') },
   { key: 'cost', label: t('cost, {0}', R.meta.currency) },
 ];
 

@@ -71,6 +71,12 @@ pub(super) struct Row<'a> {
     /// Output tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<u64>,
+    /// What the model reasoned before the response, shown folded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub th: Option<String>,
+    /// Of the output tokens, those the server counted as reasoning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tt: Option<u64>,
     /// The prompt, `[role, content]` per message (`[role, content, thumbs]`
     /// with images): on the first row of an instance only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -303,6 +309,8 @@ pub(super) fn row<'a>(
         e: r.scored.error.as_deref().map(note),
         l: crate::metrics::timed(r).then_some(r.latency_ms),
         to: r.scored.tokens_out,
+        th: r.scored.reasoning.as_ref().map(|t| text(&t.text)),
+        tt: r.scored.tokens_reasoning,
         p: prompt,
         gv: groups,
         ru: r

@@ -67,6 +67,17 @@ pub(super) const HTML: &[(&str, &str)] = &[
         "output tokens per answer (mean)",
         "токенов в ответе (среднее)",
     ),
+    (
+        "reasoning tokens per answer (mean)",
+        "токенов рассуждения в ответе (среднее)",
+    ),
+    ("reasoning tokens", "токенов рассуждения"),
+    ("Reasoning ({0} characters)", "Рассуждение ({0} символов)"),
+    (
+        ", {0} reasoning tokens per answer",
+        ", {0} токенов рассуждения на ответ",
+    ),
+    (", {0} unfinished_reasoning", ", {0} unfinished_reasoning"),
     ("cost, {0}", "стоимость, {0}"),
     ("total against {0}", "итог против: {0}"),
     ("cost per correct answer", "стоимость верного ответа"),

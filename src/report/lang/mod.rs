@@ -40,6 +40,11 @@ pub(crate) struct Words {
     pub csv_header: [&'static str; 38],
     /// The CSV column of a measure's mean: `mean {}`.
     pub csv_measure: &'static str,
+    /// The CSV columns added when some cell has reasoning.
+    pub csv_reasoning: [&'static str; 3],
+    /// The reasoning table's header: model, spec, answers with reasoning,
+    /// mean reasoning tokens, unfinished reasoning, other failures.
+    pub reasoning_header: [&'static str; 6],
     /// `(English, translation)` pairs of the HTML page's text; empty for English.
     pub html: &'static [(&'static str, &'static str)],
     /// The Markdown report's phrases.
@@ -124,6 +129,12 @@ pub(crate) struct Markdown {
     pub measures_spec: &'static str,
     /// What the measures tables' numbers are.
     pub measures_note: &'static str,
+    /// The reasoning section's heading.
+    pub reasoning: &'static str,
+    /// What the reasoning table's numbers are.
+    pub reasoning_note: &'static str,
+    /// `Reasoning: {} characters` under a failed answer that kept reasoning.
+    pub reasoning_chars: &'static str,
     /// The failing instances' heading.
     pub failing: &'static str,
     /// Every instance passed.
@@ -218,6 +229,8 @@ pub(crate) struct Terminal {
     pub measures: &'static str,
     /// The measures table's group column.
     pub measures_group: &'static str,
+    /// The heading over the reasoning table.
+    pub reasoning: &'static str,
     /// The closing note when every cell is a mean score.
     pub note_mean: &'static str,
     /// The closing note when headlines differ.

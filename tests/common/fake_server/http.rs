@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use super::native;
 use super::wire::{answer_text, last_user_message, ollama_final, ollama_stream, openai_body};
 use super::{InFlight, LIFETIME, MAX_BODY, MAX_HEAD, MAX_REQUESTS, Reply, Request, State};
 
@@ -65,7 +66,11 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Head
     let mut authorization = None;
     for line in lines {
         let (name, value) = line.split_once(':').unwrap_or((line, ""));
-        if name.eq_ignore_ascii_case("authorization") {
+        // The native APIs' key headers (Anthropic's, Google's) count as authorization.
+        if ["authorization", "x-api-key", "x-goog-api-key"]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+        {
             authorization = Some(value.trim().to_owned());
         }
         if name.eq_ignore_ascii_case("content-length") {
@@ -114,30 +119,19 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     let Ok(body) = serde_json::from_slice::<Value>(&raw) else {
         return plain(stream, "400 Bad Request", b"body is not JSON").await;
     };
-    let prompt = last_user_message(&body);
-    let request = {
-        let mut all = state.requests.lock().unwrap();
-        let attempt = all.iter().filter(|r| r.prompt == prompt).count();
-        let at = Instant::now();
-        let (index, path) = (all.len(), path.clone());
-        all.push(Request {
-            index,
-            path,
-            body,
-            prompt,
-            attempt,
-            at,
-            authorization,
-        });
-        all[index].clone()
-    };
+    let request = record(state, path, body, authorization);
     if request.index >= MAX_REQUESTS {
         return plain(stream, "503 Busy", b"request budget spent").await;
     }
     let guard = InFlight::new(state);
     let (reply, headers) = unwrap(state.script.as_ref()(&request)).await;
     let mut calls = Vec::new();
+    let mut thought = None;
     let content = match &reply {
+        Reply::Thinking(t, text) => {
+            thought = Some(t.clone());
+            text.clone()
+        }
         Reply::Wrong => answer_text(&request, 1),
         Reply::Text(t) => t.clone(),
         Reply::Calls(text, scripted) => {
@@ -151,8 +145,7 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
         Reply::Status(code, retry_after) => {
             drop(guard);
             let extra = retry_after.map_or(String::new(), |s| format!("Retry-After: {s}\r\n"));
-            let body =
-                json!({"error": {"code": code, "message": "fake failure", "type": "server_error"}});
+            let body = native::error_body(&request.path, *code);
             let status = format!("{code} Fake");
             return write(
                 stream,
@@ -183,13 +176,26 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
     // A base URL's query (`?api-key=...`) follows the path.
     let route = request.path.split('?').next().unwrap_or_default();
     let body = match (route, request.body["stream"] == json!(true)) {
+        _ if let Reply::Raw(raw) = &reply => raw.clone(),
         ("/v1/chat/completions", false) => {
             let n = request.body["n"].as_u64().unwrap_or(1);
-            openai_body(&model, &content, &calls, request.index, n)
+            let answer = (content.as_str(), thought.as_ref());
+            openai_body(&model, answer, &calls, request.index, n)
         }
-        ("/api/chat", false) => ollama_final(&model, &content, &calls),
+        ("/api/chat", false) => ollama_final(&model, (&content, thought.as_ref()), &calls),
+        (route, false) if native::wire(route).is_some() => {
+            let wire = native::wire(route).expect("matched");
+            native::answer(
+                wire,
+                route,
+                &request.body,
+                (&content, &calls),
+                request.index,
+            )
+        }
         ("/api/chat", true) => {
-            return ollama_stream(stream, &model, (&content, &calls), cut).await;
+            let thinking = thought.as_ref();
+            return ollama_stream(stream, &model, (&content, &calls, thinking), cut).await;
         }
         _ => return plain(stream, "404 Not Found", b"no such endpoint").await,
     }
@@ -212,6 +218,24 @@ async fn handle(stream: &mut TcpStream, state: &State, head: Head, raw: Vec<u8>)
         wait_for_hangup(stream).await;
     }
     false
+}
+
+/// Logs a request, numbered, with how many times its prompt came before.
+fn record(state: &State, path: String, body: Value, authorization: Option<String>) -> Request {
+    let prompt = last_user_message(&body);
+    let mut all = state.requests.lock().unwrap();
+    let attempt = all.iter().filter(|r| r.prompt == prompt).count();
+    let index = all.len();
+    all.push(Request {
+        index,
+        path,
+        body,
+        prompt,
+        attempt,
+        at: Instant::now(),
+        authorization,
+    });
+    all[index].clone()
 }
 
 /// The reply inside `Slow` and `Headers`, after their waits, with their header lines.

@@ -1,5 +1,6 @@
 //! An in-process fake model server speaking the real wire formats
-//! (OpenAI `/v1/chat/completions`, Ollama `/api/chat`, streaming and not),
+//! (OpenAI `/v1/chat/completions`, Ollama `/api/chat`, streaming and not;
+//! Anthropic `/v1/messages`, Gemini `generateContent`, OpenAI `/v1/responses`),
 //! with scripted faults and scripted tool calls in each wire's own form.
 //!
 //! The server is hand-rolled HTTP/1.1 on tokio so a test controls every byte:
@@ -10,6 +11,7 @@
 
 mod arith;
 mod http;
+mod native;
 mod rate;
 mod wire;
 
@@ -31,6 +33,8 @@ pub const PROMPT_TOKENS: u64 = 17;
 pub const COMPLETION_TOKENS: u64 = 5;
 /// Of [`PROMPT_TOKENS`], those the OpenAI wire reports read from its prompt cache.
 pub const CACHED_TOKENS: u64 = 4;
+/// Of [`COMPLETION_TOKENS`], those the OpenAI wire reports as reasoning for a [`Reply::Thinking`].
+pub const REASONING_TOKENS: u64 = 3;
 /// Hard bounds, so a broken test cannot leave a server running forever.
 const LIFETIME: Duration = Duration::from_secs(120);
 const MAX_REQUESTS: usize = 5_000;
@@ -83,9 +87,28 @@ pub enum Reply {
     /// This content (may be empty) and these tool calls, as the wire returns
     /// them: OpenAI's arguments as JSON text, Ollama's as an object.
     Calls(String, Vec<FakeCall>),
+    /// This JSON body with a 200, whatever the wire (a documented example response).
+    Raw(Value),
     /// This status, no Content-Length, and a body without end (an Ollama
     /// stream gets endless small NDJSON chunks), until the client leaves.
     Endless(u16),
+    /// A reasoning model's answer: this thought in the wire's own field, then
+    /// this content (may be empty).
+    Thinking(Thought, String),
+}
+
+/// What a reasoning model thought, as the wires return it apart from the content.
+#[derive(Debug, Clone)]
+pub struct Thought {
+    /// The reasoning text.
+    pub text: String,
+    /// The OpenAI message field: `reasoning_content` (DeepSeek, llama-server
+    /// `--reasoning-format deepseek`) or `reasoning` (OpenRouter, vLLM).
+    /// Ollama always sends `message.thinking`.
+    pub field: &'static str,
+    /// Generation stopped at `max_tokens`: `finish_reason` (Ollama:
+    /// `done_reason`) is `length` instead of `stop`.
+    pub cut: bool,
 }
 
 /// One tool call of a [`Reply::Calls`].

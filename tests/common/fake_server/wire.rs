@@ -7,7 +7,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::arith::{eval, expression};
-use super::{CACHED_TOKENS, COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS, Request};
+use super::{
+    CACHED_TOKENS, COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS, REASONING_TOKENS, Request, Thought,
+};
 
 /// `/v1/chat/completions` response, shaped like llama.cpp's server output: `n` choices
 /// of the same content, and (as llama-server does) usage counting one choice only.
@@ -16,7 +18,7 @@ use super::{CACHED_TOKENS, COMPLETION_TOKENS, FakeCall, PROMPT_TOKENS, Request};
 /// `finish_reason` `tool_calls`.
 pub(super) fn openai_body(
     model: &Value,
-    content: &str,
+    (content, thought): (&str, Option<&Thought>),
     calls: &[FakeCall],
     index: usize,
     n: u64,
@@ -46,7 +48,7 @@ pub(super) fn openai_body(
             })
         })
         .collect();
-    json!({
+    let mut body = json!({
         "id": format!("chatcmpl-fake{index}"),
         "object": "chat.completion",
         "created": 1_767_225_600,
@@ -60,7 +62,36 @@ pub(super) fn openai_body(
             "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS}
         },
         "timings": {"prompt_n": PROMPT_TOKENS, "predicted_n": COMPLETION_TOKENS, "predicted_ms": 12.5}
-    })
+    });
+    if let Some(thought) = thought {
+        think_openai(&mut body, thought);
+    }
+    body
+}
+
+/// A reasoning model's OpenAI-compatible answer: every choice's message
+/// carries the thought in its own field beside `content` (DeepSeek's
+/// `reasoning_content`, OpenRouter's `reasoning`), usage counts the
+/// reasoning tokens in `completion_tokens_details.reasoning_tokens` (OpenAI's
+/// chat completion object), and a cut thought ends with `length`.
+fn think_openai(body: &mut Value, thought: &Thought) {
+    for choice in body["choices"].as_array_mut().into_iter().flatten() {
+        choice["message"][thought.field] = json!(thought.text);
+        if thought.cut {
+            choice["finish_reason"] = json!("length");
+        }
+    }
+    body["usage"]["completion_tokens_details"] = json!({"reasoning_tokens": REASONING_TOKENS});
+}
+
+/// A thinking model's Ollama answer (`think: true`): `message.thinking`
+/// beside `content`; Ollama counts no reasoning tokens apart (`eval_count`
+/// is all of them). A cut thought ends with `done_reason` `length`.
+fn think_ollama(body: &mut Value, thought: &Thought) {
+    body["message"]["thinking"] = json!(thought.text);
+    if thought.cut {
+        body["done_reason"] = json!("length");
+    }
 }
 
 /// Ollama's calls: `{id, function: {index, name, arguments: {...}}}`, the
@@ -85,12 +116,16 @@ fn ollama_calls(calls: &[FakeCall], first: usize, with_id: bool) -> Vec<Value> {
 
 /// Ollama's non-streaming response (also the last line of a stream, with
 /// empty content and no calls): the calls, when any, with ids.
-pub(super) fn ollama_final(model: &Value, content: &str, calls: &[FakeCall]) -> Value {
+pub(super) fn ollama_final(
+    model: &Value,
+    (content, thought): (&str, Option<&Thought>),
+    calls: &[FakeCall],
+) -> Value {
     let mut message = json!({"role": "assistant", "content": content});
     if !calls.is_empty() {
         message["tool_calls"] = json!(ollama_calls(calls, 0, true));
     }
-    json!({
+    let mut body = json!({
         "model": model,
         "created_at": "2026-01-01T00:00:00.000000Z",
         "message": message,
@@ -102,7 +137,11 @@ pub(super) fn ollama_final(model: &Value, content: &str, calls: &[FakeCall]) -> 
         "prompt_eval_duration": 2_345_678,
         "eval_count": COMPLETION_TOKENS,
         "eval_duration": 3_456_789
-    })
+    });
+    if let Some(thought) = thought {
+        think_ollama(&mut body, thought);
+    }
+    body
 }
 
 /// Ollama's NDJSON stream: content in 2-character lines, then each call in
@@ -112,10 +151,21 @@ pub(super) fn ollama_final(model: &Value, content: &str, calls: &[FakeCall]) -> 
 pub(super) async fn ollama_stream(
     stream: &mut TcpStream,
     model: &Value,
-    (content, calls): (&str, &[FakeCall]),
+    (content, calls, thought): (&str, &[FakeCall], Option<&Thought>),
     truncated: bool,
 ) -> bool {
     let mut ndjson = String::new();
+    // A thinking model streams its thought first, in `thinking` with empty content.
+    let thinking: Vec<char> = thought.map_or(Vec::new(), |t| t.text.chars().collect());
+    for piece in thinking.chunks(3) {
+        let line = json!({
+            "model": model,
+            "created_at": "2026-01-01T00:00:00.000000Z",
+            "message": {"role": "assistant", "content": "", "thinking": piece.iter().collect::<String>()},
+            "done": false
+        });
+        ndjson.push_str(&format!("{line}\n"));
+    }
     let chars: Vec<char> = content.chars().collect();
     for piece in chars.chunks(2) {
         let line = json!({
@@ -137,7 +187,11 @@ pub(super) async fn ollama_stream(
         ndjson.push_str(&format!("{line}\n"));
     }
     if !truncated {
-        ndjson.push_str(&format!("{}\n", ollama_final(model, "", &[])));
+        let mut last = ollama_final(model, ("", None), &[]);
+        if thought.is_some_and(|t| t.cut) {
+            last["done_reason"] = json!("length");
+        }
+        ndjson.push_str(&format!("{last}\n"));
     }
     let head = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n";
     if stream.write_all(head.as_bytes()).await.is_err() {
@@ -159,19 +213,7 @@ pub(super) async fn ollama_stream(
 }
 
 pub(super) fn last_user_message(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .map(|m| match &m["content"] {
-            // OpenAI content parts: the text parts, in order (images are not prompt text).
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            content => content.as_str().unwrap_or_default().to_owned(),
-        })
-        .unwrap_or_default()
+    super::native::last_user_text(body).unwrap_or_default()
 }
 
 /// The answer to the prompt's expression (plus `offset`), as JSON when the request asks for JSON.
@@ -180,8 +222,9 @@ pub(super) fn answer_text(request: &Request, offset: i64) -> String {
         .and_then(|e| eval(&e))
         .unwrap_or(42)
         + offset;
-    let structured =
-        request.body.get("response_format").is_some() || request.body.get("format").is_some();
+    let structured = request.body.get("response_format").is_some()
+        || request.body.get("format").is_some()
+        || super::native::wants_json(&request.body);
     if structured {
         json!({"answer": value}).to_string()
     } else {

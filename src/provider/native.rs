@@ -1,0 +1,409 @@
+//! What the three native wires (`anthropic`, `gemini`, `openai-responses`)
+//! do alike: the key from the environment, one POST read under the size cap,
+//! the body parsed, the system prompt taken out of the history, and the
+//! providers' stop reasons in the words the rest of the harness reads
+//! (OpenAI's `stop`, `length`, `tool_calls`).
+//!
+//! Each wire module keeps its own request body and response parsing; the
+//! client here picks them by [`Api`]. None streams. Default base URLs:
+//! `https://api.anthropic.com/v1`, `https://generativelanguage.googleapis.com/v1beta`,
+//! and for Responses the `openai:` one.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::prompt::{Message, Role};
+
+use super::body::{self, Cap};
+use super::model_ref::join_url;
+use super::tool_wire::WireNames;
+use super::{ChatRequest, Completion, ModelSetup, ProviderError, ProviderKind, ServedBy, classify};
+use super::{anthropic, gemini, responses};
+
+/// Which native API a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// Google's Gemini API.
+    Gemini,
+    /// OpenAI's Responses API.
+    Responses,
+}
+
+/// A client for one model on one of the native APIs: its connection and
+/// the headers every request carries (the key, Anthropic's API version).
+pub(crate) struct NativeClient {
+    api: Api,
+    connection: Connection,
+    headers: Vec<(&'static str, String)>,
+}
+
+/// The default base URL of a native provider's API.
+pub(crate) fn default_base_url(kind: ProviderKind) -> String {
+    match kind {
+        ProviderKind::Anthropic => "https://api.anthropic.com/v1".to_owned(),
+        ProviderKind::Gemini => "https://generativelanguage.googleapis.com/v1beta".to_owned(),
+        _ => super::openai_default_base_url(),
+    }
+}
+
+impl NativeClient {
+    /// The client `setup.provider` names, its key read from the environment;
+    /// a provider that is no native API is a config error.
+    pub(crate) fn new(
+        setup: &ModelSetup,
+        http: reqwest::Client,
+    ) -> Result<NativeClient, ProviderError> {
+        let (api, path, keys, header) = match setup.provider {
+            ProviderKind::Anthropic => (
+                Api::Anthropic,
+                "/messages".to_owned(),
+                &["ANTHROPIC_API_KEY"][..],
+                "x-api-key",
+            ),
+            ProviderKind::Gemini => (
+                Api::Gemini,
+                // `models/gemini-x` and `gemini-x` name the same model.
+                format!(
+                    "/models/{}:generateContent",
+                    setup.model.trim_start_matches("models/")
+                ),
+                &["GEMINI_API_KEY", "GOOGLE_API_KEY"][..],
+                "x-goog-api-key",
+            ),
+            ProviderKind::OpenAiResponses => (
+                Api::Responses,
+                "/responses".to_owned(),
+                &["OPENAI_API_KEY"][..],
+                "authorization",
+            ),
+            other => {
+                return Err(ProviderError::Config(format!(
+                    "`{}` is not a native API",
+                    other.prefix()
+                )));
+            }
+        };
+        let mut headers = Vec::new();
+        if api == Api::Anthropic {
+            headers.push(("anthropic-version", anthropic::API_VERSION.to_owned()));
+        }
+        if let Some(key) = api_key(setup, keys)? {
+            let bearer = api == Api::Responses;
+            headers.push((header, if bearer { format!("Bearer {key}") } else { key }));
+        }
+        let base = (setup.base_url.clone()).unwrap_or_else(|| default_base_url(setup.provider));
+        Ok(NativeClient {
+            api,
+            connection: Connection::new(setup, http, join_url(&base, &path)),
+            headers,
+        })
+    }
+
+    /// Sends one request.
+    pub(crate) async fn complete(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<Completion, ProviderError> {
+        Ok(self.complete_n(request, 1).await?.remove(0))
+    }
+
+    /// Whether one request can ask for several answers (Gemini's `candidateCount`).
+    pub(crate) fn supports_n(&self) -> bool {
+        self.api == Api::Gemini
+    }
+
+    /// Sends one request for `n` answers; more than one from an API without
+    /// `n` is a config error.
+    pub(crate) async fn complete_n(
+        &self,
+        request: &ChatRequest,
+        n: u32,
+    ) -> Result<Vec<Completion>, ProviderError> {
+        if n > 1 && !self.supports_n() {
+            let api = match self.api {
+                Api::Anthropic => "Anthropic",
+                _ => "OpenAI Responses",
+            };
+            return Err(cannot_carry(api, "several answers per request (`n`)"));
+        }
+        let model = &self.connection.model;
+        let mut body = match self.api {
+            Api::Anthropic => anthropic::request_body(model, request)?,
+            Api::Gemini => gemini::request_body(request, n)?,
+            Api::Responses => responses::request_body(model, request)?,
+        };
+        let wire = match self.api {
+            Api::Anthropic => super::ProviderKind::Anthropic,
+            Api::Gemini => super::ProviderKind::Gemini,
+            Api::Responses => super::ProviderKind::OpenAiResponses,
+        };
+        super::reasoning_setting::native_body(wire, &request.reasoning, &mut body)?;
+        let headers: Vec<(&str, &str)> = (self.headers.iter())
+            .map(|(name, value)| (*name, value.as_str()))
+            .collect();
+        let (bytes, spent) = self.connection.post(&headers, &body).await?;
+        let names = WireNames::new(&request.tools);
+        let mut answers = match self.api {
+            Api::Anthropic => vec![anthropic::completion(&bytes, &names)?],
+            Api::Gemini => gemini::completions(&bytes, &names)?,
+            Api::Responses => vec![responses::completion(&bytes, &names)?],
+        };
+        for answer in &mut answers {
+            answer.allowance_spent = spent;
+        }
+        Ok(answers)
+    }
+}
+
+/// One model's connection: where to POST, within which limits.
+struct Connection {
+    http: reqwest::Client,
+    /// The full URL requests go to.
+    endpoint: String,
+    /// The model id sent (in the body or the URL).
+    model: String,
+    timeout: Duration,
+    max_response_bytes: u64,
+}
+
+impl Connection {
+    /// The connection of `setup` to `endpoint`.
+    fn new(setup: &ModelSetup, http: reqwest::Client, endpoint: String) -> Connection {
+        Connection {
+            http,
+            endpoint,
+            model: setup.model.clone(),
+            timeout: super::model_ref::timeout(setup.timeout_secs),
+            max_response_bytes: setup.max_response_bytes,
+        }
+    }
+
+    /// POSTs `body` with `headers` (the key among them) and returns the
+    /// response body, and whether its rate-limit headers say the allowance is
+    /// spent. An error status is [`ProviderError::Status`] with its
+    /// `Retry-After`, whatever the provider's error body says.
+    async fn post(
+        &self,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Result<(Vec<u8>, bool), ProviderError> {
+        let request = headers.iter().fold(
+            self.http
+                .post(&self.endpoint)
+                .timeout(self.timeout)
+                .json(body),
+            |request, (name, value)| request.header(*name, *value),
+        );
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(classify(&e, self.timeout)),
+        };
+        let cap = Cap::new(self.max_response_bytes, self.timeout);
+        if !response.status().is_success() {
+            return Err(body::error_status(response, cap).await);
+        }
+        let spent = super::allowance_spent(response.headers());
+        Ok((body::read(response, cap).await?, spent))
+    }
+}
+
+/// The API key: from the model's `api_key_env` when set (an error when that
+/// variable is unset), else from the first of `defaults` that is set. Read
+/// through `secrets` (the CLI took keys out of the environment) and registered
+/// there, so no answer, error or file ever shows it.
+fn api_key(setup: &ModelSetup, defaults: &[&str]) -> Result<Option<String>, ProviderError> {
+    let found = match &setup.api_key_env {
+        Some(name) => Some(
+            crate::secrets::var(name)
+                .filter(|k| !k.is_empty())
+                .ok_or_else(|| {
+                    ProviderError::Config(format!(
+                        "model `{}`: environment variable {name} (api_key_env) is not set",
+                        setup.name
+                    ))
+                })?,
+        ),
+        None => defaults
+            .iter()
+            .find_map(|name| crate::secrets::var(name).filter(|k| !k.is_empty())),
+    };
+    if let Some(key) = &found {
+        crate::secrets::register(key);
+    }
+    Ok(found)
+}
+
+/// `bytes` as a `T`; what does not parse is a malformed response, quoted briefly.
+pub(super) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ProviderError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        ProviderError::Malformed(format!(
+            "{e}: {}",
+            crate::text::clip(&String::from_utf8_lossy(bytes), 200)
+        ))
+    })
+}
+
+/// The system messages' text, joined by blank lines (None without any), and
+/// the other messages: Anthropic and Gemini take the system prompt apart.
+pub(super) fn split_system(messages: &[Message]) -> (Option<String>, Vec<&Message>) {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str())
+        .collect();
+    let rest = messages.iter().filter(|m| m.role != Role::System).collect();
+    ((!system.is_empty()).then(|| system.join("\n\n")), rest)
+}
+
+/// A provider's stop reason in OpenAI's words where one means the same:
+/// `stop`, `length`, `tool_calls`; any other is kept as the provider wrote it.
+pub(super) fn finish_reason(raw: &str) -> String {
+    match raw {
+        // Anthropic `end_turn`/`stop_sequence`, Gemini `STOP`, Responses `completed`.
+        "end_turn" | "stop_sequence" | "STOP" | "completed" => "stop",
+        // Anthropic `max_tokens`, Gemini `MAX_TOKENS`, Responses `max_output_tokens`.
+        "max_tokens" | "MAX_TOKENS" | "max_output_tokens" => "length",
+        "tool_use" => "tool_calls",
+        other => other,
+    }
+    .to_owned()
+}
+
+/// Adds `item` to the last of `turns` when that turn is `role`'s, else
+/// starts a turn `{role, key: [item]}`: Anthropic and Gemini want turns to
+/// alternate, and tool results to share the user turn after their calls.
+pub(super) fn push_to_turn(turns: &mut Vec<Value>, role: &str, key: &str, item: Value) {
+    if let Some(last) = turns.last_mut()
+        && last["role"] == role
+        && let Some(items) = last[key].as_array_mut()
+    {
+        items.push(item);
+        return;
+    }
+    turns.push(serde_json::json!({"role": role, key: [item]}));
+}
+
+/// Who answered, from a response's model field (empty or missing: unknown).
+pub(super) fn served(model: Option<String>) -> Option<ServedBy> {
+    let model = model.filter(|m| !m.is_empty())?;
+    Some(ServedBy {
+        model,
+        fingerprint: None,
+    })
+}
+
+/// The error of a request this wire cannot carry: a configuration error, so
+/// the answer is never scored as if the model had been held to it.
+pub(super) fn cannot_carry(wire: &str, what: &str) -> ProviderError {
+    ProviderError::Config(format!("the {wire} API cannot carry {what}"))
+}
+
+/// A request of the wires' unit tests: temperature 0, 64 tokens, text, and the fields of `fields`.
+#[cfg(test)]
+pub(super) fn test_request(fields: Value) -> ChatRequest {
+    let mut base =
+        serde_json::json!({"temperature": 0.0, "max_tokens": 64, "format": {"type": "text"}});
+    let map = base.as_object_mut().expect("object");
+    map.extend(fields.as_object().expect("an object of fields").clone());
+    serde_json::from_value(base).expect("a request")
+}
+
+/// The history of the wires' unit tests: a system prompt, a question, a
+/// call of `math.factorial` (id `call_0_0`) and its result.
+#[cfg(test)]
+pub(super) fn test_episode() -> Value {
+    let call =
+        serde_json::json!({"id": "call_0_0", "name": "math.factorial", "arguments": {"n": 5}});
+    serde_json::json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "5!?"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "120", "tool_call_id": "call_0_0", "tool_name": "math.factorial"}
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_and_configs_name_the_native_apis() {
+        for (reference, kind) in [
+            (
+                "anthropic:claude-x@http://127.0.0.1:9/v1",
+                ProviderKind::Anthropic,
+            ),
+            (
+                "gemini:gemini-x@http://127.0.0.1:9/v1beta",
+                ProviderKind::Gemini,
+            ),
+            (
+                "openai-responses:gpt-x@http://127.0.0.1:9/v1",
+                ProviderKind::OpenAiResponses,
+            ),
+        ] {
+            let m = ModelSetup::parse(reference).unwrap();
+            assert_eq!(m.provider, kind);
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                kind.prefix(),
+                "configs name it so"
+            );
+            assert!(
+                m.base_url
+                    .is_some_and(|u| u.starts_with("http://127.0.0.1:9/v1"))
+            );
+        }
+    }
+
+    #[test]
+    fn stop_reasons_take_openai_words() {
+        for (raw, want) in [
+            ("end_turn", "stop"),
+            ("stop_sequence", "stop"),
+            ("STOP", "stop"),
+            ("completed", "stop"),
+            ("max_tokens", "length"),
+            ("MAX_TOKENS", "length"),
+            ("max_output_tokens", "length"),
+            ("tool_use", "tool_calls"),
+            ("SAFETY", "SAFETY"),
+            ("refusal", "refusal"),
+        ] {
+            assert_eq!(finish_reason(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn system_messages_are_taken_apart_in_order() {
+        let messages = vec![
+            Message::text(Role::System, "a"),
+            Message::text(Role::User, "q"),
+            Message::text(Role::System, "b"),
+        ];
+        let (system, rest) = split_system(&messages);
+        assert_eq!(system.as_deref(), Some("a\n\nb"));
+        assert_eq!(rest.len(), 1);
+        assert_eq!(split_system(&messages[1..2]).0, None);
+    }
+
+    #[test]
+    fn a_named_key_variable_that_is_unset_is_a_config_error() {
+        let mut setup = ModelSetup::new(super::super::ProviderKind::Anthropic, "m");
+        setup.api_key_env = Some("HARNESS_NATIVE_TEST_UNSET_KEY".into());
+        let err = api_key(&setup, &["ANTHROPIC_API_KEY"]).unwrap_err();
+        assert!(
+            err.to_string().contains("HARNESS_NATIVE_TEST_UNSET_KEY"),
+            "{err}"
+        );
+        setup.api_key_env = None;
+        assert_eq!(
+            api_key(&setup, &["HARNESS_NATIVE_TEST_UNSET_KEY"]).unwrap(),
+            None
+        );
+    }
+}
