@@ -141,7 +141,7 @@ impl NativeClient {
             Api::Gemini => super::ProviderKind::Gemini,
             Api::Responses => super::ProviderKind::OpenAiResponses,
         };
-        super::reasoning_setting::native_body(wire, &request.reasoning, &mut body)?;
+        super::reasoning_setting::add_to_body(wire, &request.reasoning, &mut body)?;
         let headers: Vec<(&str, &str)> = (self.headers.iter())
             .map(|(name, value)| (*name, value.as_str()))
             .collect();

@@ -80,7 +80,11 @@ impl OllamaClient {
     /// The request body in Ollama's format.
     pub fn body(&self, request: &ChatRequest) -> Result<Value, ProviderError> {
         let mut body = request_body(&self.model, self.stream, request)?;
-        super::reasoning_setting::ollama_body(&request.reasoning, &mut body)?;
+        super::reasoning_setting::add_to_body(
+            super::ProviderKind::Ollama,
+            &request.reasoning,
+            &mut body,
+        )?;
         Ok(body)
     }
 

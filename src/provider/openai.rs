@@ -76,7 +76,7 @@ impl OpenAiClient {
     /// The request body in OpenAI's format, asking for `n` choices.
     pub(crate) fn body(&self, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
         let mut body = request_body(&self.model, request, n)?;
-        super::reasoning_setting::openai_body(self.wire, &request.reasoning, &mut body)?;
+        super::reasoning_setting::add_to_body(self.wire, &request.reasoning, &mut body)?;
         Ok(body)
     }
 

@@ -109,18 +109,7 @@ pub(crate) fn unsupported(
 /// OpenAI's reasoning models refuse `max_tokens`, and the limit there counts
 /// the reasoning too. Other servers (vLLM, llama.cpp) keep `max_tokens`,
 /// which every build of theirs reads.
-pub(crate) fn openai_body(
-    wire: ProviderKind,
-    setting: &ReasoningSetting,
-    body: &mut Value,
-) -> Result<(), super::ProviderError> {
-    if setting.is_empty() {
-        return Ok(());
-    }
-    refuse(wire, setting)?;
-    let Some(map) = body.as_object_mut() else {
-        return Ok(());
-    };
+fn openai_fields(wire: ProviderKind, setting: &ReasoningSetting, map: &mut Map<String, Value>) {
     let effort = setting.effort.map(|e| json!(e.name()));
     let mut kwargs = Map::new();
     if let Some(enabled) = setting.enabled {
@@ -157,24 +146,12 @@ pub(crate) fn openai_body(
             *entry = Value::Object(kwargs);
         }
     }
-    Ok(())
 }
 
 /// Adds `setting` to a native API's `body`: Responses `reasoning`,
 /// Anthropic `thinking` (without `temperature`, which Anthropic refuses
 /// beside thinking), Gemini `generationConfig.thinkingConfig`.
-pub(crate) fn native_body(
-    wire: ProviderKind,
-    setting: &ReasoningSetting,
-    body: &mut Value,
-) -> Result<(), super::ProviderError> {
-    if setting.is_empty() {
-        return Ok(());
-    }
-    refuse(wire, setting)?;
-    let Some(map) = body.as_object_mut() else {
-        return Ok(());
-    };
+fn native_fields(wire: ProviderKind, setting: &ReasoningSetting, map: &mut Map<String, Value>) {
     match wire {
         ProviderKind::OpenAiResponses => {
             if let Some(effort) = setting.effort {
@@ -186,7 +163,7 @@ pub(crate) fn native_body(
             let thinking = match (setting.enabled, setting.budget_tokens) {
                 (Some(false), _) => json!({"type": "disabled"}),
                 (_, Some(budget)) => json!({"type": "enabled", "budget_tokens": budget}),
-                (_, None) => return Ok(()),
+                (_, None) => return,
             };
             if thinking["type"] == "enabled" {
                 map.remove("temperature");
@@ -213,26 +190,39 @@ pub(crate) fn native_body(
             }
         }
     }
-    Ok(())
 }
 
 /// Adds `setting` to an Ollama `/api/chat` body as `think`: an effort when
 /// one is set (Ollama's levels for the models that take them), else the switch.
-pub(crate) fn ollama_body(
+fn ollama_fields(setting: &ReasoningSetting, map: &mut Map<String, Value>) {
+    let think = match (setting.effort, setting.enabled) {
+        (Some(effort), _) => json!(effort.name()),
+        (None, Some(enabled)) => json!(enabled),
+        (None, None) => return,
+    };
+    map.insert("think".into(), think);
+}
+
+/// Adds `setting` to a request `body` of `wire`, in that wire's fields; an
+/// empty setting adds nothing, one the wire cannot carry is an error.
+pub(crate) fn add_to_body(
+    wire: ProviderKind,
     setting: &ReasoningSetting,
     body: &mut Value,
 ) -> Result<(), super::ProviderError> {
     if setting.is_empty() {
         return Ok(());
     }
-    refuse(ProviderKind::Ollama, setting)?;
-    let think = match (setting.effort, setting.enabled) {
-        (Some(effort), _) => json!(effort.name()),
-        (None, Some(enabled)) => json!(enabled),
-        (None, None) => return Ok(()),
+    refuse(wire, setting)?;
+    let Some(map) = body.as_object_mut() else {
+        return Ok(());
     };
-    if let Some(map) = body.as_object_mut() {
-        map.insert("think".into(), think);
+    match wire {
+        ProviderKind::Ollama => ollama_fields(setting, map),
+        ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::OpenAiResponses => {
+            native_fields(wire, setting, map);
+        }
+        _ => openai_fields(wire, setting, map),
     }
     Ok(())
 }
@@ -283,7 +273,7 @@ mod tests {
         ];
         for (wire, text, want) in cases {
             let mut body = base.clone();
-            openai_body(wire, &setting(text), &mut body).unwrap();
+            add_to_body(wire, &setting(text), &mut body).unwrap();
             assert_eq!(body, want, "{wire:?} {text}");
         }
         for (text, think) in [
@@ -291,7 +281,7 @@ mod tests {
             ("effort = \"low\"\nenabled = true", json!("low")),
         ] {
             let mut body = json!({"model": "m"});
-            ollama_body(&setting(text), &mut body).unwrap();
+            add_to_body(ProviderKind::Ollama, &setting(text), &mut body).unwrap();
             assert_eq!(body["think"], think, "{text}");
         }
     }
@@ -334,7 +324,7 @@ mod tests {
             if wire == ProviderKind::Gemini {
                 body["generationConfig"] = generation.clone();
             }
-            native_body(wire, &setting(text), &mut body).unwrap();
+            add_to_body(wire, &setting(text), &mut body).unwrap();
             assert_eq!(body, want, "{wire:?} {text}");
         }
     }
@@ -396,13 +386,7 @@ mod tests {
             let found = unsupported(wire, &setting(text));
             assert_eq!(found.as_ref().map(|(k, _)| *k), key, "{wire:?} {text}");
             let mut body = json!({"model": "m"});
-            let sent = match wire {
-                ProviderKind::Ollama => ollama_body(&setting(text), &mut body),
-                ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::OpenAiResponses => {
-                    native_body(wire, &setting(text), &mut body)
-                }
-                _ => openai_body(wire, &setting(text), &mut body),
-            };
+            let sent = add_to_body(wire, &setting(text), &mut body);
             assert_eq!(sent.is_err(), key.is_some(), "{wire:?} {text}");
         }
     }
