@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Who speaks: the wires read a message's role (a tool's result has its own form).
 pub(crate) use crate::format::Role;
 /// Tools travel with the messages, from the spec to the request.
-pub(crate) use crate::format::{Tool, ToolCall, ToolChoice, ToolMode};
+pub(crate) use crate::format::{ReasoningSetting, Tool, ToolCall, ToolChoice, ToolMode};
 pub(crate) use crate::media::ImageRef;
 
 /// One rendered chat message.

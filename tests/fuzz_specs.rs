@@ -161,6 +161,7 @@ fn exercise(file: &Path, golden: &Path) {
             write_pending: false,
         },
         exec_models: Vec::new(),
+        models: Vec::new(),
     };
     let report = check_file(file, &options);
     if !report.errors.is_empty() {

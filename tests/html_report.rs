@@ -6,12 +6,13 @@
 //! the other reports, the filters, the drill-down, and that model output
 //! renders as text; the page in the report's language and a heatmap of 16
 //! categories at 1280×800 (`language`); an agent episode drawn step by step,
-//! its filters into calls (`episode`).
+//! its filters into calls (`episode`); a `--sweep`'s curves (`sweep`).
 //! Screenshots at 1280 and 390 px land in `target/browser/`.
 
 mod episode;
 mod language;
 mod replay;
+mod sweep;
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +23,7 @@ use crate::common::workspace::fake_workspace;
 use serde_json::{Value, json};
 
 /// The only report of `kind` (`html`, `json`) under `results/reports`.
-fn report(results: &Path, ext: &str) -> PathBuf {
+pub(crate) fn report(results: &Path, ext: &str) -> PathBuf {
     let dir = results.join("reports");
     let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

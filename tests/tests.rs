@@ -32,7 +32,8 @@
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
 //!   `judge`, `synth`, `costs` (prices, budgets, `--dry-run`), `reasoning`
 //!   (reasoning kept apart from answers, counted, priced, `unfinished_reasoning`
-//!   in every report).
+//!   in every report), `reasoning_controls` (reasoning settings on the wire,
+//!   `--sweep` and its reports).
 //! - Programs as models: `exec` (the fixture program `tests/fixtures/exec/model.py`;
 //!   Tesseract on three lines of `datasets/ocr_lines/`, skipped without it).
 //! - Model-written code in the sandbox: `code_rule`, `code_parity` (verdicts equal bare
@@ -69,7 +70,8 @@
 //! - `HARNESS_JUDGE_URL`, `HARNESS_JUDGE2_URL`: two more SmolLM2 servers, the
 //!   judge's pool (`e2e_llama`).
 //! - `LLAMA_SERVER_BIN`, `SMOLLM2_MODEL`: the llama-server binary and SmolLM2's
-//!   GGUF, for `managed_llama` and `pool_llama` to start servers of their own.
+//!   GGUF, for `managed_llama`, `pool_llama` and `reasoning_controls` (a budget sweep)
+//!   to start servers of their own.
 //! - `SLURM_CONF`: the single-node Slurm cluster's configuration (`cluster`).
 //! - `HARNESS_E2E=1`: a missing variable above is a failure, not a skip.
 //!
@@ -120,6 +122,7 @@ mod pipes;
 mod pool_llama;
 mod provider_wire;
 mod reasoning;
+mod reasoning_controls;
 mod report_language;
 mod reports;
 mod resume_kill;

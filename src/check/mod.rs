@@ -31,6 +31,9 @@ pub struct CheckOptions {
     pub mode: GoldenMode,
     /// `exec` models whose commands are rendered for every instance.
     pub exec_models: Vec<ExecModel>,
+    /// The models the spec would run on (`-m`, else `[run] models`): its
+    /// reasoning setting is checked against each one's wire.
+    pub models: Vec<crate::provider::ModelSetup>,
 }
 
 /// How many of a spec's examples held, shown as `held/total`.
@@ -69,6 +72,28 @@ pub struct SpecCheck {
     pub elapsed: Duration,
 }
 
+/// The first problem of the reasoning `model`'s requests for `spec` would
+/// send (a key its wire cannot carry, a budget above `max_tokens`), located.
+pub(crate) fn reasoning_problem(
+    spec: &Spec,
+    model: &crate::provider::ModelSetup,
+) -> Option<Diagnostic> {
+    let unsupported = |r: &crate::format::ReasoningSetting| {
+        crate::provider::reasoning_setting::unsupported(model.provider, r)
+    };
+    let argument = model
+        .sweep
+        .as_ref()
+        .map(|c| (c.setting, format!("reasoning.{}={}", c.key, c.value)));
+    spec.reasoning_problem(&crate::spec::ModelReasoning {
+        name: &model.name,
+        own: model.reasoning,
+        sweep: argument.as_ref().map(|(s, a)| (*s, a.as_str())),
+        max_tokens: model.options.max_tokens,
+        unsupported: &unsupported,
+    })
+}
+
 /// Checks one spec file; never panics on bad input, reports instead.
 pub fn check_file(file: &Path, options: &CheckOptions) -> SpecCheck {
     let started = Instant::now();
@@ -86,6 +111,9 @@ pub fn check_file(file: &Path, options: &CheckOptions) -> SpecCheck {
 
 fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     report.id = Some(spec.id.clone());
+    report
+        .errors
+        .extend((options.models.iter()).filter_map(|model| reasoning_problem(spec, model)));
     let path = instances_path(&options.golden_dir, &spec.id);
     let golden_error = |e: std::io::Error| {
         Diagnostic::new(

@@ -14,6 +14,7 @@ use super::render;
 use crate::check::{CheckOptions, ExampleVerdict, ExecModel, SpecCheck, check_file};
 use crate::config::Config;
 use crate::golden::{GoldenMode, GoldenStatus, is_ci};
+use crate::provider::ModelSetup;
 use crate::spec::{duplicate_id, spec_files};
 
 /// `harness check`'s arguments.
@@ -32,8 +33,9 @@ pub(super) struct CheckArgs {
     /// name, and its `exec` models' commands are rendered for every instance.
     #[arg(long, default_value = "harness.toml")]
     pub config: PathBuf,
-    /// A model whose `exec` command is rendered for every instance (repeatable;
-    /// default: `[run] models`). Models of other providers have nothing to check.
+    /// A model the specs are checked against (repeatable; default: `[run]
+    /// models`): an `exec` model's command is rendered for every instance,
+    /// and every model's wire must carry the specs' reasoning settings.
     #[arg(short = 'm', long = "model")]
     pub models: Vec<String>,
     /// Print each example's actual verdict, score and failure detail.
@@ -41,9 +43,12 @@ pub(super) struct CheckArgs {
     pub verbose: bool,
 }
 
-/// The `exec` models among `names` (else the configuration's `[run] models`),
-/// with where their arguments stand in the configuration.
-fn exec_models(names: &[String], config: Option<&Config>) -> Result<Vec<ExecModel>, Exit> {
+/// The models `names` (else the configuration's `[run] models`) and, of
+/// them, the `exec` models with where their arguments stand in the configuration.
+fn exec_models(
+    names: &[String],
+    config: Option<&Config>,
+) -> Result<(Vec<ExecModel>, Vec<ModelSetup>), Exit> {
     let default = Config::default();
     let config = config.unwrap_or(&default);
     let names = if names.is_empty() {
@@ -51,22 +56,23 @@ fn exec_models(names: &[String], config: Option<&Config>) -> Result<Vec<ExecMode
     } else {
         names
     };
-    let mut out = Vec::new();
+    let (mut out, mut models) = (Vec::new(), Vec::new());
     for name in names {
         let setup = config
             .resolve_model(name)
             .map_err(|e| fail(format!("model `{name}`: {e}")))?;
-        if let Some(options) = setup.exec {
+        if let Some(options) = setup.exec.clone() {
             let (arguments, source) = config.command_locations(&setup.name);
             out.push(ExecModel {
-                name: setup.name,
+                name: setup.name.clone(),
                 options,
                 arguments,
                 source,
             });
         }
+        models.push(setup);
     }
-    Ok(out)
+    Ok((out, models))
 }
 
 /// `example 2 (name): failed, score 0.5: detail`, one line per example.
@@ -201,7 +207,7 @@ pub(super) fn run(args: &CheckArgs, config: Option<&Config>, color: bool) -> Exi
         ..
     } = args;
     let (bless, verbose) = (*bless, *verbose);
-    let exec_models = match exec_models(&args.models, config) {
+    let (exec_models, models) = match exec_models(&args.models, config) {
         Ok(models) => models,
         Err(exit) => return exit,
     };
@@ -220,6 +226,7 @@ pub(super) fn run(args: &CheckArgs, config: Option<&Config>, color: bool) -> Exi
             write_pending: !bless && !is_ci(),
         },
         exec_models,
+        models,
     };
     let (mut failed, mut differ) = (0, 0);
     let mut ids: BTreeMap<String, PathBuf> = Default::default();

@@ -15,6 +15,7 @@ mod report;
 mod review;
 mod run;
 mod show;
+mod sweep;
 mod synth;
 mod transcript_view;
 

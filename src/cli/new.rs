@@ -38,6 +38,7 @@ pub(super) fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
             write_pending: false,
         },
         exec_models: Vec::new(),
+        models: Vec::new(),
     };
     let check = check_file(&file, &options);
     if let Some(e) = check.errors.first() {

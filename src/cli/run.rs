@@ -70,6 +70,10 @@ pub(super) struct RunArgs {
     /// The run's id (its directory under results/runs); a shard's gets `-shard-I-of-N` after it.
     #[arg(long, value_name = "ID", conflicts_with = "resume")]
     pub run_id: Option<String>,
+    /// Run each model once per value of one reasoning key, each a cell `MODEL [KEY=V]`:
+    /// `reasoning.effort=low,medium,high`, `reasoning.budget_tokens=1024,4096`.
+    #[arg(long, value_name = "KEY=V1,V2,...", conflicts_with = "resume", value_parser = super::sweep::parse)]
+    pub sweep: Option<super::sweep::Sweep>,
 }
 
 /// Runs `harness run`.
@@ -132,6 +136,9 @@ fn plan_new(
             }
             models.push(m);
         }
+    }
+    if let Some(sweep) = &args.sweep {
+        models = sweep.expand(models);
     }
     let judge = match args
         .judge
@@ -353,6 +360,7 @@ async fn run_async(
         lang,
     } = prepare(args, config, color)?;
     preflight(&specs, manifest.runs, color)?;
+    super::sweep::check_reasoning(&specs, &manifest.models, color)?;
     if specs.iter().any(|s| s.rules.needs_sandbox()) || crate::sandbox::is_unsandboxed() {
         let now = crate::sandbox::shared().map_err(fail)?.isolation();
         // A resumed run keeps the weaker of its two confinements on record.

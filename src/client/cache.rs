@@ -243,6 +243,32 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_keys_a_request_only_when_set() {
+        let model = ModelSetup::new(ProviderKind::OpenAi, "m");
+        let key = |r: &ChatRequest| cache_key(&model, "http://x", r, 0, None);
+        // The key of a request without reasoning, as every cache before it has it.
+        assert_eq!(
+            key(&request()),
+            "d0081652af496dbb60023d0b2b99d844fdcadf7082140753e8b81d45a3d069f8"
+        );
+        let setting = |text: &str| ChatRequest {
+            reasoning: toml::from_str(text).unwrap(),
+            ..request()
+        };
+        let keys = [
+            key(&request()),
+            key(&setting("effort = \"low\"")),
+            key(&setting("effort = \"high\"")),
+            key(&setting("budget_tokens = 8")),
+            key(&setting("enabled = false")),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            assert!(!keys[i + 1..].contains(a), "setting {i} shares a key");
+        }
+        assert_eq!(key(&setting("")), keys[0], "an empty table keys nothing");
+    }
+
+    #[test]
     fn keys_separate_samples_and_models_and_round_trip() {
         let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let k0 = cache_key(&model, "http://x", &request(), 0, None);

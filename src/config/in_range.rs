@@ -181,6 +181,16 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
             ),
         ));
     }
+    // A model's reasoning: its budget, and a key its provider's wire cannot carry.
+    let r = &m.reasoning;
+    let wire = crate::provider::reasoning_setting::unsupported(m.provider, r);
+    for (key, why) in r
+        .problems(o.max_tokens, "options.max_tokens")
+        .into_iter()
+        .chain(wire)
+    {
+        found.push((path(&["reasoning", key]), why));
+    }
     let Some(s) = &m.server else { return };
     let checks: [(&str, Option<Number>, Bounds); 5] = [
         ("ctx_size", s.ctx_size.map(Number::from), TOKENS),
@@ -273,6 +283,9 @@ mod tests {
             "concurrency = -1",
             "max_retries = 99999999999999999999",
             "concurrency = \"fast\"",
+            "reasoning = { budget_tokens = 0 }",
+            "reasoning = { enabled = true }",
+            "reasoning = { effort = \"hgih\" }",
         ];
         for line in bad {
             let e = load(line).expect_err(line);
@@ -439,7 +452,7 @@ mod tests {
             ("plan_bytes = -1", 14, "u64"),
             ("script_bytes = inf", 16, "inf is not a finite number"),
             ("document_bytes = 1.5e9", 18, "invalid type"),
-            ("config_bytes = 4096", 1, "unknown field `config_bytes`"),
+            ("config_bytes = 4096", 1, "unknown key `config_bytes`"),
         ];
         for (line, column, says) in bad {
             std::fs::write(&path, format!("[run]\nruns = 1\n[limits]\n{line}\n")).unwrap();

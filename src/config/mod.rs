@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 pub(crate) use concurrency::Concurrency;
 
-use crate::error::{Diagnostic, ErrorKind, Location};
+use crate::error::Diagnostic;
 use crate::provider::model_ref::{
     DEFAULT_CONCURRENCY, ModelOptions, ServerOptions, managed_model_path,
 };
@@ -140,6 +140,10 @@ pub struct ModelConfig {
     /// The most bytes of one response body (default 64 MiB), 1 KiB to 4 GiB.
     #[serde(default)]
     pub max_response_bytes: Option<u64>,
+    /// How much the model thinks by default: `{ effort, budget_tokens,
+    /// enabled }`; a spec's `[request] reasoning` wins per key.
+    #[serde(default)]
+    pub reasoning: crate::format::ReasoningSetting,
 }
 
 /// `base_url`: one URL, or a pool's list.
@@ -187,14 +191,9 @@ impl Config {
         };
         // `inf` and `nan` first: a key of the wrong type would name its type instead.
         in_range::finite(path, &text)?;
-        let mut config: Config = toml::from_str(&text).map_err(|e| {
-            let loc = e.span().map_or_else(
-                || Location::file_start(path),
-                |s| Location::from_offset(path, &text, s.start),
-            );
-            Diagnostic::new(ErrorKind::Toml, loc, e.message().trim_end().to_owned())
-                .with_source(&text)
-        })?;
+        // Located, with a did-you-mean for an unknown key or value (`effort = "hgih"`).
+        let mut config: Config = toml::from_str(&text)
+            .map_err(|e| crate::format::toml_diagnostic(path, &text, "", &e))?;
         in_range::in_range(path, &text, &config)?;
         config.path = Some(path.to_path_buf());
         // Every key the configuration names is a secret from now on, used or not.
@@ -259,6 +258,7 @@ impl Config {
         spec.max_n = m.max_n.unwrap_or(1).max(1);
         spec.price = m.price;
         spec.max_response_bytes = m.max_response_bytes.unwrap_or(spec.max_response_bytes);
+        spec.reasoning = m.reasoning;
         exec::settings(name, m, self.dir(), &mut spec)?;
         Ok(spec)
     }

@@ -256,6 +256,10 @@ pub struct RequestOptions {
     pub tool_choice: Option<ToolChoice>,
     /// Whether the model may call several tools in one turn; needs tools.
     pub parallel_tool_calls: Option<bool>,
+    /// How much the model thinks: `{ effort, budget_tokens, enabled }`; per
+    /// key over the model's own `reasoning` (see docs/reasoning.md).
+    #[serde(default, skip_serializing_if = "super::ReasoningSetting::is_empty")]
+    pub reasoning: super::ReasoningSetting,
 }
 
 /// The `[sampling]` table: `n` answers per instance, each its own record.

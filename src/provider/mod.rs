@@ -32,6 +32,7 @@ mod openai_response;
 pub(crate) mod price;
 mod rate_headers;
 mod reasoning;
+pub(crate) mod reasoning_setting;
 pub(crate) mod replay;
 mod responses;
 mod retry_after;
@@ -62,6 +63,7 @@ pub(crate) use openai::{OpenAiClient, default_base_url as openai_default_base_ur
 pub(crate) use price::{Billed, PER_MILLION, Price, TokenPrice};
 pub(crate) use rate_headers::allowance_spent;
 pub(crate) use reasoning::split_think;
+pub(crate) use reasoning_setting::SweepCell;
 pub(crate) use replay::ReplayProvider;
 pub(crate) use retry_after::parse_retry_after;
 
@@ -125,6 +127,12 @@ pub struct ChatRequest {
     /// start of the assistant's turn, sent as a last assistant message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill: Option<String>,
+    /// How much the model thinks; unset keeps a request's old cache key.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::prompt::ReasoningSetting::is_empty"
+    )]
+    pub reasoning: crate::prompt::ReasoningSetting,
 }
 
 impl ChatRequest {
@@ -147,6 +155,7 @@ impl ChatRequest {
             tool_choice: None,
             parallel_tool_calls: None,
             prefill: None,
+            reasoning: crate::prompt::ReasoningSetting::default(),
         }
     }
 

@@ -9,6 +9,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::prompt::ReasoningSetting;
+
 pub(crate) use super::server_options::{DEFAULT_READY_TIMEOUT_SECS, ServerOptions};
 
 /// Which wire format a model speaks.
@@ -139,6 +141,13 @@ pub struct ModelSetup {
         skip_serializing_if = "is_default_max_response_bytes"
     )]
     pub max_response_bytes: u64,
+    /// The model's own reasoning setting (`reasoning = { ... }`): per key
+    /// under the spec's `[request] reasoning`.
+    #[serde(default, skip_serializing_if = "ReasoningSetting::is_empty")]
+    pub reasoning: ReasoningSetting,
+    /// Set on one cell of `--sweep`: the setting it runs, over the spec's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<super::SweepCell>,
 }
 
 fn one() -> u32 {
@@ -205,6 +214,8 @@ impl ModelSetup {
             price: None,
             exec: None,
             max_response_bytes: super::DEFAULT_MAX_RESPONSE_BYTES,
+            reasoning: ReasoningSetting::default(),
+            sweep: None,
         }
     }
 

@@ -131,11 +131,17 @@ impl NativeClient {
             return Err(cannot_carry(api, "several answers per request (`n`)"));
         }
         let model = &self.connection.model;
-        let body = match self.api {
+        let mut body = match self.api {
             Api::Anthropic => anthropic::request_body(model, request)?,
             Api::Gemini => gemini::request_body(request, n)?,
             Api::Responses => responses::request_body(model, request)?,
         };
+        let wire = match self.api {
+            Api::Anthropic => super::ProviderKind::Anthropic,
+            Api::Gemini => super::ProviderKind::Gemini,
+            Api::Responses => super::ProviderKind::OpenAiResponses,
+        };
+        super::reasoning_setting::add_to_body(wire, &request.reasoning, &mut body)?;
         let headers: Vec<(&str, &str)> = (self.headers.iter())
             .map(|(name, value)| (*name, value.as_str()))
             .collect();

@@ -79,7 +79,13 @@ impl OllamaClient {
 
     /// The request body in Ollama's format.
     pub fn body(&self, request: &ChatRequest) -> Result<Value, ProviderError> {
-        request_body(&self.model, self.stream, request)
+        let mut body = request_body(&self.model, self.stream, request)?;
+        super::reasoning_setting::add_to_body(
+            super::ProviderKind::Ollama,
+            &request.reasoning,
+            &mut body,
+        )?;
+        Ok(body)
     }
 
     /// Sends one request.

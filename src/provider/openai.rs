@@ -29,6 +29,8 @@ pub(crate) struct OpenAiClient {
     api_key: Option<String>,
     timeout: Duration,
     max_response_bytes: u64,
+    /// Which server speaks this wire: reasoning settings take its fields.
+    wire: super::ProviderKind,
 }
 
 /// The default base URL: `OPENAI_BASE_URL`, else OpenAI's.
@@ -67,12 +69,15 @@ impl OpenAiClient {
             api_key,
             timeout: super::model_ref::timeout(setup.timeout_secs),
             max_response_bytes: setup.max_response_bytes,
+            wire: setup.provider,
         })
     }
 
     /// The request body in OpenAI's format, asking for `n` choices.
     pub(crate) fn body(&self, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
-        request_body(&self.model, request, n)
+        let mut body = request_body(&self.model, request, n)?;
+        super::reasoning_setting::add_to_body(self.wire, &request.reasoning, &mut body)?;
+        Ok(body)
     }
 
     /// Sends one request for one answer.

@@ -32,6 +32,10 @@ struct Report<'a> {
     /// Instances whose samples disagree (specs with several samples or runs).
     #[serde(skip_serializing_if = "is_stable")]
     flaky: &'a super::flaky::Flaky,
+    /// `--sweep` cells per spec: each setting's headline against its mean
+    /// reasoning tokens and cost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sweeps: Vec<super::sweep::Sweep>,
 }
 
 fn is_stable(f: &&super::flaky::Flaky) -> bool {
@@ -95,6 +99,7 @@ pub(crate) fn render(v: &View) -> io::Result<String> {
         leaderboard: v.summary.leaderboard.as_ref(),
         run_comparison: v.runs.as_ref(),
         flaky: v.flaky,
+        sweeps: super::sweep::sweeps(v.models, v.specs, v.summary),
         cost: super::costs::json(v),
         models: v
             .models

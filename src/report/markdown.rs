@@ -45,6 +45,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));
     s.push_str(&super::costs::markdown(v));
+    s.push_str(&super::sweep::markdown(v));
     s.push_str(&super::endpoints::markdown(v));
     s.push_str(w.per_model);
     for m in v.models {

@@ -35,6 +35,7 @@ mod reasoning;
 mod rrr;
 pub(crate) mod runs;
 mod statistics;
+mod sweep;
 mod terminal;
 
 use std::collections::BTreeSet;

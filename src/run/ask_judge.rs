@@ -40,6 +40,8 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
         format: OutputKind::JsonSchema(answer_schema(&rule.rubric)),
         num_ctx: o.num_ctx,
         extra: o.extra_body.clone().unwrap_or_default(),
+        // The judge thinks as its own configuration says, never as the spec it judges.
+        reasoning: judge.setup.reasoning,
         ..ChatRequest::new(messages, o.max_tokens.unwrap_or(rule.max_tokens))
     }
 }

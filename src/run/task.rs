@@ -44,11 +44,7 @@ pub(crate) fn build_request(
     let o = &model.options;
     let default = Default::default();
     let s = spec.spec.def.sampling.as_ref().unwrap_or(&default);
-    let max_tokens = o
-        .max_tokens
-        .or(s.max_tokens)
-        .or(r.max_tokens)
-        .unwrap_or(1024);
+    let max_tokens = spec.spec.max_tokens_for(o.max_tokens);
     ChatRequest {
         temperature: o
             .temperature
@@ -72,6 +68,7 @@ pub(crate) fn build_request(
                     Some(ToolChoice::Mode(ToolMode::Required) | ToolChoice::Function { .. })
                 )
         }),
+        reasoning: model.reasoning_for(r.reasoning),
         ..ChatRequest::new(messages, max_tokens)
     }
 }

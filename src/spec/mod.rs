@@ -14,6 +14,7 @@ pub(crate) mod agent;
 mod golden_subset;
 mod images;
 mod load;
+mod reasoning;
 mod sizes;
 mod tools;
 mod validate;
@@ -33,6 +34,7 @@ use crate::source::generate::Generator;
 use crate::verify::{InstanceVerdict, RuleSet};
 
 pub(crate) use load::{duplicate_id, spec_files, valid_id};
+pub(crate) use reasoning::ModelReasoning;
 
 /// The JSON Schema of a spec file, rules and all: `harness schema` prints it
 /// and `schemas/spec.schema.json` holds it.

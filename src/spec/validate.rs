@@ -85,6 +85,22 @@ fn sampling_checks(
     ]
 }
 
+/// The checks of `[request] reasoning` that need no model: the budget
+/// against the `max_tokens` the spec sets (a model's own `max_tokens` is
+/// checked with the model).
+fn reasoning_checks(def: &SpecFile) -> Vec<Check> {
+    let sampling = def.sampling.as_ref().and_then(|s| s.max_tokens);
+    let problems =
+        (def.request.reasoning).problems(sampling.or(def.request.max_tokens), "max_tokens");
+    problems
+        .into_iter()
+        .map(|(key, message)| {
+            let path = [Key::Name("request"), Key::Name("reasoning"), Key::Name(key)];
+            check(true, &path, &message)
+        })
+        .collect()
+}
+
 /// Every out-of-range value of `def`, in file order: (where, why).
 pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
     let r = &def.request;
@@ -124,6 +140,7 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         ATTEMPTS,
     ));
     checks.push(bounded(key_path!["request", "num_ctx"], r.num_ctx, CONTEXT));
+    checks.extend(reasoning_checks(def));
     if let Some(d) = &def.dataset {
         checks.push(bounded(key_path!["dataset", "sample"], d.sample, ROWS));
         checks.push(bounded(key_path!["dataset", "limit"], d.limit, ROWS));
@@ -199,6 +216,26 @@ mod tests {
             ("[request]\nattempts = 100", ""),
             ("[request]\nattempts = 101", "request.attempts"),
             ("[request]\nnum_ctx = 0", "request.num_ctx"),
+            (
+                "[request]\nreasoning = { budget_tokens = 0 }",
+                "request.reasoning.budget_tokens",
+            ),
+            (
+                "[request]\nmax_tokens = 64\nreasoning = { budget_tokens = 65 }",
+                "request.reasoning.budget_tokens",
+            ),
+            (
+                "[request]\nmax_tokens = 64\nreasoning = { budget_tokens = 64 }",
+                "",
+            ),
+            (
+                "[request]\nmax_tokens = 4096\nreasoning = { budget_tokens = 2048 }\n[sampling]\nmax_tokens = 1024",
+                "request.reasoning.budget_tokens",
+            ),
+            (
+                "[request]\nreasoning = { enabled = false, effort = \"low\" }",
+                "request.reasoning.effort",
+            ),
             ("[sampling]\nn = 1000", ""),
             ("[sampling]\nn = 1001", "sampling.n"),
             ("[sampling]\nn = 2\nk = [3]", "sampling.k.0"),

@@ -232,6 +232,7 @@ impl Stage {
             format,
             num_ctx: o.num_ctx,
             extra: o.extra_body.clone().unwrap_or_default(),
+            reasoning: model.reasoning,
             ..ChatRequest::new(messages, self.def.max_tokens)
         })
     }

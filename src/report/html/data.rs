@@ -40,6 +40,9 @@ pub(super) struct Head<'a> {
     pub flaky: &'a Flaky,
     /// Golden transcripts compared, per (model, spec); none when no golden directory was given.
     pub golden: Option<&'a [GoldenCell]>,
+    /// `--sweep` curves: per spec and swept model, each setting's headline
+    /// against its mean reasoning tokens and cost.
+    pub sweeps: Vec<super::super::sweep::Sweep>,
 }
 
 /// Report-wide facts.
@@ -254,6 +257,7 @@ pub(super) fn head<'a>(
         runs: v.runs.as_ref(),
         flaky: v.flaky,
         golden,
+        sweeps: super::super::sweep::sweeps(v.models, v.specs, v.summary),
     }
 }
 

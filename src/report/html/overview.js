@@ -129,40 +129,79 @@ const AXES = [
 ];
 
 function scatter(axis) {
-  const pts_ = order.map((i) => ({ m: models[i], st: rankOf.get(models[i].name) }))
-    .filter((p) => p.m[axis.key] != null && p.m.total != null);
-  if (!pts_.length) return null;
+  const marks = order.map((i) => ({ m: models[i], st: rankOf.get(models[i].name) }))
+    .filter((p) => p.m[axis.key] != null && p.m.total != null)
+    .map((p) => ({ name: p.m.name, label: p.m.name, x: p.m[axis.key], y: p.m.total, iv: p.st && p.st.interval }));
+  const g = plot(marks, axis, false);
+  return g && h('div', { class: 'chart' }, g);
+}
+
+// Points (name, label, x, y in 0..1, interval) against an x axis: the scatter
+// of models, and with `line` a sweep's curve joining its settings in order.
+function plot(marks, axis, line) {
+  if (!marks.length) return null;
   const W = 340, H = 230, L = 40, B = 34, T = 10, Rm = 12;
-  const maxX = Math.max(...pts_.map((p) => p.m[axis.key])) * 1.1 || 1;
+  const maxX = Math.max(...marks.map((p) => p.x)) * 1.1 || 1;
   const X = (v) => L + (v / maxX) * (W - L - Rm);
   const Y = (v) => T + (1 - v) * (H - T - B);
   const g = s('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': t('total against {0}', axis.label),
     'data-axis': axis.key });
   const ax = s('g', { class: 'axis' });
+  // Decimals enough for the axis's steps: a cost of 0.0003 is no 0.0.
+  const digits = maxX > 20 ? 0 : maxX >= 2 ? 1 : Math.min(8, 1 - Math.floor(Math.log10(maxX / 4)));
   for (let k = 0; k <= 4; k++) {
     const y = Y(k / 4), x = X((maxX * k) / 4);
     add(ax, [
       s('line', { x1: L, x2: W - Rm, y1: y, y2: y, stroke: 'var(--line)' }),
       s('text', { x: L - 4, y: y + 3, 'text-anchor': 'end' }, k * 25 + '%'),
       s('line', { x1: x, x2: x, y1: H - B, y2: H - B + 3, stroke: 'var(--line)' }),
-      s('text', { x: x, y: H - B + 13, 'text-anchor': 'middle' }, num((maxX * k) / 4, maxX > 20 ? 0 : 1)),
+      s('text', { x: x, y: H - B + 13, 'text-anchor': 'middle' }, num((maxX * k) / 4, digits)),
     ]);
   }
   add(ax, s('text', { x: (L + W) / 2, y: H - 4, 'text-anchor': 'middle' }, axis.label));
   add(g, ax);
-  for (const p of pts_) {
-    const x = X(p.m[axis.key]), y = Y(p.m.total), iv = p.st && p.st.interval;
-    const mark = s('g', { class: 'mark', 'data-model': p.m.name, 'data-x': p.m[axis.key], 'data-y': p.m.total },
-      s('title', null, p.m.name + ': ' + pm(p.m.total, iv) + ', ' + axis.label + ' ' + num(p.m[axis.key], 1)));
+  if (line) {
+    add(g, s('polyline', { class: 'curve', fill: 'none', stroke: 'var(--accent)',
+      points: marks.map((p) => X(p.x) + ',' + Y(p.y)).join(' ') }));
+  }
+  for (const p of marks) {
+    const x = X(p.x), y = Y(p.y), iv = p.iv;
+    const mark = s('g', { class: 'mark', 'data-model': p.name, 'data-x': p.x, 'data-y': p.y },
+      s('title', null, p.name + ': ' + pm(p.y, iv) + ', ' + axis.label + ' ' + num(p.x, 1)));
     if (iv) add(mark, s('line', { class: 'whisker', x1: x, x2: x, y1: Y(iv.high), y2: Y(iv.low) }));
     // Labels go beside the point: left of it near the right edge, below it near the top.
     const right = x > W * 0.6, below = y < T + 12;
     add(mark, [s('circle', { class: 'point', cx: x, cy: y, r: 4 }),
       s('text', { x: right ? x - 6 : x + 6, y: below ? y + 14 : y - 5, 'text-anchor': right ? 'end' : 'start' },
-        p.m.name.length > 24 ? p.m.name.slice(0, 23) + '…' : p.m.name)]);
+        p.label.length > 24 ? p.label.slice(0, 23) + '…' : p.label)]);
     add(g, mark);
   }
-  return h('div', { class: 'chart' }, g);
+  return g;
+}
+
+// A sweep's curves: per spec and swept model, its headline against mean
+// reasoning tokens per answer, and against cost where the cells had a price.
+const SWEEP_AXES = [
+  { key: 'reasoning_tokens', label: t('reasoning tokens per answer (mean)') },
+  { key: 'cost', label: t('cost, {0}', R.meta.currency) },
+];
+
+function sweeps() {
+  if (!(R.sweeps || []).length) return null;
+  const out = [h('h2', null, t('Sweeps'))];
+  for (const sw of R.sweeps) {
+    const sp = specs.find((x) => x.id === sw.spec);
+    const charts = SWEEP_AXES.map((axis) => {
+      const marks = sw.points.filter((p) => p[axis.key] != null)
+        .map((p) => ({ name: p.model, label: sw.key + '=' + p.value, x: p[axis.key], y: p.score, iv: p.interval }));
+      const g = plot(marks, axis, true);
+      return g && h('div', { class: 'chart', 'data-sweep': sw.model + ':' + sw.spec }, g);
+    }).filter(Boolean);
+    out.push(h('h3', null, t('{0} on {1}, by {2}', sw.model, sp ? sp.title : sw.spec, sw.key)));
+    out.push(charts.length ? h('div', { class: 'charts' }, charts)
+      : h('p', { class: 'note' }, t('No answer reported its tokens: nothing to plot.')));
+  }
+  return out;
 }
 
 // What one correct answer cost each priced model: a bar per model, cheapest first.
@@ -218,6 +257,7 @@ function overview() {
       ? t('Total against the cost of answering') : t('Total against latency and answer length')),
     charts.length ? h('div', { class: 'charts' }, charts)
       : h('p', { class: 'note' }, t('No timed requests: replayed and cached answers have no latency to plot.')),
+    sweeps(),
     pools(),
   ]);
 }

@@ -186,6 +186,10 @@ pub(super) const EN: Words = Words {
         pools_header: [
             "Model", "Endpoint", "Requests", "Errors", "Mean", "p50", "p95",
         ],
+        sweeps: "\n## Sweeps\n\n",
+        sweeps_note: "One model run once per setting of one reasoning key (`--sweep`); amounts in {}; the paired tests between settings are in the categories' leaderboards.\n\n",
+        sweep: "{} on {}, by `{}`:",
+        sweep_header: ["95% interval", "Reasoning tokens per answer", "Cost"],
     },
     t: Terminal {
         board: ["errors", "p50 ms", "tok/s", "rank  model"],

@@ -232,6 +232,17 @@ pub(super) const HTML: &[(&str, &str)] = &[
         "First 500 of {0}; filter the Instances view by \"Flipped\" for all.",
         "Первые 500 из {0}; все — в «Заданиях» с фильтром «Сменившие вердикт».",
     ),
+    // Sweeps.
+    ("Sweeps", "Развёртки"),
+    (
+        "reasoning tokens per answer (mean)",
+        "токенов рассуждения на ответ (среднее)",
+    ),
+    ("{0} on {1}, by {2}", "{0} на {1}, по {2}"),
+    (
+        "No answer reported its tokens: nothing to plot.",
+        "Ни один ответ не сообщил число токенов: рисовать нечего.",
+    ),
     // Tool calls and episodes.
     ("Any tool", "Любой инструмент"),
     ("called {0}", "вызван {0}"),

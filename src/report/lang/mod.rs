@@ -207,6 +207,14 @@ pub(crate) struct Markdown {
     pub pools_note: &'static str,
     /// The pool table's header.
     pub pools_header: [&'static str; 7],
+    /// The sweep section's heading.
+    pub sweeps: &'static str,
+    /// What the sweep tables are, `{}` the currency.
+    pub sweeps_note: &'static str,
+    /// One sweep's line: model, category, key.
+    pub sweep: &'static str,
+    /// A sweep table's columns after the key and the headline.
+    pub sweep_header: [&'static str; 3],
 }
 
 /// The terminal summary's phrases.
