@@ -15,7 +15,10 @@ use crate::common::workspace::{Workspace, model_toml};
 use crate::html_report::report;
 
 /// The example of docs/reasoning.md "Sweeps".
-pub(crate) const SPEC: &str = include_str!("../docs/examples/specs/reasoning_sweep.toml");
+pub(crate) const SPEC: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/docs/examples/specs/reasoning_sweep.toml"
+));
 
 /// The sweep the docs show, on the fake model.
 pub(crate) const SWEEP: [&str; 6] = [
