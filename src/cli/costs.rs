@@ -141,6 +141,9 @@ pub(super) fn dry_run(
             .unwrap_or(0),
     );
     out!("{}", crate::text::wrap(&line, 80));
+    for line in super::batch::dry_run_lines(manifest, &rows) {
+        out!("{}", crate::text::wrap(&line, 80));
+    }
     let episodes = total(|e| e.episodes);
     if episodes > 0 {
         let line = format!(
