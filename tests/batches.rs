@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::fake_server::{Ending, FakeBatchApi, LineReply};
+use crate::common::openapi;
 use crate::common::workspace::{Workspace, model_toml};
 
 /// `fake` on the batch fake, priced so one answer costs a round amount.
@@ -120,6 +121,15 @@ fn a_batch_answers_by_custom_id_at_half_price_and_shows_its_states() {
         ids.iter()
             .all(|id| id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
     );
+    // What the harness sent, and what the fake answered, as the vendored OpenAPI document has it.
+    let chat = openapi::validator("CreateChatCompletionRequest");
+    for line in &lines[0] {
+        openapi::assert_valid(&chat, "CreateChatCompletionRequest", &line["body"]);
+    }
+    let (creates, objects) = api.creates_and_batches();
+    let create = openapi::validator("CreateBatchRequest");
+    openapi::assert_valid(&create, "CreateBatchRequest", &creates[0]);
+    openapi::assert_valid(&openapi::validator("Batch"), "Batch", &objects[0]);
     let batches = std::fs::read_to_string(ws.run_dirs()[0].join("batches.jsonl")).unwrap();
     assert!(batches.contains("\"batch\":\"batch_2\""), "{batches}");
 

@@ -76,6 +76,8 @@ struct Store {
     next: usize,
     /// Every request as `METHOD PATH`, in arrival order.
     log: Vec<String>,
+    /// The body of every `POST /v1/batches`.
+    creates: Vec<Value>,
 }
 
 struct Shared {
@@ -145,6 +147,13 @@ impl FakeBatchApi {
     /// How many requests were `METHOD PATH` exactly.
     pub fn count(&self, what: &str) -> usize {
         self.log().iter().filter(|l| *l == what).count()
+    }
+
+    /// The body of every `POST /v1/batches`, and every batch as a poll now shows it.
+    pub fn creates_and_batches(&self) -> (Vec<Value>, Vec<Value>) {
+        let store = self.shared.store.lock().unwrap();
+        let batches = store.batches.iter().map(|(id, b)| batch_object(id, b));
+        (store.creates.clone(), batches.collect())
     }
 
     /// The request lines of every batch, in creation order.
@@ -290,6 +299,7 @@ fn create(store: &mut Store, body: &[u8]) -> (&'static str, Vec<u8>) {
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return error("400 Bad Request", "body is not JSON");
     };
+    store.creates.push(request.clone());
     if request["endpoint"] != "/v1/chat/completions" || request["completion_window"] != "24h" {
         return error("400 Bad Request", "endpoint or completion_window");
     }
@@ -440,11 +450,15 @@ fn batch_object(id: &str, b: &Batch) -> Value {
     let errors = (b.status == "failed").then(|| {
         json!({"object": "list", "data": [{"code": "invalid_request", "message": "the input file was refused", "line": 1}]})
     });
-    json!({
+    // The schema has no null for these: absent until they exist.
+    let mut object = json!({
         "id": id, "object": "batch", "endpoint": "/v1/chat/completions",
         "errors": errors, "input_file_id": b.input, "completion_window": "24h",
         "status": b.status, "output_file_id": b.output, "error_file_id": b.errors,
         "created_at": 0, "request_counts": {"total": total, "completed": completed, "failed": 0},
         "metadata": null
-    })
+    });
+    let map = object.as_object_mut().unwrap();
+    map.retain(|key, value| !value.is_null() || key == "metadata");
+    object
 }
