@@ -20,12 +20,16 @@ use crate::common::workspace::{Workspace, model_toml};
 const PRICE: &str = "price = { input = 1000.0, output = 2000.0 }";
 
 fn workspace(api: &FakeBatchApi, batch: &str) -> Workspace {
+    wire_workspace(api, "openai", batch)
+}
+
+fn wire_workspace(api: &FakeBatchApi, provider: &str, batch: &str) -> Workspace {
     let ws = Workspace::new();
     ws.copy_spec("t06_mathematics.toml");
     let extra = format!("max_retries = 0\ntimeout_secs = 10\n{PRICE}\n{batch}");
     ws.write(
         "harness.toml",
-        &model_toml("fake", "openai", "fake-model", &api.base(), &extra),
+        &model_toml("fake", provider, "fake-model", &api.base(), &extra),
     );
     ws
 }
@@ -42,6 +46,16 @@ fn run_args(ws: &Workspace, runs: &str, extra: &[&str]) -> (i32, String) {
 
 /// `harness run ARGS` started, once the fake has seen `polls` polls of its batch.
 fn polling(ws: &Workspace, api: &FakeBatchApi, args: &[String], polls: usize) -> Child {
+    polling_at(ws, api, args, ("GET /v1/batches/batch_2", polls))
+}
+
+/// [`polling`] until the fake has seen `polls` requests `what`.
+fn polling_at(
+    ws: &Workspace,
+    api: &FakeBatchApi,
+    args: &[String],
+    (what, polls): (&str, usize),
+) -> Child {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut child = ws
         .run_cmd(&args)
@@ -50,7 +64,7 @@ fn polling(ws: &Workspace, api: &FakeBatchApi, args: &[String], polls: usize) ->
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while api.count("GET /v1/batches/batch_2") < polls {
+    while api.count(what) < polls {
         assert!(Instant::now() < deadline, "no polls: {:?}", api.log());
         assert!(child.try_wait().unwrap().is_none(), "the run ended first");
         std::thread::sleep(Duration::from_millis(5));
@@ -327,4 +341,32 @@ fn a_batch_that_cannot_be_polled_to_its_end_fails_the_run_and_keeps_nothing() {
         "{stderr}"
     );
     assert!(ws.last_journal().is_empty());
+}
+
+#[test]
+fn anthropic_message_batches_answer_by_custom_id_survive_a_kill_and_name_expired_entries() {
+    let api = FakeBatchApi::start(30, Ending::Expired, |_| LineReply::Correct);
+    let ws = wire_workspace(&api, "anthropic", "batch = { poll_secs = 0.02 }");
+    let poll = "GET /v1/messages/batches/msgbatch_1";
+    let mut child = polling_at(&ws, &api, &args("6", &["--no-cache"]), (poll, 3));
+    child.kill().unwrap(); // SIGKILL mid-poll
+    child.wait().unwrap();
+    let (code, out) = ws.run(&["--resume", "latest", "--no-cache", "--allow-errors"]);
+    let log = api.log();
+    assert_eq!(code, 0, "{out}{:?}", &log[log.len().saturating_sub(8)..]);
+    assert_eq!(api.count("POST /v1/messages/batches"), 1, "{:?}", api.log());
+    let journal = ws.last_journal();
+    assert_eq!(journal.len(), 6, "0 answers lost");
+    assert_eq!(failures(&journal)["passed"], 3, "{journal:?}");
+    assert_eq!(failures(&journal)["batch_expired"], 3, "{journal:?}");
+    for r in journal.iter().filter(|r| r["passed"] == true) {
+        let cost = r["cost"]["amount"].as_f64().unwrap();
+        assert!((cost - 0.0135).abs() < 1e-9, "half price: {cost}");
+    }
+    // The expired three go in a new batch on the next resume.
+    let (code, out) = ws.run(&["--resume", "latest", "--no-cache", "--allow-errors"]);
+    assert_eq!(code, 0, "{out}");
+    let lines = api.batch_lines();
+    assert_eq!((lines.len(), lines[1].len()), (2, 3));
+    assert!(lines[1].iter().all(|l| l["body"]["max_tokens"].is_u64()));
 }

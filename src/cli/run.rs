@@ -74,7 +74,7 @@ pub(super) struct RunArgs {
     /// `reasoning.effort=low,medium,high`, `reasoning.budget_tokens=1024,4096`.
     #[arg(long, value_name = "KEY=V1,V2,...", conflicts_with = "resume", value_parser = super::sweep::parse)]
     pub sweep: Option<super::sweep::Sweep>,
-    /// Ask every model through its provider's batch API, at the batch price (OpenAI).
+    /// Ask every model through its provider's batch API, at the batch price (openai, anthropic).
     #[arg(long, conflicts_with = "resume")]
     pub batch: bool,
 }

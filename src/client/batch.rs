@@ -8,12 +8,12 @@ use std::time::Duration;
 use super::ModelClient;
 use super::ask::Asked;
 use super::cache::{Cache, cache_key};
-use crate::provider::{BatchStatus, ChatRequest, Completion, OpenAiClient, ProviderError};
+use crate::provider::{BatchApi, BatchStatus, ChatRequest, Completion, ProviderError};
 
 impl ModelClient {
     /// The batch API of this model's wire, when it has one the harness
     /// speaks (one endpoint: a pool's replicas do not share batches).
-    pub(crate) fn batch_api(&self) -> Option<&OpenAiClient> {
+    pub(crate) fn batch_api(&self) -> Option<BatchApi<'_>> {
         match self.endpoints.as_slice() {
             [one] => one.provider.batch_client(),
             _ => None,
@@ -25,7 +25,7 @@ impl ModelClient {
         self.batch_api().is_some()
     }
 
-    fn batch_api_or_err(&self) -> Result<&OpenAiClient, ProviderError> {
+    fn batch_api_or_err(&self) -> Result<BatchApi<'_>, ProviderError> {
         self.batch_api().ok_or_else(|| {
             ProviderError::Config(format!(
                 "model `{}`: its provider has no batch API",

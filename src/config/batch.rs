@@ -16,14 +16,14 @@ const DISCOUNT: Bounds = Bounds::Within(0.0, 1.0);
 
 /// The providers whose batches the harness submits.
 pub(crate) fn has_batch_api(provider: ProviderKind) -> bool {
-    provider == ProviderKind::OpenAi
+    matches!(provider, ProviderKind::OpenAi | ProviderKind::Anthropic)
 }
 
 /// Why a model cannot run in batches, when it cannot: its provider, or a pool.
 pub(crate) fn refusal(provider: ProviderKind, pool: bool) -> Option<String> {
     if !has_batch_api(provider) {
         Some(format!(
-            "provider {} has no batch API the harness speaks (batches go through provider openai)",
+            "provider {} has no batch API the harness speaks (batches go through provider openai or anthropic)",
             provider.prefix()
         ))
     } else if pool {

@@ -15,76 +15,15 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::body::{self, Cap};
+use super::native::NativeClient;
 use super::openai::OpenAiClient;
 use super::tool_wire::WireNames;
 use super::{ChatRequest, Completion, Provider, ProviderError};
 use crate::failure::FailureKind;
-
-/// How often a batch is polled when `poll_secs` is not set: a batch takes
-/// minutes to hours, and every poll is a request.
-const DEFAULT_POLL_SECS: f64 = 30.0;
-
-/// The share of the price a batch saves when `discount` is not set: OpenAI
-/// and Anthropic both bill batched tokens at half their price.
-const DEFAULT_DISCOUNT: f64 = 0.5;
-
-/// `batch = true`, or `batch = { poll_secs = N, discount = D }`, of a `[models.X]` table.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum BatchConfig {
-    /// On or off, with the defaults.
-    On(bool),
-    /// On, with these settings.
-    Table(BatchTable),
-}
-
-/// The table form of [`BatchConfig`].
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BatchTable {
-    /// Seconds between polls (default 30; 0.01 to 3600).
-    pub poll_secs: Option<f64>,
-    /// The share of the price saved, 0 to 1 (default 0.5: half price).
-    pub discount: Option<f64>,
-}
-
-impl BatchConfig {
-    /// The model's batch setting: `None` when off.
-    pub fn setup(self) -> Option<BatchSetup> {
-        match self {
-            BatchConfig::On(false) => None,
-            BatchConfig::On(true) => Some(BatchSetup::default()),
-            BatchConfig::Table(t) => Some(BatchSetup {
-                poll_secs: t
-                    .poll_secs
-                    .map_or(DEFAULT_POLL_SECS, |s| s.clamp(0.01, 3600.0)),
-                discount: t.discount.map_or(DEFAULT_DISCOUNT, |d| d.clamp(0.0, 1.0)),
-            }),
-        }
-    }
-}
-
-/// A model asked through its provider's batch API, as the plan keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BatchSetup {
-    /// Seconds between polls of a batch.
-    pub poll_secs: f64,
-    /// The share of the model's price a batched answer saves.
-    pub discount: f64,
-}
-
-impl Default for BatchSetup {
-    fn default() -> BatchSetup {
-        BatchSetup {
-            poll_secs: DEFAULT_POLL_SECS,
-            discount: DEFAULT_DISCOUNT,
-        }
-    }
-}
 
 /// A batch's status, as the provider names it (`Batch.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -106,6 +45,8 @@ pub(crate) enum BatchState {
     Cancelling,
     /// Cancelled; finished requests have results.
     Cancelled,
+    /// Anthropic's end, whatever became of the requests: each result says.
+    Ended,
 }
 
 impl BatchState {
@@ -117,6 +58,7 @@ impl BatchState {
                 | BatchState::Completed
                 | BatchState::Expired
                 | BatchState::Cancelled
+                | BatchState::Ended
         )
     }
 
@@ -131,6 +73,7 @@ impl BatchState {
             BatchState::Expired => "expired",
             BatchState::Cancelling => "cancelling",
             BatchState::Cancelled => "cancelled",
+            BatchState::Ended => "ended",
         }
     }
 
@@ -222,13 +165,84 @@ struct FileObject {
     id: String,
 }
 
+/// A model's batch API: OpenAI's Batch API or Anthropic's Message Batches.
+#[derive(Clone, Copy)]
+pub(crate) enum BatchApi<'a> {
+    /// `/v1/files` and `/v1/batches`.
+    OpenAi(&'a OpenAiClient),
+    /// `/v1/messages/batches`.
+    Anthropic(&'a NativeClient),
+}
+
 impl Provider {
-    /// Whether this wire has a batch API the harness speaks.
-    pub(crate) fn batch_client(&self) -> Option<&OpenAiClient> {
+    /// This wire's batch API, when it has one the harness speaks.
+    pub(crate) fn batch_client(&self) -> Option<BatchApi<'_>> {
         match self {
-            Provider::OpenAi(c) => Some(c),
+            Provider::OpenAi(c) => Some(BatchApi::OpenAi(c)),
+            Provider::Native(c) if c.is_anthropic() => Some(BatchApi::Anthropic(c)),
             _ => None,
         }
+    }
+}
+
+impl BatchApi<'_> {
+    /// The line of one request, named `custom_id`.
+    pub(crate) fn batch_line(
+        self,
+        custom_id: &str,
+        request: &ChatRequest,
+    ) -> Result<String, ProviderError> {
+        match self {
+            BatchApi::OpenAi(c) => c.batch_line(custom_id, request),
+            BatchApi::Anthropic(c) => c.anthropic_batch_line(custom_id, request),
+        }
+    }
+
+    /// Submits `lines` as one batch: its id.
+    pub(crate) async fn submit_batch(self, lines: &[String]) -> Result<String, ProviderError> {
+        match self {
+            BatchApi::OpenAi(c) => c.submit_batch(lines).await,
+            BatchApi::Anthropic(c) => c.anthropic_submit(lines).await,
+        }
+    }
+
+    /// One poll of batch `id`.
+    pub(crate) async fn poll_batch(self, id: &str) -> Result<BatchStatus, ProviderError> {
+        match self {
+            BatchApi::OpenAi(c) => c.poll_batch(id).await,
+            BatchApi::Anthropic(c) => c.anthropic_poll(id).await,
+        }
+    }
+
+    /// The result lines of an ended batch.
+    pub(crate) async fn batch_results(
+        self,
+        status: &BatchStatus,
+    ) -> Result<BatchResults, ProviderError> {
+        match self {
+            BatchApi::OpenAi(c) => c.batch_results(status).await,
+            BatchApi::Anthropic(c) => c.anthropic_results(status).await,
+        }
+    }
+
+    /// One answered entry's body as the answer to `request`.
+    pub(crate) fn batch_answer(
+        self,
+        request: &ChatRequest,
+        body: &Value,
+    ) -> Result<Completion, ProviderError> {
+        let bytes =
+            serde_json::to_vec(body).map_err(|e| ProviderError::Malformed(e.to_string()))?;
+        let names = WireNames::new(&request.tools);
+        let answers = match self {
+            BatchApi::OpenAi(_) => super::openai_response::completions(&bytes, &names),
+            BatchApi::Anthropic(_) => super::anthropic::completion(&bytes, &names).map(|a| vec![a]),
+        };
+        // As a live answer is made: scrubbed of keys, reasoning apart, calls settled.
+        let mut answer = super::scrub::scrub(answers)?.remove(0);
+        answer.separate_reasoning();
+        super::tool_wire::settle_calls(&mut answer, 0);
+        Ok(answer)
     }
 }
 
@@ -282,13 +296,7 @@ impl OpenAiClient {
         &self,
         builder: reqwest::RequestBuilder,
     ) -> Result<T, ProviderError> {
-        let bytes = self.send(builder).await?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            ProviderError::Malformed(format!(
-                "{e}: {}",
-                crate::text::clip(&String::from_utf8_lossy(&bytes), 200)
-            ))
-        })
+        super::native::parse(&self.send(builder).await?)
     }
 
     /// Uploads `lines` as a batch input file and creates the batch: its id.
@@ -346,7 +354,7 @@ impl OpenAiClient {
         {
             let url = self.url(&format!("/files/{file}/content"));
             let bytes = self.send(self.http.get(url)).await?;
-            read_results(&bytes, status.status, &mut results);
+            read_lines(&bytes, &mut results, |line| entry(line, status.status));
         }
         if status.status == BatchState::Failed {
             let why = status.error_text();
@@ -360,25 +368,15 @@ impl OpenAiClient {
         }
         Ok(results)
     }
-
-    /// One 200 entry's body as the answer to `request`.
-    pub(crate) fn batch_answer(
-        &self,
-        request: &ChatRequest,
-        body: &Value,
-    ) -> Result<Completion, ProviderError> {
-        let bytes =
-            serde_json::to_vec(body).map_err(|e| ProviderError::Malformed(e.to_string()))?;
-        let answers = super::openai_response::completions(&bytes, &WireNames::new(&request.tools));
-        let mut answer = super::scrub::scrub(answers)?.remove(0);
-        answer.separate_reasoning();
-        super::tool_wire::settle_calls(&mut answer, 0);
-        Ok(answer)
-    }
 }
 
-/// Reads one results file's lines into `results`.
-fn read_results(bytes: &[u8], state: BatchState, results: &mut BatchResults) {
+/// Reads one results file's lines into `results`, each line's entry as
+/// `entry` makes it.
+pub(super) fn read_lines(
+    bytes: &[u8],
+    results: &mut BatchResults,
+    entry: impl Fn(&Value) -> BatchEntry,
+) {
     for line in bytes.split(|&b| b == b'\n') {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -391,7 +389,7 @@ fn read_results(bytes: &[u8], state: BatchState, results: &mut BatchResults) {
             results.unreadable += 1;
             continue;
         };
-        results.entries.insert(id.to_owned(), entry(&value, state));
+        results.entries.insert(id.to_owned(), entry(&value));
     }
 }
 
@@ -442,7 +440,9 @@ mod tests {
             r#"{"id":"r5","custom_id":"d","response":null,"error":{"message":"gone"}}"#,
         );
         let mut results = BatchResults::default();
-        read_results(text.as_bytes(), BatchState::Cancelled, &mut results);
+        read_lines(text.as_bytes(), &mut results, |l| {
+            entry(l, BatchState::Cancelled)
+        });
         assert_eq!(results.unreadable, 2);
         assert!(matches!(results.entries["b"], BatchEntry::Body(_)));
         let failed = |id: &str| match &results.entries[id] {

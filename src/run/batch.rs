@@ -7,7 +7,9 @@
 //! It drains the model's queue (the same [`Tasks`] the workers pull), builds
 //! each single-turn request exactly as a worker would, answers what the
 //! response cache holds, and puts the rest in one batch, each line named by
-//! a `custom_id` made from its (spec, instance, sample). The batch id is
+//! a `custom_id` made from its (spec, instance, sample), through the
+//! model's batch API (OpenAI's Batch API, Anthropic's Message Batches:
+//! `provider/batch.rs`). The batch id is
 //! appended to `batches.jsonl` beside the journal, and synced, *before* the
 //! first poll: a run killed while polling finds it there on `--resume` and
 //! polls the same batch instead of submitting (and paying for) another.

@@ -60,31 +60,45 @@ pub enum Ending {
 
 type Script = dyn Fn(&Value) -> LineReply + Send + Sync;
 
-struct Batch {
+pub(super) struct Batch {
     input: String,
-    lines: Vec<Value>,
-    polls: usize,
-    status: &'static str,
+    pub(super) lines: Vec<Value>,
+    pub(super) polls: usize,
+    pub(super) status: &'static str,
     output: Option<String>,
     errors: Option<String>,
 }
 
+impl Batch {
+    /// A new batch of `lines` (from file `input`: empty for Anthropic's).
+    pub(super) fn new(input: String, lines: Vec<Value>) -> Batch {
+        Batch {
+            input,
+            lines,
+            polls: 0,
+            status: "validating",
+            output: None,
+            errors: None,
+        }
+    }
+}
+
 #[derive(Default)]
-struct Store {
+pub(super) struct Store {
     files: HashMap<String, Vec<u8>>,
-    batches: HashMap<String, Batch>,
-    next: usize,
+    pub(super) batches: HashMap<String, Batch>,
+    pub(super) next: usize,
     /// Every request as `METHOD PATH`, in arrival order.
     log: Vec<String>,
     /// The body of every `POST /v1/batches`.
-    creates: Vec<Value>,
+    pub(super) creates: Vec<Value>,
 }
 
-struct Shared {
+pub(super) struct Shared {
     script: Box<Script>,
     /// Polls a batch stays `in_progress`.
-    in_progress: usize,
-    ending: Ending,
+    pub(super) in_progress: usize,
+    pub(super) ending: Ending,
     store: Mutex<Store>,
 }
 
@@ -160,7 +174,7 @@ impl FakeBatchApi {
     pub fn batch_lines(&self) -> Vec<Vec<Value>> {
         let store = self.shared.store.lock().unwrap();
         let mut ids: Vec<&String> = store.batches.keys().collect();
-        ids.sort_by_key(|id| id[6..].parse::<usize>().unwrap_or(0));
+        ids.sort_by_key(|id| id.rsplit('_').next().and_then(|n| n.parse::<usize>().ok()));
         ids.iter()
             .map(|id| store.batches[*id].lines.clone())
             .collect()
@@ -212,7 +226,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
     let _ = stream.write_all(&reply);
 }
 
-fn error(status: &'static str, message: &str) -> (&'static str, Vec<u8>) {
+pub(super) fn error(status: &'static str, message: &str) -> (&'static str, Vec<u8>) {
     let body =
         json!({"error": {"message": message, "type": "invalid_request_error", "code": null}});
     (status, body.to_string().into_bytes())
@@ -234,6 +248,17 @@ fn route(
         ("GET", ["v1", "batches", id]) => {
             let id = (*id).to_owned();
             poll(shared, &mut store, &id)
+        }
+        ("POST", ["v1", "messages", "batches"]) => super::anthropic_batch::create(&mut store, body),
+        ("GET", ["v1", "messages", "batches", id]) => {
+            let id = (*id).to_owned();
+            match advance(shared, &mut store, &id) {
+                Some(batch) => super::anthropic_batch::object(&id, batch),
+                None => error("404 Not Found", "no such batch"),
+            }
+        }
+        ("GET", ["v1", "messages", "batches", id, "results"]) => {
+            super::anthropic_batch::results(shared, &store, id)
         }
         ("GET", ["v1", "files", id, "content"]) => match store.files.get(*id) {
             Some(bytes) => ("200 OK", bytes.clone()),
@@ -316,14 +341,7 @@ fn create(store: &mut Store, body: &[u8]) -> (&'static str, Vec<u8>) {
         .collect();
     store.next += 1;
     let id = format!("batch_{}", store.next);
-    let batch = Batch {
-        input,
-        lines,
-        polls: 0,
-        status: "validating",
-        output: None,
-        errors: None,
-    };
+    let batch = Batch::new(input, lines);
     let object = batch_object(&id, &batch);
     store.batches.insert(id, batch);
     ("200 OK", object.to_string().into_bytes())
@@ -331,31 +349,14 @@ fn create(store: &mut Store, body: &[u8]) -> (&'static str, Vec<u8>) {
 
 /// `GET /v1/batches/{id}`: one step further.
 fn poll(shared: &Shared, store: &mut Store, id: &str) -> (&'static str, Vec<u8>) {
-    let Some(batch) = store.batches.get_mut(id) else {
+    if advance(shared, store, id).is_none() {
         return error("404 Not Found", "no such batch");
-    };
-    batch.polls += 1;
-    let p = batch.polls;
-    let last = shared.in_progress + 2;
-    batch.status = match p {
-        1 => "validating",
-        _ if p < last => "in_progress",
-        _ if p == last && shared.ending == Ending::Cancelled => "cancelling",
-        _ if p == last => "finalizing",
-        _ => match shared.ending {
-            Ending::Completed => "completed",
-            Ending::Expired => "expired",
-            Ending::Cancelled => "cancelled",
-            Ending::Failed => "failed",
-        },
-    };
-    if p > last
-        && batch.output.is_none()
-        && batch.errors.is_none()
-        && shared.ending != Ending::Failed
+    }
+    let ended = store.batches[id].polls > shared.in_progress + 2;
+    let batch = &store.batches[id];
+    if ended && batch.output.is_none() && batch.errors.is_none() && shared.ending != Ending::Failed
     {
-        let lines = batch.lines.clone();
-        let (output, errors) = results(shared, &lines);
+        let (output, errors) = results(shared, &batch.lines);
         for (text, slot) in [(output, 0), (errors, 1)] {
             if text.is_empty() {
                 continue;
@@ -375,27 +376,33 @@ fn poll(shared: &Shared, store: &mut Store, id: &str) -> (&'static str, Vec<u8>)
     ("200 OK", object.to_string().into_bytes())
 }
 
+/// Moves batch `id` one poll further: `None` when there is no such batch.
+pub(super) fn advance<'a>(shared: &Shared, store: &'a mut Store, id: &str) -> Option<&'a Batch> {
+    let batch = store.batches.get_mut(id)?;
+    batch.polls += 1;
+    let p = batch.polls;
+    let last = shared.in_progress + 2;
+    batch.status = match p {
+        1 => "validating",
+        _ if p < last => "in_progress",
+        _ if p == last && shared.ending == Ending::Cancelled => "cancelling",
+        _ if p == last => "finalizing",
+        _ => match shared.ending {
+            Ending::Completed => "completed",
+            Ending::Expired => "expired",
+            Ending::Cancelled => "cancelled",
+            Ending::Failed => "failed",
+        },
+    };
+    Some(batch)
+}
+
 /// The output and error files of a batch's `lines`, each in reverse order.
 fn results(shared: &Shared, lines: &[Value]) -> (String, String) {
     let (mut output, mut errors) = (String::new(), String::new());
-    let half = lines.len().div_ceil(2);
     for (i, line) in lines.iter().enumerate().rev() {
         let custom_id = &line["custom_id"];
-        let unfinished = match shared.ending {
-            Ending::Expired if i >= half => Some((
-                "batch_expired",
-                "This request could not be executed before the completion window expired.",
-            )),
-            Ending::Cancelled if i >= half => Some((
-                "batch_cancelled",
-                "This request was cancelled before it ran.",
-            )),
-            _ => None,
-        };
-        let reply = match unfinished {
-            Some((code, message)) => LineReply::Error(code, message),
-            None => (shared.script)(line),
-        };
+        let reply = reply(shared, lines.len(), i, line);
         let offset = match reply {
             LineReply::Correct => 0,
             LineReply::Wrong => 1,
@@ -411,8 +418,7 @@ fn results(shared: &Shared, lines: &[Value]) -> (String, String) {
                 continue;
             }
         };
-        let prompt = last_user(&line["body"]);
-        let value = expression(&prompt).and_then(|e| eval(&e)).unwrap_or(42) + offset;
+        let value = answer(line, offset);
         let body = json!({
             "id": format!("chatcmpl-{i}"), "object": "chat.completion", "created": 0,
             "model": line["body"]["model"],
@@ -427,16 +433,26 @@ fn results(shared: &Shared, lines: &[Value]) -> (String, String) {
     (output, errors)
 }
 
-fn last_user(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
+/// Line `i`'s reply (of `count`): the ending's for the unfinished half, else the script's.
+pub(super) fn reply(shared: &Shared, count: usize, i: usize, line: &Value) -> LineReply {
+    let unfinished = i >= count.div_ceil(2);
+    match shared.ending {
+        Ending::Expired if unfinished => LineReply::Error(
+            "batch_expired",
+            "This request could not be executed before the completion window expired.",
+        ),
+        Ending::Cancelled if unfinished => LineReply::Error(
+            "batch_cancelled",
+            "This request was cancelled before it ran.",
+        ),
+        _ => (shared.script)(line),
+    }
+}
+
+/// The answer to a line's prompt (its `body`), plus `offset`.
+pub(super) fn answer(line: &Value, offset: i64) -> i64 {
+    let prompt = super::native::last_user_text(&line["body"]).unwrap_or_default();
+    expression(&prompt).and_then(|e| eval(&e)).unwrap_or(42) + offset
 }
 
 /// A `Batch` object as the reference lists its fields.

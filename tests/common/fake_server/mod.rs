@@ -8,8 +8,10 @@
 //! records every request body, and tracks how many requests it is serving at
 //! once; [`FakeServer::rate_limited`] admits R requests a second and
 //! refuses the rest with 429. It stops on drop, after `LIFETIME`, or after `MAX_REQUESTS`.
-//! [`FakeBatchApi`] fakes the OpenAI Batch API and its Files endpoints.
+//! [`FakeBatchApi`] fakes the OpenAI Batch API and its Files endpoints, and
+//! Anthropic's Message Batches.
 
+mod anthropic_batch;
 mod arith;
 mod batch;
 mod http;
