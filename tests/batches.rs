@@ -287,6 +287,18 @@ fn dry_run_says_what_would_be_batched_and_sends_nothing() {
         "{out}"
     );
     assert!(api.log().is_empty(), "{:?}", api.log());
+    // A budget cannot stop a batch: refused before anything is sent.
+    let (code, out) = run_args(&ws, "4", &["--max-cost", "1"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("--max-cost and --max-tokens-total cannot stop it"),
+        "{out}"
+    );
+    assert!(
+        api.log().is_empty() && ws.run_dirs().is_empty(),
+        "{:?}",
+        api.log()
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use super::exit::{Exit, fail};
 use crate::config::batch::refusal;
 use crate::provider::{BatchSetup, ModelSetup};
-use crate::run::{Estimate, Manifest};
+use crate::run::{Estimate, Limits, Manifest};
 
 /// Turns batches on for every model with `--batch`; a model that cannot
 /// run in batches (by the flag or its own `batch`) is an error naming it.
@@ -23,6 +23,21 @@ pub(super) fn apply(models: &mut [ModelSetup], flag: bool) -> Result<(), Exit> {
         }
     }
     Ok(())
+}
+
+/// A budget cannot stop a batch: it is submitted whole, and its answers
+/// arrive together. A batched model under one is refused before anything is sent.
+pub(super) fn check_budget(manifest: &Manifest, limits: Limits) -> Result<(), Exit> {
+    if limits == Limits::default() {
+        return Ok(());
+    }
+    match manifest.models.iter().find(|m| m.batch.is_some()) {
+        Some(m) => Err(fail(format!(
+            "model `{}` runs in batches, and a batch is submitted whole: --max-cost and --max-tokens-total cannot stop it; run without a budget (--dry-run shows what the batch costs at most); nothing was sent",
+            m.name
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The dry run's lines about batches: per batched model, the requests that
