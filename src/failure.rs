@@ -119,6 +119,14 @@ failure_kinds! {
     /// Generation stopped while the model was still reasoning: a length stop
     /// with reasoning and no answer, or an unclosed `<think>` block.
     UnfinishedReasoning = "unfinished_reasoning",
+
+    // Why a request sent in a provider's batch got no answer.
+    /// The batch refused the request (or the whole batch failed validation).
+    BatchFailed = "batch_failed",
+    /// The batch's completion window passed before the request ran.
+    BatchExpired = "batch_expired",
+    /// The batch was cancelled before the request ran.
+    BatchCancelled = "batch_cancelled",
 }
 
 /// Kinds sort by name, as reports list them and older reports did.

@@ -26,7 +26,8 @@
 //! - Runs against the fake server: `adaptive` (`concurrency = "auto"`
 //!   against a rate limit), `provider_wire`, `tool_wire` (tool
 //!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
-//!   `native_wires` (Anthropic, Gemini and OpenAI Responses), `native_reasoning`
+//!   `native_wires` (Anthropic, Gemini and OpenAI Responses), `batches`
+//!   (`--batch` against the fake OpenAI Batch API, SIGKILL mid-poll), `native_reasoning`
 //!   (their reasoning captured, counted, replayed and signed blocks sent back), `openapi_wires`
 //!   (request bodies checked against the vendored OpenAI OpenAPI document),
 //!   `atomic_writes` (SIGKILL mid-rewrite), `run_errors`, `sampling`,
@@ -86,6 +87,7 @@ mod agent;
 mod architecture;
 mod atomic_writes;
 mod bad_input;
+mod batches;
 mod bfcl;
 mod cluster;
 mod code_parity;

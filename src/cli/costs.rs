@@ -38,6 +38,7 @@ pub(super) fn apply_prices(file: &Path, manifest: &mut Manifest, color: bool) ->
 /// With a cost budget every model and the judge need a price: a budget that
 /// cannot see a model's spending would never stop it.
 pub(super) fn check_priced(manifest: &mut Manifest, limits: Limits) -> Result<(), Exit> {
+    super::batch::check_budget(manifest, limits)?;
     if limits.max_cost.is_none() {
         return Ok(());
     }
@@ -141,6 +142,9 @@ pub(super) fn dry_run(
             .unwrap_or(0),
     );
     out!("{}", crate::text::wrap(&line, 80));
+    for line in super::batch::dry_run_lines(manifest, &rows) {
+        out!("{}", crate::text::wrap(&line, 80));
+    }
     let episodes = total(|e| e.episodes);
     if episodes > 0 {
         let line = format!(

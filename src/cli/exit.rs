@@ -89,6 +89,7 @@ impl Failure for RunError {
     fn exit(&self) -> Exit {
         match self {
             RunError::ServerStart(_) | RunError::ServerDied(_) => Exit::ServerFailed,
+            RunError::BatchUnfinished(_) => Exit::RequestErrors,
             RunError::Io(_)
             | RunError::Client(_)
             | RunError::Schema(_)

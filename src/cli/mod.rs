@@ -4,6 +4,7 @@
 //! The top layer: it may import every module; nothing imports it.
 
 mod asking;
+mod batch;
 mod check;
 mod costs;
 mod exit;

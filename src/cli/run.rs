@@ -74,9 +74,11 @@ pub(super) struct RunArgs {
     /// `reasoning.effort=low,medium,high`, `reasoning.budget_tokens=1024,4096`.
     #[arg(long, value_name = "KEY=V1,V2,...", conflicts_with = "resume", value_parser = super::sweep::parse)]
     pub sweep: Option<super::sweep::Sweep>,
+    /// Ask every model through its provider's batch API, at the batch price (openai, anthropic).
+    #[arg(long, conflicts_with = "resume")]
+    pub batch: bool,
 }
 
-/// Runs `harness run`.
 /// Runs `harness run` with the configuration `main` loaded (once, before
 /// anything else: its keys and file caps apply from the start).
 pub(super) fn run(args: &RunArgs, config: Result<Config, Diagnostic>, color: bool) -> Exit {
@@ -137,6 +139,7 @@ fn plan_new(
             models.push(m);
         }
     }
+    super::batch::apply(&mut models, args.batch)?;
     if let Some(sweep) = &args.sweep {
         models = sweep.expand(models);
     }

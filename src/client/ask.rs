@@ -60,7 +60,7 @@ impl Asked {
     }
 
     /// An answer the cache held: no attempt made, no time spent.
-    fn from_cache(hit: Completion) -> Asked {
+    pub(super) fn from_cache(hit: Completion) -> Asked {
         Asked {
             result: Ok(hit),
             attempts: 0,

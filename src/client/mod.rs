@@ -13,6 +13,7 @@
 //! here knows about specs, rules or runs.
 
 pub(crate) mod ask;
+pub(crate) mod batch;
 pub(crate) mod cache;
 pub(crate) mod gate;
 pub(crate) mod limits;

@@ -104,6 +104,7 @@ pub(super) fn problems(config: &Config) -> Vec<Problem<'_>> {
     }
     for (name, model) in &config.models {
         model_problems(&mut found, name, model);
+        found.extend(super::batch::problems(name, model));
     }
     found
 }

@@ -3,6 +3,7 @@
 //! `runs_per_test` of older setups), the judge slot, and what models cost
 //! (`price`, `currency`, and a LiteLLM price file in [`prices`]). CLI flags override.
 
+pub(crate) mod batch;
 mod concurrency;
 mod exec;
 mod in_range;
@@ -124,6 +125,8 @@ pub struct ModelConfig {
     /// Stream responses (Ollama; default false).
     #[serde(default)]
     pub stream: bool,
+    /// Ask through the provider's batch API: `true`, or `{ poll_secs = N }`.
+    pub batch: Option<crate::provider::BatchConfig>,
     /// Samples per request via OpenAI's `n` (default 1, at most 128; llama-server allows up to its slot count).
     pub max_n: Option<u32>,
     /// How the harness starts a `llamacpp` or `vllm` server.
@@ -255,6 +258,7 @@ impl Config {
         spec.max_retries = m.max_retries.unwrap_or(spec.max_retries);
         spec.options = m.options.clone();
         spec.stream = m.stream;
+        spec.batch = m.batch.and_then(crate::provider::BatchConfig::setup);
         spec.max_n = m.max_n.unwrap_or(1).max(1);
         spec.price = m.price;
         spec.max_response_bytes = m.max_response_bytes.unwrap_or(spec.max_response_bytes);

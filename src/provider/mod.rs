@@ -20,6 +20,9 @@
 //! client layer's.
 
 mod anthropic;
+mod anthropic_batch;
+mod batch;
+mod batch_setup;
 mod body;
 pub(crate) mod exec;
 mod gemini;
@@ -52,6 +55,8 @@ use crate::failure::FailureKind;
 use crate::prompt::Message;
 pub(crate) use crate::prompt::{Reasoning, Tool, ToolCall, ToolChoice};
 
+pub(crate) use batch::{BatchApi, BatchEntry, BatchState, BatchStatus};
+pub(crate) use batch_setup::{BatchConfig, BatchSetup};
 pub(crate) use body::DEFAULT_MAX_RESPONSE_BYTES;
 pub(crate) use exec::{ExecCall, ExecClient, ExecOptions};
 pub(crate) use model_ref::{ModelRefError, ServerOptions};

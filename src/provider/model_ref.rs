@@ -148,6 +148,9 @@ pub struct ModelSetup {
     /// Set on one cell of `--sweep`: the setting it runs, over the spec's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<super::SweepCell>,
+    /// Asked through the provider's batch API (`--batch`, `batch = true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<super::BatchSetup>,
 }
 
 fn one() -> u32 {
@@ -179,10 +182,9 @@ pub(crate) const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 /// The shortest: a millisecond, below which no request could finish.
 const MIN_TIMEOUT_SECS: f64 = 0.001;
 
-/// `secs` as a timeout. The configuration refuses what is not a number of
-/// seconds within range; a hand-edited `plan.json` is not checked, so what
-/// lies outside is clamped into it (NaN: the longest) rather than panicking
-/// in `Duration::from_secs_f64`.
+/// `secs` as a timeout. The configuration refuses what is not seconds within
+/// range; a hand-edited `plan.json` is not checked, so what lies outside is
+/// clamped into it (NaN: the longest), never a panic in `from_secs_f64`.
 pub(crate) fn timeout(secs: f64) -> std::time::Duration {
     let secs = if secs.is_nan() {
         MAX_TIMEOUT_SECS
@@ -216,6 +218,7 @@ impl ModelSetup {
             max_response_bytes: super::DEFAULT_MAX_RESPONSE_BYTES,
             reasoning: ReasoningSetting::default(),
             sweep: None,
+            batch: None,
         }
     }
 

@@ -37,8 +37,8 @@ enum Api {
 /// the headers every request carries (the key, Anthropic's API version).
 pub(crate) struct NativeClient {
     api: Api,
-    connection: Connection,
-    headers: Vec<(&'static str, String)>,
+    pub(super) connection: Connection,
+    pub(super) headers: Vec<(&'static str, String)>,
 }
 
 /// The default base URL of a native provider's API.
@@ -130,18 +130,7 @@ impl NativeClient {
             };
             return Err(cannot_carry(api, "several answers per request (`n`)"));
         }
-        let model = &self.connection.model;
-        let mut body = match self.api {
-            Api::Anthropic => anthropic::request_body(model, request)?,
-            Api::Gemini => gemini::request_body(request, n)?,
-            Api::Responses => responses::request_body(model, request)?,
-        };
-        let wire = match self.api {
-            Api::Anthropic => super::ProviderKind::Anthropic,
-            Api::Gemini => super::ProviderKind::Gemini,
-            Api::Responses => super::ProviderKind::OpenAiResponses,
-        };
-        super::reasoning_setting::add_to_body(wire, &request.reasoning, &mut body)?;
+        let body = self.body(request, n)?;
         let headers: Vec<(&str, &str)> = (self.headers.iter())
             .map(|(name, value)| (*name, value.as_str()))
             .collect();
@@ -157,17 +146,39 @@ impl NativeClient {
         }
         Ok(answers)
     }
+
+    /// Whether this client speaks Anthropic's Messages API.
+    pub(crate) fn is_anthropic(&self) -> bool {
+        self.api == Api::Anthropic
+    }
+
+    /// The request body for `n` answers, in this API's form.
+    pub(super) fn body(&self, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
+        let model = &self.connection.model;
+        let mut body = match self.api {
+            Api::Anthropic => anthropic::request_body(model, request)?,
+            Api::Gemini => gemini::request_body(request, n)?,
+            Api::Responses => responses::request_body(model, request)?,
+        };
+        let wire = match self.api {
+            Api::Anthropic => super::ProviderKind::Anthropic,
+            Api::Gemini => super::ProviderKind::Gemini,
+            Api::Responses => super::ProviderKind::OpenAiResponses,
+        };
+        super::reasoning_setting::add_to_body(wire, &request.reasoning, &mut body)?;
+        Ok(body)
+    }
 }
 
 /// One model's connection: where to POST, within which limits.
-struct Connection {
-    http: reqwest::Client,
+pub(super) struct Connection {
+    pub(super) http: reqwest::Client,
     /// The full URL requests go to.
-    endpoint: String,
+    pub(super) endpoint: String,
     /// The model id sent (in the body or the URL).
     model: String,
-    timeout: Duration,
-    max_response_bytes: u64,
+    pub(super) timeout: Duration,
+    pub(super) max_response_bytes: u64,
 }
 
 impl Connection {

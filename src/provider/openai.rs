@@ -23,12 +23,12 @@ use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Tool
 
 /// A client for one model on an OpenAI-compatible server.
 pub(crate) struct OpenAiClient {
-    http: reqwest::Client,
-    endpoint: String,
+    pub(super) http: reqwest::Client,
+    pub(super) endpoint: String,
     model: String,
-    api_key: Option<String>,
-    timeout: Duration,
-    max_response_bytes: u64,
+    pub(super) api_key: Option<String>,
+    pub(super) timeout: Duration,
+    pub(super) max_response_bytes: u64,
     /// Which server speaks this wire: reasoning settings take its fields.
     wire: super::ProviderKind,
 }

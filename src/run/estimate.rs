@@ -39,6 +39,8 @@ pub(crate) struct Estimate {
     /// price, or the reasoning price when that is higher (any of them may be
     /// reasoning); `None` when the model is not priced by the token.
     pub cost: Option<f64>,
+    /// The requests go in a provider's batch, at its discount (in `cost`).
+    pub batched: bool,
     /// Agent episodes among them: each counted as `max_turns` requests.
     pub episodes: u64,
     /// Requests to the judge.
@@ -68,6 +70,14 @@ impl Tokens {
             Some(Price::PerCall(amount)) => Some(amount * (self.requests + self.reasks) as f64),
             _ => None,
         }
+    }
+}
+
+/// The share of the price a cell's requests pay: less the discount when they go in a batch.
+fn batch_price(model: &ModelSetup, spec: &SpecRuntime) -> f64 {
+    match model.batch {
+        Some(b) if super::batch::batchable(spec) => 1.0 - b.discount,
+        _ => 1.0,
     }
 }
 
@@ -117,7 +127,8 @@ pub(crate) fn estimate(
                 reasks: asked.reasks,
                 prompt_tokens: asked.prompt,
                 max_output_tokens: asked.output,
-                cost: asked.cost(model),
+                cost: asked.cost(model).map(|c| c * batch_price(model, spec)),
+                batched: model.batch.is_some() && super::batch::batchable(spec),
                 episodes: asked.episodes,
                 judge_requests: judged.requests,
                 judge_cost: judge

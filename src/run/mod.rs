@@ -14,6 +14,8 @@
 //! `prompt`, `format`, `error`, `text` and the `progress`/`jsonl` leaves.
 
 mod ask_judge;
+mod batch;
+mod batch_log;
 pub(crate) mod budget;
 pub(crate) mod cost;
 mod episode;
@@ -110,6 +112,10 @@ pub(crate) enum RunError {
     /// A spec's instances could not be made (its golden subset needs them all).
     #[error("{0}")]
     Spec(Box<crate::error::Diagnostic>),
+    /// A batch could not be polled to its end: none of its answers is
+    /// journaled, and `--resume` polls it again.
+    #[error("{0}; `harness run --resume` polls it again, submitting nothing")]
+    BatchUnfinished(String),
     /// No run has the id asked for.
     #[error("no run `{id}` under {}", dir.display())]
     NoRun {

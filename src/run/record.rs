@@ -209,7 +209,7 @@ mod tests {
     use crate::run::journal::for_each_record;
 
     /// Every kind as a journal before the typed vocabulary wrote it.
-    const OLD_NAMES: [(&str, FailureKind); 36] = [
+    const OLD_NAMES: [(&str, FailureKind); 39] = [
         ("no_answer", FailureKind::NoAnswer),
         ("wrong_value", FailureKind::WrongValue),
         ("invalid_json", FailureKind::InvalidJson),
@@ -246,6 +246,9 @@ mod tests {
         ("too_deep", FailureKind::TooDeep),
         ("episode_timeout", FailureKind::EpisodeTimeout),
         ("unfinished_reasoning", FailureKind::UnfinishedReasoning),
+        ("batch_failed", FailureKind::BatchFailed),
+        ("batch_expired", FailureKind::BatchExpired),
+        ("batch_cancelled", FailureKind::BatchCancelled),
     ];
 
     fn fixture() -> std::path::PathBuf {

@@ -3,17 +3,18 @@
 //! each finished record to the journal before counting it; a dead managed
 //! server or Ctrl-C stops new work and keeps everything finished.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
+use super::batch::Batcher;
+use super::batch_log::Batches;
 use super::budget::{Meter, judge_clock};
 use super::journal::{self};
 use super::queue::Tasks;
-use super::record::{Record, TaskKey};
+use super::record::Record;
 use super::task::run_task;
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime};
 use crate::client::ModelClient;
@@ -38,11 +39,8 @@ pub(super) async fn schedule(
     meter_models(meter, models, judge);
     // Open first: it drops a torn last line, so `done` only counts records that stay.
     let mut journal = journal::open(journal_path)?;
-    let mut done: HashSet<TaskKey> = HashSet::new();
-    journal::for_each_record(journal_path, |r| {
-        done.insert(r.key());
-    })?;
-    let done = Arc::new(done);
+    let (done, batches) = Batches::open(journal_path, settings.progress)?;
+    let (done, batches) = (Arc::new(done), Arc::new(batches));
     let cache = if settings.use_cache {
         Some(Arc::new(Cache::open(&settings.cache_path)?))
     } else {
@@ -68,8 +66,8 @@ pub(super) async fn schedule(
     let (tx, mut rx) = mpsc::channel::<(usize, Record)>(1024);
     let mut workers = tokio::task::JoinSet::new();
     for (mi, model) in models.iter().enumerate() {
-        // Each endpoint of a pool keeps its own concurrency.
-        for _ in 0..model.setup.concurrency.max(1) * model.endpoints.len() {
+        let (count, batched) = askers(model);
+        for _ in 0..count {
             let worker = Worker {
                 index: mi,
                 model: model.clone(),
@@ -81,7 +79,12 @@ pub(super) async fn schedule(
                 cache: cache.clone(),
                 meter: meter.clone(),
             };
-            workers.spawn(worker.run());
+            if batched {
+                let b = batches.clone();
+                workers.spawn(Batcher { w: worker, b }.run());
+            } else {
+                workers.spawn(worker.run());
+            }
         }
     }
     drop(tx);
@@ -141,8 +144,35 @@ pub(super) async fn schedule(
     }
     outcome.budget_stopped = meter.refused();
     (outcome.identity_changes, outcome.adaptive) = summaries(models);
+    ending(outcome, server_died, &batches)
+}
+
+/// How many tasks ask a model, and whether it is one [`Batcher`]: each
+/// endpoint of a pool keeps its own concurrency; a batch is one task.
+fn askers(model: &ModelClient) -> (usize, bool) {
+    if model.setup.batch.is_some() && model.can_batch() {
+        (1, true)
+    } else {
+        (
+            model.setup.concurrency.max(1) * model.endpoints.len(),
+            false,
+        )
+    }
+}
+
+/// The run's end: a server's death, else a batch left unfinished (unless
+/// Ctrl-C stopped its polls), else the outcome.
+fn ending(
+    outcome: RunOutcome,
+    server_died: Option<ServerDeath>,
+    batches: &Batches,
+) -> Result<RunOutcome, RunError> {
+    let unfinished = batches.unfinished();
     match server_died {
         Some(death) => Err(RunError::ServerDied(death)),
+        None if !unfinished.is_empty() && !outcome.interrupted => {
+            Err(RunError::BatchUnfinished(unfinished))
+        }
         None => Ok(outcome),
     }
 }
@@ -186,16 +216,16 @@ fn append_redacted(journal: &mut journal::Journal, record: &Record) -> std::io::
 
 /// One of a model's workers: pulls tasks from the model's queue until it is
 /// empty or the run stops, and sends each finished record to the writer.
-struct Worker {
-    index: usize,
-    model: Arc<ModelClient>,
-    judge: Option<Arc<ModelClient>>,
-    queue: Arc<Mutex<Tasks>>,
-    specs: Vec<Arc<SpecRuntime>>,
-    tx: mpsc::Sender<(usize, Record)>,
-    stop: Arc<AtomicBool>,
-    cache: Option<Arc<Cache>>,
-    meter: Arc<Meter>,
+pub(super) struct Worker {
+    pub index: usize,
+    pub model: Arc<ModelClient>,
+    pub judge: Option<Arc<ModelClient>>,
+    pub queue: Arc<Mutex<Tasks>>,
+    pub specs: Vec<Arc<SpecRuntime>>,
+    pub tx: mpsc::Sender<(usize, Record)>,
+    pub stop: Arc<AtomicBool>,
+    pub cache: Option<Arc<Cache>>,
+    pub meter: Arc<Meter>,
 }
 
 impl Worker {

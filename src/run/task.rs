@@ -183,34 +183,37 @@ pub(super) async fn run_task(
     for (&sample, asked) in samples.iter().zip(asked) {
         // Refused by the budget: no answer and no record, so `--resume` asks it.
         let Ok(asked) = asked else { continue };
-        let mut record = blank(sample);
-        record.expected = s.rules.expected(&inst.vars);
-        record.messages = inst.messages.clone();
-        record.vars = inst.vars.clone();
-        let key = RequestKey {
-            spec: &s.id,
-            instance,
-            sample,
-            judge: None,
-            turn: 0,
-        };
-        let cost = model
-            .setup
-            .price
-            .as_ref()
-            .and_then(|p| super::cost::priced_cost(p, &record.messages, &asked));
-        let answered = Answered {
-            asked,
-            tools: &inst.tools,
-            trajectory: None,
-            state: None,
-            cost,
-            ended: None,
-        };
-        finish(model, judge, s, key, answered, cache, &mut record).await;
-        records.push(record);
+        records.push(answer_record(model, judge, s, (&inst, sample), asked, cache).await);
     }
     records
+}
+
+/// The record of one single-turn answer (asked live, from the cache, or
+/// from a provider's batch): priced, judged and verified.
+pub(super) async fn answer_record(
+    model: &ModelClient,
+    judge: Option<&ModelClient>,
+    s: &Arc<Spec>,
+    (inst, sample): (&crate::spec::Instance, u32),
+    asked: Asked,
+    cache: Option<&Cache>,
+) -> Record {
+    let (mut record, key) = unanswered(model, s, inst, sample);
+    let cost = model
+        .setup
+        .price
+        .as_ref()
+        .and_then(|p| super::cost::priced_cost(p, &record.messages, &asked));
+    let answered = Answered {
+        asked,
+        tools: &inst.tools,
+        trajectory: None,
+        state: None,
+        cost,
+        ended: None,
+    };
+    finish(model, judge, s, key, answered, cache, &mut record).await;
+    record
 }
 
 /// Runs one episode per sample of an `[agent]` spec's instance, to one record each.
@@ -231,17 +234,7 @@ async fn run_episodes(
         let Ok(episode) = super::episode::run_episode(model, s, inst, request, cache).await else {
             continue;
         };
-        let mut record = Record::blank(&model.setup.name, &s.id, inst.index, sample);
-        record.expected = s.rules.expected(&inst.vars);
-        record.messages = inst.messages.clone();
-        record.vars = inst.vars.clone();
-        let key = RequestKey {
-            spec: &s.id,
-            instance: inst.index,
-            sample,
-            judge: None,
-            turn: 0,
-        };
+        let (mut record, key) = unanswered(model, s, inst, sample);
         let answered = Answered {
             asked: episode.asked,
             tools: &inst.tools,
@@ -254,6 +247,27 @@ async fn run_episodes(
         records.push(record);
     }
     records
+}
+
+/// The record of `sample` of `inst` before its answer, and its requests' key.
+fn unanswered<'a>(
+    model: &ModelClient,
+    s: &'a Spec,
+    inst: &crate::spec::Instance,
+    sample: u32,
+) -> (Record, RequestKey<'a>) {
+    let mut record = Record::blank(&model.setup.name, &s.id, inst.index, sample);
+    record.expected = s.rules.expected(&inst.vars);
+    record.messages = inst.messages.clone();
+    record.vars = inst.vars.clone();
+    let key = RequestKey {
+        spec: &s.id,
+        instance: inst.index,
+        sample,
+        judge: None,
+        turn: 0,
+    };
+    (record, key)
 }
 
 /// An answer (or an episode) ready to be judged and recorded.

@@ -8,8 +8,12 @@
 //! records every request body, and tracks how many requests it is serving at
 //! once; [`FakeServer::rate_limited`] admits R requests a second and
 //! refuses the rest with 429. It stops on drop, after `LIFETIME`, or after `MAX_REQUESTS`.
+//! [`FakeBatchApi`] fakes the OpenAI Batch API and its Files endpoints, and
+//! Anthropic's Message Batches.
 
+mod anthropic_batch;
 mod arith;
+mod batch;
 mod http;
 mod native;
 mod rate;
@@ -25,6 +29,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub use arith::{eval, expression};
+pub use batch::{Ending, FakeBatchApi, LineReply};
 pub use native::{redacted_data, signature};
 pub use rate::RateLog;
 
