@@ -7,7 +7,6 @@ use crate::format::range::Bounds;
 use crate::provider::{BatchConfig, ProviderKind};
 
 use super::ModelConfig;
-use super::in_range::Problem;
 
 /// `poll_secs`: above 0, at most an hour (a batch runs up to a day).
 const POLL_SECS: Bounds = Bounds::Within(0.01, 3600.0);
@@ -33,8 +32,9 @@ pub(crate) fn refusal(provider: ProviderKind, pool: bool) -> Option<String> {
     }
 }
 
-/// The problems of model `name`'s `batch`.
-pub(super) fn problems<'a>(name: &'a str, m: &'a ModelConfig) -> Vec<Problem<'a>> {
+/// The problems of model `name`'s `batch`: each key's path and why, as
+/// `in_range` gathers them (it calls this, so this names no type of its).
+pub(super) fn problems<'a>(name: &'a str, m: &'a ModelConfig) -> Vec<(Vec<Key<'a>>, String)> {
     let path = |keys: &[&'static str]| {
         let mut path = vec![Key::Name("models"), Key::Name(name), Key::Name("batch")];
         path.extend(keys.iter().map(|k| Key::Name(k)));

@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use crate::prompt::{Message, Reasoning, Role, ToolMode};
 
-use super::native;
+use super::native_wire;
 use super::openai::CallIds;
 use super::tool_wire::WireNames;
 use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
@@ -80,7 +80,7 @@ struct WireUsage {
 
 /// The answer of a response body, calls under the spec's names.
 pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderError> {
-    let parsed: Response = native::parse(bytes)?;
+    let parsed: Response = native_wire::parse(bytes)?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     let (mut thoughts, mut kept) = (Vec::new(), Vec::new());
@@ -126,9 +126,12 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
         text,
         reasoning,
         usage,
-        finish_reason: parsed.stop_reason.as_deref().map(native::finish_reason),
+        finish_reason: parsed
+            .stop_reason
+            .as_deref()
+            .map(native_wire::finish_reason),
         shared: None,
-        served: native::served(parsed.model),
+        served: native_wire::served(parsed.model),
         tool_calls,
         allowance_spent: false,
     })
@@ -137,7 +140,7 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
 /// The body of `request` for `model` in the Messages API's form.
 pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, ProviderError> {
     let names = WireNames::new(&request.tools);
-    let (system, history) = native::split_system(&request.messages);
+    let (system, history) = native_wire::split_system(&request.messages);
     let mut messages = wire_messages(&history, &names)?;
     if let Some(prefill) = &request.prefill {
         push_block(
@@ -165,7 +168,7 @@ pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, 
     match &request.format {
         OutputKind::Text => {}
         OutputKind::Json => {
-            return Err(native::cannot_carry(
+            return Err(native_wire::cannot_carry(
                 "Anthropic",
                 "a JSON answer without a schema (give `format` a JSON schema)",
             ));
@@ -210,7 +213,7 @@ fn insert_tools(map: &mut Map<String, Value>, request: &ChatRequest, names: &Wir
 
 /// Adds `block` to the last message when it has `role`, else starts one.
 fn push_block(messages: &mut Vec<Value>, role: &str, block: Value) {
-    native::push_to_turn(messages, role, "content", block);
+    native_wire::push_to_turn(messages, role, "content", block);
 }
 
 /// The history as Messages API turns of content blocks.
@@ -284,7 +287,7 @@ fn assistant_blocks(m: &Message, ids: Vec<String>, names: &WireNames) -> Vec<Val
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::native::test_request as request;
+    use crate::provider::native_wire::test_request as request;
 
     fn tools() -> Value {
         json!([{"name": "math.factorial", "description": "n!",
@@ -402,7 +405,7 @@ mod tests {
     fn reasoning_blocks_go_back_unchanged_before_the_turns_text_and_calls() {
         let thinking = json!({"type": "thinking", "thinking": "5! = 120?", "signature": "EqQB+/="});
         let redacted = json!({"type": "redacted_thinking", "data": "EmwK=="});
-        let mut history = crate::provider::native::test_episode();
+        let mut history = crate::provider::native_wire::test_episode();
         let turn = &mut history[2];
         turn["content"] = json!("Calling.");
         turn["reasoning"] = json!({"text": "5! = 120?",

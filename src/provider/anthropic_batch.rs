@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::batch::{BatchEntry, BatchResults, BatchState, BatchStatus, RequestCounts};
 use super::body::{self, Cap};
-use super::native::{NativeClient, parse};
+use super::native::NativeClient;
+use super::native_wire::parse;
 use super::{ChatRequest, ProviderError, classify};
 use crate::failure::FailureKind;
 

@@ -296,7 +296,7 @@ impl OpenAiClient {
         &self,
         builder: reqwest::RequestBuilder,
     ) -> Result<T, ProviderError> {
-        super::native::parse(&self.send(builder).await?)
+        super::native_wire::parse(&self.send(builder).await?)
     }
 
     /// Uploads `lines` as a batch input file and creates the batch: its id.

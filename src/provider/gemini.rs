@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 
 use crate::prompt::{Message, Reasoning, Role, ToolMode};
 
-use super::native;
+use super::native_wire;
 use super::tool_wire::WireNames;
 use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
 
@@ -110,7 +110,7 @@ pub(super) fn completions(
     bytes: &[u8],
     names: &WireNames,
 ) -> Result<Vec<Completion>, ProviderError> {
-    let parsed: Response = native::parse(bytes)?;
+    let parsed: Response = native_wire::parse(bytes)?;
     let usage = parsed
         .usage_metadata
         .map_or_else(Usage::default, |u| Usage {
@@ -123,7 +123,7 @@ pub(super) fn completions(
             tokens_cached: u.cached_content_token_count,
             tokens_reasoning: u.thoughts_token_count,
         });
-    let served = native::served(parsed.model_version);
+    let served = native_wire::served(parsed.model_version);
     let mut candidates = parsed.candidates;
     if candidates.is_empty() {
         let Some(reason) = parsed.prompt_feedback.and_then(|f| f.block_reason) else {
@@ -170,7 +170,7 @@ pub(super) fn completions(
             // Gemini says `STOP` after calls too; the others' word for it is `tool_calls`.
             let finish_reason = c.finish_reason.map(|r| match r.as_str() {
                 "STOP" if !tool_calls.is_empty() => "tool_calls".to_owned(),
-                other => native::finish_reason(other),
+                other => native_wire::finish_reason(other),
             });
             // A signature without thought text still says the model reasoned.
             let reasoning = (signed || !thoughts.is_empty()).then(|| Reasoning {
@@ -199,7 +199,7 @@ pub(super) fn completions(
 /// The body of `request` asking for `n` candidates.
 pub(super) fn request_body(request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
     let names = WireNames::new(&request.tools);
-    let (system, history) = native::split_system(&request.messages);
+    let (system, history) = native_wire::split_system(&request.messages);
     let mut contents = wire_contents(&history, &names)?;
     if let Some(prefill) = &request.prefill {
         push_part(&mut contents, "model", json!({"text": prefill}));
@@ -255,7 +255,7 @@ fn insert_tools(
         return Ok(());
     }
     if request.parallel_tool_calls == Some(false) {
-        return Err(native::cannot_carry(
+        return Err(native_wire::cannot_carry(
             "Gemini",
             "`parallel_tool_calls = false`",
         ));
@@ -286,7 +286,7 @@ fn insert_tools(
 
 /// Adds `part` to the last turn when it has `role`, else starts one.
 fn push_part(contents: &mut Vec<Value>, role: &str, part: Value) {
-    native::push_to_turn(contents, role, "parts", part);
+    native_wire::push_to_turn(contents, role, "parts", part);
 }
 
 /// The history as Gemini turns. A tool result names its tool (Gemini pairs
@@ -350,7 +350,7 @@ fn signed_parts(m: &Message) -> Option<&[Value]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::native::test_request as request;
+    use crate::provider::native_wire::test_request as request;
 
     fn tools() -> Value {
         json!([{"name": "math.factorial", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}])
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn an_episode_becomes_user_and_model_turns() {
         let r = request(json!({
-            "messages": crate::provider::native::test_episode(),
+            "messages": crate::provider::native_wire::test_episode(),
             "tools": tools(), "tool_choice": {"function": "math.factorial"},
             "seed": 7, "stop": ["END"], "format": {"type": "json_schema", "schema": {"type": "object"}}
         }));
@@ -460,7 +460,7 @@ mod tests {
         let reasoning = answer.reasoning.clone().unwrap();
         assert_eq!(json!(reasoning.blocks), parts);
         assert_eq!(answer.usage.tokens_reasoning, Some(3));
-        let mut history = crate::provider::native::test_episode();
+        let mut history = crate::provider::native_wire::test_episode();
         history[2]["reasoning"] = json!(reasoning);
         let r = request(json!({"messages": history, "tools": tools()}));
         let sent = request_body(&r, 1).unwrap();

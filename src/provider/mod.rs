@@ -28,6 +28,7 @@ pub(crate) mod exec;
 mod gemini;
 pub(crate) mod model_ref;
 mod native;
+mod native_wire;
 mod ollama;
 mod ollama_response;
 mod openai;

@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 
 use crate::prompt::{Message, Reasoning, Role};
 
-use super::native;
+use super::native_wire;
 use super::openai::CallIds;
 use super::tool_wire::{WireCall, WireNames};
 use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
@@ -121,7 +121,7 @@ struct InputDetails {
 /// The answer of a response body. A response whose status is `failed`
 /// holds an error where its output would be: a malformed answer, retried.
 pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, ProviderError> {
-    let parsed: Response = native::parse(bytes)?;
+    let parsed: Response = native_wire::parse(bytes)?;
     if parsed.status.as_deref() == Some("failed") {
         let error = parsed.error.map(|e| e.to_string()).unwrap_or_default();
         return Err(ProviderError::Malformed(format!(
@@ -168,10 +168,10 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
     }
     let finish_reason = match (parsed.status.as_deref(), parsed.incomplete_details) {
         (Some("incomplete"), Some(Incomplete { reason: Some(r) })) => {
-            Some(native::finish_reason(&r))
+            Some(native_wire::finish_reason(&r))
         }
         (Some("completed"), _) if !tool_calls.is_empty() => Some("tool_calls".to_owned()),
-        (Some(status), _) => Some(native::finish_reason(status)),
+        (Some(status), _) => Some(native_wire::finish_reason(status)),
         (None, _) => None,
     };
     let usage = parsed.usage.map_or_else(Usage::default, |u| Usage {
@@ -190,7 +190,7 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
         usage,
         finish_reason,
         shared: None,
-        served: native::served(parsed.model),
+        served: native_wire::served(parsed.model),
         tool_calls,
         allowance_spent: false,
     })
@@ -199,7 +199,7 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
 /// The body of `request` for `model` in the Responses API's form.
 pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, ProviderError> {
     if !request.stop.is_empty() {
-        return Err(native::cannot_carry(
+        return Err(native_wire::cannot_carry(
             "OpenAI Responses",
             "stop sequences (`stop`)",
         ));
@@ -295,12 +295,12 @@ fn wire_input(messages: &[Message], names: &WireNames) -> Result<Vec<Value>, Pro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::native::test_request as request;
+    use crate::provider::native_wire::test_request as request;
 
     #[test]
     fn an_episode_becomes_items_paired_by_call_id() {
         let r = request(json!({
-            "messages": crate::provider::native::test_episode(),
+            "messages": crate::provider::native_wire::test_episode(),
             "tools": [{"name": "math.factorial", "parameters": {"type": "object", "properties": {}}}],
             "tool_choice": "required", "parallel_tool_calls": false,
             "format": {"type": "json"}

@@ -30,6 +30,7 @@ pub(crate) mod record;
 mod scheduler;
 pub(crate) mod shard;
 mod task;
+mod worker;
 
 use std::path::PathBuf;
 

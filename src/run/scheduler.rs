@@ -16,6 +16,7 @@ use super::journal::{self};
 use super::queue::Tasks;
 use super::record::Record;
 use super::task::run_task;
+use super::worker::Worker;
 use super::{Manifest, RunError, RunOutcome, RunSettings, SpecRuntime};
 use crate::client::ModelClient;
 use crate::client::cache::Cache;
@@ -212,20 +213,6 @@ fn append_redacted(journal: &mut journal::Journal, record: &Record) -> std::io::
     let line = crate::secrets::redact(&line).into_owned();
     let raw = serde_json::value::RawValue::from_string(line).map_err(std::io::Error::other)?;
     journal.append(&raw)
-}
-
-/// One of a model's workers: pulls tasks from the model's queue until it is
-/// empty or the run stops, and sends each finished record to the writer.
-pub(super) struct Worker {
-    pub index: usize,
-    pub model: Arc<ModelClient>,
-    pub judge: Option<Arc<ModelClient>>,
-    pub queue: Arc<Mutex<Tasks>>,
-    pub specs: Vec<Arc<SpecRuntime>>,
-    pub tx: mpsc::Sender<(usize, Record)>,
-    pub stop: Arc<AtomicBool>,
-    pub cache: Option<Arc<Cache>>,
-    pub meter: Arc<Meter>,
 }
 
 impl Worker {
