@@ -100,6 +100,11 @@ failure_kinds! {
     ImageChanged = "image_changed",
     /// The instance could not be made (its script or dataset row failed).
     GenerationError = "generation_error",
+    /// The request asked for log-probabilities and the server returned none.
+    NoLogprobs = "no_logprobs",
+    /// Continuations were to be scored (`loglikelihood`) and the server
+    /// returned no log-probabilities for the prompt (llama.cpp's llama-server).
+    NoPromptLogprobs = "no_prompt_logprobs",
 
     // How an agent episode ended, whatever its rules concluded.
     /// No end within `max_turns`.

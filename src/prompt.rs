@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 
 /// Who speaks: the wires read a message's role (a tool's result has its own form).
 pub(crate) use crate::format::Role;
+/// Log-probabilities travel with answers, from the wire to records.
+pub(crate) use crate::format::{
+    ChoiceOutcome, Continuation, Logprobs, MAX_LOGPROB_TOKENS, TokenLogprob,
+};
 /// Tools travel with the messages, from the spec to the request.
 pub(crate) use crate::format::{ReasoningSetting, Tool, ToolCall, ToolChoice, ToolMode};
 pub(crate) use crate::media::ImageRef;

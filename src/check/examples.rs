@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::key_path;
-use crate::format::{Example, Role, Tool, ToolCall};
-use crate::prompt::Message;
+use crate::format::{ChoiceMethod, Example, Role, Tool, ToolCall};
+use crate::prompt::{Continuation, Logprobs, Message, TokenLogprob};
 use crate::spec::Spec;
 use crate::text::visible_line;
 use crate::verify::Judged;
@@ -47,6 +47,8 @@ pub struct ExampleVerdict {
     pub score: f64,
     /// The failure details (empty when it passed).
     pub detail: String,
+    /// With `[choices]`: the picked choice's index.
+    pub picked: Option<usize>,
 }
 
 /// Judges example `index`: what it got, when it could be judged, and
@@ -86,6 +88,17 @@ fn judge_example(
 ) -> Result<ExampleVerdict, Diagnostic> {
     let vars = example_vars(spec, index, example)?;
     let at = || spec.source_map().locate(key_path!["example", index]);
+    if spec.choices().is_some() {
+        return choice_example(spec, index, example, &vars)
+            .map(|(verdict, picked)| ExampleVerdict {
+                label: label.to_owned(),
+                passed: verdict.passed,
+                score: verdict.score,
+                detail: verdict.failure_details(),
+                picked,
+            })
+            .map_err(|e| Diagnostic::new(ErrorKind::Example, at(), format!("{label}: {e}")));
+    }
     if let Some((rule, key, var)) = spec.rules.missing_variables(&vars).into_iter().next() {
         let rule_name = &spec.rules.rules()[rule].name;
         return Err(Diagnostic::new(
@@ -127,7 +140,63 @@ fn judge_example(
         passed: verdict.passed,
         score: verdict.score,
         detail: verdict.failure_details(),
+        picked: None,
     })
+}
+
+/// A `[choices]` example scored as a model's answer would be: its
+/// `response` (`generate`), its first token's `top_logprobs` (the likeliest
+/// is the token generated) or each choice's `loglikelihoods`.
+fn choice_example(
+    spec: &Spec,
+    index: usize,
+    example: &Example,
+    vars: &Map<String, Value>,
+) -> Result<(InstanceVerdict, Option<usize>), String> {
+    let choices = spec.choices().expect("a [choices] spec");
+    let set = spec
+        .choice_set(u64::try_from(index).unwrap_or(0), vars)
+        .map_err(|d| d.message)?
+        .expect("a [choices] spec");
+    let method = choices.method;
+    let given = |key: &str, given: bool, wanted: ChoiceMethod| match (given, method == wanted) {
+        (true, false) => Err(format!(
+            "`{key}` is read by method = \"{}\" only",
+            wanted.name()
+        )),
+        (false, true) => Err(format!("a {} example gives `{key}`", wanted.name())),
+        _ => Ok(()),
+    };
+    given(
+        "top_logprobs",
+        !example.top_logprobs.is_empty(),
+        ChoiceMethod::FirstToken,
+    )?;
+    given(
+        "loglikelihoods",
+        !example.loglikelihoods.is_empty(),
+        ChoiceMethod::Loglikelihood,
+    )?;
+    let logprobs = Logprobs {
+        tokens: example
+            .top_logprobs
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(token, lp)| TokenLogprob::bounded(token, *lp, example.top_logprobs.clone()))
+            .into_iter()
+            .collect(),
+        continuations: example
+            .loglikelihoods
+            .iter()
+            .map(|&logprob| Continuation {
+                logprob,
+                greedy: false,
+                tokens: Vec::new(),
+            })
+            .collect(),
+    };
+    let (outcome, verdict) = choices.score(&set, &example.response, Some(&logprobs))?;
+    Ok((verdict, outcome.picked))
 }
 
 /// How `verdict` differs from what `example` expects.
@@ -142,6 +211,12 @@ fn problems(example: &Example, verdict: &ExampleVerdict) -> Vec<String> {
         } else {
             "expected to fail, but passed".to_owned()
         });
+    }
+    if let Some(picked) = example.picked
+        && verdict.picked != Some(picked)
+    {
+        let got = verdict.picked.map_or("none".to_owned(), |p| p.to_string());
+        problems.push(format!("expected choice {picked} to be picked, got {got}"));
     }
     if let Some(score) = example.score
         && (score - verdict.score).abs() > 1e-9

@@ -91,6 +91,7 @@ impl Failure for RunError {
             RunError::ServerStart(_) | RunError::ServerDied(_) => Exit::ServerFailed,
             RunError::BatchUnfinished(_) => Exit::RequestErrors,
             RunError::Io(_)
+            | RunError::Unsupported { .. }
             | RunError::Client(_)
             | RunError::Schema(_)
             | RunError::Spec(_)

@@ -295,6 +295,7 @@ mod tests {
         let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), None);
         let c = Completion {
+            logprobs: None,
             allowance_spent: false,
             text: "hi".into(),
             reasoning: None,
@@ -331,6 +332,7 @@ mod tests {
             call(serde_json::json!("{\"n\": 5"), Some("EOF while parsing"))
         ]);
         let answer = Completion {
+            logprobs: None,
             allowance_spent: false,
             text: String::new(),
             reasoning: None,
@@ -397,6 +399,7 @@ mod tests {
     fn absorbing_a_cache_adds_what_it_lacks_and_keeps_what_it_has() {
         let model = ModelSetup::new(ProviderKind::OpenAi, "m");
         let answer = |text: &str| Completion {
+            logprobs: None,
             allowance_spent: false,
             text: text.into(),
             reasoning: None,

@@ -359,6 +359,7 @@ mod tests {
         assert_eq!(Signal::of(&timeout, none), Neutral);
         let answer = |allowance_spent| {
             Ok::<_, ProviderError>(vec![Completion {
+                logprobs: None,
                 text: "4".into(),
                 reasoning: None,
                 usage: Default::default(),

@@ -9,10 +9,12 @@
 //! reads a spec (sources, prompts, rules, the compiled spec) imports it.
 
 mod agent;
+mod choices;
 mod dataset;
 pub(crate) mod depth;
 mod extract;
 pub(crate) mod locate;
+mod logprobs;
 pub(crate) use locate::key_path;
 pub(crate) mod range;
 mod reasoning;
@@ -24,8 +26,12 @@ mod tool_call;
 mod tools;
 
 pub(crate) use agent::EpisodeLimits;
+pub(crate) use choices::{ChoiceMethod, ChoiceOutcome, Choices, LabelSet, Labels};
 pub(crate) use dataset::{Dataset, DatasetFormat};
 pub(crate) use extract::{ExtractDef, ExtractKind, ExtractSource};
+pub(crate) use logprobs::{
+    Continuation, Logprobs, MAX_TOKENS as MAX_LOGPROB_TOKENS, MAX_TOP, TokenLogprob,
+};
 pub(crate) use reasoning::{Effort, REASONING_KEYS, ReasoningSetting};
 pub(crate) use rule::{RuleTable, field_names};
 pub(crate) use schema::{schema_text, spec_schema};

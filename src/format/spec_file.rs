@@ -64,6 +64,9 @@ pub struct SpecFile {
     pub agent: Option<Agent>,
     /// Several answers per instance, and the pass@k family of metrics over them.
     pub sampling: Option<Sampling>,
+    /// A multiple-choice question: its choices, the right one, and how a
+    /// choice is picked (instead of `[[verify]]` rules).
+    pub choices: Option<super::Choices>,
     /// Verification rules; an instance passes when all pass.
     #[serde(default)]
     pub verify: Vec<RuleTable>,
@@ -260,6 +263,10 @@ pub struct RequestOptions {
     /// key over the model's own `reasoning` (see docs/reasoning.md).
     #[serde(default, skip_serializing_if = "super::ReasoningSetting::is_empty")]
     pub reasoning: super::ReasoningSetting,
+    /// Ask for the generated tokens' log-probabilities (kept with each answer).
+    pub logprobs: Option<bool>,
+    /// With `logprobs`: how many alternatives per token (0 to 20).
+    pub top_logprobs: Option<u32>,
 }
 
 /// The `[sampling]` table: `n` answers per instance, each its own record.
@@ -354,6 +361,15 @@ pub struct Example {
     /// Fixed judge responses, one per judge sample, for specs with a `judge` rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge: Vec<String>,
+    /// `[choices] method = "first_token"`: the first token's alternatives
+    /// as a server lists them, `[[text, logprob], ...]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_logprobs: Vec<(String, f64)>,
+    /// `[choices] method = "loglikelihood"`: each choice's log-likelihood.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loglikelihoods: Vec<f64>,
+    /// With `[choices]`: the index of the choice the example must pick.
+    pub picked: Option<usize>,
 }
 
 /// The roles an example's episode message may have (the schema's view of

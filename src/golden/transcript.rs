@@ -49,6 +49,13 @@ pub(crate) struct ScoredAnswer {
     /// With `[agent]`: the tools' state when the episode ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<serde_json::Value>,
+    /// The log-probabilities the answer carried (`logprobs = true`,
+    /// `first_token`), or its scored continuations (`loglikelihood`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Box<crate::prompt::Logprobs>>,
+    /// With `[choices]`: the pick, and each choice's probability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<crate::prompt::ChoiceOutcome>,
 }
 
 /// One recorded answer: a line of a golden transcript.

@@ -56,6 +56,7 @@ pub(crate) struct Accumulator {
     /// Measure name → running totals of the rules' measures.
     measures: BTreeMap<String, MeasureTotals>,
     cost: super::cost::CostTotals,
+    choices: super::choices::ChoiceTotals,
 }
 
 /// Running totals of one measure: how many answers it was taken of, their sum.
@@ -99,6 +100,9 @@ impl Accumulator {
             self.tokens_in = (self.tokens_in.0 + 1, self.tokens_in.1 + n);
         }
         self.with_reasoning += u64::from(r.scored.reasoning.is_some());
+        if let Some(choice) = &r.scored.choice {
+            self.choices.add(choice);
+        }
         if let Some(n) = r.scored.tokens_reasoning {
             self.tokens_reasoning = (self.tokens_reasoning.0 + 1, self.tokens_reasoning.1 + n);
         }
@@ -285,6 +289,7 @@ impl Accumulator {
             measures,
             sampled,
             judges,
+            choices: self.choices.finish(),
         };
         (metrics, self.problems)
     }

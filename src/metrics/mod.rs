@@ -34,6 +34,7 @@ pub(crate) use significance::{Board, Standing, Test, Versus};
 
 mod accumulate;
 mod builder;
+pub(crate) mod choices;
 mod cost;
 mod endpoints;
 mod problems;
@@ -265,6 +266,9 @@ pub(crate) struct Metrics {
     /// under different judges or rubrics are never pooled.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<JudgeStats>,
+    /// With `[choices]`: accuracy, `acc_norm` and calibration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choices: Option<choices::ChoiceMetrics>,
 }
 
 /// The mean of one measure (a rule's number such as `CER`) over a cell or group.

@@ -179,6 +179,7 @@ pub(super) fn completions(
                 ..Reasoning::default()
             });
             Ok(Completion {
+                logprobs: None,
                 text,
                 reasoning,
                 usage: Usage {

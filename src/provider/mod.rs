@@ -33,6 +33,7 @@ mod ollama;
 mod ollama_response;
 mod openai;
 mod openai_response;
+mod openai_score;
 pub(crate) mod price;
 mod rate_headers;
 mod reasoning;
@@ -139,6 +140,36 @@ pub struct ChatRequest {
         skip_serializing_if = "crate::prompt::ReasoningSetting::is_empty"
     )]
     pub reasoning: crate::prompt::ReasoningSetting,
+    /// Ask for the generated tokens' log-probabilities with this many
+    /// alternatives each; unset keeps a request's old cache key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<u32>,
+    /// Score continuations of a text instead of chatting (`loglikelihood`):
+    /// the wire asks for the echoed prompt's log-probabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<ScoreRequest>,
+}
+
+/// Continuations to score after one context, each by the log-probability
+/// of its tokens (lm-evaluation-harness's `loglikelihood` requests).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRequest {
+    /// The text the continuations follow (no chat template is applied).
+    pub context: String,
+    /// The continuations, each scored as `context + continuation`.
+    pub continuations: Vec<String>,
+}
+
+impl ScoreRequest {
+    /// The prompt of continuation `i` and the character at which its
+    /// continuation starts. Trailing white space of the context moves to
+    /// the continuation, as lm-eval moves it (`_encode_pair`), so the word
+    /// boundary tokenizes as it would in running text.
+    pub fn prompt(&self, i: usize) -> (String, usize) {
+        let context = self.context.trim_end();
+        let prompt = format!("{}{}", self.context, self.continuations[i]);
+        (prompt, context.chars().count())
+    }
 }
 
 impl ChatRequest {
@@ -162,6 +193,8 @@ impl ChatRequest {
             parallel_tool_calls: None,
             prefill: None,
             reasoning: crate::prompt::ReasoningSetting::default(),
+            logprobs: None,
+            score: None,
         }
     }
 
@@ -229,7 +262,7 @@ pub struct Usage {
 }
 
 /// One answer from a model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
     /// The generated text: the answer, without the reasoning.
     pub text: String,
@@ -250,6 +283,10 @@ pub struct Completion {
     /// The tools the model called, in order; names as the spec wrote them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<crate::prompt::ToolCall>,
+    /// The generated tokens' log-probabilities, or the scored
+    /// continuations, when the request asked for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Box<crate::prompt::Logprobs>>,
     /// The response's rate-limit headers said the allowance is spent (see
     /// [`rate_headers`]): an adaptive concurrency slows down as on a 429.
     /// About the server at that moment, not the answer: never stored.
@@ -330,6 +367,13 @@ pub enum ProviderError {
     /// other bytes, gone, or no regular file.
     #[error("{0}")]
     ImageChanged(String),
+    /// The request asked for log-probabilities and the answer had none.
+    #[error("{0}")]
+    NoLogprobs(String),
+    /// Continuations were to be scored and the server returned no
+    /// log-probabilities for the prompt (llama.cpp's llama-server).
+    #[error("{0}")]
+    NoPromptLogprobs(String),
 }
 
 impl ProviderError {
@@ -346,7 +390,9 @@ impl ProviderError {
             | ProviderError::Config(_)
             | ProviderError::Program(_)
             | ProviderError::TooLarge { .. }
-            | ProviderError::ImageChanged(_) => false,
+            | ProviderError::ImageChanged(_)
+            | ProviderError::NoLogprobs(_)
+            | ProviderError::NoPromptLogprobs(_) => false,
         }
     }
 
@@ -372,6 +418,8 @@ impl ProviderError {
             ProviderError::Program(_) => FailureKind::ProgramError,
             ProviderError::TooLarge { .. } => FailureKind::ResponseTooLarge,
             ProviderError::ImageChanged(_) => FailureKind::ImageChanged,
+            ProviderError::NoLogprobs(_) => FailureKind::NoLogprobs,
+            ProviderError::NoPromptLogprobs(_) => FailureKind::NoPromptLogprobs,
         }
     }
 }
@@ -434,17 +482,34 @@ impl Provider {
         request: &ChatRequest,
         key: RequestKey<'_>,
     ) -> Result<Completion, ProviderError> {
-        let result = match self {
-            Provider::OpenAi(c) => c.complete(request).await,
-            Provider::Ollama(c) => c.complete(request).await,
-            Provider::Replay(r) => r.complete(key),
-            Provider::Exec(c) => c.complete(request).await,
-            Provider::Native(c) => c.complete(request).await,
+        let result = match (self, &request.score) {
+            (Provider::Replay(r), _) => r.complete(key),
+            (Provider::OpenAi(c), Some(score)) => {
+                openai_score::check_score(score)?;
+                c.score(request).await
+            }
+            (_, Some(_)) => Err(ProviderError::NoPromptLogprobs(format!(
+                "the {} wire cannot score continuations: `loglikelihood` needs an \
+                 OpenAI-compatible `/v1/completions` that echoes the prompt's \
+                 log-probabilities (llama-cpp-python's server, vLLM)",
+                self.wire_name()
+            ))),
+            (Provider::OpenAi(c), None) => c.complete(request).await,
+            (Provider::Ollama(c), None) => c.complete(request).await,
+            (Provider::Exec(c), None) => c.complete(request).await,
+            (Provider::Native(c), None) => c.complete(request).await,
         };
         let mut completion = scrub(result.map(|c| vec![c]))?.remove(0);
         // A replayed answer is kept as it was recorded.
         if self.is_remote() {
             completion.separate_reasoning();
+            if request.logprobs.is_some() && completion.logprobs.is_none() {
+                return Err(ProviderError::NoLogprobs(format!(
+                    "the request asked for log-probabilities (`logprobs`) and the {} \
+                     answer carried none: this server or wire does not return them",
+                    self.wire_name()
+                )));
+            }
         }
         tool_wire::settle_calls(&mut completion, key.turn);
         Ok(completion)
@@ -473,6 +538,17 @@ impl Provider {
             tool_wire::settle_calls(c, 0);
         }
         Ok(completions)
+    }
+
+    /// The wire's name, for errors.
+    fn wire_name(&self) -> &'static str {
+        match self {
+            Provider::OpenAi(_) => "OpenAI-compatible",
+            Provider::Ollama(_) => "Ollama",
+            Provider::Replay(_) => "replay",
+            Provider::Exec(_) => "exec",
+            Provider::Native(c) => c.wire_name(),
+        }
     }
 
     /// Whether answers come from the network (and so belong in the cache).

@@ -121,12 +121,18 @@ impl NativeClient {
         request: &ChatRequest,
         n: u32,
     ) -> Result<Vec<Completion>, ProviderError> {
+        if request.logprobs.is_some() {
+            return Err(ProviderError::NoLogprobs(format!(
+                "the {} wire asks for no log-probabilities here: `logprobs` and the \
+                 `first_token` choices need an OpenAI-compatible or Ollama server",
+                self.wire_name()
+            )));
+        }
         if n > 1 && !self.supports_n() {
-            let api = match self.api {
-                Api::Anthropic => "Anthropic",
-                _ => "OpenAI Responses",
-            };
-            return Err(cannot_carry(api, "several answers per request (`n`)"));
+            return Err(cannot_carry(
+                self.wire_name(),
+                "several answers per request (`n`)",
+            ));
         }
         let body = self.body(request, n)?;
         let headers: Vec<(&str, &str)> = (self.headers.iter())
@@ -143,6 +149,15 @@ impl NativeClient {
             answer.allowance_spent = spent;
         }
         Ok(answers)
+    }
+
+    /// The API's name, for errors.
+    pub(crate) fn wire_name(&self) -> &'static str {
+        match self.api {
+            Api::Anthropic => "Anthropic",
+            Api::Gemini => "Gemini",
+            Api::Responses => "OpenAI Responses",
+        }
     }
 
     /// Whether this client speaks Anthropic's Messages API.

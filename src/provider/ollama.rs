@@ -164,6 +164,10 @@ fn request_body(model: &str, stream: bool, request: &ChatRequest) -> Result<Valu
     if !request.tools.is_empty() {
         body["tools"] = names.definitions(&request.tools);
     }
+    if let Some(top) = request.logprobs {
+        body["logprobs"] = json!(true);
+        body["top_logprobs"] = json!(top);
+    }
     match &request.format {
         OutputKind::Text => {}
         OutputKind::Json => {

@@ -5,6 +5,7 @@
 
 use serde::Deserialize;
 
+use super::openai_response::{WireToken, read_tokens};
 use super::tool_wire::{WireCall, WireNames};
 use super::{Completion, ProviderError, Reasoning, Usage};
 
@@ -24,6 +25,9 @@ pub(super) struct ChatChunk {
     error: Option<String>,
     #[serde(default)]
     model: Option<String>,
+    /// With `logprobs: true` (Ollama 0.12.11+): the chunk's generated tokens.
+    #[serde(default)]
+    logprobs: Option<Vec<WireToken>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -43,6 +47,8 @@ pub(super) struct Answer {
     text: String,
     thinking: String,
     calls: Vec<WireCall>,
+    /// The chunks' tokens, in order; none until a chunk carries a list.
+    logprobs: Option<Vec<WireToken>>,
 }
 
 impl Answer {
@@ -52,6 +58,9 @@ impl Answer {
             self.text.push_str(&message.content);
             self.thinking.push_str(&message.thinking);
             self.calls.extend(message.tool_calls.unwrap_or_default());
+        }
+        if let Some(tokens) = chunk.logprobs.take() {
+            self.logprobs.get_or_insert_default().extend(tokens);
         }
     }
 }
@@ -82,6 +91,7 @@ pub(super) fn finish(
         ));
     }
     Ok(Completion {
+        logprobs: read_tokens(answer.logprobs),
         allowance_spent: false,
         text: answer.text,
         reasoning: Reasoning::of(answer.thinking),

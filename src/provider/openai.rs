@@ -25,7 +25,9 @@ use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, Tool
 pub(crate) struct OpenAiClient {
     pub(super) http: reqwest::Client,
     pub(super) endpoint: String,
-    model: String,
+    /// `{base}/completions`, where continuations are scored.
+    pub(super) completions_endpoint: String,
+    pub(super) model: String,
     pub(super) api_key: Option<String>,
     pub(super) timeout: Duration,
     pub(super) max_response_bytes: u64,
@@ -65,6 +67,7 @@ impl OpenAiClient {
         Ok(OpenAiClient {
             http,
             endpoint: super::model_ref::join_url(&base, "/chat/completions"),
+            completions_endpoint: super::model_ref::join_url(&base, "/completions"),
             model: setup.model.clone(),
             api_key,
             timeout: super::model_ref::timeout(setup.timeout_secs),
@@ -95,18 +98,9 @@ impl OpenAiClient {
         request: &ChatRequest,
         n: u32,
     ) -> Result<Vec<Completion>, ProviderError> {
-        let mut builder = self
-            .http
-            .post(&self.endpoint)
-            .timeout(self.timeout)
-            .json(&self.body(request, n)?);
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key);
-        }
-        let response = builder
-            .send()
-            .await
-            .map_err(|e| classify(&e, self.timeout))?;
+        let response = self
+            .post_json(&self.endpoint, &self.body(request, n)?)
+            .await?;
         let cap = Cap::new(self.max_response_bytes, self.timeout);
         if !response.status().is_success() {
             let error = body::error_status(response, cap).await;
@@ -125,6 +119,21 @@ impl OpenAiClient {
     }
 }
 
+impl OpenAiClient {
+    /// Posts `body` to `endpoint` with the key, if any, within the timeout.
+    pub(super) async fn post_json(
+        &self,
+        endpoint: &str,
+        body: &Value,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let mut builder = self.http.post(endpoint).timeout(self.timeout).json(body);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        builder.send().await.map_err(|e| classify(&e, self.timeout))
+    }
+}
+
 /// The body of `request` for `model` in OpenAI's format, asking for `n` choices.
 fn request_body(model: &str, request: &ChatRequest, n: u32) -> Result<Value, ProviderError> {
     let names = WireNames::new(&request.tools);
@@ -140,6 +149,10 @@ fn request_body(model: &str, request: &ChatRequest, n: u32) -> Result<Value, Pro
     });
     let map = body.as_object_mut().expect("object");
     request.insert_optional(map);
+    if let Some(top) = request.logprobs {
+        map.insert("logprobs".into(), json!(true));
+        map.insert("top_logprobs".into(), json!(top));
+    }
     if n > 1 {
         map.insert("n".into(), json!(n));
     }

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::tool_wire::{WireCall, WireNames};
 use super::{Completion, ProviderError, Reasoning, Usage};
+use crate::prompt::{Logprobs, TokenLogprob};
 
 #[derive(Deserialize)]
 struct ChatResponse {
@@ -25,6 +26,51 @@ struct Choice {
     message: ChoiceMessage,
     #[serde(default)]
     finish_reason: Option<String>,
+    /// With `logprobs: true`: `{content: [{token, logprob, top_logprobs}]}`.
+    #[serde(default)]
+    logprobs: Option<ChoiceLogprobs>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceLogprobs {
+    #[serde(default)]
+    content: Option<Vec<WireToken>>,
+}
+
+/// One generated token as OpenAI, vLLM and llama-server list it.
+#[derive(Deserialize)]
+pub(super) struct WireToken {
+    token: String,
+    logprob: Option<f64>,
+    #[serde(default)]
+    top_logprobs: Vec<WireAlternative>,
+}
+
+#[derive(Deserialize)]
+struct WireAlternative {
+    token: String,
+    logprob: Option<f64>,
+}
+
+/// The generated tokens of a choice's (or an Ollama message's) `logprobs`
+/// list, bounded; `None` when the answer carried no list at all.
+pub(super) fn read_tokens(tokens: Option<Vec<WireToken>>) -> Option<Box<Logprobs>> {
+    let tokens = tokens?
+        .into_iter()
+        .take(crate::prompt::MAX_LOGPROB_TOKENS)
+        .map(|t| {
+            let top = t
+                .top_logprobs
+                .into_iter()
+                .map(|a| (a.token, a.logprob.unwrap_or(f64::NEG_INFINITY)))
+                .collect();
+            TokenLogprob::bounded(&t.token, t.logprob.unwrap_or(f64::NEG_INFINITY), top)
+        })
+        .collect();
+    Some(Box::new(Logprobs {
+        tokens,
+        continuations: Vec::new(),
+    }))
 }
 
 #[derive(Deserialize)]
@@ -103,6 +149,7 @@ pub(super) fn completions(
         .choices
         .into_iter()
         .map(|c| Completion {
+            logprobs: read_tokens(c.logprobs.and_then(|l| l.content)),
             allowance_spent: false,
             tool_calls: c
                 .message

@@ -82,6 +82,7 @@ mod tests {
 
     fn raw(text: &str, finish: Option<&str>) -> Completion {
         Completion {
+            logprobs: None,
             text: text.into(),
             reasoning: None,
             usage: Usage::default(),

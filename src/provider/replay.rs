@@ -68,6 +68,7 @@ impl ReplayProvider {
             ))
         };
         let recorded = |text: &str, reasoning: &Option<_>, calls, usage| Completion {
+            logprobs: None,
             allowance_spent: false,
             text: text.to_owned(),
             reasoning: Option::clone(reasoning),
@@ -90,7 +91,10 @@ impl ReplayProvider {
             .collect();
         if turns.is_empty() {
             return match (&scored.response, turn) {
-                (Some(text), 0) => Ok(recorded(text, &scored.reasoning, Vec::new(), usage)),
+                (Some(text), 0) => Ok(Completion {
+                    logprobs: scored.logprobs.clone(),
+                    ..recorded(text, &scored.reasoning, Vec::new(), usage)
+                }),
                 (None, 0) => Err(failed()),
                 _ => Err(ProviderError::NotRecorded(format!(
                     "{} sample {} recorded a single answer, and this episode asks for turn {}",
@@ -149,6 +153,7 @@ impl ReplayProvider {
         })?;
         match recorded.responses.get(k as usize) {
             Some(Some(text)) => Ok(Completion {
+                logprobs: None,
                 allowance_spent: false,
                 text: text.clone(),
                 reasoning: None,

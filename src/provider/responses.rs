@@ -185,6 +185,7 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
         ..Reasoning::default()
     });
     Ok(Completion {
+        logprobs: None,
         text,
         reasoning,
         usage,

@@ -40,6 +40,8 @@ pub(super) fn scrub(
                 | ProviderError::Config(t)
                 | ProviderError::Program(t)
                 | ProviderError::ImageChanged(t)
+                | ProviderError::NoLogprobs(t)
+                | ProviderError::NoPromptLogprobs(t)
                 | ProviderError::Status { body: t, .. } => {
                     // Errors quote the URL they were sent to (reqwest's do), query keys and all.
                     *t = crate::secrets::redact_urls(t).into_owned();
@@ -64,6 +66,7 @@ mod tests {
         let said = format!("my key is {key}");
         let block = serde_json::json!({"type": "thinking", "thinking": said, "signature": "s"});
         let answer = Completion {
+            logprobs: None,
             text: said.clone(),
             reasoning: Some(Reasoning {
                 text: said,

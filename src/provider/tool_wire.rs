@@ -245,6 +245,7 @@ pub(super) fn unparsed_call(
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
         .unwrap_or_else(|| body.clone());
     Some(super::Completion {
+        logprobs: None,
         allowance_spent: false,
         text: String::new(),
         reasoning: None,

@@ -48,6 +48,10 @@ pub(crate) fn render(v: &View) -> String {
     if reasoning {
         header.extend(v.words().csv_reasoning.iter().map(|h| field(h)));
     }
+    let choices = super::choices::any(v);
+    if choices {
+        header.extend(v.words().csv_choices.iter().map(|h| field(h)));
+    }
     let mut out = header.join(",");
     out.push_str("\r\n");
     for m in v.models {
@@ -61,6 +65,7 @@ pub(crate) fn render(v: &View) -> String {
             let row = Row {
                 names: &names,
                 reasoning,
+                choices,
                 group: "",
                 currency,
                 standing,
@@ -73,6 +78,7 @@ pub(crate) fn render(v: &View) -> String {
                     let row = Row {
                         names: &names,
                         reasoning,
+                        choices,
                         group: &group,
                         currency,
                         standing: None,
@@ -96,6 +102,8 @@ struct Row<'a> {
     names: &'a [String],
     /// Whether the report has the reasoning columns.
     reasoning: bool,
+    /// Whether the report has the multiple-choice columns.
+    choices: bool,
     group: &'a str,
     currency: &'a str,
     standing: Option<&'a Standing>,
@@ -110,6 +118,7 @@ fn push_row(
     let Row {
         names,
         reasoning,
+        choices,
         group,
         currency,
         standing,
@@ -177,6 +186,9 @@ fn push_row(
     let mut extra = super::measures::csv_cells(names, c);
     if reasoning {
         extra.extend(super::reasoning::csv_cells(c));
+    }
+    if choices {
+        extra.extend(super::choices::csv_cells(c));
     }
     let fields: Vec<String> = row.iter().chain(&extra).map(|f| field(f)).collect();
     out.push_str(&fields.join(","));

@@ -99,6 +99,7 @@ pub(crate) fn write(w: &mut impl Write, v: &View, journals: &mut Journals) -> io
             if c.reasons() {
                 properties.extend(super::reasoning::junit_properties(c));
             }
+            properties.extend(super::choices::junit_properties(c));
             if !properties.is_empty() {
                 writeln!(w, "    <properties>")?;
                 for (name, value) in properties {

@@ -14,6 +14,8 @@
 //! never ask a model.
 
 mod calls;
+mod cell_table;
+mod choices;
 pub(crate) mod comparison;
 mod costs;
 mod csv;

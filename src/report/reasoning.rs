@@ -7,9 +7,8 @@
 //! each cell's metrics. The reasoning's text is never shown here.
 
 use super::View;
-use super::fit::{Cell, fitted};
 use crate::metrics::Metrics;
-use crate::text::{md_cell, num, table};
+use crate::text::num;
 
 /// Shown where no answer's server counted reasoning tokens.
 const NONE: &str = "—";
@@ -60,59 +59,12 @@ pub(crate) fn junit_properties(c: &Metrics) -> Vec<(String, String)> {
         "tokens_reasoning_mean",
         "unfinished_reasoning",
     ];
-    names
-        .into_iter()
-        .zip(csv_cells(c))
-        .filter(|(_, value)| !value.is_empty())
-        .map(|(name, value)| (name.to_owned(), value))
+    super::cell_table::properties(&names, csv_cells(c))
+}
+
+/// The rows of the reasoning table.
+pub(crate) fn rows<'a>(v: &'a View) -> Vec<super::cell_table::Row<'a>> {
+    cells(v)
+        .map(|(m, title, c)| (m, title, numbers(c).to_vec()))
         .collect()
-}
-
-/// The terminal table (empty when no cell has reasoning).
-pub(crate) fn terminal(v: &View) -> String {
-    if !any(v) {
-        return String::new();
-    }
-    let w = v.words();
-    let header = w.reasoning_header.map(str::to_owned);
-    let rows: Vec<Vec<Cell>> = cells(v)
-        .map(|(m, title, c)| {
-            let mut row: Vec<Cell> = vec![
-                (m.to_owned(), None),
-                (crate::text::visible_line(title), None),
-            ];
-            row.extend(numbers(c).into_iter().map(|n| (n, None)));
-            row
-        })
-        .collect();
-    let mut out = String::from("\n");
-    out += &super::fit::wrap(w.t.reasoning, v.ctx.width);
-    out += &fitted(&header, &rows, v.fit(), None);
-    out
-}
-
-/// The Markdown section (empty when no cell has reasoning).
-pub(crate) fn markdown(v: &View) -> String {
-    if !any(v) {
-        return String::new();
-    }
-    let w = v.words();
-    let header: Vec<String> = w
-        .reasoning_header
-        .iter()
-        .map(|h| md_cell(&super::capitalized(h)))
-        .collect();
-    let rows: Vec<Vec<String>> = cells(v)
-        .map(|(m, title, c)| {
-            let mut row = vec![format!("**{}**", md_cell(m)), md_cell(title)];
-            row.extend(numbers(c));
-            row
-        })
-        .collect();
-    let mut center = vec![true; header.len()];
-    center[..2].fill(false);
-    let mut s = w.md.reasoning.to_owned();
-    s.push_str(&table(&header, &center, &rows));
-    s.push_str(w.md.reasoning_note);
-    s
 }

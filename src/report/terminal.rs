@@ -53,7 +53,15 @@ pub(crate) fn render(v: &View) -> String {
     }
     out += &mean_scores(v);
     out += &super::measures::terminal(v);
-    out += &super::reasoning::terminal(v);
+    let w = v.words();
+    let table =
+        |heading, header: &[&str], rows| super::cell_table::terminal(v, heading, header, rows);
+    out += &table(
+        w.t.reasoning,
+        &w.reasoning_header,
+        super::reasoning::rows(v),
+    );
+    out += &table(w.t.choices, &w.choices_header, super::choices::rows(v));
     for spec in v.specs {
         for var in &spec.group_by {
             out += &groups_table(v, &spec.title, &spec.id, var);

@@ -349,6 +349,7 @@ mod tests {
         assert!(meter.refused());
         // Once refused, a freed reservation does not restart the run.
         let answer = Completion {
+            logprobs: None,
             allowance_spent: false,
             text: "Paris".into(),
             reasoning: None,
@@ -391,6 +392,7 @@ mod tests {
         assert_eq!(held.tokens, 300);
         // An answer (rejected, asked again) bills its tokens and frees one ask.
         let answer = Completion {
+            logprobs: None,
             allowance_spent: false,
             text: "not json".into(),
             reasoning: None,

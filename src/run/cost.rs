@@ -166,6 +166,7 @@ mod tests {
 
     fn answer(text: &str, usage: Usage) -> Completion {
         Completion {
+            logprobs: None,
             allowance_spent: false,
             text: text.to_owned(),
             reasoning: None,

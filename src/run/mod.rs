@@ -117,6 +117,18 @@ pub(crate) enum RunError {
     /// journaled, and `--resume` polls it again.
     #[error("{0}; `harness run --resume` polls it again, submitting nothing")]
     BatchUnfinished(String),
+    /// A model's server cannot answer what a spec asks (log-probabilities,
+    /// scored prompts): the run stops at the first such answer rather than
+    /// record a score for every instance out of nothing.
+    #[error("model `{model}`, spec `{spec}`: {why}")]
+    Unsupported {
+        /// The model.
+        model: String,
+        /// The spec.
+        spec: String,
+        /// The server's refusal, named (`no_prompt_logprobs`, `no_logprobs`).
+        why: String,
+    },
     /// No run has the id asked for.
     #[error("no run `{id}` under {}", dir.display())]
     NoRun {

@@ -209,7 +209,7 @@ mod tests {
     use crate::run::journal::for_each_record;
 
     /// Every kind as a journal before the typed vocabulary wrote it.
-    const OLD_NAMES: [(&str, FailureKind); 39] = [
+    const OLD_NAMES: [(&str, FailureKind); 41] = [
         ("no_answer", FailureKind::NoAnswer),
         ("wrong_value", FailureKind::WrongValue),
         ("invalid_json", FailureKind::InvalidJson),
@@ -249,6 +249,8 @@ mod tests {
         ("batch_failed", FailureKind::BatchFailed),
         ("batch_expired", FailureKind::BatchExpired),
         ("batch_cancelled", FailureKind::BatchCancelled),
+        ("no_logprobs", FailureKind::NoLogprobs),
+        ("no_prompt_logprobs", FailureKind::NoPromptLogprobs),
     ];
 
     fn fixture() -> std::path::PathBuf {

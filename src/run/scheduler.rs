@@ -101,6 +101,11 @@ pub(super) async fn schedule(
         });
     }
     let mut server_died: Option<ServerDeath> = None;
+    let mut unsupported: Option<RunError> = None;
+    // Models that answered with log-probabilities: a later answer without
+    // them (llama-server leaves them out after a token cut inside a UTF-8
+    // character) fails alone instead of stopping the run.
+    let mut gave_logprobs = vec![false; models.len()];
     loop {
         tokio::select! {
             Some(message) = died_rx.recv(), if server_died.is_none() => {
@@ -110,6 +115,12 @@ pub(super) async fn schedule(
             }
             received = rx.recv() => {
                 let Some((mi, mut record)) = received else { break };
+                gave_logprobs[mi] |= record.scored.logprobs.is_some();
+                if unsupported.is_none() && let Some(error) = refusal(&record, gave_logprobs[mi]) {
+                    unsupported = Some(error);
+                    stop.store(true, Ordering::SeqCst);
+                    workers.abort_all();
+                }
                 meter.charge_hours(&models[mi].setup, judge.map(|j| &j.setup), &mut record);
                 append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
@@ -145,7 +156,31 @@ pub(super) async fn schedule(
     }
     outcome.budget_stopped = meter.refused();
     (outcome.identity_changes, outcome.adaptive) = summaries(models);
+    if let Some(error) = unsupported {
+        return Err(error);
+    }
     ending(outcome, server_died, &batches)
+}
+
+/// The run's stop when `record` shows its model's server cannot answer what
+/// the spec asks, so every later answer would fail the same way: no scored
+/// prompt, or no log-probabilities from a model that never gave any.
+fn refusal(record: &Record, gave_logprobs: bool) -> Option<RunError> {
+    let kind = record.failure?;
+    let refused = match kind {
+        FailureKind::NoPromptLogprobs => true,
+        FailureKind::NoLogprobs => !gave_logprobs,
+        _ => false,
+    };
+    refused.then(|| RunError::Unsupported {
+        model: record.model.clone(),
+        spec: record.spec.clone(),
+        why: format!(
+            "{} ({})",
+            record.scored.error.as_deref().unwrap_or_default(),
+            kind.name()
+        ),
+    })
 }
 
 /// How many tasks ask a model, and whether it is one [`Batcher`]: each

@@ -11,7 +11,7 @@ use super::record::Record;
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
-use crate::format::{ResponseFormat, ToolChoice, ToolMode};
+use crate::format::{ChoiceMethod, ResponseFormat, ToolChoice, ToolMode};
 use crate::prompt::Message;
 use crate::provider::{ChatRequest, ModelSetup, OutputKind, RequestKey};
 use crate::spec::Spec;
@@ -69,8 +69,44 @@ pub(crate) fn build_request(
                 )
         }),
         reasoning: model.reasoning_for(r.reasoning),
+        logprobs: (r.logprobs == Some(true)).then(|| r.top_logprobs.unwrap_or(0)),
         ..ChatRequest::new(messages, max_tokens)
     }
+}
+
+/// What a `first_token` request may generate; only the first token is read.
+const FIRST_TOKEN_MAX_TOKENS: u32 = 4;
+
+/// `base` as a `[choices]` method asks: one token with its alternatives
+/// (`first_token`), or each choice scored after the prompt's text
+/// (`loglikelihood`); `generate` asks as any spec does.
+fn choice_request(
+    s: &Spec,
+    inst: &crate::spec::Instance,
+    base: &mut ChatRequest,
+) -> Result<(), crate::error::Diagnostic> {
+    let (Some(choices), Some(set)) = (s.choices(), s.choice_set(inst.index, &inst.vars)?) else {
+        return Ok(());
+    };
+    match choices.method {
+        ChoiceMethod::Generate => {}
+        ChoiceMethod::FirstToken => {
+            // A few tokens, not one: llama-server lists no log-probabilities
+            // for an answer that ends inside a UTF-8 character.
+            base.max_tokens = FIRST_TOKEN_MAX_TOKENS;
+            base.logprobs = Some(choices.top);
+        }
+        ChoiceMethod::Loglikelihood => {
+            let context = inst.messages.iter().map(|m| m.content.as_str()).collect();
+            base.max_tokens = 1;
+            base.logprobs = Some(1);
+            base.score = Some(crate::provider::ScoreRequest {
+                context,
+                continuations: choices.continuations(&set),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl SpecRuntime {
@@ -150,6 +186,9 @@ pub(super) async fn run_task(
         Err(d) => return failed(FailureKind::GenerationError, d.to_string()),
     };
     let mut base = build_request(spec, &model.setup, inst.messages.clone(), &inst.tools);
+    if let Err(d) = choice_request(s, &inst, &mut base) {
+        return failed(FailureKind::GenerationError, d.to_string());
+    }
     if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
         return failed(FailureKind::ConfigError, e.to_string());
     }
@@ -336,7 +375,24 @@ async fn finish(
             let ended = ended
                 .or_else(|| too_deep_call(&trajectory))
                 .or_else(|| unfinished(&completion));
-            let verdict = if s.rules.needs_sandbox() {
+            let choice = s
+                .choice_set(record.instance, vars)
+                .map_err(|d| d.to_string())
+                .and_then(|set| {
+                    let logprobs = completion.logprobs.as_deref();
+                    set.map(|set| {
+                        s.choices()
+                            .expect("a set")
+                            .score(&set, &completion.text, logprobs)
+                    })
+                    .transpose()
+                });
+            let verdict = if let Ok(Some((outcome, verdict))) = choice {
+                record.scored.choice = Some(outcome);
+                verdict
+            } else if let Err(why) = choice {
+                crate::verify::InstanceVerdict::failed(FailureKind::MalformedResponse, why)
+            } else if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
                 let (steps, tools, after) = (trajectory.clone(), tools.to_vec(), state.clone());
@@ -370,6 +426,7 @@ async fn finish(
             record.scored.tokens_out = completion.usage.tokens_out;
             record.scored.tokens_reasoning = completion.usage.tokens_reasoning;
             record.scored.reasoning = completion.reasoning;
+            record.scored.logprobs = completion.logprobs;
             record.tokens_cached = completion.usage.tokens_cached;
             record.shared = completion.shared;
             if let Some(served) = completion.served {

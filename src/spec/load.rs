@@ -168,7 +168,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
         }
         _ => {}
     }
-    if def.verify.is_empty() {
+    if def.verify.is_empty() && def.choices.is_none() {
         errors.push(
             Diagnostic::new(
                 ErrorKind::Invalid,
@@ -213,6 +213,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
     let (tools, tool_errors) = super::tools::static_tools(&def, &map, &spec_dir);
     errors.extend(tool_errors);
     let agent = super::agent::compile(&def, &map, &spec_dir, &mut errors);
+    let choices = super::choices::compile(&def, &map, &mut errors);
     let rules = RuleSet::build(&def.verify, &map, &spec_dir, None)
         .map_err(|mut e| errors.append(&mut e))
         .ok();
@@ -233,6 +234,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
             data,
             tools,
             agent,
+            choices,
         }),
         _ => {
             for e in &mut errors {

@@ -11,6 +11,7 @@
 //! `verify`, `scripting` and `error`; the run, check and report layers import it.
 
 pub(crate) mod agent;
+pub(crate) mod choices;
 mod golden_subset;
 mod images;
 mod load;
@@ -79,6 +80,7 @@ pub struct Spec {
     data: TemplateValue,
     tools: Vec<crate::format::Tool>,
     agent: Option<agent::AgentRuntime>,
+    choices: Option<choices::ChoicesRuntime>,
 }
 
 /// One test instance: its variables and rendered messages.
@@ -212,9 +214,14 @@ impl Spec {
         index: u64,
         vars: &Map<String, Value>,
     ) -> Result<Vec<Message>, Diagnostic> {
+        let choice_list = match self.choice_set(index, vars)? {
+            Some(set) => choices::ChoicesRuntime::template_list(&set),
+            None => Value::Null,
+        };
         let context = minijinja::context! {
             data => self.data.clone(),
             index => index,
+            choice_list => TemplateValue::from(minijinja::value::Serde(&choice_list)),
             ..TemplateValue::from(minijinja::value::Serde(vars))
         };
         let mut messages = self.prompt.render(&context).map_err(|e| {
@@ -278,6 +285,27 @@ impl Spec {
             vars,
             messages,
             tools,
+        })
+    }
+
+    /// The checked `[choices]`, when the spec is a multiple-choice test.
+    pub(crate) fn choices(&self) -> Option<&choices::ChoicesRuntime> {
+        self.choices.as_ref()
+    }
+
+    /// The choices of instance `index` with `vars`, when the spec has
+    /// `[choices]`; an error at the dataset row or at `[choices]`.
+    pub(crate) fn choice_set(
+        &self,
+        index: u64,
+        vars: &Map<String, Value>,
+    ) -> Result<Option<crate::verify::choices::ChoiceSet>, Diagnostic> {
+        let Some(choices) = &self.choices else {
+            return Ok(None);
+        };
+        choices.set(vars).map(Some).map_err(|message| {
+            let at = crate::format::key_path!["choices"];
+            self.var_diagnostic(index, ("choices", "[choices]"), &message, at)
         })
     }
 

@@ -17,6 +17,9 @@
 //! judge model (the run layer, or `harness check` with fixed answers) hands the
 //! judgements back through [`Judged`].
 //!
+//! A `[choices]` spec has no rules: `choices.rs` scores which choice an
+//! answer picked, by its label, its first token or its log-likelihoods.
+//!
 //! Imports go down only: `format`, `extract`, `scripting`, `sandbox`, `prompt`,
 //! `error` and `text`. `verdict.rs` is the leaf the other files share.
 
@@ -25,6 +28,7 @@ mod bfcl_conformance;
 mod call_check;
 mod call_types;
 mod cer;
+pub(crate) mod choices;
 mod code;
 mod code_input;
 mod contains;

@@ -132,6 +132,22 @@ pub struct InstanceVerdict {
 }
 
 impl InstanceVerdict {
+    /// A verdict of one failed outcome named `choice`: an answer a
+    /// `[choices]` spec could not score (what its method reads is missing).
+    pub fn failed(kind: FailureKind, detail: impl Into<String>) -> InstanceVerdict {
+        InstanceVerdict {
+            passed: false,
+            score: 0.0,
+            rules: vec![RuleOutcome {
+                name: "choice".into(),
+                answer: None,
+                report_only: false,
+                verdict: Verdict::failed(kind, detail),
+                judge: None,
+            }],
+        }
+    }
+
     /// The details of failing rules, one line each.
     pub fn failure_details(&self) -> String {
         self.rules

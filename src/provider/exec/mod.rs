@@ -382,6 +382,7 @@ fn tool_calls(value: Option<&Value>) -> Result<Vec<ToolCall>, ProviderError> {
 
 fn completion(text: String, usage: Usage) -> Completion {
     Completion {
+        logprobs: None,
         allowance_spent: false,
         text,
         reasoning: None,

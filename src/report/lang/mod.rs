@@ -45,6 +45,11 @@ pub(crate) struct Words {
     /// The reasoning table's header: model, spec, answers with reasoning,
     /// mean reasoning tokens, unfinished reasoning, other failures.
     pub reasoning_header: [&'static str; 6],
+    /// The CSV columns added when some cell is multiple choice.
+    pub csv_choices: [&'static str; 5],
+    /// The multiple-choice table's header: model, spec, answers, acc,
+    /// acc_norm, ECE, Brier, missing labels.
+    pub choices_header: [&'static str; 8],
     /// `(English, translation)` pairs of the HTML page's text; empty for English.
     pub html: &'static [(&'static str, &'static str)],
     /// The Markdown report's phrases.
@@ -133,6 +138,10 @@ pub(crate) struct Markdown {
     pub reasoning: &'static str,
     /// What the reasoning table's numbers are.
     pub reasoning_note: &'static str,
+    /// The multiple-choice section's heading.
+    pub choices: &'static str,
+    /// What the multiple-choice table's numbers are.
+    pub choices_note: &'static str,
     /// `Reasoning: {} characters` under a failed answer that kept reasoning.
     pub reasoning_chars: &'static str,
     /// The failing instances' heading.
@@ -231,6 +240,8 @@ pub(crate) struct Terminal {
     pub measures_group: &'static str,
     /// The heading over the reasoning table.
     pub reasoning: &'static str,
+    /// The heading over the multiple-choice table.
+    pub choices: &'static str,
     /// The closing note when every cell is a mean score.
     pub note_mean: &'static str,
     /// The closing note when headlines differ.

@@ -1,0 +1,302 @@
+//! Scoring continuations on the OpenAI-compatible completions wire: `POST
+//! {base}/completions` with `echo: true`, `logprobs` and one generated
+//! token, as lm-evaluation-harness asks for `loglikelihood` (its
+//! `local-completions` model). The answer echoes the prompt's tokens with
+//! `text_offset` and `token_logprobs`; the continuation's tokens are those
+//! from its first character on, before the generated one.
+//!
+//! llama-cpp-python's server and vLLM return the echoed prompt's
+//! log-probabilities. llama.cpp's `llama-server` returns them for generated
+//! tokens only: that is refused as [`ProviderError::NoPromptLogprobs`] at the
+//! first answer, never read as a score.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::body::{self, Cap};
+use super::openai::OpenAiClient;
+use super::{ChatRequest, Completion, ProviderError, ScoreRequest, Usage};
+use crate::prompt::{Continuation, Logprobs, TokenLogprob};
+
+#[derive(Deserialize)]
+struct ScoreResponse {
+    choices: Vec<ScoreChoice>,
+    #[serde(default)]
+    usage: Option<ScoreUsage>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ScoreChoice {
+    #[serde(default)]
+    logprobs: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ScoreUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+/// The legacy completions `logprobs` object: parallel lists per token.
+#[derive(Deserialize)]
+struct EchoLogprobs {
+    tokens: Vec<String>,
+    text_offset: Vec<usize>,
+    token_logprobs: Vec<Option<f64>>,
+    #[serde(default)]
+    top_logprobs: Option<Vec<Option<Map<String, Value>>>>,
+}
+
+impl OpenAiClient {
+    /// Scores every continuation of `request.score`, one request each, in
+    /// order (a server's prompt cache then reuses the shared context).
+    pub(crate) async fn score(&self, request: &ChatRequest) -> Result<Completion, ProviderError> {
+        let Some(score) = &request.score else {
+            return Err(ProviderError::Config("no continuations to score".into()));
+        };
+        let mut continuations = Vec::with_capacity(score.continuations.len());
+        let (mut tokens_in, mut tokens_out) = (Some(0), Some(0));
+        let mut served = None;
+        for i in 0..score.continuations.len() {
+            let (prompt, start) = score.prompt(i);
+            let body = self.score_body(request, &prompt);
+            let bytes = self.post(&self.completions_endpoint, &body).await?;
+            let (continuation, usage, model) = read_score(&bytes, &prompt, start)?;
+            continuations.push(continuation);
+            tokens_in = tokens_in.zip(usage.tokens_in).map(|(a, b)| a + b);
+            tokens_out = tokens_out.zip(usage.tokens_out).map(|(a, b)| a + b);
+            served = served.or(model);
+        }
+        Ok(Completion {
+            logprobs: Some(Box::new(Logprobs {
+                tokens: Vec::new(),
+                continuations,
+            })),
+            usage: Usage {
+                tokens_in,
+                tokens_out,
+                ..Usage::default()
+            },
+            served: served.map(|model| super::ServedBy {
+                model,
+                fingerprint: None,
+            }),
+            ..Completion::default()
+        })
+    }
+
+    fn score_body(&self, request: &ChatRequest, prompt: &str) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "prompt": prompt,
+            "echo": true,
+            "logprobs": request.logprobs.unwrap_or(1).max(1),
+            "max_tokens": 1,
+            "temperature": 0,
+        });
+        if let Some(seed) = request.seed {
+            body["seed"] = json!(seed);
+        }
+        super::merge_extra(&mut body, request);
+        body
+    }
+
+    /// Posts `body` to `endpoint` and reads the answer's bytes (bounded).
+    async fn post(&self, endpoint: &str, body: &Value) -> Result<Vec<u8>, ProviderError> {
+        let response = self.post_json(endpoint, body).await?;
+        let cap = Cap::new(self.max_response_bytes, self.timeout);
+        if !response.status().is_success() {
+            return Err(body::error_status(response, cap).await);
+        }
+        body::read(response, cap).await
+    }
+}
+
+/// The continuation of `prompt` from character `start` on, scored by an
+/// echo answer's tokens; its usage and the model the server named.
+fn read_score(
+    bytes: &[u8],
+    prompt: &str,
+    start: usize,
+) -> Result<(Continuation, Usage, Option<String>), ProviderError> {
+    let parsed: ScoreResponse = serde_json::from_slice(bytes).map_err(|e| {
+        ProviderError::Malformed(format!(
+            "{e}: {}",
+            crate::text::clip(&String::from_utf8_lossy(bytes), 200)
+        ))
+    })?;
+    let usage = parsed.usage.map_or_else(Usage::default, |u| Usage {
+        tokens_in: u.prompt_tokens,
+        tokens_out: u.completion_tokens,
+        ..Usage::default()
+    });
+    let logprobs = parsed
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| ProviderError::Malformed("the response has no choices".into()))?
+        .logprobs
+        .ok_or_else(|| no_prompt_logprobs("the answer has no `logprobs`"))?;
+    let echo: EchoLogprobs = serde_json::from_value(logprobs).map_err(|e| {
+        no_prompt_logprobs(&format!(
+            "its `logprobs` are not the echoed prompt's tokens, text offsets and log-probabilities ({e})"
+        ))
+    })?;
+    let tokens = continuation_tokens(&echo, prompt.chars().count(), start)?;
+    let model = parsed.model.filter(|m| !m.is_empty());
+    Ok((Continuation::of(tokens), usage, model))
+}
+
+/// The tokens at characters `start..end` of the echoed prompt.
+fn continuation_tokens(
+    echo: &EchoLogprobs,
+    end: usize,
+    start: usize,
+) -> Result<Vec<TokenLogprob>, ProviderError> {
+    let n = echo.tokens.len();
+    if echo.text_offset.len() != n || echo.token_logprobs.len() != n {
+        return Err(ProviderError::Malformed(format!(
+            "echoed logprobs of unequal lengths: {n} tokens, {} offsets, {} log-probabilities",
+            echo.text_offset.len(),
+            echo.token_logprobs.len()
+        )));
+    }
+    // The prompt's own tokens start at offset 0; a server that echoes
+    // nothing of it lists the generated token alone, at the prompt's end.
+    if echo.text_offset.first().is_none_or(|&o| o >= start) {
+        return Err(no_prompt_logprobs(
+            "it listed log-probabilities for generated tokens only, not for the echoed prompt",
+        ));
+    }
+    let mut tokens = Vec::new();
+    for i in (0..n).filter(|&i| (start..end).contains(&echo.text_offset[i])) {
+        let Some(logprob) = echo.token_logprobs[i] else {
+            return Err(no_prompt_logprobs(&format!(
+                "token {i} of the echoed prompt has no log-probability"
+            )));
+        };
+        let top = echo
+            .top_logprobs
+            .as_ref()
+            .and_then(|all| all.get(i).cloned().flatten())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(text, lp)| lp.as_f64().map(|lp| (text, lp)))
+            .collect();
+        tokens.push(TokenLogprob::bounded(&echo.tokens[i], logprob, top));
+        if tokens.len() == crate::prompt::MAX_LOGPROB_TOKENS {
+            break;
+        }
+    }
+    if tokens.is_empty() {
+        return Err(no_prompt_logprobs(
+            "no echoed token starts inside the continuation",
+        ));
+    }
+    Ok(tokens)
+}
+
+fn no_prompt_logprobs(why: &str) -> ProviderError {
+    ProviderError::NoPromptLogprobs(format!(
+        "the server returned no log-probabilities for the prompt: {why}. \
+         `loglikelihood` needs a server that echoes them (llama-cpp-python's \
+         server, vLLM); llama.cpp's llama-server scores generated tokens only"
+    ))
+}
+
+/// What `score` needs of a request: continuations, every one non-empty.
+pub(crate) fn check_score(score: &ScoreRequest) -> Result<(), ProviderError> {
+    if score.continuations.iter().any(String::is_empty) {
+        return Err(ProviderError::Config(
+            "an empty continuation cannot be scored".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn echo(tokens: &[(&str, usize, Option<f64>)]) -> Vec<u8> {
+        let logprobs = json!({
+            "tokens": tokens.iter().map(|t| t.0).collect::<Vec<_>>(),
+            "text_offset": tokens.iter().map(|t| t.1).collect::<Vec<_>>(),
+            "token_logprobs": tokens.iter().map(|t| t.2).collect::<Vec<_>>(),
+            "top_logprobs": tokens.iter().map(|t| t.2.map(|lp| json!({t.0: lp, "x": -9.0}))).collect::<Vec<_>>(),
+        });
+        json!({"choices": [{"text": "Ответ: 5.", "logprobs": logprobs}],
+               "usage": {"prompt_tokens": 4, "completion_tokens": 1}, "model": "m"})
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn the_continuation_is_the_echoed_tokens_from_its_start_before_the_generated_one() {
+        // "Ответ:" + " 5" and a generated ".": offsets in characters.
+        let request = ScoreRequest {
+            context: "Ответ:".into(),
+            continuations: vec![" 5".into()],
+        };
+        let (prompt, start) = request.prompt(0);
+        assert_eq!((prompt.as_str(), start), ("Ответ: 5", 6));
+        let bytes = echo(&[
+            ("Отв", 0, None),
+            ("ет", 3, Some(-1.0)),
+            (":", 5, Some(-0.5)),
+            (" 5", 6, Some(-2.25)),
+            (".", 8, Some(-0.1)),
+        ]);
+        let (c, usage, model) = read_score(&bytes, &prompt, start).unwrap();
+        assert_eq!(c.logprob, -2.25);
+        assert!(c.greedy);
+        assert_eq!(c.tokens.len(), 1);
+        assert_eq!((usage.tokens_in, model.as_deref()), (Some(4), Some("m")));
+    }
+
+    #[test]
+    fn trailing_space_of_the_context_moves_to_the_continuation() {
+        let request = ScoreRequest {
+            context: "Q: 2+2? A: ".into(),
+            continuations: vec!["4".into()],
+        };
+        assert_eq!(request.prompt(0), ("Q: 2+2? A: 4".into(), 10));
+    }
+
+    #[test]
+    fn generated_tokens_alone_are_refused_by_name() {
+        // llama-server's shape: no echo, only the generated token listed.
+        let bytes = echo(&[(".", 8, Some(-0.1))]);
+        let error = read_score(&bytes, "Ответ: 5", 6).unwrap_err();
+        assert!(
+            matches!(error, ProviderError::NoPromptLogprobs(_)),
+            "{error}"
+        );
+        assert!(error.to_string().contains("llama-server"), "{error}");
+        // The chat-style `content` list is no echo either.
+        let chat =
+            json!({"choices": [{"logprobs": {"content": [{"token": ".", "logprob": -0.1}]}}]});
+        let error = read_score(chat.to_string().as_bytes(), "Ответ: 5", 6).unwrap_err();
+        assert!(
+            matches!(error, ProviderError::NoPromptLogprobs(_)),
+            "{error}"
+        );
+        let none = json!({"choices": [{"text": "."}]});
+        let error = read_score(none.to_string().as_bytes(), "Ответ: 5", 6).unwrap_err();
+        assert!(
+            matches!(error, ProviderError::NoPromptLogprobs(_)),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_continuation_token_without_a_logprob_is_refused() {
+        let bytes = echo(&[("Ответ:", 0, None), (" 5", 6, None), (".", 8, Some(-0.1))]);
+        assert!(matches!(
+            read_score(&bytes, "Ответ: 5", 6),
+            Err(ProviderError::NoPromptLogprobs(_))
+        ));
+    }
+}
