@@ -460,8 +460,13 @@ cmd_start() {
     local program=("$SERVER_BIN") health=/health
     if [ "$name" = smollm2py ]; then
         # Its own flags; the chat template is the GGUF's (no tools asked of it).
+        # A BOS token first: llama-cpp-python 0.3.36 lists an echoed prompt's
+        # log-probabilities one row late when the prompt has none (each
+        # token gets the next token's distribution), and SmolLM2's GGUF
+        # adds none; with <|im_start|> as BOS the rows line up (docs/choices.md).
         program=("$PY_SERVER_PYTHON" -m llama_cpp.server)
-        args=(--model "$model" --model_alias "$(model_alias "$name")" --host 127.0.0.1 --n_ctx 2048 --n_threads 1 --logits_all true)
+        args=(--model "$model" --model_alias "$(model_alias "$name")" --host 127.0.0.1 --n_ctx 2048 --n_threads 1 --logits_all true
+              --kv_overrides tokenizer.ggml.add_bos_token=bool:true)
         health=/v1/models
     elif [ "$name" = gemma3 ] || [ "$name" = gemma3b ]; then
         [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"

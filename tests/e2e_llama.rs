@@ -20,6 +20,9 @@ mod reasoning;
 /// `harness synth` against the real server.
 mod synth;
 
+/// The `loglikelihood` spec, whose transcripts come from llama-cpp-python's server.
+pub(crate) const LOGLIKELIHOOD: &str = "specs/ru_choice_loglikelihood.toml";
+
 /// A repository-shaped temp directory: the shipped specs and schemas, our
 /// datasets linked in at the same relative place (so dataset paths resolve),
 /// and the CI models' harness.toml.
@@ -80,6 +83,9 @@ fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &[String; 2]) -> Wo
     // The two tiny LLMs read no images: the OCR spec's golden transcripts are
     // Tesseract's, reproduced live by tests/ocr.rs.
     fs::remove_file(repo.join("specs/ocr_lines.toml")).unwrap();
+    // Its transcripts are llama-cpp-python's: llama-server echoes no prompt
+    // log-probabilities (tests/e2e_llama/llama_cpp_python.rs runs both).
+    fs::remove_file(repo.join(LOGLIKELIHOOD)).unwrap();
     copy_dir(&root().join("schemas"), &repo.join("schemas"));
     std::os::unix::fs::symlink(root().join("datasets"), repo.join("datasets")).unwrap();
     // The judged variant of t05 reads t05's generated instances.

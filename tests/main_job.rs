@@ -56,11 +56,13 @@ fn empty_cells(out: &str, models: usize) -> BTreeMap<String, usize> {
 
 /// The models each golden directory holds transcripts of: the two LLMs
 /// everywhere, Tesseract (with both language packs, and English alone) for
-/// the OCR spec.
-fn recorded(spec: &str) -> [&'static str; 2] {
+/// the OCR spec, and SmolLM2 on llama-cpp-python's server (the one that
+/// echoes prompt log-probabilities) for the log-likelihood spec.
+fn recorded(spec: &str) -> &'static [&'static str] {
     match spec {
-        "ocr_lines" => ["tesseract", "tesseract_eng"],
-        _ => ["smollm2", "gemma3"],
+        "ocr_lines" => &["tesseract", "tesseract_eng"],
+        "ru_choice_loglikelihood" => &["smollm2py"],
+        _ => &["smollm2", "gemma3"],
     }
 }
 
@@ -80,7 +82,13 @@ fn the_main_job_replays_every_category_offline_in_a_fresh_copy() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let models = ["smollm2", "gemma3", "tesseract", "tesseract_eng"];
+    let models = [
+        "smollm2",
+        "gemma3",
+        "tesseract",
+        "tesseract_eng",
+        "smollm2py",
+    ];
     let missing = empty_cells(&out, models.len());
     for model in models {
         let without = dirs
@@ -92,6 +100,10 @@ fn the_main_job_replays_every_category_offline_in_a_fresh_copy() {
             without,
             "{model}: categories without a number\n\n{out}"
         );
+    }
+    // Both multiple-choice specs show accuracy, acc_norm and calibration.
+    for column in ["acc_norm", "ECE ↓", "Brier ↓", "missing labels"] {
+        assert!(out.contains(column), "no {column} in the summary:\n{out}");
     }
     // The LLMs rank together; Tesseract ran other categories and stands apart.
     assert!(out.contains("   —  tesseract "), "{out}");

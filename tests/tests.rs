@@ -89,6 +89,7 @@ mod atomic_writes;
 mod bad_input;
 mod batches;
 mod bfcl;
+mod choices;
 mod cluster;
 mod code_parity;
 mod code_rule;

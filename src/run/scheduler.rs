@@ -64,10 +64,12 @@ pub(super) async fn schedule(
     }
     let mut progress = Progress::new(&progress_rows, settings.progress);
     let stop = Arc::new(AtomicBool::new(false));
+    let refused = Arc::new(Mutex::new(None));
     let (tx, mut rx) = mpsc::channel::<(usize, Record)>(1024);
     let mut workers = tokio::task::JoinSet::new();
     for (mi, model) in models.iter().enumerate() {
         let (count, batched) = askers(model);
+        let gave_logprobs = Arc::new(AtomicBool::new(false));
         for _ in 0..count {
             let worker = Worker {
                 index: mi,
@@ -79,6 +81,8 @@ pub(super) async fn schedule(
                 stop: stop.clone(),
                 cache: cache.clone(),
                 meter: meter.clone(),
+                gave_logprobs: gave_logprobs.clone(),
+                refused: refused.clone(),
             };
             if batched {
                 let b = batches.clone();
@@ -101,11 +105,6 @@ pub(super) async fn schedule(
         });
     }
     let mut server_died: Option<ServerDeath> = None;
-    let mut unsupported: Option<RunError> = None;
-    // Models that answered with log-probabilities: a later answer without
-    // them (llama-server leaves them out after a token cut inside a UTF-8
-    // character) fails alone instead of stopping the run.
-    let mut gave_logprobs = vec![false; models.len()];
     loop {
         tokio::select! {
             Some(message) = died_rx.recv(), if server_died.is_none() => {
@@ -115,12 +114,6 @@ pub(super) async fn schedule(
             }
             received = rx.recv() => {
                 let Some((mi, mut record)) = received else { break };
-                gave_logprobs[mi] |= record.scored.logprobs.is_some();
-                if unsupported.is_none() && let Some(error) = refusal(&record, gave_logprobs[mi]) {
-                    unsupported = Some(error);
-                    stop.store(true, Ordering::SeqCst);
-                    workers.abort_all();
-                }
                 meter.charge_hours(&models[mi].setup, judge.map(|j| &j.setup), &mut record);
                 append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
@@ -156,7 +149,7 @@ pub(super) async fn schedule(
     }
     outcome.budget_stopped = meter.refused();
     (outcome.identity_changes, outcome.adaptive) = summaries(models);
-    if let Some(error) = unsupported {
+    if let Some(error) = refused.lock().unwrap_or_else(|e| e.into_inner()).take() {
         return Err(error);
     }
     ending(outcome, server_died, &batches)
@@ -164,7 +157,9 @@ pub(super) async fn schedule(
 
 /// The run's stop when `record` shows its model's server cannot answer what
 /// the spec asks, so every later answer would fail the same way: no scored
-/// prompt, or no log-probabilities from a model that never gave any.
+/// prompt, or no log-probabilities from a model that never gave any (a
+/// later answer without them, as llama-server leaves them out after a token
+/// cut inside a UTF-8 character, fails alone).
 fn refusal(record: &Record, gave_logprobs: bool) -> Option<RunError> {
     let kind = record.failure?;
     let refused = match kind {
@@ -286,6 +281,21 @@ impl Worker {
             // The budget refused a request: no new work; this task's answers still count.
             if self.meter.refused() {
                 self.stop.store(true, Ordering::SeqCst);
+            }
+            // A server that cannot answer what the spec asks: no new work,
+            // before another request is sent; the record is still journaled.
+            for record in &records {
+                let gave = self
+                    .gave_logprobs
+                    .fetch_or(record.scored.logprobs.is_some(), Ordering::SeqCst)
+                    || record.scored.logprobs.is_some();
+                if let Some(error) = refusal(record, gave) {
+                    self.refused
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(error);
+                    self.stop.store(true, Ordering::SeqCst);
+                }
             }
             for record in records {
                 if self.tx.send((self.index, record)).await.is_err() {

@@ -27,4 +27,9 @@ pub(super) struct Worker {
     pub stop: Arc<AtomicBool>,
     pub cache: Option<Arc<Cache>>,
     pub meter: Arc<Meter>,
+    /// Whether any answer of this worker's model carried log-probabilities
+    /// (shared by the model's workers).
+    pub gave_logprobs: Arc<AtomicBool>,
+    /// The refusal that stopped the run, set by the worker that met it.
+    pub refused: Arc<Mutex<Option<super::RunError>>>,
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 /// The fields of a record that its golden transcript line keeps
 /// (`ScoredAnswer`, flattened in both).
-const TRANSCRIPT_FIELDS: [&str; 12] = [
+const TRANSCRIPT_FIELDS: [&str; 14] = [
     "response",
     "answer",
     "passed",
@@ -23,6 +23,8 @@ const TRANSCRIPT_FIELDS: [&str; 12] = [
     "error",
     "trajectory",
     "state",
+    "logprobs",
+    "choice",
 ];
 
 /// A journal record as its golden transcript line: id, instance, sample,

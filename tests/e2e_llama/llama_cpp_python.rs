@@ -5,8 +5,8 @@
 
 use std::fs;
 
-use super::{Live, assert_all_cached, journal, live};
-use crate::common::{e2e_var, harness, run};
+use super::{LOGLIKELIHOOD, Live, assert_all_cached, copy_dir, journal, live};
+use crate::common::{e2e_var, golden_lines, harness, root, run};
 
 /// A shard of t06 against llama-cpp-python's server: every record a real
 /// answer with usage and the model the server says answered, and a second run
@@ -19,14 +19,7 @@ fn llama_cpp_python_answers_a_spec_over_the_openai_wire_and_reruns_from_cache() 
     let Some(Live { dir, _servers, .. }) = live(false) else {
         return;
     };
-    let config = dir.path().join("harness.toml");
-    let mut text = fs::read_to_string(&config).unwrap();
-    text.push_str(&format!(
-        "\n[models.smollm2py]\nprovider = \"openai\"\nmodel = \"smollm2\"\n\
-         base_url = \"{url}/v1\"\nconcurrency = 1\ntimeout_secs = 300\n\
-         options = {{ max_tokens = 48 }}\n"
-    ));
-    fs::write(&config, text).unwrap();
+    add_model(dir.path(), &url);
     let args = [
         "run",
         "specs/t06_mathematics.toml",
@@ -49,4 +42,84 @@ fn llama_cpp_python_answers_a_spec_over_the_openai_wire_and_reruns_from_cache() 
     }
     let (_, out) = run(harness(dir.path()).args(args));
     assert_all_cached(dir.path(), 2, &out);
+}
+
+/// Adds `smollm2py`, SmolLM2 on llama-cpp-python's server at `url`, to the
+/// workspace's harness.toml.
+fn add_model(dir: &std::path::Path, url: &str) {
+    let config = dir.join("harness.toml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[models.smollm2py]\nprovider = \"openai\"\nmodel = \"smollm2\"\n\
+         base_url = \"{url}/v1\"\nconcurrency = 1\ntimeout_secs = 300\n\
+         options = {{ max_tokens = 48 }}\n"
+    ));
+    fs::write(&config, text).unwrap();
+}
+
+/// The `loglikelihood` spec's golden subset, each choice scored from the
+/// echoed prompt's log-probabilities, reproduces its committed transcript
+/// (every choice's log-likelihood and pick); against llama-server, which
+/// echoes none, the same run stops with the named error and no score.
+#[test]
+fn loglikelihood_reproduces_live_on_llama_cpp_python_and_llama_server_is_refused() {
+    let Some(url) = e2e_var("HARNESS_LLAMA_PY_URL") else {
+        return;
+    };
+    let Some(Live { dir, _servers, .. }) = live(false) else {
+        return;
+    };
+    add_model(dir.path(), &url);
+    copy_dir(&root().join("golden"), &dir.path().join("golden"));
+    fs::copy(root().join(LOGLIKELIHOOD), dir.path().join(LOGLIKELIHOOD)).unwrap();
+    let args = [
+        "run",
+        LOGLIKELIHOOD,
+        "-m",
+        "smollm2py",
+        "--golden-subset",
+        "--no-progress",
+    ];
+    let started = std::time::Instant::now();
+    let (code, out) = run(harness(dir.path()).args(args));
+    eprintln!(
+        "live loglikelihood: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(code == 0 || code == 1, "{out}");
+    assert!(out.contains("acc_norm"), "{out}");
+    let records = journal(dir.path());
+    assert_eq!(records.len(), 12, "{out}");
+    let departures = golden_lines::departures(&records, &root().join("golden"));
+    assert!(
+        departures.is_empty(),
+        "live log-likelihoods differ:\n{}",
+        departures.join("\n")
+    );
+    for r in &records {
+        let lls = r["choice"]["loglikelihoods"].as_array().unwrap();
+        assert_eq!(
+            lls.len(),
+            r["vars"]["options"].as_array().unwrap().len(),
+            "{r}"
+        );
+        assert!(lls.iter().all(|ll| ll.as_f64().unwrap() < 0.0), "{r}");
+    }
+
+    let args = [
+        "run",
+        LOGLIKELIHOOD,
+        "-m",
+        "smollm2",
+        "--runs",
+        "3",
+        "--no-progress",
+    ];
+    let (code, out) = run(harness(dir.path()).args(args));
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("no_prompt_logprobs") && out.contains("llama-server"),
+        "{out}"
+    );
+    assert!(!out.contains("report:"), "no score: {out}");
 }

@@ -1,0 +1,305 @@
+//! Multiple choice and log-probabilities over the wires, against the
+//! in-process fake speaking each wire's documented shape: OpenAI chat
+//! `logprobs.content`, Ollama's top-level `logprobs`, and the legacy
+//! completions `echo` answer that vLLM and llama-cpp-python return; and the
+//! refusals by name of a server that returns none (llama-server's
+//! completions list generated tokens only).
+
+use serde_json::{Value, json};
+
+use crate::common::fake_server::{FakeServer, Reply, Request};
+use crate::common::root;
+use crate::common::workspace::{Workspace, model_toml};
+
+/// The two-instance first-token spec of the docs, and a model on `base`.
+fn workspace(spec: &str, provider: &str, base: &str) -> Workspace {
+    let ws = Workspace::new();
+    let text = std::fs::read_to_string(root().join("docs/examples/specs").join(spec)).unwrap();
+    ws.write(&format!("specs/{spec}"), &text);
+    // One request at a time: a refusal stops the run before a second is sent.
+    let model = model_toml(
+        "fake",
+        provider,
+        "fake-model",
+        base,
+        "timeout_secs = 5\nconcurrency = 1",
+    );
+    ws.write("harness.toml", &model);
+    ws
+}
+
+/// `harness run specs/SPEC -m fake --runs N EXTRA...`, which must exit
+/// `code` and print each of `wanted`: its output.
+fn run_model(
+    ws: &Workspace,
+    spec: &str,
+    (runs, extra): (&str, &[&str]),
+    code: i32,
+    wanted: &[&str],
+) -> String {
+    let spec = format!("specs/{spec}");
+    let mut args = vec![spec.as_str(), "-m", "fake", "--runs", runs];
+    args.extend(extra);
+    ws.run_expect(&args, code, wanted)
+}
+
+/// OpenAI's chat answer whose first token is `first`, with these alternatives.
+fn chat_with_logprobs(first: &str, top: &[(&str, f64)]) -> Value {
+    let top: Vec<Value> = top
+        .iter()
+        .map(|(t, lp)| json!({"token": t, "logprob": lp, "bytes": t.as_bytes()}))
+        .collect();
+    let lp = top
+        .iter()
+        .find(|t| t["token"] == first)
+        .map_or(-9.0, |t| t["logprob"].as_f64().unwrap());
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
+        "choices": [{"index": 0, "finish_reason": "length",
+            "message": {"role": "assistant", "content": first},
+            "logprobs": {"content": [{"token": first, "logprob": lp, "bytes": first.as_bytes(), "top_logprobs": top}]}}],
+        "usage": {"prompt_tokens": 17, "completion_tokens": 1, "total_tokens": 18}
+    })
+}
+
+#[test]
+fn first_token_reads_the_labels_among_the_alternatives_and_replays_them() {
+    // Instance 0's answer is B (Mercury), instance 1's A (Jupiter).
+    let fake = FakeServer::start(|r: &Request| {
+        let first_planet = r.prompt.contains("closest");
+        let top = [(" B", -0.4), ("A", -1.6), ("The", -2.0), ("C", -3.5)];
+        let top2 = [("B", -0.3), ("A", -1.5), ("D", -4.0)];
+        Reply::Raw(if first_planet {
+            chat_with_logprobs(" B", &top)
+        } else {
+            chat_with_logprobs("B", &top2)
+        })
+    });
+    let ws = workspace("choices_first_token.toml", "openai", &fake.openai_base());
+    let out = run_model(
+        &ws,
+        "choices_first_token.toml",
+        ("2", &["--bless"]),
+        0,
+        &["multiple choice", "ECE"],
+    );
+    let body = &fake.requests()[0].body;
+    assert_eq!(
+        (body["logprobs"].clone(), body["top_logprobs"].clone()),
+        (json!(true), json!(20)),
+        "{body}"
+    );
+    assert_eq!(body["max_tokens"], 4, "{body}");
+    let records = ws.last_journal();
+    let by_instance = |i: u64| records.iter().find(|r| r["instance"] == i).unwrap();
+    let first = &by_instance(0)["choice"];
+    assert_eq!(first["picked"], 1, "{first}");
+    assert_eq!(
+        first["probabilities"][3],
+        Value::Null,
+        "D is not listed: {first}"
+    );
+    assert_eq!(by_instance(0)["passed"], true);
+    let second = &by_instance(1)["choice"];
+    assert_eq!(
+        (second["picked"].clone(), second["correct"].clone()),
+        (json!(1), json!(0))
+    );
+    assert_eq!(by_instance(1)["passed"], false);
+    assert!(
+        by_instance(0)["logprobs"]["tokens"][0]["top"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 4
+    );
+    assert!(out.contains("missing labels"), "{out}");
+    // The golden transcripts replay the probabilities without a server.
+    drop(fake);
+    ws.run_ok(&["specs/choices_first_token.toml", "--runs", "2"]);
+    let replayed = ws.last_journal();
+    for (a, b) in records.iter().zip(&replayed) {
+        assert_eq!(a["choice"], b["choice"], "{b}");
+        assert_eq!(a["logprobs"], b["logprobs"], "{b}");
+    }
+}
+
+#[test]
+fn ollama_returns_its_top_level_logprobs() {
+    let fake = FakeServer::start(|_| {
+        Reply::Raw(json!({
+            "model": "fake-model", "created_at": "2026-11-27T00:00:00Z",
+            "message": {"role": "assistant", "content": "B"}, "done": true, "done_reason": "length",
+            "prompt_eval_count": 17, "eval_count": 1,
+            "logprobs": [{"token": "B", "logprob": -0.2, "bytes": [66],
+                "top_logprobs": [{"token": "B", "logprob": -0.2, "bytes": [66]}, {"token": "A", "logprob": -1.9, "bytes": [65]}]}]
+        }))
+    });
+    let ws = workspace("choices_first_token.toml", "ollama", &fake.ollama_base());
+    run_model(
+        &ws,
+        "choices_first_token.toml",
+        ("1", &["--no-cache"]),
+        0,
+        &[],
+    );
+    let body = &fake.requests()[0].body;
+    assert_eq!(
+        (body["logprobs"].clone(), body["top_logprobs"].clone()),
+        (json!(true), json!(20)),
+        "{body}"
+    );
+    let r = &ws.last_journal()[0];
+    assert_eq!(r["choice"]["picked"], 1, "{r}");
+    assert_eq!(r["passed"], true, "{r}");
+}
+
+/// A legacy completions `echo` answer (vLLM's and llama-cpp-python's shape):
+/// the prompt split at spaces, each word's log-probability minus its length
+/// in characters over 4, then one generated token at the prompt's end.
+fn echo_answer(prompt: &str) -> Value {
+    let (mut tokens, mut offsets, mut lps, mut tops) = (vec![], vec![], vec![], vec![]);
+    let mut at = 0;
+    for (i, word) in prompt.split_inclusive(' ').enumerate() {
+        let lp = -(word.chars().count() as f64) / 4.0;
+        tokens.push(json!(word));
+        offsets.push(json!(at));
+        lps.push(if i == 0 { Value::Null } else { json!(lp) });
+        tops.push(if i == 0 {
+            Value::Null
+        } else {
+            json!({word: lp})
+        });
+        at += word.chars().count();
+    }
+    tokens.push(json!("."));
+    offsets.push(json!(at));
+    lps.push(json!(-0.5));
+    tops.push(json!({".": -0.5}));
+    json!({"id": "cmpl-1", "object": "text_completion", "model": "fake-model",
+        "choices": [{"index": 0, "text": format!("{prompt}."), "finish_reason": "length",
+            "logprobs": {"tokens": tokens, "text_offset": offsets, "token_logprobs": lps, "top_logprobs": tops}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
+}
+
+#[test]
+fn loglikelihood_scores_each_choice_from_the_echoed_prompt() {
+    let fake = FakeServer::start(|r: &Request| {
+        Reply::Raw(echo_answer(r.body["prompt"].as_str().unwrap_or_default()))
+    });
+    let ws = workspace("choices_loglikelihood.toml", "openai", &fake.openai_base());
+    let out = run_model(
+        &ws,
+        "choices_loglikelihood.toml",
+        ("1", &[]),
+        0,
+        &["acc_norm"],
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4, "one request per choice");
+    for (r, choice) in requests.iter().zip(["Venus", "Mercury", "Mars", "Earth"]) {
+        assert_eq!(r.path, "/v1/completions");
+        let b = &r.body;
+        assert_eq!(
+            b["prompt"],
+            format!("Question: Which planet is closest to the Sun?\nAnswer: {choice}"),
+            "{b}"
+        );
+        assert_eq!(
+            (
+                b["echo"].clone(),
+                b["logprobs"].clone(),
+                b["max_tokens"].clone()
+            ),
+            (json!(true), json!(1), json!(1))
+        );
+    }
+    let r = &ws.last_journal()[0];
+    // Each choice is one word here: its log-probability is minus its length over 4.
+    let lls: Vec<f64> = r["choice"]["loglikelihoods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(lls, vec![-1.25, -1.75, -1.0, -1.25], "{r}");
+    // acc picks Mars (shortest); acc_norm per character ties at -0.25, the first wins.
+    assert_eq!(
+        (
+            r["choice"]["picked"].clone(),
+            r["choice"]["picked_norm"].clone()
+        ),
+        (json!(2), json!(0))
+    );
+    assert_eq!(r["passed"], false);
+    assert_eq!(r["logprobs"]["continuations"].as_array().unwrap().len(), 4);
+    assert!(out.contains("0.000 [0.000,"), "{out}");
+}
+
+#[test]
+fn servers_without_prompt_or_any_logprobs_are_refused_by_name() {
+    // llama-server's completions: the generated token's log-probabilities alone.
+    let generated_only = FakeServer::start(|_| {
+        Reply::Raw(
+            json!({"choices": [{"index": 0, "text": " 5", "finish_reason": "length",
+            "logprobs": {"content": [{"id": 20, "token": " 5", "bytes": [32, 53], "logprob": -1.2, "top_logprobs": []}]}}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 1}}),
+        )
+    });
+    let ws = workspace(
+        "choices_loglikelihood.toml",
+        "openai",
+        &generated_only.openai_base(),
+    );
+    let out = run_model(
+        &ws,
+        "choices_loglikelihood.toml",
+        ("4", &[]),
+        2,
+        &["no_prompt_logprobs", "llama-server"],
+    );
+    assert!(!out.contains("report:"), "no score is reported: {out}");
+    assert_eq!(
+        generated_only.count(),
+        1,
+        "the run stops at the first answer"
+    );
+
+    // A chat server that ignores `logprobs`.
+    let plain = FakeServer::healthy();
+    let ws = workspace("choices_first_token.toml", "openai", &plain.openai_base());
+    run_model(
+        &ws,
+        "choices_first_token.toml",
+        ("4", &[]),
+        2,
+        &["no_logprobs"],
+    );
+    assert_eq!(plain.count(), 1, "the run stops at the first answer");
+
+    // Anthropic's API has none: refused before any request.
+    let never = FakeServer::healthy();
+    let ws = workspace(
+        "choices_first_token.toml",
+        "anthropic",
+        &never.openai_base(),
+    );
+    let out = ws
+        .run_cmd(&[
+            "specs/choices_first_token.toml",
+            "-m",
+            "fake",
+            "--runs",
+            "1",
+        ])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("no_logprobs") && text.contains("Anthropic"),
+        "{text}"
+    );
+    assert_eq!(never.count(), 0);
+}
