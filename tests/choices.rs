@@ -12,7 +12,7 @@ use crate::common::root;
 use crate::common::workspace::{Workspace, model_toml};
 
 /// The two-instance first-token spec of the docs, and a model on `base`.
-fn workspace(spec: &str, provider: &str, base: &str) -> Workspace {
+pub(crate) fn workspace(spec: &str, provider: &str, base: &str) -> Workspace {
     let ws = Workspace::new();
     let text = std::fs::read_to_string(root().join("docs/examples/specs").join(spec)).unwrap();
     ws.write(&format!("specs/{spec}"), &text);
@@ -44,7 +44,7 @@ fn run_model(
 }
 
 /// OpenAI's chat answer whose first token is `first`, with these alternatives.
-fn chat_with_logprobs(first: &str, top: &[(&str, f64)]) -> Value {
+pub(crate) fn chat_with_logprobs(first: &str, top: &[(&str, f64)]) -> Value {
     let top: Vec<Value> = top
         .iter()
         .map(|(t, lp)| json!({"token": t, "logprob": lp, "bytes": t.as_bytes()}))

@@ -9,6 +9,7 @@
 //! its filters into calls (`episode`); a `--sweep`'s curves (`sweep`).
 //! Screenshots at 1280 and 390 px land in `target/browser/`.
 
+mod choices;
 mod episode;
 mod language;
 mod replay;

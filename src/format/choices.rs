@@ -109,6 +109,12 @@ pub(crate) struct ChoiceOutcome {
     /// `loglikelihood`: each choice's summed log-probability.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loglikelihoods: Vec<f64>,
+    /// The choices' labels, as the question showed them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// The choices' texts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub texts: Vec<String>,
 }
 
 impl ChoiceOutcome {
@@ -173,6 +179,8 @@ mod tests {
             picked_norm: None,
             probabilities: vec![Some(0.25), Some(0.75), None],
             loglikelihoods: Vec::new(),
+            labels: Vec::new(),
+            texts: Vec::new(),
         };
         assert!(outcome.passed() && outcome.passed_norm());
         assert_eq!(outcome.missing(), 1);

@@ -227,6 +227,8 @@ mod tests {
             picked_norm: None,
             probabilities: p.iter().map(|&x| Some(x)).collect(),
             loglikelihoods: Vec::new(),
+            labels: Vec::new(),
+            texts: Vec::new(),
         }
     }
 

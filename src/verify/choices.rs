@@ -53,7 +53,7 @@ pub(crate) fn score_pick(
 
 /// Scores one answer: the outcome, and the verdict an instance gets from it.
 fn pick(set: &ChoiceSet, picking: Picking<'_>) -> (ChoiceOutcome, Verdict) {
-    let outcome = match picking {
+    let mut outcome = match picking {
         Picking::Text(text) => ChoiceOutcome {
             method: ChoiceMethod::Generate,
             correct: set.correct,
@@ -61,10 +61,14 @@ fn pick(set: &ChoiceSet, picking: Picking<'_>) -> (ChoiceOutcome, Verdict) {
             picked_norm: None,
             probabilities: Vec::new(),
             loglikelihoods: Vec::new(),
+            labels: Vec::new(),
+            texts: Vec::new(),
         },
         Picking::FirstToken(token, top) => first_token(set, token, top),
         Picking::Loglikelihoods(lls) => loglikelihood(set, lls),
     };
+    outcome.labels = set.labels.clone();
+    outcome.texts = set.texts.clone();
     let verdict = verdict(set, &outcome);
     (outcome, verdict)
 }
@@ -160,6 +164,8 @@ fn first_token(
         picked_norm: None,
         probabilities,
         loglikelihoods: Vec::new(),
+        labels: Vec::new(),
+        texts: Vec::new(),
     }
 }
 
@@ -185,6 +191,8 @@ fn loglikelihood(set: &ChoiceSet, lls: &[f64]) -> ChoiceOutcome {
         picked_norm,
         probabilities: weights.iter().map(|w| Some(w / total)).collect(),
         loglikelihoods: lls.to_vec(),
+        labels: Vec::new(),
+        texts: Vec::new(),
     }
 }
 

@@ -154,6 +154,10 @@ pub(super) struct Cell<'a> {
     /// `group_by`: variable → value → the group's numbers.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<&'a str, BTreeMap<&'a str, Numbers>>,
+    /// With `[choices]`: accuracy, `acc_norm`, calibration and the
+    /// reliability diagram's bins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choices: Option<&'a crate::metrics::choices::ChoiceMetrics>,
 }
 
 /// The numbers of a cell or of one `group_by` group of it.
@@ -285,6 +289,7 @@ fn cell<'a>(v: &'a View, (m, s): (usize, usize), c: &'a Metrics) -> Cell<'a> {
             ..s.clone()
         }),
         groups,
+        choices: c.choices.as_ref(),
     }
 }
 

@@ -185,6 +185,38 @@ function diffView(ops) {
   return h('pre', { class: 'diff' }, ops.map(([op, t]) => (op === '=' ? t : h(op === '-' ? 'del' : 'ins', null, t))));
 }
 
+// A multiple-choice answer's choices: label, text, probability, log-likelihood.
+function choices(r) {
+  const c = r.ch;
+  if (!c) return null;
+  const n = (c.labels || []).length;
+  const body = [...Array(n).keys()].map((k) => {
+    const p = (c.probabilities || [])[k];
+    const mark = (k === c.picked ? '→ ' : '') + (k === c.correct ? '✓' : '');
+    return h('tr', { class: k === c.picked ? 'picked' : null }, h('td', null, mark), h('td', { class: 'name' }, c.labels[k]),
+      h('td', { class: 'name' }, (c.texts || [])[k]), h('td', { class: 'bar' }, p == null ? t('not listed') : errorBar(p, null)),
+      h('td', null, p == null ? '—' : fix(p, 3)), h('td', null, c.loglikelihoods ? num(c.loglikelihoods[k], 3) : '—'));
+  });
+  return [h('h3', null, t('Choices ({0})', c.method)),
+    table(['', t('label'), t('text'), t('probability'), '', t('log-likelihood')], body, 'choices')];
+}
+
+// Token log-probabilities: each token shaded by how unlikely it was, its
+// alternatives on hover (a title, set as text like everything else).
+function shading(r) {
+  if (!r.lp || !r.lp.length) return null;
+  const c = r.ch;
+  const names = r.lp.length > 1 && c ? c.labels : null;
+  return [h('h3', null, t('Token probabilities')), r.lp.map((seq, k) => h('div', { class: 'tokens' },
+    names ? h('span', { class: 'role' }, names[k] + ': ') : null,
+    seq.map((tok) => {
+      const el = h('span', { class: 'token', title: [tok.t + '  ' + fix(Math.exp(tok.lp), 3)]
+        .concat((tok.top || []).map(([a, lp]) => '  ' + a + '  ' + fix(Math.exp(lp), 3))).join('\n') }, tok.t);
+      el.style.background = 'rgba(207, 34, 46, ' + fix(Math.min(0.6, 1 - Math.exp(tok.lp)), 2) + ')';
+      return el;
+    })))];
+}
+
 function openDrill(i) {
   const r = rows[i];
   const body = document.getElementById('drill-body');
@@ -215,6 +247,8 @@ function openDrill(i) {
     r.th != null ? h('details', { class: 'reasoning' }, h('summary', null, t('Reasoning ({0} characters)', [...r.th].length)), pre(r.th, 'reasoning')) : null,
     h('h3', null, t(r.e ? 'Request error' : r.tr ? 'Final answer' : 'Response')), pre(r.e || r.r, 'response'),
     r.st != null ? h('details', { class: 'state' }, h('summary', null, t('Final state')), pre(r.st, 'state')) : null,
+    choices(r),
+    shading(r),
     h('h3', null, t('Expected')), pre(expected(r.x), 'expected'),
     h('h3', null, t('Extracted answer')), pre(r.a, 'answer'),
     r.d ? [h('h3', null, t('Why it failed')), pre(r.d)] : null,

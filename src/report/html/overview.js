@@ -319,12 +319,50 @@ function sampledTable(sp) {
   return [h('h4', null, t('Sampled: pass@k (some of k pass) beside pass^k (all k pass)')), table(head, body)];
 }
 
+// A spec's multiple-choice numbers per model, with each model's reliability
+// diagram: per confidence bin, the share right against the mean confidence.
+function choiceTable(si) {
+  const ms = order.filter((m) => (cells.get(m + ':' + si) || {}).choices);
+  if (!ms.length) return null;
+  const val = (x, d) => (x ? fix(x.value, d) + (x.interval ? ' [' + fix(x.interval.low, d) + ', ' + fix(x.interval.high, d) + ']' : '') : '—');
+  const body = ms.map((m) => {
+    const c = cells.get(m + ':' + si).choices;
+    return h('tr', null, h('td', { class: 'name' }, models[m].name), h('td', null, c.answers),
+      h('td', null, val(c.acc, 3)), h('td', null, val(c.acc_norm, 3)), h('td', null, val(c.ece, 3)),
+      h('td', null, val(c.brier, 3)), h('td', null, c.missing_labels || 0),
+      h('td', { class: 'bar' }, reliability(models[m].name, c)));
+  });
+  return [h('h4', null, t('Multiple choice: accuracy and calibration')),
+    table([t('Model'), t('answers'), 'acc', 'acc_norm', 'ECE ↓', 'Brier ↓', t('missing labels'), t('reliability')], body, 'choices')];
+}
+
+// The reliability diagram: a bar per bin (its accuracy), a dot at its mean
+// confidence, and the diagonal a calibrated model follows.
+function reliability(name, c) {
+  const W = 120;
+  const y = (v) => W - v * W;
+  const g = s('svg', { viewBox: '0 0 ' + W + ' ' + W, width: W, height: W, role: 'img', class: 'reliability',
+    'aria-label': t('reliability diagram of {0}', name) },
+  s('rect', { x: 0, y: 0, width: W, height: W, fill: 'none', stroke: 'var(--line)' }),
+  s('line', { x1: 0, y1: W, x2: W, y2: 0, stroke: 'var(--muted)', 'stroke-dasharray': '3 3' }));
+  const step = W / 15;
+  for (const b of c.bins || []) {
+    const x = b.low * W;
+    add(g, s('rect', { x: x + 0.5, y: y(b.accuracy), width: step - 1, height: W - y(b.accuracy), fill: 'var(--bar)',
+      class: 'bin', 'data-count': b.count, 'data-accuracy': b.accuracy, 'data-confidence': b.confidence },
+    s('title', null, t('{0} answers at confidence {1}: {2} right', b.count, fix(b.confidence, 2), pct(b.accuracy)))));
+    add(g, s('circle', { cx: b.confidence * W, cy: y(b.confidence), r: 1.6, fill: 'var(--err)' }));
+  }
+  return g;
+}
+
 function categories() {
   const v = view('categories');
   specs.forEach((sp, si) => {
     if (!sp.board) return;
     add(v, h('div', { class: 'card', id: 'spec-' + sp.id },
       h('h3', null, sp.title, ' ', h('span', { class: 'tag' }, sp.id)),
-      boardTable(sp.board, headlineName(sp)), boardNote(sp.board), groupTables(si), measureTable(si), sampledTable(sp)));
+      boardTable(sp.board, headlineName(sp)), boardNote(sp.board), groupTables(si), measureTable(si), sampledTable(sp),
+      choiceTable(si)));
   });
 }

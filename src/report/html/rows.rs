@@ -99,6 +99,31 @@ pub(super) struct Row<'a> {
     /// With tools: the episode's steps, final state, tools and failed arguments.
     #[serde(flatten)]
     pub episode: Episode,
+    /// With `[choices]`: the pick, the right one, each choice's label,
+    /// text, probability and log-likelihood.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ch: Option<&'a crate::prompt::ChoiceOutcome>,
+    /// Token log-probabilities: the generated tokens', or each scored
+    /// continuation's, at most [`SHADED_TOKENS`] a sequence.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lp: Vec<&'a [crate::prompt::TokenLogprob]>,
+}
+
+/// Tokens of one sequence the drill-down shades; the journal keeps them all.
+const SHADED_TOKENS: usize = 256;
+
+/// The token sequences of `r`'s log-probabilities, each cut to [`SHADED_TOKENS`].
+fn shaded(r: &Record) -> Vec<&[crate::prompt::TokenLogprob]> {
+    let Some(lp) = r.scored.logprobs.as_deref() else {
+        return Vec::new();
+    };
+    let cut = |t: &'_ [crate::prompt::TokenLogprob]| t.len().min(SHADED_TOKENS);
+    let mut out: Vec<&[crate::prompt::TokenLogprob]> = Vec::new();
+    if !lp.tokens.is_empty() {
+        out.push(&lp.tokens[..cut(&lp.tokens)]);
+    }
+    out.extend(lp.continuations.iter().map(|c| &c.tokens[..cut(&c.tokens)]));
+    out
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -333,5 +358,7 @@ pub(super) fn row<'a>(
         g: golden,
         rt: steps.map(|t| one_line(&t, LINE_CHARS)),
         episode: episode::of(r),
+        ch: r.scored.choice.as_ref(),
+        lp: shaded(r),
     }
 }

@@ -256,4 +256,24 @@ pub(super) const HTML: &[(&str, &str)] = &[
     ("assistant, turn {0}", "ассистент, ход {0}"),
     ("invalid arguments: {0}", "аргументы не JSON: {0}"),
     ("call {0}", "вызов {0}"),
+    // Multiple choice.
+    (
+        "Multiple choice: accuracy and calibration",
+        "Выбор ответа: точность и калибровка",
+    ),
+    ("answers", "ответов"),
+    ("missing labels", "пропущено меток"),
+    ("reliability", "надёжность"),
+    ("reliability diagram of {0}", "диаграмма надёжности: {0}"),
+    (
+        "{0} answers at confidence {1}: {2} right",
+        "{0} ответов с уверенностью {1}: верных {2}",
+    ),
+    ("Choices ({0})", "Варианты ({0})"),
+    ("label", "метка"),
+    ("text", "текст"),
+    ("probability", "вероятность"),
+    ("log-likelihood", "логарифм правдоподобия"),
+    ("not listed", "нет среди альтернатив"),
+    ("Token probabilities", "Вероятности токенов"),
 ];
