@@ -303,9 +303,15 @@ impl Spec {
         let Some(choices) = &self.choices else {
             return Ok(None);
         };
-        choices.set(vars).map(Some).map_err(|message| {
-            let at = crate::format::key_path!["choices"];
-            self.var_diagnostic(index, ("choices", "[choices]"), &message, at)
+        choices.set(vars).map(Some).map_err(|problem| {
+            let message = format!("instance {index}: [choices]: {problem}");
+            match self.dataset.as_ref().and_then(|d| d.row(index)) {
+                Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
+                None => {
+                    let at = self.map.locate(crate::format::key_path!["choices"]);
+                    Diagnostic::new(ErrorKind::Invalid, at, message).with_source(self.map.source())
+                }
+            }
         })
     }
 

@@ -140,6 +140,17 @@ pub(super) fn value_errors(def: &SpecFile) -> Vec<(Vec<Key<'static>>, String)> {
         ATTEMPTS,
     ));
     checks.push(bounded(key_path!["request", "num_ctx"], r.num_ctx, CONTEXT));
+    checks.push(check(
+        r.top_logprobs
+            .is_some_and(|n| n as usize > crate::format::MAX_TOP),
+        key_path!["request", "top_logprobs"],
+        "top_logprobs must be within 0..=20: no wire lists more alternatives per token",
+    ));
+    checks.push(check(
+        r.top_logprobs.is_some() && r.logprobs != Some(true),
+        key_path!["request", "top_logprobs"],
+        "top_logprobs needs `logprobs = true`",
+    ));
     checks.extend(reasoning_checks(def));
     if let Some(d) = &def.dataset {
         checks.push(bounded(key_path!["dataset", "sample"], d.sample, ROWS));
