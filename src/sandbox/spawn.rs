@@ -297,7 +297,7 @@ impl Sandbox {
     }
 
     /// Waits until a warm run's program has started (a cold one has when
-    /// `start` returns), and takes hold of its first process.
+    /// `start` returns), and takes hold of its namespace's init.
     fn confirm(&self, started: &mut Started, program: &Program) -> Result<(), SandboxError> {
         let Some(warm) = &mut started.warm else {
             return Ok(());

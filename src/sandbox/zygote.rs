@@ -1,18 +1,21 @@
 //! Warm starts: a Python interpreter that has imported a program's own
-//! modules (never model code) forks a child per run, and the child confines
-//! itself exactly as `child.rs` does before the run's main module starts.
+//! modules (never model code) clones a child per run straight into the
+//! run's namespaces, and the child confines itself as `child.rs` does
+//! before the run's main module starts.
 //!
 //! The zygote is started like any program (fresh exec, empty environment,
-//! the parent-death signal), so its memory holds no secret of the harness.
-//! Per run it receives one byte and a bundle of descriptors over its control
-//! socket: the run's own socket, a memory file with the plan, the standard
-//! streams, and the namespace, Landlock, cgroup and channel descriptors. It
-//! forks without reading any of them; the child reads the plan. So no run's
-//! data is in the zygote, and none can reach a sibling (docs/sandbox.md,
-//! "Warm starts").
+//! the parent-death signal), so its memory holds no secret of the harness;
+//! as root, it starts in the sandbox's shared network namespace with no
+//! supplementary groups. Per run it receives the run's uid and gid and a
+//! bundle of descriptors over its control socket: the run's own socket, a
+//! memory file with the plan, the standard streams, and the Landlock,
+//! cgroup and channel descriptors. It clones without reading any of them;
+//! the child reads the plan. So no run's data is in the zygote, and none
+//! can reach a sibling (docs/sandbox.md, "Warm starts").
 //!
 //! The harness cannot wait for a grandchild: the zygote reaps the run's
-//! first process and reports its wait status and usage on the run's socket.
+//! init (PID 1 of its namespace) and reports the program's wait status,
+//! which the init leaves it, and the tree's usage on the run's socket.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -95,7 +98,7 @@ impl Drop for Seated {
 /// reports the exit.
 pub(super) struct WarmRun {
     socket: OwnedFd,
-    /// The run's first process, once the zygote said it forked.
+    /// The run's init, once the zygote said it cloned it.
     pid: Option<libc::pid_t>,
     /// Whether the program was seen to start.
     started: bool,
