@@ -164,6 +164,9 @@ def clone(ids, parent):
             raise
     ctypes.pythonapi.PyOS_BeforeFork()
     # Through a PyDLL, which keeps the GIL across the call, as os.fork does.
+    # Unlike glibc's fork(), this leaves the child's cached thread id the
+    # zygote's: the init never calls raise() or pthread_kill(), and the
+    # program, forked by glibc's fork() through os.fork, gets its own.
     pid = pylibc.syscall(SYS_CLONE, CLONE_FLAGS | signal.SIGCHLD, 0, 0, 0, 0)
     errno = ctypes.get_errno()
     if pid == 0:
