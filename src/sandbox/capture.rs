@@ -419,12 +419,17 @@ pub(super) fn kill_namespace_init(first: libc::pid_t) -> bool {
     if parent_of(init) != Some(first) {
         return false;
     }
+    signal(&pidfd, libc::SIGKILL)
+}
+
+/// Sends `sig` to the process behind `pidfd`; whether it was sent.
+pub(super) fn signal(pidfd: &OwnedFd, sig: libc::c_int) -> bool {
     // SAFETY: a pidfd we own, a signal number, no siginfo, no flags.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_pidfd_send_signal,
             pidfd.as_raw_fd(),
-            libc::SIGKILL,
+            sig,
             std::ptr::null::<libc::siginfo_t>(),
             0,
         )

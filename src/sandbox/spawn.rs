@@ -12,7 +12,9 @@ use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
-use super::capture::{Captured, Watch, capture, exited, kill_namespace_init, pidfd_open, reap};
+use super::capture::{
+    Captured, Watch, capture, exited, kill_namespace_init, pidfd_open, reap, signal,
+};
 use super::cgroup::TreeLimits;
 use super::child::{enter, join_cgroups, keep_open};
 use super::plan::{
@@ -51,9 +53,9 @@ struct Started {
     start: Instant,
     /// Set when a zygote forked the run: it reports the exit.
     warm: Option<WarmRun>,
-    /// The first process of a warm run, held from when its program started:
-    /// the zygote, not the harness, reaps it, and a reused pid must not be
-    /// signalled.
+    /// The init of a warm run's namespace, held from when its program
+    /// started: the zygote, not the harness, reaps it, and a reused pid must
+    /// not be signalled.
     pidfd: Option<Arc<OwnedFd>>,
     _workdir: Workdir,
 }
@@ -71,13 +73,14 @@ impl Sandbox {
                 "this kernel does not enforce Landlock".into(),
             ));
         }
+        let netns = shared_netns();
         let sandbox = Sandbox {
             isolated: true,
-            netns: shared_netns(),
+            zygotes: Zygotes::new(netns.as_ref().map(AsRawFd::as_raw_fd)),
+            netns,
             seccomp: seccomp::filters()?,
             scratch: scratch_dir()?,
             tree: TreeLimits::probe(),
-            zygotes: Zygotes::default(),
         };
         // A trial run turns "user namespaces are disabled" and the like into
         // one clear error before any model is asked anything.
@@ -294,7 +297,7 @@ impl Sandbox {
     }
 
     /// Waits until a warm run's program has started (a cold one has when
-    /// `start` returns), and takes hold of its first process.
+    /// `start` returns), and takes hold of its namespace's init.
     fn confirm(&self, started: &mut Started, program: &Program) -> Result<(), SandboxError> {
         let Some(warm) = &mut started.warm else {
             return Ok(());
@@ -303,8 +306,9 @@ impl Sandbox {
             return Ok(());
         }
         started.pid = warm.started(program)?;
-        // Its program has started, so the first process, which outlives it,
-        // cannot have been reaped yet: the descriptor holds this very process.
+        // Its program has started, so the namespace's init, which outlives
+        // it, cannot have been reaped yet: the descriptor holds this very
+        // process.
         started.pidfd = pidfd_open(started.pid).map(Arc::new);
         Ok(())
     }
@@ -396,6 +400,11 @@ impl Sandbox {
         move || {
             // A warm run not confirmed has no pid of its own yet.
             if pid <= 0 || pidfd.as_deref().is_some_and(exited) {
+                return;
+            }
+            // A warm run's pid is its namespace's init already.
+            if let Some(pidfd) = &pidfd {
+                signal(pidfd, libc::SIGKILL);
                 return;
             }
             // Isolated: killing the namespace's init means the first process

@@ -1,18 +1,27 @@
-"""A warm interpreter: imports a program's modules once, then forks a fresh,
+"""A warm interpreter: imports a program's modules once, then clones a fresh,
 confined child per run (see `zygote.rs` and docs/sandbox.md, "Warm starts").
 
 Started by the harness like any program: a fresh exec with an empty
-environment, so its memory never holds a secret. It reads nothing of any run:
-each request is one byte and a bundle of descriptors it does not look into.
-It forks, the child reads its own plan, and the parent only reaps and reports.
+environment, so its memory never holds a secret. As root it is started in
+the sandbox's shared empty network namespace with no supplementary groups.
+It reads nothing of any run but the run's uid and gid: each request is that
+line and a bundle of descriptors it does not look into. It clones, the child
+reads its own plan, and the parent only reaps and reports.
 
-argv: warm.py <module directory> <main module>. Descriptor 3 is the control
-socket to the harness (SOCK_SEQPACKET).
+argv: warm.py <module directory> <main module> <clone flags> <clone's
+system call number>. Descriptor 3 is the control socket to the harness
+(SOCK_SEQPACKET).
 
-The child repeats child.rs's `enter()`, step for step, in the same order:
-cgroups, network namespace, uid, the other namespaces, a fork into the new
-PID namespace, mounts, no-new-privs, Landlock, seccomp, rlimits, a last fork
-under an init. Only then does the run's main module see any of the run.
+Per run, the zygote takes the run's uid and gid as its effective ids (root
+stays its saved id) and clones the child straight into new user, mount, PID,
+IPC and UTS namespaces (a network namespace too where none is shared), then
+takes root back. The child is the new PID namespace's init, PID 1. It then
+does what child.rs's `enter()` does after its `unshare`, in the same order:
+the uid and gid maps (dropping the saved root), mounts, no-new-privs,
+Landlock, seccomp, rlimits, and a fork of the program as PID 2, which it
+reaps. Only then does the run's main module see any of the run. A shared
+page the program cannot reach carries the program's wait status from the
+init to the zygote, which reports it.
 """
 
 import atexit
@@ -40,44 +49,49 @@ def load(directory, main):
 
 def serve(module, control_fd=CONTROL, in_seat=False):
     control = socket.socket(fileno=control_fd)
+    parent = os.getppid()
+    # Lets each run's init see that the zygote is still there once its own
+    # parent-death signal is set (its parent lies outside its PID namespace).
+    me = os.pidfd_open(os.getpid())
     control.send(b"R%d" % os.getpid())
     runs = {}
     while True:
         ready, _, _ = select.select([control, *runs], [], [])
         for pidfd in [r for r in ready if r is not control]:
-            pid, channel = runs.pop(pidfd)
-            report_exit(pid, channel)
+            pid, channel, page = runs.pop(pidfd)
+            report_exit(pid, channel, page)
             os.close(pidfd)
         if control not in ready:
             continue
         try:
-            message, fds, _, _ = socket.recv_fds(control, 1, MAX_FDS)
+            message, fds, _, _ = socket.recv_fds(control, 64, MAX_FDS)
         except OSError:
             return
         if not message:
             return
-        zygote = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            # Nothing of another run may stay reachable: its report channel
-            # would let this one forge that run's exit status.
-            others = [control] + [channel for _, channel in runs.values() if channel]
-            if message == b"s":
-                # Returns when the harness lets the seat's zygote go.
-                return seated(module, fds, others, list(runs), zygote)
-            # Returns only after the run's main did, confined; the interpreter
-            # then ends as a fresh one would (atexit, flushing, exit status).
-            child(module, fds, others, list(runs), in_seat)
-            return
+        # Nothing of another run may stay reachable in a child: its report
+        # channel would let this one forge that run's exit status.
+        others = [control] + [channel for _, channel, _ in runs.values() if channel]
         if message == b"s":
+            zygote = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                # Returns when the harness lets the seat's zygote go.
+                return seated(module, fds, others, [*runs, me], zygote)
             for fd in fds:
                 os.close(fd)
-            runs[os.pidfd_open(pid)] = (pid, None)
+            runs[os.pidfd_open(pid)] = (pid, None, None)
             continue
-        channel = socket.socket(fileno=fds[0])
-        for fd in fds[1:]:
-            os.close(fd)
-        runs[os.pidfd_open(pid)] = (pid, channel)
+        run = start(message, fds, parent)
+        if run is None:
+            continue
+        pid, channel, page = run
+        if pid == 0:
+            # Returns only after the run's main did, confined; the interpreter
+            # then ends as a fresh one would (atexit, flushing, exit status).
+            child(module, fds, (others, [*runs], me), page, in_seat)
+            return
+        runs[os.pidfd_open(pid)] = run
 
 
 def seated(module, fds, sockets, pidfds, zygote):
@@ -99,10 +113,91 @@ def seated(module, fds, sockets, pidfds, zygote):
     serve(module, fds[0], in_seat=True)
 
 
-def report_exit(pid, channel):
+def start(message, fds, parent):
+    """Clones run `message`'s child (`r`, or `r<uid> <gid>` as root): returns
+    (0, channel, page) in the child, (pid, channel, page) in the zygote, or
+    None when no child could be made (the harness is told why)."""
+    channel = socket.socket(fileno=fds[0])
+    page = None
+    try:
+        ids = [int(n) for n in message[1:].split()]
+        page = shared_page()
+        pid = clone(ids, parent)
+    except (OSError, ValueError, Failed) as error:
+        for fd in fds[1:]:
+            os.close(fd)
+        if page is not None:
+            libc.munmap(page, PAGE)
+        try:
+            channel.send(b"Ezygote: %s" % str(error).encode())
+        except OSError:
+            pass
+        channel.close()
+        return None
+    if pid == 0:
+        return 0, channel, page
+    # Only this run's init may keep the page: no later clone inherits it.
+    libc.madvise(page, PAGE, MADV_DONTFORK)
+    for fd in fds[1:]:
+        os.close(fd)
+    # First from the zygote, which alone knows the init's pid outside its
+    # namespace; the child's "G" or "E" may come before it, "X" only after.
+    try:
+        channel.send(b"P%d" % pid)
+    except OSError:
+        pass
+    return pid, channel, page
+
+
+def clone(ids, parent):
+    """clone(2) into the run's namespaces with fork's semantics, bracketed as
+    `os.fork()` is. With `ids` the child is created as that uid and gid (the
+    user namespace is then theirs, as after child.rs's setuid and unshare)
+    while the zygote keeps root as its saved ids and takes it back at once."""
+    if ids:
+        uid, gid = ids
+        os.setresgid(gid, gid, 0)
+        try:
+            os.setresuid(uid, uid, 0)
+        except OSError:
+            os.setresgid(0, 0, 0)
+            raise
+    ctypes.pythonapi.PyOS_BeforeFork()
+    # Through a PyDLL, which keeps the GIL across the call, as os.fork does.
+    # Unlike glibc's fork(), this leaves the child's cached thread id the
+    # zygote's: the init never calls raise() or pthread_kill(), and the
+    # program, forked by glibc's fork() through os.fork, gets its own.
+    pid = pylibc.syscall(SYS_CLONE, CLONE_FLAGS | signal.SIGCHLD, 0, 0, 0, 0)
+    errno = ctypes.get_errno()
+    if pid == 0:
+        # The init runs none of a program's code and no thread but this one,
+        # so it needs none of os.fork's reinitialisation of the interpreter
+        # (threads, locks, at-fork callbacks, which the program's own
+        # os.fork below does for it): only the import lock released, as in
+        # the parent. That spares copying about 80 of the zygote's pages.
+        ctypes.pythonapi.PyOS_AfterFork_Parent()
+        return 0
+    ctypes.pythonapi.PyOS_AfterFork_Parent()
+    if ids:
+        os.setresuid(0, 0, 0)
+        os.setresgid(0, 0, 0)
+        # The id change cleared the zygote's parent-death signal.
+        starting(parent)
+    if pid < 0:
+        raise Failed("clone: %s" % os.strerror(errno))
+    return pid
+
+
+def report_exit(pid, channel, page):
+    """Reaps a run's init and reports the program's wait status (which the
+    init left in the page) with the whole tree's usage."""
     _, status, usage = os.wait4(pid, 0)
     if channel is None:
         return
+    done, program = struct.unpack("ii", ctypes.string_at(page, 8))
+    libc.munmap(page, PAGE)
+    if done == 1:
+        status = program
     line = "X%d %d %d %d" % (status, round(usage.ru_utime * 1e6), round(usage.ru_stime * 1e6), usage.ru_maxrss)
     try:
         channel.send(line.encode())
@@ -112,23 +207,29 @@ def report_exit(pid, channel):
 
 
 libc = ctypes.CDLL(None, use_errno=True)
+pylibc = ctypes.PyDLL(None, use_errno=True)
 # Explicit types: a variadic call would pass Python ints as 32-bit values,
 # leaving the upper halves of 64-bit arguments undefined.
-_long, _ulong, _ptr, _str = ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_char_p
-for _name, _args in {
-    "syscall": [_long, _long, _long, _long, _long],
-    "prctl": [ctypes.c_int, _ulong, _ulong, _ulong, _ulong],
-    "mount": [_str, _str, _str, _ulong, _ptr],
-    "setns": [ctypes.c_int, ctypes.c_int],
-    "unshare": [ctypes.c_int],
-    "sethostname": [_str, ctypes.c_size_t],
-    "setgroups": [ctypes.c_size_t, _ptr],
-    "setuid": [ctypes.c_uint],
-    "setgid": [ctypes.c_uint],
-    "setrlimit": [ctypes.c_int, _ptr],
-}.items():
-    getattr(libc, _name).argtypes = _args
+_long, _ulong, _ptr, _str, _size = ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+for _lib, _name, _args in [
+    (libc, "syscall", [_long, _long, _long, _long, _long]),
+    (pylibc, "syscall", [_long, _ulong, _ulong, _ulong, _ulong, _ulong]),
+    (libc, "prctl", [ctypes.c_int, _ulong, _ulong, _ulong, _ulong]),
+    (libc, "mount", [_str, _str, _str, _ulong, _ptr]),
+    (libc, "sethostname", [_str, _size]),
+    (libc, "setrlimit", [ctypes.c_int, _ptr]),
+    (libc, "mmap", [_ptr, _size, ctypes.c_int, ctypes.c_int, ctypes.c_int, _long]),
+    (libc, "munmap", [_ptr, _size]),
+    (libc, "madvise", [_ptr, _size, ctypes.c_int]),
+]:
+    getattr(_lib, _name).argtypes = _args
 libc.syscall.restype = _long
+pylibc.syscall.restype = _long
+libc.mmap.restype = _ptr
+PAGE, MADV_DONTFORK = 4096, 10
+EVERY_SIGNAL = signal.valid_signals()
+# Set from argv: the harness knows the namespaces and the architecture.
+CLONE_FLAGS, SYS_CLONE = 0, -1
 
 
 def address(buffer):
@@ -145,28 +246,28 @@ def check(step, rc):
     return rc
 
 
-def child(module, fds, sockets, pidfds, in_seat):
-    """The run's first process: confine, fork into the PID namespace, run."""
+def shared_page():
+    """A page the zygote and the run's init share, for the program's status."""
+    page = libc.mmap(None, PAGE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, -1, 0)
+    if page is None or page == ctypes.c_void_p(-1).value:
+        raise Failed("mmap: %s" % os.strerror(ctypes.get_errno()))
+    return page
+
+
+def child(module, fds, others, page, in_seat):
+    """The run's init, PID 1 of its namespace: confine, fork the program, reap."""
+    sockets, pidfds, zygote = others
     try:
         for other in sockets:
             other.close()
         for other in pidfds:
             os.close(other)
         channel = socket.socket(fileno=fds[0])
-        # First on the run's socket, before "G" or "E" (which only the child
-        # sends) and "X" (which the zygote sends once the child is gone).
-        channel.send(b"P%d" % os.getpid())
     except BaseException:
         os._exit(125)
     try:
         plan, blobs = read_plan(fds)
-        if in_seat:
-            # The seat's memory limit is the run's alone: when the tree runs
-            # out, the kernel must kill the run's processes before the zygote
-            # it shares the cgroup with (raising a score needs no privilege;
-            # a program that lowers it again risks only its own run).
-            write_file("/proc/self/oom_score_adj", b"1000")
-        enter(plan, blobs, fds, channel)
+        enter(plan, blobs, fds, (zygote, page, in_seat))
     except Failed as failure:
         channel.send(b"E" + str(failure).encode())
         os._exit(125)
@@ -188,36 +289,42 @@ def read_plan(fds):
     return plan, blobs
 
 
-def enter(plan, blobs, fds, channel):
+def enter(plan, blobs, fds, context):
+    zygote, page, in_seat = context
     for index in plan["cgroups"]:
         if os.write(fds[index], b"0") != 1:
             raise Failed("join the run's cgroup")
-    namespaces = plan["namespaces"]
-    if plan["netns"] is not None:
-        check("setns(network namespace)", libc.setns(fds[plan["netns"]], plan["clone_newnet"]))
-    else:
-        namespaces |= plan["clone_newnet"]
-    if plan["ids"] is not None:
-        uid, gid = plan["ids"]
-        check("setgroups", libc.setgroups(0, None))
-        check("setgid", libc.setgid(gid))
-        check("setuid", libc.setuid(uid))
+    # The zygote's id change made the process non-dumpable, which makes its
+    # /proc files root-owned; the files below must be writable by the run's uid.
     check("prctl(PR_SET_DUMPABLE)", libc.prctl(4, 1, 0, 0, 0))
-    check("unshare(user, mount, net, ipc, uts, pid namespaces)", libc.unshare(namespaces))
+    if in_seat:
+        # The seat's memory limit is the run's alone: when the tree runs
+        # out, the kernel must kill the run's processes before the zygote
+        # it shares the cgroup with (raising a score needs no privilege;
+        # a program that lowers it again risks only its own run).
+        write_file("/proc/self/oom_score_adj", b"1000")
     write_file("/proc/self/setgroups", b"deny")
     write_file("/proc/self/uid_map", plan["uid_map"].encode())
     write_file("/proc/self/gid_map", plan["gid_map"].encode())
-    starting(plan["zygote"])
-    page = mmap.mmap(-1, 8)
-    pid = os.fork()
-    if pid > 0:
-        mirror_exit(pid, page)
+    if plan["ids"] is not None:
+        # Root, the saved ids the clone kept, is not mapped here: drop it.
+        uid, gid = plan["ids"]
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     starting(None)
+    # The parent-death signal is set: from now on the zygote's end is ours.
+    gone, _, _ = select.select([zygote], [], [], 0)
+    if gone:
+        os._exit(1)
+    os.close(zygote)
     mount_workdir(plan, blobs)
     restrict(plan, blobs, fds)
+    # The program never sees the page, so it cannot write its own report.
+    check("madvise(MADV_DONTFORK)", libc.madvise(page, PAGE, MADV_DONTFORK))
+    status = (ctypes.c_int * 2).from_address(page)
     pid = os.fork()
     if pid > 0:
-        init(pid, page)
+        init(pid, status)
     starting(1)
 
 
@@ -287,43 +394,23 @@ def restrict(plan, blobs, fds):
         check("setrlimit", libc.setrlimit(resource, ctypes.addressof(limit)))
 
 
-def default_signals():
-    for sig in range(1, signal.NSIG):
-        try:
-            signal.signal(sig, signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass
-
-
-def init(program, page):
-    """The namespace's init: reap everything until the program exits."""
-    default_signals()
+def init(program, status):
+    """The namespace's init: reap everything until the program exits, then
+    leave its wait status where the zygote reads it. Every signal is blocked,
+    as every one the program could send PID 1 is ignored at its default: the
+    one call touches far fewer of the pages the init shares with the program
+    than resetting each disposition would."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, EVERY_SIGNAL)
     os.closerange(0, 1 << 20)
     while True:
         try:
-            pid, status = os.waitpid(-1, 0)
+            pid, code = os.waitpid(-1, 0)
         except ChildProcessError:
             os._exit(125)
-        except InterruptedError:
-            continue
         if pid == program:
-            page[0:8] = struct.pack("ii", 1, status)
+            status[1] = code
+            status[0] = 1
             os._exit(0)
-
-
-def mirror_exit(pid, page):
-    """The first process: wait for the namespace's init and exit as the program did."""
-    default_signals()
-    os.closerange(0, 1 << 20)
-    _, status = os.waitpid(pid, 0)
-    done, program = struct.unpack("ii", page[0:8])
-    if done == 1:
-        status = program
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        os.kill(os.getpid(), sig)
-        os._exit(128 + sig)
-    os._exit(os.WEXITSTATUS(status))
 
 
 def run(module, plan, fds, channel):
@@ -404,4 +491,5 @@ if __name__ == "__main__":
     # never hears "R" and runs every program cold.
     if sys.version_info < (3, 9):
         sys.exit(1)
+    CLONE_FLAGS, SYS_CLONE = int(sys.argv[3]), int(sys.argv[4])
     serve(load(sys.argv[1], sys.argv[2]))

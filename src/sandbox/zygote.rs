@@ -1,18 +1,21 @@
 //! Warm starts: a Python interpreter that has imported a program's own
-//! modules (never model code) forks a child per run, and the child confines
-//! itself exactly as `child.rs` does before the run's main module starts.
+//! modules (never model code) clones a child per run straight into the
+//! run's namespaces, and the child confines itself as `child.rs` does
+//! before the run's main module starts.
 //!
 //! The zygote is started like any program (fresh exec, empty environment,
-//! the parent-death signal), so its memory holds no secret of the harness.
-//! Per run it receives one byte and a bundle of descriptors over its control
-//! socket: the run's own socket, a memory file with the plan, the standard
-//! streams, and the namespace, Landlock, cgroup and channel descriptors. It
-//! forks without reading any of them; the child reads the plan. So no run's
-//! data is in the zygote, and none can reach a sibling (docs/sandbox.md,
-//! "Warm starts").
+//! the parent-death signal), so its memory holds no secret of the harness;
+//! as root, it starts in the sandbox's shared network namespace with no
+//! supplementary groups. Per run it receives the run's uid and gid and a
+//! bundle of descriptors over its control socket: the run's own socket, a
+//! memory file with the plan, the standard streams, and the Landlock,
+//! cgroup and channel descriptors. It clones without reading any of them;
+//! the child reads the plan. So no run's data is in the zygote, and none
+//! can reach a sibling (docs/sandbox.md, "Warm starts").
 //!
 //! The harness cannot wait for a grandchild: the zygote reaps the run's
-//! first process and reports its wait status and usage on the run's socket.
+//! init (PID 1 of its namespace) and reports the program's wait status,
+//! which the init leaves it, and the tree's usage on the run's socket.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -48,6 +51,10 @@ pub struct Warm {
 /// The zygotes of one sandbox, one per interpreter, flags, environment and modules.
 #[derive(Default)]
 pub(super) struct Zygotes {
+    /// The sandbox's shared network namespace, which every zygote joins
+    /// when it starts: its runs' inits cannot (they hold no privilege
+    /// outside their own user namespace).
+    netns: Option<RawFd>,
     /// Each kind's slot has a lock of its own, so that kinds start side by side.
     started: Mutex<HashMap<Vec<u8>, Arc<Mutex<Slot>>>>,
 }
@@ -62,7 +69,6 @@ enum Slot {
 /// A running zygote; it exits when its control socket closes.
 pub(super) struct Zygote {
     control: OwnedFd,
-    pid: u32,
     /// Cleared when the zygote exits: the next run starts a new one.
     alive: Arc<AtomicBool>,
     /// Its forks living in a seat's cgroups, by seat: a run forked there
@@ -92,13 +98,21 @@ impl Drop for Seated {
 /// reports the exit.
 pub(super) struct WarmRun {
     socket: OwnedFd,
-    /// The run's first process, once the zygote said it forked.
+    /// The run's init, once the zygote said it cloned it.
     pid: Option<libc::pid_t>,
     /// Whether the program was seen to start.
     started: bool,
 }
 
 impl Zygotes {
+    /// Zygotes that start in `netns` (the sandbox's, open as long as they are).
+    pub(super) fn new(netns: Option<RawFd>) -> Zygotes {
+        Zygotes {
+            netns,
+            ..Zygotes::default()
+        }
+    }
+
     /// Starts the zygotes of `programs` that are not running yet, side by side.
     pub(super) fn prepare(&self, programs: &[&Program], scratch: &Path) {
         std::thread::scope(|scope| {
@@ -133,7 +147,9 @@ impl Zygotes {
             }
             _ => {}
         }
-        let zygote = Zygote::start(program, warm, scratch).ok().map(Arc::new);
+        let zygote = Zygote::start(program, warm, scratch, self.netns)
+            .ok()
+            .map(Arc::new);
         *slot = zygote.clone().map_or(Slot::Failed, Slot::Running);
         zygote
     }
@@ -159,12 +175,25 @@ fn key(program: &Program, warm: &Warm) -> Vec<u8> {
 }
 
 impl Zygote {
-    fn start(program: &Program, warm: &Warm, scratch: &Path) -> std::io::Result<Zygote> {
+    fn start(
+        program: &Program,
+        warm: &Warm,
+        scratch: &Path,
+        netns: Option<RawFd>,
+    ) -> std::io::Result<Zygote> {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            super::workdir::Workdir(scratch.join(format!("zygote-{}-{n}", std::process::id())));
-        std::fs::create_dir(&dir.0)?;
+        // A harness that ended without dropping its zygotes left their
+        // directories, and a later one may have its pid: skip those names
+        // (and never take one over, which would remove it when dropped).
+        let dir = loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = scratch.join(format!("zygote-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&path) {
+                Ok(()) => break super::workdir::Workdir(path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        };
         for (name, contents) in &program.files {
             if warm.modules.contains(name) && !name.contains('/') {
                 std::fs::write(dir.0.join(name), contents)?;
@@ -177,12 +206,24 @@ impl Zygote {
             return Err(std::io::Error::other("no command"));
         };
         let flags = &flags[..flags.len().saturating_sub(1)];
+        // The namespaces each run's init is cloned into: a network namespace
+        // of its own only where the zygote could not join a shared one.
+        let mut namespaces = libc::CLONE_NEWUSER
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS
+            | libc::CLONE_NEWPID;
+        if netns.is_none() {
+            namespaces |= libc::CLONE_NEWNET;
+        }
         let mut command = Command::new(interpreter);
         command
             .args(flags)
             .arg(&script)
             .arg(&dir.0)
             .arg(&warm.main)
+            .arg(namespaces.to_string())
+            .arg(libc::SYS_clone.to_string())
             .env_clear()
             .env("PATH", PATH)
             .env("LANG", "C.UTF-8")
@@ -192,9 +233,24 @@ impl Zygote {
             .stderr(Stdio::null());
         super::setup::child_of_harness(&mut command);
         let fd = theirs.as_raw_fd();
-        // SAFETY: dup2 is async-signal-safe; it clears close-on-exec on the copy.
+        let root = super::plan::is_root();
+        // SAFETY: dup2, setns and setgroups are async-signal-safe; dup2
+        // clears close-on-exec on the copy.
         unsafe {
             command.pre_exec(move || {
+                // Once for all runs, what child.rs's child does as root
+                // before its unshare: the shared network namespace, and no
+                // supplementary groups (a user namespace's process cannot
+                // drop them, and the clone inherits them). Before the dup2,
+                // which may take the namespace's descriptor number.
+                if let Some(netns) = netns
+                    && libc::setns(netns, libc::CLONE_NEWNET) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if root && libc::setgroups(0, std::ptr::null()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 if libc::dup2(fd, 3) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -219,24 +275,21 @@ impl Zygote {
                     let _ = started.send(Err(e));
                 }
             })?;
-        let pid = pid
-            .recv()
+        pid.recv()
             .map_err(|_| std::io::Error::other("the zygote's thread is gone"))??;
         drop(theirs);
         // The zygote says it is ready once its modules are imported.
         ready(&control)?;
         Ok(Zygote {
             control,
-            pid,
             alive,
             seated: Mutex::default(),
             _dir: dir,
         })
     }
 
-    /// Forks a confined child for `plan` in `seat` (when there is one);
-    /// returns the pid of its first process, which then confines itself
-    /// (see [`WarmRun::started`]).
+    /// Clones a child for `plan` in `seat` (when there is one), which then
+    /// confines itself (see [`WarmRun::started`]).
     pub(super) fn run(
         &self,
         plan: &ChildPlan,
@@ -247,7 +300,7 @@ impl Zygote {
     ) -> Result<WarmRun, SandboxError> {
         let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
         let Some(lease) = seat else {
-            return request(&self.control, self.pid, plan, &[], (stdio, env, script));
+            return request(&self.control, plan, &[], (stdio, env, script));
         };
         let slot = {
             let mut seated = self.seated.lock().unwrap_or_else(|e| e.into_inner());
@@ -262,19 +315,13 @@ impl Zygote {
             *slot = self.seat_in(lease);
         }
         if let Some(seated) = &*slot {
-            return request(&seated.control, seated.pid, plan, &[], (stdio, env, script));
+            return request(&seated.control, plan, &[], (stdio, env, script));
         }
         // No zygote could stay in the seat: the child moves itself in.
         let cgroups = lease
             .procs_files()
             .map_err(|e| io("open the run's cgroup", e))?;
-        request(
-            &self.control,
-            self.pid,
-            plan,
-            &cgroups,
-            (stdio, env, script),
-        )
+        request(&self.control, plan, &cgroups, (stdio, env, script))
     }
 
     /// Forks a zygote into `lease`'s seat; `None` when it could not move in.
@@ -309,10 +356,10 @@ fn ready(control: &OwnedFd) -> std::io::Result<u32> {
         .ok_or_else(|| std::io::Error::other("the zygote did not start"))
 }
 
-/// Asks the zygote on `control` (process `pid`) to fork a child for `plan`.
+/// Asks the zygote on `control` to clone a child for `plan`. The message
+/// names the run's uid and gid, which the zygote gives the child.
 fn request(
     control: &OwnedFd,
-    pid: u32,
     plan: &ChildPlan,
     cgroups: &[OwnedFd],
     (stdio, env, script): ([RawFd; 3], &[(String, String)], &str),
@@ -320,11 +367,15 @@ fn request(
     let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
     let (socket, theirs) = seqpacket().map_err(|e| io("socketpair", e))?;
     let mut fds: Vec<RawFd> = vec![theirs.as_raw_fd()];
-    let plan_file = plan_file(plan, (cgroups, stdio), (env, script, pid), &mut fds)
+    let plan_file = plan_file(plan, (cgroups, stdio), (env, script), &mut fds)
         .map_err(|e| io("write the plan", e))?;
     fds.insert(1, plan_file.as_raw_fd());
-    send_fds(control, b"r", &fds).map_err(|e| io("reach the zygote", e))?;
-    // The fork's pid is read with its start (`WarmRun::started`): meanwhile
+    let message = match plan.ids {
+        Some((uid, gid)) => format!("r{uid} {gid}"),
+        None => "r".into(),
+    };
+    send_fds(control, message.as_bytes(), &fds).map_err(|e| io("reach the zygote", e))?;
+    // The clone's pid is read with its start (`WarmRun::started`): meanwhile
     // the harness asks for a pair's other program.
     Ok(WarmRun {
         socket,
@@ -334,44 +385,60 @@ fn request(
 }
 
 impl WarmRun {
-    /// Waits until the child is confined and its program starts, or names
-    /// the step that failed; returns the pid of the run's first process.
-    pub(super) fn started(&mut self, program: &Program) -> Result<libc::pid_t, SandboxError> {
-        let pid = match self.pid {
-            Some(pid) => pid,
-            None => {
-                let message = receive(&self.socket, None).unwrap_or_default();
-                let pid = std::str::from_utf8(&message)
-                    .ok()
-                    .and_then(|m| m.strip_prefix('P'))
-                    .and_then(|p| p.parse().ok())
-                    .ok_or_else(|| SandboxError::Setup("the zygote did not fork".into()))?;
-                *self.pid.insert(pid)
+    /// The run's next message but the zygote's `P<pid>`, which is taken
+    /// wherever it comes: the zygote sends it once the clone returns, and
+    /// the child may say `G` or `E` before that. Empty at end of file.
+    fn next(&mut self) -> Vec<u8> {
+        loop {
+            let message = receive(&self.socket, None).unwrap_or_default();
+            match message.split_first() {
+                Some((b'P', pid)) if self.pid.is_none() => {
+                    self.pid = std::str::from_utf8(pid)
+                        .ok()
+                        .and_then(|p| p.parse().ok())
+                        .filter(|&p: &libc::pid_t| p > 0);
+                    // A malformed pid stands for a lost zygote.
+                    if self.pid.is_none() {
+                        return Vec::new();
+                    }
+                }
+                _ => return message,
             }
-        };
-        if self.started {
-            return Ok(pid);
         }
-        let message = receive(&self.socket, None).unwrap_or_default();
-        let why = match message.split_first() {
-            Some((b'G', _)) => {
-                self.started = true;
-                return Ok(pid);
-            }
-            Some((b'E', step)) => String::from_utf8_lossy(step).into_owned(),
-            _ => "the run ended before its program started".into(),
-        };
-        Err(SandboxError::Setup(format!(
-            "{why} (running {} warm)",
-            program.argv[0]
-        )))
     }
 
-    /// Waits for the zygote's report of how the run's first process ended.
-    pub(super) fn reap(self) -> (libc::c_int, libc::rusage) {
+    /// Waits until the child is confined and its program starts, or names
+    /// the step that failed; returns the pid of the run's init (PID 1 of
+    /// its namespace, the zygote's child).
+    pub(super) fn started(&mut self, program: &Program) -> Result<libc::pid_t, SandboxError> {
+        let failed =
+            |why: &str| SandboxError::Setup(format!("{why} (running {} warm)", program.argv[0]));
+        if !self.started {
+            match self.next().split_first() {
+                Some((b'G', _)) => self.started = true,
+                Some((b'E', step)) => return Err(failed(&String::from_utf8_lossy(step))),
+                _ => return Err(failed("the run ended before its program started")),
+            }
+        }
+        if self.pid.is_none() {
+            // The program started, so the clone returned: only the zygote's
+            // `P` can come before its `X`, which follows the run's end.
+            let message = receive(&self.socket, None).unwrap_or_default();
+            self.pid = std::str::from_utf8(&message)
+                .ok()
+                .and_then(|m| m.strip_prefix('P'))
+                .and_then(|p| p.parse().ok())
+                .filter(|&p: &libc::pid_t| p > 0);
+        }
+        self.pid.ok_or_else(|| failed("the zygote did not clone"))
+    }
+
+    /// Waits for the zygote's report of how the run's program ended, with
+    /// the usage of its whole tree.
+    pub(super) fn reap(mut self) -> (libc::c_int, libc::rusage) {
         // SAFETY: rusage is plain data.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let message = receive(&self.socket, None).unwrap_or_default();
+        let message = self.next();
         let text = String::from_utf8_lossy(&message);
         let numbers: Vec<i64> = text
             .strip_prefix('X')

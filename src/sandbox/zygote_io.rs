@@ -10,11 +10,12 @@ use super::child::ChildPlan;
 /// The plan in a memory file: an 8-byte length, a JSON header, then blobs
 /// (files, seccomp programs). Descriptors the child needs are appended to
 /// `fds` and named in the header by their index there (the memory file
-/// itself goes in at index 1).
+/// itself goes in at index 1). The network namespace is not among them:
+/// the zygote joined it when it started, and its clones inherit it.
 pub(super) fn plan_file(
     plan: &ChildPlan,
     (cgroups, stdio): (&[OwnedFd], [RawFd; 3]),
-    (env, script, zygote): (&[(String, String)], &str, u32),
+    (env, script): (&[(String, String)], &str),
     fds: &mut Vec<RawFd>,
 ) -> std::io::Result<std::fs::File> {
     // Index 1 is the plan file, inserted by the caller.
@@ -24,7 +25,6 @@ pub(super) fn plan_file(
     };
     let stdio: Vec<usize> = stdio.iter().map(|&fd| push(fd, fds)).collect();
     let cgroup_indices: Vec<usize> = cgroups.iter().map(|fd| push(fd.as_raw_fd(), fds)).collect();
-    let netns = plan.netns.map(|fd| push(fd, fds));
     let landlock = plan.landlock.map(|fd| push(fd, fds));
     let channel: Vec<usize> = plan.channel.iter().map(|&fd| push(fd, fds)).collect();
     let mut blobs: Vec<&[u8]> = Vec::new();
@@ -41,17 +41,12 @@ pub(super) fn plan_file(
     }
     let header = serde_json::json!({
         "cgroups": cgroup_indices,
-        "netns": netns,
         "landlock": landlock,
         "channel": channel,
         "stdio": stdio,
-        "namespaces": libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC
-            | libc::CLONE_NEWUTS | libc::CLONE_NEWPID,
-        "clone_newnet": libc::CLONE_NEWNET,
         "ids": plan.ids,
         "uid_map": String::from_utf8_lossy(&plan.uid_map),
         "gid_map": String::from_utf8_lossy(&plan.gid_map),
-        "zygote": zygote,
         "workdir": plan.workdir.to_string_lossy(),
         "tmpfs_options": plan.tmpfs_options.to_string_lossy(),
         "files": files,
