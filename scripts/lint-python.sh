@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lints the harness's own Python (the code rule's checker and server,
-# src/verify/code/*.py, and the benches' helpers under bench/) with a pinned Ruff from PyPI, installed once into a
-# venv under ~/.cache/harness/tools keyed by its version; rules in ruff.toml.
+# src/verify/code/*.py, and the benches' helpers under bench/) with a pinned
+# Ruff from PyPI, installed once into a venv under ~/.cache/harness/tools
+# keyed by its version; rules in ruff.toml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

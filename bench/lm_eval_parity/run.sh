@@ -15,6 +15,8 @@
 #
 # Environment:
 #   HARNESS_LLAMA_PY_URL    use this llama-cpp-python server (http://HOST:PORT) instead of starting one
+#   LM_EVAL_PARITY_SERVERS  how many identical servers to start and spread requests over (default: 2);
+#                           each answers one request at a time, so lm-eval sends this many at once
 #   LM_EVAL_PARITY_OUT      where the three files go (default: this folder)
 #   LM_EVAL_PARITY_WORK     scratch folder kept after the run (default: a temporary one, removed)
 #   LM_EVAL_PARITY_PREFIX   text the shim puts before every prompt (default: none; see the docs)
@@ -41,20 +43,23 @@ else
     WORK="$(mktemp -d /tmp/lm_eval_parity.XXXXXX)"
     KEEP_WORK=0
 fi
-# A state folder of our own, so this run's server is never one another
-# script started under the shared default (and `stop` ends only ours).
-export HARNESS_LLAMA_STATE="$WORK/llama-state"
+SERVERS="${LM_EVAL_PARITY_SERVERS:-2}"
+[[ "$SERVERS" =~ ^[1-9][0-9]*$ ]] || die "LM_EVAL_PARITY_SERVERS must be a positive integer"
 
 SHIM_PID=""
-STARTED_SERVER=0
+STARTED=0
+# Each server gets a state folder of its own: llama-server.sh knows one
+# smollm2py per folder, and `stop` then ends only the servers started here.
+state_of() { echo "$WORK/llama-state-$1"; }
 cleanup() {
     if [ -n "$SHIM_PID" ]; then
         kill "$SHIM_PID" 2>/dev/null || true
         wait "$SHIM_PID" 2>/dev/null || true
     fi
-    if [ "$STARTED_SERVER" = 1 ]; then
-        "$ROOT/scripts/llama-server.sh" stop smollm2py || true
-    fi
+    local i
+    for ((i = 1; i <= STARTED; i++)); do
+        HARNESS_LLAMA_STATE="$(state_of "$i")" "$ROOT/scripts/llama-server.sh" stop smollm2py || true
+    done
     [ "$KEEP_WORK" = 1 ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -63,20 +68,25 @@ trap 'exit 130' INT TERM
 eval "$("$ROOT/scripts/lm-eval.sh" ensure)"
 
 SERVER_VERSION="unknown (external server)"
+UPSTREAMS=()
 if [ -n "${HARNESS_LLAMA_PY_URL:-}" ]; then
-    SERVER="${HARNESS_LLAMA_PY_URL%/}"
-    log "using the server at $SERVER"
+    UPSTREAMS=(--upstream "${HARNESS_LLAMA_PY_URL%/}")
+    SERVERS=1
+    log "using the server at ${HARNESS_LLAMA_PY_URL%/}"
 else
     if ! "$ROOT/scripts/llama-server.sh" paths >/dev/null 2>&1; then
         "$ROOT/scripts/llama-server.sh" ensure >/dev/null
     fi
     eval "$("$ROOT/scripts/llama-server.sh" paths)"
-    SERVER="$("$ROOT/scripts/llama-server.sh" start smollm2py)"
-    STARTED_SERVER=1
+    for ((i = 1; i <= SERVERS; i++)); do
+        url="$(HARNESS_LLAMA_STATE="$(state_of "$i")" "$ROOT/scripts/llama-server.sh" start smollm2py)"
+        STARTED=$i
+        UPSTREAMS+=(--upstream "$url")
+    done
     SERVER_VERSION="llama-cpp-python $("$LLAMA_CPP_PYTHON" -c 'import llama_cpp; print(llama_cpp.__version__)')"
 fi
 
-python3 "$HERE/shim.py" --upstream "$SERVER" --capture "$WORK/capture.jsonl" \
+python3 "$HERE/shim.py" "${UPSTREAMS[@]}" --capture "$WORK/capture.jsonl" \
     --url-file "$WORK/shim.url" --prompt-prefix "$PREFIX" 2>"$WORK/shim.log" &
 SHIM_PID=$!
 for _ in $(seq 100); do
@@ -91,7 +101,7 @@ mkdir -p "$WORK/task"
 cp "$HERE/task.yaml" "$WORK/task/task.yaml"
 cp "$ITEMS" "$WORK/task/items.jsonl"
 
-log "lm-eval on $(wc -l <"$ITEMS") items via $SHIM -> $SERVER"
+log "lm-eval on $(wc -l <"$ITEMS") items via $SHIM -> ${UPSTREAMS[*]}"
 t0=$(date +%s.%N)
 # A clean environment: no API key of the caller's reaches lm-eval (it would
 # send OPENAI_API_KEY to the server), and the Hugging Face libraries stay
@@ -101,10 +111,10 @@ t0=$(date +%s.%N)
     env -i PATH="/usr/bin:/bin" HOME="$WORK" LANG=C.UTF-8 \
         HF_HOME="$WORK/hf" HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 TQDM_DISABLE=1 \
         "$LM_EVAL" --model local-completions \
-        --model_args "base_url=$SHIM/v1/completions,model=smollm2,tokenizer_backend=remote,tokenized_requests=False,num_concurrent=1,max_retries=1,timeout=600" \
+        --model_args "base_url=$SHIM/v1/completions,model=smollm2,tokenizer_backend=remote,tokenized_requests=False,num_concurrent=$SERVERS,max_retries=1,timeout=600" \
         --tasks "$TASK" --include_path "$WORK/task" \
         --log_samples --output_path "$WORK/out" >"$WORK/lm_eval.log" 2>&1
-) || { tail -n 40 "$WORK/lm_eval.log" >&2; die "lm_eval failed (log: $WORK/lm_eval.log)"; }
+) || { tail -c 3000 "$WORK/lm_eval.log" | tr "\r" "\n" | tail -n 30 >&2; die "lm_eval failed (log: $WORK/lm_eval.log)"; }
 t1=$(date +%s.%N)
 
 python3 "$HERE/postprocess.py" \

@@ -10,11 +10,12 @@ unless --prompt-prefix is given, recording each tokenization and each
 completion request and response as one JSON line.
 
 Python standard library only. Usage:
-  python3 shim.py --upstream http://127.0.0.1:PORT --capture FILE --url-file FILE
+  python3 shim.py --upstream http://127.0.0.1:PORT [--upstream ...] --capture FILE --url-file FILE
 It listens on 127.0.0.1 at a free port and writes its URL to --url-file.
 """
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -38,8 +39,12 @@ def call(url, body=None):
 
 
 class Shim:
-    def __init__(self, upstream, capture_path, prompt_prefix):
-        self.upstream = upstream.rstrip("/")
+    def __init__(self, upstreams, capture_path, prompt_prefix):
+        # Completions go round-robin over the upstreams (identical servers,
+        # each serving one request at a time); tokenization to the first.
+        self.upstreams = [u.rstrip("/") for u in upstreams]
+        self.upstream = self.upstreams[0]
+        self.turn = itertools.cycle(self.upstreams)
         self.capture = open(capture_path, "a", encoding="utf-8")
         self.prompt_prefix = prompt_prefix
         self.lock = threading.Lock()
@@ -66,8 +71,14 @@ class Shim:
             raise RuntimeError(f"upstream /extras/detokenize answered {status}: {raw[:200]!r}")
         return json.loads(raw)["text"]
 
-    def record(self, endpoint, request, status, response):
+    def next_upstream(self):
+        with self.lock:
+            return next(self.turn)
+
+    def record(self, endpoint, request, status, response, upstream=None):
         line = {"endpoint": endpoint, "request": request, "status": status, "response": response}
+        if upstream is not None:
+            line["upstream"] = self.upstreams.index(upstream)
         line = json.dumps(line, ensure_ascii=False)
         with self.lock:
             self.capture.write(line + "\n")
@@ -109,12 +120,13 @@ def handler(shim):
                 elif self.path == "/v1/completions":
                     if shim.prompt_prefix and isinstance(body.get("prompt"), str):
                         body["prompt"] = shim.prompt_prefix + body["prompt"]
-                    status, raw = call(shim.upstream + self.path, body)
+                    upstream = shim.next_upstream()
+                    status, raw = call(upstream + self.path, body)
                     try:
                         response = json.loads(raw)
                     except ValueError:
                         response = raw.decode("utf-8", "replace")
-                    shim.record("completions", body, status, response)
+                    shim.record("completions", body, status, response, upstream)
                     self.reply(status, raw)
                 else:
                     self.reply(404, b'{"error": "not served by the shim"}')
@@ -126,7 +138,7 @@ def handler(shim):
 
 def main(argv):
     parser = argparse.ArgumentParser(description="lm-eval <-> llama-cpp-python tokenizer shim")
-    parser.add_argument("--upstream", required=True)
+    parser.add_argument("--upstream", required=True, action="append", help="a server URL; repeat for several")
     parser.add_argument("--capture", required=True)
     parser.add_argument("--url-file", required=True)
     parser.add_argument(
