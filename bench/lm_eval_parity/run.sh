@@ -36,8 +36,13 @@ die() { log "error: $*"; exit 1; }
 mkdir -p "$OUT"
 if [ -n "${LM_EVAL_PARITY_WORK:-}" ]; then
     WORK="$LM_EVAL_PARITY_WORK"
-    rm -rf "$WORK"
+    # Emptied only when an earlier run made it (its marker is there).
+    if [ -e "$WORK" ] && [ -n "$(ls -A "$WORK")" ]; then
+        [ -e "$WORK/.lm_eval_parity" ] || die "$WORK is not empty and not an earlier run's scratch folder"
+        rm -rf "$WORK"
+    fi
     mkdir -p "$WORK"
+    touch "$WORK/.lm_eval_parity"
     KEEP_WORK=1
 else
     WORK="$(mktemp -d /tmp/lm_eval_parity.XXXXXX)"
