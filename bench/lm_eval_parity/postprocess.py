@@ -9,6 +9,11 @@ shim's capture of every tokenization and completion request, and writes:
                         request count, and checks of the server's answers
   request_example.json  the first completion request and its answer
 
+`offsets_method_vs_lm_eval` in the summary recomputes every log-likelihood
+from the captured answers the way the harness finds the continuation (by
+text_offset, not by token count) and acc/acc_norm from those sums, and says
+how far they are from lm-eval's.
+
 The checks recompute, for every completion request, where lm-eval's
 continuation starts (its context token count, from the captured
 tokenizations) and where the server's text_offset says it starts, and count
@@ -98,6 +103,58 @@ def check_requests(capture, items, prefix):
     return counts
 
 
+def by_offsets(capture, items, prefix):
+    """Every item's log-likelihoods found the way the harness finds them.
+
+    The continuation is the echoed entries whose text_offset is at or after
+    the end of the context; the last entry is dropped as lm-eval drops it.
+    Returns {id: [sum per choice]}, None for a choice with no answer.
+    """
+    echo = {}
+    for c in capture:
+        if c["endpoint"] == "completions" and c["status"] == 200 and c["request"]["prompt"].startswith(prefix):
+            echo[c["request"]["prompt"][len(prefix) :]] = c["response"]["choices"][0]["logprobs"]
+    found = {}
+    for item in items:
+        sums = []
+        for choice in item["choices"]:
+            logprobs = echo.get(item["question"] + " " + choice)
+            if logprobs is None:
+                sums.append(None)
+                continue
+            shift = len(prefix) if "".join(logprobs["tokens"]).startswith(prefix) else 0
+            start = shift + len(item["question"])
+            pairs = list(zip(logprobs["text_offset"], logprobs["token_logprobs"]))[:-1]
+            sums.append(sum(lp for offset, lp in pairs if offset >= start))
+        found[item["id"]] = sums
+    return found
+
+
+def agreement(lines, items, found):
+    """How far the offsets' sums, and acc/acc_norm recomputed from them as
+    lm-eval defines them, are from lm-eval's own numbers."""
+    worst, off, metric_mismatches = 0.0, 0, 0
+    for line, item in zip(lines, items):
+        sums = found[item["id"]]
+        if None in sums:
+            off += len(sums)
+            continue
+        for a, b in zip(line["loglikelihoods"], sums):
+            worst = max(worst, abs(a - b))
+            off += abs(a - b) > 1e-6
+        # np.argmax: the first index on a tie; length in characters.
+        pred = max(range(len(sums)), key=lambda i: (sums[i], -i))
+        norm = [ll / len(ch) for ll, ch in zip(sums, item["choices"])]
+        pred_norm = max(range(len(norm)), key=lambda i: (norm[i], -i))
+        acc, acc_norm = int(pred == item["answer"]), int(pred_norm == item["answer"])
+        metric_mismatches += (acc, acc_norm) != (line["acc"], line["acc_norm"])
+    return {
+        "max_abs_diff": worst,
+        "choices_over_1e-6": off,
+        "items_with_other_acc_or_acc_norm": metric_mismatches,
+    }
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", required=True)
@@ -145,6 +202,7 @@ def main(argv):
         "items_per_s": round(len(items) / args.elapsed, 4),
         "requests_per_s": round(len(completions) / args.elapsed, 4),
         "checks": check_requests(capture, items, args.prompt_prefix),
+        "offsets_method_vs_lm_eval": agreement(lines, items, by_offsets(capture, items, args.prompt_prefix)),
     }
 
     write = Path(args.write)
@@ -155,7 +213,8 @@ def main(argv):
     with open(write / "request_example.json", "w", encoding="utf-8") as f:
         example = {k: completions[0][k] for k in ("request", "status", "response")}
         f.write(json.dumps(example, ensure_ascii=False, indent=2) + "\n")
-    print(json.dumps(summary["lm_eval"]), json.dumps(summary["checks"]))
+    for key in ("lm_eval", "checks", "offsets_method_vs_lm_eval"):
+        print(f"{key}: {json.dumps(summary[key])}")
     return 0
 
 
