@@ -20,7 +20,7 @@ set -euo pipefail
 readonly LM_EVAL_VERSION="0.4.13"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly CONSTRAINTS="$SCRIPT_DIR/../bench/lm_eval_parity/constraints.txt"
+readonly CONSTRAINTS="$(dirname "$SCRIPT_DIR")/bench/lm_eval_parity/constraints.txt"
 CACHE_DIR="${HARNESS_CACHE_DIR:-$HOME/.cache/harness}"
 PYTHON="${HARNESS_PYTHON:-python3}"
 

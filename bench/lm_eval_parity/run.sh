@@ -23,7 +23,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
+ROOT="$(dirname "$(dirname "$HERE")")"
 ITEMS="$(realpath "${1:-$HERE/items.jsonl}")"
 OUT="${LM_EVAL_PARITY_OUT:-$HERE}"
 PREFIX="${LM_EVAL_PARITY_PREFIX:-}"
