@@ -18,7 +18,8 @@ The checks recompute, for every completion request, where lm-eval's
 continuation starts (its context token count, from the captured
 tokenizations) and where the server's text_offset says it starts, and count
 echoed answers whose logprobs stop at the prompt's last token (no entry for
-the generated token, so lm-eval's `[ctxlen:-1]` drops a continuation token).
+the generated token, so lm-eval's `[ctxlen:-1]` drops a continuation token)
+or run two or more entries past it (so it keeps a generated token).
 """
 
 import argparse
@@ -73,6 +74,7 @@ def check_requests(capture, items, prefix):
         "prompt_token_count_mismatches": 0,
         "continuation_start_mismatches": 0,
         "generated_token_missing_from_logprobs": 0,
+        "generated_tokens_kept_by_lm_eval": 0,
     }
     for c in completions:
         if c["status"] != 200:
@@ -97,9 +99,14 @@ def check_requests(capture, items, prefix):
         ctxlen = len(tokens_of[context])
         if ctxlen >= len(offsets) or offsets[ctxlen] != shift + len(context):
             counts["continuation_start_mismatches"] += 1
-        # lm-eval drops the last entry as the one generated token.
-        if len(offsets) == in_prompt:
+        # lm-eval drops the last entry as the one generated token. The server
+        # may give none, or (generating past max_tokens to finish a UTF-8
+        # character) more than one, and then lm-eval keeps all but the last.
+        generated = len(offsets) - in_prompt
+        if generated == 0:
             counts["generated_token_missing_from_logprobs"] += 1
+        elif generated > 1:
+            counts["generated_tokens_kept_by_lm_eval"] += 1
     return counts
 
 
