@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lints the harness's own Python (the code rule's checker and server,
-# src/verify/code/*.py) with a pinned Ruff from PyPI, installed once into a
-# venv under ~/.cache/harness/tools keyed by its version; rules in ruff.toml.
+# src/verify/code/*.py, and the benches' helpers under bench/) with a pinned
+# Ruff from PyPI, installed once into a venv under ~/.cache/harness/tools
+# keyed by its version; rules in ruff.toml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,4 +14,4 @@ if [ ! -x "$venv/bin/ruff" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "ruff==$ruff_version"
 fi
-"$venv/bin/ruff" check --no-cache src/verify/code/ src/sandbox/warm.py
+"$venv/bin/ruff" check --no-cache src/verify/code/ src/sandbox/warm.py bench/
