@@ -144,7 +144,20 @@ fn read_score(
             "its `logprobs` are not the echoed prompt's tokens, text offsets and log-probabilities ({e})"
         ))
     })?;
-    let tokens = continuation_tokens(&echo, prompt.chars().count(), start)?;
+    let end = prompt.chars().count();
+    // The generated token follows the prompt in the list. A server that
+    // generated one and lists none lists the prompt one row late (each token
+    // with the next one's distribution): llama-cpp-python does when the
+    // model adds no BOS token. Its numbers are wrong, not scores.
+    if usage.tokens_out.is_some_and(|n| n > 0) && echo.text_offset.iter().all(|&o| o < end) {
+        return Err(no_prompt_logprobs(
+            "it listed no entry for the generated token, so its echoed \
+             log-probabilities are one row late (llama-cpp-python does so when the \
+             model adds no BOS token: start it with \
+             `--kv_overrides tokenizer.ggml.add_bos_token=bool:true`)",
+        ));
+    }
+    let tokens = continuation_tokens(&echo, end, start)?;
     let model = parsed.model.filter(|m| !m.is_empty());
     Ok((Continuation::of(tokens), usage, model))
 }
@@ -289,6 +302,15 @@ mod tests {
             matches!(error, ProviderError::NoPromptLogprobs(_)),
             "{error}"
         );
+    }
+
+    #[test]
+    fn an_echo_without_its_generated_token_is_refused_as_misaligned() {
+        // llama-cpp-python without a BOS: the prompt's tokens, one row late,
+        // and no entry for the token it generated (usage says one).
+        let bytes = echo(&[("Ответ:", 0, None), (" 5", 6, Some(-2.0))]);
+        let error = read_score(&bytes, "Ответ: 5", 6).unwrap_err();
+        assert!(error.to_string().contains("one row late"), "{error}");
     }
 
     #[test]
