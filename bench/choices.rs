@@ -8,6 +8,7 @@
 //! Run with `cargo bench --bench choices` (or `bench/choices.sh`).
 
 #[path = "zero_server.rs"]
+#[allow(dead_code, reason = "the t06 workspace is the other benches'")]
 mod zero_server;
 
 use std::path::Path;
