@@ -195,7 +195,9 @@ fn choice_example(
             })
             .collect(),
     };
-    let (outcome, verdict) = choices.score(&set, &example.response, Some(&logprobs))?;
+    let (outcome, verdict) = choices
+        .score(&set, &example.response, Some(&logprobs))
+        .map_err(|e| e.to_string())?;
     Ok((verdict, outcome.picked))
 }
 

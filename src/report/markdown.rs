@@ -40,24 +40,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&super::statistics::runs(v));
     groups(&mut s, v);
     s.push_str(&super::measures::markdown(v));
-    let words = v.words();
-    let sections = [
-        (
-            words.md.reasoning,
-            words.md.reasoning_note,
-            &words.reasoning_header[..],
-            super::reasoning::rows(v),
-        ),
-        (
-            words.md.choices,
-            words.md.choices_note,
-            &words.choices_header[..],
-            super::choices::rows(v),
-        ),
-    ];
-    for (heading, note, header, rows) in sections {
-        s.push_str(&super::cell_table::markdown(heading, note, header, rows));
-    }
+    s.push_str(&super::cell_table::markdown_sections(v));
     comparisons(&mut s, v);
     s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));

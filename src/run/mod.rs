@@ -17,6 +17,7 @@ mod ask_judge;
 mod batch;
 mod batch_log;
 pub(crate) mod budget;
+mod choice_task;
 pub(crate) mod cost;
 mod episode;
 mod estimate;

@@ -118,6 +118,18 @@ fn is_zero_amount(x: &f64) -> bool {
 }
 
 impl Record {
+    /// Takes `verdict` in: the first scoring rule's answer, pass, score,
+    /// the failing rules' details, the first failure and every rule's outcome.
+    pub(crate) fn take_verdict(&mut self, verdict: crate::verify::InstanceVerdict) {
+        let scoring = || verdict.rules.iter().filter(|r| !r.report_only);
+        self.scored.answer = scoring().next().and_then(|r| r.answer.clone());
+        self.scored.passed = verdict.passed;
+        self.scored.score = verdict.score;
+        self.scored.detail = verdict.failure_details();
+        self.failure = scoring().find_map(|r| r.verdict.failure);
+        self.rules = verdict.rules;
+    }
+
     /// A record of `model` on `spec`'s instance and sample before anything
     /// was asked: no messages, no answer, no rules, nothing spent.
     pub(crate) fn blank(model: &str, spec: &str, instance: u64, sample: u32) -> Record {

@@ -47,21 +47,7 @@ pub(super) async fn schedule(
     } else {
         None
     };
-    let mut queues = Vec::new();
-    let mut progress_rows = Vec::new();
-    for model in models {
-        // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
-        let per_request = if model.provider().supports_n() {
-            model.setup.max_n.max(1) as usize
-        } else {
-            1
-        };
-        let name = &model.setup.name;
-        let tasks = Tasks::new(manifest, name, per_request, specs, done.clone());
-        let (total, pending) = tasks.counts();
-        progress_rows.push((name.clone(), total - pending, total));
-        queues.push(Arc::new(Mutex::new(tasks)));
-    }
+    let (queues, progress_rows) = model_queues(manifest, models, specs, &done);
     let mut progress = Progress::new(&progress_rows, settings.progress);
     let stop = Arc::new(AtomicBool::new(false));
     let refused = Arc::new(Mutex::new(None));
@@ -176,6 +162,32 @@ fn refusal(record: &Record, gave_logprobs: bool) -> Option<RunError> {
             kind.name()
         ),
     })
+}
+
+/// Each model's queue of tasks, and its progress row (name, done, total).
+#[allow(clippy::type_complexity, reason = "two parallel lists, read once")]
+fn model_queues(
+    manifest: &Manifest,
+    models: &[Arc<ModelClient>],
+    specs: &[Arc<SpecRuntime>],
+    done: &Arc<std::collections::HashSet<super::record::TaskKey>>,
+) -> (Vec<Arc<Mutex<Tasks>>>, Vec<(String, u64, u64)>) {
+    let mut queues = Vec::new();
+    let mut progress_rows = Vec::new();
+    for model in models {
+        // Samples asked together: up to `max_n` when the provider takes OpenAI's `n`.
+        let per_request = if model.provider().supports_n() {
+            model.setup.max_n.max(1) as usize
+        } else {
+            1
+        };
+        let name = &model.setup.name;
+        let tasks = Tasks::new(manifest, name, per_request, specs, done.clone());
+        let (total, pending) = tasks.counts();
+        progress_rows.push((name.clone(), total - pending, total));
+        queues.push(Arc::new(Mutex::new(tasks)));
+    }
+    (queues, progress_rows)
 }
 
 /// How many tasks ask a model, and whether it is one [`Batcher`]: each

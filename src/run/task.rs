@@ -11,7 +11,7 @@ use super::record::Record;
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask, ask_batch};
 use crate::extract::{first_json_object, strip_think};
-use crate::format::{ChoiceMethod, ResponseFormat, ToolChoice, ToolMode};
+use crate::format::{ResponseFormat, ToolChoice, ToolMode};
 use crate::prompt::Message;
 use crate::provider::{ChatRequest, ModelSetup, OutputKind, RequestKey};
 use crate::spec::Spec;
@@ -72,41 +72,6 @@ pub(crate) fn build_request(
         logprobs: (r.logprobs == Some(true)).then(|| r.top_logprobs.unwrap_or(0)),
         ..ChatRequest::new(messages, max_tokens)
     }
-}
-
-/// What a `first_token` request may generate; only the first token is read.
-const FIRST_TOKEN_MAX_TOKENS: u32 = 4;
-
-/// `base` as a `[choices]` method asks: one token with its alternatives
-/// (`first_token`), or each choice scored after the prompt's text
-/// (`loglikelihood`); `generate` asks as any spec does.
-fn choice_request(
-    s: &Spec,
-    inst: &crate::spec::Instance,
-    base: &mut ChatRequest,
-) -> Result<(), crate::error::Diagnostic> {
-    let (Some(choices), Some(set)) = (s.choices(), s.choice_set(inst.index, &inst.vars)?) else {
-        return Ok(());
-    };
-    match choices.method {
-        ChoiceMethod::Generate => {}
-        ChoiceMethod::FirstToken => {
-            // A few tokens, not one: llama-server lists no log-probabilities
-            // for an answer that ends inside a UTF-8 character.
-            base.max_tokens = FIRST_TOKEN_MAX_TOKENS;
-            base.logprobs = Some(choices.top);
-        }
-        ChoiceMethod::Loglikelihood => {
-            let context = inst.messages.iter().map(|m| m.content.as_str()).collect();
-            base.max_tokens = 1;
-            base.logprobs = Some(1);
-            base.score = Some(crate::provider::ScoreRequest {
-                context,
-                continuations: choices.continuations(&set),
-            });
-        }
-    }
-    Ok(())
 }
 
 impl SpecRuntime {
@@ -186,7 +151,7 @@ pub(super) async fn run_task(
         Err(d) => return failed(FailureKind::GenerationError, d.to_string()),
     };
     let mut base = build_request(spec, &model.setup, inst.messages.clone(), &inst.tools);
-    if let Err(d) = choice_request(s, &inst, &mut base) {
+    if let Err(d) = super::choice_task::choice_request(s, &inst, &mut base) {
         return failed(FailureKind::GenerationError, d.to_string());
     }
     if let Err(e) = with_exec(&mut base, &model.setup, &inst.vars, s) {
@@ -375,23 +340,10 @@ async fn finish(
             let ended = ended
                 .or_else(|| too_deep_call(&trajectory))
                 .or_else(|| unfinished(&completion));
-            let choice = s
-                .choice_set(record.instance, vars)
-                .map_err(|d| d.to_string())
-                .and_then(|set| {
-                    let logprobs = completion.logprobs.as_deref();
-                    set.map(|set| {
-                        s.choices()
-                            .expect("a set")
-                            .score(&set, &completion.text, logprobs)
-                    })
-                    .transpose()
-                });
-            let verdict = if let Ok(Some((outcome, verdict))) = choice {
-                record.scored.choice = Some(outcome);
+            let choice = super::choice_task::verdict(s, record.instance, vars, &completion);
+            let verdict = if let Some((outcome, verdict)) = choice {
+                record.scored.choice = outcome;
                 verdict
-            } else if let Err(why) = choice {
-                crate::verify::InstanceVerdict::failed(FailureKind::MalformedResponse, why)
             } else if s.rules.needs_sandbox() {
                 // Running code blocks for up to its time limit: not on a runtime worker.
                 let (spec, text, vars) = (s.clone(), completion.text.clone(), vars.clone());
@@ -433,20 +385,7 @@ async fn finish(
                 record.served_model = Some(served.model);
                 record.system_fingerprint = served.fingerprint;
             }
-            record.scored.answer = verdict
-                .rules
-                .iter()
-                .find(|r| !r.report_only)
-                .and_then(|r| r.answer.clone());
-            record.scored.passed = verdict.passed;
-            record.scored.score = verdict.score;
-            record.scored.detail = verdict.failure_details();
-            record.failure = verdict
-                .rules
-                .iter()
-                .filter(|r| !r.report_only)
-                .find_map(|r| r.verdict.failure);
-            record.rules = verdict.rules;
+            record.take_verdict(verdict);
             record.scored.response = Some(completion.text);
             record.scored.state = state;
             if let Some(ended) = ended {

@@ -117,70 +117,150 @@ fn labels_problem(labels: &[String]) -> Option<String> {
         .map(|l| format!("label `{l}` is given twice"))
 }
 
+/// Why an instance's variables make no question, or an answer cannot be
+/// scored as one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum ChoiceProblem {
+    /// A variable `[choices]` names is not set.
+    #[error("the instance has no variable `{var}` ({key})")]
+    Missing {
+        /// The variable.
+        var: String,
+        /// The `[choices]` key naming it.
+        key: &'static str,
+    },
+    /// The texts are not a list.
+    #[error("`{var}` is {value}, not a list of texts")]
+    NotAList {
+        /// The variable.
+        var: String,
+        /// Its value, as JSON.
+        value: String,
+    },
+    /// A text is neither a string nor a number.
+    #[error("`{var}` holds {value}, not a choice's text")]
+    NotAText {
+        /// The variable.
+        var: String,
+        /// The item, as JSON.
+        value: String,
+    },
+    /// Fewer than two choices.
+    #[error("`{var}` has {count} choice(s); a question needs at least 2")]
+    TooFew {
+        /// The variable.
+        var: String,
+        /// Its choices.
+        count: usize,
+    },
+    /// More choices than labels.
+    #[error("`{var}` has {count} choices and [choices] labels only {labels}")]
+    TooMany {
+        /// The variable.
+        var: String,
+        /// Its choices.
+        count: usize,
+        /// The labels.
+        labels: usize,
+    },
+    /// The right index is not a non-negative integer.
+    #[error("`{var}` is {value}, not a choice's index (0-based)")]
+    NotAnIndex {
+        /// The variable.
+        var: String,
+        /// Its value, as JSON.
+        value: String,
+    },
+    /// The right index is past the last choice.
+    #[error("`{var}` is {index}, out of range for {count} choices (0-based)")]
+    OutOfRange {
+        /// The variable.
+        var: String,
+        /// Its value.
+        index: usize,
+        /// The choices.
+        count: usize,
+    },
+    /// The answer carries no log-probabilities for `first_token`.
+    #[error("the answer carries no log-probabilities")]
+    NoLogprobs,
+    /// The answer scored another number of continuations than there are choices.
+    #[error("{choices} choices and {scored} scored continuations")]
+    Unmatched {
+        /// The choices.
+        choices: usize,
+        /// The continuations scored.
+        scored: usize,
+    },
+}
+
 impl ChoicesRuntime {
     /// The choices of an instance with `vars`, or why its variables do not
-    /// make a question (a message naming the variable).
-    pub(crate) fn set(&self, vars: &Map<String, Value>) -> Result<ChoiceSet, String> {
+    /// make a question.
+    pub(crate) fn set(&self, vars: &Map<String, Value>) -> Result<ChoiceSet, ChoiceProblem> {
+        let var = || self.texts.clone();
         let texts = match crate::verify::lookup(vars, &self.texts) {
             None => {
-                return Err(format!(
-                    "the instance has no variable `{}` (texts)",
-                    self.texts
-                ));
+                return Err(ChoiceProblem::Missing {
+                    var: var(),
+                    key: "texts",
+                });
             }
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|v| match v {
                     Value::String(s) => Ok(s.clone()),
                     Value::Number(n) => Ok(n.to_string()),
-                    other => Err(format!(
-                        "`{}` holds {other}, not a choice's text",
-                        self.texts
-                    )),
+                    other => Err(ChoiceProblem::NotAText {
+                        var: var(),
+                        value: other.to_string(),
+                    }),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
             Some(other) => {
-                return Err(format!("`{}` is {other}, not a list of texts", self.texts));
+                return Err(ChoiceProblem::NotAList {
+                    var: var(),
+                    value: other.to_string(),
+                });
             }
         };
-        if texts.len() < 2 {
-            return Err(format!(
-                "`{}` has {} choice(s); a question needs at least 2",
-                self.texts,
-                texts.len()
-            ));
+        let count = texts.len();
+        if count < 2 {
+            return Err(ChoiceProblem::TooFew { var: var(), count });
         }
-        if texts.len() > self.labels.len() {
-            return Err(format!(
-                "`{}` has {} choices and [choices] labels only {}",
-                self.texts,
-                texts.len(),
-                self.labels.len()
-            ));
+        if count > self.labels.len() {
+            let labels = self.labels.len();
+            return Err(ChoiceProblem::TooMany {
+                var: var(),
+                count,
+                labels,
+            });
         }
+        let var = || self.correct.clone();
         let correct = match crate::verify::lookup(vars, &self.correct) {
             None => {
-                return Err(format!(
-                    "the instance has no variable `{}` (correct)",
-                    self.correct
-                ));
+                return Err(ChoiceProblem::Missing {
+                    var: var(),
+                    key: "correct",
+                });
             }
-            Some(v) => v.as_u64().ok_or_else(|| {
-                format!("`{}` is {v}, not a choice's index (0-based)", self.correct)
+            Some(v) => v.as_u64().ok_or_else(|| ChoiceProblem::NotAnIndex {
+                var: var(),
+                value: v.to_string(),
             })?,
         };
-        let correct = usize::try_from(correct).unwrap_or(usize::MAX);
-        if correct >= texts.len() {
-            return Err(format!(
-                "`{}` is {correct}, out of range for {} choices (0-based)",
-                self.correct,
-                texts.len()
-            ));
+        let index = usize::try_from(correct).unwrap_or(usize::MAX);
+        if index >= count {
+            return Err(ChoiceProblem::OutOfRange {
+                var: var(),
+                index,
+                count,
+            });
         }
         Ok(ChoiceSet {
-            labels: self.labels[..texts.len()].to_vec(),
+            labels: self.labels[..count].to_vec(),
             texts,
-            correct,
+            correct: index,
         })
     }
 
@@ -193,7 +273,7 @@ impl ChoicesRuntime {
         set: &ChoiceSet,
         text: &str,
         logprobs: Option<&Logprobs>,
-    ) -> Result<(ChoiceOutcome, InstanceVerdict), String> {
+    ) -> Result<(ChoiceOutcome, InstanceVerdict), ChoiceProblem> {
         let picking = match self.method {
             ChoiceMethod::Generate => Picking::Text(text),
             ChoiceMethod::FirstToken => {
@@ -203,17 +283,16 @@ impl ChoicesRuntime {
                         Picking::FirstToken(Some((&token.token, token.logprob)), &token.top)
                     }
                     None if logprobs.is_some() => Picking::FirstToken(None, &[]),
-                    None => return Err("the answer carries no log-probabilities".into()),
+                    None => return Err(ChoiceProblem::NoLogprobs),
                 }
             }
             ChoiceMethod::Loglikelihood => {
                 let scored = logprobs.map_or(&[][..], |l| &l.continuations[..]);
                 if scored.len() != set.texts.len() {
-                    return Err(format!(
-                        "{} choices and {} scored continuations",
-                        set.texts.len(),
-                        scored.len()
-                    ));
+                    return Err(ChoiceProblem::Unmatched {
+                        choices: set.texts.len(),
+                        scored: scored.len(),
+                    });
                 }
                 let lls: Vec<f64> = scored.iter().map(|c| c.logprob).collect();
                 return Ok(score_pick(set, Picking::Loglikelihoods(&lls)));
@@ -289,14 +368,14 @@ mod tests {
             ),
         ];
         for (v, expected) in cases {
-            let error = r.set(&vars(v.clone())).unwrap_err();
+            let error = r.set(&vars(v.clone())).unwrap_err().to_string();
             assert!(error.contains(expected), "{v}: {error}");
         }
         let two = runtime(vec!["A".into(), "B".into()]);
         let error = two.set(&vars(
             serde_json::json!({"options": ["x", "y", "z"], "answer": 0}),
         ));
-        assert!(error.unwrap_err().contains("labels only 2"));
+        assert!(error.unwrap_err().to_string().contains("labels only 2"));
     }
 
     #[test]

@@ -168,18 +168,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
         }
         _ => {}
     }
-    if def.verify.is_empty() && def.choices.is_none() {
-        errors.push(
-            Diagnostic::new(
-                ErrorKind::Invalid,
-                Location::file_start(file),
-                "the spec has no [[verify]] rule",
-            )
-            .with_help(
-                "add at least one, e.g.\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\"",
-            ),
-        );
-    }
+    errors.extend(unscored(&def, file));
 
     let generator = if errors
         .iter()
@@ -245,6 +234,18 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
             Err(Diagnostics(errors))
         }
     }
+}
+
+/// The error of a spec that scores nothing: no `[[verify]]` rule and no `[choices]`.
+fn unscored(def: &SpecFile, file: &Path) -> Option<Diagnostic> {
+    (def.verify.is_empty() && def.choices.is_none()).then(|| {
+        Diagnostic::new(
+            ErrorKind::Invalid,
+            Location::file_start(file),
+            "the spec has no [[verify]] rule",
+        )
+        .with_help("add at least one, e.g.\n[[verify]]\nrule = \"exact\"\nexpected = \"answer\"")
+    })
 }
 
 /// The error for more instances than [`super::RUNS_CEILING`] without the
