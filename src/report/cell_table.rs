@@ -57,30 +57,6 @@ pub(crate) fn markdown(heading: &str, note: &str, header: &[&str], rows: Vec<Row
     s
 }
 
-/// The Markdown sections of reasoning and multiple choice, in that order
-/// (each empty when no cell has any).
-pub(crate) fn markdown_sections(v: &View) -> String {
-    let w = v.words();
-    let sections = [
-        (
-            w.md.reasoning,
-            w.md.reasoning_note,
-            &w.reasoning_header[..],
-            super::reasoning::rows(v),
-        ),
-        (
-            w.md.choices,
-            w.md.choices_note,
-            &w.choices_header[..],
-            super::choices::rows(v),
-        ),
-    ];
-    sections
-        .into_iter()
-        .map(|(heading, note, header, rows)| markdown(heading, note, header, rows))
-        .collect()
-}
-
 /// JUnit properties `names[i] = values[i]`, leaving out the empty values.
 pub(crate) fn properties(names: &[&str], values: Vec<String>) -> Vec<(String, String)> {
     names

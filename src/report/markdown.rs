@@ -40,7 +40,7 @@ pub(crate) fn render(v: &View) -> String {
     s.push_str(&super::statistics::runs(v));
     groups(&mut s, v);
     s.push_str(&super::measures::markdown(v));
-    s.push_str(&super::cell_table::markdown_sections(v));
+    s.push_str(&super::markdown_sections(v));
     comparisons(&mut s, v);
     s.push_str(&super::statistics::flaky(v));
     s.push_str(&super::judge_stats::markdown(v));

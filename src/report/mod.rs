@@ -457,3 +457,27 @@ fn unique_stem(name: &str, taken: &mut BTreeSet<String>) -> String {
     }
     stem
 }
+
+/// The Markdown sections of reasoning and multiple choice, in that order
+/// (each empty when no cell has any).
+pub(crate) fn markdown_sections(v: &View) -> String {
+    let w = v.words();
+    let sections = [
+        (
+            w.md.reasoning,
+            w.md.reasoning_note,
+            &w.reasoning_header[..],
+            reasoning::rows(v),
+        ),
+        (
+            w.md.choices,
+            w.md.choices_note,
+            &w.choices_header[..],
+            choices::rows(v),
+        ),
+    ];
+    sections
+        .into_iter()
+        .map(|(heading, note, header, rows)| cell_table::markdown(heading, note, header, rows))
+        .collect()
+}
