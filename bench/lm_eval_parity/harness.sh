@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# harness.sh — the harness side of the parity check: the same items scored
+# by `[choices] method = "loglikelihood"` on llama-cpp-python's server, then
+# compared with lm-eval's committed output (compare.py).
+#
+# Usage: bench/lm_eval_parity/harness.sh [ITEMS.jsonl] [LM_EVAL_OUTPUT.jsonl]
+#   defaults: items_digits.jsonl and lm_eval_output.jsonl beside this script
+# Environment: HARNESS_LLAMA_PY_URL (a running server; else one is started),
+#   HARNESS_BIN (default: target/release/harness built by cargo).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$(dirname "$HERE")")"
+ITEMS="$(realpath "${1:-$HERE/items_digits.jsonl}")"
+REFERENCE="$(realpath "${2:-$HERE/lm_eval_output.jsonl}")"
+WORK="$(mktemp -d /tmp/harness_parity.XXXXXX)"
+STATE="$WORK/llama-state"
+cleanup() {
+    HARNESS_LLAMA_STATE="$STATE" "$ROOT/scripts/llama-server.sh" stop smollm2py >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+BIN="${HARNESS_BIN:-}"
+if [ -z "$BIN" ]; then
+    (cd "$ROOT" && cargo build --release --locked --quiet)
+    BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/harness"
+fi
+URL="${HARNESS_LLAMA_PY_URL:-}"
+[ -n "$URL" ] || URL="$(HARNESS_LLAMA_STATE="$STATE" "$ROOT/scripts/llama-server.sh" start smollm2py)"
+
+mkdir -p "$WORK/specs"
+cp "$HERE/parity.toml" "$WORK/specs/parity.toml"
+cp "$ITEMS" "$WORK/specs/items.jsonl"
+printf '[models.smollm2py]\nprovider = "openai"\nmodel = "smollm2"\nbase_url = "%s/v1"\nconcurrency = 1\ntimeout_secs = 600\n' \
+    "${URL%/}" >"$WORK/harness.toml"
+(cd "$WORK" && "$BIN" run specs/parity.toml -m smollm2py --no-cache --no-progress >"$WORK/run.log" 2>&1) ||
+    { tail -n 20 "$WORK/run.log" >&2; exit 1; }
+python3 "$HERE/harness_output.py" "$WORK"/results/runs/*/journal.jsonl "$WORK/harness_output.jsonl"
+python3 "$HERE/compare.py" "$REFERENCE" "$WORK/harness_output.jsonl"
