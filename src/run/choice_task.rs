@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::format::ChoiceMethod;
-use crate::prompt::ChoiceOutcome;
+use crate::prompt::{ChoiceOutcome, Logprobs};
 use crate::provider::{ChatRequest, Completion};
 use crate::spec::Spec;
 use crate::verify::{FailureKind, InstanceVerdict};
@@ -70,5 +70,21 @@ pub(super) fn verdict(
             None,
             InstanceVerdict::failed(FailureKind::MalformedResponse, why.to_string()),
         ),
+    })
+}
+
+/// What a record keeps of an answer's log-probabilities: for `first_token`,
+/// the first token alone, which is all the method reads (the tokens after
+/// it vary in their last digits from one server process to another, so a
+/// golden transcript could not hold them); else all of them.
+pub(super) fn kept(s: &Spec, logprobs: Option<Box<Logprobs>>) -> Option<Box<Logprobs>> {
+    let first_token = s
+        .choices()
+        .is_some_and(|c| c.method == ChoiceMethod::FirstToken);
+    logprobs.map(|mut l| {
+        if first_token {
+            l.tokens.truncate(1);
+        }
+        l
     })
 }

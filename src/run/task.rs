@@ -378,7 +378,7 @@ async fn finish(
             record.scored.tokens_out = completion.usage.tokens_out;
             record.scored.tokens_reasoning = completion.usage.tokens_reasoning;
             record.scored.reasoning = completion.reasoning;
-            record.scored.logprobs = completion.logprobs;
+            record.scored.logprobs = super::choice_task::kept(s, completion.logprobs);
             record.tokens_cached = completion.usage.tokens_cached;
             record.shared = completion.shared;
             if let Some(served) = completion.served {
