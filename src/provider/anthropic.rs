@@ -123,7 +123,6 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
         ..Reasoning::default()
     });
     Ok(Completion {
-        logprobs: None,
         text,
         reasoning,
         usage,
@@ -131,10 +130,9 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
             .stop_reason
             .as_deref()
             .map(native_wire::finish_reason),
-        shared: None,
         served: native_wire::served(parsed.model),
         tool_calls,
-        allowance_spent: false,
+        ..Completion::default()
     })
 }
 

@@ -185,15 +185,13 @@ pub(super) fn completion(bytes: &[u8], names: &WireNames) -> Result<Completion, 
         ..Reasoning::default()
     });
     Ok(Completion {
-        logprobs: None,
         text,
         reasoning,
         usage,
         finish_reason,
-        shared: None,
         served: native_wire::served(parsed.model),
         tool_calls,
-        allowance_spent: false,
+        ..Completion::default()
     })
 }
 
