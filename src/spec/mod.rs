@@ -256,7 +256,19 @@ impl Spec {
         message: &str,
         at: &[crate::format::locate::Key<'_>],
     ) -> Diagnostic {
-        let message = format!("instance {index}: {what} `{var}`: {message}");
+        let message = format!("{what} `{var}`: {message}");
+        self.instance_diagnostic(index, &message, at)
+    }
+
+    /// An error in instance `index`'s variables: at its dataset row when
+    /// there is one, else at the spec key `at`.
+    fn instance_diagnostic(
+        &self,
+        index: u64,
+        message: &str,
+        at: &[crate::format::locate::Key<'_>],
+    ) -> Diagnostic {
+        let message = format!("instance {index}: {message}");
         match self.dataset.as_ref().and_then(|d| d.row(index)) {
             Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
             None => Diagnostic::new(ErrorKind::Invalid, self.map.locate(at), message)
@@ -304,14 +316,8 @@ impl Spec {
             return Ok(None);
         };
         choices.set(vars).map(Some).map_err(|problem| {
-            let message = format!("instance {index}: [choices]: {problem}");
-            match self.dataset.as_ref().and_then(|d| d.row(index)) {
-                Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
-                None => {
-                    let at = self.map.locate(crate::format::key_path!["choices"]);
-                    Diagnostic::new(ErrorKind::Invalid, at, message).with_source(self.map.source())
-                }
-            }
+            let at = crate::format::key_path!["choices"];
+            self.instance_diagnostic(index, &format!("[choices]: {problem}"), at)
         })
     }
 
