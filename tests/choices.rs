@@ -236,6 +236,61 @@ fn loglikelihood_scores_each_choice_from_the_echoed_prompt() {
     assert!(out.contains("0.000 [0.000,"), "{out}");
 }
 
+/// A completions answer to a list of prompts: one echo choice per prompt,
+/// listed last first (the index, not the order, says which prompt it answers).
+fn echo_answers(prompts: &[Value]) -> Value {
+    let choices: Vec<Value> = (prompts.iter().enumerate().rev())
+        .map(|(i, p)| {
+            let mut choice = echo_answer(p.as_str().unwrap())["choices"][0].clone();
+            choice["index"] = json!(i);
+            choice
+        })
+        .collect();
+    json!({"id": "cmpl-2", "object": "text_completion", "model": "fake-model", "choices": choices,
+        "usage": {"prompt_tokens": 27, "completion_tokens": prompts.len()}})
+}
+
+#[test]
+fn loglikelihood_sends_up_to_max_prompts_continuations_per_request() {
+    let fake = FakeServer::start(|r: &Request| match &r.body["prompt"] {
+        Value::Array(prompts) => Reply::Raw(echo_answers(prompts)),
+        one => Reply::Raw(echo_answer(one.as_str().unwrap_or_default())),
+    });
+    let ws = workspace("choices_loglikelihood.toml", "openai", &fake.openai_base());
+    let extra = "timeout_secs = 5\nconcurrency = 1\nmax_prompts = 3";
+    let base = fake.openai_base();
+    ws.write(
+        "harness.toml",
+        &model_toml("fake", "openai", "fake-model", &base, extra),
+    );
+    run_model(
+        &ws,
+        "choices_loglikelihood.toml",
+        ("1", &[]),
+        0,
+        &["acc_norm"],
+    );
+    // Four choices: three in a list, then the last alone as a string.
+    let prompts: Vec<Value> = fake
+        .requests()
+        .iter()
+        .map(|r| r.body["prompt"].clone())
+        .collect();
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    assert_eq!(prompts[0].as_array().map(Vec::len), Some(3), "{prompts:?}");
+    assert!(
+        prompts[1].as_str().unwrap().ends_with("Earth"),
+        "{prompts:?}"
+    );
+    let r = &ws.last_journal()[0];
+    assert_eq!(
+        r["choice"]["loglikelihoods"],
+        json!([-1.25, -1.75, -1.0, -1.25]),
+        "{r}"
+    );
+    assert_eq!(r["tokens_in"], json!(36), "{r}");
+}
+
 #[test]
 fn servers_without_prompt_or_any_logprobs_are_refused_by_name() {
     // llama-server's completions: the generated token's log-probabilities alone.

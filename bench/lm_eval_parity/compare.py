@@ -1,7 +1,7 @@
 """Compares the harness's per-choice log-likelihoods with lm-eval's.
 
 Usage:
-  python3 compare.py LM_EVAL.jsonl HARNESS.jsonl [--tolerance 1e-6] [--show 10]
+  python3 compare.py LM_EVAL.jsonl HARNESS.jsonl [--tolerance 1e-6] [--show 10] [--subset]
   python3 compare.py --self-check [LM_EVAL.jsonl]
 
 Both files hold one line per item: {"id", "loglikelihoods": [...], "acc": 0|1,
@@ -10,6 +10,9 @@ the two files hold the same ids, every item has as many choices on both
 sides, every log-likelihood agrees within the tolerance (absolute) and acc
 and acc_norm are identical; else exit 1, after a table of the worst
 differences. Exit 2 on unreadable input.
+
+--subset lets the harness's file hold only some of lm-eval's items (at least
+one): CI scores a few items live and holds them to the committed reference.
 
 --self-check runs this comparison on copies of an lm-eval output (default:
 lm_eval_output.jsonl beside this file): the copy itself must pass, and each
@@ -58,11 +61,14 @@ def load(path):
     return items
 
 
-def differences(reference, candidate, tolerance):
+def differences(reference, candidate, tolerance, subset=False):
     """(failures, rows): failure messages, and one row per compared choice."""
     failures, rows = [], []
+    if subset and not candidate:
+        failures.append("the harness's output holds no items")
     for missing in sorted(set(reference) - set(candidate)):
-        failures.append(f"{missing}: only in lm-eval's output")
+        if not subset:
+            failures.append(f"{missing}: only in lm-eval's output")
     for extra in sorted(set(candidate) - set(reference)):
         failures.append(f"{extra}: only in the harness's output")
     for key in sorted(set(reference) & set(candidate)):
@@ -83,8 +89,8 @@ def differences(reference, candidate, tolerance):
     return failures, rows
 
 
-def compare(reference, candidate, tolerance, show, out):
-    failures, rows = differences(reference, candidate, tolerance)
+def compare(reference, candidate, tolerance, show, out, subset=False):
+    failures, rows = differences(reference, candidate, tolerance, subset)
     rows.sort(key=lambda r: -math.inf if math.isnan(r[0]) else -r[0])
     if rows and show:
         out.write(f"{'|diff|':>10}  {'id':<24} {'choice':>6}  {'lm-eval':>22}  {'harness':>22}\n")
@@ -143,6 +149,15 @@ def self_check(path):
         failed = compare(reference, perturbed, 1e-6, 0, sink) == 1
         print(f"{'ok  ' if failed else 'BAD '} {name} fails")
         ok = ok and failed
+    # --subset: a part passes, but an empty part or a changed one does not.
+    part = dict(list(copy.deepcopy(reference).items())[: max(1, len(reference) // 2)])
+    passed = compare(reference, part, 1e-6, 0, sink, subset=True) == 0
+    print(f"{'ok  ' if passed else 'BAD '} --subset: half of the items pass")
+    ok = ok and passed
+    for name, perturbed in [("no items", {}), *perturbations(part)[:3]]:
+        failed = compare(reference, perturbed, 1e-6, 0, sink, subset=True) == 1
+        print(f"{'ok  ' if failed else 'BAD '} --subset: {name} fails")
+        ok = ok and failed
     print(f"self-check: {'passed' if ok else 'FAILED'} on {len(reference)} items of {path}")
     return 0 if ok else 1
 
@@ -153,6 +168,7 @@ def main(argv):
     parser.add_argument("--tolerance", type=float, default=1e-6)
     parser.add_argument("--show", type=int, default=10, help="rows of the worst-differences table")
     parser.add_argument("--self-check", action="store_true")
+    parser.add_argument("--subset", action="store_true", help="the harness's items may be a subset of lm-eval's")
     args = parser.parse_args(argv)
     try:
         if args.self_check:
@@ -161,7 +177,8 @@ def main(argv):
             return self_check(args.files[0] if args.files else HERE / "lm_eval_output.jsonl")
         if len(args.files) != 2:
             parser.error("give LM_EVAL.jsonl and HARNESS.jsonl")
-        return compare(load(args.files[0]), load(args.files[1]), args.tolerance, args.show, sys.stdout)
+        reference, candidate = load(args.files[0]), load(args.files[1])
+        return compare(reference, candidate, args.tolerance, args.show, sys.stdout, args.subset)
     except (OSError, BadInput) as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2

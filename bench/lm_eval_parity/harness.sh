@@ -5,8 +5,13 @@
 #
 # Usage: bench/lm_eval_parity/harness.sh [ITEMS.jsonl] [LM_EVAL_OUTPUT.jsonl]
 #   defaults: items_digits.jsonl and lm_eval_output.jsonl beside this script
-# Environment: HARNESS_LLAMA_PY_URL (a running server; else one is started),
-#   HARNESS_BIN (default: target/release/harness built by cargo).
+# Environment:
+#   HARNESS_LLAMA_PY_URL   a running server (else one is started and stopped)
+#   HARNESS_BIN            the binary (default: target/release/harness built by cargo)
+#   PARITY_LIMIT           score only the first N items and compare them alone
+#                          (compare.py --subset): CI's live check
+#   PARITY_HARNESS_OUTPUT  also write the harness's output here (e.g. the
+#                          committed harness_output.jsonl)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,10 +36,18 @@ URL="${HARNESS_LLAMA_PY_URL:-}"
 
 mkdir -p "$WORK/specs"
 cp "$HERE/parity.toml" "$WORK/specs/parity.toml"
-cp "$ITEMS" "$WORK/specs/items.jsonl"
+SUBSET=()
+if [ -n "${PARITY_LIMIT:-}" ]; then
+    [[ "$PARITY_LIMIT" =~ ^[1-9][0-9]*$ ]] || { echo "PARITY_LIMIT must be a positive integer" >&2; exit 2; }
+    head -n "$PARITY_LIMIT" "$ITEMS" >"$WORK/specs/items.jsonl"
+    SUBSET=(--subset)
+else
+    cp "$ITEMS" "$WORK/specs/items.jsonl"
+fi
 printf '[models.smollm2py]\nprovider = "openai"\nmodel = "smollm2"\nbase_url = "%s/v1"\nconcurrency = 1\ntimeout_secs = 600\n' \
     "${URL%/}" >"$WORK/harness.toml"
 (cd "$WORK" && "$BIN" run specs/parity.toml -m smollm2py --no-cache --no-progress >"$WORK/run.log" 2>&1) ||
     { tail -n 20 "$WORK/run.log" >&2; exit 1; }
 python3 "$HERE/harness_output.py" "$WORK"/results/runs/*/journal.jsonl "$WORK/harness_output.jsonl"
-python3 "$HERE/compare.py" "$REFERENCE" "$WORK/harness_output.jsonl"
+[ -z "${PARITY_HARNESS_OUTPUT:-}" ] || cp "$WORK/harness_output.jsonl" "$PARITY_HARNESS_OUTPUT"
+python3 "$HERE/compare.py" "${SUBSET[@]}" "$REFERENCE" "$WORK/harness_output.jsonl"

@@ -33,9 +33,14 @@ pub(super) fn settings(
             false => Ok(()),
         };
     }
-    if m.base_url.is_some() || m.api_key_env.is_some() || m.stream || m.max_n.is_some() {
+    if m.base_url.is_some()
+        || m.api_key_env.is_some()
+        || m.stream
+        || m.max_n.is_some()
+        || m.max_prompts.is_some()
+    {
         return Err(problem(
-            "an exec model runs a program: `base_url`, `api_key_env`, `stream` and `max_n` do not apply",
+            "an exec model runs a program: `base_url`, `api_key_env`, `stream`, `max_n` and `max_prompts` do not apply",
         ));
     }
     if m.max_response_bytes.is_some() {

@@ -30,6 +30,9 @@ pub(crate) const TIMEOUT: Bounds = Bounds::Above(0.0, MAX_TIMEOUT_SECS);
 pub(crate) const MAX_RETRIES: Bounds = Bounds::Count(0, 100);
 /// `max_n`: OpenAI's own ceiling of `n`.
 pub(crate) const MAX_N: Bounds = Bounds::Count(1, 128);
+/// `max_prompts`: a question's choices fit many times over; more only
+/// makes one request's answer larger.
+const MAX_PROMPTS: Bounds = Bounds::Count(1, 64);
 /// `server.threads`, `server.parallel`.
 pub(crate) const SERVER_COUNT: Bounds = Bounds::Count(1, 1024);
 /// `server.gpu_memory_utilization`: a fraction.
@@ -117,7 +120,7 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
         path
     };
     let o = &m.options;
-    let checks: [(&[&str], Option<Number>, Bounds); 11] = [
+    let checks: [(&[&str], Option<Number>, Bounds); 12] = [
         (
             &["max_response_bytes"],
             m.max_response_bytes.map(Number::from),
@@ -147,6 +150,11 @@ fn model_problems<'a>(found: &mut Vec<Problem<'a>>, name: &'a str, m: &'a ModelC
             MAX_RETRIES,
         ),
         (&["max_n"], m.max_n.map(Number::from), MAX_N),
+        (
+            &["max_prompts"],
+            m.max_prompts.map(Number::from),
+            MAX_PROMPTS,
+        ),
         (
             &["options", "temperature"],
             o.temperature.map(Number::from),
@@ -265,6 +273,8 @@ mod tests {
             "max_retries = 101",
             "max_n = 0",
             "max_n = 129",
+            "max_prompts = 0",
+            "max_prompts = 65",
             "options = { temperature = -0.5 }",
             "options = { temperature = 2.5 }",
             "options = { top_p = 0 }",
@@ -310,6 +320,7 @@ mod tests {
             "timeout_secs = 0.5",
             "timeout_secs = 86400",
             "max_retries = 0",
+            "max_prompts = 64",
             "max_n = 128",
             "options = { temperature = 2, top_p = 1, max_tokens = 1, num_ctx = 1 }",
             "server = { gpu_memory_utilization = 1.0, ready_timeout_secs = 1 }",

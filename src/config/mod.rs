@@ -129,6 +129,10 @@ pub struct ModelConfig {
     pub batch: Option<crate::provider::BatchConfig>,
     /// Samples per request via OpenAI's `n` (default 1, at most 128; llama-server allows up to its slot count).
     pub max_n: Option<u32>,
+    /// Continuations scored in one `/v1/completions` request, sent as a
+    /// list of prompts (`[choices] method = "loglikelihood"`; default 1, at
+    /// most 64). vLLM and OpenAI take several; llama-cpp-python's server one.
+    pub max_prompts: Option<u32>,
     /// How the harness starts a `llamacpp` or `vllm` server.
     pub server: Option<ServerOptions>,
     /// What the model costs: `{ input, output, cached_input }` per million
@@ -260,6 +264,7 @@ impl Config {
         spec.stream = m.stream;
         spec.batch = m.batch.and_then(crate::provider::BatchConfig::setup);
         spec.max_n = m.max_n.unwrap_or(1).max(1);
+        spec.max_prompts = m.max_prompts.unwrap_or(1).max(1);
         spec.price = m.price;
         spec.max_response_bytes = m.max_response_bytes.unwrap_or(spec.max_response_bytes);
         spec.reasoning = m.reasoning;

@@ -125,6 +125,10 @@ pub struct ModelSetup {
     /// Most samples asked in one request with OpenAI's `n` (1: one request per sample).
     #[serde(default = "one")]
     pub max_n: u32,
+    /// Most continuations scored in one completions request, as a list of
+    /// prompts (1: one request per continuation).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub max_prompts: u32,
     /// How a managed server (`llamacpp`, `vllm`) is started; unset for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerOptions>,
@@ -155,6 +159,10 @@ pub struct ModelSetup {
 
 fn one() -> u32 {
     1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn default_max_response_bytes() -> u64 {
@@ -212,6 +220,7 @@ impl ModelSetup {
             options: ModelOptions::default(),
             stream: false,
             max_n: 1,
+            max_prompts: 1,
             server: provider.is_managed().then(ServerOptions::default),
             price: None,
             exec: None,

@@ -31,6 +31,8 @@ pub(crate) struct OpenAiClient {
     pub(super) api_key: Option<String>,
     pub(super) timeout: Duration,
     pub(super) max_response_bytes: u64,
+    /// Most continuations scored in one completions request.
+    pub(super) max_prompts: u32,
     /// Which server speaks this wire: reasoning settings take its fields.
     wire: super::ProviderKind,
 }
@@ -72,6 +74,7 @@ impl OpenAiClient {
             api_key,
             timeout: super::model_ref::timeout(setup.timeout_secs),
             max_response_bytes: setup.max_response_bytes,
+            max_prompts: setup.max_prompts,
             wire: setup.provider,
         })
     }

@@ -29,6 +29,9 @@ struct ScoreResponse {
 
 #[derive(Deserialize)]
 struct ScoreChoice {
+    /// Which prompt of the request this answers (0 when the request sent one).
+    #[serde(default)]
+    index: usize,
     #[serde(default)]
     logprobs: Option<Value>,
 }
@@ -50,21 +53,24 @@ struct EchoLogprobs {
 }
 
 impl OpenAiClient {
-    /// Scores every continuation of `request.score`, one request each, in
-    /// order (a server's prompt cache then reuses the shared context).
+    /// Scores every continuation of `request.score` in order, at most
+    /// `max_prompts` to a request (the completions `prompt` list): a server's
+    /// prompt cache then reuses the shared context.
     pub(crate) async fn score(&self, request: &ChatRequest) -> Result<Completion, ProviderError> {
         let Some(score) = &request.score else {
             return Err(ProviderError::Config("no continuations to score".into()));
         };
-        let mut continuations = Vec::with_capacity(score.continuations.len());
+        let prompts: Vec<(String, usize)> = (0..score.continuations.len())
+            .map(|i| score.prompt(i))
+            .collect();
+        let mut continuations = Vec::with_capacity(prompts.len());
         let (mut tokens_in, mut tokens_out) = (Some(0), Some(0));
         let mut served = None;
-        for i in 0..score.continuations.len() {
-            let (prompt, start) = score.prompt(i);
-            let body = self.score_body(request, &prompt);
+        for batch in prompts.chunks(self.max_prompts.max(1) as usize) {
+            let body = self.score_body(request, batch);
             let bytes = self.post(&self.completions_endpoint, &body).await?;
-            let (continuation, usage, model) = read_score(&bytes, &prompt, start)?;
-            continuations.push(continuation);
+            let (scored, usage, model) = read_scores(&bytes, batch)?;
+            continuations.extend(scored);
             tokens_in = tokens_in.zip(usage.tokens_in).map(|(a, b)| a + b);
             tokens_out = tokens_out.zip(usage.tokens_out).map(|(a, b)| a + b);
             served = served.or(model);
@@ -87,7 +93,13 @@ impl OpenAiClient {
         })
     }
 
-    fn score_body(&self, request: &ChatRequest, prompt: &str) -> Value {
+    /// One prompt goes as a string, as every server takes it; several as a
+    /// list, which only some servers take (vLLM, OpenAI).
+    fn score_body(&self, request: &ChatRequest, batch: &[(String, usize)]) -> Value {
+        let prompt = match batch {
+            [(one, _)] => json!(one),
+            _ => json!(batch.iter().map(|(p, _)| p).collect::<Vec<_>>()),
+        };
         let mut body = json!({
             "model": self.model,
             "prompt": prompt,
@@ -114,13 +126,13 @@ impl OpenAiClient {
     }
 }
 
-/// The continuation of `prompt` from character `start` on, scored by an
-/// echo answer's tokens; its usage and the model the server named.
-fn read_score(
+/// Each prompt's continuation (prompt, first character of its continuation)
+/// scored by an echo answer's choice of the same index; the request's usage
+/// and the model the server named.
+fn read_scores(
     bytes: &[u8],
-    prompt: &str,
-    start: usize,
-) -> Result<(Continuation, Usage, Option<String>), ProviderError> {
+    batch: &[(String, usize)],
+) -> Result<(Vec<Continuation>, Usage, Option<String>), ProviderError> {
     let parsed: ScoreResponse = serde_json::from_slice(bytes).map_err(|e| {
         ProviderError::Malformed(format!(
             "{e}: {}",
@@ -132,13 +144,49 @@ fn read_score(
         tokens_out: u.completion_tokens,
         ..Usage::default()
     });
-    let logprobs = parsed
-        .choices
+    let mut answers: Vec<Option<Value>> = vec![None; batch.len()];
+    let mut seen = vec![false; batch.len()];
+    for choice in parsed.choices {
+        let Some(slot) = seen.get_mut(choice.index) else {
+            return Err(ProviderError::Malformed(format!(
+                "a choice answers prompt {} of a request that sent {}",
+                choice.index,
+                batch.len()
+            )));
+        };
+        if std::mem::replace(slot, true) {
+            return Err(ProviderError::Malformed(format!(
+                "two choices answer prompt {}",
+                choice.index
+            )));
+        }
+        answers[choice.index] = choice.logprobs;
+    }
+    if let Some(missing) = seen.iter().position(|s| !s) {
+        return Err(ProviderError::Malformed(format!(
+            "no choice answers prompt {missing} of {}",
+            batch.len()
+        )));
+    }
+    let generated = usage.tokens_out.is_some_and(|n| n > 0);
+    let scored = answers
         .into_iter()
-        .next()
-        .ok_or_else(|| ProviderError::Malformed("the response has no choices".into()))?
-        .logprobs
-        .ok_or_else(|| no_prompt_logprobs("the answer has no `logprobs`"))?;
+        .zip(batch)
+        .map(|(logprobs, (prompt, start))| read_echo(logprobs, generated, prompt, *start))
+        .collect::<Result<_, _>>()?;
+    let model = parsed.model.filter(|m| !m.is_empty());
+    Ok((scored, usage, model))
+}
+
+/// The continuation of `prompt` from character `start` on, from one
+/// choice's echoed `logprobs`; `generated`: the usage counts generated tokens.
+fn read_echo(
+    logprobs: Option<Value>,
+    generated: bool,
+    prompt: &str,
+    start: usize,
+) -> Result<Continuation, ProviderError> {
+    let logprobs = logprobs.ok_or_else(|| no_prompt_logprobs("the answer has no `logprobs`"))?;
     let echo: EchoLogprobs = serde_json::from_value(logprobs).map_err(|e| {
         no_prompt_logprobs(&format!(
             "its `logprobs` are not the echoed prompt's tokens, text offsets and log-probabilities ({e})"
@@ -149,7 +197,7 @@ fn read_score(
     // generated one and lists none lists the prompt one row late (each token
     // with the next one's distribution): llama-cpp-python does when the
     // model adds no BOS token. Its numbers are wrong, not scores.
-    if usage.tokens_out.is_some_and(|n| n > 0) && echo.text_offset.iter().all(|&o| o < end) {
+    if generated && echo.text_offset.iter().all(|&o| o < end) {
         return Err(no_prompt_logprobs(
             "it listed no entry for the generated token, so its echoed \
              log-probabilities are one row late (llama-cpp-python does so when the \
@@ -157,9 +205,7 @@ fn read_score(
              `--kv_overrides tokenizer.ggml.add_bos_token=bool:true`)",
         ));
     }
-    let tokens = continuation_tokens(&echo, end, start)?;
-    let model = parsed.model.filter(|m| !m.is_empty());
-    Ok((Continuation::of(tokens), usage, model))
+    Ok(Continuation::of(continuation_tokens(&echo, end, start)?))
 }
 
 /// The tokens at characters `start..end` of the echoed prompt.
@@ -246,6 +292,16 @@ mod tests {
         .into_bytes()
     }
 
+    /// One prompt's continuation, usage and model, as `read_scores` reads them.
+    fn read_score(
+        bytes: &[u8],
+        prompt: &str,
+        start: usize,
+    ) -> Result<(Continuation, Usage, Option<String>), ProviderError> {
+        let (mut scored, usage, model) = read_scores(bytes, &[(prompt.to_owned(), start)])?;
+        Ok((scored.remove(0), usage, model))
+    }
+
     #[test]
     fn the_continuation_is_the_echoed_tokens_from_its_start_before_the_generated_one() {
         // "Ответ:" + " 5" and a generated ".": offsets in characters.
@@ -320,5 +376,40 @@ mod tests {
             read_score(&bytes, "Ответ: 5", 6),
             Err(ProviderError::NoPromptLogprobs(_))
         ));
+    }
+
+    #[test]
+    fn a_batch_is_matched_by_index_and_every_prompt_must_be_answered() {
+        let entry = |ll: f64| {
+            json!({"tokens": ["Q:", " 5", "."], "text_offset": [0, 2, 4],
+                   "token_logprobs": [null, ll, -0.1]})
+        };
+        let batch = [("Q: 5".to_owned(), 2), ("Q: 5".to_owned(), 2)];
+        // The server may list its choices in any order.
+        let answer = json!({"choices": [
+            {"index": 1, "logprobs": entry(-2.0)},
+            {"index": 0, "logprobs": entry(-1.0)}],
+            "usage": {"prompt_tokens": 6, "completion_tokens": 2}});
+        let (scored, usage, _) = read_scores(answer.to_string().as_bytes(), &batch).unwrap();
+        let lls: Vec<f64> = scored.iter().map(|c| c.logprob).collect();
+        assert_eq!((lls, usage.tokens_out), (vec![-1.0, -2.0], Some(2)));
+        for (choices, why) in [
+            (
+                json!([{"index": 0, "logprobs": entry(-1.0)}]),
+                "no choice answers prompt 1",
+            ),
+            (
+                json!([{"index": 0, "logprobs": entry(-1.0)}, {"index": 0, "logprobs": entry(-1.0)}]),
+                "two choices answer prompt 0",
+            ),
+            (
+                json!([{"index": 0, "logprobs": entry(-1.0)}, {"index": 2, "logprobs": entry(-1.0)}]),
+                "prompt 2 of a request that sent 2",
+            ),
+        ] {
+            let answer = json!({"choices": choices});
+            let error = read_scores(answer.to_string().as_bytes(), &batch).unwrap_err();
+            assert!(error.to_string().contains(why), "{error}");
+        }
     }
 }

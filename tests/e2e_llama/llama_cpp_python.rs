@@ -6,7 +6,7 @@
 use std::fs;
 
 use super::{LOGLIKELIHOOD, Live, assert_all_cached, copy_dir, journal, live};
-use crate::common::{e2e_var, golden_lines, harness, root, run};
+use crate::common::{e2e_var, golden_lines, harness, locks, root, run};
 
 /// A shard of t06 against llama-cpp-python's server: every record a real
 /// answer with usage and the model the server says answered, and a second run
@@ -122,4 +122,29 @@ fn loglikelihood_reproduces_live_on_llama_cpp_python_and_llama_server_is_refused
         "{out}"
     );
     assert!(!out.contains("report:"), "no score: {out}");
+}
+
+/// The lm-eval parity rig's harness side, live on a few items: the harness
+/// scores the first items of `bench/lm_eval_parity/items_digits.jsonl` on
+/// this server and `compare.py --subset` holds every log-likelihood (to 1e-6),
+/// acc and acc_norm to lm-eval's committed output for those items. The whole
+/// 200-item run is committed beside it (docs/choices-parity.md, "In CI").
+#[test]
+fn loglikelihood_agrees_live_with_lm_evals_committed_output() {
+    let Some(url) = e2e_var("HARNESS_LLAMA_PY_URL") else {
+        return;
+    };
+    // The server to itself, as the other live tests have it.
+    let _servers = locks::real_llama();
+    let rig = root().join("bench/lm_eval_parity");
+    let (code, out) = run(std::process::Command::new("python3")
+        .arg(rig.join("compare.py"))
+        .arg("--self-check"));
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run(std::process::Command::new(rig.join("harness.sh"))
+        .env("HARNESS_LLAMA_PY_URL", &url)
+        .env("HARNESS_BIN", env!("CARGO_BIN_EXE_harness"))
+        .env("PARITY_LIMIT", "5"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("parity: 5 items, 20 choices agree"), "{out}");
 }
