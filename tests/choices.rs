@@ -8,8 +8,8 @@
 use serde_json::{Value, json};
 
 use crate::common::fake_server::{FakeServer, Reply, Request};
-use crate::common::root;
 use crate::common::workspace::{Workspace, model_toml};
+use crate::common::{harness, root};
 
 /// The two-instance first-token spec of the docs, and a model on `base`.
 pub(crate) fn workspace(spec: &str, provider: &str, base: &str) -> Workspace {
@@ -357,4 +357,79 @@ fn servers_without_prompt_or_any_logprobs_are_refused_by_name() {
         "{text}"
     );
     assert_eq!(never.count(), 0);
+}
+
+/// A byte-level tokenizer's view, as llama-server's `/tokenize` (`content`)
+/// or llama-cpp-python's `/extras/tokenize` (`input`, after its BOS 1) give
+/// it: a Latin letter is one token, bare or after a space; a Cyrillic
+/// letter is two byte tokens.
+fn tokenize(text: &str, bos: bool) -> Reply {
+    let mut ids: Vec<u64> = if bos { vec![1] } else { Vec::new() };
+    for c in text.chars() {
+        match c {
+            ' ' => ids.push(220),
+            c if c.is_ascii() => {
+                // " A" merges into one token, as byte-level BPE merges it.
+                if ids.last() == Some(&220) {
+                    ids.pop();
+                    ids.push(1000 + c as u64);
+                } else {
+                    ids.push(c as u64);
+                }
+            }
+            c => ids.extend(c.to_string().bytes().map(u64::from)),
+        }
+    }
+    Reply::Raw(json!({"tokens": ids}))
+}
+
+#[test]
+fn check_warns_of_first_token_labels_the_models_tokenizer_splits() {
+    for extras in [false, true] {
+        let fake = FakeServer::start(move |r: &Request| match (r.path.as_str(), extras) {
+            ("/tokenize", false) => tokenize(r.body["content"].as_str().unwrap(), false),
+            ("/extras/tokenize", true) => tokenize(r.body["input"].as_str().unwrap(), true),
+            _ => Reply::Status(404, None),
+        });
+        let ws = workspace("choices_first_token.toml", "openai", &fake.openai_base());
+        let spec = "specs/choices_first_token.toml";
+        let out = check(&ws, &[spec, "-m", "fake"], &["2/2 examples"]);
+        assert!(!out.contains("warning"), "{out}");
+        // Without -m no server is asked.
+        let before = fake.requests().len();
+        check(&ws, &[spec], &["2/2 examples"]);
+        assert_eq!(fake.requests().len(), before);
+
+        let text = std::fs::read_to_string(ws.path().join(spec)).unwrap();
+        ws.write(
+            spec,
+            &text.replace(
+                "labels = \"latin\"",
+                "labels = [\"A\", \"B\", \"C\", \"Д\"]",
+            ),
+        );
+        let out = check(
+            &ws,
+            &[spec, "-m", "fake"],
+            &[
+                "warning: model `fake`: label is not one token, so first_token never sees it: `Д` (`Д` [208, 148], ` Д` [220, 208, 148])",
+                "choices_first_token.toml:30:",
+            ],
+        );
+        assert!(!out.contains("[1, 208"), "the BOS is cut: {out}");
+    }
+    // A server with no tokenizer: the labels are not checked, and it says so.
+    let fake = FakeServer::start(|_: &Request| Reply::Status(404, None));
+    let ws = workspace("choices_first_token.toml", "openai", &fake.openai_base());
+    check(
+        &ws,
+        &["specs/choices_first_token.toml", "-m", "fake"],
+        &["labels not checked: no tokenizer endpoint answered (HTTP 404 at"],
+    );
+}
+
+/// `harness check --bless ARGS...` in `ws`, which must pass and print each of `wanted`.
+fn check(ws: &Workspace, args: &[&str], wanted: &[&str]) -> String {
+    let mut cmd = harness(ws.path());
+    crate::common::expect(cmd.args(["check", "--bless"]).args(args), 0, wanted)
 }

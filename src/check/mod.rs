@@ -21,6 +21,7 @@ pub(crate) use exec::ExecModel;
 
 mod examples;
 mod exec;
+mod tokens;
 
 /// Options of a check run.
 #[derive(Debug, Clone)]
@@ -34,6 +35,9 @@ pub struct CheckOptions {
     /// The models the spec would run on (`-m`, else `[run] models`): its
     /// reasoning setting is checked against each one's wire.
     pub models: Vec<crate::provider::ModelSetup>,
+    /// The models named on the command line: their servers are asked how
+    /// they tokenize `first_token` labels.
+    pub asked: Vec<crate::provider::ModelSetup>,
 }
 
 /// How many of a spec's examples held, shown as `held/total`.
@@ -66,6 +70,8 @@ pub struct SpecCheck {
     pub verdicts: Vec<ExampleVerdict>,
     /// Every problem found.
     pub errors: Vec<Diagnostic>,
+    /// What may go wrong with a model, though the spec is sound.
+    pub warnings: Vec<Diagnostic>,
     /// The golden comparison, when the spec was sound enough to make one.
     pub golden: Option<GoldenStatus>,
     /// Wall time of the check.
@@ -130,6 +136,10 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
         }
     };
     let generated = check_instances(spec, golden.as_mut(), &options.exec_models, report);
+    if let Some(labels) = generated.filter(|&labels| labels > 0) {
+        report.warnings = tokens::label_warnings(spec, labels, &options.asked);
+    }
+    let generated = generated.is_some();
     report.examples.total = spec.def.examples.len();
     if spec.rules.needs_sandbox()
         && !spec.def.examples.is_empty()
@@ -201,13 +211,15 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
 type Outcome = (Option<ExampleVerdict>, Result<(), Diagnostic>);
 
 /// Generates and renders every instance, checking what the rules read from
-/// it and streaming its golden line to `golden`; whether generation held.
+/// it and streaming its golden line to `golden`; when generation held, the
+/// most choices an instance has (0 without `[choices]`).
 fn check_instances(
     spec: &Spec,
     mut golden: Option<&mut StreamCompare>,
     exec_models: &[ExecModel],
     report: &mut SpecCheck,
-) -> bool {
+) -> Option<usize> {
+    let mut most_choices = 0;
     let mut seen = BTreeSet::new();
     let mut seen_commands = exec::Seen::default();
     let group_by = spec.def.report.group_by();
@@ -217,9 +229,12 @@ fn check_instances(
             Ok(i) => i,
             Err(e) => {
                 report.errors.push(e);
-                return false;
+                return None;
             }
         };
+        if let Ok(Some(set)) = spec.choice_set(index, &instance.vars) {
+            most_choices = most_choices.max(set.labels.len());
+        }
         for (rule, key, var) in spec.rules.missing_variables(&instance.vars) {
             if seen.insert((rule, key, var.clone())) {
                 report.errors.push(missing_variable(
@@ -283,7 +298,7 @@ fn check_instances(
     for (j, var) in group_by.iter().enumerate().filter(|(j, _)| !grouped[*j]) {
         report.errors.push(group_by_unknown(spec, j, var));
     }
-    true
+    Some(most_choices)
 }
 
 /// `[report] group_by` names a variable that no instance sets.

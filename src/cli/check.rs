@@ -110,6 +110,7 @@ fn print_report(r: &SpecCheck, verbose: bool, color: bool) {
                 outln!("      {line}");
             }
         }
+        print_warnings(r, color);
         if verbose {
             print_verdicts(&r.verdicts);
         }
@@ -141,8 +142,17 @@ fn print_report(r: &SpecCheck, verbose: bool, color: bool) {
             out!("{}", diff.render(color));
         }
     }
+    print_warnings(r, color);
     if verbose {
         print_verdicts(&r.verdicts);
+    }
+}
+
+fn print_warnings(r: &SpecCheck, color: bool) {
+    for d in &r.warnings {
+        for line in render::warning(d, color).lines() {
+            outln!("      {line}");
+        }
     }
 }
 
@@ -226,6 +236,11 @@ pub(super) fn run(args: &CheckArgs, config: Option<&Config>, color: bool) -> Exi
             write_pending: !bless && !is_ci(),
         },
         exec_models,
+        asked: if args.models.is_empty() {
+            Vec::new()
+        } else {
+            models.clone()
+        },
         models,
     };
     let (mut failed, mut differ) = (0, 0);

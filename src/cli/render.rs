@@ -11,11 +11,28 @@ use crate::text::visible;
 pub(super) fn diagnostic(d: &Diagnostic, color: bool) -> String {
     let head = format!("error[{}]", d.kind.label());
     let message = visible(&d.message);
-    let mut out = if color {
+    let head = if color {
         format!("{}: {}\n", head.red().bold(), message.bold())
     } else {
         format!("{head}: {message}\n")
     };
+    body(head, d, color)
+}
+
+/// A warning as text, laid out as a diagnostic: what may go wrong though
+/// nothing is invalid.
+pub(super) fn warning(d: &Diagnostic, color: bool) -> String {
+    let message = visible(&d.message);
+    let head = if color {
+        format!("{}: {}\n", "warning".yellow().bold(), message.bold())
+    } else {
+        format!("warning: {message}\n")
+    };
+    body(head, d, color)
+}
+
+/// `head`, then the location, the source line with a caret and the help.
+fn body(mut out: String, d: &Diagnostic, color: bool) -> String {
     let gutter = d.location.line.to_string().len();
     let pad = " ".repeat(gutter);
     out.push_str(&format!("{pad}--> {}\n", d.location));

@@ -13,6 +13,8 @@
 //! Ollama's `thinking`, Anthropic's `thinking` blocks, Gemini's thought
 //! parts, Responses summaries; `reasoning` moves an inline `<think>` block
 //! out of every wire's text) with the reasoning tokens its usage reports.
+//! `tokenize` asks an OpenAI-compatible server's tokenizer how it splits a
+//! text, for `check`.
 //!
 //! Imports go down only: `prompt` (messages), `golden` (replayed
 //! transcripts), `media`, `secrets`, `sandbox` (an `exec` program's input
@@ -36,6 +38,7 @@ mod openai;
 mod openai_response;
 mod openai_score;
 pub(crate) mod price;
+mod provider_kind;
 mod rate_headers;
 mod reasoning;
 pub(crate) mod reasoning_setting;
@@ -45,6 +48,7 @@ mod retry_after;
 mod scrub;
 mod server_options;
 mod shared;
+pub(crate) mod tokenize;
 use scrub::scrub;
 mod tool_wire;
 

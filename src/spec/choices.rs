@@ -91,6 +91,14 @@ pub(super) fn compile(
     };
     if let Some(problem) = labels_problem(&labels) {
         errors.push(at(key_path!["choices", "labels"], &problem));
+    } else if method == ChoiceMethod::FirstToken
+        && let Some(label) = (labels.iter()).find(|l| l.trim().contains(char::is_whitespace))
+    {
+        let message = format!(
+            "label `{label}` has white space inside: method = \"first_token\" reads a \
+             label from one token"
+        );
+        errors.push(at(key_path!["choices", "labels"], &message));
     }
     Some(ChoicesRuntime {
         method,
@@ -195,6 +203,11 @@ pub(crate) enum ChoiceProblem {
 }
 
 impl ChoicesRuntime {
+    /// The labels, one per choice in order (as many as the longest question needs).
+    pub(crate) fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
     /// The choices of an instance with `vars`, or why its variables do not
     /// make a question.
     pub(crate) fn set(&self, vars: &Map<String, Value>) -> Result<ChoiceSet, ChoiceProblem> {

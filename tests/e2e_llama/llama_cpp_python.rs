@@ -148,3 +148,48 @@ fn loglikelihood_agrees_live_with_lm_evals_committed_output() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("parity: 5 items, 20 choices agree"), "{out}");
 }
+
+/// `check -m` asks both real servers' tokenizers about `first_token`
+/// labels: llama-server's `/tokenize` and llama-cpp-python's
+/// `/extras/tokenize` (its BOS cut off). The shipped spec's Latin labels
+/// are single tokens of SmolLM2; Cyrillic ones mostly are not.
+#[test]
+fn check_asks_both_servers_whether_first_token_labels_are_single_tokens() {
+    let Some(url) = e2e_var("HARNESS_LLAMA_PY_URL") else {
+        return;
+    };
+    let Some(Live { dir, _servers, .. }) = live(false) else {
+        return;
+    };
+    add_model(dir.path(), &url);
+    let spec = "specs/ru_choice.toml";
+    for model in ["smollm2", "smollm2py"] {
+        let args = ["check", "--bless", spec, "-m", model];
+        let (code, out) = run(harness(dir.path()).args(args));
+        assert_eq!(code, 0, "{out}");
+        assert!(!out.contains("warning"), "{out}");
+    }
+    let text = fs::read_to_string(dir.path().join(spec)).unwrap();
+    fs::write(
+        dir.path().join(spec),
+        text.replace("labels = \"latin\"", "labels = \"cyrillic\""),
+    )
+    .unwrap();
+    let mut views = Vec::new();
+    for model in ["smollm2", "smollm2py"] {
+        // The examples name Latin labels and fail now; the warning still shows.
+        let (code, out) = run(harness(dir.path()).args(["check", spec, "-m", model]));
+        assert_eq!(code, 2, "{out}");
+        let warning = out
+            .lines()
+            .find(|l| l.contains("warning:"))
+            .unwrap_or_else(|| panic!("no warning: {out}"));
+        assert!(
+            warning.contains("labels are not one token") && warning.contains("`Б` (`Б` ["),
+            "{warning}"
+        );
+        views.push(warning.split_once(": ").unwrap().1.replace(model, "M"));
+    }
+    // One vocabulary behind both servers: the same ids.
+    assert_eq!(views[0], views[1]);
+}
