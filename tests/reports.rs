@@ -12,6 +12,8 @@ use serde_json::Value;
 use crate::common::alone::{in_own_process, test_name};
 
 pub(crate) mod episodes;
+/// pass@k and pass^k of repeated agent trials.
+mod pass_k;
 
 const STAMP: &str = "20261121_223000";
 

@@ -95,9 +95,12 @@ fn separate_requests_give_one_record_per_sample_with_derived_seeds_and_a_cached_
         })
         .unwrap_or_else(|| panic!("a comparison line for fake: {out}"));
     let cells: Vec<&str> = line.split_whitespace().collect();
+    // pass^4 = C(3,4)/C(4,4) = 0: no problem passed all four samples.
     assert_eq!(
-        &cells[..6],
-        ["fake", "75.0%", "75.0%", "100.0%", "100.0%", "100.0%"],
+        &cells[..7],
+        [
+            "fake", "75.0%", "75.0%", "100.0%", "100.0%", "0.0%", "100.0%"
+        ],
         "{out}"
     );
     // One model: nothing to be better than, so no best line.
@@ -216,14 +219,18 @@ fn report_compares_models_against_a_baseline_with_tiers_in_every_format() {
     let (code, out) = run(&mut cmd);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("best: good (baseline: base)"), "{out}");
-    let good = out
-        .lines()
-        .find(|l| l.starts_with("good ") && l.contains("pp"))
-        .unwrap();
+    // Too wide for 80 columns with pass^4 beside pass@k: models as columns
+    // (base, then good).
+    let row = |name: &str| {
+        (out.lines().find(|l| l.starts_with(name)))
+            .unwrap_or_else(|| panic!("the {name} row: {out}"))
+    };
     assert!(
-        good.contains("exceptional") && good.ends_with("+50.0 pp"),
-        "{good}"
+        row("vs baseline").ends_with("+0.0 pp     +50.0 pp"),
+        "{out}"
     );
+    assert!(row("tier").ends_with("exceptional  exceptional"), "{out}");
+    assert!(row("pass^4").ends_with("0.0%       100.0%"), "{out}");
 
     let file = |ext: &str| report(&ws.path().join("results"), "", ext);
     let json: Value = serde_json::from_str(&file("json")).unwrap();

@@ -4,13 +4,18 @@
 //! pass@k is the unbiased estimator of Chen et al. 2021: for a problem with
 //! `n` samples of which `c` pass, `1 - C(n-c, k) / C(n, k)`, computed as the
 //! product `prod_{i=n-c+1}^{n} (1 - k / i)` so no binomial ever overflows.
-//! pass^k (all k samples pass) is `C(c, k) / C(n, k)`, the same way.
+//! pass^k (all k samples pass) is `C(c, k) / C(n, k)`, the same way: the
+//! estimator of τ-bench (Yao et al. 2024), which reports an agent's
+//! reliability over repeated trials. Each mean over problems comes with a
+//! percentile bootstrap interval that resamples problems (seeded, so a
+//! report reproduces).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::problems::{Problem, Problems};
+use super::stats::{self, Interval};
 
 /// Unbiased pass@k of one problem with `n` samples, `c` of them passing (`k <= n`).
 pub(crate) fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
@@ -56,6 +61,12 @@ pub(crate) struct PassRates {
     /// k → mean over problems of pass^k: all k samples pass (how reliably,
     /// where pass@k says how possibly).
     pub pass_hat_k: BTreeMap<u32, f64>,
+    /// k → the bootstrap interval of `pass_at_k`'s mean.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pass_at_k_interval: BTreeMap<u32, Interval>,
+    /// k → the bootstrap interval of `pass_hat_k`'s mean.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pass_hat_k_interval: BTreeMap<u32, Interval>,
     /// maj@n: the fraction of problems whose majority answer passed, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maj: Option<f64>,
@@ -104,31 +115,17 @@ pub(super) fn sampled(
             values.iter().sum::<f64>() / values.len() as f64
         }
     };
-    let ks_of = |hat: bool| {
-        plan.ks
-            .iter()
-            .map(|&k| {
-                let value = mean(&|p| {
-                    let (n, c, k) = (p.n_total(), p.n_correct(), u64::from(k));
-                    (n >= k).then(|| {
-                        if hat {
-                            pass_hat_k(n, c, k)
-                        } else {
-                            pass_at_k(n, c, k)
-                        }
-                    })
-                });
-                (k, value)
-            })
-            .collect()
-    };
+    let at_k = per_k(problems, &plan.ks, pass_at_k);
+    let hat_k = per_k(problems, &plan.ks, pass_hat_k);
     SampledMetrics {
         problems: count,
         n: problems.iter().map(|p| p.n_total()).max().unwrap_or(0),
         rates: PassRates {
             pass_rate: mean(&|p| Some(p.n_correct() as f64 / p.n_total().max(1) as f64)),
-            pass_at_k: ks_of(false),
-            pass_hat_k: ks_of(true),
+            pass_at_k: means(&at_k),
+            pass_hat_k: means(&hat_k),
+            pass_at_k_interval: intervals(&at_k),
+            pass_hat_k_interval: intervals(&hat_k),
             maj: plan
                 .maj
                 .then(|| mean(&|p| Some(f64::from(u8::from(p.majority_passed()))))),
@@ -148,4 +145,47 @@ pub(super) fn sampled(
             Vec::new()
         },
     }
+}
+
+/// k → each problem's value of `estimate(n, c, k)`, for the problems with
+/// at least k samples.
+fn per_k(
+    problems: &Problems,
+    ks: &[u32],
+    estimate: fn(u64, u64, u64) -> f64,
+) -> BTreeMap<u32, Vec<f64>> {
+    ks.iter()
+        .map(|&k| {
+            let values = (problems.iter())
+                .filter(|p| p.n_total() >= u64::from(k))
+                .map(|p| estimate(p.n_total(), p.n_correct(), u64::from(k)))
+                .collect();
+            (k, values)
+        })
+        .collect()
+}
+
+/// k → the mean of its problems' values (0 with none).
+fn means(values: &BTreeMap<u32, Vec<f64>>) -> BTreeMap<u32, f64> {
+    (values.iter())
+        .map(|(&k, v)| {
+            let mean = if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            };
+            (k, mean)
+        })
+        .collect()
+}
+
+/// k → the percentile bootstrap interval of its mean, resampling problems.
+fn intervals(values: &BTreeMap<u32, Vec<f64>>) -> BTreeMap<u32, Interval> {
+    let bootstrap = stats::Bootstrap::default();
+    (values.iter())
+        .filter_map(|(&k, v)| {
+            let clusters: Vec<[f64; 1]> = v.iter().map(|&x| [x]).collect();
+            stats::bootstrap_mean(&clusters, &bootstrap).map(|e| (k, e.interval))
+        })
+        .collect()
 }

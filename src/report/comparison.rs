@@ -53,28 +53,31 @@ pub(crate) struct ModelLine {
     pub vs_baseline_significant: Option<bool>,
     /// Report-only rule (a flexible extraction beside the strict one) → its numbers.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub alongside: BTreeMap<String, GroupLine>,
-    /// Group variable → value → (pass rate, pass@k).
+    pub alongside: BTreeMap<String, PassRates>,
+    /// Group variable → value → its pass rate, pass@k and pass^k.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub groups: BTreeMap<String, BTreeMap<String, GroupLine>>,
+    pub groups: BTreeMap<String, BTreeMap<String, PassRates>>,
 }
 
-/// One group's numbers for one model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct GroupLine {
-    /// Pass rate over samples.
-    pub pass_rate: f64,
-    /// k → pass@k.
-    pub pass_at_k: BTreeMap<u32, f64>,
-}
-
-impl GroupLine {
-    /// Pass rate, then pass@`top` after a slash when the group has it.
-    pub(crate) fn with_pass_at(&self, top: Option<u32>) -> String {
-        match top.and_then(|k| self.pass_at_k.get(&k)) {
-            Some(p) => format!("{} / {}", percent(self.pass_rate), percent(*p)),
-            None => percent(self.pass_rate),
+/// A group's pass rate, then pass@`top` and pass^`top` (when `top` > 1)
+/// after slashes, where the group has them: `52.0% / 80.0% / 25.0%`.
+pub(crate) fn group_cell(g: &PassRates, top: Option<u32>) -> String {
+    let mut out = percent(g.pass_rate);
+    if let Some((k, p)) = top.and_then(|k| Some((k, g.pass_at_k.get(&k)?))) {
+        out += &format!(" / {}", percent(*p));
+        if let Some(hat) = g.pass_hat_k.get(&k).filter(|_| k > 1) {
+            out += &format!(" / {}", percent(*hat));
         }
+    }
+    out
+}
+
+/// The label of [`group_cell`]'s numbers: `pass rate / pass@4 / pass^4`.
+pub(crate) fn group_label(pass_rate: &str, top: Option<u32>) -> String {
+    match top {
+        Some(1) => format!("{pass_rate} / pass@1"),
+        Some(k) => format!("{pass_rate} / pass@{k} / pass^{k}"),
+        None => pass_rate.to_owned(),
     }
 }
 
@@ -131,17 +134,12 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
             let Some(sampled) = v.summary.cell(m, &spec.id).and_then(|c| c.sampled.as_ref()) else {
                 continue;
             };
-            let mut groups: BTreeMap<String, BTreeMap<String, GroupLine>> = BTreeMap::new();
+            let mut groups: BTreeMap<String, BTreeMap<String, PassRates>> = BTreeMap::new();
             for (var, values) in v.summary.groups(m, &spec.id).into_iter().flatten() {
                 for (value, metrics) in values {
                     if let Some(s) = &metrics.sampled {
-                        groups.entry(var.clone()).or_default().insert(
-                            value.clone(),
-                            GroupLine {
-                                pass_rate: s.rates.pass_rate,
-                                pass_at_k: s.rates.pass_at_k.clone(),
-                            },
-                        );
+                        (groups.entry(var.clone()).or_default())
+                            .insert(value.clone(), s.rates.clone());
                     }
                 }
             }
@@ -151,16 +149,8 @@ pub(crate) fn build(v: &View) -> Vec<Comparison> {
                 tier: tier(sampled.rates.pass_rate),
                 vs_baseline: None,
                 vs_baseline_significant: None,
-                alongside: sampled
-                    .alongside
-                    .iter()
-                    .map(|(name, s)| {
-                        let line = GroupLine {
-                            pass_rate: s.rates.pass_rate,
-                            pass_at_k: s.rates.pass_at_k.clone(),
-                        };
-                        (name.clone(), line)
-                    })
+                alongside: (sampled.alongside.iter())
+                    .map(|(name, s)| (name.clone(), s.rates.clone()))
                     .collect(),
                 groups,
             });
@@ -228,8 +218,8 @@ fn significant(v: &View, spec: &str, model: &str, baseline: &str) -> bool {
 }
 
 /// Report-only rule names of a comparison, each with (model, its numbers) in model order.
-pub(crate) fn alongside(c: &Comparison) -> BTreeMap<&str, Vec<(&str, &GroupLine)>> {
-    let mut out: BTreeMap<&str, Vec<(&str, &GroupLine)>> = BTreeMap::new();
+pub(crate) fn alongside(c: &Comparison) -> BTreeMap<&str, Vec<(&str, &PassRates)>> {
+    let mut out: BTreeMap<&str, Vec<(&str, &PassRates)>> = BTreeMap::new();
     for line in &c.models {
         for (rule, numbers) in &line.alongside {
             out.entry(rule).or_default().push((&line.model, numbers));
@@ -243,15 +233,18 @@ pub(crate) fn hat_ks(c: &Comparison) -> Vec<u32> {
     c.ks.iter().copied().filter(|k| *k > 1).collect()
 }
 
-/// A sampled spec's comparison for the terminal: mean accuracy, pass@k, maj@n,
-/// tier and change against the baseline per model (pass^k, which needs the room,
-/// is in the Markdown and HTML reports), then the report-only rules and mean
-/// accuracy / pass@(largest k) per group.
+/// A sampled spec's comparison for the terminal: mean accuracy, pass@k,
+/// pass^k at the largest k, maj@n, tier and change against the baseline per
+/// model (every pass^k, with intervals, is in the Markdown and HTML
+/// reports), then the report-only rules and mean accuracy / pass@(largest k)
+/// / pass^(largest k) per group.
 pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, fit: super::fit::Fit) -> String {
     use super::lang::fill;
     let has_maj = c.models.iter().any(|l| l.rates.maj.is_some());
+    let hat = c.ks.last().copied().filter(|k| *k > 1);
     let mut header = vec![w.model.to_owned(), w.pass_rate.to_owned()];
     header.extend(c.ks.iter().map(|k| format!("pass@{k}")));
+    header.extend(hat.map(|k| format!("pass^{k}")));
     if has_maj {
         header.push("maj".to_owned());
     }
@@ -266,6 +259,7 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, fit: super::fit::
         .map(|l| {
             let mut row = vec![(l.model.clone(), None), rate(Some(l.rates.pass_rate))];
             row.extend(c.ks.iter().map(|k| rate(l.rates.pass_at_k.get(k).copied())));
+            row.extend(hat.map(|k| rate(l.rates.pass_hat_k.get(&k).copied())));
             if has_maj {
                 row.push(rate(l.rates.maj));
             }
@@ -305,9 +299,7 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, fit: super::fit::
     }
     let top = c.ks.last().copied();
     for (var, values) in c.group_columns() {
-        let label = top.map_or(w.pass_rate.to_owned(), |k| {
-            format!("{} / pass@{k}", w.pass_rate)
-        });
+        let label = group_label(w.pass_rate, top);
         let heading = fill(w.t.sampled_by, &[&c.title, &var, &label]);
         let heading = super::fit::wrap(&heading, fit.width);
         let header = header_row(w.model, values.iter().map(|v| (*v).clone()));
@@ -318,7 +310,7 @@ pub(crate) fn terminal(w: &super::lang::Words, c: &Comparison, fit: super::fit::
                 let mut row = vec![(l.model.clone(), None)];
                 for value in &values {
                     let g = l.groups.get(var).and_then(|g| g.get(*value));
-                    let text = g.map_or(NONE.into(), |g| g.with_pass_at(top));
+                    let text = g.map_or(NONE.into(), |g| group_cell(g, top));
                     row.push((text, g.map(|g| g.pass_rate)));
                 }
                 row

@@ -11,7 +11,9 @@
 //! the spec's best model with interval and p-value. The header row is in
 //! the report's language; these are its English names. When a rule measured
 //! something (the `cer` rule's CER, WER), one `mean <name>` column per measure
-//! follows: its mean over the measured answers, empty where none was.
+//! follows: its mean over the measured answers, empty where none was. Then
+//! the reasoning, multiple-choice and sampled columns (pass@k and pass^k at
+//! the largest k, with intervals), where any cell has them.
 
 use super::View;
 use crate::text::num;
@@ -52,6 +54,10 @@ pub(crate) fn render(v: &View) -> String {
     if choices {
         header.extend(v.words().csv_choices.iter().map(|h| field(h)));
     }
+    let sampled = super::pass_k::any(v);
+    if sampled {
+        header.extend(super::pass_k::NAMES.iter().map(|h| field(h)));
+    }
     let mut out = header.join(",");
     out.push_str("\r\n");
     for m in v.models {
@@ -66,6 +72,7 @@ pub(crate) fn render(v: &View) -> String {
                 names: &names,
                 reasoning,
                 choices,
+                sampled,
                 group: "",
                 currency,
                 standing,
@@ -79,6 +86,7 @@ pub(crate) fn render(v: &View) -> String {
                         names: &names,
                         reasoning,
                         choices,
+                        sampled,
                         group: &group,
                         currency,
                         standing: None,
@@ -104,6 +112,8 @@ struct Row<'a> {
     reasoning: bool,
     /// Whether the report has the multiple-choice columns.
     choices: bool,
+    /// Whether the report has the pass@k and pass^k columns.
+    sampled: bool,
     group: &'a str,
     currency: &'a str,
     standing: Option<&'a Standing>,
@@ -119,6 +129,7 @@ fn push_row(
         names,
         reasoning,
         choices,
+        sampled,
         group,
         currency,
         standing,
@@ -189,6 +200,9 @@ fn push_row(
     }
     if choices {
         extra.extend(super::choices::csv_cells(c));
+    }
+    if sampled {
+        extra.extend(super::pass_k::cells(c));
     }
     let fields: Vec<String> = row.iter().chain(&extra).map(|f| field(f)).collect();
     out.push_str(&fields.join(","));

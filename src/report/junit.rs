@@ -100,6 +100,7 @@ pub(crate) fn write(w: &mut impl Write, v: &View, journals: &mut Journals) -> io
                 properties.extend(super::reasoning::junit_properties(c));
             }
             properties.extend(super::choices::junit_properties(c));
+            properties.extend(super::pass_k::junit_properties(c));
             if !properties.is_empty() {
                 writeln!(w, "    <properties>")?;
                 for (name, value) in properties {

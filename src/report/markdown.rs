@@ -3,6 +3,7 @@
 //! layout. Then per-model tables, the analysis and failing instances. Every
 //! phrase comes from the report language's table ([`super::lang`]).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::metrics::{Example, Metrics};
@@ -189,18 +190,20 @@ fn comparisons(s: &mut String, v: &View) {
             .iter()
             .map(|l| {
                 let mut row = vec![bold(&l.model), percent(l.rates.pass_rate)];
-                row.extend(c.ks.iter().map(|k| {
-                    l.rates
-                        .pass_at_k
-                        .get(k)
-                        .map_or(NONE.into(), |p| percent(*p))
-                }));
-                row.extend(hats.iter().map(|k| {
-                    l.rates
-                        .pass_hat_k
-                        .get(k)
-                        .map_or(NONE.into(), |p| percent(*p))
-                }));
+                let shown = |values: &BTreeMap<u32, f64>, intervals: &BTreeMap<u32, _>, k| {
+                    (values.get(k)).map_or(NONE.into(), |p| {
+                        with_interval(*p, intervals.get(k).copied())
+                    })
+                };
+                let r = &l.rates;
+                row.extend(
+                    c.ks.iter()
+                        .map(|k| shown(&r.pass_at_k, &r.pass_at_k_interval, k)),
+                );
+                row.extend(
+                    hats.iter()
+                        .map(|k| shown(&r.pass_hat_k, &r.pass_hat_k_interval, k)),
+                );
                 if has_maj {
                     row.push(l.rates.maj.map_or(NONE.into(), percent));
                 }
@@ -242,7 +245,7 @@ fn comparisons(s: &mut String, v: &View) {
         }
         let top = c.ks.last().copied();
         for (var, values) in c.group_columns() {
-            let label = top.map_or(String::new(), |k| format!(" / pass@{k}"));
+            let label = super::comparison::group_label("", top);
             let by = inline_code(var);
             let _ = writeln!(s, "{}", fill(w.by_pass, &[&by, &label]));
             let header = header_row(&model, values.iter().map(|v| md_cell(v)));
@@ -255,7 +258,7 @@ fn comparisons(s: &mut String, v: &View) {
                         l.groups
                             .get(var)
                             .and_then(|g| g.get(*value))
-                            .map_or(NONE.into(), |g| g.with_pass_at(top))
+                            .map_or(NONE.into(), |g| super::comparison::group_cell(g, top))
                     }));
                     row
                 })

@@ -32,6 +32,7 @@ mod lang;
 mod markdown;
 mod measures;
 pub(crate) mod model_tag;
+mod pass_k;
 mod raw;
 mod reasoning;
 mod rrr;

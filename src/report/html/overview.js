@@ -313,10 +313,25 @@ function sampledTable(sp) {
   const maj = c.models.some((l) => l.maj != null);
   const head = [t('Model'), t('pass rate')].concat(c.ks.map((k) => 'pass@' + k), hats.map((k) => 'pass^' + k),
     maj ? ['maj@n'] : [], [t('tier')]);
+  // Each pass@k and pass^k with its bootstrap interval (resampled problems).
+  const at = (l, k) => pm(l.pass_at_k[k], (l.pass_at_k_interval || {})[k]);
+  const hat = (l, k) => pm(l.pass_hat_k[k], (l.pass_hat_k_interval || {})[k]);
   const body = c.models.map((l) => h('tr', null, h('td', { class: 'name' }, l.model), h('td', null, pct(l.pass_rate)),
-    c.ks.map((k) => h('td', null, pct(l.pass_at_k[k]))), hats.map((k) => h('td', null, pct(l.pass_hat_k[k]))),
+    c.ks.map((k) => h('td', null, at(l, k))), hats.map((k) => h('td', null, hat(l, k))),
     maj ? h('td', null, pct(l.maj)) : null, h('td', null, l.tier)));
-  return [h('h4', null, t('Sampled: pass@k (some of k pass) beside pass^k (all k pass)')), table(head, body)];
+  const out = [h('h4', null, t('Sampled: pass@k (some of k pass) beside pass^k (all k pass)')), table(head, body)];
+  // Per group: the pass rate, pass@k and pass^k at the largest k.
+  const top = c.ks[c.ks.length - 1];
+  const vars = [...new Set(c.models.flatMap((l) => Object.keys(l.groups || {})))].sort();
+  for (const v of vars) {
+    const vals = [...new Set(c.models.flatMap((l) => Object.keys((l.groups || {})[v] || {})))].sort();
+    const cell = (g) => (g ? [pct(g.pass_rate), at(g, top)].concat(top > 1 ? [hat(g, top)] : []).join(' / ') : '—');
+    const rows = c.models.map((l) => h('tr', null, h('td', { class: 'name' }, l.model),
+      vals.map((x) => h('td', null, cell(((l.groups || {})[v] || {})[x])))));
+    const label = t('pass rate') + ' / pass@' + top + (top > 1 ? ' / pass^' + top : '');
+    out.push(h('h4', null, t('By {0}', v) + ' (' + label + ')'), table([t('Model')].concat(vals), rows));
+  }
+  return out;
 }
 
 // A spec's multiple-choice numbers per model, with each model's reliability
