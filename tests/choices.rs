@@ -197,7 +197,8 @@ fn loglikelihood_scores_each_choice_from_the_echoed_prompt() {
     );
     let requests = fake.requests();
     assert_eq!(requests.len(), 4, "one request per choice");
-    for (r, choice) in requests.iter().zip(["Venus", "Mercury", "Mars", "Earth"]) {
+    // Longest first, ties in order, as lm-eval orders its requests.
+    for (r, choice) in requests.iter().zip(["Mercury", "Venus", "Earth", "Mars"]) {
         assert_eq!(r.path, "/v1/completions");
         let b = &r.body;
         assert_eq!(
@@ -270,7 +271,8 @@ fn loglikelihood_sends_up_to_max_prompts_continuations_per_request() {
         0,
         &["acc_norm"],
     );
-    // Four choices: three in a list, then the last alone as a string.
+    // Four choices, longest first: three in a list, then the shortest alone
+    // as a string; each answer read back to its choice.
     let prompts: Vec<Value> = fake
         .requests()
         .iter()
@@ -279,7 +281,11 @@ fn loglikelihood_sends_up_to_max_prompts_continuations_per_request() {
     assert_eq!(prompts.len(), 2, "{prompts:?}");
     assert_eq!(prompts[0].as_array().map(Vec::len), Some(3), "{prompts:?}");
     assert!(
-        prompts[1].as_str().unwrap().ends_with("Earth"),
+        prompts[0][0].as_str().unwrap().ends_with("Mercury"),
+        "{prompts:?}"
+    );
+    assert!(
+        prompts[1].as_str().unwrap().ends_with("Mars"),
         "{prompts:?}"
     );
     let r = &ws.last_journal()[0];
@@ -432,4 +438,25 @@ fn check_warns_of_first_token_labels_the_models_tokenizer_splits() {
 fn check(ws: &Workspace, args: &[&str], wanted: &[&str]) -> String {
     let mut cmd = harness(ws.path());
     crate::common::expect(cmd.args(["check", "--bless"]).args(args), 0, wanted)
+}
+
+/// The lm-eval parity rig's committed outputs agree: lm-eval's and the
+/// harness's full runs over the same 200 items on llama-cpp-python's server,
+/// every log-likelihood to 1e-6 and acc and acc_norm identical
+/// (docs/choices-parity.md); and the check can fail.
+#[test]
+fn the_committed_lm_eval_parity_outputs_agree() {
+    let rig = root().join("bench/lm_eval_parity");
+    let compare = |args: &[&str]| {
+        let mut cmd = std::process::Command::new("python3");
+        crate::common::run(cmd.arg(rig.join("compare.py")).args(args).current_dir(&rig))
+    };
+    let (code, out) = compare(&["lm_eval_output.jsonl", "harness_output.jsonl"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("parity: 200 items, 800 choices agree within 1e-06"),
+        "{out}"
+    );
+    let (code, out) = compare(&["--self-check"]);
+    assert_eq!(code, 0, "{out}");
 }

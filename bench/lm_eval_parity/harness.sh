@@ -12,6 +12,8 @@
 #                          (compare.py --subset): CI's live check
 #   PARITY_HARNESS_OUTPUT  also write the harness's output here (e.g. the
 #                          committed harness_output.jsonl)
+#   PARITY_SERVERS         servers to start and ask as one pool (default 1;
+#                          each answers one request at a time)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,9 +21,14 @@ ROOT="$(dirname "$(dirname "$HERE")")"
 ITEMS="$(realpath "${1:-$HERE/items_digits.jsonl}")"
 REFERENCE="$(realpath "${2:-$HERE/lm_eval_output.jsonl}")"
 WORK="$(mktemp -d /tmp/harness_parity.XXXXXX)"
-STATE="$WORK/llama-state"
+SERVERS="${PARITY_SERVERS:-1}"
+[[ "$SERVERS" =~ ^[1-9][0-9]*$ ]] || { echo "PARITY_SERVERS must be a positive integer" >&2; exit 2; }
+STARTED=0
 cleanup() {
-    HARNESS_LLAMA_STATE="$STATE" "$ROOT/scripts/llama-server.sh" stop smollm2py >/dev/null 2>&1 || true
+    local i
+    for ((i = 1; i <= STARTED; i++)); do
+        HARNESS_LLAMA_STATE="$WORK/llama-state-$i" "$ROOT/scripts/llama-server.sh" stop smollm2py >/dev/null 2>&1 || true
+    done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -31,8 +38,19 @@ if [ -z "$BIN" ]; then
     (cd "$ROOT" && cargo build --release --locked --quiet)
     BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/harness"
 fi
-URL="${HARNESS_LLAMA_PY_URL:-}"
-[ -n "$URL" ] || URL="$(HARNESS_LLAMA_STATE="$STATE" "$ROOT/scripts/llama-server.sh" start smollm2py)"
+# The base URL: one server, or a pool of identical ones as a TOML list.
+URLS=()
+if [ -n "${HARNESS_LLAMA_PY_URL:-}" ]; then
+    URLS=("\"${HARNESS_LLAMA_PY_URL%/}/v1\"")
+else
+    for ((i = 1; i <= SERVERS; i++)); do
+        url="$(HARNESS_LLAMA_STATE="$WORK/llama-state-$i" "$ROOT/scripts/llama-server.sh" start smollm2py)"
+        STARTED=$i
+        URLS+=("\"${url%/}/v1\"")
+    done
+fi
+BASE_URL="${URLS[0]}"
+[ "${#URLS[@]}" = 1 ] || BASE_URL="[$(IFS=,; echo "${URLS[*]}")]"
 
 mkdir -p "$WORK/specs"
 cp "$HERE/parity.toml" "$WORK/specs/parity.toml"
@@ -44,8 +62,8 @@ if [ -n "${PARITY_LIMIT:-}" ]; then
 else
     cp "$ITEMS" "$WORK/specs/items.jsonl"
 fi
-printf '[models.smollm2py]\nprovider = "openai"\nmodel = "smollm2"\nbase_url = "%s/v1"\nconcurrency = 1\ntimeout_secs = 600\n' \
-    "${URL%/}" >"$WORK/harness.toml"
+printf '[models.smollm2py]\nprovider = "openai"\nmodel = "smollm2"\nbase_url = %s\nconcurrency = 1\ntimeout_secs = 600\n' \
+    "$BASE_URL" >"$WORK/harness.toml"
 (cd "$WORK" && "$BIN" run specs/parity.toml -m smollm2py --no-cache --no-progress >"$WORK/run.log" 2>&1) ||
     { tail -n 20 "$WORK/run.log" >&2; exit 1; }
 python3 "$HERE/harness_output.py" "$WORK"/results/runs/*/journal.jsonl "$WORK/harness_output.jsonl"

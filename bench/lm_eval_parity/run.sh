@@ -20,6 +20,8 @@
 #   LM_EVAL_PARITY_OUT      where the three files go (default: this folder)
 #   LM_EVAL_PARITY_WORK     scratch folder kept after the run (default: a temporary one, removed)
 #   LM_EVAL_PARITY_PREFIX   text the shim puts before every prompt (default: none; see the docs)
+#   LM_EVAL_PARITY_FRESH    1: the shim flushes the server's prompt cache before every
+#                           completion (shim.py --fresh; see the docs, "Order")
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,6 +29,8 @@ ROOT="$(dirname "$(dirname "$HERE")")"
 ITEMS="$(realpath "${1:-$HERE/items.jsonl}")"
 OUT="${LM_EVAL_PARITY_OUT:-$HERE}"
 PREFIX="${LM_EVAL_PARITY_PREFIX:-}"
+FRESH=()
+[ "${LM_EVAL_PARITY_FRESH:-}" != 1 ] || FRESH=(--fresh)
 TASK=harness_choices_parity
 
 log() { printf '[lm_eval_parity] %s\n' "$*" >&2; }
@@ -91,7 +95,7 @@ else
     SERVER_VERSION="llama-cpp-python $("$LLAMA_CPP_PYTHON" -c 'import llama_cpp; print(llama_cpp.__version__)')"
 fi
 
-python3 "$HERE/shim.py" "${UPSTREAMS[@]}" --capture "$WORK/capture.jsonl" \
+python3 "$HERE/shim.py" "${UPSTREAMS[@]}" "${FRESH[@]}" --capture "$WORK/capture.jsonl" \
     --url-file "$WORK/shim.url" --prompt-prefix "$PREFIX" 2>"$WORK/shim.log" &
 SHIM_PID=$!
 for _ in $(seq 100); do

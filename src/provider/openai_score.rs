@@ -53,28 +53,34 @@ struct EchoLogprobs {
 }
 
 impl OpenAiClient {
-    /// Scores every continuation of `request.score` in order, at most
-    /// `max_prompts` to a request (the completions `prompt` list): a server's
-    /// prompt cache then reuses the shared context.
+    /// Scores every continuation of `request.score`, at most `max_prompts`
+    /// to a request (the completions `prompt` list), one after another so a
+    /// server's prompt cache reuses the shared context, and longest first
+    /// (see [`longest_first`]).
     pub(crate) async fn score(&self, request: &ChatRequest) -> Result<Completion, ProviderError> {
         let Some(score) = &request.score else {
             return Err(ProviderError::Config("no continuations to score".into()));
         };
-        let prompts: Vec<(String, usize)> = (0..score.continuations.len())
-            .map(|i| score.prompt(i))
-            .collect();
-        let mut continuations = Vec::with_capacity(prompts.len());
+        let order = longest_first(&score.continuations);
+        let prompts: Vec<(String, usize)> = order.iter().map(|&i| score.prompt(i)).collect();
+        let mut scored_in_order = Vec::with_capacity(prompts.len());
         let (mut tokens_in, mut tokens_out) = (Some(0), Some(0));
         let mut served = None;
         for batch in prompts.chunks(self.max_prompts.max(1) as usize) {
             let body = self.score_body(request, batch);
             let bytes = self.post(&self.completions_endpoint, &body).await?;
             let (scored, usage, model) = read_scores(&bytes, batch)?;
-            continuations.extend(scored);
+            scored_in_order.extend(scored);
             tokens_in = tokens_in.zip(usage.tokens_in).map(|(a, b)| a + b);
             tokens_out = tokens_out.zip(usage.tokens_out).map(|(a, b)| a + b);
             served = served.or(model);
         }
+        // Back in the choices' order.
+        let mut continuations = vec![None; order.len()];
+        for (&i, scored) in order.iter().zip(scored_in_order) {
+            continuations[i] = Some(scored);
+        }
+        let continuations: Vec<Continuation> = continuations.into_iter().flatten().collect();
         Ok(Completion {
             logprobs: Some(Box::new(Logprobs {
                 tokens: Vec::new(),
@@ -124,6 +130,20 @@ impl OpenAiClient {
         }
         body::read(response, cap).await
     }
+}
+
+/// The continuations' indexes, longest (in characters) first, ties in order,
+/// as lm-eval orders its requests. A server that reuses the previous
+/// prompt's cache evaluates only what follows the common prefix, and a
+/// token evaluated alone gets a slightly different row than in a batch
+/// (llama-cpp-python: −5.8266 against −5.8370 for `" 11"` asked right after
+/// `" 1"`). Asked shortest first, a continuation that extends another would
+/// be scored on that row; longest first, no continuation follows one it
+/// extends, so its numbers are those of a fresh evaluation.
+fn longest_first(continuations: &[String]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..continuations.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(continuations[i].chars().count()));
+    order
 }
 
 /// Each prompt's continuation (prompt, first character of its continuation)
@@ -376,6 +396,19 @@ mod tests {
             read_score(&bytes, "Ответ: 5", 6),
             Err(ProviderError::NoPromptLogprobs(_))
         ));
+    }
+
+    #[test]
+    fn continuations_go_longest_first_and_ties_keep_their_order() {
+        let texts = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            longest_first(&texts(&[" 3", " 1", " 11", " 2"])),
+            [2, 0, 1, 3]
+        );
+        assert_eq!(
+            longest_first(&texts(&[" да", " нет", " не знаю"])),
+            [2, 1, 0]
+        );
     }
 
     #[test]

@@ -13,25 +13,10 @@ use crate::common::{e2e_var, golden_lines, harness, locks, root, run};
 /// asks nothing.
 #[test]
 fn llama_cpp_python_answers_a_spec_over_the_openai_wire_and_reruns_from_cache() {
-    let Some(url) = e2e_var("HARNESS_LLAMA_PY_URL") else {
+    let args = ["--shard", "0/5"];
+    let Some((live, records, out)) = run_on_py("specs/t06_mathematics.toml", &args) else {
         return;
     };
-    let Some(Live { dir, _servers, .. }) = live(false) else {
-        return;
-    };
-    add_model(dir.path(), &url);
-    let args = [
-        "run",
-        "specs/t06_mathematics.toml",
-        "-m",
-        "smollm2py",
-        "--shard",
-        "0/5",
-        "--no-progress",
-    ];
-    let (code, out) = run(harness(dir.path()).args(args));
-    assert!(code == 0 || code == 1, "{out}");
-    let records = journal(dir.path());
     assert_eq!(records.len(), 2, "{out}");
     for r in &records {
         assert!(r["error"].is_null(), "request failed: {r}");
@@ -40,8 +25,35 @@ fn llama_cpp_python_answers_a_spec_over_the_openai_wire_and_reruns_from_cache() 
         assert!(r["tokens_out"].as_u64().unwrap() > 0, "{r}");
         assert_eq!(r["served_model"], "smollm2", "{r}");
     }
-    let (_, out) = run(harness(dir.path()).args(args));
-    assert_all_cached(dir.path(), 2, &out);
+    let dir = live.dir.path();
+    let rerun = [
+        "run",
+        "specs/t06_mathematics.toml",
+        "-m",
+        "smollm2py",
+        "--shard",
+        "0/5",
+        "--no-progress",
+    ];
+    let (_, out) = run(harness(dir).args(rerun));
+    assert_all_cached(dir, 2, &out);
+}
+
+/// `harness run SPEC -m smollm2py EXTRA... --no-progress` in a live
+/// workspace with llama-cpp-python's server added, which must exit 0 or 1:
+/// the live state (its lock held), the records and the output; `None` when
+/// the live tests skip.
+fn run_on_py(spec: &str, extra: &[&str]) -> Option<(Live, Vec<serde_json::Value>, String)> {
+    let url = e2e_var("HARNESS_LLAMA_PY_URL")?;
+    let live = live(false)?;
+    add_model(live.dir.path(), &url);
+    let mut cmd = harness(live.dir.path());
+    cmd.args(["run", spec, "-m", "smollm2py", "--no-progress"])
+        .args(extra);
+    let (code, out) = run(&mut cmd);
+    assert!(code == 0 || code == 1, "{out}");
+    let records = journal(live.dir.path());
+    Some((live, records, out))
 }
 
 /// Adds `smollm2py`, SmolLM2 on llama-cpp-python's server at `url`, to the
@@ -192,4 +204,23 @@ fn check_asks_both_servers_whether_first_token_labels_are_single_tokens() {
     }
     // One vocabulary behind both servers: the same ids.
     assert_eq!(views[0], views[1]);
+}
+
+/// `first_token` on llama-cpp-python's chat wire too (llama-server's is the
+/// shipped spec's golden run): the first token's alternatives come back in
+/// OpenAI's `logprobs.content` shape and every answer is scored from them.
+#[test]
+fn first_token_reads_llama_cpp_pythons_chat_logprobs() {
+    let Some((_live, records, out)) = run_on_py("specs/ru_choice.toml", &["--runs", "3"]) else {
+        return;
+    };
+    assert!(out.contains("ECE"), "{out}");
+    assert_eq!(records.len(), 3, "{out}");
+    for r in &records {
+        assert!(r["error"].is_null(), "{r}");
+        let top = &r["logprobs"]["tokens"][0]["top"];
+        assert!(top.as_array().is_some_and(|t| t.len() > 1), "{r}");
+        let probabilities = r["choice"]["probabilities"].as_array().unwrap();
+        assert_eq!(probabilities.len(), 4, "{r}");
+    }
 }
