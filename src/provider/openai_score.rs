@@ -76,11 +76,10 @@ impl OpenAiClient {
             served = served.or(model);
         }
         // Back in the choices' order.
-        let mut continuations = vec![None; order.len()];
-        for (&i, scored) in order.iter().zip(scored_in_order) {
-            continuations[i] = Some(scored);
-        }
-        let continuations: Vec<Continuation> = continuations.into_iter().flatten().collect();
+        let mut by_choice: Vec<(usize, Continuation)> =
+            order.into_iter().zip(scored_in_order).collect();
+        by_choice.sort_by_key(|(i, _)| *i);
+        let continuations: Vec<Continuation> = by_choice.into_iter().map(|(_, c)| c).collect();
         Ok(Completion {
             logprobs: Some(Box::new(Logprobs {
                 tokens: Vec::new(),

@@ -31,10 +31,12 @@ pub(crate) fn any(v: &View) -> bool {
 
 /// A cell's (or group's) values under [`NAMES`]; empty without samples.
 pub(crate) fn cells(c: &Metrics) -> Vec<String> {
-    let Some(k) = (c.sampled.as_ref()).and_then(|s| s.rates.pass_at_k.keys().last()) else {
+    let Some(rates) = c.sampled.as_ref().map(|s| &s.rates) else {
         return vec![String::new(); NAMES.len()];
     };
-    let rates = &c.sampled.as_ref().expect("sampled").rates;
+    let Some(k) = rates.pass_at_k.keys().last() else {
+        return vec![String::new(); NAMES.len()];
+    };
     let with = |value: Option<&f64>, interval: Option<&Interval>| {
         [
             num(value.copied(), 4, ""),
