@@ -14,6 +14,7 @@ mod new;
 mod render;
 mod report;
 mod review;
+mod roles;
 mod run;
 mod show;
 mod sweep;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::record::Cost;
+use super::user_turn::{Said, User, UserSpent};
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask};
 use crate::format::EpisodeLimits;
@@ -39,8 +40,11 @@ pub(super) struct Episode {
     /// Every turn priced and summed; `None` without a price per token or call.
     pub cost: Option<Cost>,
     /// Why the episode failed whatever the rules say: `max_turns`,
-    /// `no_end_call`, `too_many_calls`, `max_calls`, `episode_timeout`, `too_deep`.
+    /// `no_end_call`, `too_many_calls`, `max_calls`, `episode_timeout`,
+    /// `too_deep`, `user_error`.
     pub ended: Option<(FailureKind, String)>,
+    /// What the simulated user's turns spent, apart from the model's.
+    pub user: UserSpent,
 }
 
 /// The sum of two optional counts: known when either is.
@@ -180,6 +184,7 @@ enum Step {
 /// the calls run, and the first value refused for its depth.
 struct Progress {
     messages: Arc<Vec<Message>>,
+    user: UserSpent,
     prompt_len: usize,
     state: Value,
     calls_made: usize,
@@ -267,11 +272,13 @@ impl Progress {
             state: Some(self.state),
             cost,
             ended,
+            user: self.user,
         }
     }
 }
 
-/// Runs one sample's episode of `inst`, starting from `request`.
+/// Runs one sample's episode of `inst`, starting from `request`, with the
+/// simulated `user` answering each reply without calls when the spec has one.
 ///
 /// Its limits (`[agent]`): the calls of a turn and of the episode, and its
 /// wall time, checked before every turn and every call (a request in flight
@@ -284,7 +291,7 @@ pub(super) async fn run_episode(
     spec: &Arc<Spec>,
     inst: &Instance,
     (request, sample): (ChatRequest, u32),
-    cache: Option<&Cache>,
+    (user, cache): (Option<User<'_>>, Option<&Cache>),
 ) -> Result<Episode, Refused> {
     let agent = spec.agent().expect("an episode runs only with [agent]");
     let limits = agent.limits;
@@ -302,6 +309,7 @@ pub(super) async fn run_episode(
         state,
         calls_made: 0,
         too_deep,
+        user: UserSpent::default(),
     };
     let mut totals = Totals {
         usage: Usage::default(),
@@ -311,13 +319,24 @@ pub(super) async fn run_episode(
         retries: Vec::new(),
         cost: None,
     };
-    let mut ended = Some((
-        FailureKind::MaxTurns,
-        format!(
-            "the episode did not end within max_turns = {}",
-            agent.max_turns
+    let mut ended = Some(match &user {
+        // Without an end tool the conversation is the user's to end.
+        Some(user) if agent.end_tool.is_none() => (
+            FailureKind::UserError,
+            format!(
+                "the user did not say `{}` within max_turns = {}",
+                user.stop, agent.max_turns
+            ),
         ),
-    ));
+        _ => (
+            FailureKind::MaxTurns,
+            format!(
+                "the episode did not end within max_turns = {}",
+                agent.max_turns
+            ),
+        ),
+    });
+    let mut user_turn = 0;
     let mut last = None;
     for turn in 0..agent.max_turns {
         if Instant::now() >= deadline {
@@ -331,6 +350,7 @@ pub(super) async fn run_episode(
             sample,
             judge: None,
             turn,
+            user: false,
         };
         let asked = ask(model, &asking, key, cache, 1, |_| Ok::<(), &str>(())).await?;
         let cost = model
@@ -372,6 +392,31 @@ pub(super) async fn run_episode(
                 limits.calls_per_turn
             );
             Step::End(Some((FailureKind::TooManyCalls, why)))
+        } else if let Some(user) = user.as_ref().filter(|_| calls.is_empty()) {
+            if Instant::now() >= deadline {
+                Step::End(Some(late(&limits)))
+            } else {
+                let key = RequestKey {
+                    turn: user_turn,
+                    user: true,
+                    ..key
+                };
+                user_turn += 1;
+                let said = user.answer(&progress.messages, key, cache, &mut progress.user);
+                match said.await? {
+                    Said::Reply(text) => {
+                        Arc::make_mut(&mut progress.messages)
+                            .push(Message::text(crate::prompt::Role::User, text));
+                        Step::Next
+                    }
+                    Said::Stop(text) => {
+                        Arc::make_mut(&mut progress.messages)
+                            .push(Message::text(crate::prompt::Role::User, text));
+                        Step::End(None)
+                    }
+                    Said::Failed(why) => Step::End(Some((FailureKind::UserError, why))),
+                }
+            }
         } else {
             let at = CallSite {
                 instance: inst.index,

@@ -67,6 +67,7 @@ pub(crate) async fn run_plan(
         }
         None => (None, connect(&fixed, &manifest.golden_dir)?),
     };
+    super::user_turn::connect_users(manifest, specs, &meter)?;
     let parts = Parts {
         manifest,
         specs,
