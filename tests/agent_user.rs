@@ -273,7 +273,7 @@ fn the_users_own_failures_are_user_errors_apart_from_the_agents() {
         for r in ws.last_journal() {
             assert_eq!(r["failure"], "user_error", "{how}: {r:#}");
             assert!(
-                r["error"].as_str().unwrap_or("").contains(why),
+                r["detail"].as_str().unwrap_or("").contains(why),
                 "{how}: {r:#}"
             );
         }
