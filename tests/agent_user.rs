@@ -262,7 +262,7 @@ fn the_users_own_failures_are_user_errors_apart_from_the_agents() {
         ("error", "user turn 1 failed"),
         (
             "chatty",
-            "the user did not say `###STOP###` within max_turns = 8",
+            "the user did not say `###STOP###` within max_turns = 4",
         ),
     ];
     for (how, why) in cases {

@@ -22,9 +22,9 @@ use super::user_turn::{Said, User, UserSpent};
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask};
 use crate::format::EpisodeLimits;
-use crate::prompt::Message;
+use crate::prompt::{Message, Role};
 use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey, Usage};
-use crate::spec::agent::{CallSite, result_text};
+use crate::spec::agent::{AgentRuntime, CallSite, result_text};
 use crate::spec::{Instance, Spec};
 use crate::verify::FailureKind;
 
@@ -174,6 +174,26 @@ fn count(calls: &[crate::format::ToolCall]) -> String {
     }
 }
 
+/// How an episode that runs out of turns ends: `max_turns`, the agent's
+/// failure, unless a simulated user talks and no end tool is set, when the
+/// conversation was the user's to end.
+fn unended(agent: &AgentRuntime, user: Option<&User<'_>>) -> (FailureKind, String) {
+    let turns = agent.max_turns;
+    match user {
+        Some(user) if agent.end_tool.is_none() => (
+            FailureKind::UserError,
+            format!(
+                "the user did not say `{}` within max_turns = {turns}",
+                user.stop
+            ),
+        ),
+        _ => (
+            FailureKind::MaxTurns,
+            format!("the episode did not end within max_turns = {turns}"),
+        ),
+    }
+}
+
 /// Whether an episode goes on after a turn, or how it ended (`None`: well).
 enum Step {
     Next,
@@ -185,6 +205,7 @@ enum Step {
 struct Progress {
     messages: Arc<Vec<Message>>,
     user: UserSpent,
+    user_turns: u32,
     prompt_len: usize,
     state: Value,
     calls_made: usize,
@@ -235,6 +256,35 @@ impl Progress {
             return Step::End(Some((FailureKind::MaxCalls, why)));
         }
         if ends { Step::End(None) } else { Step::Next }
+    }
+
+    /// Hands the agent's reply to the simulated `user` and adds its answer
+    /// to the messages, asked under `key` as the user's next turn.
+    async fn hand_over(
+        &mut self,
+        user: &User<'_>,
+        key: RequestKey<'_>,
+        cache: Option<&Cache>,
+        (deadline, limits): (Instant, &EpisodeLimits),
+    ) -> Result<Step, Refused> {
+        if Instant::now() >= deadline {
+            return Ok(Step::End(Some(late(limits))));
+        }
+        let key = RequestKey {
+            turn: self.user_turns,
+            ..key
+        };
+        self.user_turns += 1;
+        let said = user
+            .answer(&self.messages, key, cache, &mut self.user)
+            .await?;
+        let (text, step) = match said {
+            Said::Reply(text) => (text, Step::Next),
+            Said::Stop(text) => (text, Step::End(None)),
+            Said::Failed(why) => return Ok(Step::End(Some((FailureKind::UserError, why)))),
+        };
+        Arc::make_mut(&mut self.messages).push(Message::text(Role::User, text));
+        Ok(step)
     }
 
     /// The episode as it ended with `last` turn's answer (none when it
@@ -310,6 +360,7 @@ pub(super) async fn run_episode(
         calls_made: 0,
         too_deep,
         user: UserSpent::default(),
+        user_turns: 0,
     };
     let mut totals = Totals {
         usage: Usage::default(),
@@ -319,24 +370,7 @@ pub(super) async fn run_episode(
         retries: Vec::new(),
         cost: None,
     };
-    let mut ended = Some(match &user {
-        // Without an end tool the conversation is the user's to end.
-        Some(user) if agent.end_tool.is_none() => (
-            FailureKind::UserError,
-            format!(
-                "the user did not say `{}` within max_turns = {}",
-                user.stop, agent.max_turns
-            ),
-        ),
-        _ => (
-            FailureKind::MaxTurns,
-            format!(
-                "the episode did not end within max_turns = {}",
-                agent.max_turns
-            ),
-        ),
-    });
-    let mut user_turn = 0;
+    let mut ended = Some(unended(agent, user.as_ref()));
     let mut last = None;
     for turn in 0..agent.max_turns {
         if Instant::now() >= deadline {
@@ -393,30 +427,10 @@ pub(super) async fn run_episode(
             );
             Step::End(Some((FailureKind::TooManyCalls, why)))
         } else if let Some(user) = user.as_ref().filter(|_| calls.is_empty()) {
-            if Instant::now() >= deadline {
-                Step::End(Some(late(&limits)))
-            } else {
-                let key = RequestKey {
-                    turn: user_turn,
-                    user: true,
-                    ..key
-                };
-                user_turn += 1;
-                let said = user.answer(&progress.messages, key, cache, &mut progress.user);
-                match said.await? {
-                    Said::Reply(text) => {
-                        Arc::make_mut(&mut progress.messages)
-                            .push(Message::text(crate::prompt::Role::User, text));
-                        Step::Next
-                    }
-                    Said::Stop(text) => {
-                        Arc::make_mut(&mut progress.messages)
-                            .push(Message::text(crate::prompt::Role::User, text));
-                        Step::End(None)
-                    }
-                    Said::Failed(why) => Step::End(Some((FailureKind::UserError, why))),
-                }
-            }
+            let key = RequestKey { user: true, ..key };
+            progress
+                .hand_over(user, key, cache, (deadline, &limits))
+                .await?
         } else {
             let at = CallSite {
                 instance: inst.index,
