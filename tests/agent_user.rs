@@ -7,7 +7,8 @@
 //! conversation in the journal, a rerun that asks nothing, replay of the
 //! blessed conversation, the user's own failures as `user_error`, and a
 //! SIGKILL mid-conversation followed by `--resume` that asks no finished
-//! turn again.
+//! turn again; and the golden dialogues of the two CI models reproduced
+//! live through llama-server.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -16,8 +17,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::fake_server::{FakeCall, FakeServer, Reply, Request};
-use crate::common::root;
 use crate::common::workspace::Workspace;
+use crate::common::{golden_lines, harness, root, run};
+use crate::e2e_llama::{Live, assert_all_cached, both_models, copy_dir, journal, live};
 
 /// The dialogue spec, relative to the repository.
 pub(crate) const DIALOGUE: &str = "specs/ru_support_dialogue.toml";
@@ -363,4 +365,40 @@ fn sigkill_mid_conversation_then_resume_asks_no_finished_turn_again() {
         asked.len(),
         repeated.len()
     );
+}
+
+/// The dialogue with both real models as the agent and Gemma 3 as the
+/// client (the spec's user model), through llama-server `--jinja`: every
+/// conversation, both sides, equals its golden one, and the same run again
+/// asks nothing.
+#[test]
+fn dialogues_reproduce_live_with_both_models_and_rerun_from_cache() {
+    let Some(Live { dir, _servers, .. }) = live(true) else {
+        return;
+    };
+    let id = "ru_support_dialogue";
+    copy_dir(
+        &root().join("golden").join(id),
+        &dir.path().join("golden").join(id),
+    );
+    let args = both_models(DIALOGUE, &["--allow-errors"]);
+    let (code, out) = run(harness(dir.path()).args(&args));
+    assert_eq!(code, 0, "{out}");
+    let records = journal(dir.path());
+    assert_eq!(records.len(), 2 * INSTANCES, "{out}");
+    let departures = golden_lines::departures(&records, &dir.path().join("golden"));
+    assert!(
+        departures.is_empty(),
+        "live conversations differ from the golden ones:\n{}",
+        departures.join("\n")
+    );
+    let said: usize = records
+        .iter()
+        .filter_map(|r| r["trajectory"].as_array())
+        .map(|t| t.iter().filter(|m| m["role"] == "user").count())
+        .sum();
+    assert!(said > 0, "the simulated client spoke: {out}");
+    let (code, out) = run(harness(dir.path()).args(&args));
+    assert_eq!(code, 0, "{out}");
+    assert_all_cached(dir.path(), records.len(), &out);
 }
