@@ -205,6 +205,34 @@ fn a_dry_run_bounds_an_episode_by_max_turns() {
     assert_eq!(fake.count(), 0);
 }
 
+/// Runs `harness run ARGS` in `ws` and SIGKILLs it once `ready` holds for
+/// the number of records in its journal; fails when the run ends first or
+/// nothing is ready within 30 s.
+pub(crate) fn kill_when(ws: &Workspace, args: &[&str], ready: impl Fn(usize) -> bool) {
+    let mut child = ws
+        .run_cmd(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let records = ws
+            .run_dirs()
+            .last()
+            .and_then(|d| std::fs::read_to_string(d.join("journal.jsonl")).ok())
+            .map_or(0, |t| t.lines().count());
+        if ready(records) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no records appeared");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// The turns the fake was asked, by (user prompt, turn).
 fn turns_asked(requests: &[Request]) -> BTreeMap<(String, usize), usize> {
     let mut asked = BTreeMap::new();
@@ -220,29 +248,10 @@ fn sigkill_mid_episode_then_resume_repeats_no_finished_turn() {
     let fake = FakeServer::start(|r| Reply::slow(120, clerk(r)));
     let settings = format!("concurrency = {CONCURRENCY}\nmax_retries = 0\ntimeout_secs = 10");
     let ws = shop(&fake, &settings);
-    let mut child = ws
-        .run_cmd(&["specs/shop_agent.toml", "-m", "fake"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     // Kill once two episodes are recorded: others are mid-way (8 × 3 turns × 120 ms / 2 ≈ 1.4 s).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let records = ws
-            .run_dirs()
-            .last()
-            .and_then(|d| std::fs::read_to_string(d.join("journal.jsonl")).ok())
-            .map_or(0, |t| t.lines().count());
-        if records >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no records appeared");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_when(&ws, &["specs/shop_agent.toml", "-m", "fake"], |records| {
+        records >= 2
+    });
     let before = fake.requests();
     let kept = ws.last_journal().len();
     assert!(kept < INSTANCES, "the kill came too late");

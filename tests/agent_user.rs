@@ -11,8 +11,6 @@
 //! live through llama-server.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -320,30 +318,9 @@ fn sigkill_mid_conversation_then_resume_asks_no_finished_turn_again() {
     let fake = FakeServer::start(|r| Reply::slow(150, both(r)));
     let settings = format!("concurrency = {CONCURRENCY}\nmax_retries = 0\ntimeout_secs = 10");
     let ws = dialogue(&fake, &settings);
-    let mut child = ws
-        .run_cmd(&RUN)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     // Kill once an episode is recorded and the next is past its first user turn.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let records = ws
-            .run_dirs()
-            .last()
-            .and_then(|d| std::fs::read_to_string(d.join("journal.jsonl")).ok())
-            .map_or(0, |t| t.lines().count());
-        let users = fake.requests().iter().filter(|r| is_user(r)).count();
-        if records >= 1 && users >= 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no records appeared");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let past_first_user_turn = || fake.requests().iter().filter(|r| is_user(r)).count() >= 3;
+    crate::agent::kill_when(&ws, &RUN, |records| records >= 1 && past_first_user_turn());
     let before = fake.requests();
     let kept = ws.last_journal().len();
     assert!(kept < INSTANCES, "the kill came too late");

@@ -194,15 +194,8 @@ impl ReplayProvider {
 /// A recorded answer of text alone, counting no tokens (a judge's, a user's).
 fn text_only(text: String) -> Completion {
     Completion {
-        logprobs: None,
-        allowance_spent: false,
         text,
-        reasoning: None,
-        usage: Usage::default(),
-        finish_reason: None,
-        shared: None,
-        served: None,
-        tool_calls: Vec::new(),
+        ..Completion::default()
     }
 }
 
