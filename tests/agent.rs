@@ -58,6 +58,14 @@ pub(crate) fn clerk(request: &Request) -> Reply {
     }
 }
 
+/// The roles of a record's trajectory, in order.
+pub(crate) fn roles(record: &Value) -> Vec<&str> {
+    let steps = record["trajectory"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    steps.iter().map(|m| m["role"].as_str().unwrap()).collect()
+}
+
 fn by_instance(records: Vec<Value>) -> BTreeMap<u64, Value> {
     records
         .into_iter()
@@ -76,14 +84,8 @@ fn an_episode_keeps_its_trajectory_and_state_and_a_rerun_asks_nothing() {
     assert_eq!(fake.count(), 3 * INSTANCES, "three turns per episode");
     let records = by_instance(ws.last_journal());
     let first = &records[&0];
-    let roles: Vec<&str> = first["trajectory"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        roles,
+        roles(first),
         [
             "assistant",
             "tool",

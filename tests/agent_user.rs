@@ -156,14 +156,8 @@ fn a_conversation_alternates_sides_and_the_user_sees_only_replies() {
     let records = by_instance(ws.last_journal());
     for (i, r) in &records {
         assert_eq!(r["passed"], true, "instance {i}: {r:#}");
-        let roles: Vec<&str> = r["trajectory"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["role"].as_str().unwrap())
-            .collect();
         assert_eq!(
-            roles,
+            crate::agent::roles(r),
             [
                 "assistant",
                 "user",

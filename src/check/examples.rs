@@ -253,9 +253,10 @@ fn example_episode(
         ));
     }
     let conversation = spec.agent().is_some_and(|a| a.user.is_some());
-    if let Some(i) = example.trajectory.iter().position(|m| {
-        !matches!(m.role, Role::Assistant | Role::Tool) && !(conversation && m.role == Role::User)
-    }) {
+    let allowed = |role: Role| {
+        matches!(role, Role::Assistant | Role::Tool) || (conversation && role == Role::User)
+    };
+    if let Some(i) = example.trajectory.iter().position(|m| !allowed(m.role)) {
         let also = if conversation {
             ", and the simulated user's `user` turns"
         } else {
