@@ -2,6 +2,8 @@
 //! scripts, off the async workers), give it the results, and ask again until
 //! a final answer, the `end` tool's call, `max_turns` or another of the
 //! episode's limits (calls per turn and in all, wall time).
+//! With a simulated user (`[agent.user]`, `user_turn.rs`), a turn without
+//! calls is a reply to that user, whose answer (or stop marker) follows.
 //!
 //! Every turn is an ordinary request through the client: cached (so a rerun
 //! or a resumed run asks no finished turn again), paced, retried, admitted
