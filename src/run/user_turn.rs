@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::budget::Meter;
 use super::record::{Cost, Record};
-use super::{Manifest, RunError, SpecRuntime};
+use super::{Manifest, SpecRuntime};
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask};
 use crate::extract::strip_think;
@@ -205,24 +205,27 @@ async fn ask_user(
     })
 }
 
-/// Connects the plan's user models and gives each spec runtime its own.
-/// Under a budget their requests go through the meter, refusable like the
-/// model's turns, so a refused user turn leaves its episode for `--resume`.
-pub(super) fn connect_users(
-    manifest: &Manifest,
-    specs: &[Arc<SpecRuntime>],
-    meter: &Arc<Meter>,
-) -> Result<(), RunError> {
-    if manifest.users.is_empty() {
-        return Ok(());
-    }
+/// The plan's user models, each once.
+pub(super) fn user_setups(manifest: &Manifest) -> Vec<ModelSetup> {
     let mut setups: Vec<ModelSetup> = Vec::new();
     for setup in manifest.users.values() {
         if !setups.iter().any(|s| s.name == setup.name) {
             setups.push(setup.clone());
         }
     }
-    let clients = crate::client::connect(&setups, &manifest.golden_dir)?;
+    setups
+}
+
+/// Gives each spec runtime its user model among `clients` (connected from
+/// [`user_setups`]). Under a budget their requests go through the meter,
+/// refusable like the model's turns, so a refused user turn leaves its
+/// episode for `--resume`.
+pub(super) fn give_users(
+    manifest: &Manifest,
+    specs: &[Arc<SpecRuntime>],
+    meter: &Arc<Meter>,
+    clients: &[Arc<ModelClient>],
+) {
     if meter.limits() != Default::default() {
         for client in clients.iter().filter(|c| c.provider().is_remote()) {
             client.set_gate(meter.clone(), true);
@@ -235,7 +238,6 @@ pub(super) fn connect_users(
             let _ = runtime.user.set(client.clone());
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
