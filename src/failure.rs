@@ -119,6 +119,10 @@ failure_kinds! {
     EpisodeTimeout = "episode_timeout",
     /// A call's arguments, a tool's result or the state nested past the depth limit.
     TooDeep = "too_deep",
+    /// The simulated user (`[agent.user]`) failed, not the model under
+    /// test: its request failed, it said nothing, or it never said its stop
+    /// marker within `max_turns`.
+    UserError = "user_error",
 
     // How an answer ended, whatever its rules concluded.
     /// Generation stopped while the model was still reasoning: a length stop

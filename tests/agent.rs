@@ -58,6 +58,14 @@ pub(crate) fn clerk(request: &Request) -> Reply {
     }
 }
 
+/// The roles of a record's trajectory, in order.
+pub(crate) fn roles(record: &Value) -> Vec<&str> {
+    let steps = record["trajectory"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    steps.iter().map(|m| m["role"].as_str().unwrap()).collect()
+}
+
 fn by_instance(records: Vec<Value>) -> BTreeMap<u64, Value> {
     records
         .into_iter()
@@ -76,14 +84,8 @@ fn an_episode_keeps_its_trajectory_and_state_and_a_rerun_asks_nothing() {
     assert_eq!(fake.count(), 3 * INSTANCES, "three turns per episode");
     let records = by_instance(ws.last_journal());
     let first = &records[&0];
-    let roles: Vec<&str> = first["trajectory"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        roles,
+        roles(first),
         [
             "assistant",
             "tool",
@@ -205,6 +207,34 @@ fn a_dry_run_bounds_an_episode_by_max_turns() {
     assert_eq!(fake.count(), 0);
 }
 
+/// Runs `harness run ARGS` in `ws` and SIGKILLs it once `ready` holds for
+/// the number of records in its journal; fails when the run ends first or
+/// nothing is ready within 30 s.
+pub(crate) fn kill_when(ws: &Workspace, args: &[&str], ready: impl Fn(usize) -> bool) {
+    let mut child = ws
+        .run_cmd(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let records = ws
+            .run_dirs()
+            .last()
+            .and_then(|d| std::fs::read_to_string(d.join("journal.jsonl")).ok())
+            .map_or(0, |t| t.lines().count());
+        if ready(records) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no records appeared");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// The turns the fake was asked, by (user prompt, turn).
 fn turns_asked(requests: &[Request]) -> BTreeMap<(String, usize), usize> {
     let mut asked = BTreeMap::new();
@@ -220,29 +250,10 @@ fn sigkill_mid_episode_then_resume_repeats_no_finished_turn() {
     let fake = FakeServer::start(|r| Reply::slow(120, clerk(r)));
     let settings = format!("concurrency = {CONCURRENCY}\nmax_retries = 0\ntimeout_secs = 10");
     let ws = shop(&fake, &settings);
-    let mut child = ws
-        .run_cmd(&["specs/shop_agent.toml", "-m", "fake"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     // Kill once two episodes are recorded: others are mid-way (8 × 3 turns × 120 ms / 2 ≈ 1.4 s).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let records = ws
-            .run_dirs()
-            .last()
-            .and_then(|d| std::fs::read_to_string(d.join("journal.jsonl")).ok())
-            .map_or(0, |t| t.lines().count());
-        if records >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no records appeared");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_when(&ws, &["specs/shop_agent.toml", "-m", "fake"], |records| {
+        records >= 2
+    });
     let before = fake.requests();
     let kept = ws.last_journal().len();
     assert!(kept < INSTANCES, "the kill came too late");

@@ -84,6 +84,7 @@ mod common;
 
 mod adaptive;
 mod agent;
+mod agent_user;
 mod architecture;
 mod atomic_writes;
 mod bad_input;

@@ -252,16 +252,21 @@ fn example_episode(
             "an example gives `tool_calls` (one turn) or `trajectory` (an episode), not both",
         ));
     }
-    if let Some(i) = example
-        .trajectory
-        .iter()
-        .position(|m| !matches!(m.role, Role::Assistant | Role::Tool))
-    {
+    let conversation = spec.agent().is_some_and(|a| a.user.is_some());
+    let allowed = |role: Role| {
+        matches!(role, Role::Assistant | Role::Tool) || (conversation && role == Role::User)
+    };
+    if let Some(i) = example.trajectory.iter().position(|m| !allowed(m.role)) {
+        let also = if conversation {
+            ", and the simulated user's `user` turns"
+        } else {
+            ""
+        };
         return Err(Diagnostic::new(
             ErrorKind::Invalid,
             spec.source_map()
                 .locate(key_path!["example", index, "trajectory", i, "role"]),
-            "an episode's messages are `assistant` turns and `tool` results",
+            format!("an episode's messages are `assistant` turns and `tool` results{also}"),
         ));
     }
     // Arguments written as text are read as a wire's are: not JSON is a failure to judge.

@@ -14,6 +14,7 @@ mod new;
 mod render;
 mod report;
 mod review;
+mod roles;
 mod run;
 mod show;
 mod sweep;
@@ -68,7 +69,7 @@ enum Command {
         json: bool,
     },
     /// Run specs against models: journal, reports, golden transcript diffs.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Merge the shards of one plan (`harness run --shard`) into one run with its reports.
     Merge(merge::MergeArgs),
     /// Rebuild reports from the journals of one or more runs, side by side.

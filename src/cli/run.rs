@@ -44,9 +44,9 @@ pub(super) struct RunArgs {
     /// Compare every model against this one on sampled specs.
     #[arg(long)]
     pub baseline: Option<String>,
-    /// The judge model for `judge` rules (default: harness.toml's [judge]).
-    #[arg(long, conflicts_with = "resume")]
-    pub judge: Option<String>,
+    /// The judge and the simulated users' model.
+    #[command(flatten)]
+    pub roles: super::roles::RoleArgs,
     /// Run only the golden subset of specs that declare `[golden] instances` (as `--bless` and replays do).
     #[arg(long, conflicts_with = "resume")]
     pub golden_subset: bool,
@@ -143,23 +143,7 @@ fn plan_new(
     if let Some(sweep) = &args.sweep {
         models = sweep.expand(models);
     }
-    let judge = match args
-        .judge
-        .as_ref()
-        .or(config.judge.as_ref().map(|j| &j.model))
-    {
-        Some(name) => Some(config.resolve_model(name).map_err(fail)?),
-        None => None,
-    };
-    if judge.is_none()
-        && let Some(spec) = specs.iter().find(|s| s.rules.needs_judge())
-        && models.iter().any(|m| m.provider != ProviderKind::Replay)
-    {
-        return Err(fail(format!(
-            "spec `{}` has a `judge` rule: name the judge model with --judge MODEL or [judge] model = \"...\" in harness.toml",
-            spec.id
-        )));
-    }
+    let (judge, users) = super::roles::resolve(&args.roles, config, specs, &models)?;
     let runs_dir = args.asking.results.join("runs");
     let shard = match &args.shard {
         Some(text) => Some(run::Shard::parse(text, |name| std::env::var(name).ok()).map_err(fail)?),
@@ -192,6 +176,7 @@ fn plan_new(
         only,
         golden_subset: args.golden_subset || args.bless,
         judge,
+        users,
         sandbox: None,
         currency: config.currency.clone(),
         plan_hash: None,
@@ -299,7 +284,8 @@ fn prepare(
 /// keep, from the same models in `harness.toml`; fails when a model had
 /// some and the configuration no longer gives them.
 fn restore_credentials(manifest: &mut Manifest, config: &Config) -> Result<(), Exit> {
-    for model in manifest.models.iter_mut().chain(manifest.judge.as_mut()) {
+    let roles = manifest.judge.iter_mut().chain(manifest.users.values_mut());
+    for model in manifest.models.iter_mut().chain(roles) {
         if !model.lost_credentials() {
             continue;
         }

@@ -57,6 +57,46 @@ pub struct Agent {
     /// `episode_timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_episode_secs: Option<u64>,
+    /// A simulated user who answers the model's replies: the prompt's user
+    /// message opens the conversation, then each turn the model ends
+    /// without a call goes to this user, until the end tool, the user's
+    /// stop marker or `max_turns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<AgentUser>,
+}
+
+/// The stop marker a simulated user says when its goal is met (τ-bench's).
+pub(crate) const DEFAULT_USER_STOP: &str = "###STOP###";
+
+/// `[agent.user]`: a model playing the user, with a persona and a goal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentUser {
+    /// The model playing the user: a name from harness.toml or a model
+    /// reference (`openai:...`, `exec:NAME`, `replay:NAME`); `--user-model`
+    /// overrides it. A replayed agent replays its recorded user turns too.
+    pub model: Option<String>,
+    /// The user's persona and goal, a template rendered per instance with
+    /// its variables (and `stop`): the user model's system prompt.
+    pub persona: Option<String>,
+    /// Instructions put before the persona in the user model's system
+    /// prompt, a template like it (default: an English text on how to play
+    /// the user and when to say the stop marker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// What the user says to end the conversation (default `###STOP###`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+    /// Tokens of one user turn at most (1 to 65,536, default 512).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+impl AgentUser {
+    /// The stop marker.
+    pub(crate) fn stop_marker(&self) -> &str {
+        self.stop.as_deref().unwrap_or(DEFAULT_USER_STOP)
+    }
 }
 
 /// `[agent] end`: the tool whose call ends an episode.

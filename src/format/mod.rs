@@ -25,7 +25,7 @@ mod toml_error;
 mod tool_call;
 mod tools;
 
-pub(crate) use agent::EpisodeLimits;
+pub(crate) use agent::{AgentUser, EpisodeLimits};
 pub(crate) use choices::{ChoiceMethod, ChoiceOutcome, Choices, LabelSet, Labels};
 pub(crate) use dataset::{Dataset, DatasetFormat};
 pub(crate) use extract::{ExtractDef, ExtractKind, ExtractSource};

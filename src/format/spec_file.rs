@@ -373,7 +373,8 @@ pub struct Example {
 }
 
 /// The roles an example's episode message may have (the schema's view of
-/// [`ExampleMessage::role`]; `tool` is no prompt role).
+/// [`ExampleMessage::role`]; `tool` is no prompt role; `user` only with
+/// `[agent.user]`).
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(dead_code, reason = "only its schema is used")]
@@ -382,13 +383,15 @@ enum ExampleRole {
     Assistant,
     /// A tool's result.
     Tool,
+    /// A simulated user's turn.
+    User,
 }
 
 /// One message of an example's episode.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExampleMessage {
-    /// `assistant` or `tool`.
+    /// `assistant`, `tool`, or with `[agent.user]` `user`.
     #[schemars(with = "ExampleRole")]
     pub role: Role,
     /// The text (an assistant's words, a tool's result).

@@ -356,8 +356,11 @@ pub(crate) struct RequestKey<'a> {
     pub sample: u32,
     /// For a judge's request: the judged rule's name and the judge sample.
     pub judge: Option<(&'a str, u32)>,
-    /// In an agent episode, the model's turn (0 for the first request).
+    /// In an agent episode, the model's turn (0 for the first request), or
+    /// with `user` the simulated user's turn (0 for its first answer).
     pub turn: u32,
+    /// A simulated user's turn (`[agent.user]`), numbered apart from the model's.
+    pub user: bool,
 }
 
 impl Provider {

@@ -55,7 +55,31 @@ impl ReplayProvider {
         if let Some((rule, k)) = key.judge {
             return Self::judge_response(line, rule, k);
         }
+        if key.user {
+            return Self::user_response(line, key.turn);
+        }
         Self::turn_response(line, key.turn)
+    }
+
+    /// The simulated user's recorded turn `turn` (0-based) of `line`'s
+    /// episode: the trajectory's user messages in order (the prompt's own
+    /// opening is not in the trajectory).
+    fn user_response(line: &TranscriptLine, turn: u32) -> Result<Completion, ProviderError> {
+        let said = line
+            .scored
+            .trajectory
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .nth(turn as usize)
+            .ok_or_else(|| {
+                ProviderError::NotRecorded(format!(
+                    "{} sample {} recorded no user turn {}",
+                    line.id,
+                    line.sample,
+                    turn + 1
+                ))
+            })?;
+        Ok(text_only(said.content.clone()))
     }
 
     /// The recorded answer of turn `turn` (0-based) of `line`'s episode.
@@ -152,17 +176,7 @@ impl ReplayProvider {
             ))
         })?;
         match recorded.responses.get(k as usize) {
-            Some(Some(text)) => Ok(Completion {
-                logprobs: None,
-                allowance_spent: false,
-                text: text.clone(),
-                reasoning: None,
-                usage: Usage::default(),
-                finish_reason: None,
-                shared: None,
-                served: None,
-                tool_calls: Vec::new(),
-            }),
+            Some(Some(text)) => Ok(text_only(text.clone())),
             Some(None) => Err(ProviderError::NotRecorded(format!(
                 "the recorded judge request of {} failed here",
                 line.id
@@ -174,6 +188,14 @@ impl ReplayProvider {
                 k + 1
             ))),
         }
+    }
+}
+
+/// A recorded answer of text alone, counting no tokens (a judge's, a user's).
+fn text_only(text: String) -> Completion {
+    Completion {
+        text,
+        ..Completion::default()
     }
 }
 
@@ -209,6 +231,7 @@ mod tests {
             sample: 0,
             judge: None,
             turn,
+            user: false,
         }
     }
 
@@ -295,5 +318,30 @@ mod tests {
         assert_eq!(replay.complete(key(0, 0)).unwrap().tool_calls.len(), 1);
         let err = replay.complete(key(0, 1)).unwrap_err();
         assert!(err.to_string().contains("timed out after 5s"), "{err}");
+    }
+
+    #[test]
+    fn a_conversation_answers_each_side_from_its_own_turns() {
+        let trajectory = json!([
+            {"role": "assistant", "content": "Номер заказа?"},
+            {"role": "user", "content": "A-1002"},
+            {"role": "assistant", "content": "Отменён."},
+            {"role": "user", "content": "###STOP###"}
+        ]);
+        let (_dir, replay) = replay(&[line(
+            0,
+            json!({"response": "Отменён.", "trajectory": trajectory}),
+        )]);
+        let user = |turn| RequestKey {
+            user: true,
+            ..key(0, turn)
+        };
+        let said: Vec<String> = (0..2)
+            .map(|t| replay.complete(user(t)).unwrap().text)
+            .collect();
+        assert_eq!(said, ["A-1002", "###STOP###"]);
+        assert_eq!(replay.complete(key(0, 1)).unwrap().text, "Отменён.");
+        let err = replay.complete(user(2)).unwrap_err().to_string();
+        assert!(err.contains("recorded no user turn 3"), "{err}");
     }
 }

@@ -40,6 +40,7 @@ pub(crate) mod runs;
 mod statistics;
 mod sweep;
 mod terminal;
+mod users;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -459,8 +460,8 @@ fn unique_stem(name: &str, taken: &mut BTreeSet<String>) -> String {
     stem
 }
 
-/// The Markdown sections of reasoning and multiple choice, in that order
-/// (each empty when no cell has any).
+/// The Markdown sections of reasoning, multiple choice and simulated
+/// users, in that order (each empty when no cell has any).
 pub(crate) fn markdown_sections(v: &View) -> String {
     let w = v.words();
     let sections = [
@@ -475,6 +476,12 @@ pub(crate) fn markdown_sections(v: &View) -> String {
             w.md.choices_note,
             &w.choices_header[..],
             choices::rows(v),
+        ),
+        (
+            w.md.users,
+            w.md.users_note,
+            &w.users_header[..],
+            users::rows(v),
         ),
     ];
     sections

@@ -62,6 +62,7 @@ pub(crate) fn render(v: &View) -> String {
         super::reasoning::rows(v),
     );
     out += &table(w.t.choices, &w.choices_header, super::choices::rows(v));
+    out += &table(w.t.users, &w.users_header, super::users::rows(v));
     for spec in v.specs {
         for var in &spec.group_by {
             out += &groups_table(v, &spec.title, &spec.id, var);

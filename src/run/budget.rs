@@ -109,7 +109,7 @@ impl Meter {
         let mut before = Spent::default();
         if limits != Limits::default() && path.exists() {
             journal::for_each_record(path, |r| {
-                let costs = r.cost.iter().chain(&r.judge_cost);
+                let costs = r.cost.iter().chain(&r.judge_cost).chain(&r.user_cost);
                 before.cost += costs.map(|c| c.amount).sum::<f64>();
                 if limits.max_tokens.is_some() {
                     before.tokens += record_tokens(&r);

@@ -2,6 +2,8 @@
 //! scripts, off the async workers), give it the results, and ask again until
 //! a final answer, the `end` tool's call, `max_turns` or another of the
 //! episode's limits (calls per turn and in all, wall time).
+//! With a simulated user (`[agent.user]`, `user_turn.rs`), a turn without
+//! calls is a reply to that user, whose answer (or stop marker) follows.
 //!
 //! Every turn is an ordinary request through the client: cached (so a rerun
 //! or a resumed run asks no finished turn again), paced, retried, admitted
@@ -18,12 +20,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::record::Cost;
+use super::user_turn::{Said, User, UserSpent};
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask};
 use crate::format::EpisodeLimits;
-use crate::prompt::Message;
+use crate::prompt::{Message, Role};
 use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey, Usage};
-use crate::spec::agent::{CallSite, result_text};
+use crate::spec::agent::{AgentRuntime, CallSite, result_text};
 use crate::spec::{Instance, Spec};
 use crate::verify::FailureKind;
 
@@ -39,8 +42,11 @@ pub(super) struct Episode {
     /// Every turn priced and summed; `None` without a price per token or call.
     pub cost: Option<Cost>,
     /// Why the episode failed whatever the rules say: `max_turns`,
-    /// `no_end_call`, `too_many_calls`, `max_calls`, `episode_timeout`, `too_deep`.
+    /// `no_end_call`, `too_many_calls`, `max_calls`, `episode_timeout`,
+    /// `too_deep`, `user_error`.
     pub ended: Option<(FailureKind, String)>,
+    /// What the simulated user's turns spent, apart from the model's.
+    pub user: UserSpent,
 }
 
 /// The sum of two optional counts: known when either is.
@@ -170,6 +176,26 @@ fn count(calls: &[crate::format::ToolCall]) -> String {
     }
 }
 
+/// How an episode that runs out of turns ends: `max_turns`, the agent's
+/// failure, unless a simulated user talks and no end tool is set, when the
+/// conversation was the user's to end.
+fn unended(agent: &AgentRuntime, user: Option<&User<'_>>) -> (FailureKind, String) {
+    let turns = agent.max_turns;
+    match user {
+        Some(user) if agent.end_tool.is_none() => (
+            FailureKind::UserError,
+            format!(
+                "the user did not say `{}` within max_turns = {turns}",
+                user.stop
+            ),
+        ),
+        _ => (
+            FailureKind::MaxTurns,
+            format!("the episode did not end within max_turns = {turns}"),
+        ),
+    }
+}
+
 /// Whether an episode goes on after a turn, or how it ended (`None`: well).
 enum Step {
     Next,
@@ -180,6 +206,8 @@ enum Step {
 /// the calls run, and the first value refused for its depth.
 struct Progress {
     messages: Arc<Vec<Message>>,
+    user: UserSpent,
+    user_turns: u32,
     prompt_len: usize,
     state: Value,
     calls_made: usize,
@@ -232,6 +260,35 @@ impl Progress {
         if ends { Step::End(None) } else { Step::Next }
     }
 
+    /// Hands the agent's reply to the simulated `user` and adds its answer
+    /// to the messages, asked under `key` as the user's next turn.
+    async fn hand_over(
+        &mut self,
+        user: &User<'_>,
+        key: RequestKey<'_>,
+        cache: Option<&Cache>,
+        (deadline, limits): (Instant, &EpisodeLimits),
+    ) -> Result<Step, Refused> {
+        if Instant::now() >= deadline {
+            return Ok(Step::End(Some(late(limits))));
+        }
+        let key = RequestKey {
+            turn: self.user_turns,
+            ..key
+        };
+        self.user_turns += 1;
+        let said = user
+            .answer(&self.messages, key, cache, &mut self.user)
+            .await?;
+        let (text, step) = match said {
+            Said::Reply(text) => (text, Step::Next),
+            Said::Stop(text) => (text, Step::End(None)),
+            Said::Failed(why) => return Ok(Step::End(Some((FailureKind::UserError, why)))),
+        };
+        Arc::make_mut(&mut self.messages).push(Message::text(Role::User, text));
+        Ok(step)
+    }
+
     /// The episode as it ended with `last` turn's answer (none when it
     /// ended before one) and `ended`, or `too_deep` when nothing else failed it.
     fn finish(
@@ -267,11 +324,13 @@ impl Progress {
             state: Some(self.state),
             cost,
             ended,
+            user: self.user,
         }
     }
 }
 
-/// Runs one sample's episode of `inst`, starting from `request`.
+/// Runs one sample's episode of `inst`, starting from `request`, with the
+/// simulated `user` answering each reply without calls when the spec has one.
 ///
 /// Its limits (`[agent]`): the calls of a turn and of the episode, and its
 /// wall time, checked before every turn and every call (a request in flight
@@ -284,7 +343,7 @@ pub(super) async fn run_episode(
     spec: &Arc<Spec>,
     inst: &Instance,
     (request, sample): (ChatRequest, u32),
-    cache: Option<&Cache>,
+    (user, cache): (Option<User<'_>>, Option<&Cache>),
 ) -> Result<Episode, Refused> {
     let agent = spec.agent().expect("an episode runs only with [agent]");
     let limits = agent.limits;
@@ -302,6 +361,8 @@ pub(super) async fn run_episode(
         state,
         calls_made: 0,
         too_deep,
+        user: UserSpent::default(),
+        user_turns: 0,
     };
     let mut totals = Totals {
         usage: Usage::default(),
@@ -311,13 +372,7 @@ pub(super) async fn run_episode(
         retries: Vec::new(),
         cost: None,
     };
-    let mut ended = Some((
-        FailureKind::MaxTurns,
-        format!(
-            "the episode did not end within max_turns = {}",
-            agent.max_turns
-        ),
-    ));
+    let mut ended = Some(unended(agent, user.as_ref()));
     let mut last = None;
     for turn in 0..agent.max_turns {
         if Instant::now() >= deadline {
@@ -331,6 +386,7 @@ pub(super) async fn run_episode(
             sample,
             judge: None,
             turn,
+            user: false,
         };
         let asked = ask(model, &asking, key, cache, 1, |_| Ok::<(), &str>(())).await?;
         let cost = model
@@ -372,6 +428,11 @@ pub(super) async fn run_episode(
                 limits.calls_per_turn
             );
             Step::End(Some((FailureKind::TooManyCalls, why)))
+        } else if let Some(user) = user.as_ref().filter(|_| calls.is_empty()) {
+            let key = RequestKey { user: true, ..key };
+            progress
+                .hand_over(user, key, cache, (deadline, &limits))
+                .await?
         } else {
             let at = CallSite {
                 instance: inst.index,

@@ -34,6 +34,9 @@ pub(crate) struct Manifest {
     /// The judge model of `judge` rules, when one is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ModelSetup>,
+    /// Per spec id, the model playing its simulated user (`[agent.user]`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub users: BTreeMap<String, ModelSetup>,
     /// How model-written code was confined (`--unsandboxed` or not, which
     /// limits bounded each process tree), when the run had any to run or
     /// `--unsandboxed` was given.

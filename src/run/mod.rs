@@ -31,6 +31,7 @@ pub(crate) mod record;
 mod scheduler;
 pub(crate) mod shard;
 mod task;
+mod user_turn;
 mod worker;
 
 use std::path::PathBuf;

@@ -45,7 +45,18 @@ pub(crate) async fn run_plan(
     // a managed judge's server runs beside each model's, a fixed judge is built
     // with the fixed models so a shared endpoint shares its concurrency limit.
     let mut judge_server = None;
-    let (judge, fixed_models) = match &manifest.judge {
+    // The simulated users' models connect with the fixed models too: a user
+    // played by a model under test shares its endpoints' slots, so neither
+    // side's requests batch with the other's on a server asked one at a time.
+    let users = super::user_turn::user_setups(manifest);
+    let connect_all = |models: &[ModelSetup]| -> Result<_, RunError> {
+        let mut all = models.to_vec();
+        all.extend(users.iter().cloned());
+        let mut runtimes = connect(&all, &manifest.golden_dir)?;
+        let user_clients = runtimes.split_off(models.len());
+        Ok((runtimes, user_clients))
+    };
+    let (judge, (fixed_models, user_clients)) = match &manifest.judge {
         Some(j) if j.provider.is_managed() => {
             meter.start_clock(&judge_clock(&j.name), j.price);
             errln!(
@@ -57,16 +68,17 @@ pub(crate) async fn run_plan(
             let server = ManagedServer::start(j, &log).await?;
             let runtime = connect_managed(j, &server, &manifest.golden_dir)?;
             judge_server = Some(server);
-            (Some(runtime), connect(&fixed, &manifest.golden_dir)?)
+            (Some(runtime), connect_all(&fixed)?)
         }
         Some(j) => {
             let mut all = fixed.clone();
             all.push(j.clone());
-            let mut runtimes = connect(&all, &manifest.golden_dir)?;
-            (runtimes.pop(), runtimes)
+            let (mut runtimes, users) = connect_all(&all)?;
+            (runtimes.pop(), (runtimes, users))
         }
-        None => (None, connect(&fixed, &manifest.golden_dir)?),
+        None => (None, connect_all(&fixed)?),
     };
+    super::user_turn::give_users(manifest, specs, &meter, &user_clients);
     let parts = Parts {
         manifest,
         specs,

@@ -83,6 +83,13 @@ pub(crate) struct Record {
     /// What judging the answer cost; absent when unjudged or the judge has no price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_cost: Option<Cost>,
+    /// HTTP attempts the simulated user (`[agent.user]`) made in the episode.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub user_attempts: u32,
+    /// What the simulated user's turns cost, apart from the model's; absent
+    /// without a user or a price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_cost: Option<Cost>,
 }
 
 /// What one answer (or its judging) cost, in the run's currency.
@@ -157,6 +164,8 @@ impl Record {
             tokens_cached: None,
             cost: None,
             judge_cost: None,
+            user_attempts: 0,
+            user_cost: None,
         }
     }
 
@@ -221,7 +230,7 @@ mod tests {
     use crate::run::journal::for_each_record;
 
     /// Every kind as a journal before the typed vocabulary wrote it.
-    const OLD_NAMES: [(&str, FailureKind); 41] = [
+    const OLD_NAMES: [(&str, FailureKind); 42] = [
         ("no_answer", FailureKind::NoAnswer),
         ("wrong_value", FailureKind::WrongValue),
         ("invalid_json", FailureKind::InvalidJson),
@@ -263,6 +272,7 @@ mod tests {
         ("batch_cancelled", FailureKind::BatchCancelled),
         ("no_logprobs", FailureKind::NoLogprobs),
         ("no_prompt_logprobs", FailureKind::NoPromptLogprobs),
+        ("user_error", FailureKind::UserError),
     ];
 
     fn fixture() -> std::path::PathBuf {

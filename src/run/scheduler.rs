@@ -104,7 +104,8 @@ pub(super) async fn schedule(
                 append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
                 outcome.cached += u64::from(record.cached);
-                outcome.attempts += u64::from(record.attempts) + u64::from(record.judge_attempts);
+                let roles = u64::from(record.judge_attempts) + u64::from(record.user_attempts);
+                outcome.attempts += u64::from(record.attempts) + roles;
                 progress.record(mi, record.scored.passed);
             }
             _ = &mut interrupt, if !outcome.interrupted => {

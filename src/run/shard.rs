@@ -188,13 +188,22 @@ pub(crate) fn plan_hash(manifest: &Manifest) -> std::io::Result<String> {
             "max_n": m.max_n,
         })
     };
-    let plan = serde_json::json!({
+    let mut plan = serde_json::json!({
         "models": manifest.models.iter().map(model).collect::<Vec<_>>(),
         "judge": manifest.judge.as_ref().map(model),
         "runs": manifest.runs,
         "only": manifest.only,
         "golden_subset": manifest.golden_subset,
     });
+    // Only a plan with simulated users names them, so older plans keep their hash.
+    if !manifest.users.is_empty() {
+        let users: std::collections::BTreeMap<&String, serde_json::Value> = manifest
+            .users
+            .iter()
+            .map(|(spec, m)| (spec, model(m)))
+            .collect();
+        plan["users"] = serde_json::json!(users);
+    }
     hash.update(plan.to_string().as_bytes());
     Ok(format!("{:x}", hash.finalize())[..16].to_owned())
 }

@@ -31,6 +31,8 @@ pub(crate) struct SpecRuntime {
     pub validator: Option<jsonschema::Validator>,
     /// Total asks allowed when a structured answer does not parse (1 = no re-ask).
     pub max_asks: u32,
+    /// The model playing `[agent.user]`, set once the plan connects it.
+    pub user: std::sync::OnceLock<Arc<ModelClient>>,
 }
 
 /// Builds the provider-neutral request for an instance.
@@ -178,6 +180,7 @@ pub(super) async fn run_task(
                 sample: *sample,
                 judge: None,
                 turn: 0,
+                user: false,
             };
             all.push(ask_structured(model, spec, request, key, cache).await);
         }
@@ -233,12 +236,19 @@ async fn run_episodes(
     let mut records = Vec::new();
     for &sample in samples {
         let request = (base.for_sample(sample), sample);
+        let (mut record, key) = unanswered(model, s, inst, sample);
+        let user = match super::user_turn::user_for(model, spec, inst, sample) {
+            Ok(user) => user,
+            Err(why) => {
+                records.push(super::user_turn::failed(record, why));
+                continue;
+            }
+        };
         // A turn the budget refused: no record, so `--resume` runs the
         // episode again, its finished turns from the cache.
-        let Ok(episode) = super::episode::run_episode(model, s, inst, request, cache).await else {
-            continue;
-        };
-        let (mut record, key) = unanswered(model, s, inst, sample);
+        let run = super::episode::run_episode(model, s, inst, request, (user, cache));
+        let Ok(episode) = run.await else { continue };
+        episode.user.fill(&mut record);
         let answered = Answered {
             asked: episode.asked,
             tools: &inst.tools,
@@ -270,6 +280,7 @@ fn unanswered<'a>(
         sample,
         judge: None,
         turn: 0,
+        user: false,
     };
     (record, key)
 }
@@ -483,5 +494,6 @@ pub(crate) fn spec_runtime(spec: Arc<Spec>, runs: Option<u32>) -> Result<SpecRun
         format,
         validator,
         max_asks,
+        user: std::sync::OnceLock::new(),
     })
 }

@@ -36,6 +36,8 @@ pub(crate) struct AgentRuntime {
     pub state_var: String,
     /// Calls, sizes and time an episode may take.
     pub limits: EpisodeLimits,
+    /// The simulated user who answers the model's replies, if one does.
+    pub user: Option<super::agent_user::UserRuntime>,
     engine: Engine,
     scripts: BTreeMap<String, AST>,
     seed: u64,
@@ -364,7 +366,12 @@ pub(super) fn compile(
             Err(d) => errors.push(d),
         }
     }
+    let user = agent
+        .user
+        .as_ref()
+        .and_then(|user| super::agent_user::compile(user, map, errors));
     let runtime = AgentRuntime {
+        user,
         max_turns: agent.turns(),
         end_tool: agent.end.as_ref().map(|e| e.tool.clone()),
         state_var: agent.state_var().to_owned(),

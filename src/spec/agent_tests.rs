@@ -17,6 +17,7 @@ fn runtime(scripts: &[(&str, &str)]) -> AgentRuntime {
         .collect();
     AgentRuntime {
         max_turns: 4,
+        user: None,
         end_tool: None,
         state_var: "state".into(),
         limits: EpisodeLimits::default(),

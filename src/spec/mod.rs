@@ -11,6 +11,7 @@
 //! `verify`, `scripting` and `error`; the run, check and report layers import it.
 
 pub(crate) mod agent;
+pub(crate) mod agent_user;
 pub(crate) mod choices;
 mod golden_subset;
 mod images;
@@ -97,6 +98,9 @@ pub struct Instance {
     /// The tools the model may call (the spec's, then the instance's own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<crate::format::Tool>,
+    /// The simulated user's system prompt (`[agent.user]`), rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_system: Option<String>,
 }
 
 impl Spec {
@@ -291,12 +295,14 @@ impl Spec {
             };
             return Err(Diagnostic::new(ErrorKind::Invalid, location, message));
         }
+        let user_system = self.user_system(index, &vars)?;
         Ok(Instance {
             index,
             id: format!("{}/{index}", self.id),
             vars,
             messages,
             tools,
+            user_system,
         })
     }
 

@@ -215,6 +215,7 @@ async fn ask_task(model: &ModelClient, stage: &str, task: Task, cache: Option<&C
         sample: 0,
         judge: None,
         turn: 0,
+        user: false,
     };
     let check = task.check.clone();
     let asked = ask(model, &task.request, key, cache, task.attempts, |text| {

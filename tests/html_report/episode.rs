@@ -181,3 +181,54 @@ fn assert_no_injection(b: &mut Browser) {
         "no markup from the data became elements"
     );
 }
+
+/// A conversation with a simulated user (`tests/fixtures/journals/conversation.jsonl`):
+/// the user's turns are marked apart from the assistant's, numbered on
+/// their own, and their hostile text stays text.
+#[test]
+fn a_conversation_marks_the_simulated_users_turns() {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = crate::common::root().join("tests/fixtures/journals/conversation.jsonl");
+    let models = vec!["qwen3:8b".to_owned()];
+    let specs = vec![harness::SpecInfo::plain("ru_support_dialogue")];
+    let journals = [journal];
+    let ctx = harness::ReportContext {
+        run_ids: &["r1".to_owned()],
+        timestamp: "2026-11-28 05:00:00",
+        file_stamp: "conversation",
+        formats: &[],
+        lang: Lang::En,
+        ..harness::ReportContext::new(dir.path(), &models, &specs, &journals)
+    };
+    let out = harness::write_reports(&ctx).unwrap();
+    open(&mut b, &out.files.html, 1280, "conversation_overview");
+    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
+    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
+    open_first(&mut b);
+    b.screenshot(&artifacts().join("conversation_drill_1280.png"));
+    let roles = texts(&mut b, "#drill-body .step > .role");
+    assert_eq!(
+        roles,
+        [
+            "assistant, turn 1",
+            "simulated user, turn 1",
+            "assistant, turn 2",
+            "tool result · cancel_order call 1",
+            "assistant, turn 3",
+            "simulated user, turn 2",
+        ]
+    );
+    let users = texts(&mut b, "#drill-body .step.user pre");
+    assert_eq!(
+        users,
+        [
+            "A-1002 <img src=x onerror=\"window.__pwned = 7\">",
+            "</script><script>window.__pwned = 8</script>###STOP###",
+        ]
+    );
+    assert_no_injection(&mut b);
+    assert_clean(&b);
+}

@@ -146,14 +146,15 @@ function thumbs(imgs) {
 }
 
 // An answer's episode as a conversation: each assistant turn (its text, then
-// each call: tool name and arguments, flagged when they were not JSON) and each
-// tool result (flagged when it is an error). A last turn that only repeats the
+// each call: tool name and arguments, flagged when they were not JSON), each
+// tool result (flagged when it is an error) and each simulated user's turn. A last turn that only repeats the
 // response is left to the final answer below.
 function episode(r) {
   const all = r.tr.slice();
   const last = all[all.length - 1];
   if (last && last.o === 'assistant' && !last.tc && (last.c || '') === (r.r || '')) all.pop();
   let turn = 0;
+  let said = 0;
   // Calls are numbered from 1 through the episode, whatever ids the provider
   // gave (`call_0_0` under turn 1); a result shows its call's number, and
   // the provider's id stays in the tooltip.
@@ -171,8 +172,11 @@ function episode(r) {
         pre(st.c, st.er ? 'result error' : 'result'));
     }
     if (st.o === 'assistant') turn += 1;
+    // A simulated user's turn ([agent.user]) is the other side of the conversation.
+    if (st.o === 'user') said += 1;
+    const who = st.o === 'assistant' ? t('assistant, turn {0}', turn) : st.o === 'user' ? t('simulated user, turn {0}', said) : st.o;
     return h('div', { class: 'step ' + st.o },
-      h('div', { class: 'role' }, st.o === 'assistant' ? t('assistant, turn {0}', turn) : st.o),
+      h('div', { class: 'role' }, who),
       st.c || !st.tc ? pre(st.c, 'text') : null,
       (st.tc || []).map((c) => h('div', { class: 'call' },
         h('div', { class: 'call-head' }, '→ ', h('span', { class: 'tool-name' }, c.n), id(c.i),

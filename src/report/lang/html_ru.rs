@@ -254,6 +254,10 @@ pub(super) const HTML: &[(&str, &str)] = &[
     ("tool result", "результат инструмента"),
     ("error", "ошибка"),
     ("assistant, turn {0}", "ассистент, ход {0}"),
+    (
+        "simulated user, turn {0}",
+        "симулированный пользователь, ход {0}",
+    ),
     ("invalid arguments: {0}", "аргументы не JSON: {0}"),
     ("call {0}", "вызов {0}"),
     // Multiple choice.

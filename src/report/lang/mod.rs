@@ -45,6 +45,9 @@ pub(crate) struct Words {
     /// The reasoning table's header: model, spec, answers with reasoning,
     /// mean reasoning tokens, unfinished reasoning, other failures.
     pub reasoning_header: [&'static str; 6],
+    /// The simulated users' table header: model, spec, `user_error`, the
+    /// agent's own failures.
+    pub users_header: [&'static str; 4],
     /// The CSV columns added when some cell is multiple choice.
     pub csv_choices: [&'static str; 5],
     /// The multiple-choice table's header: model, spec, answers, acc,
@@ -138,6 +141,10 @@ pub(crate) struct Markdown {
     pub reasoning: &'static str,
     /// What the reasoning table's numbers are.
     pub reasoning_note: &'static str,
+    /// The simulated users' section heading.
+    pub users: &'static str,
+    /// What the simulated users' table's numbers are.
+    pub users_note: &'static str,
     /// The multiple-choice section's heading.
     pub choices: &'static str,
     /// What the multiple-choice table's numbers are.
@@ -240,6 +247,8 @@ pub(crate) struct Terminal {
     pub measures_group: &'static str,
     /// The heading over the reasoning table.
     pub reasoning: &'static str,
+    /// The heading over the simulated users' table.
+    pub users: &'static str,
     /// The heading over the multiple-choice table.
     pub choices: &'static str,
     /// The closing note when every cell is a mean score.
