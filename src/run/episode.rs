@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::mcp_tools::McpTools;
 use super::record::Cost;
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask};
@@ -107,16 +108,18 @@ struct Last {
 
 /// How a turn's tool calls ended besides their results.
 #[derive(Default)]
-struct Ran {
+pub(super) struct Ran {
     /// The episode's deadline passed before every call ran.
-    late: bool,
+    pub late: bool,
     /// The first refusal of a value nested too deep (arguments, result or state).
-    too_deep: Option<String>,
+    pub too_deep: Option<String>,
+    /// An `[[mcp]]` server's fault, which ends the episode.
+    pub fault: Option<(FailureKind, String)>,
 }
 
 /// Runs the tools of one turn's `calls` in order on a blocking thread until
 /// `deadline`: each call's result message, the state after them, and how they ended.
-async fn run_tools(
+pub(super) async fn run_tools(
     spec: &Arc<Spec>,
     calls: Vec<crate::format::ToolCall>,
     state: Value,
@@ -132,7 +135,7 @@ async fn run_tools(
                 break;
             }
             let site = CallSite {
-                call: u32::try_from(i).unwrap_or(u32::MAX),
+                call: at.call.saturating_add(u32::try_from(i).unwrap_or(u32::MAX)),
                 ..at
             };
             let result = agent.call(call, &mut state, site);
@@ -178,7 +181,8 @@ enum Step {
 
 /// An episode so far: the messages (the prompt first), the tools' state,
 /// the calls run, and the first value refused for its depth.
-struct Progress {
+struct Progress<'m> {
+    mcp: Option<&'m mut McpTools>,
     messages: Arc<Vec<Message>>,
     prompt_len: usize,
     state: Value,
@@ -186,7 +190,7 @@ struct Progress {
     too_deep: Option<String>,
 }
 
-impl Progress {
+impl Progress<'_> {
     /// Runs one turn's `calls` within the episode's limits; their results
     /// join the messages.
     async fn act(
@@ -212,12 +216,18 @@ impl Progress {
         let unrun = calls.len().saturating_sub(allowed);
         let runs: Vec<_> = calls.into_iter().take(allowed).collect();
         let state = std::mem::take(&mut self.state);
-        let (results, after, ran) = run_tools(spec, runs, state, (at, deadline)).await;
+        let (results, after, ran) = match self.mcp.as_deref_mut() {
+            Some(mcp) => super::mcp_tools::run_calls(spec, mcp, runs, state, (at, deadline)).await,
+            None => run_tools(spec, runs, state, (at, deadline)).await,
+        };
         self.calls_made += results.len();
         self.state = after;
         Arc::make_mut(&mut self.messages).extend(results);
         if self.too_deep.is_none() {
             self.too_deep = ran.too_deep;
+        }
+        if let Some(fault) = ran.fault {
+            return Step::End(Some(fault));
         }
         if ran.late {
             return Step::End(Some(late(limits)));
@@ -271,7 +281,43 @@ impl Progress {
     }
 }
 
-/// Runs one sample's episode of `inst`, starting from `request`.
+/// Runs one sample's episode of `inst`, starting from `request`, with the
+/// spec's `[[mcp]]` servers (if any) started before it and ended after it.
+pub(super) async fn run_episode(
+    model: &ModelClient,
+    spec: &Arc<Spec>,
+    inst: &Instance,
+    (mut request, sample): (ChatRequest, u32),
+    cache: Option<&Cache>,
+) -> Result<Episode, Refused> {
+    let mut mcp = match McpTools::open(spec).await {
+        Ok(mcp) => mcp,
+        Err(ended) => return Ok(unstarted(ended)),
+    };
+    if let Some(mcp) = &mcp {
+        request.tools.extend(mcp.offered.iter().cloned());
+    }
+    let mut episode = run_turns(model, spec, inst, (request, sample), cache, mcp.as_mut()).await?;
+    if let Some(mcp) = mcp
+        && let Some(fault) = mcp.finish(&mut episode.state).await
+    {
+        episode.ended.get_or_insert(fault);
+    }
+    Ok(episode)
+}
+
+/// An episode whose servers did not start: no turn, the fault as its end.
+fn unstarted((kind, why): (FailureKind, String)) -> Episode {
+    Episode {
+        asked: Asked::failed(ProviderError::Program(why.clone())),
+        trajectory: Vec::new(),
+        state: None,
+        cost: None,
+        ended: Some((kind, why)),
+    }
+}
+
+/// The turns of one sample's episode of `inst`, starting from `request`.
 ///
 /// Its limits (`[agent]`): the calls of a turn and of the episode, and its
 /// wall time, checked before every turn and every call (a request in flight
@@ -279,12 +325,13 @@ impl Progress {
 /// sizes, depth) give the model an error result and the episode goes on; a
 /// value nested too deep still fails the record as `too_deep` in the end.
 /// `Err(Refused)` when the run's budget refused a turn.
-pub(super) async fn run_episode(
+async fn run_turns(
     model: &ModelClient,
     spec: &Arc<Spec>,
     inst: &Instance,
     (request, sample): (ChatRequest, u32),
     cache: Option<&Cache>,
+    mcp: Option<&mut McpTools>,
 ) -> Result<Episode, Refused> {
     let agent = spec.agent().expect("an episode runs only with [agent]");
     let limits = agent.limits;
@@ -297,6 +344,7 @@ pub(super) async fn run_episode(
         ),
     };
     let mut progress = Progress {
+        mcp,
         prompt_len: request.messages.len(),
         messages: Arc::clone(&request.messages),
         state,

@@ -24,6 +24,7 @@ mod estimate;
 mod exec_call;
 pub(crate) mod journal;
 mod manifest;
+mod mcp_tools;
 pub(crate) mod merge;
 mod plan;
 mod queue;

@@ -1,0 +1,236 @@
+//! `[[mcp]]` servers as an episode's tools, through the real CLI, against the
+//! hostile stdio server `tests/fixtures/mcp/hostile.py` and the fake OpenAI
+//! server playing the model: calls routed to the server and their results
+//! (structured, text, `isError`) in the trajectory, the server's final state
+//! read back into `state.mcp`, a rerun that asks nothing, every server fault
+//! ending its episode as a named failure, a SIGKILLed harness taking its
+//! server along, and the spec errors located at their keys.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::fake_server::{FakeCall, FakeServer, Reply};
+use crate::common::root;
+use crate::common::workspace::Workspace;
+
+/// A spec whose episode offers the hostile server's tools (`filter`: a
+/// `tools = [...]` line, or none for all),
+/// with `extra` lines in its `[[mcp]]` table.
+fn spec(filter: &str, extra: &str) -> String {
+    let server = root().join("tests/fixtures/mcp/hostile.py");
+    format!(
+        r#"
+runs = 1
+[prompt]
+user = "Сложи 2 и 3 и запомни ответ."
+[agent]
+max_turns = 6
+end = {{ tool = "submit" }}
+[[tools]]
+name = "submit"
+parameters = {{ type = "object", properties = {{ answer = {{ type = "string" }} }} }}
+script = "args.answer"
+[[mcp]]
+name = "hostile"
+command = "python3"
+args = ["{}"]
+{filter}
+call_timeout_secs = 2
+start_timeout_secs = 5
+final_state = {{ tool = "recall" }}
+{extra}
+[[verify]]
+rule = "final_state"
+expr = 'state.mcp.hostile.notes == ["5"]'
+"#,
+        server.display()
+    )
+}
+
+/// A model that calls `add`, `fail`, `remember` and `submit`, one a turn.
+fn agent(request: &crate::common::fake_server::Request) -> Reply {
+    let call = |name: &str, arguments: Value| FakeCall::new(name, &arguments.to_string());
+    let calls = match crate::agent::turn(request) {
+        0 => vec![call("add", json!({"a": 2, "b": 3}))],
+        1 => vec![call("fail", json!({}))],
+        2 => vec![call("remember", json!({"note": "5"}))],
+        _ => vec![call("submit", json!({"answer": "5"}))],
+    };
+    Reply::Calls(String::new(), calls)
+}
+
+#[test]
+fn an_episode_calls_the_servers_tools_and_reads_its_final_state() {
+    let fake = FakeServer::start(agent);
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 10").write(
+        "specs/mcp.toml",
+        &spec(r#"tools = ["add", "fail", "remember", "recall"]"#, ""),
+    );
+    let out = ws.run_ok(&["specs/mcp.toml", "-m", "fake"]);
+    assert_eq!(fake.count(), 4, "{out}");
+    let requests = fake.requests();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["submit", "add", "fail", "remember", "recall"]);
+    let record = &ws.last_journal()[0];
+    assert_eq!(record["passed"], true, "{record:#}");
+    let messages = record["trajectory"].as_array().unwrap();
+    let tool = |m: &&Value| m["role"] == "tool";
+    let results: Vec<&str> = (messages.iter().filter(tool))
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        results,
+        [
+            r#"{"sum":5}"#,
+            r#"{"error":"it failed on purpose"}"#,
+            "kept",
+            "\"5\""
+        ]
+    );
+    assert_eq!(record["state"]["mcp"]["hostile"], json!({"notes": ["5"]}));
+    // A rerun asks the model nothing: every turn's key (the servers' tools included) is cached.
+    ws.run_ok(&["specs/mcp.toml", "-m", "fake"]);
+    assert_eq!(fake.count(), 4);
+}
+
+#[test]
+fn server_faults_end_episodes_as_named_failures() {
+    // (the tool the model calls, `[[mcp]]` extra lines, failure, detail)
+    let cases = [
+        ("crash", "", "mcp_died", "crashing on purpose"),
+        ("garbage", "", "mcp_malformed", "not JSON"),
+        ("flood", "", "mcp_flood", "MiB"),
+        ("hang", "", "mcp_timeout", "within 2 s"),
+        (
+            "add",
+            "isolation = \"reset\"\nreset = { tool = \"nope\" }",
+            "mcp_error",
+            "reset",
+        ),
+        (
+            "recall",
+            "args = [\"-c\", \"import time; time.sleep(60)\"]",
+            "mcp_start",
+            "initialize",
+        ),
+    ];
+    for (tool, extra, failure, detail) in cases {
+        let fake = FakeServer::start(move |_| {
+            Reply::Calls(String::new(), vec![FakeCall::new(tool, "{}")])
+        });
+        let ws = Workspace::new();
+        let text = spec("", extra).replace("start_timeout_secs = 5\n", "start_timeout_secs = 2\n");
+        // The last case's own `args` runs a server that never answers.
+        let text = if extra.starts_with("args") {
+            text.replacen("args = [", "# args = [", 1)
+        } else {
+            text
+        };
+        ws.fake_model(&fake, "timeout_secs = 10")
+            .write("specs/mcp.toml", &text);
+        let began = Instant::now();
+        let (code, out) = ws.run(&["specs/mcp.toml", "-m", "fake"]);
+        // 4: an episode that never asked the model is an error, not an answer.
+        assert!([0, 1, 4].contains(&code), "{tool}: {out}");
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "{tool} took {:?}",
+            began.elapsed()
+        );
+        let record = &ws.last_journal()[0];
+        assert_eq!(record["failure"], failure, "{tool}: {record:#}");
+        let said = record["detail"]
+            .as_str()
+            .or(record["error"].as_str())
+            .unwrap_or_default();
+        assert!(said.contains(detail), "{tool}: {record:#}");
+    }
+}
+
+/// Whether `pid` runs: it exists and is not a zombie waiting for a reaper.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+        state != Some(Some('Z'))
+    })
+}
+
+#[test]
+fn sigkill_of_the_harness_leaves_no_server() {
+    let fake = FakeServer::start(|_| Reply::Hang);
+    let ws = Workspace::new();
+    let pidfile = ws.path().join("server.pid");
+    let text = spec("", "").replacen(
+        "hostile.py\"]",
+        &format!("hostile.py\", \"--pidfile\", \"{}\"]", pidfile.display()),
+        1,
+    );
+    ws.fake_model(&fake, "timeout_secs = 60")
+        .write("specs/mcp.toml", &text);
+    let mut child = ws
+        .run_cmd(&["specs/mcp.toml", "-m", "fake"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // The model is asked only once the server is up: then the episode is mid-way.
+    while fake.count() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the episode never asked the model"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(pid), "the server is not running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = Instant::now() + Duration::from_secs(5);
+    while running(pid) {
+        assert!(Instant::now() < gone, "server {pid} outlived the harness");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn bad_servers_are_errors_at_their_keys() {
+    let base = "[prompt]\nuser = \"x\"\n[agent]\n[[tools]]\nname = \"lookup\"\nscript = \"1\"\n\
+                [[verify]]\nrule = \"exact\"\nexpected = \"1\"\n";
+    let cases = [
+        (
+            "[[mcp]]\nargs = [\"x\"]\n",
+            "mcp.toml:10:1",
+            "needs `command`",
+        ),
+        (
+            "[[mcp]]\ncommand = \"srv\"\nurl = \"http://127.0.0.1:1/\"\n",
+            "mcp.toml:12:7",
+            "not both",
+        ),
+        (
+            "[[mcp]]\ncommand = \"srv\"\ntools = [\"x\", \"lookup\"]\n",
+            "mcp.toml:12:15",
+            "has the name of a [[tools]] tool",
+        ),
+    ];
+    for (table, at, says) in cases {
+        let ws = Workspace::new();
+        ws.write("specs/mcp.toml", &format!("{base}{table}"));
+        let mut check = crate::common::harness(ws.path());
+        check.args(["check", "specs/mcp.toml"]);
+        crate::common::expect(&mut check, 2, &[at, says]);
+    }
+}
