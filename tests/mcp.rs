@@ -234,3 +234,94 @@ fn bad_servers_are_errors_at_their_keys() {
         crate::common::expect(&mut check, 2, &[at, says]);
     }
 }
+
+/// The real servers' paths from `scripts/mcp-servers.sh paths`: `None`
+/// (the test is skipped) where they are not installed, except under
+/// `HARNESS_E2E`, where `scripts/test.sh` installed them.
+fn real_servers() -> Option<std::collections::BTreeMap<String, String>> {
+    let out = std::process::Command::new(root().join("scripts/mcp-servers.sh"))
+        .arg("paths")
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        assert!(
+            std::env::var_os("HARNESS_E2E").is_none(),
+            "scripts/mcp-servers.sh ensure has not run"
+        );
+        eprintln!("skipped: the MCP servers are not installed (scripts/mcp-servers.sh ensure)");
+        return None;
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    let pairs = text.lines().filter_map(|l| l.split_once('='));
+    Some(pairs.map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+}
+
+#[test]
+fn the_real_npm_and_pypi_servers_serve_an_episode() {
+    let Some(paths) = real_servers() else { return };
+    let ws = Workspace::new();
+    let memory = ws.path().join("memory.jsonl");
+    let spec = format!(
+        r#"
+runs = 1
+[prompt]
+user = "Запомни: Анна любит чай. Сложи 2 и 3. Запиши расход: чай, 120 рублей."
+[agent]
+max_turns = 5
+end = {{ tool = "submit" }}
+[[tools]]
+name = "submit"
+parameters = {{ type = "object", properties = {{}} }}
+script = "true"
+[[mcp]]
+name = "memory"
+command = "node"
+args = ["{memory_bin}"]
+env = ["MEMORY_FILE_PATH"]
+tools = ["create_entities", "read_graph"]
+final_state = {{ tool = "read_graph" }}
+[[mcp]]
+name = "everything"
+command = "node"
+args = ["{everything_bin}"]
+tools = ["get-sum"]
+[[mcp]]
+name = "ledger"
+command = "{python}"
+args = ["{ledger}"]
+final_state = {{ tool = "list_expenses" }}
+[[verify]]
+rule = "final_state"
+expr = 'state.mcp.memory.entities[0].name == "Анна" && state.mcp.ledger.total == 120.0'
+"#,
+        memory_bin = paths["MCP_MEMORY_BIN"],
+        everything_bin = paths["MCP_EVERYTHING_BIN"],
+        python = paths["MCP_PYTHON"],
+        ledger = root().join("scripts/mcp/ledger_server.py").display(),
+    );
+    let fake = FakeServer::start(|request| {
+        let call = |name: &str, arguments: Value| FakeCall::new(name, &arguments.to_string());
+        let entity = json!({"name": "Анна", "entityType": "person", "observations": ["любит чай"]});
+        let calls = match crate::agent::turn(request) {
+            0 => vec![call("create_entities", json!({ "entities": [entity] }))],
+            1 => vec![call("get-sum", json!({"a": 2, "b": 3}))],
+            2 => vec![call("add_expense", json!({"item": "чай", "amount": 120}))],
+            _ => vec![call("submit", json!({}))],
+        };
+        Reply::Calls(String::new(), calls)
+    });
+    ws.fake_model(&fake, "timeout_secs = 30")
+        .write("specs/live.toml", &spec);
+    let mut run = ws.run_cmd(&["specs/live.toml", "-m", "fake"]);
+    run.env("MEMORY_FILE_PATH", &memory);
+    let (code, out) = crate::common::run(&mut run);
+    let record = &ws.last_journal()[0];
+    assert_eq!(
+        (code, &record["passed"]),
+        (0, &json!(true)),
+        "{out}\n{record:#}"
+    );
+    let sum = &record["trajectory"][3]["content"];
+    assert!(sum.as_str().unwrap().contains('5'), "{record:#}");
+    assert!(std::fs::read_to_string(&memory).unwrap().contains("Анна"));
+}
