@@ -102,6 +102,26 @@ fn an_episode_calls_the_servers_tools_and_reads_its_final_state() {
 }
 
 #[test]
+fn a_blessed_episode_replays_with_no_server() {
+    let fake = FakeServer::start(agent);
+    let ws = Workspace::new();
+    let filter = r#"tools = ["add", "fail", "remember", "recall"]"#;
+    ws.fake_model(&fake, "timeout_secs = 10")
+        .write("specs/mcp.toml", &spec(filter, ""));
+    ws.run_ok(&["specs/mcp.toml", "-m", "fake", "--bless"]);
+    let recorded = ws.last_journal().remove(0);
+    // The server is gone: a replay must not need it.
+    let gone = spec(filter, "").replace("command = \"python3\"", "command = \"/nonexistent/mcp\"");
+    ws.write("specs/mcp.toml", &gone);
+    ws.run_ok(&["specs/mcp.toml", "-m", "replay:fake"]);
+    assert_eq!(fake.count(), 4, "the replay asks nothing");
+    let replayed = ws.last_journal().remove(0);
+    for field in ["trajectory", "state", "passed"] {
+        assert_eq!(replayed[field], recorded[field], "{field}");
+    }
+}
+
+#[test]
 fn server_faults_end_episodes_as_named_failures() {
     // (the tool the model calls, `[[mcp]]` extra lines, failure, detail)
     let cases = [

@@ -23,7 +23,7 @@ use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask};
 use crate::format::EpisodeLimits;
 use crate::prompt::Message;
-use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey, Usage};
+use crate::provider::{ChatRequest, Completion, Provider, ProviderError, RequestKey, Usage};
 use crate::spec::agent::{CallSite, result_text};
 use crate::spec::{Instance, Spec};
 use crate::verify::FailureKind;
@@ -290,7 +290,23 @@ pub(super) async fn run_episode(
     (mut request, sample): (ChatRequest, u32),
     cache: Option<&Cache>,
 ) -> Result<Episode, Refused> {
-    let mut mcp = match McpTools::open(spec).await {
+    let opened = match model.provider() {
+        // A replay answers from the transcript, the servers' results too.
+        Provider::Replay(replay) => {
+            let key = RequestKey {
+                spec: &spec.id,
+                instance: inst.index,
+                sample,
+                judge: None,
+                turn: 0,
+            };
+            let recorded = replay.recorded_episode(key).ok();
+            let (trajectory, state) = recorded.unwrap_or_default();
+            Ok(McpTools::recorded(spec, &trajectory, state.as_ref()))
+        }
+        _ => McpTools::open(spec).await,
+    };
+    let mut mcp = match opened {
         Ok(mcp) => mcp,
         Err(ended) => return Ok(unstarted(ended)),
     };

@@ -11,7 +11,7 @@
 //! server), and serve one episode at a time: the episode holds its lock
 //! from start to end, so one episode's calls never interleave with another's.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -92,9 +92,19 @@ struct Live {
     held: Held,
 }
 
+/// A replayed episode's server results, as its transcript recorded them.
+struct Recorded {
+    /// Each server tool's results, in the order the episode called it.
+    results: HashMap<String, VecDeque<String>>,
+    /// The servers' final states (`state.mcp`).
+    state: Option<Value>,
+}
+
 /// An episode's servers and the tools they offer.
 pub(super) struct McpTools {
     live: Vec<Live>,
+    /// Replayed: the recorded results stand in for the servers.
+    recorded: Option<Recorded>,
     /// Tool name to its server's index in `live`.
     routes: BTreeMap<String, usize>,
     /// The tools offered to the model, in the servers' order.
@@ -130,14 +140,10 @@ impl McpTools {
         if spec.mcp().is_empty() {
             return Ok(None);
         }
-        let rhai: Vec<&str> = spec
-            .def
-            .tools
-            .iter()
-            .filter_map(|t| t.name.as_deref())
-            .collect();
+        let rhai = rhai_names(spec);
         let mut tools = McpTools {
             live: Vec::new(),
+            recorded: None,
             routes: BTreeMap::new(),
             offered: Vec::new(),
         };
@@ -210,9 +216,46 @@ impl McpTools {
         Ok(Some(tools))
     }
 
+    /// A replayed episode's servers: the results `trajectory` recorded for
+    /// every call of a tool that is not a `[[tools]]` one, and the servers'
+    /// part of its final `state`; no server is started.
+    pub(super) fn recorded(
+        spec: &Spec,
+        trajectory: &[Message],
+        state: Option<&Value>,
+    ) -> Option<McpTools> {
+        if spec.mcp().is_empty() {
+            return None;
+        }
+        let rhai = rhai_names(spec);
+        let mut results: HashMap<String, VecDeque<String>> = HashMap::new();
+        for message in trajectory
+            .iter()
+            .filter(|m| m.role == crate::prompt::Role::Tool)
+        {
+            let Some(name) = message.tool_name.as_deref().filter(|n| !rhai.contains(n)) else {
+                continue;
+            };
+            results
+                .entry(name.to_owned())
+                .or_default()
+                .push_back(message.content.clone());
+        }
+        let state = state.and_then(|s| s.get("mcp")).cloned();
+        Some(McpTools {
+            live: Vec::new(),
+            recorded: Some(Recorded { results, state }),
+            routes: BTreeMap::new(),
+            offered: Vec::new(),
+        })
+    }
+
     /// Whether `name` is one of the servers' tools.
     pub(super) fn routes(&self, name: &str) -> bool {
-        self.routes.contains_key(name)
+        match &self.recorded {
+            Some(recorded) => recorded.results.contains_key(name),
+            None => self.routes.contains_key(name),
+        }
     }
 
     /// Runs one call of a server's tool: the text the model reads (an error
@@ -226,6 +269,16 @@ impl McpTools {
             let why = crate::text::clip(&why, limits.error_bytes);
             Ok(serde_json::json!({ "error": why }).to_string())
         };
+        if let Some(recorded) = &mut self.recorded {
+            let result = recorded
+                .results
+                .get_mut(&call.name)
+                .and_then(VecDeque::pop_front);
+            return result.ok_or_else(|| {
+                let why = format!("the transcript recorded no more results of `{}`", call.name);
+                (FailureKind::NotRecorded, why)
+            });
+        }
         if let Some(why) = call.invalid_text() {
             return error(why);
         }
@@ -267,6 +320,15 @@ impl McpTools {
     /// Reads each server's `final_state` into `state.mcp.<name>` and ends
     /// the sessions; the first fault, if any.
     pub(super) async fn finish(self, state: &mut Option<Value>) -> Option<Ended> {
+        if let Some(Recorded {
+            state: Some(mcp), ..
+        }) = self.recorded
+        {
+            if let Some(Value::Object(map)) = state {
+                map.insert("mcp".to_owned(), mcp);
+            }
+            return None;
+        }
         let mut ended = None;
         for Live { server, mut held } in self.live {
             if let (Some(call), None) = (&server.def.final_state, &ended) {
@@ -288,6 +350,15 @@ impl McpTools {
         }
         ended
     }
+}
+
+/// The names of the spec's `[[tools]]` (Rhai) tools.
+fn rhai_names(spec: &Spec) -> Vec<&str> {
+    spec.def
+        .tools
+        .iter()
+        .filter_map(|t| t.name.as_deref())
+        .collect()
 }
 
 /// Sets `state.mcp.<name>` to `value`, making the maps on the way.
