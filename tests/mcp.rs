@@ -99,6 +99,15 @@ fn an_episode_calls_the_servers_tools_and_reads_its_final_state() {
     // A rerun asks the model nothing: every turn's key (the servers' tools included) is cached.
     ws.run_ok(&["specs/mcp.toml", "-m", "fake"]);
     assert_eq!(fake.count(), 4);
+    // Another server (its command line) with the same tools makes other keys.
+    let other = spec(r#"tools = ["add", "fail", "remember", "recall"]"#, "").replacen(
+        "hostile.py\"]",
+        "hostile.py\", \"--other\"]",
+        1,
+    );
+    ws.write("specs/mcp.toml", &other);
+    ws.run_ok(&["specs/mcp.toml", "-m", "fake"]);
+    assert_eq!(fake.count(), 8);
 }
 
 #[test]

@@ -312,6 +312,7 @@ pub(super) async fn run_episode(
     };
     if let Some(mcp) = &mcp {
         request.tools.extend(mcp.offered.iter().cloned());
+        request.mcp_servers = spec.mcp().iter().map(|s| s.identity()).collect();
     }
     let mut episode = run_turns(model, spec, inst, (request, sample), cache, mcp.as_mut()).await?;
     if let Some(mcp) = mcp

@@ -221,7 +221,7 @@ mod tests {
     use crate::run::journal::for_each_record;
 
     /// Every kind as a journal before the typed vocabulary wrote it.
-    const OLD_NAMES: [(&str, FailureKind); 41] = [
+    const OLD_NAMES: [(&str, FailureKind); 47] = [
         ("no_answer", FailureKind::NoAnswer),
         ("wrong_value", FailureKind::WrongValue),
         ("invalid_json", FailureKind::InvalidJson),
@@ -263,6 +263,12 @@ mod tests {
         ("batch_cancelled", FailureKind::BatchCancelled),
         ("no_logprobs", FailureKind::NoLogprobs),
         ("no_prompt_logprobs", FailureKind::NoPromptLogprobs),
+        ("mcp_start", FailureKind::McpStart),
+        ("mcp_died", FailureKind::McpDied),
+        ("mcp_malformed", FailureKind::McpMalformed),
+        ("mcp_flood", FailureKind::McpFlood),
+        ("mcp_timeout", FailureKind::McpTimeout),
+        ("mcp_error", FailureKind::McpError),
     ];
 
     fn fixture() -> std::path::PathBuf {

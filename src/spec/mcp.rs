@@ -24,6 +24,20 @@ pub(crate) struct McpSpec {
 }
 
 impl McpSpec {
+    /// What the server is, for cache keys: its name and its command line
+    /// or URL (never the values of its headers or environment).
+    pub(crate) fn identity(&self) -> String {
+        let def = &self.def;
+        let place = match (&def.command, &def.url) {
+            (Some(command), _) => std::iter::once(command.as_str())
+                .chain(def.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            (None, url) => url.clone().unwrap_or_default(),
+        };
+        format!("{}: {place}", self.name)
+    }
+
     /// Whether the server offers `tool` to the model (its `tools` filter).
     pub(crate) fn offers(&self, tool: &str) -> bool {
         self.def
