@@ -354,3 +354,31 @@ expr = 'state.mcp.memory.entities[0].name == "Анна" && state.mcp.ledger.tota
     assert!(sum.as_str().unwrap().contains('5'), "{record:#}");
     assert!(std::fs::read_to_string(&memory).unwrap().contains("Анна"));
 }
+
+#[test]
+fn check_starts_each_server_and_judges_its_tools() {
+    let ws = Workspace::new();
+    // `submit` stays, and a Rhai `echo` takes the name of the server's own.
+    let clash = spec("", "isolation = \"shared\"").replace(
+        "script = \"args.answer\"",
+        "script = \"args.answer\"\n[[tools]]\nname = \"echo\"\nscript = \"1\"",
+    );
+    ws.write("specs/mcp.toml", &clash);
+    let mut check = crate::common::harness(ws.path());
+    check.args(["check", "specs/mcp.toml"]);
+    crate::common::expect(
+        &mut check,
+        2,
+        &[
+            "tool `echo` of MCP server `hostile` has the name of a [[tools]] tool",
+            "is shared: episodes are not isolated",
+        ],
+    );
+    let mut show = crate::common::harness(ws.path());
+    show.args(["show", "specs/mcp.toml", "-n", "1"]);
+    crate::common::expect(
+        &mut show,
+        0,
+        &["mcp server `hostile` (started in", "  recall"],
+    );
+}
