@@ -382,3 +382,84 @@ fn check_starts_each_server_and_judges_its_tools() {
         &["mcp server `hostile` (started in", "  recall"],
     );
 }
+
+/// A child process this test started, killed (by its PID) and reaped when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_streamable_http_server_serves_an_episode() {
+    let Some(paths) = real_servers() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = std::process::Command::new("node")
+        .args([paths["MCP_EVERYTHING_BIN"].as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Ended however the test ends.
+    let _server = KillOnDrop(server);
+    let up = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < up,
+            "server-everything did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let spec = format!(
+        r#"
+runs = 1
+[prompt]
+user = "Сложи 2 и 3."
+[agent]
+max_turns = 3
+end = {{ tool = "submit" }}
+[[tools]]
+name = "submit"
+parameters = {{ type = "object", properties = {{}} }}
+script = "true"
+[[mcp]]
+name = "everything"
+url = "http://127.0.0.1:{port}/mcp"
+headers = {{ X-Harness-Test = "MCP_TEST_HEADER" }}
+tools = ["get-sum"]
+[[verify]]
+rule = "tool_used"
+tools = ["get-sum"]
+"#
+    );
+    let fake = FakeServer::start(|request| {
+        let calls = match crate::agent::turn(request) {
+            0 => vec![FakeCall::new("get-sum", r#"{"a": 2, "b": 3}"#)],
+            _ => vec![FakeCall::new("submit", "{}")],
+        };
+        Reply::Calls(String::new(), calls)
+    });
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 30")
+        .write("specs/http.toml", &spec);
+    let mut run = ws.run_cmd(&["specs/http.toml", "-m", "fake"]);
+    run.env("MCP_TEST_HEADER", "hello");
+    let (code, out) = crate::common::run(&mut run);
+    assert!(!ws.run_dirs().is_empty(), "{out}");
+    let record = &ws.last_journal()[0];
+    assert_eq!(
+        (code, &record["passed"]),
+        (0, &json!(true)),
+        "{out}\n{record:#}"
+    );
+    let sum = record["trajectory"][1]["content"].as_str().unwrap();
+    assert!(sum.contains('5'), "{record:#}");
+}
