@@ -285,23 +285,23 @@ fn real_servers() -> Option<std::collections::BTreeMap<String, String>> {
     Some(pairs.map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
 }
 
+/// A one-instance episode asking `user`, up to `max_turns`, ended by a
+/// Rhai `submit`: the start of the live specs.
+fn prelude(user: &str, max_turns: u32) -> String {
+    format!(
+        "runs = 1\n[prompt]\nuser = \"{user}\"\n[agent]\nmax_turns = {max_turns}\n\
+         end = {{ tool = \"submit\" }}\n[[tools]]\nname = \"submit\"\n\
+         parameters = {{ type = \"object\", properties = {{}} }}\nscript = \"true\""
+    )
+}
+
 #[test]
 fn the_real_npm_and_pypi_servers_serve_an_episode() {
     let Some(paths) = real_servers() else { return };
     let ws = Workspace::new();
     let memory = ws.path().join("memory.jsonl");
     let spec = format!(
-        r#"
-runs = 1
-[prompt]
-user = "Запомни: Анна любит чай. Сложи 2 и 3. Запиши расход: чай, 120 рублей."
-[agent]
-max_turns = 5
-end = {{ tool = "submit" }}
-[[tools]]
-name = "submit"
-parameters = {{ type = "object", properties = {{}} }}
-script = "true"
+        r#"{prelude}
 [[mcp]]
 name = "memory"
 command = "node"
@@ -323,6 +323,10 @@ final_state = {{ tool = "list_expenses" }}
 rule = "final_state"
 expr = 'state.mcp.memory.entities[0].name == "Анна" && state.mcp.ledger.total == 120.0'
 "#,
+        prelude = prelude(
+            "Запомни: Анна любит чай. Сложи 2 и 3. Запиши расход: чай, 120 рублей.",
+            5
+        ),
         memory_bin = paths["MCP_MEMORY_BIN"],
         everything_bin = paths["MCP_EVERYTHING_BIN"],
         python = paths["MCP_PYTHON"],
@@ -418,18 +422,9 @@ fn a_streamable_http_server_serves_an_episode() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    let prelude = prelude("Сложи 2 и 3.", 3);
     let spec = format!(
-        r#"
-runs = 1
-[prompt]
-user = "Сложи 2 и 3."
-[agent]
-max_turns = 3
-end = {{ tool = "submit" }}
-[[tools]]
-name = "submit"
-parameters = {{ type = "object", properties = {{}} }}
-script = "true"
+        r#"{prelude}
 [[mcp]]
 name = "everything"
 url = "http://127.0.0.1:{port}/mcp"
