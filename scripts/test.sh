@@ -78,6 +78,11 @@ t=$SECONDS
 scripts/llama-server.sh ensure >/dev/null
 mark "llama-server and models: build or reuse" "$t"
 t=$SECONDS
+# The live MCP test (tests/mcp.rs) runs npm's server-memory and
+# server-everything and a server on PyPI's `mcp` SDK, installed and cached.
+scripts/mcp-servers.sh ensure >/dev/null
+mark "MCP servers: install or reuse" "$t"
+t=$SECONDS
 build=0
 wait "$build_pid" || build=$?
 build_pid=""

@@ -123,6 +123,19 @@ failure_kinds! {
     /// test: its request failed, it said nothing, or it never said its stop
     /// marker within `max_turns`.
     UserError = "user_error",
+    /// An `[[mcp]]` server could not start, did not answer `initialize` or
+    /// `tools/list` in time, or lists a tool that collides with another.
+    McpStart = "mcp_start",
+    /// An `[[mcp]]` server exited (or its connection closed) during the episode.
+    McpDied = "mcp_died",
+    /// An `[[mcp]]` server wrote something that is not a JSON-RPC message.
+    McpMalformed = "mcp_malformed",
+    /// An `[[mcp]]` server wrote more than a message or a session may hold.
+    McpFlood = "mcp_flood",
+    /// An `[[mcp]]` server's tool call got no answer within `call_timeout_secs`.
+    McpTimeout = "mcp_timeout",
+    /// An `[[mcp]]` server broke the protocol otherwise (an unexpected answer).
+    McpError = "mcp_error",
 
     // How an answer ended, whatever its rules concluded.
     /// Generation stopped while the model was still reasoning: a length stop

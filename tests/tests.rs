@@ -116,6 +116,7 @@ mod main_job;
 mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;
+mod mcp;
 mod measures;
 mod media;
 mod native_reasoning;

@@ -21,6 +21,7 @@ pub(crate) use exec::ExecModel;
 
 mod examples;
 mod exec;
+pub(crate) mod mcp;
 mod tokens;
 
 /// Options of a check run.
@@ -139,6 +140,9 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     if let Some(labels) = generated.filter(|&labels| labels > 0) {
         report.warnings = tokens::label_warnings(spec, labels, &options.asked);
     }
+    let servers = mcp::check_servers(spec);
+    report.errors.extend(servers.errors);
+    report.warnings.extend(servers.warnings);
     let generated = generated.is_some();
     report.examples.total = spec.def.examples.len();
     if spec.rules.needs_sandbox()

@@ -42,6 +42,9 @@ pub(super) fn run(
         }
         end = end.min(rows);
     }
+    if !json {
+        print_mcp(&spec);
+    }
     for index in start..end {
         let instance = match spec.instance(index) {
             Ok(i) => i,
@@ -128,6 +131,33 @@ fn print_agent(spec: &Spec, vars: &serde_json::Map<String, serde_json::Value>) {
         visible(&agent.state_var),
         one_line(&state, TOOL_LINE)
     );
+}
+
+/// `[[mcp]]` servers, each started once: the tools it offers, or why it failed.
+fn print_mcp(spec: &Spec) {
+    if spec.mcp().is_empty() {
+        return;
+    }
+    let found = crate::check::mcp::check_servers(spec);
+    for (name, started, tools) in &found.servers {
+        outln!(
+            "mcp server `{name}` (started in {} ms):",
+            started.as_millis()
+        );
+        let tools: Vec<crate::format::Tool> = tools
+            .iter()
+            .map(|t| crate::format::Tool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.input_schema.clone(),
+            })
+            .collect();
+        print_tools(&tools);
+    }
+    for problem in found.errors.iter().chain(&found.warnings) {
+        outln!("mcp: {}", one_line(&problem.message, 300));
+    }
+    outln!();
 }
 
 /// The longest description or parameters line `show` prints, in characters.

@@ -47,7 +47,7 @@ impl Asked {
     }
 
     /// A request that failed before any attempt.
-    fn failed(e: ProviderError) -> Asked {
+    pub(crate) fn failed(e: ProviderError) -> Asked {
         Asked {
             result: Err(e),
             attempts: 0,

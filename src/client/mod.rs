@@ -18,6 +18,7 @@ pub(crate) mod cache;
 pub(crate) mod gate;
 pub(crate) mod limits;
 pub(crate) mod managed;
+pub(crate) mod mcp;
 pub(crate) mod pool;
 pub(crate) mod slots;
 

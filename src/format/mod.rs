@@ -15,6 +15,7 @@ pub(crate) mod depth;
 mod extract;
 pub(crate) mod locate;
 mod logprobs;
+pub(crate) mod mcp;
 pub(crate) use locate::key_path;
 pub(crate) mod range;
 mod reasoning;
@@ -32,6 +33,7 @@ pub(crate) use extract::{ExtractDef, ExtractKind, ExtractSource};
 pub(crate) use logprobs::{
     Continuation, Logprobs, MAX_TOKENS as MAX_LOGPROB_TOKENS, MAX_TOP, TokenLogprob,
 };
+pub(crate) use mcp::{McpCall, McpIsolation, McpServer};
 pub(crate) use reasoning::{Effort, REASONING_KEYS, ReasoningSetting};
 pub(crate) use rule::{RuleTable, field_names};
 pub(crate) use schema::{schema_text, spec_schema};

@@ -62,6 +62,9 @@ pub struct SpecFile {
     /// A multi-turn episode: the model calls the tools (each run by its
     /// `script`) until a final answer, the `end` tool or `max_turns`.
     pub agent: Option<Agent>,
+    /// MCP servers whose tools join the episode's (needs `[agent]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<super::McpServer>,
     /// Several answers per instance, and the pass@k family of metrics over them.
     pub sampling: Option<Sampling>,
     /// A multiple-choice question: its choices, the right one, and how a

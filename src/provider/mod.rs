@@ -153,6 +153,11 @@ pub struct ChatRequest {
     /// the wire asks for the echoed prompt's log-probabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<ScoreRequest>,
+    /// The MCP servers behind some of `tools` (`command` and `args`, or
+    /// `url`): never sent, but part of the cache key, so another server
+    /// with the same tools makes other keys.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
 }
 
 /// Continuations to score after one context, each by the log-probability
@@ -200,6 +205,7 @@ impl ChatRequest {
             reasoning: crate::prompt::ReasoningSetting::default(),
             logprobs: None,
             score: None,
+            mcp_servers: Vec::new(),
         }
     }
 

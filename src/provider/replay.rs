@@ -33,6 +33,32 @@ impl ReplayProvider {
 
     /// The recorded answer for `key`.
     pub(crate) fn complete(&self, key: RequestKey<'_>) -> Result<Completion, ProviderError> {
+        self.with_line(key, |line| match key.judge {
+            Some((rule, k)) => Self::judge_response(line, rule, k),
+            None if key.user => Self::user_response(line, key.turn),
+            None => Self::turn_response(line, key.turn),
+        })?
+    }
+
+    /// The episode `key` names as recorded: its messages after the prompt
+    /// (the tools' results among them) and the state it ended with, so a
+    /// replayed episode needs none of its tool servers.
+    pub(crate) fn recorded_episode(
+        &self,
+        key: RequestKey<'_>,
+    ) -> Result<(Vec<crate::prompt::Message>, Option<serde_json::Value>), ProviderError> {
+        self.with_line(key, |line| {
+            (line.scored.trajectory.clone(), line.scored.state.clone())
+        })
+    }
+
+    /// `f` of the transcript line of `key`'s instance and sample, its spec's
+    /// transcript read once.
+    fn with_line<T>(
+        &self,
+        key: RequestKey<'_>,
+        f: impl FnOnce(&TranscriptLine) -> T,
+    ) -> Result<T, ProviderError> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if !loaded.contains_key(key.spec) {
             let path = transcript_path(&self.golden_dir, key.spec, &self.model);
@@ -52,13 +78,7 @@ impl ReplayProvider {
                     key.spec, key.instance, key.sample, self.model
                 ))
             })?;
-        if let Some((rule, k)) = key.judge {
-            return Self::judge_response(line, rule, k);
-        }
-        if key.user {
-            return Self::user_response(line, key.turn);
-        }
-        Self::turn_response(line, key.turn)
+        Ok(f(line))
     }
 
     /// The simulated user's recorded turn `turn` (0-based) of `line`'s

@@ -19,14 +19,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::mcp_tools::McpTools;
 use super::record::Cost;
+use super::rhai_tools::run_tools;
 use super::user_turn::{Said, User, UserSpent};
 use crate::client::cache::Cache;
 use crate::client::{Asked, ModelClient, Refused, ask};
 use crate::format::EpisodeLimits;
 use crate::prompt::{Message, Role};
-use crate::provider::{ChatRequest, Completion, ProviderError, RequestKey, Usage};
-use crate::spec::agent::{AgentRuntime, CallSite, result_text};
+use crate::provider::{ChatRequest, Completion, Provider, ProviderError, RequestKey, Usage};
+use crate::spec::agent::{AgentRuntime, CallSite};
 use crate::spec::{Instance, Spec};
 use crate::verify::FailureKind;
 
@@ -111,52 +113,6 @@ struct Last {
     endpoint: Option<String>,
 }
 
-/// How a turn's tool calls ended besides their results.
-#[derive(Default)]
-struct Ran {
-    /// The episode's deadline passed before every call ran.
-    late: bool,
-    /// The first refusal of a value nested too deep (arguments, result or state).
-    too_deep: Option<String>,
-}
-
-/// Runs the tools of one turn's `calls` in order on a blocking thread until
-/// `deadline`: each call's result message, the state after them, and how they ended.
-async fn run_tools(
-    spec: &Arc<Spec>,
-    calls: Vec<crate::format::ToolCall>,
-    state: Value,
-    (at, deadline): (CallSite, Instant),
-) -> (Vec<Message>, Value, Ran) {
-    let spec = spec.clone();
-    let work = move || {
-        let agent = spec.agent().expect("an episode runs only with [agent]");
-        let (mut state, mut ran, mut results) = (state, Ran::default(), Vec::new());
-        for (i, call) in calls.iter().enumerate() {
-            if Instant::now() >= deadline {
-                ran.late = true;
-                break;
-            }
-            let site = CallSite {
-                call: u32::try_from(i).unwrap_or(u32::MAX),
-                ..at
-            };
-            let result = agent.call(call, &mut state, site);
-            if let Err(e) = &result
-                && e.too_deep
-            {
-                ran.too_deep.get_or_insert_with(|| e.message.clone());
-            }
-            results.push(Message::tool_result(call, result_text(&result)));
-        }
-        (results, state, ran)
-    };
-    match tokio::task::spawn_blocking(work).await {
-        Ok(done) => done,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
-}
-
 /// What ends an episode whose deadline passed.
 fn late(limits: &EpisodeLimits) -> (FailureKind, String) {
     let why = format!(
@@ -204,7 +160,8 @@ enum Step {
 
 /// An episode so far: the messages (the prompt first), the tools' state,
 /// the calls run, and the first value refused for its depth.
-struct Progress {
+struct Progress<'m> {
+    mcp: Option<&'m mut McpTools>,
     messages: Arc<Vec<Message>>,
     user: UserSpent,
     user_turns: u32,
@@ -214,7 +171,7 @@ struct Progress {
     too_deep: Option<String>,
 }
 
-impl Progress {
+impl Progress<'_> {
     /// Runs one turn's `calls` within the episode's limits; their results
     /// join the messages.
     async fn act(
@@ -240,12 +197,18 @@ impl Progress {
         let unrun = calls.len().saturating_sub(allowed);
         let runs: Vec<_> = calls.into_iter().take(allowed).collect();
         let state = std::mem::take(&mut self.state);
-        let (results, after, ran) = run_tools(spec, runs, state, (at, deadline)).await;
+        let (results, after, ran) = match self.mcp.as_deref_mut() {
+            Some(mcp) => super::mcp_tools::run_calls(spec, mcp, runs, state, (at, deadline)).await,
+            None => run_tools(spec, runs, state, (at, deadline)).await,
+        };
         self.calls_made += results.len();
         self.state = after;
         Arc::make_mut(&mut self.messages).extend(results);
         if self.too_deep.is_none() {
             self.too_deep = ran.too_deep;
+        }
+        if let Some(fault) = ran.fault {
+            return Step::End(Some(fault));
         }
         if ran.late {
             return Step::End(Some(late(limits)));
@@ -330,7 +293,71 @@ impl Progress {
 }
 
 /// Runs one sample's episode of `inst`, starting from `request`, with the
-/// simulated `user` answering each reply without calls when the spec has one.
+/// spec's `[[mcp]]` servers (if any) started before it and ended after it,
+/// and the simulated `user` answering each reply without calls when the
+/// spec has one.
+pub(super) async fn run_episode(
+    model: &ModelClient,
+    spec: &Arc<Spec>,
+    inst: &Instance,
+    (mut request, sample): (ChatRequest, u32),
+    (user, cache): (Option<User<'_>>, Option<&Cache>),
+) -> Result<Episode, Refused> {
+    let opened = match model.provider() {
+        // A replay answers from the transcript, the servers' results too.
+        Provider::Replay(replay) => {
+            let key = RequestKey {
+                spec: &spec.id,
+                instance: inst.index,
+                sample,
+                judge: None,
+                turn: 0,
+                user: false,
+            };
+            let recorded = replay.recorded_episode(key).ok();
+            let (trajectory, state) = recorded.unwrap_or_default();
+            Ok(McpTools::recorded(spec, &trajectory, state.as_ref()))
+        }
+        _ => McpTools::open(spec).await,
+    };
+    let mut mcp = match opened {
+        Ok(mcp) => mcp,
+        Err(ended) => return Ok(unstarted(ended)),
+    };
+    if let Some(mcp) = &mcp {
+        request.tools.extend(mcp.offered.iter().cloned());
+        request.mcp_servers = spec.mcp().iter().map(|s| s.identity()).collect();
+    }
+    let mut episode = run_turns(
+        model,
+        spec,
+        inst,
+        (request, sample),
+        (user, cache),
+        mcp.as_mut(),
+    )
+    .await?;
+    if let Some(mcp) = mcp
+        && let Some(fault) = mcp.finish(&mut episode.state).await
+    {
+        episode.ended.get_or_insert(fault);
+    }
+    Ok(episode)
+}
+
+/// An episode whose servers did not start: no turn, the fault as its end.
+fn unstarted((kind, why): (FailureKind, String)) -> Episode {
+    Episode {
+        asked: Asked::failed(ProviderError::Program(why.clone())),
+        trajectory: Vec::new(),
+        state: None,
+        cost: None,
+        ended: Some((kind, why)),
+        user: UserSpent::default(),
+    }
+}
+
+/// The turns of one sample's episode of `inst`, starting from `request`.
 ///
 /// Its limits (`[agent]`): the calls of a turn and of the episode, and its
 /// wall time, checked before every turn and every call (a request in flight
@@ -338,12 +365,13 @@ impl Progress {
 /// sizes, depth) give the model an error result and the episode goes on; a
 /// value nested too deep still fails the record as `too_deep` in the end.
 /// `Err(Refused)` when the run's budget refused a turn.
-pub(super) async fn run_episode(
+async fn run_turns(
     model: &ModelClient,
     spec: &Arc<Spec>,
     inst: &Instance,
     (request, sample): (ChatRequest, u32),
     (user, cache): (Option<User<'_>>, Option<&Cache>),
+    mcp: Option<&mut McpTools>,
 ) -> Result<Episode, Refused> {
     let agent = spec.agent().expect("an episode runs only with [agent]");
     let limits = agent.limits;
@@ -356,6 +384,7 @@ pub(super) async fn run_episode(
         ),
     };
     let mut progress = Progress {
+        mcp,
         prompt_len: request.messages.len(),
         messages: Arc::clone(&request.messages),
         state,

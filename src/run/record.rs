@@ -230,7 +230,7 @@ mod tests {
     use crate::run::journal::for_each_record;
 
     /// Every kind as a journal before the typed vocabulary wrote it.
-    const OLD_NAMES: [(&str, FailureKind); 42] = [
+    const OLD_NAMES: [(&str, FailureKind); 48] = [
         ("no_answer", FailureKind::NoAnswer),
         ("wrong_value", FailureKind::WrongValue),
         ("invalid_json", FailureKind::InvalidJson),
@@ -273,6 +273,12 @@ mod tests {
         ("no_logprobs", FailureKind::NoLogprobs),
         ("no_prompt_logprobs", FailureKind::NoPromptLogprobs),
         ("user_error", FailureKind::UserError),
+        ("mcp_start", FailureKind::McpStart),
+        ("mcp_died", FailureKind::McpDied),
+        ("mcp_malformed", FailureKind::McpMalformed),
+        ("mcp_flood", FailureKind::McpFlood),
+        ("mcp_timeout", FailureKind::McpTimeout),
+        ("mcp_error", FailureKind::McpError),
     ];
 
     fn fixture() -> std::path::PathBuf {

@@ -328,10 +328,11 @@ pub(super) fn compile(
             ));
         }
     }
-    if def.tools.is_empty() {
+    if def.tools.is_empty() && def.mcp.is_empty() {
         errors.push(at(
             key_path!["agent"],
-            "[agent] needs tools: add [[tools]] tables, each with a `script`".into(),
+            "[agent] needs tools: add [[tools]] tables, each with a `script`, or [[mcp]] servers"
+                .into(),
         ));
     }
     if let Some(end) = &agent.end
@@ -339,6 +340,8 @@ pub(super) fn compile(
             .tools
             .iter()
             .any(|t| t.name.as_deref() == Some(end.tool.as_str()))
+        // A server's tool ends an episode too; it is known once the server runs.
+        && def.mcp.is_empty()
     {
         let names: Vec<&str> = def.tools.iter().filter_map(|t| t.name.as_deref()).collect();
         errors.push(at(

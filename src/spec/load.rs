@@ -202,6 +202,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
     let (tools, tool_errors) = super::tools::static_tools(&def, &map, &spec_dir);
     errors.extend(tool_errors);
     let agent = super::agent::compile(&def, &map, &spec_dir, &mut errors);
+    let mcp = super::mcp::compile(&def, &map, &spec_dir, &mut errors);
     let choices = super::choices::compile(&def, &map, &mut errors);
     let rules = RuleSet::build(&def.verify, &map, &spec_dir, None)
         .map_err(|mut e| errors.append(&mut e))
@@ -224,6 +225,7 @@ pub(super) fn load(file: &Path, seed_override: Option<u64>) -> Result<Spec, Diag
             tools,
             agent,
             choices,
+            mcp,
         }),
         _ => {
             for e in &mut errors {

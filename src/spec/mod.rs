@@ -16,6 +16,7 @@ pub(crate) mod choices;
 mod golden_subset;
 mod images;
 mod load;
+pub(crate) mod mcp;
 mod reasoning;
 mod sizes;
 mod tools;
@@ -82,6 +83,7 @@ pub struct Spec {
     tools: Vec<crate::format::Tool>,
     agent: Option<agent::AgentRuntime>,
     choices: Option<choices::ChoicesRuntime>,
+    mcp: Vec<mcp::McpSpec>,
 }
 
 /// One test instance: its variables and rendered messages.
@@ -330,6 +332,11 @@ impl Spec {
     /// The compiled `[agent]`, when the spec runs episodes.
     pub(crate) fn agent(&self) -> Option<&agent::AgentRuntime> {
         self.agent.as_ref()
+    }
+
+    /// The `[[mcp]]` servers whose tools join each episode's.
+    pub(crate) fn mcp(&self) -> &[mcp::McpSpec] {
+        &self.mcp
     }
 
     /// Judges a response to an instance with `vars`.
