@@ -78,9 +78,13 @@ t=$SECONDS
 scripts/llama-server.sh ensure >/dev/null
 mark "llama-server and models: build or reuse" "$t"
 t=$SECONDS
-# The live MCP test (tests/mcp.rs) runs npm's server-memory and
-# server-everything and a server on PyPI's `mcp` SDK, installed and cached.
-scripts/mcp-servers.sh ensure >/dev/null
+# The live MCP tests (tests/mcp.rs, and specs/mcp_memory.toml through
+# harness.toml's [[mcp]] wrappers, also under `harness check specs/`) run
+# npm's server-memory and server-everything and a server on PyPI's `mcp`
+# SDK, installed and cached.
+mcp_paths="$(scripts/mcp-servers.sh ensure)"
+eval "$mcp_paths"
+export MCP_MEMORY_BIN MCP_EVERYTHING_BIN MCP_PYTHON
 mark "MCP servers: install or reuse" "$t"
 t=$SECONDS
 build=0

@@ -15,6 +15,8 @@ use crate::common::{e2e_var, golden_lines, harness, locks, report, root, run};
 
 /// llama-cpp-python's server, beside llama-server.
 mod llama_cpp_python;
+/// The shipped MCP spec against the real MCP servers.
+mod mcp_spec;
 /// Reasoning from both CI models on managed thinking servers.
 mod reasoning;
 /// `harness synth` against the real server.
@@ -87,6 +89,8 @@ fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &[String; 2]) -> Wo
     // log-probabilities (tests/e2e_llama/llama_cpp_python.rs runs both).
     fs::remove_file(repo.join(LOGLIKELIHOOD)).unwrap();
     copy_dir(&root().join("schemas"), &repo.join("schemas"));
+    // harness.toml's [[mcp]] servers start through these wrappers.
+    copy_dir(&root().join("scripts/mcp"), &repo.join("scripts/mcp"));
     std::os::unix::fs::symlink(root().join("datasets"), repo.join("datasets")).unwrap();
     // The judged variant of t05 reads t05's generated instances.
     let t05 = "golden/t05_summarization/instances.jsonl";
@@ -222,6 +226,7 @@ fn a_third_of_every_golden_transcript_reproduces_live_and_reruns_from_cache() {
     // The agent spec's episodes have a test of their own (tests/e2e_tools.rs).
     let agent = format!("specs/{}.toml", crate::e2e_tools::AGENT);
     fs::remove_file(dir.path().join(agent)).unwrap();
+    fs::remove_file(dir.path().join(mcp_spec::MCP_SPEC)).unwrap();
     let args = both_models(
         "specs",
         &["--golden-subset", "--shard", "0/3", "--format", "junit"],

@@ -163,6 +163,7 @@ fn exercise(file: &Path, golden: &Path) {
         exec_models: Vec::new(),
         models: Vec::new(),
         asked: Vec::new(),
+        mcp_servers: Vec::new(),
     };
     let report = check_file(file, &options);
     if !report.errors.is_empty() {

@@ -234,6 +234,38 @@ fn sigkill_of_the_harness_leaves_no_server() {
     }
 }
 
+/// A spec's `[[mcp]]` with a name alone runs harness.toml's server of that
+/// name; a table of harness.toml that belongs in a spec is an error there.
+#[test]
+fn a_spec_names_a_server_of_harness_toml() {
+    let fake = FakeServer::start(agent);
+    let ws = Workspace::new();
+    let server = root().join("tests/fixtures/mcp/hostile.py");
+    let named = spec("", "").replacen(
+        &format!("command = \"python3\"\nargs = [\"{}\"]\n", server.display()),
+        "",
+        1,
+    );
+    assert!(!named.contains("python3"), "{named}");
+    ws.fake_model(&fake, "timeout_secs = 10")
+        .write("specs/mcp.toml", &named);
+    let config = ws.path().join("harness.toml");
+    let models = std::fs::read_to_string(&config).unwrap();
+    let machine = format!(
+        "{models}\n[[mcp]]\nname = \"hostile\"\ncommand = \"python3\"\nargs = [\"{}\"]\n",
+        server.display()
+    );
+    ws.write("harness.toml", &machine);
+    ws.run_ok(&["specs/mcp.toml", "-m", "fake"]);
+    assert_eq!(ws.last_journal()[0]["passed"], true);
+    ws.write("harness.toml", &format!("{machine}tools = [\"add\"]\n"));
+    ws.run_expect(
+        &["specs/mcp.toml", "-m", "fake"],
+        2,
+        &["harness.toml:", "set it in the spec's [[mcp]]"],
+    );
+}
+
 #[test]
 fn bad_servers_are_errors_at_their_keys() {
     let base = "[prompt]\nuser = \"x\"\n[agent]\n[[tools]]\nname = \"lookup\"\nscript = \"1\"\n\
@@ -253,6 +285,12 @@ fn bad_servers_are_errors_at_their_keys() {
             "[[mcp]]\ncommand = \"srv\"\ntools = [\"x\", \"lookup\"]\n",
             "mcp.toml:12:15",
             "has the name of a [[tools]] tool",
+        ),
+        // A name alone is one of harness.toml's servers, and there is none.
+        (
+            "[[mcp]]\nname = \"kg\"\n",
+            "mcp.toml:10:1",
+            "harness.toml has no [[mcp]] server of that name",
         ),
     ];
     for (table, at, says) in cases {

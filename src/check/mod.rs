@@ -39,6 +39,8 @@ pub struct CheckOptions {
     /// The models named on the command line: their servers are asked how
     /// they tokenize `first_token` labels.
     pub asked: Vec<crate::provider::ModelSetup>,
+    /// `harness.toml`'s `[[mcp]]` servers, for specs that name one.
+    pub mcp_servers: Vec<(crate::format::McpServer, PathBuf)>,
 }
 
 /// How many of a spec's examples held, shown as `held/total`.
@@ -108,7 +110,11 @@ pub fn check_file(file: &Path, options: &CheckOptions) -> SpecCheck {
         file: file.to_path_buf(),
         ..SpecCheck::default()
     };
-    match Spec::load(file) {
+    let loaded = Spec::load(file).and_then(|mut spec| {
+        spec.complete_mcp(&options.mcp_servers)?;
+        Ok(spec)
+    });
+    match loaded {
         Err(diags) => report.errors = diags.0,
         Ok(spec) => check_spec(&spec, options, &mut report),
     }

@@ -242,6 +242,7 @@ pub(super) fn run(args: &CheckArgs, config: Option<&Config>, color: bool) -> Exi
             models.clone()
         },
         models,
+        mcp_servers: config.map(Config::mcp_servers).unwrap_or_default(),
     };
     let (mut failed, mut differ) = (0, 0);
     let mut ids: BTreeMap<String, PathBuf> = Default::default();

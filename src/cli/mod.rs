@@ -241,7 +241,13 @@ pub fn main() -> ExitCode {
             start,
             seed,
             json,
-        } => show::run(&spec, start, count, seed, json, color),
+        } => {
+            let servers = match &config {
+                Some(Ok(config)) => config.mcp_servers(),
+                _ => Vec::new(),
+            };
+            show::run(&spec, (start, count, seed), (json, &servers), color)
+        }
         Command::Run(args) => {
             let config = config.unwrap_or_else(|| args.asking.load_config());
             run::run(&args, config, color)

@@ -40,6 +40,7 @@ pub(super) fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
         exec_models: Vec::new(),
         models: Vec::new(),
         asked: Vec::new(),
+        mcp_servers: Vec::new(),
     };
     let check = check_file(&file, &options);
     if let Some(e) = check.errors.first() {

@@ -186,12 +186,18 @@ fn plan_new(
     Ok(manifest)
 }
 
-/// Every spec of `files`; every problem in any of them printed before the run stops.
-fn load_specs(files: &[PathBuf], color: bool) -> Result<Vec<Arc<Spec>>, Exit> {
+/// Every spec of `files`, their `[[mcp]]` servers completed from
+/// `config`'s; every problem in any of them printed before the run stops.
+fn load_specs(files: &[PathBuf], config: &Config, color: bool) -> Result<Vec<Arc<Spec>>, Exit> {
     let mut specs: Vec<Arc<Spec>> = Vec::new();
     let mut failed = None;
+    let servers = config.mcp_servers();
     for file in files {
-        match Spec::load(file) {
+        let loaded = Spec::load(file).and_then(|mut spec| {
+            spec.complete_mcp(&servers)?;
+            Ok(spec)
+        });
+        match loaded {
             Ok(s) => {
                 if let Some(first) = specs.iter().find(|f| f.id == s.id) {
                     let d = crate::spec::duplicate_id(file, &s.id, &first.file);
@@ -254,11 +260,11 @@ fn prepare(
         let dir = run::find_run(&runs_dir, id).map_err(fail)?;
         let mut manifest = run::read_manifest(&dir).map_err(fail)?;
         restore_credentials(&mut manifest, &config)?;
-        let specs = load_specs(&manifest.spec_files, color)?;
+        let specs = load_specs(&manifest.spec_files, &config, color)?;
         (manifest, specs)
     } else {
         let files = spec_files(&spec_paths(args, &config)).map_err(|d| diagnostics([&d], color))?;
-        let specs = load_specs(&files, color)?;
+        let specs = load_specs(&files, &config, color)?;
         let manifest = plan_new(args, &config, &specs, &file_stamp, &created)?;
         (manifest, specs)
     };

@@ -1,28 +1,33 @@
 //! `harness show`: a spec's instances, readable, for authoring.
 
 use crate::output::outln;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use owo_colors::OwoColorize;
 
 use super::exit::Exit;
+use crate::format::McpServer;
 use crate::golden::instances::GoldenInstance;
 use crate::spec::Spec;
 use crate::text::{one_line, visible};
 
 /// Runs `harness show`.
+/// The spec's `[[mcp]]` servers that name one of the machine's come from
+/// `servers` (`harness.toml`'s).
 pub(super) fn run(
     file: &Path,
-    start: u64,
-    count: u64,
-    seed: Option<u64>,
-    json: bool,
+    (start, count, seed): (u64, u64, Option<u64>),
+    (json, servers): (bool, &[(McpServer, PathBuf)]),
     color: bool,
 ) -> Exit {
     let loaded = match seed {
         Some(seed) => Spec::load_with_seed(file, seed),
         None => Spec::load(file),
     };
+    let loaded = loaded.and_then(|mut spec| {
+        spec.complete_mcp(servers)?;
+        Ok(spec)
+    });
     let spec = match loaded {
         Ok(spec) => spec,
         Err(diags) => return super::exit::diagnostics(&diags.0, color),

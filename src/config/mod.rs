@@ -1,13 +1,15 @@
 //! `harness.toml`: named models, run defaults (which models, which
 //! specs, how many instances: `config.yaml`'s `models_to_test`, `tests_to_run`,
 //! `runs_per_test` of older setups), the judge slot, and what models cost
-//! (`price`, `currency`, and a LiteLLM price file in [`prices`]). CLI flags override.
+//! (`price`, `currency`, and a LiteLLM price file in [`prices`]), and the
+//! MCP servers installed here ([`mcp`]). CLI flags override.
 
 pub(crate) mod batch;
 mod concurrency;
 mod exec;
 mod in_range;
 mod limits;
+mod mcp;
 mod model;
 pub(crate) mod prices;
 
@@ -44,6 +46,9 @@ pub struct Config {
     /// `[limits]`: the size cap of each kind of file read.
     #[serde(default)]
     pub limits: limits::FileCaps,
+    /// `[[mcp]]`: MCP servers installed on this machine, which specs name.
+    #[serde(default)]
+    pub mcp: Vec<crate::format::McpServer>,
     /// Where the file was read from.
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -58,6 +63,7 @@ impl Default for Config {
             models: BTreeMap::new(),
             judge: None,
             limits: limits::FileCaps::default(),
+            mcp: Vec::new(),
             path: None,
         }
     }
@@ -120,6 +126,7 @@ impl Config {
         let mut config: Config = toml::from_str(&text)
             .map_err(|e| crate::format::toml_diagnostic(path, &text, "", &e))?;
         in_range::in_range(path, &text, &config)?;
+        mcp::check(path, &text, &config)?;
         config.path = Some(path.to_path_buf());
         // Every key the configuration names is a secret from now on, used or not.
         for var in config

@@ -99,6 +99,20 @@ impl McpServer {
         self.isolation.unwrap_or_default()
     }
 
+    /// Takes how to reach the server from `machine` (a `harness.toml`
+    /// table): its program, arguments, environment and directory, or its URL
+    /// and headers, and each timeout this table leaves unset.
+    pub(crate) fn reached_as(&mut self, machine: &McpServer) {
+        self.command.clone_from(&machine.command);
+        self.args.clone_from(&machine.args);
+        self.env.clone_from(&machine.env);
+        self.cwd.clone_from(&machine.cwd);
+        self.url.clone_from(&machine.url);
+        self.headers.clone_from(&machine.headers);
+        self.start_timeout_secs = self.start_timeout_secs.or(machine.start_timeout_secs);
+        self.call_timeout_secs = self.call_timeout_secs.or(machine.call_timeout_secs);
+    }
+
     /// Every problem of the table as written: (key, message), the key
     /// relative to the table (`""`: the table itself).
     pub(crate) fn problems(&self) -> Vec<(&'static str, String)> {

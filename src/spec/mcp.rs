@@ -1,5 +1,8 @@
 //! A spec's `[[mcp]]` servers, checked at load: each has one way to be
 //! reached, a unique name, and offers no tool named like a `[[tools]]` tool.
+//! A server with a `name` and no way to be reached is one of the machine's
+//! (`harness.toml`'s `[[mcp]]`): [`complete`] fills it in once the
+//! configuration is read, and fails at the spec's table when there is none.
 //! What a server actually lists is known only once it runs: `harness check`
 //! and every episode check that again.
 
@@ -47,6 +50,48 @@ impl McpSpec {
     }
 }
 
+/// Whether `server` says neither how to start it nor where it listens.
+fn unreached(server: &McpServer) -> bool {
+    server.command.is_none() && server.url.is_none()
+}
+
+/// Gives each server of `servers` that has no `command` or `url` the
+/// machine's server of its name from `configured` (each with the directory
+/// its relative paths start from); an error at the table for each that
+/// `configured` lacks.
+pub(super) fn complete(
+    servers: &mut [McpSpec],
+    configured: &[(McpServer, PathBuf)],
+    errors: &mut Vec<Diagnostic>,
+) {
+    for server in servers.iter_mut().filter(|s| unreached(&s.def)) {
+        let Some((machine, dir)) = configured
+            .iter()
+            .find(|(c, _)| c.name.as_deref() == Some(server.name.as_str()))
+        else {
+            errors.push(Diagnostic::new(
+                ErrorKind::Invalid,
+                server.at.clone(),
+                format!(
+                    "[[mcp]] server `{}` has no `command` or `url`, and harness.toml has no [[mcp]] server of that name",
+                    server.name
+                ),
+            ));
+            continue;
+        };
+        server.def.reached_as(machine);
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        server.cwd = machine
+            .cwd
+            .as_ref()
+            .map_or_else(|| dir.to_path_buf(), |c| dir.join(c));
+    }
+}
+
 /// Whether `name` is a usable server name: letters, digits, `_` and `-`.
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -76,6 +121,9 @@ pub(super) fn compile(
     let mut servers: Vec<McpSpec> = Vec::new();
     for (i, server) in def.mcp.iter().enumerate() {
         for (key, message) in server.problems() {
+            if key.is_empty() && server.name.is_some() && unreached(server) {
+                continue; // one of the machine's servers, completed later
+            }
             errors.push(if key.is_empty() {
                 at(key_path!["mcp", i], message)
             } else {

@@ -334,6 +334,22 @@ impl Spec {
         self.agent.as_ref()
     }
 
+    /// Completes the `[[mcp]]` servers that name one of the machine's
+    /// (`configured`: `harness.toml`'s, each with the directory its paths
+    /// start from); every server left unreachable is an error at its table.
+    pub(crate) fn complete_mcp(
+        &mut self,
+        configured: &[(crate::format::McpServer, PathBuf)],
+    ) -> Result<(), Diagnostics> {
+        let mut errors = Vec::new();
+        mcp::complete(&mut self.mcp, configured, &mut errors);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Diagnostics(errors))
+        }
+    }
+
     /// The `[[mcp]]` servers whose tools join each episode's.
     pub(crate) fn mcp(&self) -> &[mcp::McpSpec] {
         &self.mcp
