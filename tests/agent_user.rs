@@ -275,6 +275,48 @@ fn the_users_own_failures_are_user_errors_apart_from_the_agents() {
     }
 }
 
+/// A user model priced by the hour runs a clock of its own: each record
+/// whose episode asked it carries the user's hours as `user_cost`, apart
+/// from the agent's `cost`.
+#[test]
+fn an_hourly_user_model_is_charged_its_own_hours() {
+    let fake = FakeServer::start(both);
+    // One unit a second: any time at all shows.
+    let ws = dialogue(&fake, "timeout_secs = 10\nprice = { per_hour = 3600.0 }");
+    ws.run_ok(&RUN);
+    let records = ws.last_journal();
+    assert_eq!(records.len(), INSTANCES);
+    for r in &records {
+        assert!(r["user_attempts"].as_u64().unwrap() > 0, "{r:#}");
+        assert!(r["user_cost"]["amount"].as_f64().unwrap() >= 0.0, "{r:#}");
+        assert!(r["cost"]["amount"].as_f64().unwrap() >= 0.0, "{r:#}");
+    }
+    let hours: f64 = records
+        .iter()
+        .map(|r| r["user_cost"]["amount"].as_f64().unwrap())
+        .sum();
+    assert!(hours > 0.0, "the user's clock ran");
+}
+
+/// A dry run counts the user's turns beside the agent's, and prices them
+/// with the user model's own price.
+#[test]
+fn a_dry_run_counts_the_simulated_users_turns() {
+    let fake = FakeServer::healthy();
+    let ws = dialogue(&fake, "timeout_secs = 10\nprice = { per_call = 0.5 }");
+    // 4 episodes of max_turns = 4: 16 agent turns and at most 16 user turns.
+    ws.run_expect(
+        &[&RUN[..], &["--dry-run"]].concat(),
+        0,
+        &[
+            "dry run: 32 requests (0 to the judge, 16 to simulated users)",
+            "user cost at most                    8.00 USD",
+            "16.00 USD",
+        ],
+    );
+    assert_eq!(fake.count(), 0);
+}
+
 #[test]
 fn a_spec_without_a_user_model_fails_at_its_line() {
     let ws = Workspace::new();

@@ -79,6 +79,10 @@ pub(super) fn dry_run(
     if judged {
         header.extend(["judge requests", "judge cost at most"].map(str::to_owned));
     }
+    let talked = rows.iter().any(|e| e.user_requests > 0);
+    if talked {
+        header.extend(["user requests", "user cost at most"].map(str::to_owned));
+    }
     let lines: Vec<Vec<(String, Option<f64>)>> = rows
         .iter()
         .map(|e| {
@@ -92,6 +96,9 @@ pub(super) fn dry_run(
             ];
             if judged {
                 line.extend([e.judge_requests.to_string(), cost(e.judge_cost)]);
+            }
+            if talked {
+                line.extend([e.user_requests.to_string(), cost(e.user_cost)]);
             }
             line.into_iter().map(|c| (c, None)).collect()
         })
@@ -108,27 +115,16 @@ pub(super) fn dry_run(
     let total = |f: fn(&Estimate) -> u64| rows.iter().map(f).sum::<u64>();
     let priced: f64 = rows
         .iter()
-        .map(|e| e.cost.unwrap_or(0.0) + e.judge_cost.unwrap_or(0.0))
+        .map(|e| e.cost.unwrap_or(0.0) + e.judge_cost.unwrap_or(0.0) + e.user_cost.unwrap_or(0.0))
         .sum();
-    let mut unpriced: Vec<&str> = rows
-        .iter()
-        .filter(|e| e.cost.is_none())
-        .map(|e| e.model.as_str())
-        .collect();
-    if let Some(judge) = manifest.judge.as_ref().filter(|j| j.price.is_none())
-        && rows.iter().any(|e| e.judge_requests > 0)
-    {
-        unpriced.push(&judge.name);
-    }
-    unpriced.dedup();
-    let unknown = if unpriced.is_empty() {
-        String::new()
-    } else {
-        format!(" (no price: {})", unpriced.join(", "))
+    let unknown = unpriced(manifest, &rows);
+    let users = match total(|e| e.user_requests) {
+        0 => String::new(),
+        n => format!(", {n} to simulated users"),
     };
     let line = format!(
-        "dry run: {} requests ({} to the judge) and at most {} re-asks; to the models {} prompt tokens and at most {} output tokens; cost at most {}, every answer at max_tokens, every re-ask made and nothing from the cache{unknown}. Not counted: retries of failed requests (at most {} each), which return no answer to bill. Nothing was sent.",
-        total(|e| e.requests) + total(|e| e.judge_requests),
+        "dry run: {} requests ({} to the judge{users}) and at most {} re-asks; to the models {} prompt tokens and at most {} output tokens; cost at most {}, every answer at max_tokens, every re-ask made and nothing from the cache{unknown}. Not counted: retries of failed requests (at most {} each), which return no answer to bill. Nothing was sent.",
+        total(|e| e.requests) + total(|e| e.judge_requests) + total(|e| e.user_requests),
         total(|e| e.judge_requests),
         total(|e| e.reasks),
         total(|e| e.prompt_tokens),
@@ -148,11 +144,41 @@ pub(super) fn dry_run(
     let episodes = total(|e| e.episodes);
     if episodes > 0 {
         let line = format!(
-            "{episodes} agent episodes are counted at their max_turns requests each, every turn's prompt holding the turns before it at max_tokens; the tools' results are not counted."
+            "{episodes} agent episodes are counted at their max_turns requests each, every turn's prompt holding the turns before it at max_tokens (a simulated user's turns too, one after each agent turn); the tools' results are not counted."
         );
         out!("{}", crate::text::wrap(&line, 80));
     }
     Ok(Exit::Success)
+}
+
+/// ` (no price: ...)` naming the models, the judge and the simulated users
+/// whose requests the estimate cannot price; empty when it prices them all.
+fn unpriced(manifest: &Manifest, rows: &[Estimate]) -> String {
+    let mut names: Vec<&str> = rows
+        .iter()
+        .filter(|e| e.cost.is_none())
+        .map(|e| e.model.as_str())
+        .collect();
+    if let Some(judge) = manifest.judge.as_ref().filter(|j| j.price.is_none())
+        && rows.iter().any(|e| e.judge_requests > 0)
+    {
+        names.push(&judge.name);
+    }
+    for e in rows
+        .iter()
+        .filter(|e| e.user_requests > 0 && e.user_cost.is_none())
+    {
+        if let Some(user) = manifest.users.get(&e.spec) {
+            names.push(&user.name);
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" (no price: {})", names.join(", "))
+    }
 }
 
 /// What the run spent against each of its limits, `None` without a budget.

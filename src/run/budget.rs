@@ -73,6 +73,12 @@ pub(crate) fn judge_clock(name: &str) -> String {
     format!("judge:{name}")
 }
 
+/// The clock of the model `name` playing a simulated user, apart from its
+/// clock as a model under test (its hours go to `user_cost`).
+pub(crate) fn user_clock(name: &str) -> String {
+    format!("user:{name}")
+}
+
 fn hours(d: std::time::Duration) -> f64 {
     d.as_secs_f64() / 3600.0
 }
@@ -176,7 +182,7 @@ impl Meter {
     pub(crate) fn charge_hours(
         &self,
         model: &ModelSetup,
-        judge: Option<&ModelSetup>,
+        (judge, user): (Option<&ModelSetup>, Option<&ModelSetup>),
         record: &mut Record,
     ) {
         let hourly = |m: &ModelSetup| matches!(m.price, Some(Price::PerHour(_)));
@@ -198,6 +204,9 @@ impl Meter {
             && record.rules.iter().any(|r| r.judge.is_some())
         {
             record.judge_cost = charge(&judge_clock(&judge.name), record.judge_attempts > 0);
+        }
+        if let Some(user) = user.filter(|u| hourly(u)) {
+            record.user_cost = charge(&user_clock(&user.name), record.user_attempts > 0);
         }
     }
 

@@ -48,6 +48,12 @@ pub(crate) struct Estimate {
     /// The same bound for the judge, each answer judged taken at its
     /// `max_tokens`; `None` when nothing is judged or the judge is not priced by the token.
     pub judge_cost: Option<f64>,
+    /// Requests to the simulated user (`[agent.user]`): up to `max_turns`
+    /// per episode, one after each agent turn.
+    pub user_requests: u64,
+    /// The same bound for the user model, its turns at its `max_tokens`;
+    /// `None` when no user talks or its model is not priced.
+    pub user_cost: Option<f64>,
 }
 
 /// Token counts of requests to one model, priced once summed.
@@ -115,7 +121,7 @@ pub(crate) fn estimate(
         .collect();
         for (si, spec) in specs.iter().enumerate() {
             let mine = items.iter().filter(|(s, _, _)| *s == si);
-            let (asked, judged) = spec_tokens(manifest, model, spec, mine);
+            let (asked, judged, user) = spec_tokens(manifest, model, spec, mine);
             if asked.requests == 0 {
                 continue;
             }
@@ -134,20 +140,28 @@ pub(crate) fn estimate(
                 judge_cost: judge
                     .filter(|_| judged.requests > 0)
                     .and_then(|j| judged.cost(j)),
+                user_requests: user.requests,
+                user_cost: manifest
+                    .users
+                    .get(&spec.spec.id)
+                    .filter(|_| user.requests > 0)
+                    .and_then(|u| user.cost(u)),
             });
         }
     }
     Ok(out)
 }
 
-/// The tokens of one model's requests on one spec, and of their judging.
+/// The tokens of one model's requests on one spec, of their judging, and
+/// of the simulated user's turns.
 fn spec_tokens<'a>(
     manifest: &Manifest,
     model: &ModelSetup,
     spec: &SpecRuntime,
     items: impl Iterator<Item = &'a super::queue::QueueItem>,
-) -> (Tokens, Tokens) {
+) -> (Tokens, Tokens, Tokens) {
     let (mut asked, mut judged) = (Tokens::default(), Tokens::default());
+    let mut user = Tokens::default();
     for (_, instance, samples) in items {
         // An instance that does not generate asks nothing: it becomes an error record.
         let Ok(inst) = spec.spec.instance(*instance) else {
@@ -156,7 +170,18 @@ fn spec_tokens<'a>(
         let request = build_request(spec, model, inst.messages.clone(), &inst.tools);
         let answers = samples.len() as u64;
         if let Some(agent) = spec.spec.agent() {
-            episode_tokens(&mut asked, u64::from(agent.max_turns), answers, &request);
+            let turns = u64::from(agent.max_turns);
+            episode_tokens(&mut asked, turns, answers, &request);
+            if let Some(runtime) = &agent.user {
+                let setup = manifest.users.get(&spec.spec.id);
+                let max = setup.and_then(|u| u.options.max_tokens);
+                let turn = Turns {
+                    count: turns,
+                    agent: u64::from(request.max_tokens),
+                    user: u64::from(max.unwrap_or(runtime.max_tokens)),
+                };
+                user_tokens(&mut user, turn, answers, &inst);
+            }
         } else {
             single_tokens(&mut asked, spec, answers, &request);
         }
@@ -177,7 +202,34 @@ fn spec_tokens<'a>(
             judged.output += n * u64::from(max_tokens);
         }
     }
-    (asked, judged)
+    (asked, judged, user)
+}
+
+/// An episode's turns and each side's `max_tokens`.
+struct Turns {
+    count: u64,
+    agent: u64,
+    user: u64,
+}
+
+/// The simulated user's bound: a turn after each of the `turns` agent
+/// turns, turn `t`'s prompt its system prompt and the opening, then the
+/// `t` agent replies and `t - 1` turns of its own at their `max_tokens`.
+fn user_tokens(user: &mut Tokens, turns: Turns, answers: u64, inst: &crate::spec::Instance) {
+    let opening = inst
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .take(1);
+    let system = inst.user_system.clone().unwrap_or_default();
+    let mut seen = vec![Message::text(Role::System, system)];
+    seen.extend(opening.cloned());
+    let base = prompt_tokens(&seen);
+    let t = turns.count;
+    user.requests += answers * t;
+    user.prompt += answers
+        * (t * base + turns.agent * t * (t + 1) / 2 + turns.user * t * t.saturating_sub(1) / 2);
+    user.output += answers * t * turns.user;
 }
 
 /// An episode's bound: `turns` requests per answer, turn `t`'s prompt the

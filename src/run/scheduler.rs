@@ -100,7 +100,9 @@ pub(super) async fn schedule(
             }
             received = rx.recv() => {
                 let Some((mi, mut record)) = received else { break };
-                meter.charge_hours(&models[mi].setup, judge.map(|j| &j.setup), &mut record);
+                let user = specs.iter().find(|s| s.spec.id == record.spec).and_then(|s| s.user.get());
+                let roles = (judge.map(|j| &j.setup), user.map(|u| &u.setup));
+                meter.charge_hours(&models[mi].setup, roles, &mut record);
                 append_redacted(&mut journal, &record)?;
                 outcome.written += 1;
                 outcome.cached += u64::from(record.cached);

@@ -219,17 +219,23 @@ pub(super) fn user_setups(manifest: &Manifest) -> Vec<ModelSetup> {
 /// Gives each spec runtime its user model among `clients` (connected from
 /// [`user_setups`]). Under a budget their requests go through the meter,
 /// refusable like the model's turns, so a refused user turn leaves its
-/// episode for `--resume`.
+/// episode for `--resume`; a user model priced by the hour runs a clock of
+/// its own, charged to the records whose episodes asked it.
 pub(super) fn give_users(
     manifest: &Manifest,
     specs: &[Arc<SpecRuntime>],
     meter: &Arc<Meter>,
     clients: &[Arc<ModelClient>],
 ) {
-    if meter.limits() != Default::default() {
-        for client in clients.iter().filter(|c| c.provider().is_remote()) {
+    let gated = meter.limits() != Default::default();
+    for client in clients.iter().filter(|c| c.provider().is_remote()) {
+        if gated {
             client.set_gate(meter.clone(), true);
         }
+        meter.start_clock(
+            &super::budget::user_clock(&client.setup.name),
+            client.setup.price,
+        );
     }
     for runtime in specs {
         let named = manifest.users.get(&runtime.spec.id);
