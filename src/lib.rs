@@ -35,6 +35,7 @@ mod spec;
 mod synth;
 mod text;
 mod verify;
+mod view;
 
 // The public face: what the binary, the integration tests and the benches
 // use, and nothing else; every module is the crate's own.

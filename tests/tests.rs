@@ -145,4 +145,6 @@ mod terminal_escapes;
 mod tool_wire;
 mod tools;
 mod unsandboxed;
+/// `harness view`: the viewer of a results folder.
+mod view;
 mod warm_start;

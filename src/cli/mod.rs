@@ -20,6 +20,7 @@ mod show;
 mod sweep;
 mod synth;
 mod transcript_view;
+mod view;
 
 use crate::output::{errln, out};
 use std::io::IsTerminal;
@@ -94,6 +95,8 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Serve a local viewer of a results folder: live runs, history, records, comparisons.
+    View(view::ViewArgs),
     /// Walk pending `.new` golden files: accept, reject or skip each.
     Review {
         /// The golden directory.
@@ -170,7 +173,9 @@ fn configuration(cli: &Cli) -> Option<Result<Config, Diagnostic>> {
         Command::Show { .. } | Command::Merge(_) | Command::Report(_) | Command::Review { .. } => {
             (Path::new("harness.toml"), false)
         }
-        Command::Schema | Command::New { .. } | Command::Completions { .. } => return None,
+        Command::Schema | Command::New { .. } | Command::Completions { .. } | Command::View(_) => {
+            return None;
+        }
     };
     Some(Config::load(path, required))
 }
@@ -263,6 +268,7 @@ pub fn main() -> ExitCode {
             Exit::Success
         }
         Command::Review { golden } => review::run(&golden, color),
+        Command::View(args) => view::run(&args),
         Command::New { id, dir, golden } => new::run(&id, &dir, &golden),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

@@ -1,0 +1,379 @@
+//! `harness view` through the real binary: bad input, the token, requests
+//! that try to leave the results folder, a live run appearing as its journal
+//! grows and showing as interrupted once killed, corrupt journal lines, and
+//! the page in headless Chromium (hostile answers stay text, a record's
+//! drill-down, two runs compared).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::browser::{Browser, artifacts};
+use crate::common::fake_server::{FakeServer, Reply};
+use crate::common::workspace::Workspace;
+
+/// What a hostile model answers: markup that would run if the page parsed it.
+const HOSTILE: &str = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\"><a href=\"javascript:window.__pwned=3\">click</a>";
+
+/// Six questions, one rule: the answer is 42.
+const SPEC: &str = r#"
+runs = 6
+[generate]
+script = '#{ n: index, want: "42" }'
+[prompt]
+user = "Question {{ n }}"
+[[verify]]
+rule = "exact"
+expected = "want"
+"#;
+
+/// A running `harness view`, stopped (by its PID) when dropped.
+struct Viewer {
+    child: Child,
+    url: String,
+}
+
+impl Viewer {
+    /// Starts `harness view ARGS` in `ws` and reads the URL it prints.
+    fn start(ws: &Workspace, args: &[&str]) -> Viewer {
+        let mut child = crate::common::harness(ws.path())
+            .arg("view")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        Viewer { child, url }
+    }
+
+    /// `host:port` of the server.
+    fn authority(&self) -> &str {
+        let rest = self.url.trim_start_matches("http://");
+        &rest[..rest.find('/').unwrap()]
+    }
+
+    /// `METHOD path` over plain HTTP/1.1: the status and the body.
+    fn request(&self, method: &str, path: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(self.authority()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            self.authority()
+        )
+        .unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let status = text[9..12].parse().unwrap();
+        let body = text
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_owned();
+        (status, body)
+    }
+
+    /// `GET path` as JSON, which must answer 200.
+    fn json(&self, path: &str) -> Value {
+        let (status, body) = self.request("GET", path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A workspace with [`SPEC`] and the model `fake`, and `runs` runs of it:
+/// the first answers [`HOSTILE`] to odd questions, later ones 42 to all.
+fn with_runs(runs: usize) -> (Workspace, FakeServer) {
+    let phase = Arc::new(AtomicUsize::new(0));
+    let seen = phase.clone();
+    let fake = FakeServer::start(move |request| {
+        let prompt = request.body.to_string();
+        let odd = ["1", "3", "5"]
+            .iter()
+            .any(|n| prompt.contains(&format!("Question {n}\"")));
+        let first = seen.load(Ordering::SeqCst) == 0;
+        Reply::Text(if odd && first {
+            HOSTILE.into()
+        } else {
+            "42".into()
+        })
+    });
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 10")
+        .write("specs/q.toml", SPEC);
+    for i in 0..runs {
+        // The second run must ask again, not answer from the cache.
+        let mut args = vec!["specs/q.toml", "-m", "fake", "--allow-errors"];
+        if i > 0 {
+            args.push("--no-cache");
+        }
+        let (code, out) = ws.run(&args);
+        assert!(code == 0 || code == 1, "{out}");
+        phase.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(1100)); // run ids are by the second
+    }
+    (ws, fake)
+}
+
+/// `harness view ARGS` in `ws` exits `code` printing each of `wanted`.
+fn view_expect(ws: &Workspace, args: &[&str], code: i32, wanted: &[&str]) {
+    let mut cmd = crate::common::harness(ws.path());
+    cmd.arg("view").args(args);
+    crate::common::expect(&mut cmd, code, wanted);
+}
+
+#[test]
+fn bad_input_exits_2_with_the_reason() {
+    let ws = Workspace::new();
+    view_expect(&ws, &["nowhere"], 2, &["nowhere: no such results folder"]);
+    std::fs::create_dir(ws.path().join("results")).unwrap();
+    view_expect(
+        &ws,
+        &["--host", "0.0.0.0"],
+        2,
+        &["can be reached from other machines: give --token"],
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    view_expect(&ws, &["--port", &port], 2, &["cannot listen on 127.0.0.1:"]);
+}
+
+#[test]
+fn a_token_guards_every_request() {
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.path().join("results")).unwrap();
+    let viewer = Viewer::start(&ws, &["--host", "0.0.0.0", "--token", "s3cret"]);
+    assert!(viewer.url.ends_with("/?token=s3cret"), "{}", viewer.url);
+    assert_eq!(viewer.request("GET", "/api/runs").0, 401);
+    assert_eq!(viewer.request("GET", "/").0, 401);
+    assert_eq!(viewer.request("GET", "/api/runs?token=wrong").0, 401);
+    assert_eq!(viewer.request("GET", "/api/runs?token=s3cret").0, 200);
+    drop(viewer);
+    // Without a value, one is made up: 128 bits, in the URL.
+    let viewer = Viewer::start(&ws, &["--token"]);
+    let made = viewer.url.rsplit_once("token=").unwrap().1;
+    assert_eq!(made.len(), 32, "{}", viewer.url);
+    assert_eq!(
+        viewer.request("GET", &format!("/api/runs?token={made}")).0,
+        200
+    );
+}
+
+#[test]
+fn requests_stay_inside_the_results_folder_and_write_nothing() {
+    let (ws, _fake) = with_runs(1);
+    let viewer = Viewer::start(&ws, &[]);
+    let runs = viewer.json("/api/runs");
+    let id = runs[0]["id"].as_str().unwrap().to_owned();
+    std::fs::write(ws.path().join("secret.txt"), "do not serve").unwrap();
+    for path in [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/api/runs/..%2F..%2Fsecret.txt",
+        "/api/runs/../../secret.txt/records/0",
+        "/api/runs/%2e%2e/records",
+        "/api/compare/..%2F..%2F/x",
+        "/app.js/../../secret.txt",
+        "/api/runs/%2Fetc%2Fpasswd",
+    ] {
+        let (status, body) = viewer.request("GET", path);
+        assert!(status == 404 || status == 400, "{path}: {status} {body}");
+        assert!(!body.contains("do not serve"), "{path}");
+    }
+    let journal = ws.run_dirs()[0].join("journal.jsonl");
+    let before = std::fs::read(&journal).unwrap();
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        for path in [
+            "/api/runs",
+            &format!("/api/runs/{id}"),
+            &format!("/api/runs/{id}/records/0"),
+        ] {
+            assert_eq!(viewer.request(method, path).0, 405, "{method} {path}");
+        }
+    }
+    assert_eq!(std::fs::read(&journal).unwrap(), before);
+    assert_eq!(
+        viewer
+            .request("GET", &format!("/api/runs/{id}/records/99"))
+            .0,
+        404
+    );
+}
+
+#[test]
+fn a_live_run_appears_updates_and_shows_interrupted_when_killed() {
+    let fake = FakeServer::start(|_| Reply::slow(400, Reply::Text("42".into())));
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 10\nconcurrency = 1")
+        .write("specs/q.toml", SPEC);
+    std::fs::create_dir(ws.path().join("results")).unwrap();
+    let viewer = Viewer::start(&ws, &[]);
+    assert_eq!(viewer.json("/api/runs"), serde_json::json!([]));
+    let mut run = ws
+        .run_cmd(&["specs/q.toml", "-m", "fake"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Once the journal holds a record, the viewer shows it within a second.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let journal = loop {
+        let found = ws.run_dirs().first().map(|d| d.join("journal.jsonl"));
+        if let Some(j) =
+            found.filter(|j| std::fs::read_to_string(j).is_ok_and(|t| t.contains('\n')))
+        {
+            break j;
+        }
+        assert!(Instant::now() < deadline, "no record written");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let seen = Instant::now();
+    let first = loop {
+        let runs = viewer.json("/api/runs");
+        if runs[0]["records"].as_u64().unwrap_or(0) >= 1 {
+            break runs[0].clone();
+        }
+        assert!(
+            seen.elapsed() < Duration::from_secs(1),
+            "not shown within 1 s: {runs}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(first["status"], "running", "{first}");
+    // It updates as the journal grows.
+    let grown = Instant::now() + Duration::from_secs(10);
+    while viewer.json("/api/runs")[0]["records"].as_u64().unwrap() < 3 {
+        assert!(Instant::now() < grown, "the count never grew");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let lines = std::fs::read_to_string(&journal).unwrap().lines().count();
+    assert!(lines < 6, "killed before the end");
+    // Quiet past the live window and without a report: interrupted, with the way on.
+    std::thread::sleep(Duration::from_millis(5_600));
+    let runs = viewer.json("/api/runs");
+    let id = runs[0]["id"].as_str().unwrap();
+    assert_eq!(runs[0]["status"], "interrupted", "{runs}");
+    assert_eq!(runs[0]["resume"], format!("harness run --resume {id}"));
+}
+
+#[test]
+fn corrupt_journal_lines_are_unreadable_and_never_fatal() {
+    let (ws, _fake) = with_runs(1);
+    let journal = ws.run_dirs()[0].join("journal.jsonl");
+    let good = std::fs::read_to_string(&journal).unwrap();
+    let first = good.lines().next().unwrap();
+    let mutations = [
+        first[..first.len() / 2].to_owned(),
+        first.replace("\"passed\"", "\"passed\":{"),
+        "\u{0}\u{1}binary".to_owned(),
+        "[]".to_owned(),
+        "{\"model\": 5}".to_owned(),
+        format!(
+            "{{\"model\":\"m\",\"spec\":\"s\",\"instance\":0,\"sample\":0,\"x\":\"{}\"",
+            "é".repeat(10_000)
+        ),
+    ];
+    std::fs::write(&journal, format!("{good}{}\n", mutations.join("\n"))).unwrap();
+    let viewer = Viewer::start(&ws, &[]);
+    let run = &viewer.json("/api/runs")[0];
+    assert_eq!(run["records"], 6, "{run}");
+    assert_eq!(run["unreadable"], mutations.len(), "{run}");
+    let id = run["id"].as_str().unwrap();
+    let page = viewer.json(&format!("/api/runs/{id}/records?outcome=unreadable"));
+    assert_eq!(page["items"].as_array().unwrap().len(), mutations.len());
+    // A torn line at the end waits; the server answers on.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .unwrap();
+    file.write_all(&first.as_bytes()[..10]).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(viewer.json("/api/runs")[0]["unreadable"], mutations.len());
+}
+
+/// Opens `url` in `b` and waits until the page has drawn.
+fn open(b: &mut Browser, url: &str) {
+    b.send("Page.navigate", serde_json::json!({ "url": url }));
+    b.wait_for("document.getElementById('main') && document.getElementById('main').dataset.drawn !== undefined");
+}
+
+#[test]
+fn in_chromium_hostile_answers_stay_text_and_runs_drill_down_and_compare() {
+    let (ws, _fake) = with_runs(2);
+    let viewer = Viewer::start(&ws, &[]);
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    b.viewport(1200, 900);
+    open(&mut b, &viewer.url);
+    b.wait_for("document.querySelectorAll('input[data-run]').length === 2");
+    b.screenshot(&artifacts().join("view-runs.png"));
+    // The first run's failing record: its answer is the hostile text, shown as text.
+    let runs = viewer.json("/api/runs");
+    let older = runs[1]["id"].as_str().unwrap().to_owned();
+    let newer = runs[0]["id"].as_str().unwrap().to_owned();
+    let page = viewer.json(&format!("/api/runs/{older}/records?outcome=fail"));
+    let n = page["items"][0]["n"].as_u64().expect("a failing record");
+    open(&mut b, &format!("{}#/run/{older}/record/{n}", viewer.url));
+    b.wait_for("document.querySelector('.record') !== null");
+    let shown = b.eval("document.querySelector('.record').textContent");
+    assert!(
+        shown
+            .as_str()
+            .unwrap()
+            .contains("<script>window.__pwned=1</script>"),
+        "{shown}"
+    );
+    assert_eq!(
+        b.eval(
+            "document.querySelectorAll('main script, main img, main a[href^=javascript]').length"
+        ),
+        0
+    );
+    b.screenshot(&artifacts().join("view-record.png"));
+    // Compare: the odd questions flipped fail → pass.
+    open(&mut b, &format!("{}#/compare/{older}/{newer}", viewer.url));
+    b.wait_for("document.body.textContent.includes('fail → pass')");
+    let flips =
+        b.eval("[...document.querySelectorAll('main table')[1].querySelectorAll('tr')].length - 1");
+    assert_eq!(flips, 3);
+    b.eval("document.querySelector('main table:nth-of-type(2) button').click(); true");
+    b.wait_for("document.querySelectorAll('#side .record').length === 2");
+    b.screenshot(&artifacts().join("view-compare.png"));
+    assert_eq!(b.eval("window.__pwned === undefined"), true);
+    assert!(b.errors().is_empty(), "{:?}", b.errors());
+    let outside: Vec<String> = b
+        .requests()
+        .into_iter()
+        .filter(|u| !u.starts_with(viewer.url.trim_end_matches('/')))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "requests outside the viewer: {outside:?}"
+    );
+}
