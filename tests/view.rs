@@ -89,6 +89,21 @@ impl Viewer {
         (status, body)
     }
 
+    /// The run list once every run holds at least `records` records (the
+    /// first read of the folder runs beside the server).
+    fn runs_with(&self, runs: usize, records: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let list = self.json("/api/runs");
+            let all = list.as_array().unwrap();
+            if all.len() == runs && all.iter().all(|r| r["records"].as_u64() >= Some(records)) {
+                return list;
+            }
+            assert!(Instant::now() < deadline, "never indexed: {list}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// `GET path` as JSON, which must answer 200.
     fn json(&self, path: &str) -> Value {
         let (status, body) = self.request("GET", path);
@@ -186,7 +201,7 @@ fn a_token_guards_every_request() {
 fn requests_stay_inside_the_results_folder_and_write_nothing() {
     let (ws, _fake) = with_runs(1);
     let viewer = Viewer::start(&ws, &[]);
-    let runs = viewer.json("/api/runs");
+    let runs = viewer.runs_with(1, 6);
     let id = runs[0]["id"].as_str().unwrap().to_owned();
     std::fs::write(ws.path().join("secret.txt"), "do not serve").unwrap();
     for path in [
@@ -300,7 +315,7 @@ fn corrupt_journal_lines_are_unreadable_and_never_fatal() {
     ];
     std::fs::write(&journal, format!("{good}{}\n", mutations.join("\n"))).unwrap();
     let viewer = Viewer::start(&ws, &[]);
-    let run = &viewer.json("/api/runs")[0];
+    let run = &viewer.runs_with(1, 6)[0];
     assert_eq!(run["records"], 6, "{run}");
     assert_eq!(run["unreadable"], mutations.len(), "{run}");
     let id = run["id"].as_str().unwrap();
@@ -314,6 +329,39 @@ fn corrupt_journal_lines_are_unreadable_and_never_fatal() {
     file.write_all(&first.as_bytes()[..10]).unwrap();
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(viewer.json("/api/runs")[0]["unreadable"], mutations.len());
+}
+
+/// The run list in Chromium redraws as a run that starts after the page
+/// opened writes its records: no reload (a value set in the page survives).
+#[test]
+fn in_chromium_a_live_run_appears_and_updates_without_a_reload() {
+    let fake = FakeServer::start(|_| Reply::slow(300, Reply::Text("42".into())));
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 10\nconcurrency = 1")
+        .write("specs/q.toml", SPEC);
+    std::fs::create_dir(ws.path().join("results")).unwrap();
+    let viewer = Viewer::start(&ws, &[]);
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    open(&mut b, &viewer.url);
+    b.wait_for("document.getElementById('live').textContent.startsWith('live')");
+    b.eval("window.__kept = 'still here'; true");
+    let mut run = ws
+        .run_cmd(&["specs/q.toml", "-m", "fake"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    b.wait_for("document.querySelectorAll('input[data-run]').length === 1");
+    b.wait_for(
+        "document.querySelector('main table tr:nth-child(2) td:nth-child(7)').textContent === '6'",
+    );
+    assert_eq!(b.eval("window.__kept"), "still here");
+    assert!(run.wait().unwrap().success());
+    b.wait_for("document.querySelector('main .finished') !== null");
+    b.screenshot(&artifacts().join("view-live.png"));
+    assert!(b.errors().is_empty(), "{:?}", b.errors());
 }
 
 /// Opens `url` in `b` and waits until the page has drawn.
@@ -334,7 +382,7 @@ fn in_chromium_hostile_answers_stay_text_and_runs_drill_down_and_compare() {
     b.wait_for("document.querySelectorAll('input[data-run]').length === 2");
     b.screenshot(&artifacts().join("view-runs.png"));
     // The first run's failing record: its answer is the hostile text, shown as text.
-    let runs = viewer.json("/api/runs");
+    let runs = viewer.runs_with(2, 6);
     let older = runs[1]["id"].as_str().unwrap().to_owned();
     let newer = runs[0]["id"].as_str().unwrap().to_owned();
     let page = viewer.json(&format!("/api/runs/{older}/records?outcome=fail"));
@@ -365,6 +413,33 @@ fn in_chromium_hostile_answers_stay_text_and_runs_drill_down_and_compare() {
     b.eval("document.querySelector('main table:nth-of-type(2) button').click(); true");
     b.wait_for("document.querySelectorAll('#side .record').length === 2");
     b.screenshot(&artifacts().join("view-compare.png"));
+    // An episode: every turn of both sides, its tool call, hostile user turns as text.
+    let conversation = ws.path().join("results/runs/20990101_000000");
+    std::fs::create_dir_all(&conversation).unwrap();
+    let plan = ws.run_dirs()[0].join("plan.json");
+    std::fs::copy(plan, conversation.join("plan.json")).unwrap();
+    std::fs::copy(
+        crate::common::root().join("tests/fixtures/journals/conversation.jsonl"),
+        conversation.join("journal.jsonl"),
+    )
+    .unwrap();
+    viewer.runs_with(3, 1);
+    open(
+        &mut b,
+        &format!("{}#/run/20990101_000000/record/0", viewer.url),
+    );
+    b.wait_for("document.querySelectorAll('.record .msg').length === 8");
+    let episode = b.eval("document.querySelector('.record').textContent");
+    let episode = episode.as_str().unwrap();
+    assert!(
+        episode.contains("call cancel_order {\"order_id\":\"A-1002\"}"),
+        "{episode}"
+    );
+    assert!(
+        episode.contains("<script>window.__pwned = 8</script>###STOP###"),
+        "{episode}"
+    );
+    b.screenshot(&artifacts().join("view-episode.png"));
     assert_eq!(b.eval("window.__pwned === undefined"), true);
     assert!(b.errors().is_empty(), "{:?}", b.errors());
     let outside: Vec<String> = b

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,10 @@ use crate::verify::FailureKind;
 
 /// How long after its journal last grew an unfinished run still counts as running.
 pub(super) const LIVE_FOR: Duration = Duration::from_secs(5);
+
+/// Bytes of journal read between two takes of the index's lock, so pages
+/// are answered while a large journal is indexed.
+pub(super) const CHUNK_BYTES: u64 = 8 << 20;
 
 /// The longest journal line indexed; a longer one is counted unreadable
 /// (the journal's writer never makes one this long).
@@ -103,46 +108,92 @@ pub(super) struct JournalIndex {
     pub cells: Vec<Cell>,
 }
 
-impl JournalIndex {
-    /// Reads what `path` gained since the last call; `Ok(true)` when it
-    /// gained a line. A journal shorter than what was read was rewritten:
-    /// it is indexed again from the start.
-    pub(super) fn refresh(&mut self, path: &Path) -> io::Result<bool> {
-        let len = match std::fs::metadata(path) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        if len < self.offset {
-            *self = JournalIndex::default();
-        }
-        if len == self.offset {
-            return Ok(false);
-        }
-        let mut file = File::open(path)?;
-        file.seek(SeekFrom::Start(self.offset))?;
-        let mut reader = BufReader::new(file.take(len - self.offset));
-        let mut buf = Vec::new();
-        let before = self.lines.len();
-        loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf)?;
-            if n == 0 || buf.last() != Some(&b'\n') {
-                break; // a line still being written waits for the next refresh
-            }
-            let start = self.offset;
-            self.offset += n as u64;
-            self.add(start, &buf[..n - 1]);
-        }
-        Ok(self.lines.len() > before)
-    }
+/// Complete lines read from a journal, not yet in its index.
+pub(super) struct Chunk {
+    /// Where the reading started: the index's offset then.
+    from: u64,
+    /// Where it stopped: after its last complete line.
+    end: u64,
+    /// Each line's start, length and fields (`None`: unreadable).
+    lines: Vec<(u64, u32, Option<Head>)>,
+}
 
-    /// Indexes the line `text` found at `start`.
-    fn add(&mut self, start: u64, text: &[u8]) {
-        let len = u32::try_from(text.len()).unwrap_or(u32::MAX);
+/// Reads the complete lines of the journal at `path` from `offset`, about
+/// `max` bytes of them; `Ok(None)` when the journal is shorter than
+/// `offset` (it was rewritten). A line still being written (no newline
+/// yet) is left for the next read.
+pub(super) fn read_chunk(path: &Path, offset: u64, max: u64) -> io::Result<Option<Chunk>> {
+    let len = match std::fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e),
+    };
+    if len < offset {
+        return Ok(None);
+    }
+    let mut chunk = Chunk {
+        from: offset,
+        end: offset,
+        lines: Vec::new(),
+    };
+    if len == offset {
+        return Ok(Some(chunk));
+    }
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut reader = BufReader::new(file.take(len - offset));
+    let mut buf = Vec::new();
+    while chunk.end - offset < max {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 || buf.last() != Some(&b'\n') {
+            break; // a line still being written waits for the next read
+        }
+        let text = &buf[..n - 1];
         let head = (text.len() <= MAX_LINE)
             .then(|| serde_json::from_slice::<Head>(text).ok())
             .flatten();
+        let line_len = u32::try_from(text.len()).unwrap_or(u32::MAX);
+        chunk.lines.push((chunk.end, line_len, head));
+        chunk.end += n as u64;
+    }
+    Ok(Some(chunk))
+}
+
+impl JournalIndex {
+    /// Reads everything `path` gained since the last call; `Ok(true)` when
+    /// it gained a line. A journal shorter than what was read was
+    /// rewritten: it is indexed again from the start.
+    #[cfg(test)]
+    pub(super) fn refresh(&mut self, path: &Path) -> io::Result<bool> {
+        let mut grew = false;
+        loop {
+            let Some(chunk) = read_chunk(path, self.offset, CHUNK_BYTES)? else {
+                *self = JournalIndex::default();
+                continue;
+            };
+            if chunk.lines.is_empty() {
+                return Ok(grew);
+            }
+            grew |= self.apply(chunk);
+        }
+    }
+
+    /// Adds `chunk`'s lines, when it was read from where this index stands
+    /// (a chunk read before a rewrite was noticed is dropped); whether any were added.
+    pub(super) fn apply(&mut self, chunk: Chunk) -> bool {
+        if chunk.from != self.offset || chunk.lines.is_empty() {
+            return false;
+        }
+        self.offset = chunk.end;
+        for (start, len, head) in chunk.lines {
+            self.add(start, len, head);
+        }
+        true
+    }
+
+    /// Indexes the line at `start` of `len` bytes whose fields are `head`.
+    fn add(&mut self, start: u64, len: u32, head: Option<Head>) {
         let Some(head) = head else {
             self.lines.push(Line {
                 start,
@@ -273,7 +324,7 @@ pub(super) struct Index {
 }
 
 impl Index {
-    /// An empty index of `root`; [`Index::refresh`] fills it.
+    /// An empty index of `root`; [`refresh`] fills it.
     pub(super) fn new(root: &Path) -> Index {
         Index {
             root: root.to_path_buf(),
@@ -282,22 +333,14 @@ impl Index {
         }
     }
 
-    /// Finds new runs, new journal lines and new reports; a run whose folder
-    /// is gone is dropped. A folder that cannot be read is skipped until it can.
-    pub(super) fn refresh(&mut self) -> bool {
-        let mut changed = false;
-        let runs_dir = self.root.join("runs");
-        let mut seen = Vec::new();
-        for entry in std::fs::read_dir(&runs_dir).into_iter().flatten().flatten() {
-            let dir = entry.path();
-            let Some(id) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
-                continue;
-            };
-            if !dir.join("plan.json").is_file() {
-                continue;
-            }
-            seen.push(id.clone());
-            let run = self.runs.entry(id.clone()).or_insert_with(|| {
+    /// Takes in the run folders `found`: new ones added (empty), gone ones
+    /// dropped; whether anything changed.
+    fn sync(&mut self, found: &[(String, PathBuf)]) -> bool {
+        let before = self.runs.len();
+        self.runs.retain(|id, _| found.iter().any(|(f, _)| f == id));
+        let mut changed = self.runs.len() != before;
+        for (id, dir) in found {
+            self.runs.entry(id.clone()).or_insert_with(|| {
                 changed = true;
                 Run {
                     id: id.clone(),
@@ -308,41 +351,129 @@ impl Index {
                     reported: false,
                 }
             });
-            changed |= refresh_run(run, &self.root);
-        }
-        let before = self.runs.len();
-        self.runs.retain(|id, _| seen.contains(id));
-        changed |= self.runs.len() != before;
-        if changed {
-            self.version += 1;
         }
         changed
     }
 }
 
-/// Reads what `run` gained: its plan once, new journal lines, its report.
-fn refresh_run(run: &mut Run, root: &Path) -> bool {
-    let mut changed = false;
-    if run.plan.is_none() {
-        run.plan = crate::run::read_manifest(&run.dir).ok();
-        changed |= run.plan.is_some();
+/// The run folders under `root/runs`: those with a `plan.json`.
+fn scan(root: &Path) -> Vec<(String, PathBuf)> {
+    let entries = std::fs::read_dir(root.join("runs")).into_iter().flatten();
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let id = dir.file_name()?.to_str()?.to_owned();
+            dir.join("plan.json").is_file().then_some((id, dir))
+        })
+        .collect()
+}
+
+/// What a refresh reads of one run outside the lock.
+struct Pending {
+    id: String,
+    dir: PathBuf,
+    offset: u64,
+    planned: bool,
+    reported: bool,
+}
+
+/// Reads the results folder again into `index`: new runs, their plans, new
+/// journal lines, reports. The files are read outside the lock, a chunk at
+/// a time, so pages are answered while a large journal is indexed;
+/// `notify` hears each new version as soon as a run is read (a first read
+/// of a large folder shows its runs one by one).
+pub(super) fn refresh(index: &Mutex<Index>, notify: &dyn Fn(u64)) {
+    let lock = || index.lock().unwrap_or_else(|e| e.into_inner());
+    let root = lock().root.clone();
+    let found = scan(&root);
+    let (mut changed, pending) = {
+        let mut ix = lock();
+        let changed = ix.sync(&found);
+        let pending: Vec<Pending> = ix
+            .runs
+            .values()
+            .map(|r| Pending {
+                id: r.id.clone(),
+                dir: r.dir.clone(),
+                offset: r.journal.offset,
+                planned: r.plan.is_some(),
+                reported: r.reported,
+            })
+            .collect();
+        (changed, pending)
+    };
+    for p in pending {
+        changed |= refresh_run(index, &root, p);
+        if changed {
+            let version = {
+                let mut ix = lock();
+                ix.version += 1;
+                ix.version
+            };
+            notify(version);
+            changed = false;
+        }
     }
-    let journal = run.journal_path();
-    changed |= run.journal.refresh(&journal).unwrap_or(false);
+    if changed {
+        let mut ix = lock();
+        ix.version += 1;
+        notify(ix.version);
+    }
+}
+
+/// Reads what the run `p` gained into `index`: its plan once, its journal
+/// a chunk at a time, when it last changed, its report.
+fn refresh_run(index: &Mutex<Index>, root: &Path, p: Pending) -> bool {
+    let lock = || index.lock().unwrap_or_else(|e| e.into_inner());
+    let mut changed = false;
+    let plan = (!p.planned)
+        .then(|| crate::run::read_manifest(&p.dir).ok())
+        .flatten();
+    let journal = p.dir.join("journal.jsonl");
+    let mut offset = p.offset;
+    loop {
+        let chunk = read_chunk(&journal, offset, CHUNK_BYTES).unwrap_or_else(|_| {
+            Some(Chunk {
+                from: offset,
+                end: offset,
+                lines: Vec::new(),
+            })
+        });
+        let mut ix = lock();
+        let Some(run) = ix.runs.get_mut(&p.id) else {
+            return true; // its folder went away meanwhile
+        };
+        let Some(chunk) = chunk else {
+            run.journal = JournalIndex::default();
+            offset = 0;
+            changed = true;
+            continue;
+        };
+        if chunk.lines.is_empty() {
+            break;
+        }
+        changed |= run.journal.apply(chunk);
+        offset = run.journal.offset;
+    }
     let modified = std::fs::metadata(&journal)
-        .or_else(|_| std::fs::metadata(run.dir.join("plan.json")))
+        .or_else(|_| std::fs::metadata(p.dir.join("plan.json")))
         .and_then(|m| m.modified())
         .ok();
-    if modified != run.modified {
-        run.modified = modified;
-        changed = true;
-    }
-    if !run.reported {
-        let reports = root.join("reports");
-        run.reported = ["md", "html", "json"]
+    let reports = root.join("reports");
+    let reported = p.reported
+        || ["md", "html", "json"]
             .iter()
-            .any(|ext| reports.join(format!("report_{}.{ext}", run.id)).is_file());
-        changed |= run.reported;
+            .any(|ext| reports.join(format!("report_{}.{ext}", p.id)).is_file());
+    let mut ix = lock();
+    if let Some(run) = ix.runs.get_mut(&p.id) {
+        if plan.is_some() {
+            run.plan = plan;
+            changed = true;
+        }
+        changed |= modified != run.modified || reported != run.reported;
+        run.modified = modified;
+        run.reported = reported;
     }
     changed
 }

@@ -64,11 +64,11 @@ pub(crate) async fn serve(
     root: &Path,
     token: Option<String>,
 ) -> std::io::Result<()> {
-    let mut index = Index::new(root);
-    index.refresh();
-    let (version, _) = watch::channel(index.version);
+    // Served at once: the first read of the folder (a large one takes a
+    // while) fills the index as the pages watch.
+    let (version, _) = watch::channel(0);
     let shared = Arc::new(Shared {
-        index: Mutex::new(index),
+        index: Mutex::new(Index::new(root)),
         version,
         token,
     });
@@ -94,19 +94,20 @@ pub(crate) async fn serve(
     axum::serve(listener, app).await
 }
 
-/// Reads the folder again every [`REFRESH`], telling the pages when it changed.
+/// Reads the folder now and again every [`REFRESH`] after each read,
+/// telling the pages when it changed.
 async fn refresh_forever(shared: Arc<Shared>) {
     loop {
-        tokio::time::sleep(REFRESH).await;
         let s = shared.clone();
-        let changed = tokio::task::spawn_blocking(move || {
-            let mut index = s.index();
-            index.refresh().then_some(index.version)
-        })
-        .await;
-        if let Ok(Some(version)) = changed {
-            shared.version.send_replace(version);
+        let read = tokio::task::spawn_blocking(move || {
+            index::refresh(&s.index, &|version| {
+                s.version.send_replace(version);
+            });
+        });
+        if read.await.is_err() {
+            return; // a panic in the read: the pages keep what they have
         }
+        tokio::time::sleep(REFRESH).await;
     }
 }
 
