@@ -18,6 +18,7 @@ mod images;
 mod load;
 pub(crate) mod mcp;
 mod reasoning;
+mod replay;
 mod sizes;
 mod tools;
 mod validate;
@@ -332,6 +333,12 @@ impl Spec {
     /// The compiled `[agent]`, when the spec runs episodes.
     pub(crate) fn agent(&self) -> Option<&agent::AgentRuntime> {
         self.agent.as_ref()
+    }
+
+    /// The agent's tools, for rules that replay gold actions through them.
+    pub(crate) fn replayer(&self) -> Option<crate::verify::Replayer<'_>> {
+        let agent = self.agent.as_ref()?;
+        Some(crate::verify::Replayer(agent))
     }
 
     /// The `[[mcp]]` servers whose tools join each episode's.
