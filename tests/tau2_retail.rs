@@ -4,15 +4,16 @@
 //! the customer's address fails every task as `wrong_state`; one
 //! that does nothing passes exactly the tasks whose gold actions change
 //! nothing. The gold state is replayed through the spec's own Rhai tools
-//! when each answer is scored.
+//! when each answer is scored. And the golden conversations of the two CI
+//! models, re-asked live through llama-server.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::common::root;
 use crate::common::workspace::Workspace;
-use crate::e2e_llama::copy_dir;
+use crate::common::{golden_lines, harness, root};
+use crate::e2e_llama::{Live, assert_all_cached, both_models, copy_dir, journal, live};
 
 /// The spec, relative to the repository.
 const SPEC: &str = "specs/tau2_retail.toml";
@@ -44,7 +45,7 @@ fn workspace() -> Workspace {
 }
 
 /// Runs the spec with `agent` and the scripted user: the records by task id.
-fn run(ws: &Workspace, agent: &str) -> BTreeMap<String, Value> {
+fn episodes(ws: &Workspace, agent: &str) -> BTreeMap<String, Value> {
     let args = [SPEC, "-m", agent, "--user-model", "exec:user"];
     let (_, out) = ws.run(&args);
     let records: BTreeMap<String, Value> = ws
@@ -79,11 +80,11 @@ fn rule<'r>(record: &'r Value, name: &str) -> &'r Value {
 #[test]
 fn the_gold_actions_pass_every_task_and_a_wrong_one_fails_it() {
     let ws = workspace();
-    for (task, record) in run(&ws, "gold") {
+    for (task, record) in episodes(&ws, "gold") {
         assert_eq!(record["passed"], true, "{task}: {record:#}");
         assert_eq!(rule(&record, "communicated")["passed"], true, "{task}");
     }
-    for (task, record) in run(&ws, "wrong") {
+    for (task, record) in episodes(&ws, "wrong") {
         assert_eq!(record["passed"], false, "{task}: {record:#}");
         assert_eq!(record["failure"], "wrong_state", "{task}: {record:#}");
         let detail = record["detail"].as_str().unwrap();
@@ -92,7 +93,7 @@ fn the_gold_actions_pass_every_task_and_a_wrong_one_fails_it() {
             "{task}: {detail}"
         );
     }
-    let idle = run(&ws, "idle");
+    let idle = episodes(&ws, "idle");
     let passed: Vec<&str> = idle
         .iter()
         .filter(|(_, r)| r["passed"] == true)
@@ -108,4 +109,33 @@ fn the_gold_actions_pass_every_task_and_a_wrong_one_fails_it() {
     // A changed database names the first place it differs.
     let cancel = idle["90"]["detail"].as_str().unwrap();
     assert!(cancel.contains("state.orders[\"#W"), "{cancel}");
+}
+
+/// The golden conversations (one task per split: each CI model as the
+/// agent, Gemma 3 as the customer, through llama-server `--jinja`) re-asked
+/// live: each equals its golden one, turn by turn, and a rerun asks nothing.
+#[test]
+fn golden_conversations_reproduce_live_and_rerun_from_cache() {
+    let Some(Live { dir, _servers, .. }) = live(true) else {
+        return;
+    };
+    let id = "tau2_retail";
+    copy_dir(
+        &root().join("golden").join(id),
+        &dir.path().join("golden").join(id),
+    );
+    let args = both_models(SPEC, &["--golden-subset", "--allow-errors"]);
+    let (code, out) = crate::common::run(harness(dir.path()).args(&args));
+    assert_eq!(code, 0, "{out}");
+    let records = journal(dir.path());
+    assert_eq!(records.len(), 4, "two tasks for each model: {out}");
+    let departures = golden_lines::departures(&records, &dir.path().join("golden"));
+    assert!(
+        departures.is_empty(),
+        "live conversations differ from the golden ones:\n{}",
+        departures.join("\n")
+    );
+    let (code, out) = crate::common::run(harness(dir.path()).args(&args));
+    assert_eq!(code, 0, "{out}");
+    assert_all_cached(dir.path(), records.len(), &out);
 }
