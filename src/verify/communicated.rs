@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::shared::{read_variable, variable_key, variable_problems};
+use super::shared::{ValueProblem, read_variable, variable_key, variable_problems};
 use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::text::{clip, json_kind};
@@ -42,23 +42,21 @@ struct Communicated {
 
 impl Communicated {
     /// The strings to find, or why the variable is not a list of strings.
-    fn pieces<'v>(&self, value: &'v Value) -> Result<Vec<&'v str>, String> {
+    fn pieces<'v>(&self, value: &'v Value) -> Result<Vec<&'v str>, ValueProblem> {
         let var = &self.info;
         let Value::Array(items) = value else {
-            return Err(format!(
+            return Err(ValueProblem(format!(
                 "`{var}` must be a list of strings, but it is {}",
                 json_kind(value)
-            ));
+            )));
         };
         items
             .iter()
             .enumerate()
             .map(|(i, item)| {
                 item.as_str().ok_or_else(|| {
-                    format!(
-                        "`{var}[{i}]` must be a string, but it is {}",
-                        json_kind(item)
-                    )
+                    let kind = json_kind(item);
+                    ValueProblem(format!("`{var}[{i}]` must be a string, but it is {kind}"))
                 })
             })
             .collect()
@@ -83,7 +81,7 @@ impl ReadsReply for Communicated {
     fn verify(&self, reply: &Reply, vars: &Map<String, Value>) -> (String, Verdict) {
         let pieces = match read_variable(vars, &self.info, |v| self.pieces(v)) {
             Ok(pieces) => pieces,
-            Err(why) => return (String::new(), Verdict::fail(why)),
+            Err(why) => return (String::new(), Verdict::fail(why.0)),
         };
         // τ²-bench lowercases the message and drops its commas, and only
         // lowercases the piece: a piece with a comma is never found.

@@ -9,7 +9,9 @@
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::shared::{SHOWN, first_difference, read_variable, variable_key, variable_problems};
+use super::shared::{
+    SHOWN, ValueProblem, first_difference, read_variable, variable_key, variable_problems,
+};
 use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::format::ToolCall;
@@ -42,12 +44,12 @@ struct GoldState {
 
 /// The gold actions in `value` as calls, or why they are not a list of
 /// `{name, arguments}` (`arguments` may be left out: no arguments).
-fn gold_calls(var: &str, value: &Value) -> Result<Vec<ToolCall>, String> {
+fn gold_calls(var: &str, value: &Value) -> Result<Vec<ToolCall>, ValueProblem> {
     let Value::Array(items) = value else {
-        return Err(format!(
+        return Err(ValueProblem(format!(
             "`{var}` must be a list of {{name, arguments}}, but it is {}",
             json_kind(value)
-        ));
+        )));
     };
     items
         .iter()
@@ -66,11 +68,13 @@ fn gold_calls(var: &str, value: &Value) -> Result<Vec<ToolCall>, String> {
                     arguments,
                     invalid: None,
                 }),
-                Some(_) => Err(format!(
+                Some(_) => Err(ValueProblem(format!(
                     "`{var}[{i}]`'s `arguments` must be a map, but it is {}",
                     json_kind(&arguments)
-                )),
-                None => Err(format!("`{var}[{i}]` has no `name` naming a tool")),
+                ))),
+                None => Err(ValueProblem(format!(
+                    "`{var}[{i}]` has no `name` naming a tool"
+                ))),
             }
         })
         .collect()
@@ -101,7 +105,7 @@ impl ReadsReply for GoldState {
         let shown = clip(&state.to_string(), SHOWN);
         let calls = match read_variable(vars, &self.actions, |v| gold_calls(&self.actions, v)) {
             Ok(calls) => calls,
-            Err(why) => return (shown, Verdict::fail(why)),
+            Err(why) => return (shown, Verdict::fail(why.0)),
         };
         let Some(tools) = reply.replay else {
             let why = "no tools to replay the gold actions through (an [agent] spec's [[tools]])";

@@ -168,14 +168,20 @@ pub(super) fn variable_key(
     Ok(name.clone())
 }
 
+/// Why an instance variable's value cannot be what a rule reads.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct ValueProblem(pub String);
+
 /// The variable `var` of `vars` as `read` takes it, or why it cannot be
 /// used: the instance lacks it, or `read` refuses it.
 pub(super) fn read_variable<'v, T>(
     vars: &'v Map<String, Value>,
     var: &str,
-    read: impl FnOnce(&'v Value) -> Result<T, String>,
-) -> Result<T, String> {
-    super::lookup(vars, var).map_or_else(|| Err(format!("the instance has no `{var}`")), read)
+    read: impl FnOnce(&'v Value) -> Result<T, ValueProblem>,
+) -> Result<T, ValueProblem> {
+    let missing = || Err(ValueProblem(format!("the instance has no `{var}`")));
+    super::lookup(vars, var).map_or_else(missing, read)
 }
 
 /// `(key, why)` when the variable `var` is set but `read` refuses it (a
@@ -184,10 +190,10 @@ pub(super) fn variable_problems<'v, T>(
     key: &'static str,
     vars: &'v Map<String, Value>,
     var: &str,
-    read: impl FnOnce(&'v Value) -> Result<T, String>,
+    read: impl FnOnce(&'v Value) -> Result<T, ValueProblem>,
 ) -> Vec<(&'static str, String)> {
     match super::lookup(vars, var).map(read) {
-        Some(Err(why)) => vec![(key, why)],
+        Some(Err(why)) => vec![(key, why.0)],
         _ => Vec::new(),
     }
 }
