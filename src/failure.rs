@@ -76,6 +76,10 @@ failure_kinds! {
     MissingArgument = "missing_argument",
     /// An argument the tool or the expected call does not have.
     UnexpectedArgument = "unexpected_argument",
+    /// The state an agent episode left is not the one its gold actions leave.
+    WrongState = "wrong_state",
+    /// The agent never said a piece of information it had to communicate.
+    NotCommunicated = "not_communicated",
 
     // Why a request got no answer.
     /// The connection failed or broke.

@@ -25,7 +25,8 @@
 //!   nothing left behind; the causes of failed requests on the terminal).
 //! - Runs against the fake server: `adaptive` (`concurrency = "auto"`
 //!   against a rate limit), `provider_wire`, `tool_wire` (tool
-//!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode), `media` (images), `runner_faults`, `resume_kill`,
+//!   calls), `agent` (episodes of `specs/shop_agent.toml`, resume mid-episode),
+//!   `tau2_retail` (the τ² retail spec's gold actions pass and wrong ones fail, with `exec` agents), `media` (images), `runner_faults`, `resume_kill`,
 //!   `native_wires` (Anthropic, Gemini and OpenAI Responses), `batches`
 //!   (`--batch` against the fake OpenAI Batch API, SIGKILL mid-poll), `native_reasoning`
 //!   (their reasoning captured, counted, replayed and signed blocks sent back), `openapi_wires`
@@ -141,6 +142,7 @@ mod shards;
 mod shipped_specs;
 mod stalls;
 mod synth;
+mod tau2_retail;
 mod terminal_escapes;
 mod tool_wire;
 mod tools;

@@ -126,6 +126,7 @@ fn judge_example(
         trajectory: &trajectory,
         state: example.state.as_ref(),
         tools: &tools,
+        replay: spec.replayer(),
     };
     let verdict = own_rules
         .as_ref()

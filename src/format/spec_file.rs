@@ -41,6 +41,11 @@ pub struct SpecFile {
     /// Plain tables readable from scripts (`data.x`) and templates (`{{ data.x }}`).
     #[serde(default)]
     pub data: BTreeMap<String, Value>,
+    /// Files (relative to the spec) read into `[data]`: `{ db = "db.json" }`
+    /// makes the JSON file's value `data.db`; a file not ending in `.json` is
+    /// read as text. For data too large, or too shared, to write as TOML.
+    #[serde(default)]
+    pub data_files: BTreeMap<String, String>,
     /// Instances read from a dataset file or the Hugging Face hub, one per row.
     pub dataset: Option<Dataset>,
     /// How instances are made: a Rhai script (with `[dataset]`: run on each row, as `row`).

@@ -230,7 +230,7 @@ mod tests {
     use crate::run::journal::for_each_record;
 
     /// Every kind as a journal before the typed vocabulary wrote it.
-    const OLD_NAMES: [(&str, FailureKind); 48] = [
+    const OLD_NAMES: [(&str, FailureKind); 50] = [
         ("no_answer", FailureKind::NoAnswer),
         ("wrong_value", FailureKind::WrongValue),
         ("invalid_json", FailureKind::InvalidJson),
@@ -279,6 +279,8 @@ mod tests {
         ("mcp_flood", FailureKind::McpFlood),
         ("mcp_timeout", FailureKind::McpTimeout),
         ("mcp_error", FailureKind::McpError),
+        ("wrong_state", FailureKind::WrongState),
+        ("not_communicated", FailureKind::NotCommunicated),
     ];
 
     fn fixture() -> std::path::PathBuf {

@@ -244,8 +244,7 @@ async fn run_episodes(
                 continue;
             }
         };
-        // A turn the budget refused: no record, so `--resume` runs the
-        // episode again, its finished turns from the cache.
+        // A turn the budget refused: no record, so `--resume` reruns it (its done turns cached).
         let run = super::episode::run_episode(model, s, inst, request, (user, cache));
         let Ok(episode) = run.await else { continue };
         episode.user.fill(&mut record);
@@ -367,6 +366,7 @@ async fn finish(
                         trajectory: &steps,
                         state: after.as_ref(),
                         tools: &tools,
+                        replay: spec.replayer(),
                     };
                     spec.verify_judged(&reply, &vars, &judged)
                 };
@@ -381,6 +381,7 @@ async fn finish(
                     trajectory: &trajectory,
                     state: state.as_ref(),
                     tools,
+                    replay: s.replayer(),
                 };
                 s.verify_judged(&reply, vars, &judged)
             };

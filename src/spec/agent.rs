@@ -305,6 +305,13 @@ pub(super) fn compile(
                 ));
             }
         }
+        // Its gold actions replay through the episode's tools.
+        for (i, rule) in def.verify.iter().enumerate() {
+            if rule.rule() == Some("gold_state") {
+                let message = "rule `gold_state` replays gold actions through the [agent]'s tools: add an [agent] table";
+                errors.push(at(key_path!["verify", i, "rule"], message.to_owned()));
+            }
+        }
         return None;
     };
     if let Some(message) = agent.turns_problem() {

@@ -104,10 +104,46 @@ fn parse(file: &Path) -> Result<(String, SourceMap, SpecFile), Diagnostic> {
         let path = e.path().to_string();
         toml_diagnostic(file, &source, &path, e.inner())
     })?;
+    let mut def = def;
+    if let Err(e) = read_data_files(file, &mut def, &map) {
+        return Err(e.with_source(&source));
+    }
     if let Some(deep) = deep_data(&def, &map) {
         return Err(deep.with_source(&source));
     }
     Ok((source, map, def))
+}
+
+/// Reads each `data_files` entry (a file relative to the spec: a `.json`
+/// file's value, any other file's text) into `[data]` under its name; the
+/// first problem, at its key.
+fn read_data_files(file: &Path, def: &mut SpecFile, map: &SourceMap) -> Result<(), Diagnostic> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    for (name, path) in &def.data_files {
+        let at = |message: String| {
+            let at = map.locate(key_path!["data_files", name.as_str()]);
+            Diagnostic::new(ErrorKind::Invalid, at, message)
+        };
+        if def.data.contains_key(name) {
+            return Err(at(format!("`data.{name}` is set in [data] too")));
+        }
+        let full = dir.join(path);
+        let text = crate::files::read_text(&full, FileKind::Dataset)
+            .map_err(|e| at(format!("cannot read {}: {e}", full.display())))?;
+        let value = if path.ends_with(".json") {
+            serde_json::from_str(&text).map_err(|e| {
+                let (line, column) = (e.line(), e.column());
+                at(format!(
+                    "{}:{line}:{column}: not valid JSON: {e}",
+                    full.display()
+                ))
+            })?
+        } else {
+            serde_json::Value::String(text)
+        };
+        def.data.insert(name.clone(), value);
+    }
+    Ok(())
 }
 
 /// The first `[data]` value nested past the depth limit: the records of

@@ -92,6 +92,24 @@ pub(super) fn complete(
     }
 }
 
+impl super::Spec {
+    /// Completes the `[[mcp]]` servers that name one of the machine's
+    /// (`configured`: `harness.toml`'s, each with the directory its paths
+    /// start from); every server left unreachable is an error at its table.
+    pub(crate) fn complete_mcp(
+        &mut self,
+        configured: &[(McpServer, PathBuf)],
+    ) -> Result<(), crate::error::Diagnostics> {
+        let mut errors = Vec::new();
+        complete(&mut self.mcp, configured, &mut errors);
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::error::Diagnostics(errors))
+        }
+    }
+}
+
 /// Whether `name` is a usable server name: letters, digits, `_` and `-`.
 fn valid_name(name: &str) -> bool {
     !name.is_empty()

@@ -18,6 +18,7 @@ mod images;
 mod load;
 pub(crate) mod mcp;
 mod reasoning;
+mod replay;
 mod sizes;
 mod tools;
 mod validate;
@@ -334,20 +335,10 @@ impl Spec {
         self.agent.as_ref()
     }
 
-    /// Completes the `[[mcp]]` servers that name one of the machine's
-    /// (`configured`: `harness.toml`'s, each with the directory its paths
-    /// start from); every server left unreachable is an error at its table.
-    pub(crate) fn complete_mcp(
-        &mut self,
-        configured: &[(crate::format::McpServer, PathBuf)],
-    ) -> Result<(), Diagnostics> {
-        let mut errors = Vec::new();
-        mcp::complete(&mut self.mcp, configured, &mut errors);
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(Diagnostics(errors))
-        }
+    /// The agent's tools, for rules that replay gold actions through them.
+    pub(crate) fn replayer(&self) -> Option<crate::verify::Replayer<'_>> {
+        let agent = self.agent.as_ref()?;
+        Some(crate::verify::Replayer(agent))
     }
 
     /// The `[[mcp]]` servers whose tools join each episode's.

@@ -121,6 +121,7 @@ fn agreement(
             trajectory: &trajectory,
             state: None,
             tools: &tools,
+            replay: None,
         };
         let verdict = rules.verify_judged(&reply, row, &Judged::new());
         let kind = verdict.rules.iter().find_map(|r| r.verdict.failure);

@@ -11,7 +11,7 @@ use rhai::{AST, Dynamic, Engine, Scope};
 use serde_json::{Map, Value};
 
 use super::kind::RuleKind;
-use super::shared::{compile_rule_script, map_verdict};
+use super::shared::{SHOWN, compile_rule_script, first_difference, map_verdict};
 use super::{BuildContext, FailureKind, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::scripting::{ScriptError, compile, on_script_stack};
@@ -19,9 +19,6 @@ use crate::text::clip;
 
 /// The names the expression sees.
 const SCOPE_NAMES: [&str; 2] = ["state", "vars"];
-
-/// The most characters of one state value a failure detail shows.
-const SHOWN: usize = 200;
 
 struct FinalState {
     engine: Engine,
@@ -232,43 +229,6 @@ fn split_top_level<'a>(source: &'a str, op: &str) -> Vec<&'a str> {
     }
     parts.push(source[start..].trim());
     parts
-}
-
-/// The first place, as a path under `path`, where `got` and `want` differ:
-/// `state.cart[2].qty: 3 ≠ 2`; `None` when they are equal.
-fn first_difference(path: &str, got: &Value, want: &Value) -> Option<String> {
-    let show = |v: Option<&Value>| v.map_or("nothing".into(), |v| clip(&v.to_string(), SHOWN));
-    match (got, want) {
-        (Value::Object(g), Value::Object(w)) => {
-            let extra = g.keys().filter(|k| !w.contains_key(*k));
-            w.keys().chain(extra).find_map(|key| {
-                let at = if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    format!("{path}.{key}")
-                } else {
-                    format!("{path}[{}]", Value::from(key.as_str()))
-                };
-                match (g.get(key), w.get(key)) {
-                    (Some(g), Some(w)) => first_difference(&at, g, w),
-                    (g, w) => Some(format!("{at}: {} ≠ {}", show(g), show(w))),
-                }
-            })
-        }
-        (Value::Array(g), Value::Array(w)) => g
-            .iter()
-            .zip(w)
-            .enumerate()
-            .find_map(|(i, (g, w))| first_difference(&format!("{path}[{i}]"), g, w))
-            .or_else(|| {
-                (g.len() != w.len()).then(|| format!("{path}.len(): {} ≠ {}", g.len(), w.len()))
-            }),
-        (Value::Number(g), Value::Number(w)) if g.as_f64() == w.as_f64() => None,
-        _ if got == want => None,
-        _ => Some(format!(
-            "{path}: {} ≠ {}",
-            show(Some(got)),
-            show(Some(want))
-        )),
-    }
 }
 
 impl Rule for FinalState {

@@ -31,10 +31,12 @@ mod cer;
 pub(crate) mod choices;
 mod code;
 mod code_input;
+mod communicated;
 mod contains;
 mod exact;
 mod expected;
 mod final_state;
+mod gold_state;
 mod json_field;
 pub(crate) mod judge;
 mod kind;
@@ -74,6 +76,8 @@ const RULES: &[kind::Entry] = &[
     entry::<script::ScriptKeys>(),
     entry::<cer::CerKeys>(),
     entry::<final_state::FinalStateKeys>(),
+    entry::<gold_state::GoldStateKeys>(),
+    entry::<communicated::CommunicatedKeys>(),
     entry::<tool_call::ToolCallKeys>(),
     entry::<no_tool_call::NoToolCallKeys>(),
     entry::<tool_used::ToolUsedKeys>(),
@@ -93,7 +97,7 @@ use crate::format::locate::SourceMap;
 pub(crate) use expected::{Expected, lookup};
 pub(crate) use judge::JudgeRule;
 pub(crate) use registry::value_key;
-pub(crate) use reply::Reply;
+pub(crate) use reply::{Replay, ReplayError, Replayer, Reply};
 
 pub(crate) use rule_set::RuleSet;
 pub(crate) use verdict::{

@@ -59,6 +59,7 @@ mod tests {
                 trajectory,
                 state: None,
                 tools: &[],
+                replay: None,
             };
             let (_, v) = ReadsReply::verify(&NoToolCall, &reply, &Map::new());
             assert_eq!(v.passed, passes, "{trajectory:?}: {}", v.detail);
@@ -69,6 +70,7 @@ mod tests {
             trajectory: &called,
             state: None,
             tools: &[],
+            replay: None,
         };
         let (shown, v) = ReadsReply::verify(&NoToolCall, &reply, &Map::new());
         assert_eq!(shown, r#"f({"a":1})"#);

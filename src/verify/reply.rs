@@ -2,10 +2,37 @@
 //! episode behind it (every assistant turn with its calls, every tool
 //! result) and the tools' state when it ended.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::format::{ExtractSource, Role, Tool, ToolCall};
 use crate::prompt::Message;
+
+/// Runs calls through a spec's own tools from an instance's initial state,
+/// for rules that compare the episode's state with the state other calls
+/// leave (`gold_state`). The compiled spec implements it; this layer only
+/// names it, as it sits below the spec.
+pub(crate) trait Replay: Sync {
+    /// The state `calls`, run in order from the initial state of the
+    /// instance with `vars`, leave. A call that fails (a `throw`, an unknown
+    /// tool, a limit) leaves the state as it was, and the next one runs.
+    /// `Err` when the instance has no usable initial state.
+    fn replay(&self, vars: &Map<String, Value>, calls: &[ToolCall]) -> Result<Value, ReplayError>;
+}
+
+/// Why calls could not be replayed: the instance's initial state is unusable.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ReplayError(pub String);
+
+/// The tools a [`Reply`] may replay calls through.
+#[derive(Clone, Copy)]
+pub(crate) struct Replayer<'a>(pub &'a dyn Replay);
+
+impl std::fmt::Debug for Replayer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Replayer")
+    }
+}
 
 /// What a model did for one instance, as the rules see it.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +50,8 @@ pub(crate) struct Reply<'a> {
     pub state: Option<&'a Value>,
     /// The tools the request offered (their schemas type the arguments).
     pub tools: &'a [Tool],
+    /// The spec's tools, to replay other calls through (an `[agent]` spec's).
+    pub replay: Option<Replayer<'a>>,
 }
 
 #[allow(dead_code, reason = "the tool rules read the episode")]
@@ -35,6 +64,7 @@ impl<'a> Reply<'a> {
             trajectory: &[],
             state: None,
             tools: &[],
+            replay: None,
         }
     }
 

@@ -11,6 +11,7 @@ use super::{BuildContext, Reads, ReadsReply, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
 use crate::scripting::{DEFAULT_MAX_OPERATIONS, compile, sandboxed_engine};
+use crate::text::clip;
 
 /// A rule over every call of the episode, which it shows as its answer:
 /// it reads the reply, and says only how it decides.
@@ -109,5 +110,90 @@ pub(super) fn call(name: &str, arguments: Value) -> ToolCall {
         name: name.into(),
         arguments,
         invalid: None,
+    }
+}
+
+/// The most characters of one state value a failure detail shows.
+pub(super) const SHOWN: usize = 200;
+
+/// The first place, as a path under `path`, where `got` and `want` differ:
+/// `state.cart[2].qty: 3 ≠ 2`; `None` when they are equal.
+pub(super) fn first_difference(path: &str, got: &Value, want: &Value) -> Option<String> {
+    let show = |v: Option<&Value>| v.map_or("nothing".into(), |v| clip(&v.to_string(), SHOWN));
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            let extra = g.keys().filter(|k| !w.contains_key(*k));
+            w.keys().chain(extra).find_map(|key| {
+                let at = if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    format!("{path}.{key}")
+                } else {
+                    format!("{path}[{}]", Value::from(key.as_str()))
+                };
+                match (g.get(key), w.get(key)) {
+                    (Some(g), Some(w)) => first_difference(&at, g, w),
+                    (g, w) => Some(format!("{at}: {} ≠ {}", show(g), show(w))),
+                }
+            })
+        }
+        (Value::Array(g), Value::Array(w)) => g
+            .iter()
+            .zip(w)
+            .enumerate()
+            .find_map(|(i, (g, w))| first_difference(&format!("{path}[{i}]"), g, w))
+            .or_else(|| {
+                (g.len() != w.len()).then(|| format!("{path}.len(): {} ≠ {}", g.len(), w.len()))
+            }),
+        (Value::Number(g), Value::Number(w)) if g.as_f64() == w.as_f64() => None,
+        _ if got == want => None,
+        _ => Some(format!(
+            "{path}: {} ≠ {}",
+            show(Some(got)),
+            show(Some(want))
+        )),
+    }
+}
+
+/// The instance variable a rule's `key` names: required, and not blank.
+pub(super) fn variable_key(
+    cx: &BuildContext,
+    value: Option<String>,
+    key: &str,
+    example: &str,
+) -> Result<String, Diagnostic> {
+    let name = cx.required(value.as_ref(), cx.rule, key, example)?;
+    if name.trim().is_empty() {
+        let why = format!("`{key}` names no variable");
+        return Err(cx.error(ErrorKind::Invalid, key, why));
+    }
+    Ok(name.clone())
+}
+
+/// Why an instance variable's value cannot be what a rule reads.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct ValueProblem(pub String);
+
+/// The variable `var` of `vars` as `read` takes it, or why it cannot be
+/// used: the instance lacks it, or `read` refuses it.
+pub(super) fn read_variable<'v, T>(
+    vars: &'v Map<String, Value>,
+    var: &str,
+    read: impl FnOnce(&'v Value) -> Result<T, ValueProblem>,
+) -> Result<T, ValueProblem> {
+    let missing = || Err(ValueProblem(format!("the instance has no `{var}`")));
+    super::lookup(vars, var).map_or_else(missing, read)
+}
+
+/// `(key, why)` when the variable `var` is set but `read` refuses it (a
+/// missing one is `Rule::variables`' to report).
+pub(super) fn variable_problems<'v, T>(
+    key: &'static str,
+    vars: &'v Map<String, Value>,
+    var: &str,
+    read: impl FnOnce(&'v Value) -> Result<T, ValueProblem>,
+) -> Vec<(&'static str, String)> {
+    match super::lookup(vars, var).map(read) {
+        Some(Err(why)) => vec![(key, why.0)],
+        _ => Vec::new(),
     }
 }

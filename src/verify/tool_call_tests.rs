@@ -52,6 +52,7 @@ fn check(
         trajectory: &trajectory,
         state: None,
         tools,
+        replay: None,
     };
     let mut vars = Map::new();
     vars.insert("ground_truth".into(), expected);
@@ -330,6 +331,7 @@ fn the_turn_picks_the_assistant_message() {
         trajectory: &trajectory,
         state: None,
         tools: &[],
+        replay: None,
     };
     let mut vars = Map::new();
     vars.insert("ground_truth".into(), json!([{"b": {}}]));
