@@ -195,15 +195,33 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def episodes(directory):
-    """(source, record, instance variables) of every transcript in a directory."""
+def episodes(directory, dataset):
+    """(source, record, instance variables) of every transcript in a directory.
+
+    A golden directory keeps the instances' variables in instances.jsonl,
+    unless the spec keeps only their digests (tau2_retail does: each carries
+    the database); then instance N is line N of the spec's dataset.
+    """
     directory = Path(directory)
-    instances = {i["index"]: i["vars"] for i in read_jsonl(directory / "instances.jsonl")}
+    listed = directory / "instances.jsonl"
+    if listed.exists():
+        instances = {i["index"]: i["vars"] for i in read_jsonl(listed)}
+    else:
+        instances = dict(enumerate(read_jsonl(dataset)))
     for path in sorted(directory.glob("*.jsonl")):
         if path.name == "instances.jsonl":
             continue
         for record in read_jsonl(path):
             yield str(directory), record, instances[record["instance"]]
+
+
+def relative(path, root):
+    """`path` relative to `root` when it is inside it, else absolute."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def summarize(rows, seconds):
@@ -243,14 +261,19 @@ def main():
     parser.add_argument("--out", default="output.jsonl")
     parser.add_argument("--summary", default="summary.json")
     parser.add_argument("--root", default=".", help="sources are written relative to it")
+    parser.add_argument(
+        "--dataset",
+        default="specs/tau2_retail/tasks.jsonl",
+        help="the spec's dataset, relative to --root: instance N plays its line N",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     tasks = {t.id: t for t in registry.get_tasks_loader(DOMAIN)()}
     rows = []
     for directory in args.dirs:
-        for source, record, variables in episodes(directory):
+        for source, record, variables in episodes(directory, Path(args.root, args.dataset)):
             task = tasks[task_id_of(variables)]
-            rows.append(score(record, task, str(Path(source).resolve().relative_to(Path(args.root).resolve()))))
+            rows.append(score(record, task, relative(source, args.root)))
     with open(args.out, "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
