@@ -11,6 +11,7 @@ Usage: check.py [--harness PATH] [--self-check]
 
 import argparse
 import json
+import lzma
 import os
 import subprocess
 import sys
@@ -33,8 +34,20 @@ def read_jsonl(path):
 
 
 def replay(harness, golden):
-    """The journal records of a replay of `golden`'s tau2_retail transcripts."""
-    with tempfile.TemporaryDirectory() as results:
+    """The journal records of a replay of `golden`'s tau2_retail transcripts.
+
+    Compressed transcripts (record.sh keeps its episodes so) are unpacked into
+    a scratch golden directory first.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        packed = sorted(Path(golden, "tau2_retail").glob("*.jsonl.xz"))
+        if packed:
+            Path(scratch, "golden", "tau2_retail").mkdir(parents=True)
+            for path in packed:
+                with lzma.open(path, "rb") as f:
+                    Path(scratch, "golden", "tau2_retail", path.name[: -len(".xz")]).write_bytes(f.read())
+            golden = Path(scratch, "golden")
+        results = str(Path(scratch, "results"))
         run = subprocess.run(
             [harness, "run", str(SPEC), "--golden", str(golden), "--results", results, "--no-progress"],
             cwd=ROOT,

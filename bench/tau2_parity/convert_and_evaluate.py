@@ -1,7 +1,7 @@
 """Scores the harness's recorded tau2_retail episodes with τ²-bench's own evaluator.
 
-Each record of a golden-format directory (`<model>.jsonl` transcripts and
-`instances.jsonl`, as `harness run --bless` writes them) becomes a τ²
+Each record of a golden-format directory (`<model>.jsonl` transcripts, as
+`harness run --bless` writes them, or xz-compressed) becomes a τ²
 `SimulationRun`: its trajectory as `AssistantMessage`s (with their
 `ToolCall`s), `ToolMessage`s and `UserMessage`s, and a termination reason
 read from how the episode ended. τ²'s `evaluate_simulation` then scores it
@@ -14,6 +14,7 @@ Writes one line per episode to --out and the totals to --summary.
 
 import argparse
 import json
+import lzma
 import sys
 from pathlib import Path
 
@@ -191,7 +192,9 @@ def score(record, task, source):
 
 
 def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
+    """The lines of a .jsonl file, or of an xz-compressed one (.jsonl.xz)."""
+    opener = lzma.open if str(path).endswith(".xz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
@@ -208,7 +211,7 @@ def episodes(directory, dataset):
         instances = {i["index"]: i["vars"] for i in read_jsonl(listed)}
     else:
         instances = dict(enumerate(read_jsonl(dataset)))
-    for path in sorted(directory.glob("*.jsonl")):
+    for path in sorted([*directory.glob("*.jsonl"), *directory.glob("*.jsonl.xz")]):
         if path.name == "instances.jsonl":
             continue
         for record in read_jsonl(path):

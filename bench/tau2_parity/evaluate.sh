@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scores the recorded tau2_retail episodes with τ²-bench's own evaluator:
 # the goldens of the CI models (golden/tau2_retail) and the scripted agents'
-# runs (bench/tau2_parity/episodes/tau2_retail, from record.sh). Writes
+# runs (bench/tau2_parity/episodes/tau2_retail, xz-compressed by record.sh). Writes
 # output.jsonl and summary.json here; exits 1 when a verdict disagrees.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -9,7 +9,7 @@ root="$(cd "$here/../.." && pwd)"
 cache="$("$here/setup.sh")"
 dirs=()
 for d in "$root/golden/tau2_retail" "$here/episodes/tau2_retail"; do
-    [ -e "$d/instances.jsonl" ] && dirs+=("$d")
+    if compgen -G "$d/*.jsonl*" >/dev/null; then dirs+=("$d"); fi
 done
 cd "$here"
 # No network: LiteLLM (imported by τ²) reads its bundled price map.

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Records the scripted agents' tau2_retail episodes (agent.py's three
-# variants, user.py as the simulated user) into episodes/ as golden
-# transcripts: exec programs, no model server. HARNESS names the binary
-# (default: `harness` on PATH).
+# variants, user.py as the simulated user): exec programs, no model server.
+# They are blessed as golden transcripts into a scratch directory, then kept
+# xz-compressed in episodes/tau2_retail/: each record holds the final
+# database (~170 KB as JSON, nearly the same in every record), 12 MB in all
+# as text, 80 KB compressed (xz's window spans records; gzip's does not).
+# HARNESS names the binary (default: `harness` on PATH).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-results="$(mktemp -d)"
-trap 'rm -rf "$results"' EXIT
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
 cd "$root"
 # A failing episode is a verdict, not an error: `run` exits 1 then.
 "${HARNESS:-harness}" run specs/tau2_retail.toml --config "$here/harness.toml" \
     -m tau2_gold -m tau2_wrong -m tau2_silent --user-model tau2_user \
-    --results "$results" --golden "$here/episodes" --bless --no-progress --no-cache ||
+    --results "$scratch/results" --golden "$scratch/golden" --bless --no-progress --no-cache ||
     [ "$?" -eq 1 ]
+mkdir -p "$here/episodes/tau2_retail"
+for f in "$scratch"/golden/tau2_retail/*.jsonl; do
+    xz -9 -c "$f" >"$here/episodes/tau2_retail/$(basename "$f").xz"
+done
