@@ -98,6 +98,44 @@ def to_messages(trajectory):
     return messages
 
 
+def without_nulls(value):
+    """A tool result with its null fields left out (τ² dumps unset fields as null)."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+def parsed(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def tool_results(messages):
+    """(calls, differing): every call run again by τ²'s own retail tools, in
+    order from the initial database, and how many of the harness's results
+    differ from τ²'s beyond null fields (two errors count as equal: their
+    wording differs)."""
+    env = registry.get_env_constructor(DOMAIN)()
+    results = {m.id: m for m in messages if isinstance(m, ToolMessage)}
+    calls = differing = 0
+    for message in messages:
+        if not isinstance(message, AssistantMessage) or not message.tool_calls:
+            continue
+        for call in message.tool_calls:
+            calls += 1
+            theirs = env.get_response(call)
+            mine = results.get(call.id)
+            if mine is None:
+                differing += 1
+            elif not (theirs.error and mine.error):
+                differing += without_nulls(parsed(mine.content)) != without_nulls(parsed(theirs.content))
+    return calls, differing
+
+
 def termination(record):
     """τ²'s termination reason for how the harness episode ended."""
     trajectory = record.get("trajectory") or []
@@ -151,6 +189,7 @@ def score(record, task, source):
         termination_reason=reason,
         messages=to_messages(record.get("trajectory") or []),
     )
+    calls, differing = tool_results(simulation.messages)
     env = evaluate(simulation, task, EvaluationType.ENV)
     communicate = evaluate(simulation, task, EvaluationType.COMMUNICATE)
     # Strict replay also compares every mutating call's recorded result with
@@ -188,6 +227,8 @@ def score(record, task, source):
         "official_basis": [b.value for b in criteria.reward_basis] if criteria else [],
         "nl_assertions": "none" if judged else "not judged (needs an LLM)",
         "replayed_outputs_match": outputs_match,
+        "tool_calls": calls,
+        "tool_results_differ": differing,
     }
 
 
@@ -246,6 +287,8 @@ def summarize(rows, seconds):
         "official_reward_computed": len(official),
         "official_agree": sum((r["tau2_reward_official"] == 1.0) == r["harness_passed"] for r in official),
         "replayed_outputs_match": sum(r["replayed_outputs_match"] for r in rows),
+        "tool_calls": sum(r["tool_calls"] for r in rows),
+        "tool_results_differ": sum(r["tool_results_differ"] for r in rows),
         "per_model": models,
         "disagreements": [
             {k: r[k] for k in ("source", "model", "instance", "task_id", "harness_passed", "tau2_passed")}

@@ -15,8 +15,11 @@ repo="${TAU2_REPO:-/work/.mirror/sierra-research+tau2-bench/repo}"
 commit="${TAU2_COMMIT:-a2c0247}"
 full="$(git --git-dir="$repo" rev-parse --verify "$commit^{commit}")"
 cache="${HOME}/.cache/harness/tau2-${full:0:12}"
+constraints="$(cd "$(dirname "$0")" && pwd)/constraints.txt"
+# The venv is ready for this commit and these pins (a changed pin rebuilds it).
+ready="$full $(sha256sum <"$constraints" | cut -d' ' -f1)"
 
-if [ -x "$cache/venv/bin/python" ] && [ -e "$cache/.ready" ]; then
+if [ -x "$cache/venv/bin/python" ] && [ "$(cat "$cache/.ready" 2>/dev/null)" = "$ready" ]; then
     echo "$cache"
     exit 0
 fi
@@ -54,6 +57,8 @@ rm -f "$cache/index"
 "$py" -m venv "$cache/venv"
 "$cache/venv/bin/python" -m pip install --quiet --upgrade pip >&2
 # Non-editable install: tau2 then finds its data through TAU2_DATA_DIR.
-"$cache/venv/bin/python" -m pip install --quiet "$cache/src" >&2
-echo "$full" >"$cache/.ready"
+# constraints.txt pins every dependency as the committed output was made
+# (a `pip freeze` of a clean install), so a rerun evaluates alike.
+"$cache/venv/bin/python" -m pip install --quiet -c "$constraints" "$cache/src" >&2
+echo "$ready" >"$cache/.ready"
 echo "$cache"
