@@ -115,10 +115,10 @@ def parsed(text):
 
 
 def tool_results(messages):
-    """(calls, differing): every call run again by τ²'s own retail tools, in
-    order from the initial database, and how many of the harness's results
-    differ from τ²'s beyond null fields (two errors count as equal: their
-    wording differs)."""
+    """(calls, differing): every call the harness ran, run again by τ²'s own
+    retail tools in order from the initial database, and how many of the
+    harness's results differ from τ²'s beyond null fields (two errors count
+    as equal: their wording differs)."""
     env = registry.get_env_constructor(DOMAIN)()
     results = {m.id: m for m in messages if isinstance(m, ToolMessage)}
     calls = differing = 0
@@ -126,12 +126,13 @@ def tool_results(messages):
         if not isinstance(message, AssistantMessage) or not message.tool_calls:
             continue
         for call in message.tool_calls:
-            calls += 1
-            theirs = env.get_response(call)
             mine = results.get(call.id)
             if mine is None:
-                differing += 1
-            elif not (theirs.error and mine.error):
+                # Not run by the harness (past max_calls or too_many_calls).
+                continue
+            calls += 1
+            theirs = env.get_response(call)
+            if not (theirs.error and mine.error):
                 differing += without_nulls(parsed(mine.content)) != without_nulls(parsed(theirs.content))
     return calls, differing
 
@@ -232,6 +233,26 @@ def score(record, task, source):
     }
 
 
+def refused(record, task, source, error):
+    """The line of an episode τ²'s evaluator raised on: no τ² verdict, no agreement."""
+    return {
+        "source": source,
+        "model": record["model"],
+        "instance": record["instance"],
+        "sample": record.get("sample", 0),
+        "task_id": task.id,
+        "harness_passed": bool(record["passed"]),
+        "tau2_passed": None,
+        "tau2_reward_communicate": None,
+        "tau2_reward_official": None,
+        "agree": False,
+        "replayed_outputs_match": False,
+        "tool_calls": 0,
+        "tool_results_differ": 0,
+        "tau2_error": "%s: %s" % (type(error).__name__, error),
+    }
+
+
 def read_jsonl(path):
     """The lines of a .jsonl file, or of an xz-compressed one (.jsonl.xz)."""
     opener = lzma.open if str(path).endswith(".xz") else open
@@ -244,12 +265,14 @@ def episodes(directory, dataset):
 
     A golden directory keeps the instances' variables in instances.jsonl,
     unless the spec keeps only their digests (tau2_retail does: each carries
-    the database); then instance N is line N of the spec's dataset.
+    the database) or there is none (record.sh keeps none); then instance N
+    is line N of the spec's dataset.
     """
     directory = Path(directory)
     listed = directory / "instances.jsonl"
-    if listed.exists():
-        instances = {i["index"]: i["vars"] for i in read_jsonl(listed)}
+    listed = read_jsonl(listed) if listed.exists() else []
+    if listed and all("vars" in i for i in listed):
+        instances = {i["index"]: i["vars"] for i in listed}
     else:
         instances = dict(enumerate(read_jsonl(dataset)))
     for path in sorted([*directory.glob("*.jsonl"), *directory.glob("*.jsonl.xz")]):
@@ -276,14 +299,15 @@ def summarize(rows, seconds):
         m = models.setdefault(r["model"], {"episodes": 0, "harness_passed": 0, "tau2_passed": 0, "agree": 0})
         m["episodes"] += 1
         m["harness_passed"] += r["harness_passed"]
-        m["tau2_passed"] += r["tau2_passed"]
+        m["tau2_passed"] += bool(r["tau2_passed"])
         m["agree"] += r["agree"]
     return {
         "episodes": len(rows),
         "tasks": len({r["task_id"] for r in rows}),
         "agree": len(agreed),
         "harness_passed": sum(r["harness_passed"] for r in rows),
-        "tau2_passed": sum(r["tau2_passed"] for r in rows),
+        "tau2_passed": sum(bool(r["tau2_passed"]) for r in rows),
+        "tau2_refused": sum("tau2_error" in r for r in rows),
         "official_reward_computed": len(official),
         "official_agree": sum((r["tau2_reward_official"] == 1.0) == r["harness_passed"] for r in official),
         "replayed_outputs_match": sum(r["replayed_outputs_match"] for r in rows),
@@ -319,7 +343,11 @@ def main():
     for directory in args.dirs:
         for source, record, variables in episodes(directory, Path(args.root, args.dataset)):
             task = tasks[task_id_of(variables)]
-            rows.append(score(record, task, relative(source, args.root)))
+            source = relative(source, args.root)
+            try:
+                rows.append(score(record, task, source))
+            except Exception as e:  # τ² refusing an episode is a result too
+                rows.append(refused(record, task, source, e))
     with open(args.out, "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
