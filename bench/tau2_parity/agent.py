@@ -9,7 +9,13 @@ failures too:
 - `wrong`: `gold` plus a change of the user's default address to one no
   task asks for (the database differs: fails);
 - `silent`: the gold actions, then a reply without the information (fails
-  where the task has `communicate_info`).
+  where the task has `communicate_info`);
+- `stray`: first three calls that fail (an unknown order, a tool that does
+  not exist, a write without its arguments), then `gold` (passes: a failed
+  call changes nothing);
+- `endless`: the gold actions, then reads the user's details every turn and
+  never replies, until the episode runs out of turns (fails: it never
+  ended).
 
 stdin is the harness's request (docs/models.md, exec); stdout its answer.
 """
@@ -17,6 +23,7 @@ stdin is the harness's request (docs/models.md, exec); stdout its answer.
 import json
 import sys
 
+VARIANTS = ("gold", "wrong", "silent", "stray", "endless")
 WRONG_ADDRESS = {
     "address1": "1 Nowhere Lane",
     "address2": "Suite 0",
@@ -34,25 +41,40 @@ def gold_actions(variables):
 
 
 def plan(variables, variant):
-    """The calls the agent makes, in order."""
-    calls = gold_actions(variables)
+    """The agent's turns with calls, in order: each a list of calls."""
+    turns = [[call] for call in gold_actions(variables)]
+    user_id = (variables.get("users") or ["unknown_user"])[0]
+    if variant == "stray":
+        # All three in one turn, so results pair with calls by order.
+        stray = [
+            ("get_order_details", {"order_id": "#W0000000"}),
+            ("refund_everything", {"user_id": user_id}),
+            ("cancel_pending_order", {}),
+        ]
+        turns.insert(0, stray)
     if variant == "wrong":
-        user_id = (variables.get("users") or ["unknown_user"])[0]
         # After the gold actions, so none of them undoes it, but before a
         # hand-over to a human, which ends the episode.
-        at = len(calls) - 1 if calls and calls[-1][0] == "transfer_to_human_agents" else len(calls)
-        calls.insert(at, ("modify_user_address", dict(WRONG_ADDRESS, user_id=user_id)))
-    return calls
+        last = turns[-1][0][0] if turns else ""
+        at = len(turns) - 1 if last == "transfer_to_human_agents" else len(turns)
+        turns.insert(at, [("modify_user_address", dict(WRONG_ADDRESS, user_id=user_id))])
+    if variant == "endless":
+        # More turns than any episode has: it never gets to reply.
+        turns += [[("get_user_details", {"user_id": user_id})]] * 64
+    return turns
 
 
 def answer(request, variant):
     """The next turn, given the conversation so far."""
     variables = request.get("vars") or {}
-    calls = plan(variables, variant)
+    turns = plan(variables, variant)
     made = sum(1 for m in request["messages"] if m.get("role") == "assistant" and m.get("tool_calls"))
-    if made < len(calls):
-        name, arguments = calls[made]
-        return {"text": "", "tool_calls": [{"id": "call_%d" % made, "name": name, "arguments": arguments}]}
+    if made < len(turns):
+        calls = [
+            {"id": "call_%d_%d" % (made, j), "name": name, "arguments": arguments}
+            for j, (name, arguments) in enumerate(turns[made])
+        ]
+        return {"text": "", "tool_calls": calls}
     info = variables.get("communicate_info") or []
     if variant == "silent" or not info:
         return {"text": "Your request has been handled."}
@@ -61,8 +83,8 @@ def answer(request, variant):
 
 def main():
     variant = sys.argv[1] if len(sys.argv) > 1 else "gold"
-    if variant not in ("gold", "wrong", "silent"):
-        sys.exit("agent.py: unknown variant %r (gold, wrong, silent)" % variant)
+    if variant not in VARIANTS:
+        sys.exit("agent.py: unknown variant %r (%s)" % (variant, ", ".join(VARIANTS)))
     request = json.loads(sys.stdin.read())
     json.dump(answer(request, variant), sys.stdout)
 

@@ -79,10 +79,8 @@ def compare(rows, records):
         if record["passed"] != row["tau2_passed"]:
             problems.append("%s: harness passed=%s, tau2 DB verdict=%s" % (key, record["passed"], row["tau2_passed"]))
         said = [r["passed"] for r in record.get("rules", []) if r["name"] == "communicated"]
-        if said != [row["tau2_reward_communicate"] == 1.0]:
-            problems.append(
-                "%s: harness communicated=%s, tau2 communicate=%s" % (key, said, row["tau2_reward_communicate"])
-            )
+        if said != [row["tau2_communicate_met"]]:
+            problems.append("%s: harness communicated=%s, tau2 met=%s" % (key, said, row["tau2_communicate_met"]))
     problems += ["%s: not replayed" % (key,) for key in wanted if key not in seen]
     return problems
 
@@ -90,7 +88,7 @@ def compare(rows, records):
 def self_check(rows, records):
     """Each kind of disagreement is caught."""
     flipped = [dict(rows[0], tau2_passed=not rows[0]["tau2_passed"]), *rows[1:]]
-    silent = [dict(rows[0], tau2_reward_communicate=1.0 - rows[0]["tau2_reward_communicate"]), *rows[1:]]
+    silent = [dict(rows[0], tau2_communicate_met=not rows[0]["tau2_communicate_met"]), *rows[1:]]
     for name, changed in (("a DB verdict", flipped), ("a communicate check", silent), ("a missing line", rows[1:])):
         if not compare(changed, records):
             sys.exit("check.py --self-check: %s changed and nothing was caught" % name)

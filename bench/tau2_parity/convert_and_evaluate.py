@@ -27,6 +27,7 @@ logger.add(sys.stderr, level="ERROR")
 from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage  # noqa: E402
 from tau2.data_model.simulation import SimulationRun, TerminationReason  # noqa: E402
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa: E402
+from tau2.evaluator.evaluator_communicate import CommunicateEvaluator  # noqa: E402
 from tau2.registry import registry  # noqa: E402
 
 DOMAIN = "retail"
@@ -149,13 +150,15 @@ def termination(record):
     failure = record.get("failure")
     if failure in FAILURES:
         return FAILURES[failure]
-    # A golden transcript keeps no failure kind, only its detail.
+    # A golden transcript keeps no failure kind, only its detail; the user's
+    # missing stop names max_turns too ("did not say `###STOP###` within
+    # max_turns = 4").
     detail = record.get("detail") or ""
+    if "did not say" in detail:
+        return TerminationReason.USER_ERROR
     for kind, reason in FAILURES.items():
         if kind in detail:
             return reason
-    if "did not say" in detail:
-        return TerminationReason.USER_ERROR
     return TerminationReason.MAX_STEPS
 
 
@@ -193,6 +196,10 @@ def score(record, task, source):
     calls, differing = tool_results(simulation.messages)
     env = evaluate(simulation, task, EvaluationType.ENV)
     communicate = evaluate(simulation, task, EvaluationType.COMMUNICATE)
+    # evaluate_simulation gives 0 to every check of an episode that did not
+    # end by a stop; the harness's `communicated` rule looks at the replies
+    # however it ended, as τ²'s CommunicateEvaluator itself does.
+    said = CommunicateEvaluator.calculate_reward(task=task, full_trajectory=simulation.messages)
     # Strict replay also compares every mutating call's recorded result with
     # what τ²'s own tool returns: the harness's tools should answer alike.
     try:
@@ -222,6 +229,7 @@ def score(record, task, source):
         "harness_passed": harness_pass,
         "tau2_reward_db": db if reason in (TerminationReason.USER_STOP, TerminationReason.AGENT_STOP) else 0.0,
         "tau2_reward_communicate": communicate.reward,
+        "tau2_communicate_met": said.reward == 1.0,
         "tau2_passed": tau2_pass,
         "agree": harness_pass == tau2_pass,
         "tau2_reward_official": official,
@@ -244,6 +252,7 @@ def refused(record, task, source, error):
         "harness_passed": bool(record["passed"]),
         "tau2_passed": None,
         "tau2_reward_communicate": None,
+        "tau2_communicate_met": None,
         "tau2_reward_official": None,
         "agree": False,
         "replayed_outputs_match": False,

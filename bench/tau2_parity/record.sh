@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records the scripted agents' tau2_retail episodes (agent.py's three
+# Records the scripted agents' tau2_retail episodes (agent.py's five
 # variants, user.py as the simulated user): exec programs, no model server.
 # They are blessed as golden transcripts into a scratch directory, then kept
 # xz-compressed in episodes/tau2_retail/: each record holds the final
@@ -14,7 +14,7 @@ trap 'rm -rf "$scratch"' EXIT
 cd "$root"
 # A failing episode is a verdict, not an error: `run` exits 1 then.
 "${HARNESS:-harness}" run specs/tau2_retail.toml --config "$here/harness.toml" \
-    -m tau2_gold -m tau2_wrong -m tau2_silent --user-model tau2_user \
+    -m tau2_gold -m tau2_wrong -m tau2_silent -m tau2_stray -m tau2_endless --user-model tau2_user \
     --results "$scratch/results" --golden "$scratch/golden" --bless --no-progress --no-cache ||
     [ "$?" -eq 1 ]
 mkdir -p "$here/episodes/tau2_retail"
