@@ -1,18 +1,19 @@
 """A scripted retail agent for the harness's `exec` provider.
 
 It plays one τ²-bench retail task from the instance's variables: it calls
-the task's gold actions one per turn, then tells the user each string of
-`communicate_info`. Variants make the comparison with τ²'s evaluator cover
+the task's gold actions, all in its first turn, then tells the user each
+string of `communicate_info`. Variants make the comparison with τ²'s evaluator cover
 failures too:
 
 - `gold`: the gold actions, then the information (passes);
 - `wrong`: `gold` plus a change of the user's default address to one no
   task asks for (the database differs: fails);
-- `silent`: the gold actions, then a reply without the information (fails
-  where the task has `communicate_info`);
-- `stray`: first three calls that fail (an unknown order, a tool that does
-  not exist, a write without its arguments), then `gold` (passes: a failed
-  call changes nothing);
+- `silent`: the gold actions, then a reply without the information (passes
+  the DB check; the communicate check fails where the task has
+  `communicate_info`);
+- `stray`: first a turn of three calls that fail (an unknown order, a tool
+  that does not exist, a write without its arguments), then `gold` (passes:
+  a failed call changes nothing);
 - `endless`: the gold actions, then reads the user's details every turn and
   never replies, until the episode runs out of turns (fails: it never
   ended).
@@ -41,23 +42,26 @@ def gold_actions(variables):
 
 
 def plan(variables, variant):
-    """The agent's turns with calls, in order: each a list of calls."""
-    turns = [[call] for call in gold_actions(variables)]
+    """The agent's turns with calls, in order: each a list of calls.
+
+    The gold actions go in one turn, in their order (the harness runs a
+    turn's calls one after another), so an episode needs few turns.
+    """
+    gold = gold_actions(variables)
     user_id = (variables.get("users") or ["unknown_user"])[0]
+    if variant == "wrong":
+        # After the gold actions, so none of them undoes it, but before a
+        # hand-over to a human, which ends the episode.
+        at = len(gold) - 1 if gold and gold[-1][0] == "transfer_to_human_agents" else len(gold)
+        gold.insert(at, ("modify_user_address", dict(WRONG_ADDRESS, user_id=user_id)))
+    turns = [gold] if gold else []
     if variant == "stray":
-        # All three in one turn, so results pair with calls by order.
         stray = [
             ("get_order_details", {"order_id": "#W0000000"}),
             ("refund_everything", {"user_id": user_id}),
             ("cancel_pending_order", {}),
         ]
         turns.insert(0, stray)
-    if variant == "wrong":
-        # After the gold actions, so none of them undoes it, but before a
-        # hand-over to a human, which ends the episode.
-        last = turns[-1][0][0] if turns else ""
-        at = len(turns) - 1 if last == "transfer_to_human_agents" else len(turns)
-        turns.insert(at, [("modify_user_address", dict(WRONG_ADDRESS, user_id=user_id))])
     if variant == "endless":
         # More turns than any episode has: it never gets to reply.
         turns += [[("get_user_details", {"user_id": user_id})]] * 64

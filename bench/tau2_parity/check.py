@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import full_spec
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SPEC = ROOT / "specs" / "tau2_retail.toml"
@@ -48,8 +50,10 @@ def replay(harness, golden):
                     Path(scratch, "golden", "tau2_retail", path.name[: -len(".xz")]).write_bytes(f.read())
             golden = Path(scratch, "golden")
         results = str(Path(scratch, "results"))
+        # Every task the episodes hold, not only the spec's golden subset.
+        spec = full_spec.write(scratch) if packed else SPEC
         run = subprocess.run(
-            [harness, "run", str(SPEC), "--golden", str(golden), "--results", results, "--no-progress"],
+            [harness, "run", str(spec), "--golden", str(golden), "--results", results, "--no-progress"],
             cwd=ROOT,
             capture_output=True,
             text=True,

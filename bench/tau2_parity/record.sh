@@ -12,8 +12,10 @@ root="$(cd "$here/../.." && pwd)"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cd "$root"
+# Every task, not only the spec's golden subset (full_spec.py).
+spec="$(python3 "$here/full_spec.py" "$scratch")"
 # A failing episode is a verdict, not an error: `run` exits 1 then.
-"${HARNESS:-harness}" run specs/tau2_retail.toml --config "$here/harness.toml" \
+"${HARNESS:-harness}" run "$spec" --config "$here/harness.toml" \
     -m tau2_gold -m tau2_wrong -m tau2_silent -m tau2_stray -m tau2_endless --user-model tau2_user \
     --results "$scratch/results" --golden "$scratch/golden" --bless --no-progress --no-cache ||
     [ "$?" -eq 1 ]
