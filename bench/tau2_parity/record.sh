@@ -3,8 +3,8 @@
 # variants, user.py as the simulated user): exec programs, no model server.
 # They are blessed as golden transcripts into a scratch directory, then kept
 # xz-compressed in episodes/tau2_retail/: each record holds the final
-# database (~170 KB as JSON, nearly the same in every record), 12 MB in all
-# as text, 80 KB compressed (xz's window spans records; gzip's does not).
+# database (~170 KB as JSON, nearly the same in every record), 20 MB in all
+# as text, 150 KB compressed (xz's window spans records; gzip's does not).
 # HARNESS names the binary (default: `harness` on PATH).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
