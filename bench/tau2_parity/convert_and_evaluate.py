@@ -220,11 +220,7 @@ def score(record, task, source):
     tau2_pass = env.reward == 1.0
     harness_pass = bool(record["passed"])
     return {
-        "source": source,
-        "model": record["model"],
-        "instance": record["instance"],
-        "sample": record.get("sample", 0),
-        "task_id": task.id,
+        **episode_key(record, task, source),
         "termination": reason.value,
         "harness_passed": harness_pass,
         "tau2_reward_db": db if reason in (TerminationReason.USER_STOP, TerminationReason.AGENT_STOP) else 0.0,
@@ -241,14 +237,21 @@ def score(record, task, source):
     }
 
 
-def refused(record, task, source, error):
-    """The line of an episode τ²'s evaluator raised on: no τ² verdict, no agreement."""
+def episode_key(record, task, source):
+    """What names an episode in output.jsonl."""
     return {
         "source": source,
         "model": record["model"],
         "instance": record["instance"],
         "sample": record.get("sample", 0),
         "task_id": task.id,
+    }
+
+
+def refused(record, task, source, error):
+    """The line of an episode τ²'s evaluator raised on: no τ² verdict, no agreement."""
+    return {
+        **episode_key(record, task, source),
         "harness_passed": bool(record["passed"]),
         "tau2_passed": None,
         "tau2_reward_communicate": None,
