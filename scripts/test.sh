@@ -165,3 +165,8 @@ target_dir="$(cargo metadata --locked --no-deps --format-version 1 |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 "$target_dir/debug/harness" check specs/
 mark "harness check specs/" "$t"
+t=$SECONDS
+# τ²-bench's evaluator agreed with these recorded episodes (bench/tau2_parity):
+# replaying them must still give the verdicts it gave, with 0 requests.
+python3 bench/tau2_parity/check.py --harness "$target_dir/debug/harness" --self-check
+mark "tau2 parity: replay and compare" "$t"
