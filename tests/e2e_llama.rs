@@ -227,6 +227,10 @@ fn a_third_of_every_golden_transcript_reproduces_live_and_reruns_from_cache() {
     let agent = format!("specs/{}.toml", crate::e2e_tools::AGENT);
     fs::remove_file(dir.path().join(agent)).unwrap();
     fs::remove_file(dir.path().join(mcp_spec::MCP_SPEC)).unwrap();
+    // So have the conversations (tests/agent_user.rs, tests/tau2_retail.rs):
+    // their turns are the slowest requests of all.
+    fs::remove_file(dir.path().join(crate::agent_user::DIALOGUE)).unwrap();
+    fs::remove_file(dir.path().join(crate::tau2_retail::SPEC)).unwrap();
     let args = both_models(
         "specs",
         &["--golden-subset", "--shard", "0/3", "--format", "junit"],

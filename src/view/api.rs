@@ -8,7 +8,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{Index, Line, Run, Status, read_line};
+use super::index::{Index, Run, Status};
+use super::journal::{Cell, Line, read_line};
 use crate::metrics::stats::{compare_passes, wilson};
 use crate::verify::FailureKind;
 
@@ -48,7 +49,7 @@ pub(super) struct RunSummary {
 pub(super) fn summary(run: &Run, now: SystemTime) -> RunSummary {
     let status = run.status(now);
     let cells = &run.journal.cells;
-    let sum = |f: fn(&super::index::Cell) -> u64| cells.iter().map(f).sum::<u64>();
+    let sum = |f: fn(&Cell) -> u64| cells.iter().map(f).sum::<u64>();
     let mut models: Vec<String> = Vec::new();
     let mut specs: Vec<String> = Vec::new();
     if let Some(plan) = &run.plan {
@@ -98,7 +99,7 @@ pub(super) fn runs(index: &Index) -> Vec<RunSummary> {
 #[derive(Serialize)]
 pub(super) struct CellLine {
     #[serde(flatten)]
-    cell: super::index::Cell,
+    cell: Cell,
     rate: Option<f64>,
     low: Option<f64>,
     high: Option<f64>,

@@ -14,6 +14,7 @@
 
 mod api;
 mod index;
+mod journal;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -128,14 +128,14 @@ fn an_episode_renders_step_by_step_and_filters_reach_into_calls() {
         pres,
         [
             "{\n  \"order_id\": 7\n}",
-            "{\"id\": 7, \"status\": \"paid\"}",
+            "{\n  \"id\": 7,\n  \"status\": \"paid\"\n}",
             "Отменяю заказ <b>7</b>.",
             "{\n  \"reason\": \"</script><script>window.__pwned = 6</script>\"\n}",
             "{\n  \"order_id\": 8\n}",
-            "{\"error\": \"нет инструмента <img src=x onerror=\\\"window.__pwned = 5\\\">\"}",
-            "{\"ok\": true}",
+            "{\n  \"error\": \"нет инструмента <img src=x onerror=\\\"window.__pwned = 5\\\">\"\n}",
+            "{\n  \"ok\": true\n}",
         ],
-        "each step's text, arguments pretty-printed"
+        "each step's text, arguments and structured results pretty-printed"
     );
     assert_eq!(text(&mut b, "#drill-body pre.response"), "Заказ 7 отменён.");
     assert_eq!(
@@ -229,6 +229,40 @@ fn a_conversation_marks_the_simulated_users_turns() {
             "</script><script>window.__pwned = 8</script>###STOP###",
         ]
     );
+    assert_no_injection(&mut b);
+    assert_clean(&b);
+}
+
+/// An episode with an MCP server's structured result
+/// (`tests/fixtures/journals/mcp_episode.jsonl`): the result is shown as
+/// pretty JSON, and the hostile text inside it stays text.
+#[test]
+fn an_mcp_result_is_pretty_json_and_text() {
+    let Some(mut b) = Browser::launch() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = crate::common::root().join("tests/fixtures/journals/mcp_episode.jsonl");
+    let models = vec!["qwen3:8b".to_owned()];
+    let specs = vec![harness::SpecInfo::plain("mcp_memory")];
+    let journals = [journal];
+    let ctx = harness::ReportContext {
+        run_ids: &["r1".to_owned()],
+        timestamp: "2026-11-28 05:00:00",
+        file_stamp: "mcp",
+        formats: &[],
+        lang: Lang::En,
+        ..harness::ReportContext::new(dir.path(), &models, &specs, &journals)
+    };
+    let out = harness::write_reports(&ctx).unwrap();
+    open(&mut b, &out.files.html, 1280, "mcp_overview");
+    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
+    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
+    open_first(&mut b);
+    b.screenshot(&artifacts().join("mcp_drill_1280.png"));
+    let results = texts(&mut b, "#drill-body .step.tool pre");
+    let expected = "{\n  \"entities\": [\n    {\n      \"entityType\": \"person\",\n      \"name\": \"Анна\",\n      \"observations\": [\n        \"любит чай <img src=x onerror=\\\"window.__pwned = 9\\\">\"\n      ]\n    }\n  ]\n}";
+    assert_eq!(results, [expected]);
     assert_no_injection(&mut b);
     assert_clean(&b);
 }

@@ -101,7 +101,7 @@ pub(super) fn of(r: &Record) -> Episode {
 fn step(m: &Message) -> Step {
     Step {
         o: role_name(m.role),
-        c: clip(&m.content, TEXT_CHARS),
+        c: clip(&shown(m), TEXT_CHARS),
         tc: m.tool_calls.iter().map(call).collect(),
         n: m.tool_name.clone(),
         i: m.tool_call_id.clone().filter(|i| !i.is_empty()),
@@ -120,6 +120,17 @@ fn call(c: &ToolCall) -> Call {
         iv: c.invalid.clone(),
         i: c.id.clone(),
     }
+}
+
+/// A message's text as the page shows it: a tool's structured result (an
+/// MCP server's `structuredContent`, a Rhai map) as pretty JSON.
+fn shown(m: &Message) -> String {
+    if m.role == Role::Tool
+        && let Ok(v @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str(&m.content)
+    {
+        return pretty(&v);
+    }
+    m.content.clone()
 }
 
 fn pretty(v: &Value) -> String {
