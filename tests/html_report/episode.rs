@@ -190,25 +190,7 @@ fn a_conversation_marks_the_simulated_users_turns() {
     let Some(mut b) = Browser::launch() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let journal = crate::common::root().join("tests/fixtures/journals/conversation.jsonl");
-    let models = vec!["qwen3:8b".to_owned()];
-    let specs = vec![harness::SpecInfo::plain("ru_support_dialogue")];
-    let journals = [journal];
-    let ctx = harness::ReportContext {
-        run_ids: &["r1".to_owned()],
-        timestamp: "2026-11-28 05:00:00",
-        file_stamp: "conversation",
-        formats: &[],
-        lang: Lang::En,
-        ..harness::ReportContext::new(dir.path(), &models, &specs, &journals)
-    };
-    let out = harness::write_reports(&ctx).unwrap();
-    open(&mut b, &out.files.html, 1280, "conversation_overview");
-    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
-    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
-    open_first(&mut b);
-    b.screenshot(&artifacts().join("conversation_drill_1280.png"));
+    drill_into(&mut b, "conversation", "ru_support_dialogue");
     let roles = texts(&mut b, "#drill-body .step > .role");
     assert_eq!(
         roles,
@@ -233,6 +215,30 @@ fn a_conversation_marks_the_simulated_users_turns() {
     assert_clean(&b);
 }
 
+/// Writes the report of `tests/fixtures/journals/<name>.jsonl` (one model,
+/// the spec `spec`), opens it in `b` and drills into its first record.
+fn drill_into(b: &mut Browser, name: &str, spec: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = crate::common::root().join(format!("tests/fixtures/journals/{name}.jsonl"));
+    let models = vec!["qwen3:8b".to_owned()];
+    let specs = vec![harness::SpecInfo::plain(spec)];
+    let journals = [journal];
+    let ctx = harness::ReportContext {
+        run_ids: &["r1".to_owned()],
+        timestamp: "2026-11-28 05:00:00",
+        file_stamp: name,
+        formats: &[],
+        lang: Lang::En,
+        ..harness::ReportContext::new(dir.path(), &models, &specs, &journals)
+    };
+    let out = harness::write_reports(&ctx).unwrap();
+    open(b, &out.files.html, 1280, &format!("{name}_overview"));
+    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
+    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
+    open_first(b);
+    b.screenshot(&artifacts().join(format!("{name}_drill_1280.png")));
+}
+
 /// An episode with an MCP server's structured result
 /// (`tests/fixtures/journals/mcp_episode.jsonl`): the result is shown as
 /// pretty JSON, and the hostile text inside it stays text.
@@ -241,25 +247,7 @@ fn an_mcp_result_is_pretty_json_and_text() {
     let Some(mut b) = Browser::launch() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let journal = crate::common::root().join("tests/fixtures/journals/mcp_episode.jsonl");
-    let models = vec!["qwen3:8b".to_owned()];
-    let specs = vec![harness::SpecInfo::plain("mcp_memory")];
-    let journals = [journal];
-    let ctx = harness::ReportContext {
-        run_ids: &["r1".to_owned()],
-        timestamp: "2026-11-28 05:00:00",
-        file_stamp: "mcp",
-        formats: &[],
-        lang: Lang::En,
-        ..harness::ReportContext::new(dir.path(), &models, &specs, &journals)
-    };
-    let out = harness::write_reports(&ctx).unwrap();
-    open(&mut b, &out.files.html, 1280, "mcp_overview");
-    b.eval("document.querySelector('#tabs [data-view=instances]').click()");
-    b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
-    open_first(&mut b);
-    b.screenshot(&artifacts().join("mcp_drill_1280.png"));
+    drill_into(&mut b, "mcp_episode", "mcp_memory");
     let results = texts(&mut b, "#drill-body .step.tool pre");
     let expected = "{\n  \"entities\": [\n    {\n      \"entityType\": \"person\",\n      \"name\": \"Анна\",\n      \"observations\": [\n        \"любит чай <img src=x onerror=\\\"window.__pwned = 9\\\">\"\n      ]\n    }\n  ]\n}";
     assert_eq!(results, [expected]);
