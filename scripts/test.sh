@@ -115,11 +115,16 @@ HARNESS_GEMMA2_URL="$(serve gemma3b)"
 # beside the models instead of after them, and never shares their batches.
 HARNESS_JUDGE_URL="$(serve judge)"
 HARNESS_JUDGE2_URL="$(serve judgeb)"
+# Both models once more with long slots (8,192 tokens): the τ² retail
+# conversations (tests/tau2_retail.rs) need them, and were recorded on them.
+HARNESS_LLAMA_LONG_URL="$(serve smollm2long)"
+HARNESS_GEMMA_LONG_URL="$(serve gemma3long)"
 # SmolLM2 once more on llama-cpp-python's server (one thread is its default
 # here; its flags are not llama-server's).
 HARNESS_LLAMA_PY_URL="$(nice -n 10 scripts/llama-server.sh start smollm2py)"
 export HARNESS_LLAMA_URL HARNESS_LLAMA2_URL HARNESS_GEMMA_URL HARNESS_GEMMA2_URL \
-  HARNESS_JUDGE_URL HARNESS_JUDGE2_URL HARNESS_LLAMA_PY_URL HARNESS_E2E=1
+  HARNESS_JUDGE_URL HARNESS_JUDGE2_URL HARNESS_LLAMA_PY_URL \
+  HARNESS_LLAMA_LONG_URL HARNESS_GEMMA_LONG_URL HARNESS_E2E=1
 echo "llama-server: smollm2 at $HARNESS_LLAMA_URL and $HARNESS_LLAMA2_URL," \
   "gemma3 at $HARNESS_GEMMA_URL and $HARNESS_GEMMA2_URL," \
   "the judge at $HARNESS_JUDGE_URL and $HARNESS_JUDGE2_URL;" \
@@ -138,7 +143,9 @@ export LLAMA_SERVER_BIN SMOLLM2_MODEL
 # libtest's threads, and they sort together, so they run one at a time in a
 # process of their own, beside the rest and under `nice` like the shared
 # servers: the rest, some of it bound by wall-clock limits, goes first.
-llama_tests=(e2e_llama:: e2e_tools:: managed_llama:: pool_llama::)
+# The live conversations (a simulated user on the same servers) join them.
+llama_tests=(e2e_llama:: e2e_tools:: managed_llama:: pool_llama::
+  agent_user::dialogues_reproduce_live tau2_retail::golden_conversations_reproduce_live)
 llama_log="$(mktemp)"
 llama_start=$SECONDS
 # --nocapture: the longest tests print how long their live runs took.

@@ -73,12 +73,36 @@ pub(crate) fn live(with_gemma: bool) -> Option<Live> {
     })
 }
 
+/// The live state on the servers with long slots (`smollm2long`,
+/// `gemma3long`: 8,192 tokens a slot), one of each model, as the τ² retail
+/// conversations need and were recorded on; `None` when the tests skip.
+pub(crate) fn live_long() -> Option<Live> {
+    let servers = locks::real_llama();
+    let smol = e2e_var("HARNESS_LLAMA_LONG_URL")?;
+    let gemma = e2e_var("HARNESS_GEMMA_LONG_URL")?;
+    let judge = [
+        e2e_var("HARNESS_JUDGE_URL")?,
+        e2e_var("HARNESS_JUDGE2_URL")?,
+    ];
+    let one = |url: &str| format!("\"{url}/v1\"");
+    Some(Live {
+        dir: workspace_with(&one(&smol), &one(&gemma), &pool(&judge)),
+        smol,
+        _servers: servers,
+    })
+}
+
 /// A pool of two servers as a `base_url` value.
 fn pool(urls: &[String; 2]) -> String {
     format!("[\"{}/v1\", \"{}/v1\"]", urls[0], urls[1])
 }
 
 fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &[String; 2]) -> Workspace {
+    workspace_with(&pool(smol), &pool(gemma), &pool(judge))
+}
+
+/// The workspace with each model's `base_url` value.
+fn workspace_with(smol: &str, gemma: &str, judge: &str) -> Workspace {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     copy_dir(&root().join("specs"), &repo.join("specs"));
@@ -103,9 +127,9 @@ fn workspace(smol: &[String; 2], gemma: &[String; 2], judge: &[String; 2]) -> Wo
     // as the transcripts were recorded, and the servers keep both cores busy
     // to the end.
     let config = template
-        .replace("\"__SMOL__/v1\"", &pool(smol))
-        .replace("\"__GEMMA__/v1\"", &pool(gemma))
-        .replace("\"__JUDGE__/v1\"", &pool(judge));
+        .replace("\"__SMOL__/v1\"", smol)
+        .replace("\"__GEMMA__/v1\"", gemma)
+        .replace("\"__JUDGE__/v1\"", judge);
     fs::write(dir.path().join("harness.toml"), config).unwrap();
     dir
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::common::workspace::Workspace;
 use crate::common::{golden_lines, harness, root};
-use crate::e2e_llama::{Live, assert_all_cached, both_models, copy_dir, journal, live};
+use crate::e2e_llama::{Live, assert_all_cached, both_models, copy_dir, journal, live_long};
 
 /// The spec, relative to the repository.
 pub(crate) const SPEC: &str = "specs/tau2_retail.toml";
@@ -116,12 +116,13 @@ fn the_gold_actions_pass_every_task_and_a_wrong_one_fails_it() {
 /// The golden conversations (one task per split: each CI model as the
 /// agent, Gemma 3 as the customer, through llama-server `--jinja`) re-asked
 /// live: each equals its golden one, turn by turn, and a rerun asks nothing.
-/// Half of them (`--shard 0/2`: one task per model): every turn sends
-/// about 5,600 prompt tokens, most of a minute on CI's two cores, and one
-/// conversation per model proves the point; `main_job` replays all four.
+/// One task per model (`--runs 10` keeps the subset's instance 9): every
+/// turn sends about 5,600 prompt tokens, most of a minute on CI's two
+/// cores, and one conversation per model proves the point; `main_job`
+/// replays all four. On the servers with long slots (`live_long`).
 #[test]
 fn golden_conversations_reproduce_live_and_rerun_from_cache() {
-    let Some(Live { dir, _servers, .. }) = live(true) else {
+    let Some(Live { dir, _servers, .. }) = live_long() else {
         return;
     };
     let id = "tau2_retail";
@@ -129,10 +130,7 @@ fn golden_conversations_reproduce_live_and_rerun_from_cache() {
         &root().join("golden").join(id),
         &dir.path().join("golden").join(id),
     );
-    let args = both_models(
-        SPEC,
-        &["--golden-subset", "--allow-errors", "--shard", "0/2"],
-    );
+    let args = both_models(SPEC, &["--golden-subset", "--allow-errors", "--runs", "10"]);
     let (code, out) = crate::common::run(harness(dir.path()).args(&args));
     assert_eq!(code, 0, "{out}");
     let records = journal(dir.path());

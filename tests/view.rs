@@ -22,6 +22,7 @@ const HOSTILE: &str = "<script>window.__pwned=1</script><img src=x onerror=\"win
 
 /// Six questions, one rule: the answer is 42.
 const SPEC: &str = r#"
+tags = ["arith"]
 runs = 6
 [generate]
 script = '#{ n: index, want: "42" }'
@@ -380,7 +381,27 @@ fn in_chromium_hostile_answers_stay_text_and_runs_drill_down_and_compare() {
     b.viewport(1200, 900);
     open(&mut b, &viewer.url);
     b.wait_for("document.querySelectorAll('input[data-run]').length === 2");
+    // History: the trend of fake on q over both runs, 50% then 100%.
+    b.wait_for("document.querySelectorAll('#trend circle.point').length === 2");
+    let titles = b.eval("[...document.querySelectorAll('#trend circle.point title')].map(t => t.textContent.split(' · ')[2])");
+    assert_eq!(titles, serde_json::json!(["50.0% of 6", "100.0% of 6"]));
     b.screenshot(&artifacts().join("view-runs.png"));
+    // Filters: by tag, by date.
+    let rows = "document.querySelectorAll('input[data-run]').length";
+    let filter = |b: &mut Browser, id: &str, value: &str, event: &str| {
+        b.eval(&format!(
+            "(() => {{ const f = document.getElementById('{id}'); f.value = '{value}'; f.dispatchEvent(new Event('{event}')); return true; }})()"
+        ));
+    };
+    filter(&mut b, "filter", "arith", "input");
+    assert_eq!(b.eval(rows), 2);
+    filter(&mut b, "filter", "no-such-tag", "input");
+    assert_eq!(b.eval(rows), 0);
+    filter(&mut b, "filter", "", "input");
+    filter(&mut b, "since", "2999-01-01", "change");
+    assert_eq!(b.eval(rows), 0);
+    filter(&mut b, "since", "", "change");
+    assert_eq!(b.eval(rows), 2);
     // The first run's failing record: its answer is the hostile text, shown as text.
     let runs = viewer.runs_with(2, 6);
     let older = runs[1]["id"].as_str().unwrap().to_owned();
@@ -445,7 +466,8 @@ fn in_chromium_hostile_answers_stay_text_and_runs_drill_down_and_compare() {
     let outside: Vec<String> = b
         .requests()
         .into_iter()
-        .filter(|u| !u.starts_with(viewer.url.trim_end_matches('/')))
+        // Chromium draws a date field's own icon from a data: URL.
+        .filter(|u| !u.starts_with(viewer.url.trim_end_matches('/')) && !u.starts_with("data:"))
         .collect();
     assert!(
         outside.is_empty(),

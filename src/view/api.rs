@@ -43,6 +43,8 @@ pub(super) struct RunSummary {
     shard: Option<String>,
     /// Shards of one plan share it: the page shows them as one run.
     plan: Option<String>,
+    /// The tags of its specs (as their files say now).
+    tags: Vec<String>,
 }
 
 /// The summary of `run` at `now`.
@@ -84,6 +86,7 @@ pub(super) fn summary(run: &Run, now: SystemTime) -> RunSummary {
         plan: plan
             .filter(|p| p.shard.is_some())
             .and_then(|p| p.plan_hash.clone()),
+        tags: run.tags.clone(),
     }
 }
 
@@ -116,42 +119,52 @@ pub(super) struct RunDetail {
 /// The run `id`, `None` when the index has none.
 pub(super) fn run(index: &Index, id: &str) -> Option<RunDetail> {
     let run = index.runs.get(id)?;
-    let cells = run
-        .journal
-        .cells
-        .iter()
-        .map(|c| {
-            let judged = c.records - c.errors;
-            let interval = wilson(c.passed, c.records, 0.95);
-            CellLine {
-                cell: c.clone(),
-                rate: (c.records > 0).then(|| c.passed as f64 / c.records as f64),
-                low: interval.map(|i| i.low),
-                high: interval.map(|i| i.high),
-            }
-            .with_judged(judged)
-        })
-        .collect();
     Some(RunDetail {
         summary: summary(run, SystemTime::now()),
-        cells,
+        cells: run.journal.cells.iter().map(CellLine::of).collect(),
     })
 }
 
 impl CellLine {
-    /// A cell whose records were all errors has no rate to show.
-    fn with_judged(self, judged: u64) -> CellLine {
-        if judged == 0 {
-            CellLine {
-                rate: None,
-                low: None,
-                high: None,
-                ..self
-            }
-        } else {
-            self
+    /// `c` with its pass rate over every record (an error record fails, as
+    /// in every report) and that rate's 95% Wilson interval.
+    fn of(c: &Cell) -> CellLine {
+        let interval = wilson(c.passed, c.records, 0.95);
+        CellLine {
+            cell: c.clone(),
+            rate: (c.records > 0).then(|| c.passed as f64 / c.records as f64),
+            low: interval.map(|i| i.low),
+            high: interval.map(|i| i.high),
         }
     }
+}
+
+/// One cell of one run, for the trend of a (model, spec) across runs.
+#[derive(Serialize)]
+pub(super) struct TrendPoint {
+    run: String,
+    created: Option<String>,
+    #[serde(flatten)]
+    line: CellLine,
+}
+
+/// Every cell of every run, oldest run first: the history the trend chart
+/// draws, one (model, spec) at a time.
+pub(super) fn trends(index: &Index) -> Vec<TrendPoint> {
+    let mut runs: Vec<&Run> = index.runs.values().collect();
+    runs.sort_by(|a, b| {
+        let created = |r: &Run| r.plan.as_ref().map(|p| p.created.clone());
+        (created(a), &a.id).cmp(&(created(b), &b.id))
+    });
+    runs.iter()
+        .flat_map(|run| {
+            run.journal.cells.iter().map(|c| TrendPoint {
+                run: run.id.clone(),
+                created: run.plan.as_ref().map(|p| p.created.clone()),
+                line: CellLine::of(c),
+            })
+        })
+        .collect()
 }
 
 /// Which records a page holds.

@@ -68,10 +68,14 @@ async function runsPage() {
   const box = el('div');
   box.append(el('h1', 'Runs'));
   const controls = el('div', null, { class: 'controls' });
-  const filter = el('input', null, { id: 'filter', placeholder: 'filter: model, spec, status, date' });
+  const filter = el('input', null, { id: 'filter', placeholder: 'filter: model, spec, tag, status' });
   filter.value = sessionStorage.getItem('filter') || '';
+  const since = el('input', null, { id: 'since', type: 'date', title: 'made on or after' });
+  const until = el('input', null, { id: 'until', type: 'date', title: 'made on or before' });
+  since.value = sessionStorage.getItem('since') || '';
+  until.value = sessionStorage.getItem('until') || '';
   const compareButton = el('button', 'Compare the two checked runs', { id: 'compare' });
-  controls.append(filter, compareButton);
+  controls.append(filter, 'from ', since, ' to ', until, compareButton);
   box.append(controls);
   const chosen = [];
   const rows = runs.map(function (run) {
@@ -81,7 +85,7 @@ async function runsPage() {
       if (check.checked && i < 0) { chosen.push(run.id); }
       if (!check.checked && i >= 0) { chosen.splice(i, 1); }
     });
-    const rate = run.records > run.errors ? run.passed / (run.records - run.errors) : null;
+    const rate = run.records > 0 ? run.passed / run.records : null;
     const id = link(run.id, '/run/' + encodeURIComponent(run.id));
     return { run: run, cells: [check, id, run.created || '', status(run), run.models.join(', '),
       run.specs.join(', '), run.records, percent(rate), run.errors, run.unreadable,
@@ -91,14 +95,20 @@ async function runsPage() {
   function draw() {
     const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
     sessionStorage.setItem('filter', filter.value);
+    sessionStorage.setItem('since', since.value);
+    sessionStorage.setItem('until', until.value);
     const kept = rows.filter(function (r) {
-      const hay = [r.run.id, r.run.created, r.run.status, r.run.models.join(' '), r.run.specs.join(' ')].join(' ').toLowerCase();
-      return words.every(function (w) { return hay.includes(w); });
+      const hay = [r.run.id, r.run.created, r.run.status, r.run.models.join(' '), r.run.specs.join(' '), r.run.tags.join(' ')].join(' ').toLowerCase();
+      const day = (r.run.created || '').slice(0, 10);
+      return words.every(function (w) { return hay.includes(w); }) &&
+        (!since.value || day >= since.value) && (!until.value || day <= until.value);
     });
     list.replaceChildren(table(['', 'run', 'created', 'status', 'models', 'specs', 'records',
       'pass rate', 'errors', 'unreadable', 'cost', 'shard'], kept.map(function (r) { return r.cells; })));
   }
   filter.addEventListener('input', draw);
+  since.addEventListener('change', draw);
+  until.addEventListener('change', draw);
   compareButton.addEventListener('click', function () {
     if (chosen.length === 2) {
       location.hash = '#/compare/' + encodeURIComponent(chosen[0]) + '/' + encodeURIComponent(chosen[1]);
@@ -106,6 +116,78 @@ async function runsPage() {
   });
   draw();
   box.append(list);
+  box.append(await trendSection());
+  return box;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+// An SVG element with attributes `attrs` (numbers and fixed names only).
+function svg(tag, attrs) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) { node.setAttribute(k, String(v)); }
+  return node;
+}
+
+// One (model, spec)'s pass rate over the runs, oldest first, with its 95%
+// interval as a bar; a point's title names its run.
+function trendChart(points) {
+  const width = 640, height = 220, left = 40, right = 10, top = 10, bottom = 30;
+  const chart = svg('svg', { class: 'trend', width: width, height: height, viewBox: '0 0 ' + width + ' ' + height, role: 'img' });
+  const x = function (i) { return left + (points.length < 2 ? (width - left - right) / 2 : i * (width - left - right) / (points.length - 1)); };
+  const y = function (v) { return top + (1 - v) * (height - top - bottom); };
+  for (const v of [0, 0.5, 1]) {
+    chart.append(svg('line', { x1: left, x2: width - right, y1: y(v), y2: y(v), stroke: 'currentColor', 'stroke-opacity': 0.2 }));
+    const label = svg('text', { x: 4, y: y(v) + 4, 'font-size': 11, fill: 'currentColor' });
+    label.textContent = (100 * v) + '%';
+    chart.append(label);
+  }
+  let path = '';
+  points.forEach(function (p, i) {
+    if (p.rate === null || p.rate === undefined) { return; }
+    path += (path ? ' L ' : 'M ') + x(i) + ' ' + y(p.rate);
+    if (p.low !== null && p.low !== undefined) {
+      chart.append(svg('line', { x1: x(i), x2: x(i), y1: y(p.low), y2: y(p.high), stroke: 'currentColor', 'stroke-width': 2, 'stroke-opacity': 0.5 }));
+    }
+    const dot = svg('circle', { cx: x(i), cy: y(p.rate), r: 4, fill: 'currentColor', class: 'point' });
+    const title = svg('title');
+    title.textContent = p.run + ' · ' + (p.created || '') + ' · ' + percent(p.rate) + ' of ' + p.records;
+    dot.append(title);
+    chart.append(dot);
+  });
+  chart.prepend(svg('path', { d: path || 'M 0 0', fill: 'none', stroke: 'currentColor', 'stroke-width': 1.5 }));
+  return chart;
+}
+
+// The trend of one (model, spec) across every run, chosen from lists.
+async function trendSection() {
+  const points = await getJson('/api/trends');
+  const box = el('section', null, { id: 'trend' });
+  box.append(el('h2', 'Trend'));
+  if (!points.length) { box.append(el('p', 'No records yet.')); return box; }
+  const pick = function (key) {
+    const select = el('select', null, { name: key });
+    const seen = [];
+    for (const p of points) { if (!seen.includes(p[key])) { seen.push(p[key]); } }
+    for (const v of seen.sort()) { select.append(el('option', v, { value: v })); }
+    return select;
+  };
+  const spec = pick('spec'), model = pick('model');
+  spec.value = sessionStorage.getItem('trend-spec') || spec.value;
+  model.value = sessionStorage.getItem('trend-model') || model.value;
+  const area = el('div');
+  function draw() {
+    sessionStorage.setItem('trend-spec', spec.value);
+    sessionStorage.setItem('trend-model', model.value);
+    const mine = points.filter(function (p) { return p.spec === spec.value && p.model === model.value; });
+    area.replaceChildren(mine.length ? trendChart(mine) : el('p', 'No run of this model on this spec.'));
+  }
+  spec.addEventListener('change', draw);
+  model.addEventListener('change', draw);
+  const controls = el('div', null, { class: 'controls' });
+  controls.append('spec ', spec, ' model ', model);
+  box.append(controls, area);
+  draw();
   return box;
 }
 

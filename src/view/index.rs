@@ -36,6 +36,8 @@ pub(super) struct Run {
     pub dir: PathBuf,
     /// Its plan, once `plan.json` reads.
     pub plan: Option<Manifest>,
+    /// The tags of its plan's specs, read with the plan.
+    pub tags: Vec<String>,
     /// Its journal so far.
     pub journal: JournalIndex,
     /// When its journal (else its plan) last changed.
@@ -101,6 +103,7 @@ impl Index {
                     id: id.clone(),
                     dir: dir.clone(),
                     plan: None,
+                    tags: Vec::new(),
                     journal: JournalIndex::default(),
                     modified: None,
                     reported: false,
@@ -217,8 +220,9 @@ fn refresh_run(index: &Mutex<Index>, root: &Path, p: Pending) -> bool {
             .any(|ext| reports.join(format!("report_{}.{ext}", p.id)).is_file());
     let mut ix = lock();
     if let Some(run) = ix.runs.get_mut(&p.id) {
-        if plan.is_some() {
-            run.plan = plan;
+        if let Some(plan) = plan {
+            run.tags = spec_tags(&plan);
+            run.plan = Some(plan);
             changed = true;
         }
         changed |= modified != run.modified || reported != run.reported;
@@ -226,4 +230,25 @@ fn refresh_run(index: &Mutex<Index>, root: &Path, p: Pending) -> bool {
         run.reported = reported;
     }
     changed
+}
+
+/// The tags of `plan`'s spec files, each once, in order: read from the
+/// files as they are now (a file gone or unreadable gives none).
+fn spec_tags(plan: &Manifest) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Tags {
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+    let mut out: Vec<String> = Vec::new();
+    for file in &plan.spec_files {
+        let text = crate::files::read_text(file, crate::files::FileKind::Spec);
+        let tags = text.ok().and_then(|t| toml::from_str::<Tags>(&t).ok());
+        for tag in tags.map(|t| t.tags).unwrap_or_default() {
+            if !out.contains(&tag) {
+                out.push(tag);
+            }
+        }
+    }
+    out
 }

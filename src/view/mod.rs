@@ -85,6 +85,7 @@ pub(crate) async fn serve(
             get(|| asset(APP_CSS, "text/css; charset=utf-8")),
         )
         .route("/api/runs", get(list))
+        .route("/api/trends", get(trends))
         .route("/api/runs/{id}", get(one_run))
         .route("/api/runs/{id}/records", get(page_of_records))
         .route("/api/runs/{id}/records/{n}", get(one_record))
@@ -172,6 +173,10 @@ fn not_found(what: &str) -> Response {
 
 async fn list(State(shared): State<Arc<Shared>>) -> Response {
     axum::Json(api::runs(&shared.index())).into_response()
+}
+
+async fn trends(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(api::trends(&shared.index())).into_response()
 }
 
 async fn one_run(State(shared): State<Arc<Shared>>, UrlPath(id): UrlPath<String>) -> Response {
