@@ -381,9 +381,9 @@ fn sigkill_mid_conversation_then_resume_asks_no_finished_turn_again() {
 }
 
 /// The dialogue with both real models as the agent and Gemma 3 as the
-/// client (the spec's user model), through llama-server `--jinja`: every
-/// conversation, both sides, equals its golden one, and the same run again
-/// asks nothing.
+/// client (the spec's user model), through llama-server `--jinja`: each
+/// conversation asked, both sides, equals its golden one, and the same run
+/// again asks nothing.
 #[test]
 fn dialogues_reproduce_live_with_both_models_and_rerun_from_cache() {
     let Some(Live { dir, _servers, .. }) = live(true) else {
@@ -394,11 +394,16 @@ fn dialogues_reproduce_live_with_both_models_and_rerun_from_cache() {
         &root().join("golden").join(id),
         &dir.path().join("golden").join(id),
     );
-    let args = both_models(DIALOGUE, &["--allow-errors"]);
+    // Half the clients (`--runs 2`: one who cancels, one who moves an
+    // order), both models: a conversation's turns are the slowest live
+    // requests, and `main_job` replays all eight.
+    let args = both_models(DIALOGUE, &["--allow-errors", "--runs", "2"]);
     let (code, out) = run(harness(dir.path()).args(&args));
-    assert_eq!(code, 0, "{out}");
+    // 1: the other clients are "only in golden"; what was asked is compared
+    // line by line below.
+    assert!(code == 0 || code == 1, "{out}");
     let records = journal(dir.path());
-    assert_eq!(records.len(), 2 * INSTANCES, "{out}");
+    assert_eq!(records.len(), 2 * 2, "{out}");
     let departures = golden_lines::departures(&records, &dir.path().join("golden"));
     assert!(
         departures.is_empty(),
@@ -412,6 +417,6 @@ fn dialogues_reproduce_live_with_both_models_and_rerun_from_cache() {
         .sum();
     assert!(said > 0, "the simulated client spoke: {out}");
     let (code, out) = run(harness(dir.path()).args(&args));
-    assert_eq!(code, 0, "{out}");
+    assert!(code == 0 || code == 1, "{out}");
     assert_all_cached(dir.path(), records.len(), &out);
 }
