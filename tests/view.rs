@@ -153,6 +153,17 @@ fn with_runs(runs: usize) -> (Workspace, FakeServer) {
     (ws, fake)
 }
 
+/// A workspace with [`SPEC`], an empty results folder and the model
+/// `fake`, which answers 42 after `ms` milliseconds, one request at a time.
+fn slow_workspace(ms: u64) -> (Workspace, FakeServer) {
+    let fake = FakeServer::start(move |_| Reply::slow(ms, Reply::Text("42".into())));
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 10\nconcurrency = 1")
+        .write("specs/q.toml", SPEC);
+    std::fs::create_dir(ws.path().join("results")).unwrap();
+    (ws, fake)
+}
+
 /// `harness view ARGS` in `ws` exits `code` printing each of `wanted`.
 fn view_expect(ws: &Workspace, args: &[&str], code: i32, wanted: &[&str]) {
     let mut cmd = crate::common::harness(ws.path());
@@ -240,11 +251,7 @@ fn requests_stay_inside_the_results_folder_and_write_nothing() {
 
 #[test]
 fn a_live_run_appears_updates_and_shows_interrupted_when_killed() {
-    let fake = FakeServer::start(|_| Reply::slow(400, Reply::Text("42".into())));
-    let ws = Workspace::new();
-    ws.fake_model(&fake, "timeout_secs = 10\nconcurrency = 1")
-        .write("specs/q.toml", SPEC);
-    std::fs::create_dir(ws.path().join("results")).unwrap();
+    let (ws, _fake) = slow_workspace(400);
     let viewer = Viewer::start(&ws, &[]);
     assert_eq!(viewer.json("/api/runs"), serde_json::json!([]));
     let mut run = ws

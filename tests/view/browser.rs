@@ -9,20 +9,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{SPEC, Viewer, with_runs};
+use super::{Viewer, slow_workspace, with_runs};
 use crate::common::browser::{Browser, artifacts};
-use crate::common::fake_server::{FakeServer, Reply};
 use crate::common::workspace::Workspace;
 
 /// The run list in Chromium redraws as a run that starts after the page
 /// opened writes its records: no reload (a value set in the page survives).
 #[test]
 fn in_chromium_a_live_run_appears_and_updates_without_a_reload() {
-    let fake = FakeServer::start(|_| Reply::slow(300, Reply::Text("42".into())));
-    let ws = Workspace::new();
-    ws.fake_model(&fake, "timeout_secs = 10\nconcurrency = 1")
-        .write("specs/q.toml", SPEC);
-    std::fs::create_dir(ws.path().join("results")).unwrap();
+    let (ws, _fake) = slow_workspace(300);
     let viewer = Viewer::start(&ws, &[]);
     let Some(mut b) = Browser::launch() else {
         return;
