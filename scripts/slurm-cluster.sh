@@ -98,6 +98,12 @@ cmd_start() {
     cmd_ensure
     for d in "${DAEMONS[@]}"; do
         running "$d" && die "$d already running (pid $(cat "$STATE_DIR/$d.pid")); stop first"
+        # A PID file whose process is gone is left by a run that was killed
+        # before it could stop the cluster; waiting would read it as a crash.
+        if [ -f "$STATE_DIR/$d.pid" ]; then
+            log "removing the stale PID file of $d (pid $(cat "$STATE_DIR/$d.pid"), not running)"
+            rm -f "$STATE_DIR/$d.pid"
+        fi
     done
     write_config
     local key="$STATE_DIR/munge/munge.key"

@@ -37,9 +37,10 @@ build_log="$(mktemp)"
 cargo test --locked --no-run >"$build_log" 2>&1 &
 build_pid=$!
 llama_pid=""
+slurm_state=""
 # errexit holds inside traps too: a failed kill (the process already
 # waited for) must not skip stopping the servers and the cluster.
-trap '{ [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null; } || true; { [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true; scripts/slurm-cluster.sh stop >/dev/null 2>&1 || true; rm -f "$build_log"; print_timings' EXIT
+trap '{ [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null; } || true; { [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true; scripts/slurm-cluster.sh stop >/dev/null 2>&1 || true; { [ -z "$slurm_state" ] || rm -rf "$slurm_state"; }; rm -f "$build_log"; print_timings' EXIT
 
 t=$SECONDS
 # One `apt-get update` for whatever is missing (each costs a download).
@@ -94,6 +95,10 @@ mark "build the tests (beside the three above)" 0 "$(ended_at "$build_log")"
 cat "$build_log"
 [ "$build" -eq 0 ] || exit "$build"
 t=$SECONDS
+# A state directory of this run's own: a run killed before its trap leaves
+# PID files, and perhaps daemons, in a shared one.
+slurm_state="$(mktemp -d /tmp/harness-slurm.XXXXXX)"
+export HARNESS_SLURM_STATE="$slurm_state"
 # An assignment, not `eval "$(...)"`: errexit sees a failed start there.
 slurm_env="$(scripts/slurm-cluster.sh start)"
 eval "$slurm_env"
