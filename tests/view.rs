@@ -222,6 +222,9 @@ fn requests_stay_inside_the_results_folder_and_write_nothing() {
         "/api/runs/../../secret.txt/records/0",
         "/api/runs/%2e%2e/records",
         "/api/compare/..%2F..%2F/x",
+        "/api/golden/..%2F..%2Fsecret.txt",
+        "/api/runs/..%2F..%2Fsecret.txt/records/0/raw",
+        "/api/runs/..%2F..%2Fsecret.txt/records/0/golden",
         "/app.js/../../secret.txt",
         "/api/runs/%2Fetc%2Fpasswd",
     ] {
@@ -236,6 +239,8 @@ fn requests_stay_inside_the_results_folder_and_write_nothing() {
             "/api/runs",
             &format!("/api/runs/{id}"),
             &format!("/api/runs/{id}/records/0"),
+            &format!("/api/runs/{id}/records/0/raw"),
+            &format!("/api/golden/{id}"),
         ] {
             assert_eq!(viewer.request(method, path).0, 405, "{method} {path}");
         }
@@ -300,7 +305,10 @@ fn a_live_run_appears_updates_and_shows_interrupted_when_killed() {
     let runs = viewer.json("/api/runs");
     let id = runs[0]["id"].as_str().unwrap();
     assert_eq!(runs[0]["status"], "interrupted", "{runs}");
-    assert_eq!(runs[0]["resume"], format!("harness run --resume {id}"));
+    assert_eq!(
+        runs[0]["resume"],
+        serde_json::json!([format!("harness run --resume {id}")])
+    );
 }
 
 #[test]
@@ -327,7 +335,15 @@ fn corrupt_journal_lines_are_unreadable_and_never_fatal() {
     assert_eq!(run["unreadable"], mutations.len(), "{run}");
     let id = run["id"].as_str().unwrap();
     let page = viewer.json(&format!("/api/runs/{id}/records?outcome=unreadable"));
-    assert_eq!(page["items"].as_array().unwrap().len(), mutations.len());
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), mutations.len());
+    // Each is drawn as its text, with why it is no record.
+    for item in items {
+        let n = &item["n"];
+        let shown = viewer.json(&format!("/api/runs/{id}/records/{n}"));
+        assert!(shown["unreadable"].is_string(), "{shown}");
+        assert!(shown["text"].is_string(), "{shown}");
+    }
     // A torn line at the end waits; the server answers on.
     let mut file = std::fs::OpenOptions::new()
         .append(true)
@@ -336,6 +352,104 @@ fn corrupt_journal_lines_are_unreadable_and_never_fatal() {
     file.write_all(&first.as_bytes()[..10]).unwrap();
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(viewer.json("/api/runs")[0]["unreadable"], mutations.len());
+}
+
+#[test]
+fn shards_of_one_plan_show_as_one_run_and_a_repeated_shard_starts_another() {
+    let (ws, _fake) = slow_workspace(0);
+    let shard = |i: &str| {
+        let (code, out) = ws.run(&["specs/q.toml", "-m", "fake", "--shard", i]);
+        assert_eq!(code, 0, "{out}");
+        std::thread::sleep(Duration::from_millis(1100)); // run ids are by the second
+    };
+    shard("0/2");
+    shard("1/2");
+    let viewer = Viewer::start(&ws, &[]);
+    let runs = viewer.runs_with(1, 6);
+    let set = &runs[0];
+    assert_eq!(set["shard"], "2 of 2 shards", "{set}");
+    assert_eq!(set["shards"].as_array().unwrap().len(), 2, "{set}");
+    let id = set["id"].as_str().unwrap();
+    let detail = viewer.json(&format!("/api/runs/{id}"));
+    let cells = detail["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 1, "{detail}");
+    assert_eq!(
+        (&cells[0]["records"], &cells[0]["passed"]),
+        (&6.into(), &6.into())
+    );
+    // Its records come from both journals, each read from its own run folder.
+    let page = viewer.json(&format!("/api/runs/{id}/records?cell=0&limit=4"));
+    let mut items = page["items"].as_array().unwrap().clone();
+    let next = page["next"].as_u64().expect("a second page");
+    let rest = viewer.json(&format!("/api/runs/{id}/records?cell=0&from={next}"));
+    items.extend(rest["items"].as_array().unwrap().iter().cloned());
+    let mut instances: Vec<u64> = items
+        .iter()
+        .map(|i| i["instance"].as_u64().unwrap())
+        .collect();
+    instances.sort();
+    assert_eq!(instances, [0, 1, 2, 3, 4, 5]);
+    for item in &items {
+        let (run, n) = (item["run"].as_str().unwrap(), &item["n"]);
+        let drawn = viewer.json(&format!("/api/runs/{run}/records/{n}"));
+        assert_eq!(drawn["row"]["i"], item["instance"], "{drawn}");
+    }
+    // The same plan sharded again: its first shard starts a second run.
+    shard("0/2");
+    let runs = viewer.runs_with(2, 3);
+    assert_eq!(runs[0]["shard"], "1 of 2 shards", "{runs}");
+    assert_eq!(runs[1]["shard"], "2 of 2 shards", "{runs}");
+}
+
+#[test]
+fn a_run_compares_with_its_golden_transcripts() {
+    let (ws, _fake) = with_runs(0);
+    // Blessed while odd questions got the hostile answer; asked again, all pass.
+    let (code, out) = ws.run(&["specs/q.toml", "-m", "fake", "--bless", "--allow-errors"]);
+    assert!(code == 0 || code == 1, "{out}");
+    let viewer_later = || Viewer::start(&ws, &[]);
+    {
+        let viewer = viewer_later();
+        let id = viewer.runs_with(1, 6)[0]["id"].as_str().unwrap().to_owned();
+        let same = viewer.json(&format!("/api/golden/{id}"));
+        assert_eq!(same["flips"], serde_json::json!([]), "{same}");
+        assert_eq!(same["cells"][0]["instances"], 6, "{same}");
+    }
+    std::thread::sleep(Duration::from_millis(1100));
+    let fixed = crate::common::fake_server::FakeServer::start(|_| Reply::Text("42".into()));
+    ws.fake_model(&fixed, "timeout_secs = 10");
+    // Exit 1: the run differs from the golden transcripts, as intended.
+    let (code, out) = ws.run(&["specs/q.toml", "-m", "fake", "--no-cache"]);
+    assert_eq!(code, 1, "{out}");
+    let viewer = viewer_later();
+    let newer = viewer.runs_with(2, 6)[0]["id"].as_str().unwrap().to_owned();
+    let c = viewer.json(&format!("/api/golden/{newer}"));
+    assert_eq!(
+        (&c["a"], &c["b"]),
+        (&"golden".into(), &newer.as_str().into())
+    );
+    let cell = &c["cells"][0];
+    assert_eq!(
+        (&cell["fixed"], &cell["broke"]),
+        (&3.into(), &0.into()),
+        "{c}"
+    );
+    let flips = c["flips"].as_array().unwrap();
+    assert_eq!(flips.len(), 3, "{c}");
+    // Both sides of a flip: the golden answer (hostile, failed) and the new one.
+    let golden = &flips[0]["a"]["golden"];
+    let (run, n) = (golden["run"].as_str().unwrap(), &golden["n"]);
+    let old = viewer.json(&format!("/api/runs/{run}/records/{n}/golden"));
+    assert_eq!(old["row"]["ok"], false, "{old}");
+    assert!(
+        old["row"]["r"].as_str().unwrap().contains("<script>"),
+        "{old}"
+    );
+    let new = viewer.json(&format!("/api/runs/{run}/records/{n}"));
+    assert_eq!(new["row"]["ok"], true, "{new}");
+    // The record's own drill-down diffs it against the golden answer.
+    assert_eq!(new["row"]["g"]["ok"], false, "{new}");
+    assert!(new["row"]["g"]["diff"].is_array(), "{new}");
 }
 
 /// The page in headless Chromium, and the viewer at scale.

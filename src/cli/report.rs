@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use super::exit::{Exit, fail};
 use crate::report::{ReportContext, ReportKind, SpecInfo, write_reports};
 use crate::run;
-use crate::spec::Spec;
 
 /// Arguments of `harness report`.
 #[derive(Debug, clap::Args)]
@@ -61,13 +60,7 @@ pub(super) fn run(args: &ReportArgs, color: bool) -> Exit {
         }
         for file in &manifest.spec_files {
             // Titles and breakdowns come from the spec when it still loads; the file stem otherwise.
-            let info = match Spec::load(file) {
-                Ok(s) => SpecInfo::of(&s),
-                Err(_) => {
-                    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
-                    SpecInfo::plain(&stem.unwrap_or_default())
-                }
-            };
+            let info = SpecInfo::from_file(file);
             if !specs.iter().any(|s| s.id == info.id) {
                 specs.push(info);
             }

@@ -37,6 +37,9 @@ pub(crate) fn run(args: &ViewArgs) -> Exit {
             args.results.display()
         ));
     }
+    // The viewer reads a spec's dataset only to show how reports name the
+    // spec: from the cache `harness run` filled, never the network.
+    crate::source::dataset::hf::set_offline(true);
     let addr = SocketAddr::new(args.host, args.port);
     if !crate::view::is_loopback(&addr) && args.token.is_none() {
         return fail(format!(
@@ -74,7 +77,14 @@ pub(crate) fn run(args: &ViewArgs) -> Exit {
         );
         if args.open {
             // The desktop's opener, if any; the URL is printed either way.
-            let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
+            // No API key reaches it: the browser outlives the viewer and
+            // needs the desktop's variables, never a secret-looking one.
+            let desktop = std::env::vars().filter(|(k, _)| !crate::secrets::looks_secret(k));
+            let _ = std::process::Command::new("xdg-open")
+                .arg(&url)
+                .env_clear()
+                .envs(desktop)
+                .spawn();
         }
         match crate::view::serve(listener, &args.results, token).await {
             Ok(()) => Exit::Success,

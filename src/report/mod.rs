@@ -37,6 +37,7 @@ mod raw;
 mod reasoning;
 mod rrr;
 pub(crate) mod runs;
+mod spec_info;
 mod statistics;
 mod sweep;
 mod terminal;
@@ -51,66 +52,10 @@ use crate::files::{AtomicFile, write_atomic};
 use crate::metrics::{MetricsBuilder, Summary};
 use crate::text::file_stem;
 pub(crate) use errors::ErrorCause;
+pub(crate) use html::{DOM_JS, DRILL_JS, REPORT_CSS, drill_row};
 use journals::Journals;
 use raw::RawWriter;
-
-/// A spec as reports name it.
-#[derive(Debug, Clone, Default)]
-pub struct SpecInfo {
-    /// The spec id.
-    pub id: String,
-    /// Its human title (the id when unset).
-    pub title: String,
-    /// Its headline number (`[report] headline`): what its cells show.
-    pub headline: crate::metrics::Headline,
-    /// Instance variables results are broken down by (`[report] group_by`).
-    pub group_by: Vec<String>,
-    /// `Some(dataset name)` when the spec asks for the RRR CSV.
-    pub rrr: Option<String>,
-    /// The pass@k values and maj@n the spec's `[sampling]` asks for.
-    pub sampling: Option<crate::metrics::SamplingPlan>,
-    /// The spec file's folder, which its images' paths are relative to (unknown for a spec known by id).
-    pub dir: Option<std::path::PathBuf>,
-}
-
-impl SpecInfo {
-    /// A spec known only by its id.
-    pub fn plain(id: &str) -> SpecInfo {
-        SpecInfo {
-            id: id.to_owned(),
-            title: id.to_owned(),
-            ..SpecInfo::default()
-        }
-    }
-
-    /// How reports show a loaded spec.
-    pub fn of(spec: &crate::spec::Spec) -> SpecInfo {
-        let report = &spec.def.report;
-        let rrr = (report.csv == Some(crate::format::CsvKind::Rrr)).then(|| {
-            report
-                .dataset_name
-                .clone()
-                .or_else(|| spec.dataset().map(|d| d.name().to_owned()))
-                .unwrap_or_else(|| spec.id.clone())
-        });
-        SpecInfo {
-            id: spec.id.clone(),
-            title: spec.def.title.clone().unwrap_or_else(|| spec.id.clone()),
-            headline: report.headline.unwrap_or_default(),
-            group_by: report.group_by(),
-            rrr,
-            sampling: spec
-                .def
-                .sampling
-                .as_ref()
-                .map(|s| crate::metrics::SamplingPlan {
-                    ks: s.ks(),
-                    maj: s.maj,
-                }),
-            dir: spec.file.parent().map(std::path::Path::to_path_buf),
-        }
-    }
-}
+pub use spec_info::SpecInfo;
 
 /// The number the leaderboard ranks by: the specs' common headline, or
 /// `None` when they differ (the leaderboard's total is then a mix).

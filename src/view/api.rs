@@ -1,27 +1,17 @@
-//! The viewer's JSON: the run list, one run's cells, a page of its records,
-//! one record as the journal holds it, and the comparison of two runs. Every
-//! run is named by its id and found in the index, never by a path the
-//! request spells, so no request reaches a file outside the results folder.
+//! The viewer's JSON about runs: the run list, one run's cells, and the
+//! history of every cell across runs. Pages of records are in
+//! [`super::records`], comparisons in [`super::compare`]. Every run is named
+//! by its id and found in the index, never by a path the request spells, so
+//! no request reaches a file outside the results folder.
 
-use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::index::{Index, Run, Status};
-use super::journal::{Cell, Line, read_line};
-use crate::metrics::stats::{compare_passes, wilson};
-use crate::verify::FailureKind;
-
-/// Records a page holds at most.
-pub(super) const PAGE_MAX: usize = 500;
-
-/// Journal lines a search reads in one request; past them the page ends
-/// with `next` to go on from.
-const SCAN_MAX: usize = 20_000;
-
-/// Flips a comparison lists at most.
-const FLIPS_MAX: usize = 2_000;
+use super::index::{Index, Status};
+use super::journal::Cell;
+use super::shown::Shown;
+use crate::metrics::stats::wilson;
 
 /// One run in the list.
 #[derive(Serialize)]
@@ -29,8 +19,8 @@ pub(super) struct RunSummary {
     id: String,
     created: Option<String>,
     status: Status,
-    /// The command that goes on with an interrupted run.
-    resume: Option<String>,
+    /// The commands that go on with its interrupted run folders.
+    resume: Vec<String>,
     models: Vec<String>,
     specs: Vec<String>,
     records: u64,
@@ -39,62 +29,118 @@ pub(super) struct RunSummary {
     unreadable: usize,
     cost: Option<f64>,
     currency: Option<String>,
-    /// `i/n` of a shard of a plan run on several machines.
+    /// A shard's `i/n` (as `--shard` spells it), or a set's `k of n shards`.
     shard: Option<String>,
-    /// Shards of one plan share it: the page shows them as one run.
-    plan: Option<String>,
+    /// The run folders of a set of shards, in shard order.
+    shards: Vec<String>,
     /// The tags of its specs (as their files say now).
     tags: Vec<String>,
 }
 
-/// The summary of `run` at `now`.
-pub(super) fn summary(run: &Run, now: SystemTime) -> RunSummary {
-    let status = run.status(now);
-    let cells = &run.journal.cells;
-    let sum = |f: fn(&Cell) -> u64| cells.iter().map(f).sum::<u64>();
-    let mut models: Vec<String> = Vec::new();
-    let mut specs: Vec<String> = Vec::new();
-    if let Some(plan) = &run.plan {
-        models.extend(plan.models.iter().map(|m| m.name.clone()));
+/// Pushes `item` onto `list` unless it is there.
+fn push_new(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|x| x == item) {
+        list.push(item.to_owned());
     }
-    for c in cells {
-        if !models.contains(&c.model) {
-            models.push(c.model.clone());
-        }
-        if !specs.contains(&c.spec) {
-            specs.push(c.spec.clone());
-        }
+}
+
+/// The summary of `shown` at `now`: its run folders' counts added up.
+pub(super) fn summary(shown: &Shown, now: SystemTime) -> RunSummary {
+    let statuses: Vec<Status> = shown.members.iter().map(|r| r.status(now)).collect();
+    let cells = cells(shown);
+    let sum = |f: fn(&Cell) -> u64| cells.iter().map(f).sum::<u64>();
+    let (mut models, mut specs, mut tags) = (Vec::new(), Vec::new(), Vec::new());
+    for run in &shown.members {
+        let plan_models = run.plan.iter().flat_map(|p| &p.models);
+        plan_models.for_each(|m| push_new(&mut models, &m.name));
+        let spec_tags = run.specs.iter().flat_map(|s| &s.tags);
+        spec_tags.for_each(|t| push_new(&mut tags, t));
+    }
+    for c in &cells {
+        push_new(&mut models, &c.model);
+        push_new(&mut specs, &c.spec);
     }
     let costs: Vec<f64> = cells.iter().filter_map(|c| c.cost).collect();
-    let plan = run.plan.as_ref();
+    let plans = || shown.members.iter().filter_map(|r| r.plan.as_ref());
+    let shard = plans().find_map(|p| p.shard).map(|s| {
+        if shown.is_set() {
+            format!("{} of {} shards", shown.members.len(), s.count)
+        } else {
+            format!("{}/{}", s.index, s.count) // as `--shard` spells it
+        }
+    });
+    let interrupted = shown.members.iter().zip(&statuses);
+    let resume = interrupted
+        .filter(|(_, s)| **s == Status::Interrupted)
+        .map(|(r, _)| format!("harness run --resume {}", r.id))
+        .collect();
     RunSummary {
-        id: run.id.clone(),
-        created: plan.map(|p| p.created.clone()),
-        status,
-        resume: (status == Status::Interrupted).then(|| format!("harness run --resume {}", run.id)),
+        id: shown.id.clone(),
+        created: plans().map(|p| p.created.clone()).min(),
+        status: combined(&statuses),
+        resume,
         models,
         specs,
         records: sum(|c| c.records),
         passed: sum(|c| c.passed),
         errors: sum(|c| c.errors),
-        unreadable: run.journal.unreadable(),
+        unreadable: shown.members.iter().map(|r| r.journal.unreadable()).sum(),
         cost: (!costs.is_empty()).then(|| costs.iter().sum()),
-        currency: plan.map(|p| p.currency.clone()),
-        shard: plan
-            .and_then(|p| p.shard)
-            .map(|s| format!("{}/{}", s.index + 1, s.count)),
-        plan: plan
-            .filter(|p| p.shard.is_some())
-            .and_then(|p| p.plan_hash.clone()),
-        tags: run.tags.clone(),
+        currency: plans().next().map(|p| p.currency.clone()),
+        shard,
+        shards: if shown.is_set() {
+            shown.members.iter().map(|r| r.id.clone()).collect()
+        } else {
+            Vec::new()
+        },
+        tags,
     }
+}
+
+/// Where run folders stand together: running while any runs, else
+/// interrupted when any stopped short, else finished.
+fn combined(statuses: &[Status]) -> Status {
+    [Status::Running, Status::Interrupted]
+        .into_iter()
+        .find(|s| statuses.contains(s))
+        .unwrap_or(Status::Finished)
+}
+
+/// The cells of `shown`: each (model, spec) once, its run folders' counts added.
+fn cells(shown: &Shown) -> Vec<Cell> {
+    let mut out: Vec<Cell> = Vec::new();
+    for c in shown.members.iter().flat_map(|r| &r.journal.cells) {
+        let Some(same) = out
+            .iter_mut()
+            .find(|o| o.model == c.model && o.spec == c.spec)
+        else {
+            out.push(c.clone());
+            continue;
+        };
+        same.records += c.records;
+        same.passed += c.passed;
+        same.errors += c.errors;
+        if let Some(cost) = c.cost {
+            *same.cost.get_or_insert(0.0) += cost;
+        }
+    }
+    out
+}
+
+/// The (model, spec) of each of `shown`'s cells, in the order the run page
+/// lists them: what a page of records' `cell` counts.
+pub(super) fn cell_names(shown: &Shown) -> Vec<(String, String)> {
+    cells(shown)
+        .into_iter()
+        .map(|c| (c.model, c.spec))
+        .collect()
 }
 
 /// Every run, newest first.
 pub(super) fn runs(index: &Index) -> Vec<RunSummary> {
     let now = SystemTime::now();
-    let mut out: Vec<RunSummary> = index.runs.values().map(|r| summary(r, now)).collect();
-    out.sort_by(|a, b| b.id.cmp(&a.id));
+    let mut out: Vec<RunSummary> = index.shown().iter().map(|r| summary(r, now)).collect();
+    out.sort_by(|a, b| (&b.created, &b.id).cmp(&(&a.created, &a.id)));
     out
 }
 
@@ -116,12 +162,12 @@ pub(super) struct RunDetail {
     cells: Vec<CellLine>,
 }
 
-/// The run `id`, `None` when the index has none.
+/// The run shown as `id`, `None` when the index has none.
 pub(super) fn run(index: &Index, id: &str) -> Option<RunDetail> {
-    let run = index.runs.get(id)?;
+    let shown = index.find(id)?;
     Some(RunDetail {
-        summary: summary(run, SystemTime::now()),
-        cells: run.journal.cells.iter().map(CellLine::of).collect(),
+        summary: summary(&shown, SystemTime::now()),
+        cells: cells(&shown).iter().map(CellLine::of).collect(),
     })
 }
 
@@ -151,266 +197,21 @@ pub(super) struct TrendPoint {
 /// Every cell of every run, oldest run first: the history the trend chart
 /// draws, one (model, spec) at a time.
 pub(super) fn trends(index: &Index) -> Vec<TrendPoint> {
-    let mut runs: Vec<&Run> = index.runs.values().collect();
-    runs.sort_by(|a, b| {
-        let created = |r: &Run| r.plan.as_ref().map(|p| p.created.clone());
-        (created(a), &a.id).cmp(&(created(b), &b.id))
-    });
-    runs.iter()
-        .flat_map(|run| {
-            run.journal.cells.iter().map(|c| TrendPoint {
+    let now = SystemTime::now();
+    let mut shown: Vec<(RunSummary, Vec<Cell>)> = index
+        .shown()
+        .iter()
+        .map(|s| (summary(s, now), cells(s)))
+        .collect();
+    shown.sort_by(|(a, _), (b, _)| (&a.created, &a.id).cmp(&(&b.created, &b.id)));
+    shown
+        .iter()
+        .flat_map(|(run, cells)| {
+            cells.iter().map(|c| TrendPoint {
                 run: run.id.clone(),
-                created: run.plan.as_ref().map(|p| p.created.clone()),
+                created: run.created.clone(),
                 line: CellLine::of(c),
             })
         })
         .collect()
-}
-
-/// Which records a page holds.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct RecordQuery {
-    /// One cell, by its place in the run's cells.
-    cell: Option<u32>,
-    /// `pass`, `fail`, `error` or `unreadable`.
-    outcome: Option<Outcome>,
-    /// One failure kind.
-    failure: Option<FailureKind>,
-    /// Text the record's line holds (case-insensitive).
-    q: Option<String>,
-    /// The first line to look at.
-    #[serde(default)]
-    from: usize,
-    /// Records wanted (at most [`PAGE_MAX`]).
-    limit: Option<usize>,
-}
-
-/// A record's outcome, for filters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Outcome {
-    Pass,
-    Fail,
-    Error,
-    Unreadable,
-}
-
-/// One record of a page.
-#[derive(Serialize)]
-pub(super) struct RecordItem {
-    /// Its line in the journal (0-based): `/records/{n}` reads it.
-    n: usize,
-    model: Option<String>,
-    spec: Option<String>,
-    instance: u64,
-    sample: u32,
-    passed: bool,
-    error: bool,
-    failure: Option<FailureKind>,
-    unreadable: bool,
-}
-
-/// A page of records.
-#[derive(Serialize)]
-pub(super) struct RecordPage {
-    items: Vec<RecordItem>,
-    /// Where the next page starts; `None` at the journal's end.
-    next: Option<usize>,
-    /// Lines of the journal so far.
-    lines: usize,
-}
-
-/// Whether `line` is one `query` keeps, before the text search.
-fn keeps(line: &Line, query: &RecordQuery) -> bool {
-    let outcome = match (line.cell, line.error, line.passed) {
-        (None, _, _) => Outcome::Unreadable,
-        (_, true, _) => Outcome::Error,
-        (_, _, true) => Outcome::Pass,
-        _ => Outcome::Fail,
-    };
-    query.cell.is_none_or(|c| line.cell == Some(c))
-        && query.outcome.is_none_or(|o| o == outcome)
-        && query.failure.is_none_or(|f| line.failure == Some(f))
-}
-
-/// The page of `run`'s records that `query` asks for.
-pub(super) fn records(run: &Run, query: &RecordQuery) -> std::io::Result<RecordPage> {
-    let limit = query.limit.unwrap_or(100).clamp(1, PAGE_MAX);
-    let needle = query
-        .q
-        .as_ref()
-        .map(|q| q.to_lowercase())
-        .filter(|q| !q.is_empty());
-    let lines = &run.journal.lines;
-    let path = run.journal_path();
-    let (mut items, mut scanned, mut at) = (Vec::new(), 0, query.from);
-    while at < lines.len() && items.len() < limit {
-        let line = &lines[at];
-        at += 1;
-        if !keeps(line, query) {
-            continue;
-        }
-        if let Some(needle) = &needle {
-            scanned += 1;
-            let text = read_line(&path, line)?;
-            if !String::from_utf8_lossy(&text)
-                .to_lowercase()
-                .contains(needle)
-            {
-                if scanned >= SCAN_MAX {
-                    break;
-                }
-                continue;
-            }
-        }
-        let cell = line.cell.map(|c| &run.journal.cells[c as usize]);
-        items.push(RecordItem {
-            n: at - 1,
-            model: cell.map(|c| c.model.clone()),
-            spec: cell.map(|c| c.spec.clone()),
-            instance: line.instance,
-            sample: line.sample,
-            passed: line.passed,
-            error: line.error,
-            failure: line.failure,
-            unreadable: line.cell.is_none(),
-        });
-    }
-    Ok(RecordPage {
-        items,
-        next: (at < lines.len()).then_some(at),
-        lines: lines.len(),
-    })
-}
-
-/// The journal line `n` of `run`, as written (the journal keeps no secret).
-pub(super) fn record(run: &Run, n: usize) -> Option<std::io::Result<Vec<u8>>> {
-    let line = run.journal.lines.get(n)?;
-    Some(read_line(&run.journal_path(), line))
-}
-
-/// One instance whose verdict differs between the two runs.
-#[derive(Serialize)]
-pub(super) struct Flip {
-    model: String,
-    spec: String,
-    instance: u64,
-    sample: u32,
-    /// Its line in each run's journal.
-    a: usize,
-    b: usize,
-    /// It passed in `b` and failed in `a`.
-    fixed: bool,
-}
-
-/// One cell of a comparison: McNemar's exact test over the instances both
-/// runs have, with Newcombe's interval of the difference (b − a).
-#[derive(Serialize)]
-pub(super) struct CellComparison {
-    model: String,
-    spec: String,
-    instances: u64,
-    a_rate: f64,
-    b_rate: f64,
-    /// Passed in `b` only.
-    fixed: u64,
-    /// Passed in `a` only.
-    broke: u64,
-    p: Option<f64>,
-    low: Option<f64>,
-    high: Option<f64>,
-}
-
-/// Two runs compared.
-#[derive(Serialize)]
-pub(super) struct Comparison {
-    a: String,
-    b: String,
-    cells: Vec<CellComparison>,
-    flips: Vec<Flip>,
-    /// Flips past [`FLIPS_MAX`], not listed.
-    more_flips: usize,
-}
-
-/// Verdicts of one cell by (instance, sample): passed, and the journal line.
-type CellVerdicts = BTreeMap<(u64, u32), (bool, usize)>;
-
-/// The verdicts of `run` by (model, spec).
-fn verdicts(run: &Run) -> BTreeMap<(String, String), CellVerdicts> {
-    let mut out: BTreeMap<_, BTreeMap<_, _>> = BTreeMap::new();
-    for (n, line) in run.journal.lines.iter().enumerate() {
-        let Some(c) = line.cell.filter(|_| !line.error) else {
-            continue;
-        };
-        let cell = &run.journal.cells[c as usize];
-        out.entry((cell.model.clone(), cell.spec.clone()))
-            .or_default()
-            .insert((line.instance, line.sample), (line.passed, n));
-    }
-    out
-}
-
-/// Runs `a` and `b` compared cell by cell over the instances both answered.
-pub(super) fn compare(a: &Run, b: &Run) -> Comparison {
-    let (left, right) = (verdicts(a), verdicts(b));
-    let mut cells = Vec::new();
-    let mut flips = Vec::new();
-    let mut more_flips = 0;
-    for ((model, spec), first) in &left {
-        let Some(second) = right.get(&(model.clone(), spec.clone())) else {
-            continue;
-        };
-        let (mut x, mut y) = (Vec::new(), Vec::new());
-        for (key, &(pa, na)) in first {
-            let Some(&(pb, nb)) = second.get(key) else {
-                continue;
-            };
-            x.push(pa);
-            y.push(pb);
-            if pa != pb {
-                if flips.len() < FLIPS_MAX {
-                    flips.push(Flip {
-                        model: model.clone(),
-                        spec: spec.clone(),
-                        instance: key.0,
-                        sample: key.1,
-                        a: na,
-                        b: nb,
-                        fixed: pb,
-                    });
-                } else {
-                    more_flips += 1;
-                }
-            }
-        }
-        if x.is_empty() {
-            continue;
-        }
-        // b − a: McNemar's b and c swapped, so a fix counts up.
-        let tested = compare_passes(&y, &x, 0.95).ok();
-        cells.push(CellComparison {
-            model: model.clone(),
-            spec: spec.clone(),
-            instances: x.len() as u64,
-            a_rate: rate(&x),
-            b_rate: rate(&y),
-            fixed: tested.as_ref().map_or(0, |t| t.b),
-            broke: tested.as_ref().map_or(0, |t| t.c),
-            p: tested.as_ref().map(|t| t.p_value),
-            low: tested.as_ref().and_then(|t| t.interval).map(|i| i.low),
-            high: tested.as_ref().and_then(|t| t.interval).map(|i| i.high),
-        });
-    }
-    Comparison {
-        a: a.id.clone(),
-        b: b.id.clone(),
-        cells,
-        flips,
-        more_flips,
-    }
-}
-
-/// The share of `passes` that hold.
-fn rate(passes: &[bool]) -> f64 {
-    passes.iter().filter(|p| **p).count() as f64 / passes.len().max(1) as f64
 }

@@ -1,7 +1,8 @@
-// harness view: the pages, drawn from the server's JSON. Every string from
-// a run (model output above all) is set as text, never parsed as markup.
-(function () {
-'use strict';
+// harness view: the pages, drawn from the server's JSON. The server puts
+// the HTML report's dom.js and record.js before this file, in one function:
+// a record is drawn by the report's own drill-down (`drillNodes`). Every
+// string from a run (model output above all) is set as text, never parsed
+// as markup.
 
 const token = new URLSearchParams(location.search).get('token');
 const main = document.getElementById('main');
@@ -34,7 +35,7 @@ function link(text, hash) {
 function percent(x) { return x === null || x === undefined ? '—' : (100 * x).toFixed(1) + '%'; }
 function money(x, currency) { return x === null || x === undefined ? '—' : x.toFixed(4) + ' ' + (currency || ''); }
 
-function table(headers, rows) {
+function grid(headers, rows) {
   const t = el('table');
   const head = el('tr');
   for (const h of headers) { head.append(el('th', h)); }
@@ -52,14 +53,12 @@ function table(headers, rows) {
   return t;
 }
 
+// Where a run stands, with the commands that go on with it when interrupted.
 function status(run) {
-  const s = el('span', run.status, { class: run.status });
-  if (run.resume) {
-    const box = el('span');
-    box.append(s, ' ', el('code', run.resume, { class: 'cmd' }));
-    return box;
-  }
-  return s;
+  const box = el('span');
+  box.append(el('span', run.status, { class: run.status }));
+  for (const command of run.resume) { box.append(' ', el('code', command, { class: 'cmd' })); }
+  return box;
 }
 
 // The run list, with filters and a compare of two chosen runs.
@@ -103,7 +102,7 @@ async function runsPage() {
       return words.every(function (w) { return hay.includes(w); }) &&
         (!since.value || day >= since.value) && (!until.value || day <= until.value);
     });
-    list.replaceChildren(table(['', 'run', 'created', 'status', 'models', 'specs', 'records',
+    list.replaceChildren(grid(['', 'run', 'created', 'status', 'models', 'specs', 'records',
       'pass rate', 'errors', 'unreadable', 'cost', 'shard'], kept.map(function (r) { return r.cells; })));
   }
   filter.addEventListener('input', draw);
@@ -119,8 +118,6 @@ async function runsPage() {
   box.append(await trendSection());
   return box;
 }
-
-const SVG = 'http://www.w3.org/2000/svg';
 
 // An SVG element with attributes `attrs` (numbers and fixed names only).
 function svg(tag, attrs) {
@@ -199,14 +196,22 @@ async function runPage(id) {
   const facts = el('p');
   facts.append(status(run), ' · ' + (run.created || '') + ' · ' + run.records + ' records · cost ' + money(run.cost, run.currency));
   if (run.unreadable) { facts.append(' · ' + run.unreadable + ' unreadable journal lines'); }
+  if (run.shard) { facts.append(' · ' + run.shard); }
   box.append(facts);
+  if (run.shards.length) {
+    const shards = el('p', 'Shards: ', { id: 'shards' });
+    run.shards.forEach(function (s, i) { shards.append(i ? ', ' : '', link(s, '/run/' + encodeURIComponent(s))); });
+    box.append(shards);
+  }
   const base = '/run/' + encodeURIComponent(id) + '/records';
-  box.append(table(['model', 'spec', 'records', 'pass rate', '95% interval', 'errors', 'cost'],
+  box.append(grid(['model', 'spec', 'records', 'pass rate', '95% interval', 'errors', 'cost'],
     run.cells.map(function (c, i) {
       const interval = c.low === null || c.low === undefined ? '—' : percent(c.low) + ' – ' + percent(c.high);
       return [link(c.model, base + '?cell=' + i), c.spec, c.records, percent(c.rate), interval, c.errors, money(c.cost, run.currency)];
     })));
-  box.append(link('All records', base));
+  const more = el('p');
+  more.append(link('All records', base), ' · ', link('Against the golden transcripts', '/golden/' + encodeURIComponent(id)));
+  box.append(more);
   return box;
 }
 
@@ -242,10 +247,10 @@ async function recordsPage(id, params) {
     const rows = page.items.map(function (r) {
       const verdict = r.unreadable ? 'unreadable' : r.error ? 'error' : r.passed ? 'pass' : 'fail';
       const open = link((r.spec || '?') + '/' + r.instance + (r.sample ? ' #' + r.sample : ''),
-        '/run/' + encodeURIComponent(id) + '/record/' + r.n);
+        '/run/' + encodeURIComponent(r.run) + '/record/' + r.n);
       return [open, r.model || '', el('span', verdict, { class: verdict }), r.failure || ''];
     });
-    list.append(table(['instance', 'model', 'verdict', 'failure'], rows));
+    list.append(grid(['instance', 'model', 'verdict', 'failure'], rows));
     from = page.next;
     more.hidden = page.next === null;
   }
@@ -255,76 +260,72 @@ async function recordsPage(id, params) {
   return box;
 }
 
-// A message of a prompt or an episode.
-function message(m) {
-  const box = el('div', null, { class: 'msg' });
-  box.append(el('div', m.role || '', { class: 'role' }));
-  if (typeof m.content === 'string') { box.append(el('pre', m.content)); } else if (m.content !== undefined) { box.append(el('pre', JSON.stringify(m.content, null, 2))); }
-  for (const call of m.tool_calls || []) {
-    box.append(el('pre', 'call ' + (call.name || '') + ' ' + JSON.stringify(call.arguments)));
-  }
-  if (m.reasoning) {
-    const details = el('details');
-    details.append(el('summary', 'reasoning'), el('pre', typeof m.reasoning === 'string' ? m.reasoning : JSON.stringify(m.reasoning, null, 2)));
-    box.append(details);
-  }
-  return box;
-}
-
-// Sections of one record: what the journal keeps, every field as text.
-function recordView(r) {
+// One record, drawn by the report's drill-down; a journal line that is not
+// a record shows as its text.
+function recordView(d) {
   const box = el('div', null, { class: 'record' });
-  const verdict = r.error ? 'error' : r.passed ? 'pass' : 'fail';
-  box.append(el('h2', (r.instance_id || '') + ' · ' + (r.model || '') + ' · sample ' + (r.sample || 0)));
-  box.append(el('p', verdict + (r.failure ? ' · ' + r.failure : ''), { class: verdict }));
-  const shown = new Set(['instance_id', 'model', 'sample', 'passed', 'failure', 'messages', 'response', 'trajectory', 'rules', 'error', 'answer', 'expected', 'detail', 'state']);
-  function section(title, node) { box.append(el('h3', title), node); }
-  if (r.error) { section('Error', el('pre', r.error)); }
-  if (r.messages) { const m = el('div'); for (const x of r.messages) { m.append(message(x)); } section('Prompt', m); }
-  if (r.response !== undefined && r.response !== null) { section('Answer', el('pre', r.response)); }
-  if (r.answer !== undefined && r.answer !== null) { section('Extracted', el('pre', typeof r.answer === 'string' ? r.answer : JSON.stringify(r.answer, null, 2))); }
-  if (r.expected !== undefined && r.expected !== null) { section('Expected', el('pre', JSON.stringify(r.expected, null, 2))); }
-  if (r.detail) { section('Detail', el('pre', r.detail)); }
-  if (Array.isArray(r.rules) && r.rules.length) {
-    section('Rules', table(['rule', 'verdict', 'detail', 'judge'], r.rules.map(function (x) {
-      const judge = x.judge ? JSON.stringify(x.judge, null, 2) : '';
-      return [x.rule || x.name || x.kind || '', x.passed ? 'pass' : 'fail', x.detail || '', judge];
-    })));
+  if (d.unreadable !== undefined) {
+    box.append(el('h2', 'Unreadable journal line'), el('p', d.unreadable, { class: 'error' }), el('pre', d.text));
+    return box;
   }
-  if (Array.isArray(r.trajectory) && r.trajectory.length) { const t = el('div'); for (const x of r.trajectory) { t.append(message(x)); } section('Episode', t); }
-  if (r.state !== undefined && r.state !== null) { section('Final state', el('pre', JSON.stringify(r.state, null, 2))); }
-  const rest = {};
-  for (const [k, v] of Object.entries(r)) { if (!shown.has(k)) { rest[k] = v; } }
-  section('Everything else', el('pre', JSON.stringify(rest, null, 2)));
+  add(box, drillNodes(d.row, { id: d.id, model: d.model, spec: d.spec, prompt: d.row.p || [] }));
   return box;
 }
 
+// Where an answer of a comparison is read from.
+function placePath(place) {
+  const at = place.journal || place.golden;
+  const path = '/api/runs/' + encodeURIComponent(at.run) + '/records/' + at.n;
+  return place.golden ? path + '/golden' : path;
+}
+
+// One record of a run folder, and its journal line on request.
 async function recordPage(id, n) {
-  const r = await getJson('/api/runs/' + encodeURIComponent(id) + '/records/' + n);
+  const path = '/api/runs/' + encodeURIComponent(id) + '/records/' + n;
+  const d = await getJson(path);
   const box = el('div');
-  box.append(link('back to the run', '/run/' + encodeURIComponent(id)), recordView(r));
+  box.append(link('back to the run', '/run/' + encodeURIComponent(id)), recordView(d));
+  const line = el('details', null, { id: 'raw' });
+  line.append(el('summary', 'The journal line'));
+  line.addEventListener('toggle', async function () {
+    if (!line.open || line.dataset.read) { return; }
+    line.dataset.read = '1';
+    const response = await fetch(api(path + '/raw'));
+    line.append(el('pre', await response.text()));
+  });
+  box.append(line);
   return box;
 }
 
-// Two runs: every shared cell tested, every flip with both answers.
+// Two runs, or a run against its golden transcripts (`b` null): every
+// shared cell tested, every flip with both answers side by side. The page's
+// address is the view's: it can be shared.
 async function comparePage(a, b) {
-  const c = await getJson('/api/compare/' + encodeURIComponent(a) + '/' + encodeURIComponent(b));
+  const c = await getJson(b === null ? '/api/golden/' + encodeURIComponent(a)
+    : '/api/compare/' + encodeURIComponent(a) + '/' + encodeURIComponent(b));
   const box = el('div');
-  box.append(el('h1', 'Run ' + c.a + ' → run ' + c.b));
-  box.append(table(['model', 'spec', 'instances', 'pass rate (a)', 'pass rate (b)', 'fixed', 'broke', 'p (McNemar)', 'b − a, 95%'],
+  box.append(el('h1', b === null ? 'Run ' + c.b + ' against its golden transcripts' : 'Run ' + c.a + ' → run ' + c.b));
+  const share = el('p');
+  share.append('This view: ', el('a', location.href, { href: location.href, id: 'share' }));
+  box.append(share);
+  if (!c.cells.length) { box.append(el('p', b === null ? 'No golden transcript holds an instance of this run.' : 'No instance answered in both runs.')); }
+  box.append(grid(['model', 'spec', 'instances', 'pass rate (' + c.a + ')', 'pass rate (' + c.b + ')', 'fixed', 'broke', 'p (McNemar)', 'b − a, 95%'],
     c.cells.map(function (x) {
       const interval = x.low === null || x.low === undefined ? '—' : percent(x.low) + ' – ' + percent(x.high);
       return [x.model, x.spec, x.instances, percent(x.a_rate), percent(x.b_rate), x.fixed, x.broke, x.p === null ? '—' : x.p.toPrecision(3), interval];
     })));
   box.append(el('h2', 'Flips'));
   const side = el('div', null, { class: 'side', id: 'side' });
-  box.append(table(['instance', 'model', 'change', ''], c.flips.map(function (f) {
+  box.append(grid(['instance', 'model', 'change', ''], c.flips.map(function (f) {
     const show = el('button', 'both answers');
     show.addEventListener('click', async function () {
-      const [ra, rb] = await Promise.all([
-        getJson('/api/runs/' + encodeURIComponent(c.a) + '/records/' + f.a),
-        getJson('/api/runs/' + encodeURIComponent(c.b) + '/records/' + f.b)]);
-      side.replaceChildren(recordView(ra), recordView(rb));
+      const [ra, rb] = await Promise.all([getJson(placePath(f.a)), getJson(placePath(f.b))]);
+      const column = function (title, d) {
+        const col = el('div');
+        col.append(el('h3', title), recordView(d));
+        return col;
+      };
+      side.replaceChildren(column(c.a, ra), column(c.b, rb));
       side.scrollIntoView();
     });
     return [f.spec + '/' + f.instance + (f.sample ? ' #' + f.sample : ''), f.model,
@@ -348,6 +349,7 @@ function route() {
       else if (parts[0] === 'run' && parts[2] === 'record') { node = await recordPage(parts[1], Number(parts[3])); }
       else if (parts[0] === 'run') { node = await runPage(parts[1]); }
       else if (parts[0] === 'compare') { node = await comparePage(parts[1], parts[2]); }
+      else if (parts[0] === 'golden') { node = await comparePage(parts[1], null); }
       else { node = await runsPage(); }
     } catch (e) {
       node = el('p', String(e), { class: 'error' });
@@ -369,4 +371,3 @@ events.addEventListener('version', function (e) {
   if (path === '' || path === '/' || /^\/run\/[^/]+$/.test(path.split('?')[0])) { route(); }
 });
 events.addEventListener('error', function () { live.textContent = 'not connected'; });
-})();

@@ -2,7 +2,7 @@
 //! `runs/`, its plan, its journal's index ([`super::journal`]) and whether it
 //! wrote its report, read again on every refresh.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use super::journal::{CHUNK_BYTES, Chunk, JournalIndex, read_chunk};
+use crate::report::SpecInfo;
 use crate::run::Manifest;
 
 /// How long after its journal last grew an unfinished run still counts as running.
@@ -36,8 +37,9 @@ pub(super) struct Run {
     pub dir: PathBuf,
     /// Its plan, once `plan.json` reads.
     pub plan: Option<Manifest>,
-    /// The tags of its plan's specs, read with the plan.
-    pub tags: Vec<String>,
+    /// Its plan's specs as reports show them (title, tags, folder), read
+    /// with the plan from the files as they are now.
+    pub specs: Vec<SpecInfo>,
     /// Its journal so far.
     pub journal: JournalIndex,
     /// When its journal (else its plan) last changed.
@@ -50,6 +52,17 @@ impl Run {
     /// Its journal's path.
     pub(super) fn journal_path(&self) -> PathBuf {
         self.dir.join("journal.jsonl")
+    }
+
+    /// The spec `id` of its plan, as reports show it.
+    pub(super) fn spec(&self, id: &str) -> SpecInfo {
+        let found = self.specs.iter().find(|s| s.id == id);
+        found.cloned().unwrap_or_else(|| SpecInfo::plain(id))
+    }
+
+    /// Its golden directory, when it has a plan.
+    pub(super) fn golden_dir(&self, root: &Path) -> Option<PathBuf> {
+        Some(resolve(root, &self.plan.as_ref()?.golden_dir))
     }
 
     /// Where it stands at `now`.
@@ -78,6 +91,8 @@ pub(super) struct Index {
     pub runs: BTreeMap<String, Run>,
     /// Bumped whenever a refresh finds anything new.
     pub version: u64,
+    /// Specs read so far, by file: runs of one plan share them.
+    specs: HashMap<PathBuf, SpecInfo>,
 }
 
 impl Index {
@@ -87,6 +102,7 @@ impl Index {
             root: root.to_path_buf(),
             runs: BTreeMap::new(),
             version: 0,
+            specs: HashMap::new(),
         }
     }
 
@@ -103,7 +119,7 @@ impl Index {
                     id: id.clone(),
                     dir: dir.clone(),
                     plan: None,
-                    tags: Vec::new(),
+                    specs: Vec::new(),
                     journal: JournalIndex::default(),
                     modified: None,
                     reported: false,
@@ -218,10 +234,11 @@ fn refresh_run(index: &Mutex<Index>, root: &Path, p: Pending) -> bool {
         || ["md", "html", "json"]
             .iter()
             .any(|ext| reports.join(format!("report_{}.{ext}", p.id)).is_file());
+    let specs = plan.as_ref().map(|plan| spec_infos(index, root, plan));
     let mut ix = lock();
     if let Some(run) = ix.runs.get_mut(&p.id) {
         if let Some(plan) = plan {
-            run.tags = spec_tags(&plan);
+            run.specs = specs.unwrap_or_default();
             run.plan = Some(plan);
             changed = true;
         }
@@ -232,23 +249,32 @@ fn refresh_run(index: &Mutex<Index>, root: &Path, p: Pending) -> bool {
     changed
 }
 
-/// The tags of `plan`'s spec files, each once, in order: read from the
-/// files as they are now (a file gone or unreadable gives none).
-fn spec_tags(plan: &Manifest) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Tags {
-        #[serde(default)]
-        tags: Vec<String>,
+/// A path a plan names: as it is when absolute; else beside the results
+/// folder `root` (where `harness run` ran from) when there, else from the
+/// viewer's working directory.
+fn resolve(root: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
     }
-    let mut out: Vec<String> = Vec::new();
+    let beside = root.parent().map(|p| p.join(path));
+    beside
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
+/// `plan`'s specs as reports show them: each file read once for the
+/// viewer's life (outside the lock: a spec with a dataset takes a while).
+fn spec_infos(index: &Mutex<Index>, root: &Path, plan: &Manifest) -> Vec<SpecInfo> {
+    let lock = || index.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = Vec::new();
     for file in &plan.spec_files {
-        let text = crate::files::read_text(file, crate::files::FileKind::Spec);
-        let tags = text.ok().and_then(|t| toml::from_str::<Tags>(&t).ok());
-        for tag in tags.map(|t| t.tags).unwrap_or_default() {
-            if !out.contains(&tag) {
-                out.push(tag);
-            }
-        }
+        let known = lock().specs.get(file).cloned();
+        let info = known.unwrap_or_else(|| {
+            let info = SpecInfo::from_file(&resolve(root, file));
+            lock().specs.insert(file.clone(), info.clone());
+            info
+        });
+        out.push(info);
     }
     out
 }

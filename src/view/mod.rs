@@ -1,20 +1,28 @@
 //! `harness view`: a local web app over a results folder: the runs, live
-//! ones updating as their journals grow, a run's cells and records, and two
-//! runs compared. It reads what `harness run` writes (plans, journals,
-//! reports) and writes nothing.
+//! ones updating as their journals grow, shards of one plan as one run, a
+//! run's cells and records, two runs compared or a run against its golden
+//! transcripts. It reads what `harness run` writes (plans, journals,
+//! reports, golden transcripts) and writes nothing.
 //!
 //! The server indexes the folder every [`REFRESH`] on a blocking thread
-//! ([`index`]); pages ask for JSON ([`api`]) and hear of changes over
-//! server-sent events. The page (`app.html`, `app.js`, `app.css`) is in the
-//! binary: nothing is fetched from elsewhere, and its Content-Security-Policy
-//! allows nothing else. It sets model output as text, never as markup.
+//! ([`index`]); pages ask for JSON ([`api`], [`records`], [`compare`]) and
+//! hear of changes over server-sent events. The page (`app.html`, `app.js`,
+//! `app.css`, with the HTML report's drawing code and style before them) is
+//! in the binary: nothing is fetched from elsewhere, and its
+//! Content-Security-Policy allows nothing else. It sets model output as
+//! text, never as markup.
 //!
-//! Imports go down only: `run` (the plan), `metrics` (the statistics),
-//! `verify` (failure kinds), `files`.
+//! Imports go down only: `report` (a record's drill-down, drawn by the
+//! report's own code, and how specs are shown), `run` (plans, records),
+//! `golden` (transcripts), `metrics` (the statistics), `verify` (failure
+//! kinds).
 
 mod api;
+mod compare;
 mod index;
 mod journal;
+mod records;
+mod shown;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -36,8 +44,27 @@ use index::Index;
 pub(crate) const REFRESH: Duration = Duration::from_millis(250);
 
 const APP_HTML: &str = include_str!("app.html");
+/// The page's own script; [`script`] puts the report's drawing code before it.
 const APP_JS: &str = include_str!("app.js");
 const APP_CSS: &str = include_str!("app.css");
+
+/// The page's script: the HTML report's elements and drill-down, then the
+/// viewer's own, in one function so they share its scope.
+fn script() -> String {
+    [
+        "(function () {\n'use strict';\n",
+        crate::report::DOM_JS,
+        crate::report::DRILL_JS,
+        APP_JS,
+        "})();\n",
+    ]
+    .concat()
+}
+
+/// The page's style: the report's (its drill-down's look), then the viewer's.
+fn style() -> String {
+    [crate::report::REPORT_CSS, APP_CSS].concat()
+}
 
 /// What every page is allowed: its own script, style and JSON, data: images.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -78,18 +105,21 @@ pub(crate) async fn serve(
         .route("/", get(page))
         .route(
             "/app.js",
-            get(|| asset(APP_JS, "text/javascript; charset=utf-8")),
+            get(|| asset(script(), "text/javascript; charset=utf-8")),
         )
         .route(
             "/app.css",
-            get(|| asset(APP_CSS, "text/css; charset=utf-8")),
+            get(|| asset(style(), "text/css; charset=utf-8")),
         )
         .route("/api/runs", get(list))
         .route("/api/trends", get(trends))
         .route("/api/runs/{id}", get(one_run))
         .route("/api/runs/{id}/records", get(page_of_records))
         .route("/api/runs/{id}/records/{n}", get(one_record))
+        .route("/api/runs/{id}/records/{n}/raw", get(raw_record))
+        .route("/api/runs/{id}/records/{n}/golden", get(golden_record))
         .route("/api/compare/{a}/{b}", get(compare))
+        .route("/api/golden/{id}", get(against_golden))
         .route("/api/events", get(events))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared);
@@ -163,8 +193,8 @@ async fn page() -> Response {
     asset(APP_HTML, "text/html; charset=utf-8").await
 }
 
-async fn asset(body: &'static str, kind: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, kind)], body).into_response()
+async fn asset(body: impl Into<axum::body::Body>, kind: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], body.into()).into_response()
 }
 
 fn not_found(what: &str) -> Response {
@@ -189,31 +219,84 @@ async fn one_run(State(shared): State<Arc<Shared>>, UrlPath(id): UrlPath<String>
 async fn page_of_records(
     State(shared): State<Arc<Shared>>,
     UrlPath(id): UrlPath<String>,
-    Query(query): Query<api::RecordQuery>,
+    Query(query): Query<records::RecordQuery>,
 ) -> Response {
     let index = shared.index();
-    let Some(run) = index.runs.get(&id) else {
+    let Some(shown) = index.find(&id) else {
         return not_found("such run");
     };
-    match api::records(run, &query) {
+    let cells = api::cell_names(&shown);
+    match records::records(&shown, &cells, &query) {
         Ok(page) => axum::Json(page).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+        Err(e) => server_error(&e),
     }
 }
 
-async fn one_record(
-    State(shared): State<Arc<Shared>>,
-    UrlPath((id, n)): UrlPath<(String, usize)>,
+fn server_error(e: &dyn std::fmt::Display) -> Response {
+    (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response()
+}
+
+/// What `answer` makes of record `n` of the run folder named in the URL.
+fn with_record(
+    shared: &Shared,
+    (id, n): (String, usize),
+    answer: impl FnOnce(&index::Index, &index::Run, usize) -> Response,
 ) -> Response {
     let index = shared.index();
-    let Some(run) = index.runs.get(&id) else {
-        return not_found("such run");
-    };
-    match api::record(run, n) {
-        Some(Ok(bytes)) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
-        Some(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
-        None => not_found("such record"),
+    match index.runs.get(&id) {
+        Some(run) if n < run.journal.lines.len() => answer(&index, run, n),
+        Some(_) => not_found("such record"),
+        None => not_found("such run"),
     }
+}
+
+/// Record `n` of run folder `id`, drawn as the report's drill-down draws it.
+async fn one_record(
+    State(shared): State<Arc<Shared>>,
+    UrlPath(at): UrlPath<(String, usize)>,
+) -> Response {
+    with_record(&shared, at, |index, run, n| {
+        let golden = run.golden_dir(&index.root);
+        match records::drill(run, n, golden.as_deref()) {
+            Ok(Ok(drill)) => axum::Json(drill).into_response(),
+            Ok(Err(unreadable)) => axum::Json(unreadable).into_response(),
+            Err(e) => server_error(&e),
+        }
+    })
+}
+
+/// Record `n` of run folder `id` as its journal holds it.
+async fn raw_record(
+    State(shared): State<Arc<Shared>>,
+    UrlPath(at): UrlPath<(String, usize)>,
+) -> Response {
+    with_record(&shared, at, |_, run, n| match records::raw(run, n) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(e) => server_error(&e),
+    })
+}
+
+/// The golden transcript's answer for record `n` of run folder `id`.
+async fn golden_record(
+    State(shared): State<Arc<Shared>>,
+    UrlPath(at): UrlPath<(String, usize)>,
+) -> Response {
+    with_record(&shared, at, |index, run, n| {
+        let Ok(bytes) = records::raw(run, n) else {
+            return not_found("readable record");
+        };
+        let Ok(record) = serde_json::from_slice::<crate::run::record::Record>(&bytes) else {
+            return not_found("readable record");
+        };
+        let Some(dir) = run.golden_dir(&index.root) else {
+            return not_found("golden directory");
+        };
+        match compare::golden_drill(&record, &run.spec(&record.spec), &dir) {
+            Some(Ok(drill)) => axum::Json(drill).into_response(),
+            Some(Err(e)) => server_error(&e),
+            None => not_found("golden answer"),
+        }
+    })
 }
 
 async fn compare(
@@ -221,9 +304,21 @@ async fn compare(
     UrlPath((a, b)): UrlPath<(String, String)>,
 ) -> Response {
     let index = shared.index();
-    match (index.runs.get(&a), index.runs.get(&b)) {
-        (Some(a), Some(b)) => axum::Json(api::compare(a, b)).into_response(),
+    match (index.find(&a), index.find(&b)) {
+        (Some(a), Some(b)) => axum::Json(compare::runs(&a, &b)).into_response(),
         _ => not_found("such run"),
+    }
+}
+
+/// Run `id` against its golden transcripts.
+async fn against_golden(
+    State(shared): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    let index = shared.index();
+    match index.find(&id) {
+        Some(b) => axum::Json(compare::golden(&b, &index.root)).into_response(),
+        None => not_found("such run"),
     }
 }
 

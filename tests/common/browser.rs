@@ -1,23 +1,28 @@
-//! A headless Chromium driven over the DevTools protocol through a pipe
-//! (`--remote-debugging-pipe`: commands on fd 3, replies on fd 4, each message
-//! JSON ended by a NUL byte), so the browser tests need no WebSocket crate and no
-//! port. Chromium comes from Debian (`apt-get install chromium`; `.ci/run` and
+//! A headless Chromium driven over the DevTools protocol by `chromiumoxide`
+//! (a maintained CDP client), behind the small blocking API the tests use.
+//! Chromium comes from Debian (`apt-get install chromium`; `.ci/run` and
 //! `scripts/test.sh` install it).
 //!
-//! It records what the tests assert on: console errors, uncaught exceptions and
-//! every network request the page makes. `bench/report.rs` uses it too.
+//! It records what the tests assert on: console errors, uncaught exceptions,
+//! error log entries and every network request the page makes.
+//! `bench/report.rs` uses it too.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use serde_json::{Value, json};
+use chromiumoxide::browser::{Browser as Cdp, BrowserConfig};
+use chromiumoxide::cdp::IntoEventKind;
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::log::{EventEntryAdded, LogEntryLevel};
+use chromiumoxide::cdp::browser_protocol::network::EventRequestWillBeSent;
+use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
+use chromiumoxide::cdp::js_protocol::runtime::{
+    ConsoleApiCalledType, EvaluateParams, EventConsoleApiCalled, EventExceptionThrown,
+};
+use chromiumoxide::page::{Page, ScreenshotParams};
+use futures_util::StreamExt;
+use serde_json::Value;
 
 /// How long any one command may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -43,16 +48,21 @@ pub fn required() -> bool {
     std::env::var_os("HARNESS_E2E").is_some() || std::env::var_os("CI").is_some()
 }
 
-/// A running browser with one page attached.
+/// What the page did that tests assert on.
+#[derive(Default)]
+struct Seen {
+    errors: Vec<String>,
+    requests: Vec<String>,
+}
+
+/// A running browser with one page open.
 pub struct Browser {
-    child: Child,
-    commands: File,
-    replies: Receiver<Value>,
-    session: String,
-    next_id: u64,
-    /// Events received so far, in order.
-    pub events: Vec<Value>,
+    cdp: Cdp,
+    page: Page,
+    seen: Arc<Mutex<Seen>>,
     _profile: tempfile::TempDir,
+    // Declared last, dropped last: the browser's tasks run on it.
+    runtime: tokio::runtime::Runtime,
 }
 
 impl Browser {
@@ -68,182 +78,94 @@ impl Browser {
             return None;
         };
         let profile = tempfile::tempdir().expect("a temporary profile");
-        let (to_child, commands) = pipe();
-        let (replies_fd, from_child) = pipe();
-        let (child_in, child_out) = (to_child, from_child);
-        let mut cmd = Command::new(binary);
-        cmd.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--disable-default-apps",
-            "--mute-audio",
-            "--hide-scrollbars",
-            "--remote-debugging-pipe",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("about:blank")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        let (read_end, write_end) = (raw(&child_in), raw(&child_out));
-        // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
-        // Both ends move above 10 first, so neither can be overwritten by the
-        // other's dup2 when the pipes happen to sit on fds 3 and 4 already.
-        unsafe {
-            cmd.pre_exec(move || {
-                let r = libc::fcntl(read_end, libc::F_DUPFD, 10);
-                let w = libc::fcntl(write_end, libc::F_DUPFD, 10);
-                if r < 0 || w < 0 || libc::dup2(r, 3) < 0 || libc::dup2(w, 4) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().expect("chromium starts");
-        drop((child_in, child_out));
-        let (tx, rx) = channel();
-        let reader = File::from(replies_fd);
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(reader);
-            let mut buf = Vec::new();
-            while let Ok(n) = reader.read_until(0, &mut buf) {
-                if n == 0 {
-                    break;
-                }
-                buf.pop();
-                if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
-                    if tx.send(v).is_err() {
-                        break;
-                    }
-                }
-                buf.clear();
-            }
+        let config = BrowserConfig::builder()
+            .chrome_executable(binary)
+            .no_sandbox()
+            .user_data_dir(profile.path())
+            .launch_timeout(TIMEOUT)
+            .request_timeout(TIMEOUT)
+            .args(["--disable-gpu", "--disable-quic", "--no-first-run"])
+            .build()
+            .expect("a browser configuration");
+        // One worker keeps the protocol read while a test thread sleeps.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("an async runtime");
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let (cdp, page) = runtime.block_on(async {
+            let (cdp, mut handler) = Cdp::launch(config).await.expect("chromium starts");
+            // A message the client cannot read (a newer Chromium's event)
+            // is no reason to stop reading the rest.
+            tokio::spawn(async move { while handler.next().await.is_some() {} });
+            let page = cdp.new_page("about:blank").await.expect("a page");
+            watch(&page, &seen).await;
+            (cdp, page)
         });
-        let mut browser = Browser {
-            child,
-            commands: File::from(commands),
-            replies: rx,
-            session: String::new(),
-            next_id: 0,
-            events: Vec::new(),
+        Some(Browser {
+            cdp,
+            page,
+            seen,
             _profile: profile,
-        };
-        let target = browser.call("Target.createTarget", json!({"url": "about:blank"}));
-        let attached = browser.call(
-            "Target.attachToTarget",
-            json!({"targetId": target["targetId"], "flatten": true}),
-        );
-        browser.session = attached["sessionId"]
-            .as_str()
-            .expect("a session id")
-            .to_owned();
-        for domain in [
-            "Page.enable",
-            "Runtime.enable",
-            "Log.enable",
-            "Network.enable",
-        ] {
-            browser.send(domain, json!({}));
-        }
-        Some(browser)
-    }
-
-    /// Sends a browser-level command and waits for its result.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.command(None, method, params)
-    }
-
-    /// Sends a command to the page and waits for its result.
-    pub fn send(&mut self, method: &str, params: Value) -> Value {
-        let session = self.session.clone();
-        self.command(Some(&session), method, params)
-    }
-
-    fn command(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut msg = json!({"id": id, "method": method, "params": params});
-        if let Some(s) = session {
-            msg["sessionId"] = json!(s);
-        }
-        let mut bytes = serde_json::to_vec(&msg).expect("serializes");
-        bytes.push(0);
-        self.commands
-            .write_all(&bytes)
-            .expect("chromium reads commands");
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let v = self
-                .replies
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no reply to {method} within {TIMEOUT:?}"));
-            if v["id"] == json!(id) {
-                if let Some(err) = v.get("error") {
-                    panic!("{method} failed: {err}");
-                }
-                return v["result"].clone();
-            }
-            self.events.push(v);
-        }
-    }
-
-    /// Waits until an event named `method` has arrived (or was received before).
-    pub fn wait_event(&mut self, method: &str) {
-        let deadline = Instant::now() + TIMEOUT;
-        while !self.events.iter().any(|e| e["method"] == method) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let v = self
-                .replies
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no {method} within {TIMEOUT:?}"));
-            self.events.push(v);
-        }
+            runtime,
+        })
     }
 
     /// Sets the viewport (CSS pixels); narrow ones emulate a phone.
     pub fn viewport(&mut self, width: u32, height: u32) {
-        self.send(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}),
-        );
+        let metrics = SetDeviceMetricsOverrideParams::new(width, height, 1.0, width < 600);
+        self.runtime
+            .block_on(self.page.execute(metrics))
+            .expect("the viewport is set");
+    }
+
+    /// Goes to `url` and waits for it to load; within the open page only
+    /// its fragment changes (no load follows, so none is awaited).
+    pub fn navigate(&mut self, url: &str) {
+        if let Some((page, fragment)) = url.split_once('#') {
+            if self.eval("location.href.split('#')[0]") == page {
+                self.eval(&format!("location.hash = {}; true", Value::from(fragment)));
+                return;
+            }
+        }
+        self.runtime
+            .block_on(self.page.goto(url))
+            .unwrap_or_else(|e| panic!("cannot open {url}: {e}"));
     }
 
     /// Opens `path` as a `file://` page and waits for it to load and draw.
     pub fn open(&mut self, path: &Path) {
-        self.events.retain(|e| e["method"] != "Page.loadEventFired");
         let url = format!(
             "file://{}",
             path.canonicalize().expect("page exists").display()
         );
-        self.send("Page.navigate", json!({"url": url}));
-        self.wait_event("Page.loadEventFired");
+        self.navigate(&url);
         self.wait_for("document.body.dataset.ready === 'true'");
     }
 
     /// Evaluates `expression` in the page and returns its value (promises awaited).
     pub fn eval(&mut self, expression: &str) -> Value {
-        let r = self.send(
-            "Runtime.evaluate",
-            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-        );
-        if let Some(e) = r.get("exceptionDetails") {
-            panic!("`{expression}` threw: {e}");
+        let params = EvaluateParams::builder()
+            .expression(expression)
+            .return_by_value(true)
+            .await_promise(true)
+            .build()
+            .expect("evaluation parameters");
+        let reply = self
+            .runtime
+            .block_on(self.page.execute(params))
+            .unwrap_or_else(|e| panic!("`{expression}` failed: {e}"));
+        if let Some(e) = &reply.result.exception_details {
+            panic!("`{expression}` threw: {e:?}");
         }
-        r["result"]["value"].clone()
+        reply.result.result.value.clone().unwrap_or(Value::Null)
     }
 
     /// Polls `condition` until it holds.
     pub fn wait_for(&mut self, condition: &str) {
         let deadline = Instant::now() + TIMEOUT;
-        while self.eval(condition) != json!(true) {
+        while self.eval(condition) != Value::Bool(true) {
             assert!(Instant::now() < deadline, "`{condition}` never held");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -251,10 +173,13 @@ impl Browser {
 
     /// A PNG of the viewport, written to `path`.
     pub fn screenshot(&mut self, path: &Path) {
-        let shot = self.send("Page.captureScreenshot", json!({"format": "png"}));
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(shot["data"].as_str().expect("image data"))
-            .expect("base64");
+        let params = ScreenshotParams::builder()
+            .format(CaptureScreenshotFormat::Png)
+            .build();
+        let png = self
+            .runtime
+            .block_on(self.page.screenshot(params))
+            .expect("a screenshot");
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("artifact directory");
         }
@@ -263,54 +188,65 @@ impl Browser {
 
     /// Console errors, uncaught exceptions and error log entries seen so far.
     pub fn errors(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .filter_map(|e| {
-                let p = &e["params"];
-                match e["method"].as_str()? {
-                    "Runtime.exceptionThrown" => Some(p["exceptionDetails"].to_string()),
-                    "Runtime.consoleAPICalled"
-                        if matches!(p["type"].as_str(), Some("error" | "assert")) =>
-                    {
-                        Some(p["args"].to_string())
-                    }
-                    "Log.entryAdded" if p["entry"]["level"] == "error" => {
-                        Some(p["entry"].to_string())
-                    }
-                    _ => None,
-                }
-            })
-            .collect()
+        self.seen.lock().unwrap().errors.clone()
     }
 
     /// URLs of every request the page made.
     pub fn requests(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .filter(|e| e["method"] == "Network.requestWillBeSent")
-            .filter_map(|e| e["params"]["request"]["url"].as_str().map(str::to_owned))
-            .collect()
+        self.seen.lock().unwrap().requests.clone()
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Chromium started by this test, ended by its own handle.
+        self.runtime.block_on(async {
+            let _ = self.cdp.kill().await;
+            let _ = self.cdp.wait().await;
+        });
     }
 }
 
-/// A pipe as (read end, write end).
-fn pipe() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(rc, 0, "pipe2: {}", std::io::Error::last_os_error());
-    // SAFETY: pipe2 just returned these descriptors, owned by nobody else.
-    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+/// Records into `seen` what the page reports from now on.
+async fn watch(page: &Page, seen: &Arc<Mutex<Seen>>) {
+    collect::<EventExceptionThrown>(page, seen, |e, s| {
+        s.errors.push(format!("{:?}", e.exception_details));
+    })
+    .await;
+    collect::<EventConsoleApiCalled>(page, seen, |e, s| {
+        if matches!(
+            e.r#type,
+            ConsoleApiCalledType::Error | ConsoleApiCalledType::Assert
+        ) {
+            s.errors.push(format!("{:?}", e.args));
+        }
+    })
+    .await;
+    collect::<EventEntryAdded>(page, seen, |e, s| {
+        if e.entry.level == LogEntryLevel::Error {
+            s.errors.push(format!("{:?}", e.entry));
+        }
+    })
+    .await;
+    collect::<EventRequestWillBeSent>(page, seen, |e, s| {
+        s.requests.push(e.request.url.clone());
+    })
+    .await;
 }
 
-fn raw(fd: &OwnedFd) -> i32 {
-    use std::os::fd::AsRawFd;
-    fd.as_raw_fd()
+/// Hands every event `T` of `page` to `record`, with what was seen so far.
+async fn collect<T>(
+    page: &Page,
+    seen: &Arc<Mutex<Seen>>,
+    record: impl Fn(&T, &mut Seen) + Send + 'static,
+) where
+    T: IntoEventKind + Unpin + Send + Sync + 'static,
+{
+    let mut events = page.event_listener::<T>().await.expect("an event stream");
+    let seen = seen.clone();
+    tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            record(&event, &mut seen.lock().unwrap());
+        }
+    });
 }

@@ -21,18 +21,29 @@ use std::path::Path;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-use super::View;
 use super::journals::Journals;
+use super::{SpecInfo, View};
 use crate::files::AtomicFile;
+use crate::run::record::Record;
 pub(super) use rows::GoldenCell;
 
 const CSS: &str = include_str!("report.css");
 const BODY: &str = include_str!("body.html");
+/// Text, numbers and elements, every page's first script ([`DRILL_JS`] and
+/// the page's own follow, in one function so the parts share its scope).
+pub(crate) const DOM_JS: &str = include_str!("dom.js");
+/// One record drawn in full, from its [`rows::Row`]: the report's
+/// drill-down and `harness view`'s.
+pub(crate) const DRILL_JS: &str = include_str!("record.js");
+/// The stylesheet of both.
+pub(crate) const REPORT_CSS: &str = CSS;
 /// The page's script, in order: one function, so the parts share its scope.
-const SCRIPT: [&str; 6] = [
+const SCRIPT: [&str; 8] = [
     "(function () {\n'use strict';\n",
+    DOM_JS,
     include_str!("lib.js"),
     include_str!("overview.js"),
+    DRILL_JS,
     include_str!("instances.js"),
     include_str!("views.js"),
     "})();\n",
@@ -71,6 +82,18 @@ pub(crate) fn write(path: &Path, v: &View, journals: &mut Journals) -> io::Resul
     json.write_all(b"}")?;
     write!(out, "</script>\n<script>{js}</script>\n</body>\n</html>\n")?;
     out.commit()
+}
+
+/// `record` as the drill-down draws it ([`DRILL_JS`]): its row, prompt
+/// included, against its golden transcript line when `golden` (the golden
+/// directory) holds one.
+pub(crate) fn drill_row(
+    record: &Record,
+    spec: &SpecInfo,
+    golden: Option<&Path>,
+) -> serde_json::Result<serde_json::Value> {
+    let checked = rows::Golden::new(golden).check(&record.model, &record.model, record);
+    serde_json::to_value(rows::row(record, (0, 0), spec, true, 0, checked))
 }
 
 /// What the page says when its script cannot run: in `body.html`.

@@ -3,22 +3,6 @@
 
 // ---------- overview ----------
 
-function errorBar(score, iv) {
-  const x = (v) => Math.max(0, Math.min(100, v * 100));
-  const bar = s('svg', { viewBox: '0 0 100 10', preserveAspectRatio: 'none', role: 'img',
-    'aria-label': pm(score, iv) },
-    s('rect', { x: 0, y: 2, width: x(score), height: 6, fill: 'var(--bar)', class: 'score' }));
-  if (iv) {
-    add(bar, [
-      s('line', { x1: x(iv.low), x2: x(iv.high), y1: 5, y2: 5, stroke: 'var(--err)', 'stroke-width': 0.8,
-        'vector-effect': 'non-scaling-stroke', class: 'interval', 'data-low': iv.low, 'data-high': iv.high }),
-      s('line', { x1: x(iv.low), x2: x(iv.low), y1: 2, y2: 8, stroke: 'var(--err)', 'vector-effect': 'non-scaling-stroke' }),
-      s('line', { x1: x(iv.high), x2: x(iv.high), y1: 2, y2: 8, stroke: 'var(--err)', 'vector-effect': 'non-scaling-stroke' }),
-    ]);
-  }
-  return bar;
-}
-
 function leaderboard() {
   const board = R.leaderboard;
   if (!board) return h('p', { class: 'muted' }, t('No records.'));
