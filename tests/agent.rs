@@ -8,14 +8,13 @@
 //! merge, `show`, and the golden diff naming the step where an episode departs.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::common::fake_server::{FakeCall, FakeServer, PROMPT_TOKENS, Reply, Request};
-use crate::common::root;
 use crate::common::workspace::Workspace;
+use crate::common::{root, spawn_quiet};
 
 /// The shop spec's instances.
 const INSTANCES: usize = 8;
@@ -211,12 +210,7 @@ fn a_dry_run_bounds_an_episode_by_max_turns() {
 /// the number of records in its journal; fails when the run ends first or
 /// nothing is ready within 30 s.
 pub(crate) fn kill_when(ws: &Workspace, args: &[&str], ready: impl Fn(usize) -> bool) {
-    let mut child = ws
-        .run_cmd(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_quiet(&mut ws.run_cmd(args));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let records = ws

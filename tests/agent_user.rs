@@ -404,12 +404,7 @@ fn dialogues_reproduce_live_with_both_models_and_rerun_from_cache() {
     assert!(code == 0 || code == 1, "{out}");
     let records = journal(dir.path());
     assert_eq!(records.len(), 2 * 2, "{out}");
-    let departures = golden_lines::departures(&records, &dir.path().join("golden"));
-    assert!(
-        departures.is_empty(),
-        "live conversations differ from the golden ones:\n{}",
-        departures.join("\n")
-    );
+    golden_lines::assert_as_golden(&records, &dir.path().join("golden"), "live conversations");
     let said: usize = records
         .iter()
         .filter_map(|r| r["trajectory"].as_array())

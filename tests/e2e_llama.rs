@@ -54,10 +54,7 @@ pub(crate) fn live(with_gemma: bool) -> Option<Live> {
     let servers = locks::real_llama();
     let smol = e2e_var("HARNESS_LLAMA_URL")?;
     let smol2 = e2e_var("HARNESS_LLAMA2_URL")?;
-    let judge = [
-        e2e_var("HARNESS_JUDGE_URL")?,
-        e2e_var("HARNESS_JUDGE2_URL")?,
-    ];
+    let judge = judges()?;
     let gemma = match with_gemma {
         true => [
             e2e_var("HARNESS_GEMMA_URL")?,
@@ -80,16 +77,21 @@ pub(crate) fn live_long() -> Option<Live> {
     let servers = locks::real_llama();
     let smol = e2e_var("HARNESS_LLAMA_LONG_URL")?;
     let gemma = e2e_var("HARNESS_GEMMA_LONG_URL")?;
-    let judge = [
-        e2e_var("HARNESS_JUDGE_URL")?,
-        e2e_var("HARNESS_JUDGE2_URL")?,
-    ];
+    let judge = judges()?;
     let one = |url: &str| format!("\"{url}/v1\"");
     Some(Live {
         dir: workspace_with(&one(&smol), &one(&gemma), &pool(&judge)),
         smol,
         _servers: servers,
     })
+}
+
+/// The judge's two servers; `None` when the tests skip.
+fn judges() -> Option<[String; 2]> {
+    Some([
+        e2e_var("HARNESS_JUDGE_URL")?,
+        e2e_var("HARNESS_JUDGE2_URL")?,
+    ])
 }
 
 /// A pool of two servers as a `base_url` value.
@@ -268,12 +270,7 @@ fn a_third_of_every_golden_transcript_reproduces_live_and_reruns_from_cache() {
     assert_eq!(code, 0, "{out}");
     let records = journal(dir.path());
     // A shard leaves the golden comparison to the merge: compare here.
-    let departures = golden_lines::departures(&records, &root().join("golden"));
-    assert!(
-        departures.is_empty(),
-        "live answers differ from the committed golden transcripts:\n{}",
-        departures.join("\n")
-    );
+    golden_lines::assert_as_golden(&records, &root().join("golden"), "live answers");
     assert!(records.len() >= 100, "a third of every spec: {out}");
     for r in &records {
         assert!(r["error"].is_null(), "request failed: {r}");

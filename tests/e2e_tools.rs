@@ -32,12 +32,7 @@ fn agent_episodes_reproduce_live_with_both_models_and_rerun_from_cache() {
     let secs = started.elapsed().as_secs_f64();
     assert_eq!(code, 0, "{out}");
     let records = journal(dir.path());
-    let departures = golden_lines::departures(&records, &dir.path().join("golden"));
-    assert!(
-        departures.is_empty(),
-        "live episodes differ from the golden ones:\n{}",
-        departures.join("\n")
-    );
+    golden_lines::assert_as_golden(&records, &dir.path().join("golden"), "live episodes");
     let mut turns = 0;
     for model in ["smollm2", "gemma3"] {
         let mine: Vec<&Value> = records.iter().filter(|r| r["model"] == model).collect();

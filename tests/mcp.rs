@@ -6,14 +6,13 @@
 //! ending its episode as a named failure, a SIGKILLed harness taking its
 //! server along, and the spec errors located at their keys.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::common::fake_server::{FakeCall, FakeServer, Reply};
-use crate::common::root;
 use crate::common::workspace::Workspace;
+use crate::common::{root, spawn_quiet};
 
 /// A spec whose episode offers the hostile server's tools (`filter`: a
 /// `tools = [...]` line, or none for all),
@@ -204,12 +203,7 @@ fn sigkill_of_the_harness_leaves_no_server() {
     );
     ws.fake_model(&fake, "timeout_secs = 60")
         .write("specs/mcp.toml", &text);
-    let mut child = ws
-        .run_cmd(&["specs/mcp.toml", "-m", "fake"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_quiet(&mut ws.run_cmd(&["specs/mcp.toml", "-m", "fake"]));
     let deadline = Instant::now() + Duration::from_secs(20);
     // The model is asked only once the server is up: then the episode is mid-way.
     while fake.count() == 0 {
@@ -443,13 +437,11 @@ fn a_streamable_http_server_serves_an_episode() {
         .local_addr()
         .unwrap()
         .port();
-    let server = std::process::Command::new("node")
-        .args([paths["MCP_EVERYTHING_BIN"].as_str(), "streamableHttp"])
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let server = spawn_quiet(
+        std::process::Command::new("node")
+            .args([paths["MCP_EVERYTHING_BIN"].as_str(), "streamableHttp"])
+            .env("PORT", port.to_string()),
+    );
     // Ended however the test ends.
     let _server = KillOnDrop(server);
     let up = Instant::now() + Duration::from_secs(20);

@@ -316,9 +316,8 @@ fn the_ci_models_recorded_reasoning_replays_from_its_golden_transcripts() {
     let out = ws.run_ok(&args);
     let records = ws.last_journal();
     assert_eq!(records.len(), 8, "{out}");
-    let departures =
-        crate::common::golden_lines::departures(&records, fixtures.join("golden").as_path());
-    assert!(departures.is_empty(), "{}", departures.join("\n"));
+    let golden = fixtures.join("golden");
+    crate::common::golden_lines::assert_as_golden(&records, &golden, "replayed answers");
     for r in &records {
         assert_eq!(r["failure"], "unfinished_reasoning", "{r}");
         assert_eq!(r["reasoning"]["unfinished"], true, "{r}");

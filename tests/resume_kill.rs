@@ -5,12 +5,12 @@
 //! cannot hide a repeated request behind a cache hit.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::fake_server::{FakeServer, Reply};
-use crate::common::run;
 use crate::common::workspace::{Workspace, interrupt_after};
+use crate::common::{run, spawn_quiet};
 use serde_json::Value;
 
 const RUNS: u64 = 20;
@@ -63,11 +63,7 @@ fn counts<I: IntoIterator<Item = String>>(items: I) -> BTreeMap<String, usize> {
 fn sigkill_then_resume_completes_the_plan_exactly_once() {
     let fake = FakeServer::start(|_| Reply::slow(150, Reply::Correct));
     let ws = setup(&fake);
-    let mut child = t06(&ws, RUNS, &["--no-cache"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_quiet(&mut t06(&ws, RUNS, &["--no-cache"]));
 
     // Wait for a few records, then kill: the run is mid-flight (20 × 150 ms / 2 ≈ 1.5 s).
     let deadline = Instant::now() + Duration::from_secs(15);

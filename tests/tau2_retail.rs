@@ -138,12 +138,7 @@ fn golden_conversations_reproduce_live_and_rerun_from_cache() {
     let records = journal(dir.path());
     assert_eq!(records.len(), 2, "one task for each model: {out}");
     assert_ne!(records[0]["model"], records[1]["model"], "{out}");
-    let departures = golden_lines::departures(&records, &dir.path().join("golden"));
-    assert!(
-        departures.is_empty(),
-        "live conversations differ from the golden ones:\n{}",
-        departures.join("\n")
-    );
+    golden_lines::assert_as_golden(&records, &dir.path().join("golden"), "live conversations");
     let (code, out) = crate::common::run(harness(dir.path()).args(&args));
     assert!(code == 0 || code == 1, "{out}");
     assert_all_cached(dir.path(), records.len(), &out);

@@ -294,17 +294,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), None);
-        let c = Completion {
-            logprobs: None,
-            allowance_spent: false,
-            text: "hi".into(),
-            reasoning: None,
-            usage: Usage::default(),
-            finish_reason: None,
-            shared: None,
-            served: None,
-            tool_calls: Vec::new(),
-        };
+        let c = Completion::new("hi", Usage::default());
         cache.put(&k0, &model, &c).unwrap();
         assert_eq!(cache.get(&k0).unwrap(), Some(c));
         let served = ServedBy {
@@ -332,15 +322,9 @@ mod tests {
             call(serde_json::json!("{\"n\": 5"), Some("EOF while parsing"))
         ]);
         let answer = Completion {
-            logprobs: None,
-            allowance_spent: false,
-            text: String::new(),
-            reasoning: None,
-            usage: Usage::default(),
             finish_reason: Some("tool_calls".into()),
-            shared: None,
-            served: None,
             tool_calls: serde_json::from_value(calls).unwrap(),
+            ..Completion::default()
         };
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(&dir.path().join("c.sqlite")).unwrap();
@@ -398,17 +382,7 @@ mod tests {
     #[test]
     fn absorbing_a_cache_adds_what_it_lacks_and_keeps_what_it_has() {
         let model = ModelSetup::new(ProviderKind::OpenAi, "m");
-        let answer = |text: &str| Completion {
-            logprobs: None,
-            allowance_spent: false,
-            text: text.into(),
-            reasoning: None,
-            usage: Usage::default(),
-            finish_reason: None,
-            shared: None,
-            served: None,
-            tool_calls: Vec::new(),
-        };
+        let answer = |text: &str| Completion::new(text, Usage::default());
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
         let (mine, theirs) = (Cache::open(&a).unwrap(), Cache::open(&b).unwrap());

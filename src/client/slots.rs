@@ -359,15 +359,8 @@ mod tests {
         assert_eq!(Signal::of(&timeout, none), Neutral);
         let answer = |allowance_spent| {
             Ok::<_, ProviderError>(vec![Completion {
-                logprobs: None,
-                text: "4".into(),
-                reasoning: None,
-                usage: Default::default(),
-                finish_reason: None,
-                shared: None,
-                served: None,
-                tool_calls: Vec::new(),
                 allowance_spent,
+                ..Completion::new("4", Default::default())
             }])
         };
         assert_eq!(Signal::of(&answer(false), Vec::as_slice), Success);

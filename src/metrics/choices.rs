@@ -232,14 +232,20 @@ mod tests {
         }
     }
 
+    /// The metrics of answers that all gave the choices probabilities `p`,
+    /// one answer per entry of `corrects` (the right choice's index).
+    fn metrics(p: &[f64], corrects: &[usize]) -> ChoiceMetrics {
+        let mut totals = ChoiceTotals::default();
+        for &correct in corrects {
+            totals.add(&outcome(p, correct));
+        }
+        totals.finish().unwrap()
+    }
+
     #[test]
     fn a_perfectly_calibrated_set_has_no_calibration_error() {
         // Confidence 0.75, right three times in four.
-        let mut totals = ChoiceTotals::default();
-        for correct in [0, 0, 0, 1] {
-            totals.add(&outcome(&[0.75, 0.25], correct));
-        }
-        let m = totals.finish().unwrap();
+        let m = metrics(&[0.75, 0.25], &[0, 0, 0, 1]);
         assert_eq!(m.acc.value, 0.75);
         assert!(m.ece.unwrap().value.abs() < 1e-12);
         assert_eq!(m.bins.len(), 1);
@@ -252,11 +258,7 @@ mod tests {
 
     #[test]
     fn overconfidence_shows_as_the_gap_in_its_bin() {
-        let mut totals = ChoiceTotals::default();
-        for correct in [0, 1, 1, 1] {
-            totals.add(&outcome(&[0.95, 0.05], correct));
-        }
-        let m = totals.finish().unwrap();
+        let m = metrics(&[0.95, 0.05], &[0, 1, 1, 1]);
         let ece = m.ece.unwrap();
         assert!((ece.value - 0.7).abs() < 1e-9, "{ece:?}");
         let interval = ece.interval.unwrap();

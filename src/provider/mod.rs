@@ -305,6 +305,18 @@ pub struct Completion {
     pub allowance_spent: bool,
 }
 
+impl Completion {
+    /// An answer of `text` alone with its token counts: no reasoning, calls,
+    /// log-probabilities or server details, which a caller adds by name.
+    pub fn new(text: impl Into<String>, usage: Usage) -> Completion {
+        Completion {
+            text: text.into(),
+            usage,
+            ..Completion::default()
+        }
+    }
+}
+
 /// The model identity a server reports with an answer: the response's `model`
 /// field and, where present, its `system_fingerprint` (the backend build).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -82,15 +82,8 @@ mod tests {
 
     fn raw(text: &str, finish: Option<&str>) -> Completion {
         Completion {
-            logprobs: None,
-            text: text.into(),
-            reasoning: None,
-            usage: Usage::default(),
             finish_reason: finish.map(str::to_owned),
-            shared: None,
-            served: None,
-            tool_calls: Vec::new(),
-            allowance_spent: false,
+            ..Completion::new(text, Usage::default())
         }
     }
 

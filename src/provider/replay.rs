@@ -112,15 +112,9 @@ impl ReplayProvider {
             ))
         };
         let recorded = |text: &str, reasoning: &Option<_>, calls, usage| Completion {
-            logprobs: None,
-            allowance_spent: false,
-            text: text.to_owned(),
             reasoning: Option::clone(reasoning),
-            usage,
-            finish_reason: None,
-            shared: None,
-            served: None,
             tool_calls: calls,
+            ..Completion::new(text, usage)
         };
         let usage = Usage {
             tokens_in: scored.tokens_in,

@@ -66,19 +66,12 @@ mod tests {
         let said = format!("my key is {key}");
         let block = serde_json::json!({"type": "thinking", "thinking": said, "signature": "s"});
         let answer = Completion {
-            logprobs: None,
-            text: said.clone(),
             reasoning: Some(Reasoning {
-                text: said,
+                text: said.clone(),
                 blocks: vec![block],
                 ..Reasoning::default()
             }),
-            usage: super::super::Usage::default(),
-            finish_reason: None,
-            shared: None,
-            served: None,
-            tool_calls: Vec::new(),
-            allowance_spent: false,
+            ..Completion::new(said, super::super::Usage::default())
         };
         let clean = scrub(Ok(vec![answer])).unwrap().remove(0);
         let all = serde_json::to_string(&clean.reasoning).unwrap() + clean.text.as_str();

@@ -245,20 +245,13 @@ pub(super) fn unparsed_call(
         .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
         .unwrap_or_else(|| body.clone());
     Some(super::Completion {
-        logprobs: None,
-        allowance_spent: false,
-        text: String::new(),
-        reasoning: None,
-        usage: super::Usage::default(),
-        finish_reason: None,
-        shared: None,
-        served: None,
         tool_calls: vec![ToolCall {
             id: String::new(),
             name: String::new(),
             arguments: Value::String(String::new()),
             invalid: Some(format!("the server could not parse the call: {message}")),
         }],
+        ..super::Completion::default()
     })
 }
 

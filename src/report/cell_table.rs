@@ -4,10 +4,25 @@
 
 use super::View;
 use super::fit::{Cell, fitted};
+use crate::metrics::Metrics;
 use crate::text::{md_cell, table};
 
 /// One row: the model, the spec's title and the numbers after them.
 pub(crate) type Row<'a> = (&'a str, &'a str, Vec<String>);
+
+/// The cells a section shows, in report order, as (model, spec title, what
+/// `pick` takes from the cell's metrics): those it takes something from.
+pub(crate) fn cells<'a, T>(
+    v: &'a View,
+    pick: impl Fn(&'a Metrics) -> Option<T> + Copy + 'a,
+) -> impl Iterator<Item = (&'a str, &'a str, T)> {
+    v.models.iter().flat_map(move |m| {
+        v.specs.iter().filter_map(move |s| {
+            let taken = pick(v.summary.cell(m, &s.id)?)?;
+            Some((m.as_str(), s.title.as_str(), taken))
+        })
+    })
+}
 
 /// The terminal table under `heading` (empty when there is no row).
 pub(crate) fn terminal(v: &View, heading: &str, header: &[&str], rows: Vec<Row>) -> String {

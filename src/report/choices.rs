@@ -20,12 +20,7 @@ pub(crate) fn any(v: &View) -> bool {
 
 /// The multiple-choice cells, as (model, spec title, metrics), in report order.
 fn cells<'a>(v: &'a View) -> impl Iterator<Item = (&'a str, &'a str, &'a ChoiceMetrics)> {
-    v.models.iter().flat_map(move |m| {
-        v.specs.iter().filter_map(move |s| {
-            let c = v.summary.cell(m, &s.id)?.choices.as_ref()?;
-            Some((m.as_str(), s.title.as_str(), c))
-        })
-    })
+    super::cell_table::cells(v, |c| c.choices.as_ref())
 }
 
 /// `0.420 [0.310, 0.530]`.

@@ -20,12 +20,7 @@ pub(crate) fn any(v: &View) -> bool {
 
 /// The cells with reasoning, as (model, spec title, metrics), in report order.
 fn cells<'a>(v: &'a View) -> impl Iterator<Item = (&'a str, &'a str, &'a Metrics)> {
-    v.models.iter().flat_map(move |m| {
-        v.specs.iter().filter_map(move |s| {
-            let c = v.summary.cell(m, &s.id)?;
-            c.reasons().then_some((m.as_str(), s.title.as_str(), c))
-        })
-    })
+    super::cell_table::cells(v, |c| c.reasons().then_some(c))
 }
 
 /// A cell's numbers: answers with reasoning, mean reasoning tokens, unfinished, other failures.

@@ -18,18 +18,10 @@ fn user_errors(c: &Metrics) -> u64 {
 /// The rows of the table: per cell with a user's failure, its count and
 /// the cell's other failures (errors aside).
 pub(crate) fn rows<'a>(v: &'a View) -> Vec<super::cell_table::Row<'a>> {
-    v.models
-        .iter()
-        .flat_map(move |m| {
-            v.specs.iter().filter_map(move |s| {
-                let c = v.summary.cell(m, &s.id)?;
-                let users = user_errors(c);
-                let agent = (c.total - c.passed).saturating_sub(c.errors + users);
-                (users > 0).then(|| {
-                    let numbers = vec![users.to_string(), agent.to_string()];
-                    (m.as_str(), s.title.as_str(), numbers)
-                })
-            })
-        })
-        .collect()
+    super::cell_table::cells(v, |c| {
+        let users = user_errors(c);
+        let agent = (c.total - c.passed).saturating_sub(c.errors + users);
+        (users > 0).then(|| vec![users.to_string(), agent.to_string()])
+    })
+    .collect()
 }

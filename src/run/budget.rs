@@ -328,6 +328,16 @@ mod tests {
         ChatRequest::new(vec![question], 86)
     }
 
+    /// An answer to [`request`] (its 14 prompt tokens) of `tokens_out` tokens.
+    fn answer(text: &str, tokens_out: u64) -> Completion {
+        let usage = Usage {
+            tokens_in: Some(14),
+            tokens_out: Some(tokens_out),
+            ..Usage::default()
+        };
+        Completion::new(text, usage)
+    }
+
     /// One choice of `request` to `model`, asked once.
     fn at<'a>(model: &'a ModelSetup, request: &'a ChatRequest) -> Attempt<'a> {
         Attempt {
@@ -357,22 +367,7 @@ mod tests {
         assert!(meter.admit(at(&m, &r), true).is_none());
         assert!(meter.refused());
         // Once refused, a freed reservation does not restart the run.
-        let answer = Completion {
-            logprobs: None,
-            allowance_spent: false,
-            text: "Paris".into(),
-            reasoning: None,
-            usage: Usage {
-                tokens_in: Some(14),
-                tokens_out: Some(1),
-                tokens_cached: None,
-                tokens_reasoning: None,
-            },
-            finish_reason: None,
-            shared: None,
-            served: None,
-            tool_calls: Vec::new(),
-        };
+        let answer = answer("Paris", 1);
         let left = meter.settle(at(&m, &r), first, &[answer]);
         assert_eq!(left, Reservation::default(), "one ask, answered");
         assert!(meter.admit(at(&m, &r), true).is_none());
@@ -400,22 +395,7 @@ mod tests {
         let held = meter.settle(json, held, &[]);
         assert_eq!(held.tokens, 300);
         // An answer (rejected, asked again) bills its tokens and frees one ask.
-        let answer = Completion {
-            logprobs: None,
-            allowance_spent: false,
-            text: "not json".into(),
-            reasoning: None,
-            usage: Usage {
-                tokens_in: Some(14),
-                tokens_out: Some(86),
-                tokens_cached: None,
-                tokens_reasoning: None,
-            },
-            finish_reason: None,
-            shared: None,
-            served: None,
-            tool_calls: Vec::new(),
-        };
+        let answer = answer("not json", 86);
         let held = meter.settle(json, held, std::slice::from_ref(&answer));
         assert_eq!(held.tokens, 200);
         // Spent 100 + held 200 leaves room for a one-ask request of 100.

@@ -164,20 +164,6 @@ mod tests {
     use crate::format::Role;
     use crate::provider::{SharedUsage, Usage};
 
-    fn answer(text: &str, usage: Usage) -> Completion {
-        Completion {
-            logprobs: None,
-            allowance_spent: false,
-            text: text.to_owned(),
-            reasoning: None,
-            usage,
-            finish_reason: None,
-            shared: None,
-            served: None,
-            tool_calls: Vec::new(),
-        }
-    }
-
     const PRICE: TokenPrice = TokenPrice {
         input: 2.0,
         output: 8.0,
@@ -193,7 +179,7 @@ mod tests {
             tokens_cached: Some(4),
             tokens_reasoning: None,
         };
-        let cost = answers_cost(&PRICE, &[], &[answer("12", usage)]);
+        let cost = answers_cost(&PRICE, &[], &[Completion::new("12", usage)]);
         assert!((cost.amount - 68e-6).abs() < 1e-15, "{cost:?}");
         assert!(!cost.estimated);
     }
@@ -203,13 +189,13 @@ mod tests {
         let messages = [Message::text(Role::User, "What is the capital of France?")];
         // cl100k_base: 7 tokens, + 4 for the message, + 3 for the reply.
         assert_eq!(prompt_tokens(&messages), 14);
-        let (tokens, estimated) = billed(&messages, &answer("Paris", Usage::default()));
+        let (tokens, estimated) = billed(&messages, &Completion::new("Paris", Usage::default()));
         assert_eq!((tokens.input, tokens.output, estimated), (14, 1, true));
     }
 
     #[test]
     fn choices_of_one_request_share_its_prompt() {
-        let mut a = answer(
+        let mut a = Completion::new(
             "hello world",
             Usage {
                 tokens_in: Some(10),
@@ -242,10 +228,15 @@ mod tests {
             latency: std::time::Duration::ZERO,
             cached,
             retries: Vec::new(),
-            rejected: vec![answer("x", Usage::default()); rejected],
+            rejected: vec![Completion::new("x", Usage::default()); rejected],
             endpoint: None,
         };
-        let ok = || Ok(answer("a long answer of many tokens", Usage::default()));
+        let ok = || {
+            Ok(Completion::new(
+                "a long answer of many tokens",
+                Usage::default(),
+            ))
+        };
         let failed = || Err(crate::provider::ProviderError::Program("exit 3".into()));
         let cases = [
             (asked(ok(), 0, false), 0.25, 0.0),

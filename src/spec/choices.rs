@@ -202,6 +202,19 @@ pub(crate) enum ChoiceProblem {
     },
 }
 
+/// The value of instance variable `var`, which the `[choices]` key `key`
+/// names, or that the instance has no such variable.
+fn variable<'v>(
+    vars: &'v Map<String, Value>,
+    var: &str,
+    key: &'static str,
+) -> Result<&'v Value, ChoiceProblem> {
+    crate::verify::lookup(vars, var).ok_or_else(|| ChoiceProblem::Missing {
+        var: var.to_owned(),
+        key,
+    })
+}
+
 impl ChoicesRuntime {
     /// The labels, one per choice in order (as many as the longest question needs).
     pub(crate) fn labels(&self) -> &[String] {
@@ -212,14 +225,8 @@ impl ChoicesRuntime {
     /// make a question.
     pub(crate) fn set(&self, vars: &Map<String, Value>) -> Result<ChoiceSet, ChoiceProblem> {
         let var = || self.texts.clone();
-        let texts = match crate::verify::lookup(vars, &self.texts) {
-            None => {
-                return Err(ChoiceProblem::Missing {
-                    var: var(),
-                    key: "texts",
-                });
-            }
-            Some(Value::Array(items)) => items
+        let texts = match variable(vars, &self.texts, "texts")? {
+            Value::Array(items) => items
                 .iter()
                 .map(|v| match v {
                     Value::String(s) => Ok(s.clone()),
@@ -230,7 +237,7 @@ impl ChoicesRuntime {
                     }),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(other) => {
+            other => {
                 return Err(ChoiceProblem::NotAList {
                     var: var(),
                     value: other.to_string(),
@@ -250,18 +257,11 @@ impl ChoicesRuntime {
             });
         }
         let var = || self.correct.clone();
-        let correct = match crate::verify::lookup(vars, &self.correct) {
-            None => {
-                return Err(ChoiceProblem::Missing {
-                    var: var(),
-                    key: "correct",
-                });
-            }
-            Some(v) => v.as_u64().ok_or_else(|| ChoiceProblem::NotAnIndex {
-                var: var(),
-                value: v.to_string(),
-            })?,
-        };
+        let correct = variable(vars, &self.correct, "correct")?;
+        let correct = correct.as_u64().ok_or_else(|| ChoiceProblem::NotAnIndex {
+            var: var(),
+            value: correct.to_string(),
+        })?;
         let index = usize::try_from(correct).unwrap_or(usize::MAX);
         if index >= count {
             return Err(ChoiceProblem::OutOfRange {

@@ -84,6 +84,17 @@ pub fn departures(records: &[Value], golden: &Path) -> Vec<String> {
     departures
 }
 
+/// Asserts that no record departs from its line under `golden` (see
+/// [`departures`]); `what` names the records in the failure (`live episodes`).
+pub fn assert_as_golden(records: &[Value], golden: &Path, what: &str) {
+    let departures = departures(records, golden);
+    assert!(
+        departures.is_empty(),
+        "{what} differ from the golden transcripts:\n{}",
+        departures.join("\n")
+    );
+}
+
 /// A JSON Lines file's values (none when the file is missing).
 pub fn journal_lines(path: &Path) -> Vec<Value> {
     fs::read_to_string(path)

@@ -14,7 +14,7 @@ pub mod workspace;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -51,6 +51,15 @@ pub fn check_examples(spec: &Path, extra: &[&str]) -> (i32, String) {
         .arg("--golden")
         .arg(golden.path());
     run(&mut cmd)
+}
+
+/// Starts a command with its output discarded, for a process a test stops
+/// or waits on itself (a run killed midway, a server).
+pub fn spawn_quiet(cmd: &mut Command) -> Child {
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// Runs a command and returns (exit code, stdout + stderr).

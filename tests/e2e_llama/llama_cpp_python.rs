@@ -44,9 +44,7 @@ fn llama_cpp_python_answers_a_spec_over_the_openai_wire_and_reruns_from_cache() 
 /// the live state (its lock held), the records and the output; `None` when
 /// the live tests skip.
 fn run_on_py(spec: &str, extra: &[&str]) -> Option<(Live, Vec<serde_json::Value>, String)> {
-    let url = e2e_var("HARNESS_LLAMA_PY_URL")?;
-    let live = live(false)?;
-    add_model(live.dir.path(), &url);
+    let live = live_with_py()?;
     let mut cmd = harness(live.dir.path());
     cmd.args(["run", spec, "-m", "smollm2py", "--no-progress"])
         .args(extra);
@@ -54,6 +52,15 @@ fn run_on_py(spec: &str, extra: &[&str]) -> Option<(Live, Vec<serde_json::Value>
     assert!(code == 0 || code == 1, "{out}");
     let records = journal(live.dir.path());
     Some((live, records, out))
+}
+
+/// The live state with llama-cpp-python's server added as `smollm2py`;
+/// `None` when the live tests skip.
+fn live_with_py() -> Option<Live> {
+    let url = e2e_var("HARNESS_LLAMA_PY_URL")?;
+    let live = live(false)?;
+    add_model(live.dir.path(), &url);
+    Some(live)
 }
 
 /// Adds `smollm2py`, SmolLM2 on llama-cpp-python's server at `url`, to the
@@ -75,13 +82,9 @@ fn add_model(dir: &std::path::Path, url: &str) {
 /// echoes none, the same run stops with the named error and no score.
 #[test]
 fn loglikelihood_reproduces_live_on_llama_cpp_python_and_llama_server_is_refused() {
-    let Some(url) = e2e_var("HARNESS_LLAMA_PY_URL") else {
+    let Some(Live { dir, _servers, .. }) = live_with_py() else {
         return;
     };
-    let Some(Live { dir, _servers, .. }) = live(false) else {
-        return;
-    };
-    add_model(dir.path(), &url);
     copy_dir(&root().join("golden"), &dir.path().join("golden"));
     fs::copy(root().join(LOGLIKELIHOOD), dir.path().join(LOGLIKELIHOOD)).unwrap();
     let args = [
@@ -102,12 +105,7 @@ fn loglikelihood_reproduces_live_on_llama_cpp_python_and_llama_server_is_refused
     assert!(out.contains("acc_norm"), "{out}");
     let records = journal(dir.path());
     assert_eq!(records.len(), 12, "{out}");
-    let departures = golden_lines::departures(&records, &root().join("golden"));
-    assert!(
-        departures.is_empty(),
-        "live log-likelihoods differ:\n{}",
-        departures.join("\n")
-    );
+    golden_lines::assert_as_golden(&records, &root().join("golden"), "live log-likelihoods");
     for r in &records {
         let lls = r["choice"]["loglikelihoods"].as_array().unwrap();
         assert_eq!(
@@ -167,13 +165,9 @@ fn loglikelihood_agrees_live_with_lm_evals_committed_output() {
 /// are single tokens of SmolLM2; Cyrillic ones mostly are not.
 #[test]
 fn check_asks_both_servers_whether_first_token_labels_are_single_tokens() {
-    let Some(url) = e2e_var("HARNESS_LLAMA_PY_URL") else {
+    let Some(Live { dir, _servers, .. }) = live_with_py() else {
         return;
     };
-    let Some(Live { dir, _servers, .. }) = live(false) else {
-        return;
-    };
-    add_model(dir.path(), &url);
     let spec = "specs/ru_choice.toml";
     for model in ["smollm2", "smollm2py"] {
         let args = ["check", "--bless", spec, "-m", model];

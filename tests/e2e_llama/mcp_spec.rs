@@ -30,12 +30,7 @@ fn the_mcp_spec_reproduces_live_against_the_real_servers() {
     assert!(code == 0 || code == 1, "{out}");
     let records = journal(dir.path());
     assert_eq!(records.len(), 4, "{out}");
-    let departures = golden_lines::departures(&records, &dir.path().join("golden"));
-    assert!(
-        departures.is_empty(),
-        "live episodes differ from the golden ones:\n{}",
-        departures.join("\n")
-    );
+    golden_lines::assert_as_golden(&records, &dir.path().join("golden"), "live episodes");
     // The servers answered: a real result of each model's first call.
     for r in &records {
         assert!(r["error"].is_null(), "{r}");

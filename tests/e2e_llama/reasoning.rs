@@ -69,12 +69,7 @@ fn both_ci_models_reason_live_and_reproduce_their_golden_reasoning() {
     let records = ws.last_journal();
     assert_eq!(records.len(), 8, "{out}");
     let golden = root().join("tests/fixtures/reasoning/golden");
-    let departures = golden_lines::departures(&records, &golden);
-    assert!(
-        departures.is_empty(),
-        "live answers differ from the golden transcripts:\n{}",
-        departures.join("\n")
-    );
+    golden_lines::assert_as_golden(&records, &golden, "live answers");
     for r in &records {
         let thought = r["reasoning"]["text"].as_str().unwrap_or_default();
         assert!(!thought.trim().is_empty(), "no reasoning: {r}");

@@ -187,10 +187,9 @@ fn assert_no_injection(b: &mut Browser) {
 /// their own, and their hostile text stays text.
 #[test]
 fn a_conversation_marks_the_simulated_users_turns() {
-    let Some(mut b) = Browser::launch() else {
+    let Some(mut b) = drilled_into("conversation", "ru_support_dialogue") else {
         return;
     };
-    drill_into(&mut b, "conversation", "ru_support_dialogue");
     let roles = texts(&mut b, "#drill-body .step > .role");
     assert_eq!(
         roles,
@@ -215,9 +214,11 @@ fn a_conversation_marks_the_simulated_users_turns() {
     assert_clean(&b);
 }
 
-/// Writes the report of `tests/fixtures/journals/<name>.jsonl` (one model,
-/// the spec `spec`), opens it in `b` and drills into its first record.
-fn drill_into(b: &mut Browser, name: &str, spec: &str) {
+/// A browser on the report of `tests/fixtures/journals/<name>.jsonl` (one
+/// model, the spec `spec`), drilled into its first record; `None` when no
+/// browser runs here.
+fn drilled_into(name: &str, spec: &str) -> Option<Browser> {
+    let mut b = Browser::launch()?;
     let dir = tempfile::tempdir().unwrap();
     let journal = crate::common::root().join(format!("tests/fixtures/journals/{name}.jsonl"));
     let models = vec!["qwen3:8b".to_owned()];
@@ -232,11 +233,12 @@ fn drill_into(b: &mut Browser, name: &str, spec: &str) {
         ..harness::ReportContext::new(dir.path(), &models, &specs, &journals)
     };
     let out = harness::write_reports(&ctx).unwrap();
-    open(b, &out.files.html, 1280, &format!("{name}_overview"));
+    open(&mut b, &out.files.html, 1280, &format!("{name}_overview"));
     b.eval("document.querySelector('#tabs [data-view=instances]').click()");
     b.wait_for("document.querySelectorAll('#view-instances .vrow').length > 0");
-    open_first(b);
+    open_first(&mut b);
     b.screenshot(&artifacts().join(format!("{name}_drill_1280.png")));
+    Some(b)
 }
 
 /// An episode with an MCP server's structured result
@@ -244,10 +246,9 @@ fn drill_into(b: &mut Browser, name: &str, spec: &str) {
 /// pretty JSON, and the hostile text inside it stays text.
 #[test]
 fn an_mcp_result_is_pretty_json_and_text() {
-    let Some(mut b) = Browser::launch() else {
+    let Some(mut b) = drilled_into("mcp_episode", "mcp_memory") else {
         return;
     };
-    drill_into(&mut b, "mcp_episode", "mcp_memory");
     let results = texts(&mut b, "#drill-body .step.tool pre");
     let expected = "{\n  \"entities\": [\n    {\n      \"entityType\": \"person\",\n      \"name\": \"Анна\",\n      \"observations\": [\n        \"любит чай <img src=x onerror=\\\"window.__pwned = 9\\\">\"\n      ]\n    }\n  ]\n}";
     assert_eq!(results, [expected]);

@@ -312,7 +312,7 @@ pub(crate) fn parse_stdout(stdout: &[u8]) -> Result<Completion, ProviderError> {
                 || (o.get("text").is_none() && o.get("tool_calls").is_some_and(Value::is_array))
         });
     let Some(envelope) = envelope else {
-        return Ok(completion(trimmed.to_owned(), Usage::default()));
+        return Ok(Completion::new(trimmed, Usage::default()));
     };
     let count = |key: &str| -> Result<Option<u64>, ProviderError> {
         match envelope.get("usage").and_then(|u| u.get(key)) {
@@ -333,7 +333,7 @@ pub(crate) fn parse_stdout(stdout: &[u8]) -> Result<Completion, ProviderError> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let mut completion = completion(text, usage);
+    let mut completion = Completion::new(text, usage);
     completion.tool_calls = tool_calls(envelope.get("tool_calls"))?;
     Ok(completion)
 }
@@ -378,20 +378,6 @@ fn tool_calls(value: Option<&Value>) -> Result<Vec<ToolCall>, ProviderError> {
             }
         })
         .collect()
-}
-
-fn completion(text: String, usage: Usage) -> Completion {
-    Completion {
-        logprobs: None,
-        allowance_spent: false,
-        text,
-        reasoning: None,
-        usage,
-        finish_reason: None,
-        shared: None,
-        served: None,
-        tool_calls: Vec::new(),
-    }
 }
 
 #[cfg(test)]
