@@ -452,5 +452,32 @@ fn a_run_compares_with_its_golden_transcripts() {
     assert!(new["row"]["g"]["diff"].is_array(), "{new}");
 }
 
+#[test]
+fn a_records_images_show_as_the_reports_thumbnails() {
+    let fake = FakeServer::start(|_| Reply::Text("42".into()));
+    let ws = Workspace::new();
+    ws.fake_model(&fake, "timeout_secs = 10").write(
+        "specs/img.toml",
+        "runs = 1\n[generate]\nscript = '#{ want: \"42\" }'\n[prompt]\nuser = \"Read it\"\nimages = [\"line.png\"]\n[[verify]]\nrule = \"exact\"\nexpected = \"want\"\n",
+    );
+    let png = crate::common::root().join("docs/examples/datasets/ocr_mini/images/en_41.png");
+    std::fs::copy(png, ws.path().join("specs/line.png")).unwrap();
+    ws.run_ok(&["specs/img.toml", "-m", "fake"]);
+    let viewer = Viewer::start(&ws, &[]);
+    let id = viewer.runs_with(1, 1)[0]["id"].as_str().unwrap().to_owned();
+    let drawn = viewer.json(&format!("/api/runs/{id}/records/0"));
+    // [role, text, thumbnails]: the image embedded, named by its path.
+    let thumb = &drawn["row"]["p"][0][2][0];
+    let url = thumb["u"].as_str().unwrap_or_else(|| panic!("{drawn}"));
+    assert!(url.starts_with("data:image/png;base64,"), "{drawn}");
+    assert!(
+        thumb["t"]
+            .as_str()
+            .unwrap()
+            .starts_with("line.png · image/png"),
+        "{drawn}"
+    );
+}
+
 /// The page in headless Chromium, and the viewer at scale.
 mod browser;
