@@ -357,6 +357,11 @@ fn corrupt_journal_lines_are_unreadable_and_never_fatal() {
 #[test]
 fn shards_of_one_plan_show_as_one_run_and_a_repeated_shard_starts_another() {
     let (ws, _fake) = slow_workspace(0);
+    // The specs live in a git checkout: each plan records its commit.
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::create_dir_all(ws.path().join(".git/refs/heads")).unwrap();
+    ws.write(".git/HEAD", "ref: refs/heads/main\n")
+        .write(".git/refs/heads/main", commit);
     let shard = |i: &str| {
         let (code, out) = ws.run(&["specs/q.toml", "-m", "fake", "--shard", i]);
         assert_eq!(code, 0, "{out}");
@@ -369,6 +374,7 @@ fn shards_of_one_plan_show_as_one_run_and_a_repeated_shard_starts_another() {
     let set = &runs[0];
     assert_eq!(set["shard"], "2 of 2 shards", "{set}");
     assert_eq!(set["shards"].as_array().unwrap().len(), 2, "{set}");
+    assert_eq!(set["commits"], serde_json::json!([commit]), "{set}");
     let id = set["id"].as_str().unwrap();
     let detail = viewer.json(&format!("/api/runs/{id}"));
     let cells = detail["cells"].as_array().unwrap();

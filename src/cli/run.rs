@@ -181,6 +181,9 @@ fn plan_new(
         currency: config.currency.clone(),
         plan_hash: None,
         shard,
+        commit: specs
+            .first()
+            .and_then(|s| run::head_commit(s.file.parent()?)),
     };
     manifest.plan_hash = Some(run::plan_hash(&manifest).map_err(fail)?);
     Ok(manifest)

@@ -51,6 +51,10 @@ pub(crate) struct Manifest {
     /// The slice of the plan this run computes (`--shard`); absent: all of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<super::shard::Shard>,
+    /// The git commit checked out where the first spec lives, when that is
+    /// a git checkout (not part of the plan's hash: shards may differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 fn usd() -> String {

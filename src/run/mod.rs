@@ -22,6 +22,7 @@ pub(crate) mod cost;
 mod episode;
 mod estimate;
 mod exec_call;
+mod git;
 pub(crate) mod journal;
 mod manifest;
 mod mcp_tools;
@@ -40,6 +41,7 @@ use std::path::PathBuf;
 
 pub(crate) use budget::{Limits, Spent};
 pub(crate) use estimate::{Estimate, estimate};
+pub(crate) use git::head_commit;
 pub(crate) use journal::transcripts;
 pub(crate) use manifest::{
     Manifest, find_run, new_run_id, read_manifest, timestamps, write_manifest,

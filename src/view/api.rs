@@ -35,6 +35,8 @@ pub(super) struct RunSummary {
     shards: Vec<String>,
     /// The tags of its specs (as their files say now).
     tags: Vec<String>,
+    /// The git commits its specs were at, when known (shards may differ).
+    commits: Vec<String>,
 }
 
 /// Pushes `item` onto `list` unless it is there.
@@ -50,7 +52,10 @@ pub(super) fn summary(shown: &Shown, now: SystemTime) -> RunSummary {
     let cells = cells(shown);
     let sum = |f: fn(&Cell) -> u64| cells.iter().map(f).sum::<u64>();
     let (mut models, mut specs, mut tags) = (Vec::new(), Vec::new(), Vec::new());
+    let mut commits = Vec::new();
     for run in &shown.members {
+        let commit = run.plan.as_ref().and_then(|p| p.commit.as_deref());
+        commit.into_iter().for_each(|c| push_new(&mut commits, c));
         let plan_models = run.plan.iter().flat_map(|p| &p.models);
         plan_models.for_each(|m| push_new(&mut models, &m.name));
         let spec_tags = run.specs.iter().flat_map(|s| &s.tags);
@@ -94,6 +99,7 @@ pub(super) fn summary(shown: &Shown, now: SystemTime) -> RunSummary {
             Vec::new()
         },
         tags,
+        commits,
     }
 }
 

@@ -53,6 +53,13 @@ function grid(headers, rows) {
   return t;
 }
 
+// The git commits a run's specs were at, each shortened (whole in its title).
+function commits(run) {
+  const box = el('span', null, { class: 'commit' });
+  run.commits.forEach(function (c, i) { box.append(i ? ', ' : '', el('code', c.slice(0, 10), { title: c })); });
+  return box;
+}
+
 // Where a run stands, with the commands that go on with it when interrupted.
 function status(run) {
   const box = el('span');
@@ -88,7 +95,7 @@ async function runsPage() {
     const id = link(run.id, '/run/' + encodeURIComponent(run.id));
     return { run: run, cells: [check, id, run.created || '', status(run), run.models.join(', '),
       run.specs.join(', '), run.records, percent(rate), run.errors, run.unreadable,
-      money(run.cost, run.currency), run.shard || ''] };
+      money(run.cost, run.currency), run.shard || '', commits(run)] };
   });
   const list = el('div');
   function draw() {
@@ -97,13 +104,13 @@ async function runsPage() {
     sessionStorage.setItem('since', since.value);
     sessionStorage.setItem('until', until.value);
     const kept = rows.filter(function (r) {
-      const hay = [r.run.id, r.run.created, r.run.status, r.run.models.join(' '), r.run.specs.join(' '), r.run.tags.join(' ')].join(' ').toLowerCase();
+      const hay = [r.run.id, r.run.created, r.run.status, r.run.models.join(' '), r.run.specs.join(' '), r.run.tags.join(' '), r.run.commits.join(' ')].join(' ').toLowerCase();
       const day = (r.run.created || '').slice(0, 10);
       return words.every(function (w) { return hay.includes(w); }) &&
         (!since.value || day >= since.value) && (!until.value || day <= until.value);
     });
     list.replaceChildren(grid(['', 'run', 'created', 'status', 'models', 'specs', 'records',
-      'pass rate', 'errors', 'unreadable', 'cost', 'shard'], kept.map(function (r) { return r.cells; })));
+      'pass rate', 'errors', 'unreadable', 'cost', 'shard', 'commit'], kept.map(function (r) { return r.cells; })));
   }
   filter.addEventListener('input', draw);
   since.addEventListener('change', draw);
@@ -197,6 +204,7 @@ async function runPage(id) {
   facts.append(status(run), ' · ' + (run.created || '') + ' · ' + run.records + ' records · cost ' + money(run.cost, run.currency));
   if (run.unreadable) { facts.append(' · ' + run.unreadable + ' unreadable journal lines'); }
   if (run.shard) { facts.append(' · ' + run.shard); }
+  if (run.commits.length) { facts.append(' · commit ', commits(run)); }
   box.append(facts);
   if (run.shards.length) {
     const shards = el('p', 'Shards: ', { id: 'shards' });
