@@ -114,14 +114,41 @@ impl Zygotes {
     }
 
     /// Starts the zygotes of `programs` that are not running yet, side by side.
+    /// Once they run, this costs no thread: under load a thread's start and
+    /// join alone could wait milliseconds for a CPU, in every verdict.
     pub(super) fn prepare(&self, programs: &[&Program], scratch: &Path) {
+        let missing: Vec<(&Program, &Warm)> = programs
+            .iter()
+            .filter_map(|p| Some((*p, p.warm.as_ref()?)))
+            .filter(|(program, warm)| !self.running(program, warm))
+            .collect();
+        if let [(program, warm)] = missing[..] {
+            self.get(program, warm, scratch);
+            return;
+        }
         std::thread::scope(|scope| {
-            for program in programs {
-                if let Some(warm) = &program.warm {
-                    scope.spawn(|| self.get(program, warm, scratch));
-                }
+            for (program, warm) in missing {
+                scope.spawn(move || self.get(program, warm, scratch));
             }
         });
+    }
+
+    /// Whether `program`'s zygote was tried already (running, or failed for
+    /// good): `get` then returns without starting one.
+    fn running(&self, program: &Program, warm: &Warm) -> bool {
+        let started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(slot) = started.get(&key(program, warm)) else {
+            return false;
+        };
+        // A slot locked by a start in progress is not known to be running.
+        let Ok(slot) = slot.try_lock() else {
+            return false;
+        };
+        match &*slot {
+            Slot::Failed => true,
+            Slot::Running(zygote) => zygote.alive.load(Ordering::Relaxed),
+            Slot::Untried => false,
+        }
     }
 
     /// The zygote for `program`, started on first use; `None` when it cannot
