@@ -105,6 +105,18 @@ pub(crate) fn looks_secret(name: &str) -> bool {
         .any(|s| upper.contains(s))
 }
 
+/// Drops every secret-looking variable from what `command` inherits. The
+/// CLI takes the keys out of the environment at start; any set since (or
+/// by a library caller) is dropped here.
+pub(crate) fn scrub_env(command: &mut std::process::Command) {
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if looks_secret(&name) {
+            command.env_remove(name.as_ref());
+        }
+    }
+}
+
 /// `text` with every registered secret replaced by [`REDACTED`].
 pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());

@@ -259,12 +259,7 @@ fn a_live_run_appears_updates_and_shows_interrupted_when_killed() {
     let (ws, _fake) = slow_workspace(400);
     let viewer = Viewer::start(&ws, &[]);
     assert_eq!(viewer.json("/api/runs"), serde_json::json!([]));
-    let mut run = ws
-        .run_cmd(&["specs/q.toml", "-m", "fake"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = crate::common::spawn_quiet(&mut ws.run_cmd(&["specs/q.toml", "-m", "fake"]));
     // Once the journal holds a record, the viewer shows it within a second.
     let deadline = Instant::now() + Duration::from_secs(20);
     let journal = loop {

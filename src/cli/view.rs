@@ -77,14 +77,10 @@ pub(crate) fn run(args: &ViewArgs) -> Exit {
         );
         if args.open {
             // The desktop's opener, if any; the URL is printed either way.
-            // No API key reaches it: the browser outlives the viewer and
-            // needs the desktop's variables, never a secret-looking one.
-            let desktop = std::env::vars().filter(|(k, _)| !crate::secrets::looks_secret(k));
-            let _ = std::process::Command::new("xdg-open")
-                .arg(&url)
-                .env_clear()
-                .envs(desktop)
-                .spawn();
+            // The browser needs the desktop's variables, never a key.
+            let mut opener = std::process::Command::new("xdg-open");
+            crate::secrets::scrub_env(opener.arg(&url));
+            let _ = opener.spawn();
         }
         match crate::view::serve(listener, &args.results, token).await {
             Ok(()) => Exit::Success,

@@ -97,15 +97,16 @@ fn verdicts(shown: &Shown) -> Verdicts {
     out
 }
 
-/// The verdicts of `shown`'s golden transcripts, for the cells it ran; a
-/// line's place is the run's record of the same instance and sample.
-fn golden_verdicts(shown: &Shown, root: &Path) -> Verdicts {
+/// The verdicts of `shown`'s golden transcripts for the cells of `run`
+/// (its own verdicts); a line's place is the run's record of the same
+/// instance and sample.
+fn golden_verdicts(shown: &Shown, run: &Verdicts, root: &Path) -> Verdicts {
     let mut out: Verdicts = BTreeMap::new();
-    for ((model, spec), cell) in verdicts(shown) {
-        let Some(dir) = shown.members.iter().find_map(|r| r.golden_dir(root)) else {
-            continue;
-        };
-        let lines = read_transcript(&transcript_path(&dir, &spec, &model)).unwrap_or_default();
+    let Some(dir) = shown.members.iter().find_map(|r| r.golden_dir(root)) else {
+        return out;
+    };
+    for ((model, spec), cell) in run {
+        let lines = read_transcript(&transcript_path(&dir, spec, model)).unwrap_or_default();
         let mine: CellVerdicts = lines
             .into_iter()
             .filter_map(|l| {
@@ -118,7 +119,7 @@ fn golden_verdicts(shown: &Shown, root: &Path) -> Verdicts {
             })
             .collect();
         if !mine.is_empty() {
-            out.insert((model, spec), mine);
+            out.insert((model.clone(), spec.clone()), mine);
         }
     }
     out
@@ -131,8 +132,9 @@ pub(super) fn runs(a: &Shown, b: &Shown) -> Comparison {
 
 /// The golden transcripts (as `a`) against run `b`.
 pub(super) fn golden(b: &Shown, root: &Path) -> Comparison {
-    let a = golden_verdicts(b, root);
-    between("golden".to_owned(), a, b.id.clone(), verdicts(b))
+    let run = verdicts(b);
+    let a = golden_verdicts(b, &run, root);
+    between("golden".to_owned(), a, b.id.clone(), run)
 }
 
 fn between(a_id: String, left: Verdicts, b_id: String, right: Verdicts) -> Comparison {

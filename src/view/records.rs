@@ -75,22 +75,17 @@ pub(super) struct RecordPage {
     lines: usize,
 }
 
-/// Whether `line` of `run` is one `query` keeps, before the text search:
-/// its cell is the run's `cell`-th as the page lists them (`cells` names them).
-fn keeps(run: &Run, line: &Line, query: &RecordQuery, cells: &[(String, String)]) -> bool {
+/// Whether `line` is one `query` keeps, before the text search; `cell`:
+/// the run folder's own index of the cell asked for (`Some(None)`: that
+/// folder has no such cell).
+fn keeps(line: &Line, query: &RecordQuery, cell: Option<Option<u32>>) -> bool {
     let outcome = match (line.cell, line.error, line.passed) {
         (None, _, _) => Outcome::Unreadable,
         (_, true, _) => Outcome::Error,
         (_, _, true) => Outcome::Pass,
         _ => Outcome::Fail,
     };
-    let in_cell = |wanted: u32| {
-        let mine = line.cell.map(|c| &run.journal.cells[c as usize]);
-        let wanted = cells.get(wanted as usize);
-        mine.zip(wanted)
-            .is_some_and(|(c, (model, spec))| &c.model == model && &c.spec == spec)
-    };
-    query.cell.is_none_or(in_cell)
+    cell.is_none_or(|c| c.is_some() && line.cell == c)
         && query.outcome.is_none_or(|o| o == outcome)
         && query.failure.is_none_or(|f| line.failure == Some(f))
 }
@@ -114,11 +109,21 @@ pub(super) fn records(
     'runs: for run in &shown.members {
         let lines = &run.journal.lines;
         let path = run.journal_path();
+        // The page counts cells across the folders; each folder numbers its own.
+        let cell = query.cell.map(|c| {
+            let (model, spec) = cells.get(c as usize)?;
+            let at = run
+                .journal
+                .cells
+                .iter()
+                .position(|x| &x.model == model && &x.spec == spec)?;
+            u32::try_from(at).ok()
+        });
         while at < base + lines.len() && items.len() < limit {
             let n = at - base;
             let line = &lines[n];
             at += 1;
-            if !keeps(run, line, query, cells) {
+            if !keeps(line, query, cell) {
                 continue;
             }
             if let Some(needle) = &needle {

@@ -4,7 +4,6 @@
 //! (`bench/view.sh`).
 
 use std::io::Write;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -25,12 +24,7 @@ fn in_chromium_a_live_run_appears_and_updates_without_a_reload() {
     open(&mut b, &viewer.url);
     b.wait_for("document.getElementById('live').textContent.startsWith('live')");
     b.eval("window.__kept = 'still here'; true");
-    let mut run = ws
-        .run_cmd(&["specs/q.toml", "-m", "fake"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = crate::common::spawn_quiet(&mut ws.run_cmd(&["specs/q.toml", "-m", "fake"]));
     b.wait_for("document.querySelectorAll('input[data-run]').length === 1");
     b.wait_for(
         "document.querySelector('main table tr:nth-child(2) td:nth-child(7)').textContent === '6'",

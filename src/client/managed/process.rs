@@ -61,16 +61,10 @@ impl ServerProcess {
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr);
-        // The CLI took the keys out of the environment at start; any set
-        // since (or by a library caller) is dropped here too. A server reads
-        // local files and answers on loopback: it needs none, except the
-        // names in `keep_env` (vLLM needs `HF_TOKEN` for gated models).
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy();
-            if crate::secrets::looks_secret(&name) {
-                command.env_remove(name.as_ref());
-            }
-        }
+        // A server reads local files and answers on loopback: it needs no
+        // key, except the names in `keep_env` (vLLM needs `HF_TOKEN` for
+        // gated models).
+        crate::secrets::scrub_env(&mut command);
         for name in keep_env {
             if let Some(value) = crate::secrets::var(name) {
                 command.env(name, value);
