@@ -29,6 +29,25 @@ fn hostile_answers_are_judged_and_check_finishes() {
     assert!(out.contains("8/8 examples"), "{out}");
 }
 
+/// A sandbox slow to start a program (a loaded machine: each start waits
+/// longer than the program's whole wall-clock limit) leaves the verdicts
+/// the program's: its time starts with it, not with the setup.
+#[test]
+fn a_slow_setup_does_not_eat_the_programs_time() {
+    let golden = tempfile::tempdir().unwrap();
+    let (code, out) = crate::common::run(
+        crate::common::harness(&root())
+            .env("HARNESS_TEST_SLOW_START_MS", "1500")
+            .arg("check")
+            .arg(fixture("slow_setup.toml"))
+            .arg("--bless")
+            .arg("--golden")
+            .arg(golden.path()),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("2/2 examples"), "{out}");
+}
+
 /// The documented shell runner (docs/sandbox.md, "Another language").
 fn shell_spec() -> PathBuf {
     root().join("docs/examples/specs/another_language.toml")

@@ -108,8 +108,9 @@ impl Isolation {
 /// Resource limits of one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    /// Wall-clock time from start before the whole process tree is killed
-    /// (time waiting for a free CPU before the start does not count).
+    /// Wall-clock time from the program's start before the whole process
+    /// tree is killed (the sandbox's setup, and time waiting for a free CPU
+    /// before it, do not count).
     pub wall: Duration,
     /// CPU time of each process: RLIMIT_CPU, which counts whole seconds,
     /// rounded up; a fractional limit is also watched to the CPU clock tick.

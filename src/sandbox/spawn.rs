@@ -6,9 +6,9 @@ use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use seccompiler::BpfProgram;
 
@@ -50,6 +50,8 @@ struct Started {
     stdout: Option<std::fs::File>,
     stderr: Option<std::fs::File>,
     seat: Option<Lease>,
+    /// When its program started, after the exec (cold) or its `G` (warm):
+    /// its wall-clock limit counts from here, not from the sandbox's setup.
     start: Instant,
     /// Set when a zygote forked the run: it reports the exit.
     warm: Option<WarmRun>,
@@ -190,7 +192,8 @@ impl Sandbox {
             watch(&mut w, &worker.limits, &kill_w)?,
             watch(&mut l, &leader.limits, &kill_l)?,
         ];
-        let deadline = w.start + worker.limits.wall.max(leader.limits.wall);
+        // From the later start: neither program's setup eats into its time.
+        let deadline = w.start.max(l.start) + worker.limits.wall.max(leader.limits.wall);
         let cap = worker.limits.output_bytes.max(leader.limits.output_bytes);
         let mut captured = capture(watches, deadline, cap, Some(1)).into_iter();
         let (cw, cl) = (
@@ -244,7 +247,7 @@ impl Sandbox {
         }
         let channel = channel.to_vec();
         let (report_read, report_write) = pipe().map_err(|e| io("pipe", e))?;
-        let start = Instant::now();
+        slow_start();
         let child = if self.isolated {
             let fds = (cgroup_fds, channel, report_write.as_raw_fd());
             let plan = self.plan(program, &workdir, n, fds)?;
@@ -283,6 +286,9 @@ impl Sandbox {
             let at = if step.is_empty() { "exec".into() } else { step };
             SandboxError::Setup(format!("{at}: {e} (running {})", program.argv[0]))
         })?;
+        // The child has exec'd its program: its time starts now, not before
+        // the sandbox's setup, which a loaded machine can stretch.
+        let start = Instant::now();
         let file = |f: Option<OwnedFd>| f.map(std::fs::File::from);
         Ok(Started {
             pid: child.id() as libc::pid_t,
@@ -306,6 +312,8 @@ impl Sandbox {
             return Ok(());
         }
         started.pid = warm.started(program)?;
+        // Its time starts with its program, as a cold run's does after the exec.
+        started.start = Instant::now();
         // Its program has started, so the namespace's init, which outlives
         // it, cannot have been reaped yet: the descriptor holds this very
         // process.
@@ -379,7 +387,7 @@ impl Sandbox {
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
         ];
-        let start = Instant::now();
+        slow_start();
         let warm = zygote.run(&plan, seat.as_ref(), stdio, &env, script)?;
         Ok(Started {
             // Known once its program starts (`confirm`).
@@ -388,7 +396,8 @@ impl Sandbox {
             stdout: Some(stdout.into()),
             stderr: Some(stderr.into()),
             seat,
-            start,
+            // Set again once its program starts (`confirm`).
+            start: Instant::now(),
             warm: Some(warm),
             _workdir: workdir,
         })
@@ -453,6 +462,20 @@ impl Sandbox {
                 wall,
             },
         }
+    }
+}
+
+/// The tests' hook (`tests/code_rule.rs`): with `HARNESS_TEST_SLOW_START_MS`
+/// set, each start waits that long before the program is started, as setup
+/// on a loaded machine may: the program's time must not run meanwhile.
+fn slow_start() {
+    static DELAY: OnceLock<Option<Duration>> = OnceLock::new();
+    let delay = DELAY.get_or_init(|| {
+        let ms = std::env::var("HARNESS_TEST_SLOW_START_MS").ok()?;
+        ms.parse().ok().map(Duration::from_millis)
+    });
+    if let Some(delay) = delay {
+        std::thread::sleep(*delay);
     }
 }
 

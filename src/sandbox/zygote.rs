@@ -38,6 +38,11 @@ const SCRIPT: &str = include_str!("warm.py");
 /// How long a zygote may take to import its modules before the cold path is used.
 const START_LIMIT: Duration = Duration::from_secs(20);
 
+/// How long a run's child may take to confine itself and start its program
+/// before the run is given up as the sandbox's failure (its own time has
+/// not started: a slow setup is the machine's, not the program's).
+const SETUP_LIMIT: Duration = Duration::from_secs(20);
+
 /// A program that can start warm: which of its files are the modules to
 /// import ahead (trusted code, the harness's own), and which is its main.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -415,9 +420,15 @@ impl WarmRun {
     /// The run's next message but the zygote's `P<pid>`, which is taken
     /// wherever it comes: the zygote sends it once the clone returns, and
     /// the child may say `G` or `E` before that. Empty at end of file.
-    fn next(&mut self) -> Vec<u8> {
+    fn next(&mut self, limit: Option<Duration>) -> Result<Vec<u8>, std::io::Error> {
+        let deadline = limit.map(|l| std::time::Instant::now() + l);
         loop {
-            let message = receive(&self.socket, None).unwrap_or_default();
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            let message = match receive(&self.socket, left) {
+                Ok(message) => message,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Err(e),
+                Err(_) => Vec::new(),
+            };
             match message.split_first() {
                 Some((b'P', pid)) if self.pid.is_none() => {
                     self.pid = std::str::from_utf8(pid)
@@ -426,10 +437,10 @@ impl WarmRun {
                         .filter(|&p: &libc::pid_t| p > 0);
                     // A malformed pid stands for a lost zygote.
                     if self.pid.is_none() {
-                        return Vec::new();
+                        return Ok(Vec::new());
                     }
                 }
-                _ => return message,
+                _ => return Ok(message),
             }
         }
     }
@@ -441,7 +452,13 @@ impl WarmRun {
         let failed =
             |why: &str| SandboxError::Setup(format!("{why} (running {} warm)", program.argv[0]));
         if !self.started {
-            match self.next().split_first() {
+            let first = self.next(Some(SETUP_LIMIT)).map_err(|_| {
+                failed(&format!(
+                    "its program did not start within {} s",
+                    SETUP_LIMIT.as_secs()
+                ))
+            })?;
+            match first.split_first() {
                 Some((b'G', _)) => self.started = true,
                 Some((b'E', step)) => return Err(failed(&String::from_utf8_lossy(step))),
                 _ => return Err(failed("the run ended before its program started")),
@@ -465,7 +482,7 @@ impl WarmRun {
     pub(super) fn reap(mut self) -> (libc::c_int, libc::rusage) {
         // SAFETY: rusage is plain data.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let message = self.next();
+        let message = self.next(None).unwrap_or_default();
         let text = String::from_utf8_lossy(&message);
         let numbers: Vec<i64> = text
             .strip_prefix('X')

@@ -149,7 +149,7 @@ pub(super) fn receive(socket: &OwnedFd, limit: Option<Duration>) -> std::io::Res
         // SAFETY: one pollfd on the stack.
         let rc = unsafe { libc::poll(&mut poll, 1, limit.as_millis() as libc::c_int) };
         if rc == 0 {
-            return Err(std::io::Error::other("timed out"));
+            return Err(std::io::ErrorKind::TimedOut.into());
         }
     }
     let mut buffer = vec![0u8; 4096];
