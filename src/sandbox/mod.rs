@@ -33,6 +33,7 @@ mod seat;
 mod seccomp;
 mod setup;
 mod spawn;
+mod warm_run;
 mod workdir;
 mod zygote;
 mod zygote_io;
@@ -73,6 +74,20 @@ pub(crate) fn memory_file(input: &[u8]) -> std::io::Result<std::fs::File> {
     file.write_all(input)?;
     file.seek(std::io::SeekFrom::Start(0))?;
     Ok(file)
+}
+
+/// The tests' hook (`tests/code_rule.rs`): with `HARNESS_TEST_SLOW_START_MS`
+/// set, each start waits that long before the program is started, as setup
+/// on a loaded machine may: the program's time must not run meanwhile.
+fn slow_start() {
+    static DELAY: OnceLock<Option<Duration>> = OnceLock::new();
+    let delay = DELAY.get_or_init(|| {
+        let ms = std::env::var("HARNESS_TEST_SLOW_START_MS").ok()?;
+        ms.parse().ok().map(Duration::from_millis)
+    });
+    if let Some(delay) = delay {
+        std::thread::sleep(*delay);
+    }
 }
 
 /// The variable naming a paired program's channel: `<read fd>,<write fd>`.

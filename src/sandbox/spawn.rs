@@ -6,9 +6,9 @@ use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
@@ -22,8 +22,9 @@ use super::plan::{
     shared_netns, timeval,
 };
 use super::seat::Lease;
+use super::warm_run::WarmRun;
 use super::workdir::Workdir;
-use super::zygote::{WarmRun, Zygote, Zygotes};
+use super::zygote::{Zygote, Zygotes};
 use super::{
     CHANNEL_ENV, Isolation, Killed, Limits, Outcome, Program, SandboxError, Termination, Usage,
 };
@@ -247,7 +248,7 @@ impl Sandbox {
         }
         let channel = channel.to_vec();
         let (report_read, report_write) = pipe().map_err(|e| io("pipe", e))?;
-        slow_start();
+        super::slow_start();
         let child = if self.isolated {
             let fds = (cgroup_fds, channel, report_write.as_raw_fd());
             let plan = self.plan(program, &workdir, n, fds)?;
@@ -387,7 +388,7 @@ impl Sandbox {
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
         ];
-        slow_start();
+        super::slow_start();
         let warm = zygote.run(&plan, seat.as_ref(), stdio, &env, script)?;
         Ok(Started {
             // Known once its program starts (`confirm`).
@@ -462,20 +463,6 @@ impl Sandbox {
                 wall,
             },
         }
-    }
-}
-
-/// The tests' hook (`tests/code_rule.rs`): with `HARNESS_TEST_SLOW_START_MS`
-/// set, each start waits that long before the program is started, as setup
-/// on a loaded machine may: the program's time must not run meanwhile.
-fn slow_start() {
-    static DELAY: OnceLock<Option<Duration>> = OnceLock::new();
-    let delay = DELAY.get_or_init(|| {
-        let ms = std::env::var("HARNESS_TEST_SLOW_START_MS").ok()?;
-        ms.parse().ok().map(Duration::from_millis)
-    });
-    if let Some(delay) = delay {
-        std::thread::sleep(*delay);
     }
 }
 

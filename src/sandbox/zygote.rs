@@ -15,7 +15,8 @@
 //!
 //! The harness cannot wait for a grandchild: the zygote reaps the run's
 //! init (PID 1 of its namespace) and reports the program's wait status,
-//! which the init leaves it, and the tree's usage on the run's socket.
+//! which the init leaves it, and the tree's usage on the run's socket
+//! (`warm_run.rs`).
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -29,7 +30,8 @@ use std::time::Duration;
 use super::capture::{exited, pidfd_open};
 use super::child::ChildPlan;
 use super::seat::{Lease, Seat};
-use super::zygote_io::{plan_file, receive, send_fds, seqpacket};
+use super::warm_run::{WarmRun, request};
+use super::zygote_io::{receive, send_fds, seqpacket};
 use super::{PATH, Program, SandboxError};
 
 /// The zygote's script.
@@ -37,11 +39,6 @@ const SCRIPT: &str = include_str!("warm.py");
 
 /// How long a zygote may take to import its modules before the cold path is used.
 const START_LIMIT: Duration = Duration::from_secs(20);
-
-/// How long a run's child may take to confine itself and start its program
-/// before the run is given up as the sandbox's failure (its own time has
-/// not started: a slow setup is the machine's, not the program's).
-const SETUP_LIMIT: Duration = Duration::from_secs(20);
 
 /// A program that can start warm: which of its files are the modules to
 /// import ahead (trusted code, the harness's own), and which is its main.
@@ -97,16 +94,6 @@ impl Drop for Seated {
     fn drop(&mut self) {
         self.seat.unsettle(self.pid as i32);
     }
-}
-
-/// What the harness holds of a warm run: its socket, on which the zygote
-/// reports the exit.
-pub(super) struct WarmRun {
-    socket: OwnedFd,
-    /// The run's init, once the zygote said it cloned it.
-    pid: Option<libc::pid_t>,
-    /// Whether the program was seen to start.
-    started: bool,
 }
 
 impl Zygotes {
@@ -386,121 +373,4 @@ fn ready(control: &OwnedFd) -> std::io::Result<u32> {
         .and_then(|m| m.strip_prefix('R'))
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| std::io::Error::other("the zygote did not start"))
-}
-
-/// Asks the zygote on `control` to clone a child for `plan`. The message
-/// names the run's uid and gid, which the zygote gives the child.
-fn request(
-    control: &OwnedFd,
-    plan: &ChildPlan,
-    cgroups: &[OwnedFd],
-    (stdio, env, script): ([RawFd; 3], &[(String, String)], &str),
-) -> Result<WarmRun, SandboxError> {
-    let io = |what: &str, e: std::io::Error| SandboxError::Setup(format!("{what}: {e}"));
-    let (socket, theirs) = seqpacket().map_err(|e| io("socketpair", e))?;
-    let mut fds: Vec<RawFd> = vec![theirs.as_raw_fd()];
-    let plan_file = plan_file(plan, (cgroups, stdio), (env, script), &mut fds)
-        .map_err(|e| io("write the plan", e))?;
-    fds.insert(1, plan_file.as_raw_fd());
-    let message = match plan.ids {
-        Some((uid, gid)) => format!("r{uid} {gid}"),
-        None => "r".into(),
-    };
-    send_fds(control, message.as_bytes(), &fds).map_err(|e| io("reach the zygote", e))?;
-    // The clone's pid is read with its start (`WarmRun::started`): meanwhile
-    // the harness asks for a pair's other program.
-    Ok(WarmRun {
-        socket,
-        pid: None,
-        started: false,
-    })
-}
-
-impl WarmRun {
-    /// The run's next message but the zygote's `P<pid>`, which is taken
-    /// wherever it comes: the zygote sends it once the clone returns, and
-    /// the child may say `G` or `E` before that. Empty at end of file.
-    fn next(&mut self, limit: Option<Duration>) -> Result<Vec<u8>, std::io::Error> {
-        let deadline = limit.map(|l| std::time::Instant::now() + l);
-        loop {
-            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
-            let message = match receive(&self.socket, left) {
-                Ok(message) => message,
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Err(e),
-                Err(_) => Vec::new(),
-            };
-            match message.split_first() {
-                Some((b'P', pid)) if self.pid.is_none() => {
-                    self.pid = std::str::from_utf8(pid)
-                        .ok()
-                        .and_then(|p| p.parse().ok())
-                        .filter(|&p: &libc::pid_t| p > 0);
-                    // A malformed pid stands for a lost zygote.
-                    if self.pid.is_none() {
-                        return Ok(Vec::new());
-                    }
-                }
-                _ => return Ok(message),
-            }
-        }
-    }
-
-    /// Waits until the child is confined and its program starts, or names
-    /// the step that failed; returns the pid of the run's init (PID 1 of
-    /// its namespace, the zygote's child).
-    pub(super) fn started(&mut self, program: &Program) -> Result<libc::pid_t, SandboxError> {
-        let failed =
-            |why: &str| SandboxError::Setup(format!("{why} (running {} warm)", program.argv[0]));
-        if !self.started {
-            let first = self.next(Some(SETUP_LIMIT)).map_err(|_| {
-                failed(&format!(
-                    "its program did not start within {} s",
-                    SETUP_LIMIT.as_secs()
-                ))
-            })?;
-            match first.split_first() {
-                Some((b'G', _)) => self.started = true,
-                Some((b'E', step)) => return Err(failed(&String::from_utf8_lossy(step))),
-                _ => return Err(failed("the run ended before its program started")),
-            }
-        }
-        if self.pid.is_none() {
-            // The program started, so the clone returned: only the zygote's
-            // `P` can come before its `X`, which follows the run's end.
-            let message = receive(&self.socket, None).unwrap_or_default();
-            self.pid = std::str::from_utf8(&message)
-                .ok()
-                .and_then(|m| m.strip_prefix('P'))
-                .and_then(|p| p.parse().ok())
-                .filter(|&p: &libc::pid_t| p > 0);
-        }
-        self.pid.ok_or_else(|| failed("the zygote did not clone"))
-    }
-
-    /// Waits for the zygote's report of how the run's program ended, with
-    /// the usage of its whole tree.
-    pub(super) fn reap(mut self) -> (libc::c_int, libc::rusage) {
-        // SAFETY: rusage is plain data.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let message = self.next(None).unwrap_or_default();
-        let text = String::from_utf8_lossy(&message);
-        let numbers: Vec<i64> = text
-            .strip_prefix('X')
-            .unwrap_or("")
-            .split(' ')
-            .filter_map(|n| n.parse().ok())
-            .collect();
-        let [status, user, system, rss] = numbers[..] else {
-            // A lost zygote: report the run killed.
-            return (libc::SIGKILL, usage);
-        };
-        let timeval = |micros: i64| libc::timeval {
-            tv_sec: micros / 1_000_000,
-            tv_usec: micros % 1_000_000,
-        };
-        usage.ru_utime = timeval(user);
-        usage.ru_stime = timeval(system);
-        usage.ru_maxrss = rss;
-        (status as libc::c_int, usage)
-    }
 }
