@@ -13,6 +13,8 @@ use std::sync::MutexGuard;
 
 use crate::common::{e2e_var, golden_lines, harness, locks, report, root, run};
 
+/// A third of every committed golden transcript, re-asked live.
+mod golden;
 /// llama-cpp-python's server, beside llama-server.
 mod llama_cpp_python;
 /// The shipped MCP spec against the real MCP servers.
@@ -231,69 +233,6 @@ pub(crate) fn both_models<'a>(target: &'a str, extra: &[&'a str]) -> Vec<&'a str
     ];
     args.extend_from_slice(extra);
     args
-}
-
-/// The committed golden transcripts, re-asked live: a third of every shipped
-/// spec with both models (`--shard 0/3`, the plan's own balanced slice: each
-/// spec's instances spread over the shards, so every spec, rule and wire form
-/// is asked; of specs that declare `[golden] instances`, their subset), at
-/// temperature 0 where the spec says so, one request at a time per server and
-/// no prompt cache, as they were recorded. Any drift fails with the diff. A
-/// third proves the point (the transcripts are what the server answers) at a
-/// third of the test command's longest phase; every transcript is replayed
-/// whole by `main_job` and `shards`. The same run again then answers
-/// everything from the response cache.
-#[test]
-fn a_third_of_every_golden_transcript_reproduces_live_and_reruns_from_cache() {
-    let Some(Live { dir, _servers, .. }) = live(true) else {
-        return;
-    };
-    copy_dir(&root().join("golden"), &dir.path().join("golden"));
-    // The agent spec's episodes have a test of their own (tests/e2e_tools.rs).
-    let agent = format!("specs/{}.toml", crate::e2e_tools::AGENT);
-    fs::remove_file(dir.path().join(agent)).unwrap();
-    fs::remove_file(dir.path().join(mcp_spec::MCP_SPEC)).unwrap();
-    // So have the conversations (tests/agent_user.rs, tests/tau2_retail.rs):
-    // their turns are the slowest requests of all.
-    fs::remove_file(dir.path().join(crate::agent_user::DIALOGUE)).unwrap();
-    fs::remove_file(dir.path().join(crate::tau2_retail::SPEC)).unwrap();
-    let args = both_models(
-        "specs",
-        &["--golden-subset", "--shard", "0/3", "--format", "junit"],
-    );
-    let started = std::time::Instant::now();
-    let (code, out) = run(harness(dir.path()).args(&args));
-    eprintln!(
-        "live golden check: {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
-    assert_eq!(code, 0, "{out}");
-    let records = journal(dir.path());
-    // A shard leaves the golden comparison to the merge: compare here.
-    golden_lines::assert_as_golden(&records, &root().join("golden"), "live answers");
-    assert!(records.len() >= 100, "a third of every spec: {out}");
-    for r in &records {
-        assert!(r["error"].is_null(), "request failed: {r}");
-        assert!(r["response"].is_string(), "{r}");
-        assert!(r["tokens_out"].as_u64().unwrap() > 0, "usage missing: {r}");
-        // t05 and its judged variant ask the same prompts: the second asks none.
-        assert!(
-            r["attempts"].as_u64().unwrap() >= 1 || r["cached"] == true,
-            "{r}"
-        );
-    }
-    assert!(
-        fs::read_dir(dir.path().join("results/reports"))
-            .unwrap()
-            .count()
-            >= 2,
-        "{out}"
-    );
-
-    // The same plan again: every answer from the cache, zero HTTP requests.
-    let (code, out) = run(harness(dir.path()).args(&args));
-    assert_eq!(code, 0, "{out}");
-    assert_all_cached(dir.path(), records.len(), &out);
 }
 
 #[test]

@@ -1,0 +1,99 @@
+//! The committed golden transcripts, re-asked live against the shared
+//! llama-servers.
+
+use std::fs;
+
+use super::{Live, assert_all_cached, both_models, copy_dir, journal, live, mcp_spec};
+use crate::common::{golden_lines, harness, root, run};
+
+/// The committed golden transcripts, re-asked live: a third of every shipped
+/// spec with both models (`--shard 0/3`, the plan's own balanced slice: each
+/// spec's instances spread over the shards, so every rule and wire form is
+/// asked; of specs that declare `[golden] instances`, their subset; every
+/// spec but those in [`NOT_IN_SHARD_0`]), at
+/// temperature 0 where the spec says so, one request at a time per server and
+/// no prompt cache, as they were recorded. Any drift fails with the diff. A
+/// third proves the point (the transcripts are what the server answers) at a
+/// third of the test command's longest phase; every transcript is replayed
+/// whole by `main_job` and `shards`. The same run again then answers
+/// everything from the response cache.
+/// Specs whose golden subset falls wholly outside shard 0 of 3, and why
+/// that leaves nothing unasked.
+const NOT_IN_SHARD_0: &[(&str, &str)] = &[(
+    "rrr_generated",
+    "its 4 golden instances are in shards 1 and 2; its prompt, schema and rule are rrr's, which is asked",
+)];
+
+#[test]
+fn a_third_of_every_golden_transcript_reproduces_live_and_reruns_from_cache() {
+    let Some(Live { dir, _servers, .. }) = live(true) else {
+        return;
+    };
+    copy_dir(&root().join("golden"), &dir.path().join("golden"));
+    // The agent spec's episodes have a test of their own (tests/e2e_tools.rs).
+    let agent = format!("specs/{}.toml", crate::e2e_tools::AGENT);
+    fs::remove_file(dir.path().join(agent)).unwrap();
+    fs::remove_file(dir.path().join(mcp_spec::MCP_SPEC)).unwrap();
+    // So have the conversations (tests/agent_user.rs, tests/tau2_retail.rs):
+    // their turns are the slowest requests of all.
+    fs::remove_file(dir.path().join(crate::agent_user::DIALOGUE)).unwrap();
+    fs::remove_file(dir.path().join(crate::tau2_retail::SPEC)).unwrap();
+    let args = both_models(
+        "specs",
+        &["--golden-subset", "--shard", "0/3", "--format", "junit"],
+    );
+    let started = std::time::Instant::now();
+    let (code, out) = run(harness(dir.path()).args(&args));
+    eprintln!(
+        "live golden check: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(code, 0, "{out}");
+    let records = journal(dir.path());
+    // A shard leaves the golden comparison to the merge: compare here.
+    golden_lines::assert_as_golden(&records, &root().join("golden"), "live answers");
+    assert!(records.len() >= 100, "a third of every spec: {out}");
+    // Every spec copied is asked, but those the slice leaves out on purpose.
+    let asked: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter_map(|r| r["id"].as_str()?.split('/').next())
+        .collect();
+    for entry in fs::read_dir(dir.path().join("specs")).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(id) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let left_out = NOT_IN_SHARD_0.iter().find(|(spec, _)| *spec == id);
+        assert_eq!(
+            asked.contains(id),
+            left_out.is_none(),
+            "{id}: {}",
+            left_out.map_or("not asked", |(_, why)| why)
+        );
+    }
+    for r in &records {
+        assert!(r["error"].is_null(), "request failed: {r}");
+        assert!(r["response"].is_string(), "{r}");
+        assert!(r["tokens_out"].as_u64().unwrap() > 0, "usage missing: {r}");
+        // t05 and its judged variant ask the same prompts: the second asks none.
+        assert!(
+            r["attempts"].as_u64().unwrap() >= 1 || r["cached"] == true,
+            "{r}"
+        );
+    }
+    assert!(
+        fs::read_dir(dir.path().join("results/reports"))
+            .unwrap()
+            .count()
+            >= 2,
+        "{out}"
+    );
+
+    // The same plan again: every answer from the cache, zero HTTP requests.
+    let (code, out) = run(harness(dir.path()).args(&args));
+    assert_eq!(code, 0, "{out}");
+    assert_all_cached(dir.path(), records.len(), &out);
+}
