@@ -156,7 +156,9 @@ mod tests {
     #[test]
     fn variables_nested_too_deep_are_refused() {
         let script = "let v = 1; for i in 0..n { v = [v]; } #{ v: v }";
-        for (n, ok) in [(63, true), (64, false), (2_000, false)] {
+        // Each `[v]` copies `v`: the work grows with the square of `n`, so the
+        // deepest case stays far inside the 1 s wall clock on a loaded machine.
+        for (n, ok) in [(63, true), (64, false), (200, false)] {
             let g =
                 Generator::new(&format!("let n = {n}; {script}"), &data(), 0, 10_000_000).unwrap();
             match g.generate(0, None) {
