@@ -212,7 +212,7 @@ mod tests {
         drop_deep([deep]);
     }
 
-    /// What a script can build (arrays as deep as its wall-clock limit lets
+    /// What a script can build (arrays as deep as its time limit lets
     /// it, maps to 10,000 entries), and Rhai's own recursions over it (size
     /// checks, clones, drops), on a test thread's 2 MiB stack.
     #[test]
@@ -235,7 +235,7 @@ mod tests {
             });
             assert!(
                 ended.contains("TooDeep")
-                    || ended.contains("wall-clock limit")
+                    || ended.contains("time limit")
                     || ended == "Ok(Number(2))",
                 "{script}: {ended}"
             );

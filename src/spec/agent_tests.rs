@@ -95,7 +95,7 @@ fn values_past_the_limits_are_errors_for_the_model_and_leave_the_state() {
         ),
         ("deep_result", "let v = 1; for i in 0..200 { v = [v]; } v"),
         // Just past each limit (each nesting step above copies what it
-        // wraps), so the work stays far inside the scripts' 1 s wall clock
+        // wraps), so the work stays far inside the scripts' 1 s time limit
         // on a loaded machine.
         ("big", "let s = \"\"; s.pad(70000, \"x\"); s"),
         (

@@ -18,7 +18,7 @@ use super::{capped, capped_with, pid_alive};
 use crate::common::fake_server::{FakeCall, FakeServer, Reply};
 use crate::common::workspace::{Workspace, model_toml};
 
-/// An agent whose `spin` tool loops until the script's wall-clock limit (1 s).
+/// An agent whose `spin` tool loops until the script's time limit (1 s of CPU).
 const SPIN_AGENT: &str = r##"
 id = "spin_agent"
 title = "Tools that loop"

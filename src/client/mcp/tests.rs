@@ -59,14 +59,17 @@ async fn lists_and_calls_tools() {
 
 #[tokio::test]
 async fn faults_end_as_named_kinds() {
+    // Only the hang waits for its limit; the others get a limit a loaded
+    // machine cannot reach, so that they end by their own fault and not by
+    // the clock (a 1 s limit let a slow flood end as a timeout in CI).
     let cases = [
-        ("crash", FaultKind::Died, "crashing on purpose"),
-        ("garbage", FaultKind::Malformed, "not JSON"),
-        ("flood", FaultKind::Flood, "MiB"),
-        ("hang", FaultKind::Timeout, "within 1 s"),
+        ("crash", 20, FaultKind::Died, "crashing on purpose"),
+        ("garbage", 20, FaultKind::Malformed, "not JSON"),
+        ("flood", 20, FaultKind::Flood, "MiB"),
+        ("hang", 1, FaultKind::Timeout, "within 1 s"),
     ];
-    for (tool, kind, says) in cases {
-        let session = Session::start(&hostile(&[], 1)).await.expect("starts");
+    for (tool, limit, kind, says) in cases {
+        let session = Session::start(&hostile(&[], limit)).await.expect("starts");
         let began = Instant::now();
         let fault = session.call(tool, Map::new()).await.expect_err(tool);
         assert_eq!(fault.kind, kind, "{tool}: {fault}");
