@@ -204,6 +204,18 @@ fn refresh_run(index: &Mutex<Index>, root: &Path, p: Pending) -> bool {
     let plan = (!p.planned)
         .then(|| crate::run::read_manifest(&p.dir).ok())
         .flatten();
+    // The plan and its specs go in before any record: a record shown
+    // without its spec's folder would find none of its images.
+    if let Some(plan) = plan {
+        let specs = spec_infos(index, root, &plan);
+        let mut ix = lock();
+        let Some(run) = ix.runs.get_mut(&p.id) else {
+            return true; // its folder went away meanwhile
+        };
+        run.specs = specs;
+        run.plan = Some(plan);
+        changed = true;
+    }
     let journal = p.dir.join("journal.jsonl");
     let mut offset = p.offset;
     loop {
@@ -234,14 +246,8 @@ fn refresh_run(index: &Mutex<Index>, root: &Path, p: Pending) -> bool {
         || ["md", "html", "json"]
             .iter()
             .any(|ext| reports.join(format!("report_{}.{ext}", p.id)).is_file());
-    let specs = plan.as_ref().map(|plan| spec_infos(index, root, plan));
     let mut ix = lock();
     if let Some(run) = ix.runs.get_mut(&p.id) {
-        if let Some(plan) = plan {
-            run.specs = specs.unwrap_or_default();
-            run.plan = Some(plan);
-            changed = true;
-        }
         changed |= modified != run.modified || reported != run.reported;
         run.modified = modified;
         run.reported = reported;
