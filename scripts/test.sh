@@ -36,11 +36,25 @@ print_timings() {
 build_log="$(mktemp)"
 cargo test --locked --no-run >"$build_log" 2>&1 &
 build_pid=$!
-llama_pid=""
 slurm_state=""
 # errexit holds inside traps too: a failed kill (the process already
 # waited for) must not skip stopping the servers and the cluster.
-trap '{ [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null; } || true; { [ -z "$llama_pid" ] || kill "$llama_pid" 2>/dev/null; } || true; scripts/llama-server.sh stop all >/dev/null 2>&1 || true; scripts/slurm-cluster.sh stop >/dev/null 2>&1 || true; { [ -z "$slurm_state" ] || rm -rf "$slurm_state"; }; rm -f "$build_log"; print_timings' EXIT
+ensure_pid=""
+llama_pids=()
+stop_started() {
+  { [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null; } || true
+  # The llama.cpp build runs in a process group of its own (setsid): its
+  # compilers go with it.
+  { [ -z "$ensure_pid" ] || kill -- "-$ensure_pid" 2>/dev/null; } || true
+  local pid
+  for pid in "${llama_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  scripts/llama-server.sh stop all >/dev/null 2>&1 || true
+  scripts/slurm-cluster.sh stop >/dev/null 2>&1 || true
+  { [ -z "$slurm_state" ] || rm -rf "$slurm_state"; } || true
+  rm -f "$build_log"
+  print_timings
+}
+trap stop_started EXIT
 
 t=$SECONDS
 # One `apt-get update` for whatever is missing (each costs a download).
@@ -76,9 +90,6 @@ t=$SECONDS
 scripts/slurm-cluster.sh ensure
 mark "slurm: install when missing" "$t"
 t=$SECONDS
-scripts/llama-server.sh ensure >/dev/null
-mark "llama-server and models: build or reuse" "$t"
-t=$SECONDS
 # The live MCP tests (tests/mcp.rs, and specs/mcp_memory.toml through
 # harness.toml's [[mcp]] wrappers, also under `harness check specs/`) run
 # npm's server-memory and server-everything and a server on PyPI's `mcp`
@@ -87,6 +98,14 @@ mcp_paths="$(scripts/mcp-servers.sh ensure)"
 eval "$mcp_paths"
 export MCP_MEMORY_BIN MCP_EVERYTHING_BIN MCP_PYTHON
 mark "MCP servers: install or reuse" "$t"
+# llama-server and llama-cpp-python, from cold the longest build (about half
+# an hour of two cores), build in the background beside the tests' build
+# and then beside the tests that need no llama.cpp server; warm, they are
+# reused at once. Under `nice` (the script does so): the tests go first.
+ensure_start=$SECONDS
+ensure_log="$(mktemp)"
+setsid scripts/llama-server.sh ensure >/dev/null 2>"$ensure_log" &
+ensure_pid=$!
 t=$SECONDS
 build=0
 wait "$build_pid" || build=$?
@@ -104,14 +123,44 @@ slurm_env="$(scripts/slurm-cluster.sh start)"
 eval "$slurm_env"
 export SLURM_CONF
 echo "slurm: a single-node cluster, SLURM_CONF=$SLURM_CONF"
+mark "start the cluster" "$t"
+export HARNESS_E2E=1
+
+# The tests on llama.cpp servers: none runs in the first group, "the rest".
+# Group A asks the shared servers (e2e_llama, e2e_tools, the dialogue);
+# group B the servers no other test asks, or llama-servers of its own.
+llama_a=(e2e_llama:: e2e_tools:: agent_user::dialogues_reproduce_live)
+llama_b=(e2e_llama::llama_cpp_python:: managed_llama:: pool_llama::
+  tau2_retail::golden_conversations_reproduce_live
+  reasoning_controls::a_budget_sweep_reaches_the_managed_llama_server)
+skip() { printf -- '--skip %s ' "$@"; }
+
+# The rest first, alone: it holds the tests bound by 1 s limits, which
+# failed when the llama tests raised the load to 10-14 beside them
+# (docs/testing.md). From cold the llama.cpp build goes on beside it, under
+# `nice`.
+t=$SECONDS
+rest=0
+# shellcheck disable=SC2046 # the skips are separate words
+cargo test --locked -- $(skip "${llama_a[@]}" "${llama_b[@]}") || rest=$?
+mark "the rest: unit and integration tests" "$t"
+
+t=$SECONDS
+ensure=0
+wait "$ensure_pid" || ensure=$?
+ensure_pid=""
+mark "llama-server and models: build or reuse (beside)" "$ensure_start" "$(ended_at "$ensure_log")"
+cat "$ensure_log" >&2
+rm -f "$ensure_log"
+[ "$ensure" -eq 0 ] || exit "$ensure"
+
+t=$SECONDS
 # One thread each: the golden transcripts were recorded so, and thread count
 # can change greedy output. Each model gets a twin (smollm2b, gemma3b),
 # started the same way, and the live tests use each pair as a pool: one
 # request at a time per server, so every answer is one server's alone as
 # recorded, while the pairs keep both cores busy until the last answer.
-# Under `nice`: the rest of the tests, some bound by wall-clock limits, come
-# first, and the servers take whatever CPU those leave.
-serve() { nice -n 10 scripts/llama-server.sh start "$1" -t 1; }
+serve() { scripts/llama-server.sh start "$1" -t 1; }
 HARNESS_LLAMA_URL="$(serve smollm2)"
 HARNESS_LLAMA2_URL="$(serve smollm2b)"
 HARNESS_GEMMA_URL="$(serve gemma3)"
@@ -126,59 +175,60 @@ HARNESS_LLAMA_LONG_URL="$(serve smollm2long)"
 HARNESS_GEMMA_LONG_URL="$(serve gemma3long)"
 # SmolLM2 once more on llama-cpp-python's server (one thread is its default
 # here; its flags are not llama-server's).
-HARNESS_LLAMA_PY_URL="$(nice -n 10 scripts/llama-server.sh start smollm2py)"
+HARNESS_LLAMA_PY_URL="$(scripts/llama-server.sh start smollm2py)"
 export HARNESS_LLAMA_URL HARNESS_LLAMA2_URL HARNESS_GEMMA_URL HARNESS_GEMMA2_URL \
   HARNESS_JUDGE_URL HARNESS_JUDGE2_URL HARNESS_LLAMA_PY_URL \
-  HARNESS_LLAMA_LONG_URL HARNESS_GEMMA_LONG_URL HARNESS_E2E=1
+  HARNESS_LLAMA_LONG_URL HARNESS_GEMMA_LONG_URL
 echo "llama-server: smollm2 at $HARNESS_LLAMA_URL and $HARNESS_LLAMA2_URL," \
   "gemma3 at $HARNESS_GEMMA_URL and $HARNESS_GEMMA2_URL," \
   "the judge at $HARNESS_JUDGE_URL and $HARNESS_JUDGE2_URL;" \
   "llama-cpp-python: smollm2 at $HARNESS_LLAMA_PY_URL"
-mark "start the cluster and the servers" "$t"
+mark "start the servers" "$t"
 # The managed-server tests (tests/managed_llama.rs) start their own llama-server
 # from the binary and model file.
 LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=//p')"
 SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
 export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
-# The tests on llama.cpp servers take turns: those on the shared servers
-# (e2e_llama, e2e_tools; llama.cpp batches concurrent requests, which changes
-# greedy output), then those that start llama-servers of their own
-# (managed_llama, pool_llama). A test waiting its turn would hold one of
-# libtest's threads, and they sort together, so they run one at a time in a
-# process of their own, beside the rest and under `nice` like the shared
-# servers: the rest, some of it bound by wall-clock limits, goes first.
-# The live conversations (a simulated user on the same servers) join them.
-# (A second process for the tests on servers no other test asks, beside
-# the first, raised the load to 10-14 while the rest ran, and tests bound
-# by 1 s limits failed: docs/testing.md.)
-llama_tests=(e2e_llama:: e2e_tools:: managed_llama:: pool_llama::
-  agent_user::dialogues_reproduce_live tau2_retail::golden_conversations_reproduce_live)
-llama_log="$(mktemp)"
-llama_start=$SECONDS
-# --nocapture: the longest tests print how long their live runs took, and
-# each line is stamped with the script's seconds, so that every test's time
-# shows (`test NAME ...` starts it, its `ok` ends it).
+# The two llama groups share no server, so they run side by side, each one
+# test at a time (a test waiting its turn for a server would hold one of
+# libtest's threads): together they keep both cores busy. --nocapture: the
+# longest tests print how long their live runs took, and each line is
+# stamped with the script's seconds, so that every test's time shows
+# (`test NAME ...` starts it, its `ok` ends it).
 stamp() { while IFS= read -r line; do printf '[%5d] %s\n' "$SECONDS" "$line"; done; }
-exec {stamp_fd}> >(stamp >"$llama_log")
-stamp_pid=$!
-nice -n 10 cargo test --locked --test tests -- --test-threads 1 --nocapture "${llama_tests[@]}" >&"$stamp_fd" 2>&1 &
-llama_pid=$!
-# Only the tests hold the stamper's input now: it ends when they do.
-exec {stamp_fd}>&-
-t=$SECONDS
-rest=0
-cargo test --locked -- $(printf -- '--skip %s ' "${llama_tests[@]}") || rest=$?
-mark "the rest: unit and integration tests" "$t"
-llama=0
-wait "$llama_pid" || llama=$?
-llama_pid=""
-wait "$stamp_pid" || true
-mark "llama tests: e2e_llama, e2e_tools, managed_llama, pool_llama (beside)" "$llama_start" "$(ended_at "$llama_log")"
-echo "== the tests on llama-servers (one at a time)"
-cat "$llama_log"
-rm -f "$llama_log"
-for code in "$rest" "$llama"; do
+llama_start=$SECONDS
+log_a="$(mktemp)"
+log_b="$(mktemp)"
+stampers=()
+exec {fd_a}> >(stamp >"$log_a")
+stampers+=("$!")
+exec {fd_b}> >(stamp >"$log_b")
+stampers+=("$!")
+# shellcheck disable=SC2046 # the skips are separate words
+cargo test --locked --test tests -- --test-threads 1 --nocapture "${llama_a[@]}" \
+  $(skip e2e_llama::llama_cpp_python::) >&"$fd_a" 2>&1 &
+llama_pids+=("$!")
+cargo test --locked --test tests -- --test-threads 1 --nocapture "${llama_b[@]}" >&"$fd_b" 2>&1 &
+llama_pids+=("$!")
+# Only the tests hold the stampers' inputs now: each ends when its tests do.
+exec {fd_a}>&- {fd_b}>&-
+codes=("$rest")
+for pid in "${llama_pids[@]}"; do
+  code=0
+  wait "$pid" || code=$?
+  codes+=("$code")
+done
+llama_pids=()
+for pid in "${stampers[@]}"; do wait "$pid" || true; done
+mark "llama tests A: e2e_llama, e2e_tools, the dialogue (beside B)" "$llama_start" "$(ended_at "$log_a")"
+mark "llama tests B: llama-cpp-python, managed, pool, tau2 (beside A)" "$llama_start" "$(ended_at "$log_b")"
+echo "== the tests on the shared llama-servers (group A, one at a time)"
+cat "$log_a"
+echo "== the tests on servers of their own (group B, one at a time)"
+cat "$log_b"
+rm -f "$log_a" "$log_b"
+for code in "${codes[@]}"; do
   if [ "$code" -ne 0 ]; then exit "$code"; fi
 done
 t=$SECONDS
