@@ -256,11 +256,13 @@ build_py_server() {
     rm -rf "$stage"
     log "building llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION from its sdist (nice -n 10, -j$BUILD_JOBS; ~10 min on 2 cores)"
     "$PYTHON" -m venv "$stage" >&2 || { apt_install python3-venv; "$PYTHON" -m venv "$stage" >&2; }
+    # LLAVA_BUILD=OFF: no multimodal library (mtmd); the server imports it
+    # only for a multimodal chat format, and serves text without it.
     # The venv's own paths are baked into its scripts: build it where it will
     # live would need the final name; a venv moved keeps working for
     # `python -m`, the only way it is started here.
     PATH="$(dirname "$CMAKE"):${NINJA:+$(dirname "$NINJA"):}$PATH" \
-        CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF" \
+        CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF" \
         CMAKE_BUILD_PARALLEL_LEVEL="$BUILD_JOBS" \
         nice -n 10 "$stage/bin/python" -m pip --disable-pip-version-check --no-input install --quiet --no-compile \
         --no-binary llama-cpp-python "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" >"$CACHE_DIR/llama-cpp-python-build.log" 2>&1 \

@@ -43,7 +43,7 @@ ensure_pid=""
 llama_pids=()
 stop_started() {
   { [ -z "$build_pid" ] || kill "$build_pid" 2>/dev/null; } || true
-  # The llama.cpp build runs in a process group of its own (setsid): its
+  # The llama.cpp build runs as a job of its own process group: its
   # compilers go with it.
   { [ -z "$ensure_pid" ] || kill -- "-$ensure_pid" 2>/dev/null; } || true
   local pid
@@ -102,10 +102,15 @@ mark "MCP servers: install or reuse" "$t"
 # an hour of two cores), build in the background beside the tests' build
 # and then beside the tests that need no llama.cpp server; warm, they are
 # reused at once. Under `nice` (the script does so): the tests go first.
+# Job control puts it in a process group of its own, in this session: the
+# kernel shares the CPU evenly between sessions whatever their `nice`
+# (autogroups), and only within one does `nice` let the tests go first.
 ensure_start=$SECONDS
 ensure_log="$(mktemp)"
-setsid scripts/llama-server.sh ensure >/dev/null 2>"$ensure_log" &
+set -m
+scripts/llama-server.sh ensure >/dev/null 2>"$ensure_log" &
 ensure_pid=$!
+set +m
 t=$SECONDS
 build=0
 wait "$build_pid" || build=$?
