@@ -133,11 +133,14 @@ export HARNESS_E2E=1
 
 # The tests on llama.cpp servers: none runs in the first group, "the rest".
 # Group A asks the shared servers (e2e_llama, e2e_tools, the dialogue);
-# group B the servers no other test asks, or llama-servers of its own.
+# group B llama-cpp-python's server, or llama-servers of its own; group C
+# the long-slot servers, for the τ² conversation: its turns follow one
+# another (about 6 minutes, never more than a core), so it runs from the
+# start instead of at the end of another group.
 llama_a=(e2e_llama:: e2e_tools:: agent_user::dialogues_reproduce_live)
 llama_b=(e2e_llama::llama_cpp_python:: managed_llama:: pool_llama::
-  tau2_retail::golden_conversations_reproduce_live
   reasoning_controls::a_budget_sweep_reaches_the_managed_llama_server)
+llama_c=(tau2_retail::golden_conversations_reproduce_live)
 skip() { printf -- '--skip %s ' "$@"; }
 
 # The rest first, alone: it holds the tests bound by 1 s limits, which
@@ -147,7 +150,7 @@ skip() { printf -- '--skip %s ' "$@"; }
 t=$SECONDS
 rest=0
 # shellcheck disable=SC2046 # the skips are separate words
-cargo test --locked -- $(skip "${llama_a[@]}" "${llama_b[@]}") || rest=$?
+cargo test --locked -- $(skip "${llama_a[@]}" "${llama_b[@]}" "${llama_c[@]}") || rest=$?
 mark "the rest: unit and integration tests" "$t"
 
 t=$SECONDS
@@ -195,7 +198,7 @@ LLAMA_SERVER_BIN="$(scripts/llama-server.sh paths | sed -n 's/^LLAMA_SERVER_BIN=
 SMOLLM2_MODEL="$(scripts/llama-server.sh paths | sed -n 's/^SMOLLM2_MODEL=//p')"
 export LLAMA_SERVER_BIN SMOLLM2_MODEL
 
-# The two llama groups share no server, so they run side by side, each one
+# The llama groups share no server, so they run side by side, each one
 # test at a time (a test waiting its turn for a server would hold one of
 # libtest's threads): together they keep both cores busy. --nocapture: the
 # longest tests print how long their live runs took, and each line is
@@ -203,21 +206,23 @@ export LLAMA_SERVER_BIN SMOLLM2_MODEL
 # (`test NAME ...` starts it, its `ok` ends it).
 stamp() { while IFS= read -r line; do printf '[%5d] %s\n' "$SECONDS" "$line"; done; }
 llama_start=$SECONDS
-log_a="$(mktemp)"
-log_b="$(mktemp)"
+logs=()
 stampers=()
-exec {fd_a}> >(stamp >"$log_a")
-stampers+=("$!")
-exec {fd_b}> >(stamp >"$log_b")
-stampers+=("$!")
+group() {  # group FILTERS...: one test process, its stamped lines to a log
+  local log fd
+  log="$(mktemp)"
+  logs+=("$log")
+  exec {fd}> >(stamp >"$log")
+  stampers+=("$!")
+  cargo test --locked --test tests -- --test-threads 1 --nocapture "$@" >&"$fd" 2>&1 &
+  llama_pids+=("$!")
+  # Only the tests hold the stamper's input now: it ends when they do.
+  exec {fd}>&-
+}
 # shellcheck disable=SC2046 # the skips are separate words
-cargo test --locked --test tests -- --test-threads 1 --nocapture "${llama_a[@]}" \
-  $(skip e2e_llama::llama_cpp_python::) >&"$fd_a" 2>&1 &
-llama_pids+=("$!")
-cargo test --locked --test tests -- --test-threads 1 --nocapture "${llama_b[@]}" >&"$fd_b" 2>&1 &
-llama_pids+=("$!")
-# Only the tests hold the stampers' inputs now: each ends when its tests do.
-exec {fd_a}>&- {fd_b}>&-
+group "${llama_a[@]}" $(skip e2e_llama::llama_cpp_python::)
+group "${llama_b[@]}"
+group "${llama_c[@]}"
 codes=("$rest")
 for pid in "${llama_pids[@]}"; do
   code=0
@@ -226,13 +231,16 @@ for pid in "${llama_pids[@]}"; do
 done
 llama_pids=()
 for pid in "${stampers[@]}"; do wait "$pid" || true; done
-mark "llama tests A: e2e_llama, e2e_tools, the dialogue (beside B)" "$llama_start" "$(ended_at "$log_a")"
-mark "llama tests B: llama-cpp-python, managed, pool, tau2 (beside A)" "$llama_start" "$(ended_at "$log_b")"
-echo "== the tests on the shared llama-servers (group A, one at a time)"
-cat "$log_a"
-echo "== the tests on servers of their own (group B, one at a time)"
-cat "$log_b"
-rm -f "$log_a" "$log_b"
+names=("A: e2e_llama, e2e_tools, the dialogue" "B: llama-cpp-python, managed, pool"
+  "C: the τ² conversation")
+for i in 0 1 2; do
+  mark "llama tests ${names[$i]}" "$llama_start" "$(ended_at "${logs[$i]}")"
+done
+for i in 0 1 2; do
+  echo "== llama tests ${names[$i]} (one at a time, beside the other groups)"
+  cat "${logs[$i]}"
+  rm -f "${logs[$i]}"
+done
 for code in "${codes[@]}"; do
   if [ "$code" -ne 0 ]; then exit "$code"; fi
 done
