@@ -137,8 +137,8 @@ export HARNESS_E2E=1
 # the long-slot servers, for the τ² conversation: its turns follow one
 # another (about 6 minutes, never more than a core), so it runs from the
 # start instead of at the end of another group.
-llama_a=(e2e_llama:: e2e_tools:: agent_user::dialogues_reproduce_live)
-llama_b=(e2e_llama::llama_cpp_python:: managed_llama:: pool_llama::
+llama_a=(e2e_llama:: e2e_tools:: agent_user::a_dialogue_reproduces_live)
+llama_b=(e2e_llama::llama_cpp_python:: e2e_llama::reasoning:: managed_llama:: pool_llama::
   reasoning_controls::a_budget_sweep_reaches_the_managed_llama_server)
 llama_c=(tau2_retail::golden_conversations_reproduce_live)
 skip() { printf -- '--skip %s ' "$@"; }
@@ -220,7 +220,7 @@ group() {  # group FILTERS...: one test process, its stamped lines to a log
   exec {fd}>&-
 }
 # shellcheck disable=SC2046 # the skips are separate words
-group "${llama_a[@]}" $(skip e2e_llama::llama_cpp_python::)
+group "${llama_a[@]}" $(skip e2e_llama::llama_cpp_python:: e2e_llama::reasoning::)
 group "${llama_b[@]}"
 group "${llama_c[@]}"
 codes=("$rest")
@@ -231,7 +231,7 @@ for pid in "${llama_pids[@]}"; do
 done
 llama_pids=()
 for pid in "${stampers[@]}"; do wait "$pid" || true; done
-names=("A: e2e_llama, e2e_tools, the dialogue" "B: llama-cpp-python, managed, pool"
+names=("A: e2e_llama, e2e_tools, the dialogue" "B: llama-cpp-python, managed, pool, reasoning"
   "C: the τ² conversation")
 for i in 0 1 2; do
   mark "llama tests ${names[$i]}" "$llama_start" "$(ended_at "${logs[$i]}")"

@@ -12,8 +12,8 @@ use crate::e2e_llama::{Live, assert_all_cached, both_models, copy_dir, journal, 
 /// The shipped agent spec.
 pub(crate) const AGENT: &str = "shop_agent";
 
-/// The agent spec with both real models, a sixth of its episodes
-/// (`--shard 0/6`, two of the eight golden ones per model, each of four
+/// The agent spec with both real models, an eighth of its episodes
+/// (`--shard 0/8`, one of the eight golden ones per model, each of four
 /// turns: they prove the wire, the calls and the state; the replayed shipped
 /// specs in `main_job` cover all eight): every record holds its whole episode
 /// (each model turn with its calls, each tool result, the final state),
@@ -26,7 +26,7 @@ fn agent_episodes_reproduce_live_with_both_models_and_rerun_from_cache() {
     let golden = dir.path().join("golden").join(AGENT);
     copy_dir(&root().join("golden").join(AGENT), &golden);
     let spec = format!("specs/{AGENT}.toml");
-    let args = both_models(&spec, &["--shard", "0/6"]);
+    let args = both_models(&spec, &["--shard", "0/8"]);
     let started = std::time::Instant::now();
     let (code, out) = run(harness(dir.path()).args(&args));
     let secs = started.elapsed().as_secs_f64();

@@ -317,6 +317,7 @@ fn two_runs_started_in_one_second_keep_their_own_folders_and_reports() {
         .map(|m| {
             let mut cmd = ws.run_cmd(&["specs/", "-m", m, "--format", "json"]);
             cmd.stdout(std::process::Stdio::piped());
+            cmd.stderr(std::process::Stdio::piped());
             (m, cmd.spawn().unwrap())
         })
         .into_iter()
@@ -325,7 +326,8 @@ fn two_runs_started_in_one_second_keep_their_own_folders_and_reports() {
     for (model, child) in children {
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "{stdout}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{model}: {stdout}{stderr}");
         let path = stdout
             .lines()
             .find_map(|l| l.strip_prefix("report: "))

@@ -17,7 +17,8 @@ use crate::common::{golden_lines, harness, root, run};
 /// phase of the test command); every transcript is replayed whole by
 /// `main_job` and `shards`. Which spec falls in which shard depends on the
 /// specs copied: 6/7 is the seventh that asks each of them, and the test
-/// checks it still does. The same run again then answers everything from the response cache.
+/// checks it still does. The same run again then answers everything from
+/// the response cache.
 #[test]
 fn a_seventh_of_every_golden_transcript_reproduces_live_and_reruns_from_cache() {
     let Some(Live { dir, _servers, .. }) = live(true) else {

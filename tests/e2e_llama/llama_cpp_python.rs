@@ -216,8 +216,7 @@ fn first_token_reads_llama_cpp_pythons_chat_logprobs() {
         return;
     };
     assert!(out.contains("ECE"), "{out}");
-    assert_eq!(records.len(), 1, "{out}");
-    assert_eq!(records[0]["instance"], 117, "{out}");
+    assert_eq!(records.len(), 3, "{out}");
     for r in &records {
         assert!(r["error"].is_null(), "{r}");
         let top = &r["logprobs"]["tokens"][0]["top"];
