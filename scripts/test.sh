@@ -111,7 +111,6 @@ set -m
 scripts/llama-server.sh ensure >/dev/null 2>"$ensure_log" &
 ensure_pid=$!
 set +m
-t=$SECONDS
 build=0
 wait "$build_pid" || build=$?
 build_pid=""
@@ -153,7 +152,6 @@ rest=0
 cargo test --locked -- $(skip "${llama_a[@]}" "${llama_b[@]}" "${llama_c[@]}") || rest=$?
 mark "the rest: unit and integration tests" "$t"
 
-t=$SECONDS
 ensure=0
 wait "$ensure_pid" || ensure=$?
 ensure_pid=""
