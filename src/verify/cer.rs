@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use unicode_normalization::UnicodeNormalization;
 
-use super::expected::{ComparesText, TextRule};
+use super::expected::ComparesText;
 use super::kind::{Reference, RuleKind};
 use super::{BuildContext, Measure, Rule, Verdict};
 use crate::error::Diagnostic;
@@ -49,27 +49,24 @@ pub(super) enum Normalization {
     Whitespace,
 }
 
-impl RuleKind for CerKeys {
-    const NAME: &'static str = "cer";
-    const REFERENCE: Option<Reference> = Some(Reference {
-        expected: "The instance variable holding the reference text (a dotted path); a list means\nalternatives, and the closest counts.",
-        value: "A literal reference text, instead of `expected`.",
-    });
+/// How `cer` words its reference keys.
+pub(super) const REFERENCE: Reference = Reference {
+    expected: "The instance variable holding the reference text (a dotted path); a list means\nalternatives, and the closest counts.",
+    value: "A literal reference text, instead of `expected`.",
+};
 
+impl RuleKind for CerKeys {
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let unit = self.unit.unwrap_or_default();
         let threshold = cx.threshold(self.threshold, 0.0)?;
         let mut normalize = self.normalize;
         normalize.sort();
         normalize.dedup();
-        Ok(Box::new(TextRule {
-            expected: cx.expected()?,
-            compare: Cer {
-                unit,
-                threshold,
-                normalize,
-            },
-        }))
+        cx.text_rule(Cer {
+            unit,
+            threshold,
+            normalize,
+        })
     }
 }
 
@@ -166,7 +163,7 @@ mod tests {
 
     use super::*;
     use crate::verify::ReadsText;
-    use crate::verify::expected::Expected;
+    use crate::verify::expected::{Expected, TextRule};
 
     fn rule(unit: ErrorUnit, threshold: f64, normalize: &[Normalization]) -> TextRule<Cer> {
         TextRule {

@@ -27,8 +27,6 @@ pub(super) struct CommunicatedKeys {
 }
 
 impl RuleKind for CommunicatedKeys {
-    const NAME: &'static str = "communicated";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let info = variable_key(cx, self.info, "info", "\"communicate_info\"")?;
         Ok(Box::new(Communicated { info }))

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::expected::{ComparesText, Expected, TextRule, as_text_list, lookup, text_problem};
-use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::expected::{ComparesText, Expected, as_text_list, lookup, text_problem};
+use super::kind::RuleKind;
 use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
@@ -69,6 +69,15 @@ struct Contains {
     mode: ContainsMode,
 }
 
+impl Contains {
+    fn new(case_sensitive: Option<bool>, whole_word: Option<bool>, mode: ContainsMode) -> Self {
+        Contains {
+            matcher: Matcher::new(case_sensitive, whole_word),
+            mode,
+        }
+    }
+}
+
 /// `contains`: the answer contains the expected string(s).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -82,17 +91,9 @@ pub(super) struct ContainsKeys {
 }
 
 impl RuleKind for ContainsKeys {
-    const NAME: &'static str = "contains";
-    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(TextRule {
-            expected: cx.expected()?,
-            compare: Contains {
-                matcher: Matcher::new(self.case_sensitive, self.whole_word),
-                mode: self.mode.unwrap_or_default(),
-            },
-        }))
+        let mode = self.mode.unwrap_or_default();
+        cx.text_rule(Contains::new(self.case_sensitive, self.whole_word, mode))
     }
 }
 
@@ -107,17 +108,9 @@ pub(super) struct NotContainsKeys {
 }
 
 impl RuleKind for NotContainsKeys {
-    const NAME: &'static str = "not_contains";
-    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(TextRule {
-            expected: cx.expected()?,
-            compare: Contains {
-                matcher: Matcher::new(self.case_sensitive, self.whole_word),
-                mode: ContainsMode::None,
-            },
-        }))
+        let mode = ContainsMode::None;
+        cx.text_rule(Contains::new(self.case_sensitive, self.whole_word, mode))
     }
 }
 
@@ -161,9 +154,6 @@ pub(super) struct ExclusiveKeys {
 }
 
 impl RuleKind for ExclusiveKeys {
-    const NAME: &'static str = "exclusive";
-    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let example = "\"names\"  # a list variable";
         let candidates = cx

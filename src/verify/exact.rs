@@ -2,8 +2,8 @@
 //! normalization (the instruction-following check). Case-sensitive by
 //! default, because case is often what the instructions asked for.
 
-use super::expected::{ComparesText, TextRule};
-use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::expected::ComparesText;
+use super::kind::RuleKind;
 use super::{BuildContext, Rule, Verdict};
 use crate::error::Diagnostic;
 use crate::text::clip;
@@ -22,16 +22,10 @@ pub(super) struct ExactKeys {
 }
 
 impl RuleKind for ExactKeys {
-    const NAME: &'static str = "exact";
-    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        Ok(Box::new(TextRule {
-            expected: cx.expected()?,
-            compare: Exact {
-                case_sensitive: self.case_sensitive.unwrap_or(true),
-            },
-        }))
+        cx.text_rule(Exact {
+            case_sensitive: self.case_sensitive.unwrap_or(true),
+        })
     }
 }
 
@@ -78,7 +72,7 @@ mod tests {
 
     use super::*;
     use crate::verify::ReadsText;
-    use crate::verify::expected::Expected;
+    use crate::verify::expected::{Expected, TextRule};
 
     fn rule(case_sensitive: bool) -> TextRule<Exact> {
         TextRule {

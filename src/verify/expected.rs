@@ -61,6 +61,18 @@ impl<T: ComparesText> ReadsText for TextRule<T> {
 }
 
 impl BuildContext<'_> {
+    /// The rule comparing the answer as text, by `compare`, with the rule's
+    /// `expected` or `value`.
+    pub(super) fn text_rule<T: ComparesText + 'static>(
+        &self,
+        compare: T,
+    ) -> Result<Box<dyn Rule>, Diagnostic> {
+        Ok(Box::new(TextRule {
+            expected: self.expected()?,
+            compare,
+        }))
+    }
+
     /// The rule's `expected` or `value` key (exactly one must be given).
     pub(crate) fn expected(&self) -> Result<Expected, Diagnostic> {
         let keys = self.reference_keys()?;

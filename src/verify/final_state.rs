@@ -59,8 +59,6 @@ fn state_paths(source: &str) -> Vec<String> {
 }
 
 impl RuleKind for FinalStateKeys {
-    const NAME: &'static str = "final_state";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let example = "'state.orders[0].status == \"cancelled\"'";
         let source = cx.required(self.expr.as_ref(), cx.rule, "expr", example)?;

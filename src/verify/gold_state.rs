@@ -29,8 +29,6 @@ pub(super) struct GoldStateKeys {
 }
 
 impl RuleKind for GoldStateKeys {
-    const NAME: &'static str = "gold_state";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let actions = variable_key(cx, self.actions, "actions", "\"actions\"")?;
         Ok(Box::new(GoldState { actions }))

@@ -12,7 +12,6 @@ use super::kind::RuleKind;
 use super::numeric::Tolerance;
 use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::ExtractKind;
 use crate::text::{clip, quote};
 
 struct JsonField {
@@ -50,9 +49,6 @@ pub(super) struct JsonFieldKeys {
 }
 
 impl RuleKind for JsonFieldKeys {
-    const NAME: &'static str = "json_field";
-    const EXTRACT: ExtractKind = ExtractKind::Json;
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let validator = self
             .schema

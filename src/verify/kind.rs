@@ -15,15 +15,10 @@ use crate::format::key_path;
 use crate::format::{ExtractDef, ExtractKind, field_names};
 
 /// One rule, implemented by the typed table of the keys it reads besides the
-/// common ones (`rule = NAME`); the type's doc comment says when it passes.
+/// common ones; the type's doc comment says when it passes. Its name, default
+/// extraction and the wording of its reference keys are its row of the
+/// registry ([`Entry`]).
 pub(super) trait RuleKind: DeserializeOwned + JsonSchema {
-    /// The `rule = "..."` name.
-    const NAME: &'static str;
-    /// What the rule reads from a response when the spec gives no `extract`.
-    const EXTRACT: ExtractKind = ExtractKind::Text;
-    /// The docs of `expected` and `value`, for a rule that compares with an
-    /// expected value: it reads them with [`BuildContext::expected`].
-    const REFERENCE: Option<Reference> = None;
     /// Builds the rule from its keys.
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic>;
     /// The fence a `code_block` extraction prefers when the spec names none.
@@ -91,64 +86,102 @@ pub(super) struct Built {
 }
 
 /// The registry's row for one rule kind: its name, default extraction and
-/// the functions that read its keys, describe them and build it.
+/// reference wording, and the functions that read its keys, describe them
+/// and build it.
 pub(super) struct Entry {
     /// The `rule = "..."` name.
     pub name: &'static str,
-    /// The default extraction.
+    /// What the rule reads from a response when the spec gives no `extract`.
     pub default_extract: ExtractKind,
-    /// The rule's own keys, in declaration order (a reference's first).
-    pub keys: fn() -> Vec<&'static str>,
+    /// The docs of `expected` and `value`, for a rule that compares with an
+    /// expected value: it reads them with [`BuildContext::expected`].
+    reference: Option<Reference>,
+    /// The rule's own keys, in declaration order.
+    own_keys: fn() -> &'static [&'static str],
     /// The JSON Schema of the rule's own keys (an object schema).
-    pub own_schema: fn(&mut SchemaGenerator) -> Value,
-    /// Reads the rule's keys (leaving out `skip`) and builds it.
-    pub build: fn(&BuildContext, &[&str]) -> Result<Built, Diagnostic>,
+    own_schema: fn(&mut SchemaGenerator) -> Value,
+    /// Reads the rule's own keys (leaving out `skip`) and builds it.
+    build: fn(&BuildContext, &[&str]) -> Result<Built, Diagnostic>,
 }
 
-/// The registry's row for rule kind `K`.
-pub(super) const fn entry<K: RuleKind>() -> Entry {
+/// The registry's row for rule kind `K`, named `name`: it extracts text and
+/// compares with no expected value unless told otherwise.
+pub(super) const fn entry<K: RuleKind>(name: &'static str) -> Entry {
     Entry {
-        name: K::NAME,
-        default_extract: K::EXTRACT,
-        keys: keys::<K>,
+        name,
+        default_extract: ExtractKind::Text,
+        reference: None,
+        own_keys: field_names::<K>,
         own_schema: own_schema::<K>,
         build: build::<K>,
     }
 }
 
-/// The keys of a reference, when `K` compares with one.
-fn reference_keys<K: RuleKind>() -> &'static [&'static str] {
-    match K::REFERENCE {
-        Some(_) => field_names::<ReferenceKeys>(),
-        None => &[],
+impl Entry {
+    /// The rule compares with an expected value, its keys worded by `docs`.
+    pub(super) const fn compares(self, docs: Reference) -> Entry {
+        Entry {
+            reference: Some(docs),
+            ..self
+        }
     }
-}
 
-fn keys<K: RuleKind>() -> Vec<&'static str> {
-    let mut keys = reference_keys::<K>().to_vec();
-    keys.extend(field_names::<K>());
-    keys
+    /// The rule reads `extract` from a response when the spec gives none.
+    pub(super) const fn extracts(self, extract: ExtractKind) -> Entry {
+        Entry {
+            default_extract: extract,
+            ..self
+        }
+    }
+
+    /// The keys of the reference, when the rule compares with one.
+    fn reference_keys(&self) -> &'static [&'static str] {
+        match self.reference {
+            Some(_) => field_names::<ReferenceKeys>(),
+            None => &[],
+        }
+    }
+
+    /// The rule's keys besides the common ones, in declaration order (a
+    /// reference's first).
+    pub(super) fn keys(&self) -> Vec<&'static str> {
+        let mut keys = self.reference_keys().to_vec();
+        keys.extend((self.own_keys)());
+        keys
+    }
+
+    /// The JSON Schema of the rule's keys besides the common ones.
+    fn schema(&self, generator: &mut SchemaGenerator) -> Value {
+        let mut schema = (self.own_schema)(generator);
+        if let Some(docs) = &self.reference {
+            let mut reference = ReferenceKeys::json_schema(generator).to_value();
+            let keys = &mut reference["properties"];
+            keys["expected"]["description"] = docs.expected.into();
+            keys["value"]["description"] = docs.value.into();
+            if let (Some(own), Some(keys)) =
+                (schema["properties"].as_object(), keys.as_object_mut())
+            {
+                keys.extend(own.clone());
+            }
+            schema["properties"] = reference["properties"].take();
+        }
+        schema
+    }
+
+    /// Reads the rule's keys (leaving out `skip`) and builds it.
+    pub(super) fn build(&self, cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
+        let mut skip = skip.to_vec();
+        skip.extend(self.reference_keys());
+        (self.build)(cx, &skip)
+    }
 }
 
 fn own_schema<K: RuleKind>(generator: &mut SchemaGenerator) -> Value {
-    let mut schema = K::json_schema(generator).to_value();
-    if let Some(docs) = K::REFERENCE {
-        let mut reference = ReferenceKeys::json_schema(generator).to_value();
-        let keys = &mut reference["properties"];
-        keys["expected"]["description"] = docs.expected.into();
-        keys["value"]["description"] = docs.value.into();
-        if let (Some(own), Some(keys)) = (schema["properties"].as_object(), keys.as_object_mut()) {
-            keys.extend(own.clone());
-        }
-        schema["properties"] = reference["properties"].take();
-    }
-    schema
+    K::json_schema(generator).to_value()
 }
 
 fn build<K: RuleKind>(cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic> {
-    let mut skip = skip.to_vec();
-    skip.extend(reference_keys::<K>());
-    let keys: K = cx.map.read_table(key_path!["verify", cx.index], &skip)?;
+    let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
     let fence_language = keys.fence_language();
     Ok(Built {
         rule: keys.build(cx)?,
@@ -164,7 +197,7 @@ pub(super) fn rule_schema(kinds: &[Entry]) -> (Value, Map<String, Value>) {
     let variants: Vec<Value> = kinds
         .iter()
         .map(|kind| {
-            let own = (kind.own_schema)(&mut generator);
+            let own = kind.schema(&mut generator);
             let mut properties = common["properties"].as_object().cloned().unwrap_or_default();
             properties.insert(
                 "rule".into(),

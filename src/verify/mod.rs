@@ -57,33 +57,35 @@ mod tool_sequence;
 mod tool_used;
 mod verdict;
 
-use kind::entry;
+use kind::{EXPECTED_VALUE, entry};
 
 /// Every rule, in the order hints and the schema list them: adding a rule
 /// is its file, its `mod` line and one row here (see `docs/architecture.md`).
 const RULES: &[kind::Entry] = &[
-    entry::<exact::ExactKeys>(),
-    entry::<contains::ContainsKeys>(),
-    entry::<contains::NotContainsKeys>(),
-    entry::<contains::ExclusiveKeys>(),
-    entry::<regex::RegexKeys>(),
-    entry::<set_equal::SetEqualKeys>(),
-    entry::<numeric::NumericKeys>(),
-    entry::<json_field::JsonFieldKeys>(),
-    entry::<similarity::SimilarityKeys>(),
-    entry::<code::CodeKeys>(),
-    entry::<judge::JudgeKeys>(),
-    entry::<script::ScriptKeys>(),
-    entry::<cer::CerKeys>(),
-    entry::<final_state::FinalStateKeys>(),
-    entry::<gold_state::GoldStateKeys>(),
-    entry::<communicated::CommunicatedKeys>(),
-    entry::<tool_call::ToolCallKeys>(),
-    entry::<no_tool_call::NoToolCallKeys>(),
-    entry::<tool_used::ToolUsedKeys>(),
-    entry::<tool_sequence::ToolSequenceKeys>(),
-    entry::<tool_args::ToolArgsKeys>(),
-    entry::<step_count::StepCountKeys>(),
+    entry::<exact::ExactKeys>("exact").compares(EXPECTED_VALUE),
+    entry::<contains::ContainsKeys>("contains").compares(EXPECTED_VALUE),
+    entry::<contains::NotContainsKeys>("not_contains").compares(EXPECTED_VALUE),
+    entry::<contains::ExclusiveKeys>("exclusive").compares(EXPECTED_VALUE),
+    entry::<regex::RegexKeys>("regex"),
+    entry::<set_equal::SetEqualKeys>("set_equal"),
+    entry::<numeric::NumericKeys>("numeric")
+        .compares(EXPECTED_VALUE)
+        .extracts(ExtractKind::LastNumber),
+    entry::<json_field::JsonFieldKeys>("json_field").extracts(ExtractKind::Json),
+    entry::<similarity::SimilarityKeys>("similarity").compares(EXPECTED_VALUE),
+    entry::<code::CodeKeys>("code").extracts(ExtractKind::CodeBlock),
+    entry::<judge::JudgeKeys>("judge").compares(judge::REFERENCE),
+    entry::<script::ScriptKeys>("script"),
+    entry::<cer::CerKeys>("cer").compares(cer::REFERENCE),
+    entry::<final_state::FinalStateKeys>("final_state"),
+    entry::<gold_state::GoldStateKeys>("gold_state"),
+    entry::<communicated::CommunicatedKeys>("communicated"),
+    entry::<tool_call::ToolCallKeys>("tool_call").compares(tool_call::REFERENCE),
+    entry::<no_tool_call::NoToolCallKeys>("no_tool_call"),
+    entry::<tool_used::ToolUsedKeys>("tool_used"),
+    entry::<tool_sequence::ToolSequenceKeys>("tool_sequence"),
+    entry::<tool_args::ToolArgsKeys>("tool_args"),
+    entry::<step_count::StepCountKeys>("step_count"),
 ];
 
 use std::path::Path;
@@ -91,8 +93,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::key_path;
 use crate::format::locate::SourceMap;
+use crate::format::{ExtractKind, key_path};
 
 pub(crate) use expected::{Expected, lookup};
 pub(crate) use judge::JudgeRule;
@@ -114,7 +116,7 @@ pub(crate) fn rule_schema() -> (Value, Map<String, Value>) {
 /// declaration order (the docs are checked against these).
 #[cfg(test)]
 pub(crate) fn rule_keys() -> Vec<(&'static str, Vec<&'static str>)> {
-    RULES.iter().map(|k| (k.name, (k.keys)())).collect()
+    RULES.iter().map(|k| (k.name, k.keys())).collect()
 }
 
 /// The behavior every rule implements.

@@ -14,8 +14,6 @@ use crate::format::ToolCall;
 pub(super) struct NoToolCallKeys {}
 
 impl RuleKind for NoToolCallKeys {
-    const NAME: &'static str = "no_tool_call";
-
     fn build(self, _cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         Ok(Box::new(NoToolCall))
     }

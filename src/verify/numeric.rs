@@ -4,11 +4,10 @@
 use serde_json::{Map, Value};
 
 use super::expected::Expected;
-use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::extract::last_number;
-use crate::format::ExtractKind;
 use crate::text::clip;
 
 struct Numeric {
@@ -76,10 +75,6 @@ pub(super) struct NumericKeys {
 }
 
 impl RuleKind for NumericKeys {
-    const NAME: &'static str = "numeric";
-    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
-    const EXTRACT: ExtractKind = ExtractKind::LastNumber;
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let tolerance = Tolerance::from_keys(self.tolerance, self.relative_tolerance, cx, 1e-9)?;
         Ok(Box::new(Numeric {

@@ -20,8 +20,6 @@ pub(super) struct RegexKeys {
 }
 
 impl RuleKind for RegexKeys {
-    const NAME: &'static str = "regex";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let pattern = cx.required(self.pattern.as_ref(), cx.rule, "pattern", "'^\\d+$'")?;
         let pattern = regex::Regex::new(pattern).map_err(|e| {

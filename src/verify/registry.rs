@@ -43,7 +43,7 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
     let mut skip: Vec<&str> = common_keys().to_vec();
     let mut errors = Vec::new();
     let present = cx.map.table_keys(path);
-    let keys = (kind.keys)();
+    let keys = kind.keys();
     for key in &present {
         if !skip.contains(&key.as_str()) && !keys.contains(&key.as_str()) {
             errors.push(unknown_key(kind, cx, key));
@@ -65,7 +65,7 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
             format!("weight must be a non-negative number of at most {MAX_WEIGHT}"),
         ));
     }
-    let built = (kind.build)(cx, &skip);
+    let built = kind.build(cx, &skip);
     if let Ok(built) = &built
         && matches!(built.rule.reads(), Reads::Reply(_))
         && common.extract.is_some()
@@ -136,8 +136,8 @@ pub(super) fn build_one(cx: &BuildContext) -> Result<CompiledRule, Vec<Diagnosti
 /// or one no rule reads (a typo, with its did-you-mean).
 fn unknown_key(kind: &Entry, cx: &BuildContext, key: &str) -> Diagnostic {
     let location = cx.map.locate_key(key_path!["verify", cx.index, key]);
-    let reads = format!("`{}` reads: {}", kind.name, (kind.keys)().join(", "));
-    if RULES.iter().any(|k| (k.keys)().contains(&key)) {
+    let reads = format!("`{}` reads: {}", kind.name, kind.keys().join(", "));
+    if RULES.iter().any(|k| k.keys().contains(&key)) {
         return Diagnostic::new(
             ErrorKind::UnknownKey,
             location,
@@ -145,8 +145,8 @@ fn unknown_key(kind: &Entry, cx: &BuildContext, key: &str) -> Diagnostic {
         )
         .with_help(reads);
     }
-    let own = common_keys().iter().copied().chain((kind.keys)());
-    let every = RULES.iter().flat_map(|k| (k.keys)());
+    let own = common_keys().iter().copied().chain(kind.keys());
+    let every = RULES.iter().flat_map(|k| k.keys());
     let guess = did_you_mean(key, own).or_else(|| did_you_mean(key, every));
     let help = match guess {
         Some(s) => format!("did you mean `{s}`? {reads}"),

@@ -37,8 +37,6 @@ pub(super) struct ScriptKeys {
 }
 
 impl RuleKind for ScriptKeys {
-    const NAME: &'static str = "script";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let source = cx.required(
             self.script.as_ref(),

@@ -102,8 +102,6 @@ fn one_or_many_schema(generator: &mut SchemaGenerator) -> Schema {
 }
 
 impl RuleKind for SetEqualKeys {
-    const NAME: &'static str = "set_equal";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let example = "[{ name = \"email\", pattern = '\\S+@\\S+', normalize = [\"lowercase\"], expected = \"emails\" }]";
         let entities = self.entities.as_ref().filter(|e| !e.is_empty());

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::expected::{Expected, as_text};
-use super::kind::{EXPECTED_VALUE, Reference, RuleKind};
+use super::kind::RuleKind;
 use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::Diagnostic;
 
@@ -40,9 +40,6 @@ pub(super) struct SimilarityKeys {
 }
 
 impl RuleKind for SimilarityKeys {
-    const NAME: &'static str = "similarity";
-    const REFERENCE: Option<Reference> = Some(EXPECTED_VALUE);
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let metric = self.metric.unwrap_or_default();
         let threshold = cx.threshold(self.threshold, 0.5)?;

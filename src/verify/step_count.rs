@@ -32,8 +32,6 @@ pub(super) enum StepUnit {
 }
 
 impl RuleKind for StepCountKeys {
-    const NAME: &'static str = "step_count";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         if self.max.is_none() && self.min.is_none() {
             return Err(cx.missing("step_count", "max", "5"));

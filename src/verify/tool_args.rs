@@ -33,8 +33,6 @@ pub(super) struct ToolArgsKeys {
 }
 
 impl RuleKind for ToolArgsKeys {
-    const NAME: &'static str = "tool_args";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let arguments = parse_arguments(&Value::Object(self.arguments))
             .map_err(|e| cx.error(ErrorKind::Invalid, "arguments", e.to_string()))?;

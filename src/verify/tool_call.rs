@@ -42,13 +42,13 @@ pub(super) enum CallOrder {
     Exact,
 }
 
-impl RuleKind for ToolCallKeys {
-    const NAME: &'static str = "tool_call";
-    const REFERENCE: Option<Reference> = Some(Reference {
-        expected: "The instance variable holding the expected calls, `[{tool: {argument: [acceptable\nvalues]}}]` (BFCL's `ground_truth`; `\"\"` among the values: the argument may be left out).",
-        value: "The expected calls written literally, instead of `expected`.",
-    });
+/// How `tool_call` words its reference keys.
+pub(super) const REFERENCE: Reference = Reference {
+    expected: "The instance variable holding the expected calls, `[{tool: {argument: [acceptable\nvalues]}}]` (BFCL's `ground_truth`; `\"\"` among the values: the argument may be left out).",
+    value: "The expected calls written literally, instead of `expected`.",
+};
 
+impl RuleKind for ToolCallKeys {
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let comparison = Comparison::from_keys(self.tolerance, self.normalize, false, cx)?;
         if self.turn == Some(0) {

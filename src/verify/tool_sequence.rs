@@ -33,8 +33,6 @@ pub(super) enum SequenceMode {
 }
 
 impl RuleKind for ToolSequenceKeys {
-    const NAME: &'static str = "tool_sequence";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let mode = self.mode.unwrap_or_default();
         if self.tools.is_empty() && mode != SequenceMode::Exact {

@@ -21,8 +21,6 @@ pub(super) struct ToolUsedKeys {
 }
 
 impl RuleKind for ToolUsedKeys {
-    const NAME: &'static str = "tool_used";
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         if self.tools.is_empty() {
             return Err(cx.error(ErrorKind::Invalid, "tools", "`tools` names no tool"));

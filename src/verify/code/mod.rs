@@ -26,7 +26,6 @@ use super::code_input::{Runtime, runtime, test_sources, test_template};
 use super::kind::RuleKind;
 use super::{BuildContext, FailureKind, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
-use crate::format::ExtractKind;
 use crate::sandbox::{self, Limits, Program};
 
 /// The checker: runs the tests and reports each result.
@@ -98,9 +97,6 @@ pub(super) struct CodeKeys {
 }
 
 impl RuleKind for CodeKeys {
-    const NAME: &'static str = "code";
-    const EXTRACT: ExtractKind = ExtractKind::CodeBlock;
-
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let tests = cx
             .required(self.tests.as_ref(), cx.rule, "tests", "\"tests\"")?

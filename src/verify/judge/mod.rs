@@ -74,13 +74,13 @@ pub(crate) struct JudgeKeys {
     pub attempts: Option<u32>,
 }
 
-impl RuleKind for JudgeKeys {
-    const NAME: &'static str = "judge";
-    const REFERENCE: Option<Reference> = Some(Reference {
-        expected: "The instance variable holding the reference answer (a dotted path).",
-        value: "A literal reference answer, instead of `expected`.",
-    });
+/// How `judge` words its reference keys.
+pub(super) const REFERENCE: Reference = Reference {
+    expected: "The instance variable holding the reference answer (a dotted path).",
+    value: "A literal reference answer, instead of `expected`.",
+};
 
+impl RuleKind for JudgeKeys {
     fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
         let rubric = match (&self.rubric, &self.rubric_file) {
             (Some(levels), None) => Rubric::new(levels.clone())
