@@ -34,6 +34,21 @@ impl<T: EpisodeCalls> ReadsReply for T {
     }
 }
 
+/// A rule's `min` (else `default_min`) and `max` of a count, or the error
+/// at `max` when it is below `min`.
+pub(super) fn count_bounds(
+    cx: &BuildContext,
+    min: Option<u32>,
+    max: Option<u32>,
+    default_min: u32,
+) -> Result<(u32, Option<u32>), Diagnostic> {
+    let min = min.unwrap_or(default_min);
+    if max.is_some_and(|max| max < min) {
+        return Err(cx.error(ErrorKind::Invalid, "max", "`max` is below `min`"));
+    }
+    Ok((min, max))
+}
+
 /// Every call of the episode, in order.
 pub(super) fn episode_calls(reply: &Reply) -> Vec<ToolCall> {
     reply.calls().map(|(_, c)| c.clone()).collect()

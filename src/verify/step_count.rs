@@ -2,9 +2,9 @@
 //! (promptfoo's `trajectory:step-count`).
 
 use super::kind::RuleKind;
-use super::shared::{EpisodeCalls, calls_text};
+use super::shared::{EpisodeCalls, calls_text, count_bounds};
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
-use crate::error::{Diagnostic, ErrorKind};
+use crate::error::Diagnostic;
 use crate::format::ToolCall;
 
 /// `step_count`: the episode has at least `min` and at most `max` steps,
@@ -36,13 +36,10 @@ impl RuleKind for StepCountKeys {
         if self.max.is_none() && self.min.is_none() {
             return Err(cx.missing("step_count", "max", "5"));
         }
-        let min = self.min.unwrap_or(0);
-        if self.max.is_some_and(|max| max < min) {
-            return Err(cx.error(ErrorKind::Invalid, "max", "`max` is below `min`"));
-        }
+        let (min, max) = count_bounds(cx, self.min, self.max, 0)?;
         Ok(Box::new(StepCount {
             min,
-            max: self.max,
+            max,
             turns: self.count == Some(StepUnit::Turns),
         }))
     }

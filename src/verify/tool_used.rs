@@ -2,7 +2,7 @@
 //! `trajectory:tool-used`; with `max = 0`, its negation).
 
 use super::kind::RuleKind;
-use super::shared::{EpisodeCalls, calls_text};
+use super::shared::{EpisodeCalls, calls_text, count_bounds};
 use super::{BuildContext, FailureKind, Reply, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::ToolCall;
@@ -25,14 +25,12 @@ impl RuleKind for ToolUsedKeys {
         if self.tools.is_empty() {
             return Err(cx.error(ErrorKind::Invalid, "tools", "`tools` names no tool"));
         }
-        let min = self.min.unwrap_or(if self.max == Some(0) { 0 } else { 1 });
-        if self.max.is_some_and(|max| max < min) {
-            return Err(cx.error(ErrorKind::Invalid, "max", "`max` is below `min`"));
-        }
+        let default_min = if self.max == Some(0) { 0 } else { 1 };
+        let (min, max) = count_bounds(cx, self.min, self.max, default_min)?;
         Ok(Box::new(ToolUsed {
             tools: self.tools,
             min,
-            max: self.max,
+            max,
         }))
     }
 }
