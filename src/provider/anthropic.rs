@@ -31,7 +31,7 @@ use crate::prompt::{Message, Reasoning, Role, ToolMode};
 use super::native_wire;
 use super::openai::CallIds;
 use super::tool_wire::WireNames;
-use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
+use super::{ChatRequest, Completion, OutputKind, ProviderError, SamplingNames, ToolChoice, Usage};
 
 /// The API version every request names.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -150,19 +150,17 @@ pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, 
     }
     let mut body = json!({
         "model": model,
-        "max_tokens": request.max_tokens,
         "messages": messages,
-        "temperature": request.temperature,
     });
     let map = body.as_object_mut().expect("object");
+    map.extend(request.sampling(&SamplingNames {
+        max_tokens: "max_tokens",
+        top_p: "top_p",
+        seed: None,
+        stop: Some("stop_sequences"),
+    }));
     if let Some(system) = system {
         map.insert("system".into(), json!(system));
-    }
-    if let Some(top_p) = request.top_p {
-        map.insert("top_p".into(), json!(top_p));
-    }
-    if !request.stop.is_empty() {
-        map.insert("stop_sequences".into(), json!(request.stop));
     }
     match &request.format {
         OutputKind::Text => {}

@@ -31,7 +31,7 @@ use crate::prompt::{Message, Reasoning, Role, ToolMode};
 
 use super::native_wire;
 use super::tool_wire::WireNames;
-use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
+use super::{ChatRequest, Completion, OutputKind, ProviderError, SamplingNames, ToolChoice, Usage};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -205,20 +205,16 @@ pub(super) fn request_body(request: &ChatRequest, n: u32) -> Result<Value, Provi
     if let Some(prefill) = &request.prefill {
         push_part(&mut contents, "model", json!({"text": prefill}));
     }
-    let mut config = json!({
-        "temperature": request.temperature,
-        "maxOutputTokens": request.max_tokens,
-    });
+    let mut config = Value::Object(request.sampling(&SamplingNames {
+        max_tokens: "maxOutputTokens",
+        top_p: "topP",
+        seed: None,
+        stop: Some("stopSequences"),
+    }));
     let generation = config.as_object_mut().expect("object");
-    if let Some(top_p) = request.top_p {
-        generation.insert("topP".into(), json!(top_p));
-    }
     if let Some(seed) = request.seed {
         // The API's seed is an int32: a larger one is folded into range, the same way every time.
         generation.insert("seed".into(), json!(seed as u32 as i32));
-    }
-    if !request.stop.is_empty() {
-        generation.insert("stopSequences".into(), json!(request.stop));
     }
     if n > 1 {
         generation.insert("candidateCount".into(), json!(n));

@@ -45,6 +45,7 @@ pub(crate) mod reasoning_setting;
 pub(crate) mod replay;
 mod responses;
 mod retry_after;
+mod sampling;
 mod scrub;
 mod server_options;
 mod shared;
@@ -55,7 +56,7 @@ mod tool_wire;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::prompt::Message;
 pub(crate) use crate::prompt::{Reasoning, Tool, ToolCall, ToolChoice};
@@ -78,6 +79,7 @@ pub(crate) use reasoning::split_think;
 pub(crate) use reasoning_setting::SweepCell;
 pub(crate) use replay::ReplayProvider;
 pub(crate) use retry_after::parse_retry_after;
+pub(crate) use sampling::{OPENAI_SAMPLING, SamplingNames};
 
 /// The shape of answer a request asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,20 +216,6 @@ impl ChatRequest {
         ChatRequest {
             messages,
             ..self.clone()
-        }
-    }
-
-    /// Adds the optional settings both wire formats name alike (`top_p`,
-    /// `seed`, `stop`) to a body or options object, when they are set.
-    pub fn insert_optional(&self, map: &mut serde_json::Map<String, Value>) {
-        if let Some(top_p) = self.top_p {
-            map.insert("top_p".into(), json!(top_p));
-        }
-        if let Some(seed) = self.seed {
-            map.insert("seed".into(), json!(seed));
-        }
-        if !self.stop.is_empty() {
-            map.insert("stop".into(), json!(self.stop));
         }
     }
 

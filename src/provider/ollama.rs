@@ -28,7 +28,10 @@ use crate::prompt::{Message, Role};
 use super::body::{self, Cap};
 use super::ollama_response::{Answer, finish, parse_chunk};
 use super::tool_wire::WireNames;
-use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, classify};
+use super::{
+    ChatRequest, Completion, ModelSetup, OPENAI_SAMPLING, OutputKind, ProviderError, SamplingNames,
+    ToolChoice, classify,
+};
 
 /// A client for one model on an Ollama server.
 pub struct OllamaClient {
@@ -146,14 +149,12 @@ fn request_body(model: &str, stream: bool, request: &ChatRequest) -> Result<Valu
         return Err(ProviderError::Config(problem));
     }
     let names = WireNames::new(&request.tools);
-    let mut options = json!({
-        "temperature": request.temperature,
-        "num_predict": request.max_tokens,
+    let mut options = request.sampling(&SamplingNames {
+        max_tokens: "num_predict",
+        ..OPENAI_SAMPLING
     });
-    let opts = options.as_object_mut().expect("object");
-    request.insert_optional(opts);
     if let Some(num_ctx) = request.num_ctx {
-        opts.insert("num_ctx".into(), json!(num_ctx));
+        options.insert("num_ctx".into(), json!(num_ctx));
     }
     let mut body = json!({
         "model": model,

@@ -19,7 +19,10 @@ use crate::prompt::{Message, Role};
 use super::body::{self, Cap};
 use super::openai_response::completions;
 use super::tool_wire::WireNames;
-use super::{ChatRequest, Completion, ModelSetup, OutputKind, ProviderError, ToolChoice, classify};
+use super::{
+    ChatRequest, Completion, ModelSetup, OPENAI_SAMPLING, OutputKind, ProviderError, ToolChoice,
+    classify,
+};
 
 /// A client for one model on an OpenAI-compatible server.
 pub(crate) struct OpenAiClient {
@@ -147,11 +150,9 @@ fn request_body(model: &str, request: &ChatRequest, n: u32) -> Result<Value, Pro
     let mut body = json!({
         "model": model,
         "messages": messages,
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
     });
     let map = body.as_object_mut().expect("object");
-    request.insert_optional(map);
+    map.extend(request.sampling(&OPENAI_SAMPLING));
     if let Some(top) = request.logprobs {
         map.insert("logprobs".into(), json!(true));
         map.insert("top_logprobs".into(), json!(top));

@@ -32,7 +32,7 @@ use crate::prompt::{Message, Reasoning, Role};
 use super::native_wire;
 use super::openai::CallIds;
 use super::tool_wire::{WireCall, WireNames};
-use super::{ChatRequest, Completion, OutputKind, ProviderError, ToolChoice, Usage};
+use super::{ChatRequest, Completion, OutputKind, ProviderError, SamplingNames, ToolChoice, Usage};
 
 #[derive(Deserialize)]
 struct Response {
@@ -212,14 +212,15 @@ pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, 
     let mut body = json!({
         "model": model,
         "input": input,
-        "temperature": request.temperature,
-        "max_output_tokens": request.max_tokens,
         "store": false,
     });
     let map = body.as_object_mut().expect("object");
-    if let Some(top_p) = request.top_p {
-        map.insert("top_p".into(), json!(top_p));
-    }
+    map.extend(request.sampling(&SamplingNames {
+        max_tokens: "max_output_tokens",
+        top_p: "top_p",
+        seed: None,
+        stop: None,
+    }));
     let format = match &request.format {
         OutputKind::Text => None,
         OutputKind::Json => Some(json!({"type": "json_object"})),

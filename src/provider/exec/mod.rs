@@ -21,7 +21,7 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{ChatRequest, Completion, ProviderError, Usage};
+use super::{ChatRequest, Completion, OPENAI_SAMPLING, ProviderError, Usage};
 use crate::prompt::Message;
 use crate::prompt::ToolCall;
 
@@ -282,14 +282,12 @@ pub(crate) fn stdin_json(model: &str, request: &ChatRequest, call: &ExecCall) ->
     let mut body = json!({
         "model": model,
         "messages": request.messages.as_slice(),
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
         "format": request.format,
         "vars": call.vars,
         "argv": call.argv,
     });
     if let Some(map) = body.as_object_mut() {
-        request.insert_optional(map);
+        map.extend(request.sampling(&OPENAI_SAMPLING));
     }
     let mut bytes = serde_json::to_vec(&body).expect("requests serialize");
     bytes.push(b'\n');
