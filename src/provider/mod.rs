@@ -211,6 +211,25 @@ impl ChatRequest {
         }
     }
 
+    /// A request asking a model on its own terms (the judge, the simulated
+    /// user), not a spec's: its options' sampling settings, context window and
+    /// extra body, over `temperature` and `max_tokens` where they set none.
+    pub(crate) fn with_options(
+        options: &model_ref::ModelOptions,
+        messages: Vec<Message>,
+        temperature: f64,
+        max_tokens: u32,
+    ) -> ChatRequest {
+        ChatRequest {
+            temperature: options.temperature.unwrap_or(temperature),
+            top_p: options.top_p,
+            seed: options.seed,
+            num_ctx: options.num_ctx,
+            extra: options.extra_body.clone().unwrap_or_default(),
+            ..ChatRequest::new(messages, options.max_tokens.unwrap_or(max_tokens))
+        }
+    }
+
     /// This request with `messages` instead of its own (an episode's next turn).
     pub(crate) fn with_messages(&self, messages: Arc<Vec<Message>>) -> ChatRequest {
         ChatRequest {

@@ -34,15 +34,11 @@ fn judge_request(judge: &ModelClient, rule: &JudgeRule, prompt: String) -> ChatR
     let o = &judge.setup.options;
     let messages = vec![Message::text(Role::User, prompt)];
     ChatRequest {
-        temperature: o.temperature.unwrap_or(rule.temperature),
-        top_p: o.top_p,
         seed: Some(o.seed.unwrap_or(0)),
         format: OutputKind::JsonSchema(answer_schema(&rule.rubric)),
-        num_ctx: o.num_ctx,
-        extra: o.extra_body.clone().unwrap_or_default(),
         // The judge thinks as its own configuration says, never as the spec it judges.
         reasoning: judge.setup.reasoning,
-        ..ChatRequest::new(messages, o.max_tokens.unwrap_or(rule.max_tokens))
+        ..ChatRequest::with_options(o, messages, rule.temperature, rule.max_tokens)
     }
 }
 

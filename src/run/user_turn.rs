@@ -156,14 +156,10 @@ pub(super) fn user_for<'a>(
         .ok_or("the instance has no user persona")?;
     let o = &client.setup.options;
     let mut base = ChatRequest {
-        temperature: o.temperature.unwrap_or(0.0),
-        top_p: o.top_p,
-        seed: o.seed.map(|seed| seed.wrapping_add(u64::from(sample))),
-        num_ctx: o.num_ctx,
-        extra: o.extra_body.clone().unwrap_or_default(),
         reasoning: client.setup.reasoning_for(Default::default()),
-        ..ChatRequest::new(Vec::new(), o.max_tokens.unwrap_or(runtime.max_tokens))
-    };
+        ..ChatRequest::with_options(o, Vec::new(), 0.0, runtime.max_tokens)
+    }
+    .for_sample(sample);
     super::exec_call::with_exec(&mut base, &client.setup, &inst.vars, s)
         .map_err(|e| format!("the user model: {e}"))?;
     Ok(Some(User {
