@@ -318,12 +318,11 @@ fn group_by_unknown(spec: &Spec, j: usize, var: &str) -> Diagnostic {
         Some(crate::format::OneOrMany::Many(_)) => map.locate(key_path!["report", "group_by", j]),
         _ => map.locate(key_path!["report", "group_by"]),
     };
-    Diagnostic::new(
+    map.diagnostic(
         ErrorKind::Invalid,
         location,
         format!("group_by names variable `{var}`, which no instance sets"),
     )
-    .with_source(map.source())
 }
 
 /// A golden line that pins an instance without holding its content: for

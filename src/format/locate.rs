@@ -9,7 +9,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::toml_error::toml_diagnostic;
-use crate::error::{Diagnostic, Location};
+use crate::error::{Diagnostic, ErrorKind, Location};
 
 /// One step of a path into a TOML document.
 #[derive(Debug, Clone, Copy)]
@@ -103,6 +103,16 @@ impl SourceMap {
     /// The full source text.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// A diagnostic at `location` in this file, showing its source line.
+    pub fn diagnostic(
+        &self,
+        kind: ErrorKind,
+        location: Location,
+        message: impl Into<String>,
+    ) -> Diagnostic {
+        Diagnostic::new(kind, location, message).with_source(&self.source)
     }
 
     /// The span of the value at `path`, if present.

@@ -120,12 +120,11 @@ pub(super) fn check_static(def: &SpecFile, map: &SourceMap, spec_dir: &Path) -> 
 /// An image problem at its `images` entry, naming the instance when there is one.
 fn image_diagnostic(map: &SourceMap, name: &str, index: Option<u64>, e: &MediaError) -> Diagnostic {
     let prefix = index.map(|i| format!("instance {i}: ")).unwrap_or_default();
-    Diagnostic::new(
+    map.diagnostic(
         ErrorKind::Image,
         map.locate(&template_key_path(name)),
         format!("{prefix}{e}"),
     )
-    .with_source(map.source())
 }
 
 /// Replaces each variable holding a Hugging Face image column with image

@@ -278,8 +278,9 @@ impl Spec {
         let message = format!("instance {index}: {message}");
         match self.dataset.as_ref().and_then(|d| d.row(index)) {
             Some(row) => Diagnostic::new(ErrorKind::Dataset, row.origin.location(), message),
-            None => Diagnostic::new(ErrorKind::Invalid, self.map.locate(at), message)
-                .with_source(self.map.source()),
+            None => self
+                .map
+                .diagnostic(ErrorKind::Invalid, self.map.locate(at), message),
         }
     }
 
@@ -404,14 +405,11 @@ impl Spec {
         } else {
             self.map.locate_in_string(path, fault.line, fault.column)
         };
-        Some(
-            Diagnostic::new(
-                ErrorKind::Script,
-                location,
-                format!("{label}: rule `{name}`: {}", verdict.detail),
-            )
-            .with_source(self.map.source()),
-        )
+        Some(self.map.diagnostic(
+            ErrorKind::Script,
+            location,
+            format!("{label}: rule `{name}`: {}", verdict.detail),
+        ))
     }
 
     /// What `harness run` checks before asking any model, in well under a
@@ -426,17 +424,16 @@ impl Spec {
         };
         if let Some((rule, key, var)) = self.rules.missing_variables(&instance.vars).pop() {
             let message = format!("`{key}` names variable `{var}`, which instance 0 does not set");
-            return Err(Diagnostic::new(ErrorKind::Invalid, at(rule, key), message)
-                .with_source(self.map.source()));
+            return Err(self
+                .map
+                .diagnostic(ErrorKind::Invalid, at(rule, key), message));
         }
         if let Some((rule, key, why)) = self.rules.value_problems(&instance.vars).pop() {
             let key = crate::verify::value_key(&self.map, rule, key);
-            return Err(Diagnostic::new(
-                ErrorKind::Invalid,
-                at(rule, key),
-                format!("instance 0: {why}"),
-            )
-            .with_source(self.map.source()));
+            let message = format!("instance 0: {why}");
+            return Err(self
+                .map
+                .diagnostic(ErrorKind::Invalid, at(rule, key), message));
         }
         for (rule, name, verdict) in self.rules.probe(&instance.vars) {
             if crate::scripting::ScriptError::stalled(&verdict.detail)
@@ -470,7 +467,7 @@ pub(crate) fn dataset_diagnostic(
             } else {
                 map.locate_in_string(path, *line, *column)
             };
-            Diagnostic::new(ErrorKind::Dataset, location, message).with_source(map.source())
+            map.diagnostic(ErrorKind::Dataset, location, message)
         }
     }
 }

@@ -79,14 +79,11 @@ impl Spec {
                 "the model's own reasoning (harness.toml): ".to_owned(),
             ),
         };
-        Some(
-            Diagnostic::new(
-                ErrorKind::Invalid,
-                location,
-                format!("model `{}`: {origin}{why}", model.name),
-            )
-            .with_source(self.map.source()),
-        )
+        Some(self.map.diagnostic(
+            ErrorKind::Invalid,
+            location,
+            format!("model `{}`: {origin}{why}", model.name),
+        ))
     }
 }
 
