@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use crate::common::fake_server::{FakeCall, FakeServer, Reply, Request};
 use crate::common::workspace::Workspace;
-use crate::common::{golden_lines, harness, root, run};
-use crate::e2e_llama::{Live, assert_all_cached, copy_dir, journal, live};
+use crate::common::{copy_dir, golden_lines, harness, root, run};
+use crate::e2e_llama::{Live, assert_all_cached, journal, live};
 
 /// The dialogue spec, relative to the repository.
 pub(crate) const DIALOGUE: &str = "specs/ru_support_dialogue.toml";

@@ -13,6 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::copy_dir;
+
 /// The comment that names a block's example file.
 const MARKER_OPEN: &str = "<!-- example:";
 const MARKER_CLOSE: &str = "-->";
@@ -237,19 +239,6 @@ fn every_example_file_is_shown_or_linked_by_the_docs() {
         "example files that README.md and docs/*.md never show or link (show them, or delete them):\n{}",
         unused.join("\n")
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create a temporary folder");
-    for entry in std::fs::read_dir(from).expect("list an example folder") {
-        let entry = entry.expect("readable entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy an example file");
-        }
-    }
 }
 
 /// Runs the real binary in `dir` without color or CI detection.

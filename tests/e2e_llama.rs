@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
 
-use crate::common::{e2e_var, golden_lines, harness, locks, report, root, run};
+use crate::common::{copy_dir, e2e_var, golden_lines, harness, locks, report, root, run};
 
 /// A third of every committed golden transcript, re-asked live.
 mod golden;
@@ -136,20 +136,6 @@ fn workspace_with(smol: &str, gemma: &str, judge: &str) -> Workspace {
         .replace("\"__JUDGE__/v1\"", judge);
     fs::write(dir.path().join("harness.toml"), config).unwrap();
     dir
-}
-
-/// Copies a folder tree.
-pub(crate) fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_file() {
-            fs::copy(&path, target).unwrap();
-        } else if path.is_dir() {
-            copy_dir(&path, &target);
-        }
-    }
 }
 
 /// The records of the last run in `dir`.

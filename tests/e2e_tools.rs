@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use crate::common::{golden_lines, harness, root, run};
-use crate::e2e_llama::{Live, assert_all_cached, both_models, copy_dir, journal, live};
+use crate::common::{copy_dir, golden_lines, harness, root, run};
+use crate::e2e_llama::{Live, assert_all_cached, both_models, journal, live};
 
 /// The shipped agent spec.
 pub(crate) const AGENT: &str = "shop_agent";

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::common::workspace::Workspace;
-use crate::common::{golden_lines, harness, root};
-use crate::e2e_llama::{Live, assert_all_cached, copy_dir, journal, live_long};
+use crate::common::{copy_dir, golden_lines, harness, root};
+use crate::e2e_llama::{Live, assert_all_cached, journal, live_long};
 
 /// The spec, relative to the repository.
 pub(crate) const SPEC: &str = "specs/tau2_retail.toml";

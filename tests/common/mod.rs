@@ -140,6 +140,20 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Copies the folder tree `from` to `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            fs::copy(&path, target).unwrap();
+        }
+    }
+}
+
 /// The Python programs of a fixture suite in `dir`, sorted; files whose name
 /// starts with `_` are the suite's helpers, not members. Fails when the suite
 /// has fewer than `at_least`, so a lost fixture cannot pass unnoticed.

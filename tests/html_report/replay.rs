@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{assert_clean, open, report, set_filter, text, wait_count, with_interval};
 use crate::common::browser::{Browser, artifacts};
-use crate::common::{harness, root};
+use crate::common::{copy_dir, harness, root};
 use serde_json::{Value, json};
 
 #[test]
@@ -248,17 +248,4 @@ fn sum_totals(json: &Value, key: &str) -> usize {
         .iter()
         .map(|m| m["total"][key].as_u64().unwrap_or(0) as usize)
         .sum()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            std::fs::copy(&path, target).unwrap();
-        }
-    }
 }
