@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::common::fake_server::{FakeCall, FakeServer, PROMPT_TOKENS, Reply, Request};
 use crate::common::workspace::Workspace;
-use crate::common::{root, spawn_quiet};
+use crate::common::{root, spawn_quiet, strings};
 
 /// The shop spec's instances.
 const INSTANCES: usize = 8;
@@ -62,7 +62,7 @@ pub(crate) fn roles(record: &Value) -> Vec<&str> {
     let steps = record["trajectory"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
-    steps.iter().map(|m| m["role"].as_str().unwrap()).collect()
+    strings(steps, "role")
 }
 
 fn by_instance(records: Vec<Value>) -> BTreeMap<u64, Value> {

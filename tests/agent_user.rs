@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::common::fake_server::{FakeCall, FakeServer, Reply, Request};
 use crate::common::workspace::Workspace;
-use crate::common::{copy_dir, golden_lines, harness, root, run};
+use crate::common::{copy_dir, golden_lines, harness, root, run, strings};
 use crate::e2e_llama::{Live, assert_all_cached, journal, live};
 
 /// The dialogue spec, relative to the repository.
@@ -182,7 +182,7 @@ fn a_conversation_alternates_sides_and_the_user_sees_only_replies() {
     let requests = fake.requests();
     for r in requests.iter().filter(|r| is_user(r)) {
         let sent = messages(r);
-        let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        let roles = strings(sent, "role");
         // System (persona), its own opening, then the sides alternate.
         assert_eq!(roles[..3], ["system", "assistant", "user"], "{sent:?}");
         for pair in roles.windows(2).skip(1) {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::fake_server::{Ending, FakeBatchApi, LineReply};
-use crate::common::openapi;
 use crate::common::workspace::{Workspace, model_toml};
+use crate::common::{openapi, strings};
 
 /// `fake` on the batch fake, priced so one answer costs a round amount.
 const PRICE: &str = "price = { input = 1000.0, output = 2000.0 }";
@@ -126,10 +126,7 @@ fn a_batch_answers_by_custom_id_at_half_price_and_shows_its_states() {
         assert!((cost - 0.0135).abs() < 1e-9, "{cost}");
     }
     let lines = api.batch_lines();
-    let ids: Vec<&str> = lines[0]
-        .iter()
-        .map(|l| l["custom_id"].as_str().unwrap())
-        .collect();
+    let ids = strings(&lines[0], "custom_id");
     assert_eq!(ids.len(), 6);
     assert!(
         ids.iter()

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::common::fake_server::{
     COMPLETION_TOKENS, FakeServer, PROMPT_TOKENS, Reply, Request, eval, expression,
 };
+use crate::common::strings;
 use crate::common::workspace::{Workspace, model_toml};
 use crate::html_report::report;
 
@@ -88,17 +89,9 @@ fn the_documented_sweep_runs_a_cell_per_setting_and_reports_its_curve() {
         (&"fake".into(), &"effort".into())
     );
     let points = sweep["points"].as_array().unwrap();
-    let values: Vec<&str> = points
-        .iter()
-        .map(|p| p["value"].as_str().unwrap())
-        .collect();
-    assert_eq!(values, ["low", "medium", "high"]);
-    let names: Vec<&str> = points
-        .iter()
-        .map(|p| p["model"].as_str().unwrap())
-        .collect();
+    assert_eq!(strings(points, "value"), ["low", "medium", "high"]);
     assert_eq!(
-        names,
+        strings(points, "model"),
         [
             "fake [effort=low]",
             "fake [effort=medium]",

@@ -10,6 +10,7 @@ use harness::{ReportContext, ReportKind, ReportOutput, SpecInfo, write_reports};
 use serde_json::Value;
 
 use crate::common::alone::{in_own_process, test_name};
+use crate::common::strings;
 
 pub(crate) mod episodes;
 /// pass@k and pass^k of repeated agent trials.
@@ -224,12 +225,8 @@ fn raw_json_keeps_its_documented_keys_in_order() {
     let (out, _dir) = one_run();
     let v: Value = serde_json::from_str(&read(&out.files.raw[0])).unwrap();
     let items = v.as_array().unwrap();
-    let ids: Vec<&str> = items
-        .iter()
-        .map(|i| i["test_id"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        ids,
+        strings(items, "test_id"),
         [
             "t01_simple_logic/0",
             "t01_simple_logic/0#1",

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::common::documents::write_documents;
 use crate::common::fake_server::{FakeServer, Reply, Request};
 use crate::common::workspace::{Workspace, interrupt_after, model_toml};
-use crate::common::{harness, run};
+use crate::common::{harness, run, strings};
 use serde_json::{Value, json};
 
 /// The first word of the chunk text in a generation prompt.
@@ -256,7 +256,7 @@ fn ctrl_c_then_resume_repeats_no_request() {
         &first[..],
         "entries before Ctrl-C unchanged"
     );
-    let mut keys: Vec<&str> = entries.iter().map(|e| e["key"].as_str().unwrap()).collect();
+    let mut keys = strings(&entries, "key");
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), entries.len(), "no request journaled twice");

@@ -140,6 +140,20 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The string `key` of each of `items` (JSON records, lines or messages),
+/// in order.
+pub fn strings<'a>(
+    items: impl IntoIterator<Item = &'a serde_json::Value>,
+    key: &str,
+) -> Vec<&'a str> {
+    let string = |item: &'a serde_json::Value| {
+        item[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no string `{key}` in {item}"))
+    };
+    items.into_iter().map(string).collect()
+}
+
 /// Copies the folder tree `from` to `to`.
 pub fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
