@@ -31,7 +31,10 @@ use crate::prompt::{Message, Reasoning, Role, ToolMode};
 use super::native_wire;
 use super::openai::CallIds;
 use super::tool_wire::WireNames;
-use super::{ChatRequest, Completion, OutputKind, ProviderError, SamplingNames, ToolChoice, Usage};
+use super::{
+    ChatRequest, Completion, OPENAI_SAMPLING, OutputKind, ProviderError, SamplingNames, ToolChoice,
+    Usage,
+};
 
 /// The API version every request names.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -154,10 +157,9 @@ pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, 
     });
     let map = body.as_object_mut().expect("object");
     map.extend(request.sampling(&SamplingNames {
-        max_tokens: "max_tokens",
-        top_p: "top_p",
         seed: None,
         stop: Some("stop_sequences"),
+        ..OPENAI_SAMPLING
     }));
     if let Some(system) = system {
         map.insert("system".into(), json!(system));

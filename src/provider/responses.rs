@@ -32,7 +32,10 @@ use crate::prompt::{Message, Reasoning, Role};
 use super::native_wire;
 use super::openai::CallIds;
 use super::tool_wire::{WireCall, WireNames};
-use super::{ChatRequest, Completion, OutputKind, ProviderError, SamplingNames, ToolChoice, Usage};
+use super::{
+    ChatRequest, Completion, OPENAI_SAMPLING, OutputKind, ProviderError, SamplingNames, ToolChoice,
+    Usage,
+};
 
 #[derive(Deserialize)]
 struct Response {
@@ -217,9 +220,9 @@ pub(super) fn request_body(model: &str, request: &ChatRequest) -> Result<Value, 
     let map = body.as_object_mut().expect("object");
     map.extend(request.sampling(&SamplingNames {
         max_tokens: "max_output_tokens",
-        top_p: "top_p",
         seed: None,
         stop: None,
+        ..OPENAI_SAMPLING
     }));
     let format = match &request.format {
         OutputKind::Text => None,
