@@ -64,20 +64,6 @@ pub(super) enum ContainsMode {
     None,
 }
 
-struct Contains {
-    matcher: Matcher,
-    mode: ContainsMode,
-}
-
-impl Contains {
-    fn new(case_sensitive: Option<bool>, whole_word: Option<bool>, mode: ContainsMode) -> Self {
-        Contains {
-            matcher: Matcher::new(case_sensitive, whole_word),
-            mode,
-        }
-    }
-}
-
 /// `contains`: the answer contains the expected string(s).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -90,10 +76,13 @@ pub(super) struct ContainsKeys {
     pub mode: Option<ContainsMode>,
 }
 
-impl RuleKind for ContainsKeys {
-    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let mode = self.mode.unwrap_or_default();
-        cx.text_rule(Contains::new(self.case_sensitive, self.whole_word, mode))
+impl ComparesText for ContainsKeys {
+    // An empty needle occurs in every answer: refused like a missing one.
+    const NEEDLE: bool = true;
+
+    fn compare(&self, answer: &str, needles: &[String]) -> Verdict {
+        let matcher = Matcher::new(self.case_sensitive, self.whole_word);
+        contains(matcher, self.mode.unwrap_or_default(), answer, needles)
     }
 }
 
@@ -107,30 +96,28 @@ pub(super) struct NotContainsKeys {
     pub whole_word: Option<bool>,
 }
 
-impl RuleKind for NotContainsKeys {
-    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        let mode = ContainsMode::None;
-        cx.text_rule(Contains::new(self.case_sensitive, self.whole_word, mode))
-    }
-}
-
-impl ComparesText for Contains {
-    // An empty needle occurs in every answer: refused like a missing one.
+impl ComparesText for NotContainsKeys {
     const NEEDLE: bool = true;
 
     fn compare(&self, answer: &str, needles: &[String]) -> Verdict {
-        let haystack = self.matcher.normalize(answer);
-        let (present, absent): (Vec<_>, Vec<_>) = needles
-            .iter()
-            .partition(|n| self.matcher.occurs(&haystack, &self.matcher.normalize(n)));
-        match self.mode {
-            ContainsMode::All if absent.is_empty() => Verdict::pass(),
-            ContainsMode::All => Verdict::fail(format!("does not contain {}", quoted(&absent))),
-            ContainsMode::Any if !present.is_empty() => Verdict::pass(),
-            ContainsMode::Any => Verdict::fail(format!("contains none of {}", quoted(&absent))),
-            ContainsMode::None if present.is_empty() => Verdict::pass(),
-            ContainsMode::None => Verdict::fail(format!("contains forbidden {}", quoted(&present))),
-        }
+        let matcher = Matcher::new(self.case_sensitive, self.whole_word);
+        contains(matcher, ContainsMode::None, answer, needles)
+    }
+}
+
+/// The verdict on an answer containing the `needles` as `mode` asks.
+fn contains(matcher: Matcher, mode: ContainsMode, answer: &str, needles: &[String]) -> Verdict {
+    let haystack = matcher.normalize(answer);
+    let (present, absent): (Vec<_>, Vec<_>) = needles
+        .iter()
+        .partition(|n| matcher.occurs(&haystack, &matcher.normalize(n)));
+    match mode {
+        ContainsMode::All if absent.is_empty() => Verdict::pass(),
+        ContainsMode::All => Verdict::fail(format!("does not contain {}", quoted(&absent))),
+        ContainsMode::Any if !present.is_empty() => Verdict::pass(),
+        ContainsMode::Any => Verdict::fail(format!("contains none of {}", quoted(&absent))),
+        ContainsMode::None if present.is_empty() => Verdict::pass(),
+        ContainsMode::None => Verdict::fail(format!("contains forbidden {}", quoted(&present))),
     }
 }
 

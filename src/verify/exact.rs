@@ -2,15 +2,9 @@
 //! normalization (the instruction-following check). Case-sensitive by
 //! default, because case is often what the instructions asked for.
 
+use super::Verdict;
 use super::expected::ComparesText;
-use super::kind::RuleKind;
-use super::{BuildContext, Rule, Verdict};
-use crate::error::Diagnostic;
 use crate::text::clip;
-
-struct Exact {
-    case_sensitive: bool,
-}
 
 /// `exact`: the answer equals the expected string after whitespace
 /// normalization; a list means any alternative.
@@ -21,23 +15,15 @@ pub(super) struct ExactKeys {
     pub case_sensitive: Option<bool>,
 }
 
-impl RuleKind for ExactKeys {
-    fn build(self, cx: &BuildContext) -> Result<Box<dyn Rule>, Diagnostic> {
-        cx.text_rule(Exact {
-            case_sensitive: self.case_sensitive.unwrap_or(true),
-        })
-    }
-}
-
 /// Collapses whitespace runs to one space and trims.
 pub(super) fn normalize_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-impl Exact {
+impl ExactKeys {
     fn normalize(&self, text: &str) -> String {
         let text = normalize_whitespace(text);
-        if self.case_sensitive {
+        if self.case_sensitive.unwrap_or(true) {
             text
         } else {
             text.to_lowercase()
@@ -45,7 +31,7 @@ impl Exact {
     }
 }
 
-impl ComparesText for Exact {
+impl ComparesText for ExactKeys {
     fn compare(&self, answer: &str, alternatives: &[String]) -> Verdict {
         let got = self.normalize(answer);
         if alternatives.iter().any(|alt| self.normalize(alt) == got) {
@@ -71,13 +57,15 @@ mod tests {
     use serde_json::{Map, Value};
 
     use super::*;
-    use crate::verify::ReadsText;
     use crate::verify::expected::{Expected, TextRule};
+    use crate::verify::{ReadsText, Rule};
 
-    fn rule(case_sensitive: bool) -> TextRule<Exact> {
+    fn rule(case_sensitive: bool) -> TextRule<ExactKeys> {
         TextRule {
             expected: Expected::Literal(Value::from("<data>АБВ</data>")),
-            compare: Exact { case_sensitive },
+            compare: ExactKeys {
+                case_sensitive: Some(case_sensitive),
+            },
         }
     }
 
@@ -95,8 +83,8 @@ mod tests {
     fn an_empty_list_of_alternatives_fails_instead_of_panicking() {
         let rule = TextRule {
             expected: Expected::Var("answer".into()),
-            compare: Exact {
-                case_sensitive: true,
+            compare: ExactKeys {
+                case_sensitive: None,
             },
         };
         let vars: Map<String, Value> = serde_json::from_str(r#"{"answer": []}"#).unwrap();

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::expected::ComparesText;
 use super::{BuildContext, Rule};
 use crate::error::Diagnostic;
 use crate::format::key_path;
@@ -107,13 +108,31 @@ pub(super) struct Entry {
 /// The registry's row for rule kind `K`, named `name`: it extracts text and
 /// compares with no expected value unless told otherwise.
 pub(super) const fn entry<K: RuleKind>(name: &'static str) -> Entry {
+    row::<K>(name, build::<K>)
+}
+
+/// The registry's row for `K`, the keys of a rule that compares the answer's
+/// text with an expected value and needs nothing else: the keys are the
+/// comparison ([`ComparesText`]), worded as [`EXPECTED_VALUE`].
+pub(super) const fn text_entry<K>(name: &'static str) -> Entry
+where
+    K: ComparesText + DeserializeOwned + JsonSchema + 'static,
+{
+    row::<K>(name, build_text::<K>).compares(EXPECTED_VALUE)
+}
+
+/// The row of keys `K` built by `build`.
+const fn row<K: DeserializeOwned + JsonSchema>(
+    name: &'static str,
+    build: fn(&BuildContext, &[&str]) -> Result<Built, Diagnostic>,
+) -> Entry {
     Entry {
         name,
         default_extract: ExtractKind::Text,
         reference: None,
         own_keys: field_names::<K>,
         own_schema: own_schema::<K>,
-        build: build::<K>,
+        build,
     }
 }
 
@@ -176,7 +195,7 @@ impl Entry {
     }
 }
 
-fn own_schema<K: RuleKind>(generator: &mut SchemaGenerator) -> Value {
+fn own_schema<K: JsonSchema>(generator: &mut SchemaGenerator) -> Value {
     K::json_schema(generator).to_value()
 }
 
@@ -186,6 +205,17 @@ fn build<K: RuleKind>(cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnos
     Ok(Built {
         rule: keys.build(cx)?,
         fence_language,
+    })
+}
+
+fn build_text<K>(cx: &BuildContext, skip: &[&str]) -> Result<Built, Diagnostic>
+where
+    K: ComparesText + DeserializeOwned + 'static,
+{
+    let keys: K = cx.map.read_table(key_path!["verify", cx.index], skip)?;
+    Ok(Built {
+        rule: cx.text_rule(keys)?,
+        fence_language: None,
     })
 }
 
