@@ -131,15 +131,18 @@ mark "start the cluster" "$t"
 export HARNESS_E2E=1
 
 # The tests on llama.cpp servers: none runs in the first group, "the rest".
-# Group A asks the shared servers (e2e_llama, e2e_tools, the dialogue);
-# group B llama-cpp-python's server, or llama-servers of its own; group C
-# the long-slot servers, for the τ² conversation: its turns follow one
-# another (about 6 minutes, never more than a core), so it runs from the
-# start instead of at the end of another group.
-llama_a=(e2e_llama:: e2e_tools:: agent_user::a_dialogue_reproduces_live)
-llama_b=(e2e_llama::llama_cpp_python:: e2e_llama::reasoning:: managed_llama:: pool_llama::
-  reasoning_controls::a_budget_sweep_reaches_the_managed_llama_server)
-llama_c=(tau2_retail::golden_conversations_reproduce_live)
+# Group A asks the shared servers (e2e_llama, the dialogue); group B
+# llama-cpp-python's server, or llama-servers of its own; group C the
+# long-slot servers, for the τ² conversation: its turns follow one another
+# (about 6 minutes, never more than a core), so it runs from the start
+# instead of at the end of another group. Two short tests on the shared
+# servers whose requests also follow one another (the agent episodes, the
+# synthetic pairs) run in B and C: at the end of A, alone, they left a core
+# idle for about 100 s.
+llama_a=(e2e_llama:: agent_user::a_dialogue_reproduces_live)
+llama_b=(e2e_llama::llama_cpp_python:: e2e_llama::reasoning:: e2e_tools:: managed_llama::
+  pool_llama:: reasoning_controls::a_budget_sweep_reaches_the_managed_llama_server)
+llama_c=(e2e_llama::synth:: tau2_retail::golden_conversations_reproduce_live)
 skip() { printf -- '--skip %s ' "$@"; }
 
 # The rest first, alone: it holds the tests bound by 1 s limits, which
@@ -218,7 +221,7 @@ group() {  # group FILTERS...: one test process, its stamped lines to a log
   exec {fd}>&-
 }
 # shellcheck disable=SC2046 # the skips are separate words
-group "${llama_a[@]}" $(skip e2e_llama::llama_cpp_python:: e2e_llama::reasoning::)
+group "${llama_a[@]}" $(skip e2e_llama::llama_cpp_python:: e2e_llama::reasoning:: e2e_llama::synth::)
 group "${llama_b[@]}"
 group "${llama_c[@]}"
 codes=("$rest")
@@ -229,8 +232,8 @@ for pid in "${llama_pids[@]}"; do
 done
 llama_pids=()
 for pid in "${stampers[@]}"; do wait "$pid" || true; done
-names=("A: e2e_llama, e2e_tools, the dialogue" "B: llama-cpp-python, managed, pool, reasoning"
-  "C: the τ² conversation")
+names=("A: e2e_llama, the dialogue" "B: llama-cpp-python, managed, pool, reasoning, tools"
+  "C: the τ² conversation, synth")
 for i in 0 1 2; do
   mark "llama tests ${names[$i]}" "$llama_start" "$(ended_at "${logs[$i]}")"
 done

@@ -46,3 +46,25 @@ fn a_warm_fork_is_confined_like_a_fresh_run() {
         assert!(verdict.passed, "{}", verdict.failure_details());
     }
 }
+
+/// The checker runs as its namespace's PID 1, with no init of its own, yet
+/// confined as the program is. The tests run in the checker, so they probe it.
+const CHECKER_PROBES: &[&str] = &[
+    "assert __import__('os').getpid() == 1, __import__('os').getpid()",
+    "assert open('/proc/self/status').read().count('NoNewPrivs:\\t1') == 1",
+    "assert open('/proc/self/status').read().count('Seccomp:\\t2') == 1",
+    "assert sorted(p for p in __import__('os').listdir('/proc') if p.isdigit()) == ['1']",
+    "assert add(1, 2) == 3",
+];
+
+#[test]
+fn the_checker_is_its_own_init_and_confined() {
+    let path = root().join("tests/fixtures/code/hostile_examples.toml");
+    let spec = harness::Spec::load(&path).unwrap();
+    let mut vars = Map::new();
+    vars.insert("tests".into(), json!(CHECKER_PROBES));
+    for _ in 0..3 {
+        let verdict = spec.verify("def add(a, b):\n    return a + b\n", &vars);
+        assert!(verdict.passed, "{}", verdict.failure_details());
+    }
+}

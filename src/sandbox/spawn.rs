@@ -12,9 +12,7 @@ use std::time::Instant;
 
 use seccompiler::BpfProgram;
 
-use super::capture::{
-    Captured, Watch, capture, exited, kill_namespace_init, pidfd_open, reap, signal,
-};
+use super::capture::{Captured, Watch, capture, exited, kill_namespace_init, reap, signal};
 use super::cgroup::TreeLimits;
 use super::child::{enter, join_cgroups, keep_open};
 use super::plan::{
@@ -312,13 +310,11 @@ impl Sandbox {
         if started.pidfd.is_some() {
             return Ok(());
         }
-        started.pid = warm.started(program)?;
+        let (pid, pidfd) = warm.started(program)?;
         // Its time starts with its program, as a cold run's does after the exec.
         started.start = Instant::now();
-        // Its program has started, so the namespace's init, which outlives
-        // it, cannot have been reaped yet: the descriptor holds this very
-        // process.
-        started.pidfd = pidfd_open(started.pid).map(Arc::new);
+        started.pid = pid;
+        started.pidfd = Some(Arc::new(pidfd));
         Ok(())
     }
 
@@ -389,7 +385,8 @@ impl Sandbox {
             stderr_write.as_raw_fd(),
         ];
         super::slow_start();
-        let warm = zygote.run(&plan, seat.as_ref(), stdio, &env, script)?;
+        let main_is_init = program.warm.as_ref().is_some_and(|w| w.main_is_init);
+        let warm = zygote.run((&plan, main_is_init), seat.as_ref(), stdio, &env, script)?;
         Ok(Started {
             // Known once its program starts (`confirm`).
             pid: 0,

@@ -21,7 +21,10 @@ the uid and gid maps (dropping the saved root), mounts, no-new-privs,
 Landlock, seccomp, rlimits, and a fork of the program as PID 2, which it
 reaps. Only then does the run's main module see any of the run. A shared
 page the program cannot reach carries the program's wait status from the
-init to the zygote, which reports it.
+init to the zygote, which reports it. A run asked for with `m` has no
+init: its child, once confined, runs the main itself as PID 1, and the
+zygote reports the child's own status (for the harness's checker, which
+starts no process and sends itself no signal).
 """
 
 import atexit
@@ -85,13 +88,13 @@ def serve(module, control_fd=CONTROL, in_seat=False):
         run = start(message, fds, parent)
         if run is None:
             continue
-        pid, channel, page = run
+        pid, channel, page, pidfd = run
         if pid == 0:
             # Returns only after the run's main did, confined; the interpreter
             # then ends as a fresh one would (atexit, flushing, exit status).
             child(module, fds, (others, [*runs], me), page, in_seat)
             return
-        runs[os.pidfd_open(pid)] = run
+        runs[pidfd] = (pid, channel, page)
 
 
 def seated(module, fds, sockets, pidfds, zygote):
@@ -114,14 +117,17 @@ def seated(module, fds, sockets, pidfds, zygote):
 
 
 def start(message, fds, parent):
-    """Clones run `message`'s child (`r`, or `r<uid> <gid>` as root): returns
-    (0, channel, page) in the child, (pid, channel, page) in the zygote, or
-    None when no child could be made (the harness is told why)."""
+    """Clones run `message`'s child (`r`, or `r<uid> <gid>` as root; `m`
+    for a main that is its own init): returns (0, channel, page, None) in
+    the child, (pid, channel, page, pidfd) in the zygote, or None when no
+    child could be made (the harness is told why). The page is None where
+    the child is the program itself, which must not hold its own report."""
     channel = socket.socket(fileno=fds[0])
     page = None
     try:
         ids = [int(n) for n in message[1:].split()]
-        page = shared_page()
+        if message[:1] != b"m":
+            page = shared_page()
         pid = clone(ids, parent)
     except (OSError, ValueError, Failed) as error:
         for fd in fds[1:]:
@@ -135,18 +141,22 @@ def start(message, fds, parent):
         channel.close()
         return None
     if pid == 0:
-        return 0, channel, page
-    # Only this run's init may keep the page: no later clone inherits it.
-    libc.madvise(page, PAGE, MADV_DONTFORK)
+        return 0, channel, page, None
+    if page is not None:
+        # Only this run's init may keep the page: no later clone inherits it.
+        libc.madvise(page, PAGE, MADV_DONTFORK)
     for fd in fds[1:]:
         os.close(fd)
-    # First from the zygote, which alone knows the init's pid outside its
+    # First from the zygote, which alone knows the child's pid outside its
     # namespace; the child's "G" or "E" may come before it, "X" only after.
+    # With a pidfd, taken before the zygote can reap the child: the harness
+    # then never signals a pid that a later process reuses.
+    pidfd = os.pidfd_open(pid)
     try:
-        channel.send(b"P%d" % pid)
+        socket.send_fds(channel, [b"P%d" % pid], [pidfd])
     except OSError:
         pass
-    return pid, channel, page
+    return pid, channel, page, pidfd
 
 
 def clone(ids, parent):
@@ -189,15 +199,17 @@ def clone(ids, parent):
 
 
 def report_exit(pid, channel, page):
-    """Reaps a run's init and reports the program's wait status (which the
-    init left in the page) with the whole tree's usage."""
+    """Reaps a run's child and reports the program's wait status (which an
+    init left in the page; a main that was its own init is the child) with
+    the whole tree's usage."""
     _, status, usage = os.wait4(pid, 0)
     if channel is None:
         return
-    done, program = struct.unpack("ii", ctypes.string_at(page, 8))
-    libc.munmap(page, PAGE)
-    if done == 1:
-        status = program
+    if page is not None:
+        done, program = struct.unpack("ii", ctypes.string_at(page, 8))
+        libc.munmap(page, PAGE)
+        if done == 1:
+            status = program
     line = "X%d %d %d %d" % (status, round(usage.ru_utime * 1e6), round(usage.ru_stime * 1e6), usage.ru_maxrss)
     try:
         channel.send(line.encode())
@@ -255,7 +267,8 @@ def shared_page():
 
 
 def child(module, fds, others, page, in_seat):
-    """The run's init, PID 1 of its namespace: confine, fork the program, reap."""
+    """The run's init, PID 1 of its namespace: confine, then fork the program
+    and reap, or, without a page, run the main itself."""
     sockets, pidfds, zygote = others
     try:
         for other in sockets:
@@ -319,6 +332,8 @@ def enter(plan, blobs, fds, context):
     os.close(zygote)
     mount_workdir(plan, blobs)
     restrict(plan, blobs, fds)
+    if page is None:
+        return
     # The program never sees the page, so it cannot write its own report.
     check("madvise(MADV_DONTFORK)", libc.madvise(page, PAGE, MADV_DONTFORK))
     status = (ctypes.c_int * 2).from_address(page)

@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::child::ChildPlan;
-use super::zygote_io::{plan_file, receive, send_fds, seqpacket};
+use super::zygote_io::{plan_file, receive_fd, send_fds, seqpacket};
 use super::{Program, SandboxError};
 
 /// How long a run's child may take to confine itself and start its program
@@ -19,17 +19,20 @@ const SETUP_LIMIT: Duration = Duration::from_secs(20);
 /// reports the exit.
 pub(super) struct WarmRun {
     socket: OwnedFd,
-    /// The run's init, once the zygote said it cloned it.
-    pid: Option<libc::pid_t>,
+    /// The run's child (its init, or a main that is its own), once the
+    /// zygote said it cloned it, with the pidfd the zygote took before it
+    /// could reap the child.
+    pid: Option<(libc::pid_t, OwnedFd)>,
     /// Whether the program was seen to start.
     started: bool,
 }
 
 /// Asks the zygote on `control` to clone a child for `plan`. The message
-/// names the run's uid and gid, which the zygote gives the child.
+/// says whether the main is its own init (`m`) or runs under one (`r`),
+/// and names the run's uid and gid, which the zygote gives the child.
 pub(super) fn request(
     control: &OwnedFd,
-    plan: &ChildPlan,
+    (plan, main_is_init): (&ChildPlan, bool),
     cgroups: &[OwnedFd],
     (stdio, env, script): ([RawFd; 3], &[(String, String)], &str),
 ) -> Result<WarmRun, SandboxError> {
@@ -39,9 +42,10 @@ pub(super) fn request(
     let plan_file = plan_file(plan, (cgroups, stdio), (env, script), &mut fds)
         .map_err(|e| io("write the plan", e))?;
     fds.insert(1, plan_file.as_raw_fd());
+    let kind = if main_is_init { 'm' } else { 'r' };
     let message = match plan.ids {
-        Some((uid, gid)) => format!("r{uid} {gid}"),
-        None => "r".into(),
+        Some((uid, gid)) => format!("{kind}{uid} {gid}"),
+        None => kind.to_string(),
     };
     send_fds(control, message.as_bytes(), &fds).map_err(|e| io("reach the zygote", e))?;
     // The clone's pid is read with its start (`WarmRun::started`): meanwhile
@@ -53,6 +57,16 @@ pub(super) fn request(
     })
 }
 
+/// The zygote's `P<pid>` message's pid and the pidfd sent with it.
+fn clone_of(pid: &[u8], pidfd: Option<OwnedFd>) -> Option<(libc::pid_t, OwnedFd)> {
+    let pid = std::str::from_utf8(pid)
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|&p: &libc::pid_t| p > 0)?;
+    Some((pid, pidfd?))
+}
+
 impl WarmRun {
     /// The run's next message but the zygote's `P<pid>`, which is taken
     /// wherever it comes: the zygote sends it once the clone returns, and
@@ -61,17 +75,14 @@ impl WarmRun {
         let deadline = limit.map(|l| Instant::now() + l);
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let message = match receive(&self.socket, left) {
-                Ok(message) => message,
+            let (message, fd) = match receive_fd(&self.socket, left) {
+                Ok(received) => received,
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Err(e),
-                Err(_) => Vec::new(),
+                Err(_) => (Vec::new(), None),
             };
             match message.split_first() {
                 Some((b'P', pid)) if self.pid.is_none() => {
-                    self.pid = std::str::from_utf8(pid)
-                        .ok()
-                        .and_then(|p| p.parse().ok())
-                        .filter(|&p: &libc::pid_t| p > 0);
+                    self.pid = clone_of(pid, fd);
                     // A malformed pid stands for a lost zygote.
                     if self.pid.is_none() {
                         return Ok(Vec::new());
@@ -83,9 +94,12 @@ impl WarmRun {
     }
 
     /// Waits until the child is confined and its program starts, or names
-    /// the step that failed; returns the pid of the run's init (PID 1 of
-    /// its namespace, the zygote's child).
-    pub(super) fn started(&mut self, program: &Program) -> Result<libc::pid_t, SandboxError> {
+    /// the step that failed; returns the pid of the run's child (PID 1 of
+    /// its namespace, the zygote's child) and a pidfd that holds it.
+    pub(super) fn started(
+        &mut self,
+        program: &Program,
+    ) -> Result<(libc::pid_t, OwnedFd), SandboxError> {
         let failed =
             |why: &str| SandboxError::Setup(format!("{why} (running {} warm)", program.argv[0]));
         if !self.started {
@@ -104,14 +118,12 @@ impl WarmRun {
         if self.pid.is_none() {
             // The program started, so the clone returned: only the zygote's
             // `P` can come before its `X`, which follows the run's end.
-            let message = receive(&self.socket, None).unwrap_or_default();
-            self.pid = std::str::from_utf8(&message)
-                .ok()
-                .and_then(|m| m.strip_prefix('P'))
-                .and_then(|p| p.parse().ok())
-                .filter(|&p: &libc::pid_t| p > 0);
+            let (message, fd) = receive_fd(&self.socket, None).unwrap_or_default();
+            self.pid = message.strip_prefix(b"P").and_then(|pid| clone_of(pid, fd));
         }
-        self.pid.ok_or_else(|| failed("the zygote did not clone"))
+        self.pid
+            .take()
+            .ok_or_else(|| failed("the zygote did not clone"))
     }
 
     /// Waits for the zygote's report of how the run's program ended, with

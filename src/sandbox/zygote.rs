@@ -48,6 +48,11 @@ pub struct Warm {
     pub main: String,
     /// Names of the program's files to import ahead: never the model's code.
     pub modules: Vec<String>,
+    /// The main is PID 1 of its namespace itself, with no init above it:
+    /// one process fewer a run. Only for a program of the harness's own
+    /// that starts no process and sends itself no signal: PID 1 ignores
+    /// any signal from inside its namespace that it has no handler for.
+    pub main_is_init: bool,
 }
 
 /// The zygotes of one sandbox, one per interpreter, flags, environment and modules.
@@ -311,7 +316,7 @@ impl Zygote {
     /// confines itself (see [`WarmRun::started`]).
     pub(super) fn run(
         &self,
-        plan: &ChildPlan,
+        plan: (&ChildPlan, bool),
         seat: Option<&Lease>,
         stdio: [RawFd; 3],
         env: &[(String, String)],

@@ -138,8 +138,18 @@ pub(super) fn send_fds(socket: &OwnedFd, data: &[u8], fds: &[RawFd]) -> std::io:
 }
 
 /// One message from `socket`; empty at end of file. With a limit, an error
-/// when nothing comes in time.
+/// when nothing comes in time. A descriptor sent with it is closed.
 pub(super) fn receive(socket: &OwnedFd, limit: Option<Duration>) -> std::io::Result<Vec<u8>> {
+    receive_fd(socket, limit).map(|(message, _)| message)
+}
+
+/// One message from `socket` and the first descriptor sent with it, if any
+/// (others are closed); empty at end of file. With a limit, an error when
+/// nothing comes in time.
+pub(super) fn receive_fd(
+    socket: &OwnedFd,
+    limit: Option<Duration>,
+) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
     if let Some(limit) = limit {
         let mut poll = libc::pollfd {
             fd: socket.as_raw_fd(),
@@ -153,23 +163,55 @@ pub(super) fn receive(socket: &OwnedFd, limit: Option<Duration>) -> std::io::Res
         }
     }
     let mut buffer = vec![0u8; 4096];
+    // Room for a few descriptors: more than one is never sent, but a
+    // truncated control message would leak the ones cut off.
+    const MAX_FDS: usize = 4;
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE((MAX_FDS * std::mem::size_of::<RawFd>()) as u32) };
+    let mut control = vec![0u64; (space as usize).div_ceil(8)];
     loop {
-        // SAFETY: reads into a buffer we own, of its length.
-        let n = unsafe {
-            libc::recv(
-                socket.as_raw_fd(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-                0,
-            )
+        let mut iov = libc::iovec {
+            iov_base: buffer.as_mut_ptr().cast(),
+            iov_len: buffer.len(),
         };
+        // SAFETY: msghdr is plain data; the fields set below point into live locals.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as usize;
+        // SAFETY: reads into the buffer and control space we own, of their lengths.
+        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
         if n >= 0 {
             buffer.truncate(n as usize);
-            return Ok(buffer);
+            return Ok((buffer, received_fds(&msg).into_iter().next()));
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
             return Err(e);
         }
     }
+}
+
+/// The descriptors a received message carries, each now ours.
+fn received_fds(msg: &libc::msghdr) -> Vec<OwnedFd> {
+    let mut fds = Vec::new();
+    // SAFETY: `msg` was filled by recvmsg; the CMSG macros walk its control
+    // buffer within `msg_controllen`, and each SCM_RIGHTS payload holds
+    // whole descriptors the kernel installed for this process.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                let header = libc::CMSG_LEN(0) as usize;
+                let count = ((*cmsg).cmsg_len as usize - header) / std::mem::size_of::<RawFd>();
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+        }
+    }
+    fds
 }

@@ -225,6 +225,7 @@ fn warm(main: &str, modules: &[&str]) -> sandbox::Warm {
     sandbox::Warm {
         main: main.to_owned(),
         modules: modules.iter().map(|m| m.to_string()).collect(),
+        main_is_init: false,
     }
 }
 
@@ -334,10 +335,16 @@ impl CodeRule {
             stdin: format!("{nonce}\n").into_bytes(),
             read_paths: python.read_paths.clone(),
             limits: self.limits.clone(),
-            warm: Some(warm(
-                "check",
-                &["check.py", "wire.py", "remote.py", "names.py", "share.py"],
-            )),
+            // The checker starts no process and signals nothing: it needs
+            // no init of its own (the model's program keeps one, so that its
+            // signals to itself act as they would anywhere).
+            warm: Some(sandbox::Warm {
+                main_is_init: true,
+                ..warm(
+                    "check",
+                    &["check.py", "wire.py", "remote.py", "names.py", "share.py"],
+                )
+            }),
         };
         // The tests' own work is not the program's: the checker keeps at least the default memory.
         let default_memory = Limits::default().memory_bytes;
