@@ -38,7 +38,7 @@ readonly TOOLS_REQS=("cmake>=3.20,<5" "ninja>=1.10")
 readonly LLAMA_CPP_PYTHON_VERSION="0.3.36"
 
 # Every server name `start` knows.
-readonly SERVER_NAMES="smollm2 smollm2b gemma3 gemma3b judge judgeb smollm2py smollm2long gemma3long"
+readonly SERVER_NAMES="smollm2 smollm2b smollm2c gemma3 gemma3b gemma3c judge judgeb smollm2py smollm2long gemma3long"
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
@@ -350,8 +350,8 @@ cmd_ensure() {
 
 model_path() {
     case "$1" in
-        smollm2 | smollm2b | judge | judgeb | smollm2py | smollm2long) echo "$SMOLLM2_MODEL" ;;
-        gemma3 | gemma3b | gemma3long) echo "$GEMMA3_MODEL" ;;
+        smollm2 | smollm2b | smollm2c | judge | judgeb | smollm2py | smollm2long) echo "$SMOLLM2_MODEL" ;;
+        gemma3 | gemma3b | gemma3c | gemma3long) echo "$GEMMA3_MODEL" ;;
         *) die "unknown model '$1' (expected one of: $SERVER_NAMES)" ;;
     esac
 }
@@ -359,12 +359,14 @@ model_path() {
 # The model a server answers as: `judge` is a second SmolLM2 server, so the
 # judge's requests never share a server (and its batches) with the model's;
 # `smollm2b`, `gemma3b` and `judgeb` are twins, started exactly as
-# `smollm2`, `gemma3` and `judge`, for a pool of each pair; `smollm2long`
+# `smollm2`, `gemma3` and `judge`, for a pool of each pair; `smollm2c` and
+# `gemma3c` are third twins, for tests that run beside the pools' users
+# (llama.cpp batches concurrent requests, which changes greedy output); `smollm2long`
 # and `gemma3long` the same models with long slots (see cmd_start).
 model_alias() {
     case "$1" in
-        smollm2b | judge | judgeb | smollm2py | smollm2long) echo smollm2 ;;
-        gemma3b | gemma3long) echo gemma3 ;;
+        smollm2b | smollm2c | judge | judgeb | smollm2py | smollm2long) echo smollm2 ;;
+        gemma3b | gemma3c | gemma3long) echo gemma3 ;;
         *) echo "$1" ;;
     esac
 }
@@ -480,10 +482,10 @@ cmd_start() {
         args=(--model "$model" --model_alias "$(model_alias "$name")" --host 127.0.0.1 --n_ctx 2048 --n_threads 1 --logits_all true
               --kv_overrides tokenizer.ggml.add_bos_token=bool:true)
         health=/v1/models
-    elif [ "$name" = gemma3 ] || [ "$name" = gemma3b ] || [ "$name" = gemma3long ]; then
+    elif [ "$name" = gemma3 ] || [ "$name" = gemma3b ] || [ "$name" = gemma3c ] || [ "$name" = gemma3long ]; then
         [ -f "$GEMMA3_TEMPLATE" ] || die "missing $GEMMA3_TEMPLATE"
         args+=(--jinja --chat-template-file "$GEMMA3_TEMPLATE")
-    elif [ "$name" = smollm2 ] || [ "$name" = smollm2b ] || [ "$name" = smollm2long ]; then
+    elif [ "$name" = smollm2 ] || [ "$name" = smollm2b ] || [ "$name" = smollm2c ] || [ "$name" = smollm2long ]; then
         [ -f "$SMOLLM2_TEMPLATE" ] || die "missing $SMOLLM2_TEMPLATE"
         args+=(--jinja --chat-template-file "$SMOLLM2_TEMPLATE")
     fi
@@ -553,7 +555,7 @@ cmd_stop() {
     local which="${1:-all}"
     case "$which" in
         all) for name in $SERVER_NAMES; do stop_one "$name"; done ;;
-        smollm2 | smollm2b | gemma3 | gemma3b | judge | judgeb | smollm2py | smollm2long | gemma3long) stop_one "$which" ;;
+        smollm2 | smollm2b | smollm2c | gemma3 | gemma3b | gemma3c | judge | judgeb | smollm2py | smollm2long | gemma3long) stop_one "$which" ;;
         *) die "unknown model '$which' (expected one of: $SERVER_NAMES, or all)" ;;
     esac
 }

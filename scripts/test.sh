@@ -135,14 +135,15 @@ export HARNESS_E2E=1
 # llama-cpp-python's server, or llama-servers of its own; group C the
 # long-slot servers, for the τ² conversation: its turns follow one another
 # (about 6 minutes, never more than a core), so it runs from the start
-# instead of at the end of another group. Two short tests on the shared
-# servers whose requests also follow one another (the agent episodes, the
-# synthetic pairs) run in B and C: at the end of A, alone, they left a core
-# idle for about 100 s.
+# instead of at the end of another group. Two short tests whose requests
+# follow one another (the agent episodes, the synthetic pairs) run in B,
+# on third twins of the shared servers: at the end of A, alone, they left
+# a core idle for about 100 s, and beside A on the same servers they would
+# share its batches, which changes greedy output.
 llama_a=(e2e_llama:: agent_user::a_dialogue_reproduces_live)
-llama_b=(e2e_llama::llama_cpp_python:: e2e_llama::reasoning:: e2e_tools:: managed_llama::
-  pool_llama:: reasoning_controls::a_budget_sweep_reaches_the_managed_llama_server)
-llama_c=(e2e_llama::synth:: tau2_retail::golden_conversations_reproduce_live)
+llama_b=(e2e_llama::llama_cpp_python:: e2e_llama::reasoning:: e2e_llama::synth:: e2e_tools::
+  managed_llama:: pool_llama:: reasoning_controls::a_budget_sweep_reaches_the_managed_llama_server)
+llama_c=(tau2_retail::golden_conversations_reproduce_live)
 skip() { printf -- '--skip %s ' "$@"; }
 
 # The rest first, alone: it holds the tests bound by 1 s limits, which
@@ -178,6 +179,9 @@ HARNESS_GEMMA2_URL="$(serve gemma3b)"
 # beside the models instead of after them, and never shares their batches.
 HARNESS_JUDGE_URL="$(serve judge)"
 HARNESS_JUDGE2_URL="$(serve judgeb)"
+# Third twins for group B, which runs beside A (see the groups above).
+LLAMA_B_URL="$(serve smollm2c)"
+GEMMA_B_URL="$(serve gemma3c)"
 # Both models once more with long slots (8,192 tokens): the τ² retail
 # conversations (tests/tau2_retail.rs) need them, and were recorded on them.
 HARNESS_LLAMA_LONG_URL="$(serve smollm2long)"
@@ -222,7 +226,9 @@ group() {  # group FILTERS...: one test process, its stamped lines to a log
 }
 # shellcheck disable=SC2046 # the skips are separate words
 group "${llama_a[@]}" $(skip e2e_llama::llama_cpp_python:: e2e_llama::reasoning:: e2e_llama::synth::)
-group "${llama_b[@]}"
+# Group B's "shared" servers are the third twins: no request of B shares a batch with A's.
+HARNESS_LLAMA_URL=$LLAMA_B_URL HARNESS_LLAMA2_URL=$LLAMA_B_URL \
+  HARNESS_GEMMA_URL=$GEMMA_B_URL HARNESS_GEMMA2_URL=$GEMMA_B_URL group "${llama_b[@]}"
 group "${llama_c[@]}"
 codes=("$rest")
 for pid in "${llama_pids[@]}"; do
@@ -232,8 +238,8 @@ for pid in "${llama_pids[@]}"; do
 done
 llama_pids=()
 for pid in "${stampers[@]}"; do wait "$pid" || true; done
-names=("A: e2e_llama, the dialogue" "B: llama-cpp-python, managed, pool, reasoning, tools"
-  "C: the τ² conversation, synth")
+names=("A: e2e_llama, the dialogue" "B: llama-cpp-python, managed, pool, reasoning, tools, synth"
+  "C: the τ² conversation")
 for i in 0 1 2; do
   mark "llama tests ${names[$i]}" "$llama_start" "$(ended_at "${logs[$i]}")"
 done
