@@ -81,7 +81,19 @@ pub(crate) fn check_servers(spec: &Spec) -> ServersCheck {
         .filter_map(|t| t.name.clone())
         .map(|n| (n, "a [[tools]] tool".to_owned()))
         .collect();
-    for server in spec.mcp() {
+    // The servers start side by side: a check waits for the slowest to
+    // answer, not for their sum (an interpreter's imports can take a second).
+    let listings = runtime.block_on(futures_util::future::join_all(spec.mcp().iter().map(
+        |server| async move {
+            let target = Target::of(&server.name, &server.def, &server.cwd)?;
+            let session = Session::start(&target).await?;
+            let started = session.started_in;
+            let tools = session.tools(target.start_timeout).await;
+            session.close().await;
+            tools.map(|tools| (started, tools))
+        },
+    )));
+    for (server, listed) in spec.mcp().iter().zip(listings) {
         if server.def.isolation() == McpIsolation::Shared {
             let why = format!(
                 "MCP server `{}` is shared: episodes are not isolated, one sees what another changed",
@@ -89,14 +101,6 @@ pub(crate) fn check_servers(spec: &Spec) -> ServersCheck {
             );
             found.warnings.push(located(server, why));
         }
-        let listed = runtime.block_on(async {
-            let target = Target::of(&server.name, &server.def, &server.cwd)?;
-            let session = Session::start(&target).await?;
-            let started = session.started_in;
-            let tools = session.tools(target.start_timeout).await;
-            session.close().await;
-            tools.map(|tools| (started, tools))
-        });
         let (started, tools) = match listed {
             Ok(listed) => listed,
             Err(fault) => {
