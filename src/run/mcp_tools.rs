@@ -147,35 +147,31 @@ impl McpTools {
             routes: BTreeMap::new(),
             offered: Vec::new(),
         };
+        let targets = spec
+            .mcp()
+            .iter()
+            .map(|server| Target::of(&server.name, &server.def, &server.cwd))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|f| failure(&f))?;
         // An episode's own servers start side by side: it waits for the
         // slowest, not for their sum. Pooled ones are taken one at a time,
         // in the spec's order, as every episode takes them (no deadlock).
-        let mut own = futures_util::future::join_all(spec.mcp().iter().map(|server| async move {
-            if server.def.isolation() != McpIsolation::PerEpisode {
-                return None;
-            }
-            let target = Target::of(&server.name, &server.def, &server.cwd);
-            Some(match target {
-                Ok(target) => Session::start(&target).await,
-                Err(fault) => Err(fault),
-            })
-        }))
-        .await
-        .into_iter();
-        for server in spec.mcp() {
-            let started = own.next().flatten();
-            let target =
-                Target::of(&server.name, &server.def, &server.cwd).map_err(|f| failure(&f))?;
-            let mut held = match server.def.isolation() {
-                McpIsolation::PerEpisode => Held::Own(Box::new(
-                    started
-                        .expect("an episode's own server was started")
-                        .map_err(|f| failure(&f))?,
-                )),
-                McpIsolation::Reset | McpIsolation::Shared => {
+        let own = futures_util::future::join_all(spec.mcp().iter().zip(&targets).map(
+            |(server, target)| async move {
+                if server.def.isolation() != McpIsolation::PerEpisode {
+                    return None;
+                }
+                Some(Session::start(target).await)
+            },
+        ))
+        .await;
+        for ((server, target), started) in spec.mcp().iter().zip(&targets).zip(own) {
+            let mut held = match started {
+                Some(started) => Held::Own(Box::new(started.map_err(|f| failure(&f))?)),
+                None => {
                     let mut guard = pooled(spec, server).lock_owned().await;
                     if guard.is_none() {
-                        *guard = Some(Session::start(&target).await.map_err(|f| failure(&f))?);
+                        *guard = Some(Session::start(target).await.map_err(|f| failure(&f))?);
                     }
                     Held::Pooled(guard)
                 }

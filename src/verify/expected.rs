@@ -3,7 +3,6 @@
 
 use serde_json::{Map, Value};
 
-use super::kind::ReferenceKeys;
 use super::{BuildContext, Reads, ReadsText, Rule, Verdict};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::{field_names, key_path};
@@ -15,6 +14,16 @@ pub(crate) enum Expected {
     Var(String),
     /// A literal from the spec.
     Literal(Value),
+}
+
+/// The keys of a rule's `Reference` (`kind.rs`), as read (their docs come from the rule).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReferenceKeys {
+    /// An instance variable (a dotted path), as the rule's `Reference` words it.
+    pub expected: Option<String>,
+    /// A literal, as the rule's `Reference` words it.
+    pub value: Option<Value>,
 }
 
 /// A rule comparing the answer with its expected value as text: wrapped in

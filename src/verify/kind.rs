@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::expected::ComparesText;
+use super::expected::{ComparesText, ReferenceKeys};
 use super::{BuildContext, Rule};
 use crate::error::Diagnostic;
 use crate::format::key_path;
@@ -43,16 +43,6 @@ pub(super) const EXPECTED_VALUE: Reference = Reference {
     expected: "The instance variable holding the expected value (a dotted path).",
     value: "A literal expected value, instead of `expected`.",
 };
-
-/// The keys of a [`Reference`], as read (their docs come from the rule).
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ReferenceKeys {
-    /// An instance variable (a dotted path), as the rule's `Reference` words it.
-    pub expected: Option<String>,
-    /// A literal, as the rule's `Reference` words it.
-    pub value: Option<Value>,
-}
 
 /// The keys every rule takes, whatever its kind.
 #[derive(Debug, Deserialize, JsonSchema)]
