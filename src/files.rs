@@ -257,6 +257,15 @@ pub(crate) fn read_line_at<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// The harness's cache directory: `HARNESS_CACHE`, else `~/.cache/harness`.
+pub(crate) fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HARNESS_CACHE").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".cache/harness")
+}
+
 /// Writes `bytes` to `path` through a temporary sibling, `fsync` and a rename,
 /// so a reader (or a crash) sees the old file or the new one, never half a file.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {

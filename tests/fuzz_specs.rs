@@ -164,6 +164,7 @@ fn exercise(file: &Path, golden: &Path) {
         models: Vec::new(),
         asked: Vec::new(),
         mcp_servers: Vec::new(),
+        fresh_servers: true,
     };
     let report = check_file(file, &options);
     if !report.errors.is_empty() {

@@ -4,7 +4,8 @@
 //! (structured, text, `isError`) in the trajectory, the server's final state
 //! read back into `state.mcp`, a rerun that asks nothing, every server fault
 //! ending its episode as a named failure, a SIGKILLed harness taking its
-//! server along, and the spec errors located at their keys.
+//! server along; live, the real npm and PyPI servers (`mcp_check.rs`: what
+//! `harness check` says of servers).
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ use crate::common::{root, spawn_quiet};
 /// A spec whose episode offers the hostile server's tools (`filter`: a
 /// `tools = [...]` line, or none for all),
 /// with `extra` lines in its `[[mcp]]` table.
-fn spec(filter: &str, extra: &str) -> String {
+pub(crate) fn spec(filter: &str, extra: &str) -> String {
     let server = root().join("tests/fixtures/mcp/hostile.py");
     format!(
         r#"
@@ -49,7 +50,7 @@ expr = 'state.mcp.hostile.notes == ["5"]'
 }
 
 /// A model that calls `add`, `fail`, `remember` and `submit`, one a turn.
-fn agent(request: &crate::common::fake_server::Request) -> Reply {
+pub(crate) fn agent(request: &crate::common::fake_server::Request) -> Reply {
     let call = |name: &str, arguments: Value| FakeCall::new(name, &arguments.to_string());
     let calls = match crate::agent::turn(request) {
         0 => vec![call("add", json!({"a": 2, "b": 3}))],
@@ -228,74 +229,6 @@ fn sigkill_of_the_harness_leaves_no_server() {
     }
 }
 
-/// A spec's `[[mcp]]` with a name alone runs harness.toml's server of that
-/// name; a table of harness.toml that belongs in a spec is an error there.
-#[test]
-fn a_spec_names_a_server_of_harness_toml() {
-    let fake = FakeServer::start(agent);
-    let ws = Workspace::new();
-    let server = root().join("tests/fixtures/mcp/hostile.py");
-    let named = spec("", "").replacen(
-        &format!("command = \"python3\"\nargs = [\"{}\"]\n", server.display()),
-        "",
-        1,
-    );
-    assert!(!named.contains("python3"), "{named}");
-    ws.fake_model(&fake, "timeout_secs = 10")
-        .write("specs/mcp.toml", &named);
-    let config = ws.path().join("harness.toml");
-    let models = std::fs::read_to_string(&config).unwrap();
-    let machine = format!(
-        "{models}\n[[mcp]]\nname = \"hostile\"\ncommand = \"python3\"\nargs = [\"{}\"]\n",
-        server.display()
-    );
-    ws.write("harness.toml", &machine);
-    ws.run_ok(&["specs/mcp.toml", "-m", "fake"]);
-    assert_eq!(ws.last_journal()[0]["passed"], true);
-    ws.write("harness.toml", &format!("{machine}tools = [\"add\"]\n"));
-    ws.run_expect(
-        &["specs/mcp.toml", "-m", "fake"],
-        2,
-        &["harness.toml:", "set it in the spec's [[mcp]]"],
-    );
-}
-
-#[test]
-fn bad_servers_are_errors_at_their_keys() {
-    let base = "[prompt]\nuser = \"x\"\n[agent]\n[[tools]]\nname = \"lookup\"\nscript = \"1\"\n\
-                [[verify]]\nrule = \"exact\"\nexpected = \"1\"\n";
-    let cases = [
-        (
-            "[[mcp]]\nargs = [\"x\"]\n",
-            "mcp.toml:10:1",
-            "needs `command`",
-        ),
-        (
-            "[[mcp]]\ncommand = \"srv\"\nurl = \"http://127.0.0.1:1/\"\n",
-            "mcp.toml:12:7",
-            "not both",
-        ),
-        (
-            "[[mcp]]\ncommand = \"srv\"\ntools = [\"x\", \"lookup\"]\n",
-            "mcp.toml:12:15",
-            "has the name of a [[tools]] tool",
-        ),
-        // A name alone is one of harness.toml's servers, and there is none.
-        (
-            "[[mcp]]\nname = \"kg\"\n",
-            "mcp.toml:10:1",
-            "harness.toml has no [[mcp]] server of that name",
-        ),
-    ];
-    for (table, at, says) in cases {
-        let ws = Workspace::new();
-        ws.write("specs/mcp.toml", &format!("{base}{table}"));
-        let mut check = crate::common::harness(ws.path());
-        check.args(["check", "specs/mcp.toml"]);
-        crate::common::expect(&mut check, 2, &[at, says]);
-    }
-}
-
 /// The real servers' paths from `scripts/mcp-servers.sh paths`: `None`
 /// (the test is skipped) where they are not installed, except under
 /// `HARNESS_E2E`, where `scripts/test.sh` installed them.
@@ -389,34 +322,6 @@ expr = 'state.mcp.memory.entities[0].name == "Анна" && state.mcp.ledger.tota
     let sum = &record["trajectory"][3]["content"];
     assert!(sum.as_str().unwrap().contains('5'), "{record:#}");
     assert!(std::fs::read_to_string(&memory).unwrap().contains("Анна"));
-}
-
-#[test]
-fn check_starts_each_server_and_judges_its_tools() {
-    let ws = Workspace::new();
-    // `submit` stays, and a Rhai `echo` takes the name of the server's own.
-    let clash = spec("", "isolation = \"shared\"").replace(
-        "script = \"args.answer\"",
-        "script = \"args.answer\"\n[[tools]]\nname = \"echo\"\nscript = \"1\"",
-    );
-    ws.write("specs/mcp.toml", &clash);
-    let mut check = crate::common::harness(ws.path());
-    check.args(["check", "specs/mcp.toml"]);
-    crate::common::expect(
-        &mut check,
-        2,
-        &[
-            "tool `echo` of MCP server `hostile` has the name of a [[tools]] tool",
-            "is shared: episodes are not isolated",
-        ],
-    );
-    let mut show = crate::common::harness(ws.path());
-    show.args(["show", "specs/mcp.toml", "-n", "1"]);
-    crate::common::expect(
-        &mut show,
-        0,
-        &["mcp server `hostile` (started in", "  recall"],
-    );
 }
 
 /// A child process this test started, killed (by its PID) and reaped when dropped.

@@ -118,6 +118,7 @@ mod malformed_specs;
 mod managed_llama;
 mod managed_vllm;
 mod mcp;
+mod mcp_check;
 mod measures;
 mod media;
 mod native_reasoning;

@@ -3,7 +3,10 @@
 //! API accepts, argument schemas that are JSON Schemas of objects, no name
 //! taken twice), and a `shared` server is flagged as not isolated.
 
-use crate::client::mcp::{Session, Target, ToolInfo};
+use std::time::{Duration, SystemTime};
+
+use super::listings::{self, Listing};
+use crate::client::mcp::{McpFault, Session, Target, ToolInfo};
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::McpIsolation;
 use crate::spec::Spec;
@@ -17,8 +20,32 @@ pub(crate) struct ServersCheck {
     pub errors: Vec<Diagnostic>,
     /// Servers that work but keep no isolation.
     pub warnings: Vec<Diagnostic>,
-    /// Each server that started: its name, start time and offered tools.
-    pub servers: Vec<(String, std::time::Duration, Vec<ToolInfo>)>,
+    /// Each server that started: its name, start time, offered tools, and
+    /// when they were listed if an earlier check's listing was used.
+    pub servers: Vec<Started>,
+}
+
+/// A server that started, now or in an earlier check.
+#[derive(Debug)]
+pub(crate) struct Started {
+    /// Its name.
+    pub name: String,
+    /// How long it took to start and answer `initialize`.
+    pub took: Duration,
+    /// The tools it offers to the spec.
+    pub tools: Vec<ToolInfo>,
+    /// When an earlier check listed them (seconds since the Unix epoch), if
+    /// that listing was used instead of starting the server.
+    pub remembered: Option<u64>,
+}
+
+/// Whether a check may use a listing an earlier check kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listings {
+    /// Use a kept listing when one matches ([`listings`]).
+    Remembered,
+    /// Start every server.
+    Fresh,
 }
 
 /// Whether `name` is a tool name every wire accepts: 1 to 64 of
@@ -51,8 +78,9 @@ fn tool_problem(tool: &ToolInfo) -> Option<String> {
     None
 }
 
-/// Starts each of `spec`'s servers once and checks what it lists.
-pub(crate) fn check_servers(spec: &Spec) -> ServersCheck {
+/// Starts each of `spec`'s servers once (or recalls what an earlier check
+/// found, with [`Listings::Remembered`]) and checks what it lists.
+pub(crate) fn check_servers(spec: &Spec, use_kept: Listings) -> ServersCheck {
     let mut found = ServersCheck::default();
     if spec.mcp().is_empty() {
         return found;
@@ -83,17 +111,36 @@ pub(crate) fn check_servers(spec: &Spec) -> ServersCheck {
         .collect();
     // The servers start side by side: a check waits for the slowest to
     // answer, not for their sum (an interpreter's imports can take a second).
-    let listings = runtime.block_on(futures_util::future::join_all(spec.mcp().iter().map(
-        |server| async move {
-            let target = Target::of(&server.name, &server.def, &server.cwd)?;
-            let session = Session::start(&target).await?;
-            let started = session.started_in;
-            let tools = session.tools(target.start_timeout).await;
-            session.close().await;
-            tools.map(|tools| (started, tools))
-        },
-    )));
-    for (server, listed) in spec.mcp().iter().zip(listings) {
+    let kept_dir = listings::dir();
+    let now = SystemTime::now();
+    let listed: Vec<Result<(Listing, bool), McpFault>> = runtime.block_on(
+        futures_util::future::join_all(spec.mcp().iter().map(|server| {
+            let kept_dir = &kept_dir;
+            async move {
+                let target = Target::of(&server.name, &server.def, &server.cwd)?;
+                let kept = listings::path(kept_dir, &target);
+                if use_kept == Listings::Remembered
+                    && let Some(listing) = kept.as_deref().and_then(|p| listings::recall(p, now))
+                {
+                    return Ok((listing, true));
+                }
+                let session = Session::start(&target).await?;
+                let started = session.started_in;
+                let tools = session.tools(target.start_timeout).await;
+                session.close().await;
+                let listing = Listing {
+                    listed_at: listings::unix_secs(now),
+                    started_ms: u64::try_from(started.as_millis()).unwrap_or(u64::MAX),
+                    tools: tools?,
+                };
+                if let Some(kept) = &kept {
+                    listings::keep(kept, &listing);
+                }
+                Ok((listing, false))
+            }
+        })),
+    );
+    for (server, listed) in spec.mcp().iter().zip(listed) {
         if server.def.isolation() == McpIsolation::Shared {
             let why = format!(
                 "MCP server `{}` is shared: episodes are not isolated, one sees what another changed",
@@ -101,7 +148,7 @@ pub(crate) fn check_servers(spec: &Spec) -> ServersCheck {
             );
             found.warnings.push(located(server, why));
         }
-        let (started, tools) = match listed {
+        let (listing, remembered) = match listed {
             Ok(listed) => listed,
             Err(fault) => {
                 let message = crate::secrets::redact(&fault.message).into_owned();
@@ -109,8 +156,7 @@ pub(crate) fn check_servers(spec: &Spec) -> ServersCheck {
                 continue;
             }
         };
-        let offered: Vec<ToolInfo> = tools
-            .into_iter()
+        let offered: Vec<ToolInfo> = (listing.tools.into_iter())
             .filter(|t| server.offers(&t.name))
             .collect();
         for wanted in server.def.tools.iter().flatten() {
@@ -139,7 +185,12 @@ pub(crate) fn check_servers(spec: &Spec) -> ServersCheck {
                 format!("a tool of server `{}`", server.name),
             ));
         }
-        found.servers.push((server.name.clone(), started, offered));
+        found.servers.push(Started {
+            name: server.name.clone(),
+            took: Duration::from_millis(listing.started_ms),
+            tools: offered,
+            remembered: remembered.then_some(listing.listed_at),
+        });
     }
     found
 }

@@ -21,6 +21,7 @@ pub(crate) use exec::ExecModel;
 
 mod examples;
 mod exec;
+mod listings;
 pub(crate) mod mcp;
 mod tokens;
 
@@ -41,6 +42,9 @@ pub struct CheckOptions {
     pub asked: Vec<crate::provider::ModelSetup>,
     /// `harness.toml`'s `[[mcp]]` servers, for specs that name one.
     pub mcp_servers: Vec<(crate::format::McpServer, PathBuf)>,
+    /// Start every MCP server, instead of using a listing an earlier check
+    /// kept (`--fresh`).
+    pub fresh_servers: bool,
 }
 
 /// How many of a spec's examples held, shown as `held/total`.
@@ -79,6 +83,8 @@ pub struct SpecCheck {
     pub golden: Option<GoldenStatus>,
     /// Wall time of the check.
     pub elapsed: Duration,
+    /// MCP servers whose tools an earlier check listed, not started again.
+    pub servers_remembered: Vec<String>,
 }
 
 /// The first problem of the reasoning `model`'s requests for `spec` would
@@ -146,9 +152,18 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     if let Some(labels) = generated.filter(|&labels| labels > 0) {
         report.warnings = tokens::label_warnings(spec, labels, &options.asked);
     }
-    let servers = mcp::check_servers(spec);
+    let listings = if options.fresh_servers {
+        mcp::Listings::Fresh
+    } else {
+        mcp::Listings::Remembered
+    };
+    let servers = mcp::check_servers(spec, listings);
     report.errors.extend(servers.errors);
     report.warnings.extend(servers.warnings);
+    report.servers_remembered = (servers.servers.into_iter())
+        .filter(|s| s.remembered.is_some())
+        .map(|s| s.name)
+        .collect();
     let generated = generated.is_some();
     report.examples.total = spec.def.examples.len();
     if spec.rules.needs_sandbox()

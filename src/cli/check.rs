@@ -41,6 +41,11 @@ pub(super) struct CheckArgs {
     /// Print each example's actual verdict, score and failure detail.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Start every MCP server, instead of using the tools an earlier check
+    /// listed (kept for an hour, and only while the server's command,
+    /// environment and files are unchanged).
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 /// The models `names` (else the configuration's `[run] models`) and, of
@@ -143,6 +148,12 @@ fn print_report(r: &SpecCheck, verbose: bool, color: bool) {
         }
     }
     print_warnings(r, color);
+    if !r.servers_remembered.is_empty() {
+        outln!(
+            "      MCP servers {}: tools as an earlier check listed them (`--fresh` starts them)",
+            r.servers_remembered.join(", ")
+        );
+    }
     if verbose {
         print_verdicts(&r.verdicts);
     }
@@ -243,6 +254,7 @@ pub(super) fn run(args: &CheckArgs, config: Option<&Config>, color: bool) -> Exi
         },
         models,
         mcp_servers: config.map(Config::mcp_servers).unwrap_or_default(),
+        fresh_servers: args.fresh,
     };
     let (mut failed, mut differ) = (0, 0);
     let mut ids: BTreeMap<String, PathBuf> = Default::default();

@@ -41,6 +41,7 @@ pub(super) fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
         models: Vec::new(),
         asked: Vec::new(),
         mcp_servers: Vec::new(),
+        fresh_servers: true,
     };
     let check = check_file(&file, &options);
     if let Some(e) = check.errors.first() {

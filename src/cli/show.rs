@@ -143,13 +143,14 @@ fn print_mcp(spec: &Spec) {
     if spec.mcp().is_empty() {
         return;
     }
-    let found = crate::check::mcp::check_servers(spec);
-    for (name, started, tools) in &found.servers {
+    let found = crate::check::mcp::check_servers(spec, crate::check::mcp::Listings::Fresh);
+    for started in &found.servers {
         outln!(
-            "mcp server `{name}` (started in {} ms):",
-            started.as_millis()
+            "mcp server `{}` (started in {} ms):",
+            started.name,
+            started.took.as_millis()
         );
-        let tools: Vec<crate::format::Tool> = tools
+        let tools: Vec<crate::format::Tool> = (started.tools)
             .iter()
             .map(|t| crate::format::Tool {
                 name: t.name.clone(),

@@ -87,7 +87,7 @@ pub(crate) struct McpFault {
 }
 
 /// One tool a server lists.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ToolInfo {
     /// Its name.
     pub name: String,
@@ -130,7 +130,13 @@ impl Target {
                     }
                 }
                 let program = if command.contains('/') {
-                    cwd.join(command).display().to_string()
+                    // Absolute: the server also runs in `cwd`, where a path
+                    // relative to the harness's own folder would miss.
+                    let path = cwd.join(command);
+                    std::path::absolute(&path)
+                        .unwrap_or(path)
+                        .display()
+                        .to_string()
                 } else {
                     command.clone()
                 };

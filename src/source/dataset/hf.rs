@@ -36,11 +36,7 @@ pub(crate) fn offline() -> bool {
 
 /// The dataset cache directory.
 pub(crate) fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("HARNESS_CACHE").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("datasets");
-    }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".cache/harness/datasets")
+    crate::files::cache_root().join("datasets")
 }
 
 /// Why a hub address is unusable or its split could not be downloaded.
