@@ -108,9 +108,32 @@ impl AgentRuntime {
             None => return Ok(Value::Object(Map::new())),
             Some(Value::String(text)) => serde_json::from_str(text)
                 .map_err(|e| fail(format!("state `{var}` is a string but not JSON: {e}")))?,
-            Some(value) => value.clone(),
+            Some(value) => {
+                self.valid_state(value)?;
+                return Ok(value.clone());
+            }
         };
-        let depth = value_depth(&value);
+        self.valid_state(&value)?;
+        Ok(value)
+    }
+
+    /// Whether an instance with `vars` has a valid initial state, without
+    /// copying it (a database of a few hundred kilobytes, in τ²'s specs).
+    pub(crate) fn check_state(&self, vars: &Map<String, Value>) -> Result<(), StateError> {
+        match crate::verify::lookup(vars, &self.state_var) {
+            Some(value) if !value.is_string() => self.valid_state(value),
+            _ => self.initial_state(vars).map(drop),
+        }
+    }
+
+    /// Whether `value` may be the tools' state: a map, not too deep, not too long.
+    fn valid_state(&self, value: &Value) -> Result<(), StateError> {
+        let var = &self.state_var;
+        let fail = |message: String| StateError {
+            message,
+            too_deep: false,
+        };
+        let depth = value_depth(value);
         if depth > MAX_DEPTH {
             return Err(StateError {
                 message: too_deep_text(&format!("state `{var}` nests"), depth),
@@ -120,13 +143,13 @@ impl AgentRuntime {
         if !value.is_object() {
             return Err(fail(format!("state `{var}` must be a map, not {value}")));
         }
-        if json_len_within(&value, self.limits.state_bytes).is_none() {
+        if json_len_within(value, self.limits.state_bytes).is_none() {
             return Err(fail(format!(
                 "state `{var}` is more than max_state_bytes = {} bytes as JSON",
                 self.limits.state_bytes
             )));
         }
-        Ok(value)
+        Ok(())
     }
 
     /// Runs `call` against `state`: the tool's value, or the message the

@@ -2,8 +2,6 @@
 //! stop marker, and its `system` and `persona` templates, compiled once and
 //! rendered per instance into the user model's system prompt.
 
-use serde_json::{Map, Value};
-
 use super::Spec;
 use crate::error::{Diagnostic, ErrorKind};
 use crate::format::locate::SourceMap;
@@ -130,7 +128,7 @@ impl Spec {
     pub(crate) fn user_system(
         &self,
         index: u64,
-        vars: &Map<String, Value>,
+        template_vars: &minijinja::Value,
     ) -> Result<Option<String>, Diagnostic> {
         let Some(user) = self.agent.as_ref().and_then(|a| a.user.as_ref()) else {
             return Ok(None);
@@ -139,7 +137,7 @@ impl Spec {
             data => self.data.clone(),
             index => index,
             stop => user.stop.clone(),
-            ..minijinja::Value::from(minijinja::value::Serde(vars))
+            ..template_vars.clone()
         };
         let parts = user.templates.render(&context).map_err(|e| {
             template_diagnostic(&self.map, &e, &format!("instance {index}: "))

@@ -18,8 +18,10 @@ mod images;
 mod load;
 pub(crate) mod mcp;
 mod reasoning;
+mod render;
 mod replay;
 mod sizes;
+mod template_vars;
 mod tools;
 mod validate;
 
@@ -215,44 +217,6 @@ impl Spec {
         Ok(vars)
     }
 
-    /// The messages for an instance with `vars`.
-    pub fn render(
-        &self,
-        index: u64,
-        vars: &Map<String, Value>,
-    ) -> Result<Vec<Message>, Diagnostic> {
-        let choice_list = match self.choice_set(index, vars)? {
-            Some(set) => choices::ChoicesRuntime::template_list(&set),
-            None => Value::Null,
-        };
-        let context = minijinja::context! {
-            data => self.data.clone(),
-            index => index,
-            choice_list => TemplateValue::from(minijinja::value::Serde(&choice_list)),
-            ..TemplateValue::from(minijinja::value::Serde(vars))
-        };
-        let mut messages = self.prompt.render(&context).map_err(|e| {
-            self.template_diagnostic(&e, Some(index))
-                .with_source(self.map.source())
-        })?;
-        self.attach_images(index, &context, vars, &mut messages)?;
-        if let Some(var) = &self.def.prompt.history {
-            let turns = crate::verify::lookup(vars, var)
-                .ok_or_else(|| format!("the instance has no variable `{var}`"))
-                .and_then(|v| crate::prompt::history_turns(v).map_err(|e| e.to_string()))
-                .map_err(|message| {
-                    let at = crate::format::key_path!["prompt", "history"];
-                    self.var_diagnostic(index, ("history", var), &message, at)
-                })?;
-            let at = messages
-                .iter()
-                .position(|m| m.role != crate::format::Role::System)
-                .unwrap_or(messages.len());
-            messages.splice(at..at, turns);
-        }
-        Ok(messages)
-    }
-
     /// An error in instance `index`'s variable `var` read as `what`
     /// (history, tools): at the dataset row when there is one, else at the
     /// spec key `at` that names the variable.
@@ -286,11 +250,12 @@ impl Spec {
 
     /// Generates and renders instance `index`.
     pub fn instance(&self, index: u64) -> Result<Instance, Diagnostic> {
-        let vars = self.vars(index)?;
-        let messages = self.render(index, &vars)?;
+        let vars = std::sync::Arc::new(self.vars(index)?);
+        let template_vars = template_vars::lazy(&vars);
+        let messages = self.render_with(index, &vars, &template_vars)?;
         let tools = self.instance_tools(index, &vars)?;
         if let Some(agent) = &self.agent
-            && let Err(problem) = agent.initial_state(&vars)
+            && let Err(problem) = agent.check_state(&vars)
         {
             let message = format!("instance {index}: {problem}");
             let location = match self.dataset.as_ref().and_then(|d| d.row(index)) {
@@ -299,7 +264,10 @@ impl Spec {
             };
             return Err(Diagnostic::new(ErrorKind::Invalid, location, message));
         }
-        let user_system = self.user_system(index, &vars)?;
+        let user_system = self.user_system(index, &template_vars)?;
+        drop(template_vars);
+        // The templates are done with it: it is the only reference left.
+        let vars = std::sync::Arc::try_unwrap(vars).unwrap_or_else(|shared| (*shared).clone());
         Ok(Instance {
             index,
             id: format!("{}/{index}", self.id),

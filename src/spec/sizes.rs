@@ -25,13 +25,30 @@ pub(super) fn json_len_within(value: &Value, max: usize) -> Option<usize> {
                 }
                 2 + map.len().saturating_sub(1)
             }
-            plain => plain.to_string().len(),
+            Value::Number(n) => {
+                let mut counted = Counted(0);
+                // Writing to a counter cannot fail.
+                let _ = std::fmt::Write::write_fmt(&mut counted, format_args!("{n}"));
+                counted.0
+            }
+            Value::Bool(true) | Value::Null => 4,
+            Value::Bool(false) => 5,
         };
         if total > max {
             return None;
         }
     }
     Some(total)
+}
+
+/// Counts the bytes written to it: a number's length without a `String`.
+struct Counted(usize);
+
+impl std::fmt::Write for Counted {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
 }
 
 /// The length of `text` as a JSON string, quotes and escapes included;
@@ -71,7 +88,7 @@ mod tests {
     fn json_lengths_are_counted_as_serde_json_writes_and_cut_short() {
         let values = [
             json!(null),
-            json!({"a": [1, -2.5, true, "x\"y\\z\n\u{1}é😀"], "b\tc": {}, "d": []}),
+            json!({"a": [1, -2.5, true, false, "x\"y\\z\n\u{1}é😀"], "b\tc": {}, "d": []}),
             json!([[], {}, "", 1e300, u64::MAX]),
         ];
         for value in values {
