@@ -154,18 +154,11 @@ fn mutate(rng: &mut ChaCha8Rng, text: &str) -> String {
 
 /// Loads, checks and verifies one mutant; a panic escapes to the caller.
 fn exercise(file: &Path, golden: &Path) {
-    let options = CheckOptions {
-        golden_dir: golden.to_path_buf(),
-        mode: GoldenMode {
-            bless: false,
-            write_pending: false,
-        },
-        exec_models: Vec::new(),
-        models: Vec::new(),
-        asked: Vec::new(),
-        mcp_servers: Vec::new(),
-        fresh_servers: true,
+    let mode = GoldenMode {
+        bless: false,
+        write_pending: false,
     };
+    let options = CheckOptions::alone(golden, mode);
     let report = check_file(file, &options);
     if !report.errors.is_empty() {
         return;

@@ -86,6 +86,8 @@ fn check_starts_each_server_and_judges_its_tools() {
     );
     ws.write("specs/mcp.toml", &clash);
     let mut check = crate::common::harness(ws.path());
+    // The listing it keeps stays in the workspace.
+    check.env("HARNESS_CACHE", ws.path().join("cache"));
     check.args(["check", "specs/mcp.toml"]);
     crate::common::expect(
         &mut check,

@@ -47,6 +47,22 @@ pub struct CheckOptions {
     pub fresh_servers: bool,
 }
 
+impl CheckOptions {
+    /// A check against `golden_dir` in `mode` with no model and no
+    /// machine's servers, starting every MCP server a spec names.
+    pub fn alone(golden_dir: &Path, mode: GoldenMode) -> CheckOptions {
+        CheckOptions {
+            golden_dir: golden_dir.to_path_buf(),
+            mode,
+            exec_models: Vec::new(),
+            models: Vec::new(),
+            asked: Vec::new(),
+            mcp_servers: Vec::new(),
+            fresh_servers: true,
+        }
+    }
+}
+
 /// How many of a spec's examples held, shown as `held/total`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Examples {

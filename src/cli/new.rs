@@ -31,18 +31,11 @@ pub(super) fn run(id: &str, dir: &Path, golden: &Path) -> Exit {
     if let Err(e) = crate::files::write_atomic(&file, text.as_bytes()) {
         return fail(format!("{}: {e}", file.display()));
     }
-    let options = CheckOptions {
-        golden_dir: golden.to_path_buf(),
-        mode: GoldenMode {
-            bless: true,
-            write_pending: false,
-        },
-        exec_models: Vec::new(),
-        models: Vec::new(),
-        asked: Vec::new(),
-        mcp_servers: Vec::new(),
-        fresh_servers: true,
+    let mode = GoldenMode {
+        bless: true,
+        write_pending: false,
     };
+    let options = CheckOptions::alone(golden, mode);
     let check = check_file(&file, &options);
     if let Some(e) = check.errors.first() {
         return fail(format!("the starter spec does not check: {e}"));
