@@ -1,6 +1,7 @@
 //! `harness check` of a spec's `[[mcp]]` servers: each is started once
-//! (within its start timeout), its tools listed and validated (names an
-//! API accepts, argument schemas that are JSON Schemas of objects, no name
+//! (within its start timeout), or its listing recalled from an earlier
+//! check ([`super::listings`]); its tools are validated (names an API
+//! accepts, argument schemas that are JSON Schemas of objects, no name
 //! taken twice), and a `shared` server is flagged as not isolated.
 
 use std::time::{Duration, SystemTime};
@@ -20,8 +21,8 @@ pub(crate) struct ServersCheck {
     pub errors: Vec<Diagnostic>,
     /// Servers that work but keep no isolation.
     pub warnings: Vec<Diagnostic>,
-    /// Each server that started: its name, start time, offered tools, and
-    /// when they were listed if an earlier check's listing was used.
+    /// Each server that started (now or for an earlier check): its name,
+    /// start time and offered tools.
     pub servers: Vec<Started>,
 }
 
@@ -34,9 +35,8 @@ pub(crate) struct Started {
     pub took: Duration,
     /// The tools it offers to the spec.
     pub tools: Vec<ToolInfo>,
-    /// When an earlier check listed them (seconds since the Unix epoch), if
-    /// that listing was used instead of starting the server.
-    pub remembered: Option<u64>,
+    /// Whether an earlier check's listing was used instead of starting it.
+    pub remembered: bool,
 }
 
 /// Whether a check may use a listing an earlier check kept.
@@ -189,7 +189,7 @@ pub(crate) fn check_servers(spec: &Spec, use_kept: Listings) -> ServersCheck {
             name: server.name.clone(),
             took: Duration::from_millis(listing.started_ms),
             tools: offered,
-            remembered: remembered.then_some(listing.listed_at),
+            remembered,
         });
     }
     found

@@ -177,7 +177,7 @@ fn check_spec(spec: &Spec, options: &CheckOptions, report: &mut SpecCheck) {
     report.errors.extend(servers.errors);
     report.warnings.extend(servers.warnings);
     report.servers_remembered = (servers.servers.into_iter())
-        .filter(|s| s.remembered.is_some())
+        .filter(|s| s.remembered)
         .map(|s| s.name)
         .collect();
     let generated = generated.is_some();
