@@ -86,8 +86,8 @@ pub(crate) fn path(dir: &Path, target: &Target) -> Option<PathBuf> {
 pub(crate) fn recall(path: &Path, now: SystemTime) -> Option<Listing> {
     let bytes = crate::files::read_bounded(path, FileKind::Manifest).ok()?;
     let listing: Listing = serde_json::from_slice(&bytes).ok()?;
-    let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
-    (now.checked_sub(listing.listed_at)? < MAX_AGE.as_secs()).then_some(listing)
+    let age = unix_secs(now).checked_sub(listing.listed_at)?;
+    (age < MAX_AGE.as_secs()).then_some(listing)
 }
 
 /// Keeps `listing` at `path`. A cache that cannot be written costs the next
@@ -117,15 +117,15 @@ fn named_files(argv: &[String], env: &[(String, String)], cwd: &Path) -> Vec<Str
         && let Some(found) = path_var.and_then(|p| on_path(program, p))
     {
         // A program on PATH is a system one: its folder is not its own.
-        lines.push(stamp(&found));
+        lines.extend(stamp(&found));
     }
     let named = argv.iter().chain(env.iter().map(|(_, v)| v));
     for text in named.filter(|t| t.contains('/')) {
         let file = cwd.join(text);
-        if !file.is_file() {
+        let Some(line) = stamp(&file) else {
             continue;
-        }
-        lines.push(stamp(&file));
+        };
+        lines.push(line);
         let Some(folder) = file.parent() else {
             continue;
         };
@@ -140,7 +140,7 @@ fn named_files(argv: &[String], env: &[(String, String)], cwd: &Path) -> Vec<Str
             continue;
         }
         beside.sort();
-        lines.extend(beside.iter().filter(|p| p.is_file()).map(|p| stamp(p)));
+        lines.extend(beside.iter().filter_map(|p| stamp(p)));
     }
     lines
 }
@@ -152,18 +152,14 @@ fn on_path(program: &str, path_var: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A file's path, size and modification time (nanoseconds), as one line.
-fn stamp(file: &Path) -> String {
-    let meta = std::fs::metadata(file);
-    let (len, modified) = meta.map_or((0, 0), |m| {
-        let modified = m
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        (m.len(), modified)
-    });
-    format!("{}\t{len}\t{modified}", file.display())
+/// A regular file's path, size and modification time (nanoseconds), as
+/// one line; `None` for anything else. One `stat` a file.
+fn stamp(file: &Path) -> Option<String> {
+    let meta = std::fs::metadata(file).ok().filter(|m| m.is_file())?;
+    let modified = (meta.modified().ok())
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Some(format!("{}\t{}\t{modified}", file.display(), meta.len()))
 }
 
 #[cfg(test)]
